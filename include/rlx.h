@@ -1,0 +1,371 @@
+/*
+ * rlx — an ML compiler and runtime.
+ *
+ * Usage:
+ *
+ *   rlx_graph* g = NULL;
+ *   rlx_graph_create(&g);
+ *   int64_t xs[2] = {4, 8}, ws[2] = {8, 16};
+ *   rlx_tensor x, w, y, z;
+ *   rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+ *   rlx_graph_add_param(g, "w", RLX_F32, ws, 2, &w);
+ *   rlx_graph_add_matmul(g, x, w, 0, 0, &y);
+ *   rlx_graph_add_activation(g, RLX_ACT_RELU, y, &z);
+ *   rlx_graph_set_outputs(g, &z, 1);
+ *
+ *   rlx_exec* e = NULL;
+ *   if (rlx_compile(g, "cpu", NULL, &e) != RLX_OK) puts(rlx_graph_last_error(g));
+ *   rlx_exec_set_param(e, "w", RLX_F32, w_data, sizeof w_data);
+ *   rlx_exec_set_input(e, "x", RLX_F32, xs, 2, x_data, sizeof x_data);
+ *   rlx_exec_run(e);
+ *   rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out);
+ *   rlx_exec_destroy(e);
+ *   rlx_graph_destroy(g);
+ *
+ * Every function returns an rlx_status; on failure the object that failed
+ * (graph or executable) holds a message naming the node, op and shape, read
+ * with rlx_graph_last_error / rlx_exec_last_error. Bad input never aborts and
+ * leaves the object usable.
+ */
+#ifndef RLX_H
+#define RLX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum rlx_status {
+  RLX_OK = 0,
+  RLX_INVALID_ARGUMENT = 1,  /* bad graph, shape, attribute, name, size */
+  RLX_NOT_FOUND = 2,         /* unknown input/param/device name */
+  RLX_UNIMPLEMENTED = 3,     /* op/dtype not supported (strict mode, importer) */
+  RLX_UNAVAILABLE = 4,       /* backend cannot start (no driver/device) */
+  RLX_RESOURCE_EXHAUSTED = 5,/* out of host or device memory */
+  RLX_OUT_OF_RANGE = 6,      /* index outside its dimension at run time */
+  RLX_FAILED_PRECONDITION = 7,/* call order: e.g. reading an unselected output */
+  RLX_INTERNAL = 8,          /* a bug in rlx or a driver failure */
+} rlx_status;
+
+/* Name of a status code ("INVALID_ARGUMENT"). */
+const char* rlx_status_name(rlx_status s);
+
+/* ------------------------------------------------------------------ dtypes */
+
+typedef enum rlx_dtype {
+  RLX_F32 = 0,
+  RLX_F16 = 1,
+  RLX_BF16 = 2,
+  RLX_F64 = 3,
+  RLX_I8 = 4,
+  RLX_U8 = 5,
+  RLX_I32 = 6,
+  RLX_I64 = 7,
+  RLX_BOOL = 8, /* one byte per element, 0 or 1 */
+  RLX_DTYPE_COUNT
+} rlx_dtype;
+
+/* Bytes per element of a dtype. */
+size_t rlx_dtype_size(rlx_dtype t);
+/* Lower-case name ("f32", "bf16", "bool"); "?" for an invalid value. */
+const char* rlx_dtype_name(rlx_dtype t);
+
+/* ------------------------------------------------------------------ graph */
+
+#define RLX_MAX_RANK 8
+#define RLX_MAX_INPUTS 64 /* most inputs a node may have (Concat) */
+
+typedef struct rlx_graph rlx_graph;
+/* A tensor inside one graph: the id of a value some node produces. */
+typedef int32_t rlx_tensor;
+#define RLX_NONE ((rlx_tensor)-1) /* an absent optional input */
+
+/* Dims: a value >= 0 is a static size; a value < 0 is a symbolic dim made by
+ * rlx_graph_symbol (encoded as -(symbol_index + 1)). */
+typedef int64_t rlx_dim;
+
+rlx_status rlx_graph_create(rlx_graph** out_graph);
+void rlx_graph_destroy(rlx_graph* g);
+/* Message of the last failed call on this graph ("" if none). */
+const char* rlx_graph_last_error(const rlx_graph* g);
+
+/* Returns the dim code of the named symbol, creating it on first use. */
+rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim);
+
+/* Shape/dtype queries on a tensor. out_shape has room for RLX_MAX_RANK. */
+rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
+                                 int32_t* out_rank, rlx_dim* out_shape);
+int32_t rlx_graph_node_count(const rlx_graph* g);
+
+/* Names the node that produces t (used in errors, dot and text output). */
+rlx_status rlx_graph_set_name(rlx_graph* g, rlx_tensor t, const char* name);
+
+/* Declares the ordered graph outputs. */
+rlx_status rlx_graph_set_outputs(rlx_graph* g, const rlx_tensor* outputs, int32_t n);
+
+/* --- leaves */
+rlx_status rlx_graph_add_input(rlx_graph* g, const char* name, rlx_dtype dtype,
+                               const rlx_dim* shape, int32_t rank, rlx_tensor* out);
+rlx_status rlx_graph_add_param(rlx_graph* g, const char* name, rlx_dtype dtype,
+                               const rlx_dim* shape, int32_t rank, rlx_tensor* out);
+/* Copies `bytes` bytes of data (must equal the static element count × size). */
+rlx_status rlx_graph_add_constant(rlx_graph* g, rlx_dtype dtype, const rlx_dim* shape,
+                                  int32_t rank, const void* data, size_t bytes,
+                                  rlx_tensor* out);
+
+/* --- views */
+/* Reshape to `shape` (same element count; one dim may be -1 ... see below).
+ * To infer one dim pass RLX_DIM_INFER for it. */
+#define RLX_DIM_INFER INT64_MIN
+rlx_status rlx_graph_add_reshape(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                 int32_t rank, rlx_tensor* out);
+rlx_status rlx_graph_add_cast(rlx_graph* g, rlx_tensor x, rlx_dtype dtype, rlx_tensor* out);
+rlx_status rlx_graph_add_stop_gradient(rlx_graph* g, rlx_tensor x, rlx_tensor* out);
+
+/* --- layout */
+rlx_status rlx_graph_add_transpose(rlx_graph* g, rlx_tensor x, const int32_t* perm,
+                                   int32_t rank, rlx_tensor* out);
+/* x[..., start:start+len, ...] along axis. */
+rlx_status rlx_graph_add_narrow(rlx_graph* g, rlx_tensor x, int32_t axis, int64_t start,
+                                int64_t len, rlx_tensor* out);
+rlx_status rlx_graph_add_concat(rlx_graph* g, const rlx_tensor* xs, int32_t n, int32_t axis,
+                                rlx_tensor* out);
+/* NumPy broadcast of x to `shape` (rank >= x's rank). */
+rlx_status rlx_graph_add_expand(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                int32_t rank, rlx_tensor* out);
+rlx_status rlx_graph_add_reverse(rlx_graph* g, rlx_tensor x, const int32_t* axes,
+                                 int32_t n_axes, rlx_tensor* out);
+/* out = x.shape[:axis] + idx.shape + x.shape[axis+1:]; idx is i32/i64,
+ * negative indices count from the end; out of range is a run-time error. */
+rlx_status rlx_graph_add_gather(rlx_graph* g, rlx_tensor x, rlx_tensor idx, int32_t axis,
+                                rlx_tensor* out);
+/* out = base; out[..idx[p]..] += src[p] along axis (torch.scatter_add):
+ * idx and src have the same shape and rank as base. */
+rlx_status rlx_graph_add_scatter_add(rlx_graph* g, rlx_tensor base, rlx_tensor idx,
+                                     rlx_tensor src, int32_t axis, rlx_tensor* out);
+
+/* --- elementwise */
+typedef enum rlx_binary_op {
+  RLX_BIN_ADD, RLX_BIN_SUB, RLX_BIN_MUL, RLX_BIN_DIV, RLX_BIN_MAX, RLX_BIN_MIN, RLX_BIN_POW,
+  RLX_BIN_COUNT
+} rlx_binary_op;
+typedef enum rlx_compare_op {
+  RLX_CMP_EQ, RLX_CMP_NE, RLX_CMP_LT, RLX_CMP_LE, RLX_CMP_GT, RLX_CMP_GE, RLX_CMP_COUNT
+} rlx_compare_op;
+typedef enum rlx_activation {
+  RLX_ACT_NONE, /* identity: only meaningful in FusedMatMulBiasAct */
+  RLX_ACT_RELU, RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_EXP, RLX_ACT_LOG, RLX_ACT_SQRT,
+  RLX_ACT_RSQRT, RLX_ACT_NEG, RLX_ACT_ABS, RLX_ACT_GELU, RLX_ACT_GELU_APPROX, RLX_ACT_SILU,
+  RLX_ACT_ROUND, RLX_ACT_SIN, RLX_ACT_COS, RLX_ACT_TAN, RLX_ACT_ATAN,
+  RLX_ACT_COUNT
+} rlx_activation;
+
+/* NumPy broadcasting; both operands share a dtype. */
+rlx_status rlx_graph_add_binary(rlx_graph* g, rlx_binary_op op, rlx_tensor a, rlx_tensor b,
+                                rlx_tensor* out);
+/* Result dtype is bool. */
+rlx_status rlx_graph_add_compare(rlx_graph* g, rlx_compare_op op, rlx_tensor a, rlx_tensor b,
+                                 rlx_tensor* out);
+/* cond is bool; x and y share a dtype; all three broadcast. */
+rlx_status rlx_graph_add_where(rlx_graph* g, rlx_tensor cond, rlx_tensor x, rlx_tensor y,
+                               rlx_tensor* out);
+rlx_status rlx_graph_add_activation(rlx_graph* g, rlx_activation act, rlx_tensor x,
+                                    rlx_tensor* out);
+
+/* --- contraction */
+/* a: [..., M, K] (or [..., K, M] with transpose_a), b: [..., K, N] (or
+ * [..., N, K] with transpose_b); batch dims broadcast. Rank >= 2. */
+rlx_status rlx_graph_add_matmul(rlx_graph* g, rlx_tensor a, rlx_tensor b, int32_t transpose_a,
+                                int32_t transpose_b, rlx_tensor* out);
+/* act(a @ b + bias); bias is [N] or RLX_NONE; act may be RLX_ACT_NONE. */
+rlx_status rlx_graph_add_fused_matmul_bias_act(rlx_graph* g, rlx_tensor a, rlx_tensor b,
+                                               rlx_tensor bias, int32_t transpose_a,
+                                               int32_t transpose_b, rlx_activation act,
+                                               rlx_tensor* out);
+
+/* --- reduction */
+typedef enum rlx_reduce_op {
+  RLX_RED_SUM, RLX_RED_MEAN, RLX_RED_MAX, RLX_RED_MIN, RLX_RED_PROD, RLX_RED_COUNT
+} rlx_reduce_op;
+/* Reduces over `axes` (n_axes == 0 means all axes). */
+rlx_status rlx_graph_add_reduce(rlx_graph* g, rlx_reduce_op op, rlx_tensor x,
+                                const int32_t* axes, int32_t n_axes, int32_t keep_dim,
+                                rlx_tensor* out);
+/* Result i64; ties resolve to the first index. */
+rlx_status rlx_graph_add_argmax(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                rlx_tensor* out);
+rlx_status rlx_graph_add_argmin(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                rlx_tensor* out);
+rlx_status rlx_graph_add_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out);
+rlx_status rlx_graph_add_log_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out);
+/* Inclusive (or exclusive) prefix sum along axis, optionally from the end. */
+rlx_status rlx_graph_add_cumsum(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t exclusive,
+                                int32_t reverse, rlx_tensor* out);
+/* k largest (or smallest) along axis, sorted; indices are i64. Ties keep the
+ * lower index first. */
+rlx_status rlx_graph_add_topk(rlx_graph* g, rlx_tensor x, int64_t k, int32_t axis,
+                              int32_t largest, rlx_tensor* out_values, rlx_tensor* out_indices);
+
+/* --- normalization */
+/* Normalizes over dims [axis, rank); gamma/beta have shape x.shape[axis:] or
+ * are RLX_NONE. */
+rlx_status rlx_graph_add_layer_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                    rlx_tensor beta, int32_t axis, float eps, rlx_tensor* out);
+/* x / sqrt(mean(x^2 over the last dim) + eps) * gamma; gamma may be RLX_NONE. */
+rlx_status rlx_graph_add_rms_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, float eps,
+                                  rlx_tensor* out);
+/* sum = x + residual (+ bias); out_norm = layer_norm(sum) over the last dim. */
+rlx_status rlx_graph_add_fused_residual_layer_norm(rlx_graph* g, rlx_tensor x,
+                                                   rlx_tensor residual, rlx_tensor bias,
+                                                   rlx_tensor gamma, rlx_tensor beta, float eps,
+                                                   rlx_tensor* out_norm, rlx_tensor* out_sum);
+rlx_status rlx_graph_add_fused_residual_rms_norm(rlx_graph* g, rlx_tensor x,
+                                                 rlx_tensor residual, rlx_tensor bias,
+                                                 rlx_tensor gamma, float eps,
+                                                 rlx_tensor* out_norm, rlx_tensor* out_sum);
+
+/* --- transformer */
+typedef enum rlx_layout { RLX_LAYOUT_BSHD = 0, RLX_LAYOUT_BHSD = 1 } rlx_layout;
+typedef enum rlx_mask_kind {
+  RLX_MASK_NONE = 0,
+  RLX_MASK_CAUSAL = 1,  /* query i sees keys <= i + Sk - Sq */
+  RLX_MASK_CUSTOM = 2,  /* mask tensor: > 0.5 keeps, else -inf; broadcast to [B,H,Sq,Sk] */
+  RLX_MASK_SLIDING = 3, /* causal and key >= query_pos - window + 1 */
+  RLX_MASK_BIAS = 4,    /* additive tensor broadcast to [B,H,Sq,Sk] */
+} rlx_mask_kind;
+
+typedef struct rlx_attention_desc {
+  int32_t num_heads;
+  int32_t num_kv_heads; /* 0 = num_heads; must divide num_heads */
+  int32_t head_dim;
+  rlx_layout layout;    /* q: [B,Sq,H,D] (BSHD) or [B,H,Sq,D]; k/v likewise with Hkv, Sk */
+  rlx_mask_kind mask;
+  int32_t window;       /* SlidingWindow size (keys within w of the query) */
+  float score_scale;    /* 0 = 1/sqrt(head_dim) */
+  float softcap;        /* 0 = off; else s = cap * tanh(s / cap) */
+} rlx_attention_desc;
+
+/* Output has q's shape and layout. mask is RLX_NONE unless the kind needs one. */
+rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
+                                   rlx_tensor mask, const rlx_attention_desc* desc,
+                                   rlx_tensor* out);
+
+typedef enum rlx_rope_style { RLX_ROPE_NEOX = 0, RLX_ROPE_GPTJ = 1 } rlx_rope_style;
+/* x: [B, S, H, head_dim] (BSHD) or [B, H, S, head_dim] (BHSD); cos/sin:
+ * [S, n_rot/2] or [B*S, n_rot/2]. Only the first n_rot dims of each head rotate. */
+rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t, rlx_tensor sin_t,
+                              int32_t head_dim, int32_t n_rot, rlx_rope_style style,
+                              rlx_layout layout, rlx_tensor* out);
+
+/* --- generation */
+/* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
+ * temperature <= 0 means greedy. The seed is given per run. */
+rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
+                                float temperature, rlx_tensor* out);
+
+/* --- text format */
+/* Prints the graph; *out_text is malloc'd, free with rlx_free. */
+rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
+/* Parses text into a new graph. On error returns the status and, if
+ * out_error is not NULL, a malloc'd message "line:col: what" (rlx_free it). */
+rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
+void rlx_free(void* p);
+
+/* ------------------------------------------------------------------ devices */
+
+typedef struct rlx_device_info {
+  const char* name;   /* "cpu", "cuda", "vulkan", "webgpu" */
+  int32_t available;
+  const char* detail; /* "available: ..." or "not built" or "unavailable: <reason>" */
+} rlx_device_info;
+
+int32_t rlx_device_count(void);
+rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info);
+/* "best" picks the first available of cuda, vulkan, webgpu, cpu. */
+rlx_status rlx_device_resolve(const char* name, const char** out_name);
+
+/* ------------------------------------------------------------------ compile / run */
+
+typedef struct rlx_exec rlx_exec;
+
+typedef struct rlx_compile_options {
+  int32_t strict;       /* 1: an op the backend cannot run natively is an error */
+  int32_t allow_tf32;   /* GPU backends: TF32 matmul only when set */
+  int32_t threads;      /* CPU threads; 0 = all cores */
+  int32_t use_blas;     /* CPU: -1 auto (OpenBLAS if present), 0 never, 1 require */
+  int32_t reference;    /* CPU: 1 = reference kernels only (no fast paths) */
+  /* Symbol bindings: names[i] = sizes[i]. Symbols not bound here are bound
+   * from the shapes given to rlx_exec_set_input at run time. */
+  const char* const* symbol_names;
+  const int64_t* symbol_sizes;
+  int32_t n_symbols;
+  /* Name of a symbol compiled at its bound size as an upper bound, which
+   * rlx_exec_set_active_extent may shrink per run. It may only appear as dim 0. */
+  const char* extent_symbol;
+} rlx_compile_options;
+
+/* Fills defaults. */
+void rlx_compile_options_init(rlx_compile_options* o);
+
+/* device: "cpu", "cuda", "vulkan", "webgpu" or "best". options may be NULL.
+ * On failure the message is on the graph. */
+rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
+                       rlx_exec** out_exec);
+void rlx_exec_destroy(rlx_exec* e);
+const char* rlx_exec_last_error(const rlx_exec* e);
+/* A new executable sharing e's compiled code, with its own arena (params copied). */
+rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec);
+
+/* Params: src_dtype is the dtype of `data`; it must equal the param's dtype, or
+ * be f32 (converted to the param's float dtype). bytes must match exactly. */
+rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype,
+                              const void* data, size_t bytes);
+/* Inputs: dtype must equal the input's; shape must match (symbolic dims are
+ * bound by it). The data is copied. */
+rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
+                              const rlx_dim* shape, int32_t rank, const void* data,
+                              size_t bytes);
+rlx_status rlx_exec_set_seed(rlx_exec* e, uint64_t seed);
+/* Runs the leading dim of `extent_symbol` tensors at n <= the compiled bound. */
+rlx_status rlx_exec_set_active_extent(rlx_exec* e, int64_t n);
+/* After every run, copy output `output_index` (or its row `row` along dim 0
+ * when row >= 0) into input `input_name`, on the device. */
+rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_index,
+                         int64_t row);
+/* Only these outputs are read back after a run (n = -1: all). */
+rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t n);
+rlx_status rlx_exec_run(rlx_exec* e);
+
+int32_t rlx_exec_output_count(const rlx_exec* e);
+/* Shape after the last run (or as compiled before any run). */
+rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out_dtype,
+                                int32_t* out_rank, int64_t* out_shape);
+/* Copies output `index` converted to `dtype` (same dtype, or any float dtype
+ * from a float output); bytes must be at least the converted size. */
+rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype, void* dst,
+                                size_t bytes);
+/* Copies row `row` (along dim 0) of output `index`. */
+rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
+                                    rlx_dtype dtype, void* dst, size_t bytes);
+
+/* Dispatch report: per op kind native / fused / decomposed / host fallback
+ * counts, arena bytes, sum of tensor bytes, peak-live lower bound, launch
+ * count. *out_text is malloc'd (rlx_free). */
+rlx_status rlx_exec_report(const rlx_exec* e, char** out_text);
+
+typedef struct rlx_memory_stats {
+  uint64_t arena_bytes;
+  uint64_t tensor_bytes;     /* sum of all planned tensor bytes */
+  uint64_t peak_live_bytes;  /* lower bound: max bytes live at one schedule position */
+  int32_t launches;          /* steps per run */
+} rlx_memory_stats;
+rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLX_H */

@@ -1,0 +1,67 @@
+/* CPU backend internals: the reference kernels (the oracle every backend is
+ * tested against) and the fast paths (threaded / SIMD / BLAS), each fast
+ * path tested against the reference. */
+#ifndef RLX_BACKENDS_CPU_H
+#define RLX_BACKENDS_CPU_H
+
+#include "runtime/backend.h"
+
+/* Reference kernels: obviously correct, f64 accumulation for reductions,
+ * matmul, norms and attention. `arena` is the base of the arena; views in the
+ * step are offsets into it. Run-time input errors (an index out of range)
+ * return RLX_OUT_OF_RANGE with a message naming the step's node. */
+rlx_status rlx_ref_run_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                            rlx_error* err);
+
+/* Per family (ref.c: COPY, BINARY, COMPARE, WHERE, UNARY, REDUCE, ARG_REDUCE,
+ * SOFTMAX, CUMSUM, TOPK, GATHER, SCATTER_ADD; ref_nn.c: MATMUL, NORM,
+ * ATTENTION, ROPE, SAMPLE). */
+rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                         rlx_error* err);
+rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                      rlx_error* err);
+
+/* Scalar semantics shared with the fast paths (so both agree exactly on what
+ * an op means). */
+double rlx_ref_activation(int act, double x);
+double rlx_ref_binary(int op, double a, double b);
+
+/* Deterministic per-run random numbers for Sample: a counter-based generator
+ * (splitmix64 of seed and counter) so every backend can reproduce it. Returns
+ * a uniform double in [0, 1). */
+double rlx_rand_uniform(uint64_t seed, uint64_t counter);
+
+/* ---- fast paths (fast.c, gemm.c, threads.c) */
+
+typedef struct rlx_cpu_pool rlx_cpu_pool;
+/* threads = 0: one per core. */
+rlx_status rlx_cpu_pool_create(int threads, rlx_cpu_pool** out);
+void rlx_cpu_pool_destroy(rlx_cpu_pool* p);
+int rlx_cpu_pool_threads(const rlx_cpu_pool* p);
+/* Runs fn(ctx, begin, end) over [0, n) split into chunks of at least `grain`
+ * across the pool; returns when all are done. */
+void rlx_cpu_parallel_for(rlx_cpu_pool* p, int64_t n, int64_t grain,
+                          void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
+
+typedef struct rlx_cpu_fast {
+  rlx_cpu_pool* pool;
+  int use_blas; /* resolved: 1 if OpenBLAS sgemm is loaded and chosen */
+} rlx_cpu_fast;
+
+/* Runs the step with a fast path if one applies (returns 1), else returns 0
+ * and the caller uses the reference. */
+int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+
+/* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
+ * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,
+ * threaded. */
+void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
+                   const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                   int64_t ldc);
+/* OpenBLAS cblas_sgemm loaded with dlopen; 0 if not present. */
+int rlx_cpu_blas_available(void);
+void rlx_cpu_blas_sgemm(int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
+                        const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                        int64_t ldc);
+
+#endif

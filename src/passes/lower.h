@@ -1,0 +1,218 @@
+/* Shared lowering: graph + memory plan -> a backend-neutral step list.
+ *
+ * Every backend executes this list; none re-derives shapes, strides or
+ * attention geometry from the IR. A step names a kernel kind, views of the
+ * arena for its operands (byte offset + shape + element strides), the lowered
+ * op parameters, and the byte ranges it reads and writes (from which
+ * barriers, stream dependencies and fusion legality are derived).
+ *
+ * Conventions every kernel may rely on:
+ *  - out views are dense row-major unless a kind says otherwise (COPY may
+ *    write a strided window, e.g. one input's slot of a Concat);
+ *  - in views are expressed in the OUTPUT's index space where the kind says
+ *    "aligned": same rank and shape as out, broadcast dims have stride 0,
+ *    Reverse uses negative strides (offset points at element [0,...,0]);
+ *  - strides are in elements of the view's dtype; offsets are in bytes.
+ */
+#ifndef RLX_PASSES_LOWER_H
+#define RLX_PASSES_LOWER_H
+
+#include "ir/graph.h"
+#include "passes/plan.h"
+
+typedef enum rlx_kernel {
+  RLX_K_COPY,        /* out[i] = convert(in0[i]); in0 aligned; out may be strided.
+                        Cast, Transpose, Narrow, Expand, Reverse, Concat (one step
+                        per input), ScatterAdd's base copy. */
+  RLX_K_BINARY,      /* out = op(in0, in1); aligned; op = rlx_binary_op */
+  RLX_K_COMPARE,     /* out(bool) = op(in0, in1); aligned; op = rlx_compare_op */
+  RLX_K_WHERE,       /* out = in0 ? in1 : in2; aligned */
+  RLX_K_UNARY,       /* out = act(in0); aligned; op = rlx_activation */
+  RLX_K_MATMUL,      /* p.mm; in0 = A, in1 = B, in2 = bias (optional) */
+  RLX_K_REDUCE,      /* p.reduce; op = rlx_reduce_op */
+  RLX_K_ARG_REDUCE,  /* p.row; op = 0 argmax, 1 argmin; out i64 [outer, inner] */
+  RLX_K_SOFTMAX,     /* p.row; op = 0 softmax, 1 log-softmax */
+  RLX_K_CUMSUM,      /* p.row + p.cumsum */
+  RLX_K_TOPK,        /* p.row + p.topk; out0 values, out1 i64 indices [outer,k,inner] */
+  RLX_K_GATHER,      /* p.gather; in0 data, in1 indices (i32/i64) */
+  RLX_K_SCATTER_ADD, /* p.scatter; in0 = idx, in1 = src (both dense, idx shape);
+                        accumulates into out0 (already holding the base: a COPY
+                        step precedes it). */
+  RLX_K_NORM,        /* p.norm; ins: x, residual, bias, gamma, beta (absent ones
+                        have rank -1); outs: norm, sum (sum only if writes_sum) */
+  RLX_K_ATTENTION,   /* p.attn; in0 q, in1 k, in2 v, in3 mask/bias (optional) */
+  RLX_K_ROPE,        /* p.rope; in0 x, in1 cos, in2 sin */
+  RLX_K_SAMPLE,      /* p.sample; in0 logits [rows, vocab] dense; out i64 [rows] */
+  RLX_K_HOST,        /* host fallback: run node `node` with the CPU reference
+                        against the arena (GPU backends download the read ranges,
+                        run, upload the write ranges) */
+  RLX_K_COUNT
+} rlx_kernel;
+
+#define RLX_STEP_MAX_IN 5
+#define RLX_STEP_MAX_OUT 2
+
+typedef struct rlx_view {
+  uint64_t offset; /* byte offset of element [0,...,0] in the arena */
+  rlx_dtype dtype;
+  int32_t rank;    /* -1: operand absent */
+  int64_t shape[RLX_MAX_RANK];
+  int64_t stride[RLX_MAX_RANK]; /* elements; 0 = broadcast; < 0 = reversed */
+} rlx_view;
+
+typedef struct rlx_range {
+  uint64_t begin, end; /* bytes [begin, end) of the arena */
+} rlx_range;
+
+/* C = act(A·B + bias) over a batch. Element (batch b, row m, col n):
+ *   A at a.offset + (boff_a(b) + m*a_rs + k*a_cs) elements, likewise B with
+ *   (k*b_rs + n*b_cs), C dense [batch..., M, N] with c_rs = N, c_cs = 1.
+ * Batch index b is unravelled over batch_shape; each operand has its own
+ * batch strides (0 where it broadcasts). Transposes are folded into the
+ * row/col strides, so kernels never look at transpose flags. */
+typedef struct rlx_matmul_params {
+  int64_t M, N, K;
+  int32_t batch_rank;
+  int64_t batch_shape[RLX_MAX_RANK];
+  int64_t a_bstride[RLX_MAX_RANK], b_bstride[RLX_MAX_RANK], c_bstride[RLX_MAX_RANK];
+  int64_t batch;       /* product of batch_shape (1 if none) */
+  int64_t a_rs, a_cs;  /* A row (m) and column (k) strides */
+  int64_t b_rs, b_cs;  /* B row (k) and column (n) strides */
+  int64_t c_rs;        /* = N */
+  int32_t has_bias;    /* bias view in2 is [N], stride 1 */
+  int32_t act;         /* rlx_activation applied after bias (RLX_ACT_NONE = none) */
+} rlx_matmul_params;
+
+/* Reduce: in0 is viewed as [keep dims..., reduced dims...] (rank n_keep +
+ * n_red, strides permuted accordingly); out is dense [outer] where outer is the
+ * product of the keep dims. */
+typedef struct rlx_reduce_params {
+  int32_t n_keep, n_red;
+  int64_t outer, inner; /* products of keep dims and reduced dims */
+} rlx_reduce_params;
+
+/* Row ops over a dense tensor viewed as [outer, n, inner]: element (o, i, j)
+ * is at o*n*inner + i*inner + j; the op runs along i. */
+typedef struct rlx_row_params {
+  int64_t outer, n, inner;
+} rlx_row_params;
+
+typedef struct rlx_gather_params {
+  int64_t outer, axis_len, inner; /* data viewed as [outer, axis_len, inner] */
+  int64_t n_idx;                  /* number of indices; out is [outer, n_idx, inner] */
+} rlx_gather_params;
+
+/* ScatterAdd: idx/src are dense with shape `shape` (rank). out (dense,
+ * strides out_stride) receives, for each position p, at p with p[axis]
+ * replaced by idx[p] (negative counts from axis_len), += src[p]. */
+typedef struct rlx_scatter_params {
+  int32_t rank, axis;
+  int64_t shape[RLX_MAX_RANK];
+  int64_t out_stride[RLX_MAX_RANK];
+  int64_t axis_len;
+} rlx_scatter_params;
+
+/* Norm over rows of `cols` contiguous elements (LayerNorm's [axis:] dims are
+ * flattened into cols). sum = x + residual (+ bias) when has_residual; the
+ * normalised value is of sum (or x). gamma/beta/bias are [cols]. */
+typedef struct rlx_norm_params {
+  int64_t rows, cols;
+  float eps;
+  int32_t rms;          /* 1: RmsNorm, 0: LayerNorm */
+  int32_t has_residual, has_bias, has_gamma, has_beta;
+  int32_t writes_sum;   /* out1 receives the pre-norm sum */
+} rlx_norm_params;
+
+/* Attention geometry. Element d of (batch b, head h, position s) of q is at
+ * q.offset + (b*q_sb + s*q_ss + h*q_sh + d) elements (head dim contiguous);
+ * k, v, o likewise. KV head of query head h is h / (H / Hkv). mask (in3) is
+ * addressed with m_sb/m_sh/m_sq/m_sk strides (0 where broadcast). */
+typedef struct rlx_attention_params {
+  int64_t B, H, Hkv, Sq, Sk, D, Dv;
+  int64_t q_sb, q_ss, q_sh;
+  int64_t k_sb, k_ss, k_sh;
+  int64_t v_sb, v_ss, v_sh;
+  int64_t o_sb, o_ss, o_sh;
+  int64_t m_sb, m_sh, m_sq, m_sk;
+  int32_t mask;   /* rlx_mask_kind */
+  int32_t window; /* sliding window */
+  float scale;    /* resolved score scale */
+  float softcap;  /* 0 = off */
+} rlx_attention_params;
+
+/* RoPE: element d of (b, s, h) of x is at x_sb*b + x_ss*s + x_sh*h + d; out
+ * uses o_* strides. Table row = per_token ? b*S + s : s; row stride = n_rot/2. */
+typedef struct rlx_rope_params {
+  int64_t B, S, H, D;
+  int64_t x_sb, x_ss, x_sh;
+  int64_t o_sb, o_ss, o_sh;
+  int32_t n_rot, style; /* rlx_rope_style */
+  int32_t per_token;
+} rlx_rope_params;
+
+typedef struct rlx_sample_params {
+  int64_t rows, vocab;
+  int32_t top_k;
+  float top_p, temperature;
+} rlx_sample_params;
+
+typedef struct rlx_step {
+  rlx_kernel kernel;
+  int32_t node;   /* IR node this step implements (for reports and errors) */
+  int32_t op;     /* sub-kind, see each kernel kind */
+  int32_t n_in, n_out;
+  rlx_view in[RLX_STEP_MAX_IN];
+  rlx_view out[RLX_STEP_MAX_OUT];
+  union {
+    rlx_matmul_params mm;
+    rlx_reduce_params reduce;
+    struct {
+      rlx_row_params row;
+      int32_t exclusive, reverse; /* cumsum */
+      int64_t k;                  /* topk */
+      int32_t largest;            /* topk */
+    } rowop;
+    rlx_gather_params gather;
+    rlx_scatter_params scatter;
+    rlx_norm_params norm;
+    rlx_attention_params attn;
+    rlx_rope_params rope;
+    rlx_sample_params sample;
+  } p;
+  int32_t n_reads, n_writes;
+  rlx_range reads[RLX_STEP_MAX_IN];
+  rlx_range writes[RLX_STEP_MAX_OUT];
+} rlx_step;
+
+typedef struct rlx_step_list {
+  rlx_step* steps;
+  int32_t n, cap;
+} rlx_step_list;
+
+/* Which nodes become which steps is decided here; `host_node[i]` != 0 forces
+ * node i to RLX_K_HOST (the backend lacks a kernel). Appends to out. */
+rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
+                     rlx_step_list* out);
+void rlx_step_list_free(rlx_step_list* l);
+
+/* Dense row-major view of value t at its planned offset. */
+rlx_view rlx_view_of(const rlx_graph* g, const rlx_plan* plan, rlx_tensor t);
+/* View of t broadcast (NumPy rules, aligned to the right) into out_type's
+ * shape: stride 0 on broadcast dims. */
+rlx_view rlx_view_broadcast(const rlx_graph* g, const rlx_plan* plan, rlx_tensor t,
+                            const rlx_type* out_type);
+/* Bytes a view touches (handles 0 and negative strides). */
+rlx_range rlx_view_range(const rlx_view* v);
+/* Fills step->reads / writes from its views. */
+void rlx_step_derive_ranges(rlx_step* s);
+const char* rlx_kernel_name(rlx_kernel k);
+
+/* Per-family lowering (lower.c: views, elementwise, layout, reduction, row
+ * ops; lower_nn.c: matmul, norms, attention, rope, sample). Each appends the
+ * steps for node `ni`. */
+rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+/* Appends a zeroed step for node ni and returns it (NULL on allocation failure). */
+rlx_step* rlx_step_push(rlx_step_list* l, rlx_kernel k, int32_t ni);
+
+#endif

@@ -1,0 +1,48 @@
+/* The interface every backend implements. The executable (executable.c) owns
+ * the graph, plan and step list; a backend turns the step list into whatever
+ * it runs (kernels, pipelines, command buffers) and owns the device arena. */
+#ifndef RLX_RUNTIME_BACKEND_H
+#define RLX_RUNTIME_BACKEND_H
+
+#include "passes/lower.h"
+
+typedef struct rlx_backend_exec rlx_backend_exec; /* backend-private */
+
+typedef struct rlx_run_ctx {
+  uint64_t seed;          /* per-run seed (Sample, RNG ops) */
+  const rlx_graph* graph; /* for RLX_K_HOST steps */
+  const rlx_plan* plan;
+} rlx_run_ctx;
+
+typedef struct rlx_backend {
+  const char* name;
+  /* 1 if usable; else 0 and a reason ("not built", "unavailable: no libcuda"). */
+  int (*probe)(char* reason, size_t cap);
+  /* 1 if the backend runs node ni natively (else it is decomposed or falls
+   * back to the host). */
+  int (*supports)(const rlx_graph* g, int32_t ni);
+  uint64_t alignment;
+  /* Allocates an arena of arena_bytes and prepares the steps. The step list
+   * stays owned by the executable and outlives the backend exec. */
+  rlx_status (*create)(const rlx_step_list* steps, uint64_t arena_bytes,
+                       const rlx_compile_options* opt, rlx_error* err, rlx_backend_exec** out);
+  void (*destroy)(rlx_backend_exec* be);
+  rlx_status (*upload)(rlx_backend_exec* be, uint64_t offset, const void* src, uint64_t bytes,
+                       rlx_error* err);
+  rlx_status (*download)(rlx_backend_exec* be, uint64_t offset, void* dst, uint64_t bytes,
+                         rlx_error* err);
+  /* Device-to-device copy inside the arena (feeds). */
+  rlx_status (*copy)(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint64_t bytes,
+                     rlx_error* err);
+  /* Runs `steps` (the compiled list, or one lowered at an active extent with
+   * the same plan). */
+  rlx_status (*run)(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
+                    rlx_error* err);
+} rlx_backend;
+
+extern const rlx_backend rlx_backend_cpu;
+
+/* Registry (device.c): the backend named `name`, or NULL. */
+const rlx_backend* rlx_backend_find(const char* name);
+
+#endif

@@ -1,0 +1,67 @@
+/* Minimal test harness shared by tests/test_*.c.
+ *   TEST(name) { CHECK(cond); CHECK_OK(status_expr); ... }
+ *   int main(void) { RUN(name); ...; return test_summary(); }
+ * A failed CHECK records the failure and returns from the test function. */
+#ifndef RLX_TESTS_HARNESS_H
+#define RLX_TESTS_HARNESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "rlx.h"
+
+extern int test_failures, test_checks;
+extern const char* test_current;
+
+#define TEST(name) static void name(void)
+#define RUN(name)                                   \
+  do {                                              \
+    int before_ = test_failures;                    \
+    test_current = #name;                           \
+    name();                                         \
+    printf("%s %s\n", test_failures == before_ ? "PASS" : "FAIL", #name); \
+    fflush(stdout);                                 \
+  } while (0)
+
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    test_checks++;                                                               \
+    if (!(cond)) {                                                               \
+      test_failures++;                                                           \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
+              test_current, #cond);                                              \
+      return;                                                                    \
+    }                                                                            \
+  } while (0)
+
+#define CHECK_MSG(cond, ...)                                                     \
+  do {                                                                           \
+    test_checks++;                                                               \
+    if (!(cond)) {                                                               \
+      test_failures++;                                                           \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed: ", __FILE__, __LINE__,       \
+              test_current, #cond);                                              \
+      fprintf(stderr, __VA_ARGS__);                                              \
+      fprintf(stderr, "\n");                                                     \
+      return;                                                                    \
+    }                                                                            \
+  } while (0)
+
+/* Checks a status-returning call succeeded; prints the graph/exec error. */
+#define CHECK_OK_G(g, expr) CHECK_MSG((expr) == RLX_OK, "%s", rlx_graph_last_error(g))
+#define CHECK_OK_E(e, expr) CHECK_MSG((expr) == RLX_OK, "%s", rlx_exec_last_error(e))
+
+int test_summary(void);
+
+/* Deterministic random numbers (xorshift) for test data. */
+void test_seed(uint64_t s);
+uint64_t test_rand_u64(void);
+double test_rand_uniform(double lo, double hi); /* never exactly 0 unless lo==hi==0 */
+int64_t test_rand_int(int64_t lo, int64_t hi);   /* inclusive */
+void test_fill_f32(float* x, int64_t n, double lo, double hi);
+
+/* Relative L2 error ||a-b|| / max(||b||, tiny) over n doubles. */
+double test_rel_l2(const double* a, const double* b, int64_t n);
+/* Max absolute difference. */
+double test_max_abs(const double* a, const double* b, int64_t n);
+
+#endif

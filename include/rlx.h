@@ -298,6 +298,8 @@ typedef struct rlx_compile_options {
   int32_t threads;      /* CPU threads; 0 = all cores */
   int32_t use_blas;     /* CPU: -1 auto (OpenBLAS if present), 0 never, 1 require */
   int32_t reference;    /* CPU: 1 = reference kernels only (no fast paths) */
+  int32_t debug_nans;   /* 1: after each step check float outputs; the run fails
+                           naming the first node whose output holds NaN/Inf */
   /* Symbol bindings: names[i] = sizes[i]. Symbols not bound here are bound
    * from the shapes given to rlx_exec_set_input at run time. */
   const char* const* symbol_names;

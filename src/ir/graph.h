@@ -135,6 +135,14 @@ const char* rlx_node_str(const rlx_graph* g, int32_t node, char* buf, size_t cap
 int rlx_dtype_is_float(rlx_dtype t);
 int rlx_dtype_is_int(rlx_dtype t); /* i8 u8 i32 i64 (not bool) */
 
+/* Op name as the text format and errors print it: the member for the
+ * families ("add", "eq", "relu", "reduce_sum"), else the ops.def text. */
+const char* rlx_op_name(rlx_op op, int32_t kind);
+/* Sets g->err to "<op name> %<next node id>: <message>" and returns
+ * RLX_INVALID_ARGUMENT: how builders and shape rules report a bad node. */
+rlx_status rlx_graph_fail_op(rlx_graph* g, rlx_op op, int32_t kind, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Deep copy. */
 rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out);
 /* A copy with every symbol replaced by sizes[symbol] (all >= 0) and shapes

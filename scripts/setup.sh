@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need on a fresh Debian 12
+# machine. Idempotent: packages already present are skipped by apt.
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --dev    also the tools that regenerate test fixtures
+#                             (Debian's python3-torch / numpy) and fuzzing (clang)
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libopenblas-dev)
+if [[ "${1:-}" == "--dev" ]]; then
+  packages+=(python3-numpy python3-torch clang libclang-rt-14-dev graphviz)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

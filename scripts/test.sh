@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): builds with -Wall -Wextra -Werror and
+# runs every test with ctest; then builds again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the suite a second time.
+#   scripts/test.sh           both passes
+#   scripts/test.sh --fast    only the first pass
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+echo "== build (Release, -Werror)"
+scripts/build.sh
+echo "== ctest"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+if [[ "${1:-}" != "--fast" ]]; then
+  echo "== build (ASan + UBSan)"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRLX_WERROR=ON -DRLX_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j"$jobs"
+  echo "== ctest under ASan + UBSan"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j"$jobs")
+fi
+echo "== all tests passed"

@@ -1,0 +1,158 @@
+/* CPU backend: the arena is host memory; each step runs a fast path when one
+ * applies (unless options.reference) and the reference kernel otherwise. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "backends/cpu/cpu.h"
+#include "ir/dtype.h"
+
+struct rlx_backend_exec {
+  uint8_t* arena;
+  uint64_t arena_bytes;
+  int reference;
+  int debug_nans;
+  rlx_cpu_fast fast;
+};
+
+static int cpu_probe(char* reason, size_t cap) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(reason, cap, "%ld cores%s", cores, rlx_cpu_blas_available() ? ", OpenBLAS" : "");
+  return 1;
+}
+
+static int cpu_supports(const rlx_graph* g, int32_t ni) { return 1; }
+
+static void cpu_destroy(rlx_backend_exec* be) {
+  if (!be) return;
+  rlx_cpu_pool_destroy(be->fast.pool);
+  free(be->arena);
+  free(be);
+}
+
+static rlx_status cpu_create(const rlx_step_list* steps, uint64_t arena_bytes,
+                             const rlx_compile_options* opt, rlx_error* err,
+                             rlx_backend_exec** out) {
+  rlx_backend_exec* be = calloc(1, sizeof *be);
+  RLX_CHECK_ALLOC(err, be);
+  if (arena_bytes > SIZE_MAX - 64) {
+    free(be);
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "arena of %llu bytes does not fit in memory",
+                    (unsigned long long)arena_bytes);
+  }
+  /* Zeroed so that reading a never-written tensor is deterministic. */
+  void* arena = NULL;
+  size_t n = (size_t)(arena_bytes ? arena_bytes : 64);
+  if (posix_memalign(&arena, 64, n) != 0) {
+    free(be);
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "cannot allocate a %llu-byte arena",
+                    (unsigned long long)arena_bytes);
+  }
+  memset(arena, 0, n);
+  be->arena = arena;
+  be->arena_bytes = arena_bytes;
+  be->reference = opt && opt->reference;
+  be->debug_nans = opt && opt->debug_nans;
+  if (!be->reference) {
+    rlx_status s = rlx_cpu_pool_create(opt ? opt->threads : 0, &be->fast.pool);
+    if (s) {
+      cpu_destroy(be);
+      return rlx_fail(err, s, "cannot start CPU worker threads");
+    }
+    int want_blas = opt ? opt->use_blas : -1;
+    if (want_blas == 1 && !rlx_cpu_blas_available()) {
+      cpu_destroy(be);
+      return rlx_fail(err, RLX_UNAVAILABLE, "use_blas=1 but OpenBLAS (libopenblas.so.0) is not installed");
+    }
+    /* Auto: our own GEMM (measured on par with OpenBLAS, see bench/); BLAS on request. */
+    be->fast.use_blas = want_blas == 1;
+  }
+  *out = be;
+  return RLX_OK;
+}
+
+static rlx_status check_range(const rlx_backend_exec* be, uint64_t off, uint64_t bytes,
+                              rlx_error* err) {
+  if (off > be->arena_bytes || bytes > be->arena_bytes - off)
+    return rlx_fail(err, RLX_INTERNAL, "arena access [%llu, +%llu) outside %llu bytes",
+                    (unsigned long long)off, (unsigned long long)bytes,
+                    (unsigned long long)be->arena_bytes);
+  return RLX_OK;
+}
+
+static rlx_status cpu_upload(rlx_backend_exec* be, uint64_t offset, const void* src,
+                             uint64_t bytes, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  if (bytes) memcpy(be->arena + offset, src, (size_t)bytes);
+  return RLX_OK;
+}
+
+static rlx_status cpu_download(rlx_backend_exec* be, uint64_t offset, void* dst, uint64_t bytes,
+                               rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  if (bytes) memcpy(dst, be->arena + offset, (size_t)bytes);
+  return RLX_OK;
+}
+
+static rlx_status cpu_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint64_t bytes,
+                           rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, dst, bytes, err));
+  RLX_RETURN_IF_ERROR(check_range(be, src, bytes, err));
+  if (bytes) memmove(be->arena + dst, be->arena + src, (size_t)bytes);
+  return RLX_OK;
+}
+
+/* First non-finite element of a float view, or -1. */
+static int64_t first_non_finite(const uint8_t* arena, const rlx_view* v) {
+  if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
+  int64_t idx[RLX_MAX_RANK] = {0}, n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
+    if (!isfinite(rlx_load_f64(arena + v->offset, v->dtype, off))) return i;
+    for (int32_t d = v->rank - 1; d >= 0 && ++idx[d] == v->shape[d]; d--) idx[d] = 0;
+  }
+  return -1;
+}
+
+static rlx_status check_step_finite(const rlx_backend_exec* be, const rlx_step* s,
+                                    const rlx_run_ctx* ctx, rlx_error* err) {
+  for (int32_t k = 0; k < s->n_out; k++) {
+    int64_t bad = first_non_finite(be->arena, &s->out[k]);
+    if (bad < 0) continue;
+    char nb[160] = "?";
+    if (ctx->graph) rlx_node_str(ctx->graph, s->node, nb, sizeof nb);
+    return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %d element %lld is not finite",
+                    nb, k, (long long)bad);
+  }
+  return RLX_OK;
+}
+
+static rlx_status cpu_run(rlx_backend_exec* be, const rlx_step_list* steps,
+                          const rlx_run_ctx* ctx, rlx_error* err) {
+  for (int32_t i = 0; i < steps->n; i++) {
+    const rlx_step* s = &steps->steps[i];
+    for (int32_t k = 0; k < s->n_writes; k++)
+      RLX_RETURN_IF_ERROR(check_range(be, s->writes[k].begin, s->writes[k].end - s->writes[k].begin, err));
+    if (be->reference || !rlx_cpu_fast_step(&be->fast, be->arena, s))
+      RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->arena, s, ctx, err));
+    if (be->debug_nans) RLX_RETURN_IF_ERROR(check_step_finite(be, s, ctx, err));
+  }
+  return RLX_OK;
+}
+
+const rlx_backend rlx_backend_cpu = {
+    .name = "cpu",
+    .probe = cpu_probe,
+    .supports = cpu_supports,
+    .alignment = 64,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .copy = cpu_copy,
+    .run = cpu_run,
+};

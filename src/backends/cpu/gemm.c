@@ -1,0 +1,403 @@
+/* Blocked, packed, SIMD f32 GEMM (the BLIS/Goto structure).
+ *
+ * C[M,N] = A[M,K] * B[K,N], row-major, either operand possibly transposed.
+ * Loops, outermost first:
+ *   jc over N in NC columns   (a KC x NC panel of B is packed: lives in L2/L3)
+ *   pc over K in KC           (the first K block overwrites C, later ones add)
+ *   ic over M in MC rows      (an MC x KC block of A is packed: lives in L2)
+ *   jr over NR columns, ir over MR rows: the micro-kernel, MR x NR
+ *     accumulators in registers, one broadcast of A and NR/16 loads of B per
+ *     FMA row.
+ * Packing copies panels into contiguous, aligned buffers with zero padding,
+ * so the micro-kernel never sees an edge or a transpose; partial tiles are
+ * computed into a small scratch tile and copied out.
+ *
+ * The SIMD kernels are compiled per function with target attributes and
+ * chosen at run time (__builtin_cpu_supports), so one binary runs anywhere.
+ * Threads take disjoint rectangles of C (split along the longer of M and N),
+ * each packing its own panels: no synchronisation inside the GEMM. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RLX_GEMM_X86 1
+#endif
+
+typedef void (*ukernel_fn)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                           int accumulate);
+
+typedef struct gemm_kernel {
+  int mr, nr;          /* register tile */
+  int64_t mc, kc, nc;  /* cache blocks (mc a multiple of mr, nc of nr) */
+  ukernel_fn fn;
+} gemm_kernel;
+
+/* ------------------------------------------------------------ micro-kernels */
+
+/* Portable fallback: a 4x8 tile the compiler can keep in registers (and
+ * vectorise with SSE on x86-64). */
+#define SCALAR_MR 4
+#define SCALAR_NR 8
+static void ukernel_scalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                           int accumulate) {
+  float acc[SCALAR_MR][SCALAR_NR] = {{0}};
+  for (int64_t k = 0; k < kc; k++) {
+    for (int i = 0; i < SCALAR_MR; i++)
+      for (int j = 0; j < SCALAR_NR; j++) acc[i][j] += a[i] * b[j];
+    a += SCALAR_MR;
+    b += SCALAR_NR;
+  }
+  for (int i = 0; i < SCALAR_MR; i++)
+    for (int j = 0; j < SCALAR_NR; j++)
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+#ifdef RLX_GEMM_X86
+/* AVX-512: 12 rows x 32 columns = 24 zmm accumulators, 2 loads of B and 12
+ * broadcasts of A per k step (the broadcasts fold into the FMAs as memory
+ * operands), leaving registers for the B vectors. */
+#define AVX512_MR 12
+#define AVX512_NV 2
+#define AVX512_NR (16 * AVX512_NV)
+#ifndef AVX512_PF_A
+#define AVX512_PF_A 192
+#endif
+__attribute__((target("avx512f"))) static void ukernel_avx512(int64_t kc, const float* a,
+                                                              const float* b, float* c,
+                                                              int64_t ldc, int accumulate) {
+  __m512 acc[AVX512_MR][AVX512_NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < AVX512_MR; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX512_NV; j++) acc[i][j] = _mm512_setzero_ps();
+  /* The C tile is touched only at the end: start fetching it now. */
+#pragma GCC unroll 16
+  for (int i = 0; i < AVX512_MR; i++) {
+    _mm_prefetch((const char*)(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char*)(c + i * ldc + AVX512_NR - 1), _MM_HINT_T0);
+  }
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 bv[AVX512_NV];
+    /* A streams from L2; B stays in L1 across the row panels. */
+    _mm_prefetch((const char*)(a + AVX512_PF_A), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX512_NV; j++) bv[j] = _mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < AVX512_MR; i++) {
+      __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+      for (int j = 0; j < AVX512_NV; j++) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+    a += AVX512_MR;
+    b += AVX512_NR;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < AVX512_MR; i++) {
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX512_NV; j++) {
+      float* p = c + i * ldc + 16 * j;
+      __m512 v = acc[i][j];
+      if (accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(p));
+      _mm512_storeu_ps(p, v);
+    }
+  }
+}
+
+/* AVX2 + FMA: 6 rows x 16 columns = 12 ymm accumulators (of 16 registers). */
+#define AVX2_MR 6
+#define AVX2_NV 2
+#define AVX2_NR (8 * AVX2_NV)
+__attribute__((target("avx2,fma"))) static void ukernel_avx2(int64_t kc, const float* a,
+                                                             const float* b, float* c,
+                                                             int64_t ldc, int accumulate) {
+  __m256 acc[AVX2_MR][AVX2_NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < AVX2_MR; i++)
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX2_NV; j++) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m256 bv[AVX2_NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX2_NV; j++) bv[j] = _mm256_load_ps(b + 8 * j);
+#pragma GCC unroll 8
+    for (int i = 0; i < AVX2_MR; i++) {
+      __m256 av = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 4
+      for (int j = 0; j < AVX2_NV; j++) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+    a += AVX2_MR;
+    b += AVX2_NR;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < AVX2_MR; i++) {
+#pragma GCC unroll 4
+    for (int j = 0; j < AVX2_NV; j++) {
+      float* p = c + i * ldc + 8 * j;
+      __m256 v = acc[i][j];
+      if (accumulate) v = _mm256_add_ps(v, _mm256_loadu_ps(p));
+      _mm256_storeu_ps(p, v);
+    }
+  }
+}
+#endif
+
+/* Picked once: the widest kernel this CPU runs. Reading a fully initialised
+ * const table needs no lock. */
+static const gemm_kernel* choose_kernel(void) {
+  static const gemm_kernel scalar = {SCALAR_MR, SCALAR_NR, 64, 256, 1024, ukernel_scalar};
+#ifdef RLX_GEMM_X86
+  static const gemm_kernel avx512 = {AVX512_MR, AVX512_NR, 144, 256, 2048, ukernel_avx512};
+  static const gemm_kernel avx2 = {AVX2_MR, AVX2_NR, 96, 256, 1024, ukernel_avx2};
+  __builtin_cpu_init();
+#ifdef RLX_GEMM_TUNE
+  static gemm_kernel tuned;
+  tuned = avx512;
+  if (getenv("MC")) tuned.mc = atoi(getenv("MC"));
+  if (getenv("KC")) tuned.kc = atoi(getenv("KC"));
+  if (getenv("NC")) tuned.nc = atoi(getenv("NC"));
+  if (getenv("AVX2")) { tuned = avx2; }
+  return &tuned;
+#endif
+  if (__builtin_cpu_supports("avx512f")) return &avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2;
+#endif
+  return &scalar;
+}
+
+/* ------------------------------------------------------------------ packing */
+
+typedef struct gemm_args {
+  int a_trans, b_trans;
+  int64_t M, N, K;
+  const float* A;
+  int64_t lda;
+  const float* B;
+  int64_t ldb;
+  float* C;
+  int64_t ldc;
+} gemm_args;
+
+/* Element (m, k) of A and (k, n) of B, honouring the transposes. */
+static inline const float* a_at(const gemm_args* g, int64_t m, int64_t k) {
+  return g->a_trans ? g->A + k * g->lda + m : g->A + m * g->lda + k;
+}
+static inline const float* b_at(const gemm_args* g, int64_t k, int64_t n) {
+  return g->b_trans ? g->B + n * g->ldb + k : g->B + k * g->ldb + n;
+}
+
+/* dst[k * ldd + r] = src[r * lds + k] for r < rows, k < kc; rows [rows, ldd)
+ * of each dst group are zero. The transposing half of packing: A stored
+ * [M, K] and B stored [N, K] both need it. */
+static void pack_transposed(const float* src, int64_t lds, int64_t rows, int64_t kc, float* dst,
+                            int64_t ldd) {
+  int64_t r = 0;
+#ifdef RLX_GEMM_X86
+  /* 4x4 blocks through SSE registers (baseline on x86-64): 8 memory
+   * operations per 16 elements instead of 32. */
+  for (; r + 4 <= rows; r += 4) {
+    const float* s0 = src + r * lds;
+    const float* s1 = s0 + lds;
+    const float* s2 = s1 + lds;
+    const float* s3 = s2 + lds;
+    int64_t k = 0;
+    for (; k + 4 <= kc; k += 4) {
+      __m128 x0 = _mm_loadu_ps(s0 + k), x1 = _mm_loadu_ps(s1 + k);
+      __m128 x2 = _mm_loadu_ps(s2 + k), x3 = _mm_loadu_ps(s3 + k);
+      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+      float* d = dst + k * ldd + r;
+      _mm_storeu_ps(d, x0);
+      _mm_storeu_ps(d + ldd, x1);
+      _mm_storeu_ps(d + 2 * ldd, x2);
+      _mm_storeu_ps(d + 3 * ldd, x3);
+    }
+    for (; k < kc; k++) {
+      float* d = dst + k * ldd + r;
+      d[0] = s0[k];
+      d[1] = s1[k];
+      d[2] = s2[k];
+      d[3] = s3[k];
+    }
+  }
+#endif
+  for (; r < rows; r++) {
+    const float* s = src + r * lds;
+    for (int64_t k = 0; k < kc; k++) dst[k * ldd + r] = s[k];
+  }
+  if (rows < ldd)
+    for (int64_t k = 0; k < kc; k++)
+      for (int64_t i = rows; i < ldd; i++) dst[k * ldd + i] = 0.0f;
+}
+
+/* dst[k * ldd + j] = src[k * lds + j] for j < cols, zero for j in [cols, ldd). */
+static void pack_direct(const float* src, int64_t lds, int64_t cols, int64_t kc, float* dst,
+                        int64_t ldd) {
+  for (int64_t k = 0; k < kc; k++) {
+    const float* s = src + k * lds;
+    float* d = dst + k * ldd;
+    for (int64_t j = 0; j < cols; j++) d[j] = s[j];
+    for (int64_t j = cols; j < ldd; j++) d[j] = 0.0f;
+  }
+}
+
+/* Packs rows [m0, m0+mc) x cols [k0, k0+kc) of A as panels of mr rows:
+ * panel p holds, for each k, its mr values of A[m][k] contiguously. Rows past
+ * the edge are zero. */
+static void pack_a(const gemm_args* g, int mr, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
+                   float* dst) {
+  for (int64_t p = 0; p < mc; p += mr) {
+    int64_t rows = mc - p < mr ? mc - p : mr;
+    const float* src = a_at(g, m0 + p, k0);
+    if (g->a_trans)
+      pack_direct(src, g->lda, rows, kc, dst, mr); /* A stored [K, M] */
+    else
+      pack_transposed(src, g->lda, rows, kc, dst, mr);
+    dst += kc * mr;
+  }
+}
+
+/* Packs rows [k0, k0+kc) x cols [n0, n0+nc) of B as panels of nr columns:
+ * panel p holds, for each k, its nr values of B[k][n] contiguously. */
+static void pack_b(const gemm_args* g, int nr, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                   float* dst) {
+  for (int64_t p = 0; p < nc; p += nr) {
+    int64_t cols = nc - p < nr ? nc - p : nr;
+    const float* src = b_at(g, k0, n0 + p);
+    if (g->b_trans)
+      pack_transposed(src, g->ldb, cols, kc, dst, nr); /* B stored [N, K] */
+    else
+      pack_direct(src, g->ldb, cols, kc, dst, nr);
+    dst += kc * nr;
+  }
+}
+
+/* ------------------------------------------------------------------ driver */
+
+/* A partial tile: run the kernel into an aligned scratch tile, then copy the
+ * valid rows x cols out. */
+static void edge_tile(const gemm_kernel* kr, int64_t kc, const float* ap, const float* bp,
+                      float* c, int64_t ldc, int64_t rows, int64_t cols, int accumulate,
+                      float* tile) {
+  kr->fn(kc, ap, bp, tile, kr->nr, 0);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++)
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * kr->nr + j] : tile[i * kr->nr + j];
+}
+
+/* One MC x NC block of C against packed A (mc x kc) and B (kc x nc). */
+static void macro_kernel(const gemm_kernel* kr, int64_t mc, int64_t nc, int64_t kc,
+                         const float* apack, const float* bpack, float* c, int64_t ldc,
+                         int accumulate, float* tile) {
+  for (int64_t jr = 0; jr < nc; jr += kr->nr) {
+    int64_t cols = nc - jr < kr->nr ? nc - jr : kr->nr;
+    const float* bp = bpack + jr * kc;
+    for (int64_t ir = 0; ir < mc; ir += kr->mr) {
+      int64_t rows = mc - ir < kr->mr ? mc - ir : kr->mr;
+      const float* ap = apack + ir * kc;
+      float* ct = c + ir * ldc + jr;
+      if (rows == kr->mr && cols == kr->nr)
+        kr->fn(kc, ap, bp, ct, ldc, accumulate);
+      else
+        edge_tile(kr, kc, ap, bp, ct, ldc, rows, cols, accumulate, tile);
+    }
+  }
+}
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Simple loops for when the pack buffers cannot be allocated: slow but
+ * correct, and needing no memory. */
+static void gemm_naive(const gemm_args* g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  for (int64_t m = m0; m < m1; m++)
+    for (int64_t n = n0; n < n1; n++) {
+      double s = 0.0;
+      for (int64_t k = 0; k < g->K; k++) s += (double)*a_at(g, m, k) * (double)*b_at(g, k, n);
+      g->C[m * g->ldc + n] = (float)s;
+    }
+}
+
+/* C[m0:m1, n0:n1] on the calling thread. */
+static void gemm_block(const gemm_kernel* kr, const gemm_args* g, int64_t m0, int64_t m1,
+                       int64_t n0, int64_t n1) {
+  int64_t M = m1 - m0, N = n1 - n0;
+  if (M <= 0 || N <= 0) return;
+  if (g->K == 0) {
+    for (int64_t m = m0; m < m1; m++) memset(g->C + m * g->ldc + n0, 0, (size_t)N * sizeof(float));
+    return;
+  }
+  int64_t kc_max = min64(kr->kc, g->K);
+  int64_t mc_max = min64(kr->mc, round_up(M, kr->mr));
+  int64_t nc_max = min64(kr->nc, round_up(N, kr->nr));
+  size_t a_bytes = (size_t)(round_up(mc_max, kr->mr) * kc_max) * sizeof(float);
+  size_t b_bytes = (size_t)(round_up(nc_max, kr->nr) * kc_max) * sizeof(float);
+  size_t t_bytes = (size_t)(kr->mr * kr->nr) * sizeof(float);
+  float* apack = aligned_alloc(64, round_up((int64_t)a_bytes, 64));
+  float* bpack = aligned_alloc(64, round_up((int64_t)b_bytes, 64));
+  float* tile = aligned_alloc(64, round_up((int64_t)t_bytes, 64));
+  if (!apack || !bpack || !tile) {
+    free(apack);
+    free(bpack);
+    free(tile);
+    gemm_naive(g, m0, m1, n0, n1);
+    return;
+  }
+  for (int64_t jc = n0; jc < n1; jc += kr->nc) {
+    int64_t nc = min64(kr->nc, n1 - jc);
+    for (int64_t pc = 0; pc < g->K; pc += kr->kc) {
+      int64_t kc = min64(kr->kc, g->K - pc);
+      pack_b(g, kr->nr, pc, kc, jc, nc, bpack);
+      for (int64_t ic = m0; ic < m1; ic += kr->mc) {
+        int64_t mc = min64(kr->mc, m1 - ic);
+        pack_a(g, kr->mr, ic, mc, pc, kc, apack);
+        macro_kernel(kr, mc, nc, kc, apack, bpack, g->C + ic * g->ldc + jc, g->ldc, pc > 0,
+                     tile);
+      }
+    }
+  }
+  free(apack);
+  free(bpack);
+  free(tile);
+}
+
+/* Threads split C into `parts` rectangles along its longer side, in whole
+ * register tiles. */
+typedef struct gemm_job {
+  const gemm_kernel* kr;
+  const gemm_args* g;
+  int split_n;
+  int64_t unit; /* mr or nr */
+} gemm_job;
+
+static void gemm_part(void* ctx, int64_t begin, int64_t end) {
+  const gemm_job* j = ctx;
+  const gemm_args* g = j->g;
+  int64_t lo = begin * j->unit, hi = end * j->unit;
+  if (j->split_n) {
+    gemm_block(j->kr, g, 0, g->M, lo, min64(hi, g->N));
+  } else {
+    gemm_block(j->kr, g, lo, min64(hi, g->M), 0, g->N);
+  }
+}
+
+void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
+                   const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                   int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  const gemm_kernel* kr = choose_kernel();
+  gemm_args g = {a_trans, b_trans, M, N, K, A, lda, B, ldb, C, ldc};
+  int threads = rlx_cpu_pool_threads(p);
+  /* Below ~2 MFLOP a second thread costs more than it saves. */
+  double flops = 2.0 * (double)M * (double)N * (double)K;
+  if (threads <= 1 || flops < 2e6) {
+    gemm_block(kr, &g, 0, M, 0, N);
+    return;
+  }
+  gemm_job job = {kr, &g, N >= M, 0};
+  job.unit = job.split_n ? kr->nr : kr->mr;
+  int64_t units = ((job.split_n ? N : M) + job.unit - 1) / job.unit;
+  rlx_cpu_parallel_for(p, units, 1, gemm_part, &job);
+}

@@ -1,0 +1,314 @@
+/* CPU reference kernels for matmul, norms, attention, RoPE and sampling.
+ *
+ * These are the oracle the other backends are tested against: plain loops,
+ * double accumulation, every element read and written through
+ * rlx_load_f64 / rlx_store_f64 so every float dtype takes the same path.
+ * All geometry comes from the lowered step (lower_nn.c); nothing here looks
+ * at the IR. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "ir/dtype.h"
+
+/* Element i (relative to the view's element [0,...,0]) of a view. */
+static double ld(uint8_t* arena, const rlx_view* v, int64_t i) {
+  return rlx_load_f64(arena + v->offset, v->dtype, i);
+}
+static void st(uint8_t* arena, const rlx_view* v, int64_t i, double x) {
+  rlx_store_f64(arena + v->offset, v->dtype, i, x);
+}
+
+/* x as it would read back after being stored in dtype t. */
+static double round_to(rlx_dtype t, double x) {
+  union { double d; float f; uint16_t h; int64_t i; uint8_t b; } slot;
+  slot.i = 0;
+  rlx_store_f64(&slot, t, 0, x);
+  return rlx_load_f64(&slot, t, 0);
+}
+
+static rlx_status no_memory(const rlx_step* s, rlx_error* err) {
+  return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory running node %d", s->node);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+static rlx_status ref_matmul(uint8_t* arena, const rlx_step* s) {
+  const rlx_matmul_params* p = &s->p.mm;
+  const rlx_view *A = &s->in[0], *B = &s->in[1], *bias = &s->in[2], *C = &s->out[0];
+  for (int64_t bi = 0; bi < p->batch; bi++) {
+    /* Unravel the batch index (last batch dim fastest) into operand offsets. */
+    int64_t rem = bi, ao = 0, bo = 0, co = 0;
+    for (int32_t d = p->batch_rank - 1; d >= 0; d--) {
+      int64_t idx = rem % p->batch_shape[d];
+      rem /= p->batch_shape[d];
+      ao += idx * p->a_bstride[d];
+      bo += idx * p->b_bstride[d];
+      co += idx * p->c_bstride[d];
+    }
+    for (int64_t m = 0; m < p->M; m++) {
+      for (int64_t n = 0; n < p->N; n++) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < p->K; k++)
+          acc += ld(arena, A, ao + m * p->a_rs + k * p->a_cs) *
+                 ld(arena, B, bo + k * p->b_rs + n * p->b_cs);
+        if (p->has_bias) acc += ld(arena, bias, n);
+        if (p->act != RLX_ACT_NONE) acc = rlx_ref_activation(p->act, acc);
+        st(arena, C, co + m * p->c_rs + n, acc);
+      }
+    }
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ norms */
+
+enum { NORM_X, NORM_RESIDUAL, NORM_BIAS, NORM_GAMMA, NORM_BETA };
+
+/* Loads row r of the pre-norm value into v: x, or x + residual (+ bias)
+ * rounded to the output dtype (and written to the sum output when asked),
+ * so that every backend normalises the very value it stored. */
+static void load_norm_row(uint8_t* arena, const rlx_step* s, int64_t r, double* v) {
+  const rlx_norm_params* p = &s->p.norm;
+  int64_t base = r * p->cols;
+  for (int64_t c = 0; c < p->cols; c++) {
+    double x = ld(arena, &s->in[NORM_X], base + c);
+    if (p->has_residual) {
+      x += ld(arena, &s->in[NORM_RESIDUAL], base + c);
+      if (p->has_bias) x += ld(arena, &s->in[NORM_BIAS], c);
+      x = round_to(s->out[0].dtype, x);
+      if (p->writes_sum) st(arena, &s->out[1], base + c, x);
+    }
+    v[c] = x;
+  }
+}
+
+static rlx_status ref_norm(uint8_t* arena, const rlx_step* s, rlx_error* err) {
+  const rlx_norm_params* p = &s->p.norm;
+  if (p->rows == 0 || p->cols == 0) return RLX_OK;
+  double* v = malloc((size_t)p->cols * sizeof *v);
+  if (!v) return no_memory(s, err);
+  for (int64_t r = 0; r < p->rows; r++) {
+    load_norm_row(arena, s, r, v);
+    double mean = 0.0, ms = 0.0;
+    if (!p->rms) {
+      for (int64_t c = 0; c < p->cols; c++) mean += v[c];
+      mean /= (double)p->cols;
+    }
+    /* LayerNorm: biased variance about the mean; RMS: mean square about 0. */
+    for (int64_t c = 0; c < p->cols; c++) ms += (v[c] - mean) * (v[c] - mean);
+    ms /= (double)p->cols;
+    double inv = 1.0 / sqrt(ms + (double)p->eps);
+    for (int64_t c = 0; c < p->cols; c++) {
+      double y = (v[c] - mean) * inv;
+      if (p->has_gamma) y *= ld(arena, &s->in[NORM_GAMMA], c);
+      if (p->has_beta) y += ld(arena, &s->in[NORM_BETA], c);
+      st(arena, &s->out[0], r * p->cols + c, y);
+    }
+  }
+  free(v);
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* Score of query i against key j after scaling, softcap and mask; -INFINITY
+ * when masked out. */
+static double masked_score(uint8_t* arena, const rlx_step* s, double dot, int64_t b, int64_t h,
+                           int64_t i, int64_t j) {
+  const rlx_attention_params* p = &s->p.attn;
+  double sc = dot * (double)p->scale;
+  if (p->softcap > 0.0f) sc = (double)p->softcap * tanh(sc / (double)p->softcap);
+  int64_t last_visible = i + p->Sk - p->Sq; /* bottom-right aligned causal edge */
+  int64_t m_at = b * p->m_sb + h * p->m_sh + i * p->m_sq + j * p->m_sk;
+  switch (p->mask) {
+    case RLX_MASK_CAUSAL:
+      if (j > last_visible) return -INFINITY;
+      break;
+    case RLX_MASK_SLIDING:
+      if (j > last_visible || j <= last_visible - p->window) return -INFINITY;
+      break;
+    case RLX_MASK_CUSTOM:
+      if (!(ld(arena, &s->in[3], m_at) > 0.5)) return -INFINITY;
+      break;
+    case RLX_MASK_BIAS:
+      sc += ld(arena, &s->in[3], m_at);
+      break;
+    default:
+      break;
+  }
+  return sc;
+}
+
+/* One query row (b, h, i): softmax over keys, then the weighted sum of v.
+ * A row with every key masked has no distribution; it outputs zeros (as
+ * flash-attention style kernels do) rather than NaN. */
+static void attention_row(uint8_t* arena, const rlx_step* s, int64_t b, int64_t h, int64_t i,
+                          double* scores, double* acc) {
+  const rlx_attention_params* p = &s->p.attn;
+  const rlx_view *Q = &s->in[0], *K = &s->in[1], *V = &s->in[2], *O = &s->out[0];
+  int64_t kvh = h / (p->H / p->Hkv);
+  int64_t qo = b * p->q_sb + i * p->q_ss + h * p->q_sh;
+  double mx = -INFINITY;
+  for (int64_t j = 0; j < p->Sk; j++) {
+    int64_t ko = b * p->k_sb + j * p->k_ss + kvh * p->k_sh;
+    double dot = 0.0;
+    for (int64_t d = 0; d < p->D; d++) dot += ld(arena, Q, qo + d) * ld(arena, K, ko + d);
+    scores[j] = masked_score(arena, s, dot, b, h, i, j);
+    if (scores[j] > mx) mx = scores[j];
+  }
+  for (int64_t d = 0; d < p->Dv; d++) acc[d] = 0.0;
+  double total = 0.0;
+  if (mx > -INFINITY) {
+    for (int64_t j = 0; j < p->Sk; j++) {
+      double w = exp(scores[j] - mx);
+      if (w == 0.0) continue;
+      total += w;
+      int64_t vo = b * p->v_sb + j * p->v_ss + kvh * p->v_sh;
+      for (int64_t d = 0; d < p->Dv; d++) acc[d] += w * ld(arena, V, vo + d);
+    }
+  }
+  int64_t oo = b * p->o_sb + i * p->o_ss + h * p->o_sh;
+  for (int64_t d = 0; d < p->Dv; d++) st(arena, O, oo + d, total > 0.0 ? acc[d] / total : 0.0);
+}
+
+static rlx_status ref_attention(uint8_t* arena, const rlx_step* s, rlx_error* err) {
+  const rlx_attention_params* p = &s->p.attn;
+  if (p->Hkv <= 0 || p->H % p->Hkv != 0)
+    return rlx_fail(err, RLX_INTERNAL, "attention node %d: bad head counts", s->node);
+  double* scores = malloc((size_t)(p->Sk > 0 ? p->Sk : 1) * sizeof *scores);
+  double* acc = malloc((size_t)(p->Dv > 0 ? p->Dv : 1) * sizeof *acc);
+  if (!scores || !acc) {
+    free(scores);
+    free(acc);
+    return no_memory(s, err);
+  }
+  for (int64_t b = 0; b < p->B; b++)
+    for (int64_t h = 0; h < p->H; h++)
+      for (int64_t i = 0; i < p->Sq; i++) attention_row(arena, s, b, h, i, scores, acc);
+  free(scores);
+  free(acc);
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ rope */
+
+static void rope_head(uint8_t* arena, const rlx_step* s, int64_t xo, int64_t oo, int64_t row) {
+  const rlx_rope_params* p = &s->p.rope;
+  const rlx_view *X = &s->in[0], *COS = &s->in[1], *SIN = &s->in[2], *O = &s->out[0];
+  int64_t half = p->n_rot / 2;
+  /* Both halves of each pair are read before either is written, so the
+   * kernel is also correct in place. */
+  for (int64_t i = 0; i < half; i++) {
+    int64_t i1 = p->style == RLX_ROPE_GPTJ ? 2 * i : i;
+    int64_t i2 = p->style == RLX_ROPE_GPTJ ? 2 * i + 1 : i + half;
+    double c = ld(arena, COS, row * half + i), sn = ld(arena, SIN, row * half + i);
+    double x1 = ld(arena, X, xo + i1), x2 = ld(arena, X, xo + i2);
+    st(arena, O, oo + i1, x1 * c - x2 * sn);
+    st(arena, O, oo + i2, x2 * c + x1 * sn);
+  }
+  for (int64_t d = p->n_rot; d < p->D; d++) st(arena, O, oo + d, ld(arena, X, xo + d));
+}
+
+static rlx_status ref_rope(uint8_t* arena, const rlx_step* s) {
+  const rlx_rope_params* p = &s->p.rope;
+  for (int64_t b = 0; b < p->B; b++)
+    for (int64_t t = 0; t < p->S; t++) {
+      int64_t row = p->per_token ? b * p->S + t : t;
+      for (int64_t h = 0; h < p->H; h++)
+        rope_head(arena, s, b * p->x_sb + t * p->x_ss + h * p->x_sh,
+                  b * p->o_sb + t * p->o_ss + h * p->o_sh, row);
+    }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ sample */
+
+typedef struct cand {
+  double p;
+  int64_t idx;
+} cand;
+
+/* Descending probability; equal probabilities keep the lower index first. */
+static int cand_cmp(const void* a, const void* b) {
+  const cand *x = a, *y = b;
+  if (x->p > y->p) return -1;
+  if (x->p < y->p) return 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int64_t argmax_row(uint8_t* arena, const rlx_view* L, int64_t base, int64_t vocab) {
+  int64_t best = 0;
+  double bv = ld(arena, L, base);
+  for (int64_t j = 1; j < vocab; j++) {
+    double x = ld(arena, L, base + j);
+    if (x > bv || (isnan(bv) && !isnan(x))) bv = x, best = j;
+  }
+  return best;
+}
+
+/* softmax(logits / T) -> keep the top_k most likely -> keep the smallest
+ * prefix whose (renormalised) mass reaches top_p -> draw u in [0, 1) and
+ * pick by cumulative probability. top_p is measured on the distribution left
+ * after top_k, as Hugging Face and llama.cpp chain their samplers. */
+static int64_t sample_row(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx, int64_t row,
+                          cand* c) {
+  const rlx_sample_params* p = &s->p.sample;
+  const rlx_view* L = &s->in[0];
+  int64_t base = row * p->vocab;
+  if (!(p->temperature > 0.0f)) return argmax_row(arena, L, base, p->vocab);
+  double mx = -INFINITY;
+  for (int64_t j = 0; j < p->vocab; j++) {
+    c[j].idx = j;
+    double x = ld(arena, L, base + j);
+    c[j].p = isnan(x) ? -INFINITY : x / (double)p->temperature; /* NaN never wins */
+    if (c[j].p > mx) mx = c[j].p;
+  }
+  if (!(mx > -INFINITY) || isinf(mx)) return argmax_row(arena, L, base, p->vocab);
+  for (int64_t j = 0; j < p->vocab; j++) c[j].p = exp(c[j].p - mx);
+  qsort(c, (size_t)p->vocab, sizeof *c, cand_cmp);
+  int64_t keep = (p->top_k > 0 && p->top_k < p->vocab) ? p->top_k : p->vocab;
+  double mass = 0.0;
+  for (int64_t j = 0; j < keep; j++) mass += c[j].p;
+  double target = (double)p->top_p * mass, cum = 0.0;
+  int64_t n = 0;
+  while (n < keep) {
+    cum += c[n++].p;
+    if (cum >= target) break;
+  }
+  double u = rlx_rand_uniform(ctx ? ctx->seed : 0, (uint64_t)row) * cum, run = 0.0;
+  for (int64_t j = 0; j < n; j++) {
+    run += c[j].p;
+    if (u < run) return c[j].idx;
+  }
+  return c[n - 1].idx;
+}
+
+static rlx_status ref_sample(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                             rlx_error* err) {
+  const rlx_sample_params* p = &s->p.sample;
+  if (p->vocab < 1) return rlx_fail(err, RLX_INTERNAL, "sample node %d: empty vocab", s->node);
+  cand* c = malloc((size_t)p->vocab * sizeof *c);
+  if (!c) return no_memory(s, err);
+  for (int64_t r = 0; r < p->rows; r++) {
+    int64_t tok = sample_row(arena, s, ctx, r, c);
+    rlx_store_i64(arena + s->out[0].offset, s->out[0].dtype, r, tok);
+  }
+  free(c);
+  return RLX_OK;
+}
+
+rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                      rlx_error* err) {
+  switch (s->kernel) {
+    case RLX_K_MATMUL: return ref_matmul(arena, s);
+    case RLX_K_NORM: return ref_norm(arena, s, err);
+    case RLX_K_ATTENTION: return ref_attention(arena, s, err);
+    case RLX_K_ROPE: return ref_rope(arena, s);
+    case RLX_K_SAMPLE: return ref_sample(arena, s, ctx, err);
+    default:
+      return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
+                      (int)s->kernel);
+  }
+}

@@ -1,0 +1,815 @@
+/* Graph storage, the op table, and the public builders. Every builder fills
+ * an rlx_node_attrs and goes through rlx_graph_add_node, so the shape rules in
+ * shape.c are the single place where a node is verified. */
+#include "ir/graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
+#define OP(e, text, min_in, max_in, n_out, attrs, flags) \
+  [RLX_OP_##e] = {text, min_in, max_in, n_out, attrs, flags},
+#include "ir/ops.def"
+#undef OP
+};
+
+/* ------------------------------------------------------------------ names */
+
+static const char* const binary_names[RLX_BIN_COUNT] = {"add", "sub", "mul", "div",
+                                                        "max", "min", "pow"};
+static const char* const compare_names[RLX_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+static const char* const activation_names[RLX_ACT_COUNT] = {
+    "none", "relu", "sigmoid", "tanh", "exp",         "log",  "sqrt", "rsqrt", "neg",
+    "abs",  "gelu", "gelu_approx", "silu", "round", "sin", "cos",  "tan",  "atan"};
+static const char* const reduce_names[RLX_RED_COUNT] = {"reduce_sum", "reduce_mean", "reduce_max",
+                                                        "reduce_min", "reduce_prod"};
+
+const char* rlx_op_name(rlx_op op, int32_t kind) {
+  if ((unsigned)op >= RLX_OP_COUNT) return "?";
+  switch (op) {
+    case RLX_OP_BINARY:
+      return (unsigned)kind < RLX_BIN_COUNT ? binary_names[kind] : rlx_op_table[op].text;
+    case RLX_OP_COMPARE:
+      return (unsigned)kind < RLX_CMP_COUNT ? compare_names[kind] : rlx_op_table[op].text;
+    case RLX_OP_ACTIVATION:
+      return (unsigned)kind < RLX_ACT_COUNT ? activation_names[kind] : rlx_op_table[op].text;
+    case RLX_OP_REDUCE:
+      return (unsigned)kind < RLX_RED_COUNT ? reduce_names[kind] : rlx_op_table[op].text;
+    default:
+      return rlx_op_table[op].text;
+  }
+}
+
+rlx_status rlx_graph_fail_op(rlx_graph* g, rlx_op op, int32_t kind, const char* fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "%s %%%d: %s", rlx_op_name(op, kind),
+                  (int)g->n_nodes, msg);
+}
+
+/* ------------------------------------------------------------------ types */
+
+int rlx_dtype_is_float(rlx_dtype t) {
+  return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64;
+}
+
+int rlx_dtype_is_int(rlx_dtype t) {
+  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64;
+}
+
+int64_t rlx_type_numel(const rlx_type* t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (t->shape[i] < 0) return -1;
+    if (t->shape[i] != 0 && n > INT64_MAX / t->shape[i]) return -1; /* never in a graph */
+    n *= t->shape[i];
+  }
+  return n;
+}
+
+int64_t rlx_type_bytes(const rlx_type* t) {
+  int64_t n = rlx_type_numel(t);
+  int64_t size = (int64_t)rlx_dtype_size(t->dtype);
+  if (n < 0 || (size && n > INT64_MAX / size)) return -1;
+  return n * size;
+}
+
+int rlx_type_equal(const rlx_type* a, const rlx_type* b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int32_t i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+const char* rlx_type_str(const rlx_graph* g, const rlx_type* t, char* buf, size_t cap) {
+  if (!cap) return buf;
+  size_t at = 0;
+  int n = snprintf(buf, cap, "%s[", rlx_dtype_name(t->dtype));
+  at = n > 0 ? (size_t)n : 0;
+  for (int32_t i = 0; i < t->rank && i < RLX_MAX_RANK && at < cap; i++) {
+    rlx_dim d = t->shape[i];
+    const char* sep = i ? "," : "";
+    int64_t sym = -d - 1;
+    if (d >= 0)
+      n = snprintf(buf + at, cap - at, "%s%lld", sep, (long long)d);
+    else if (g && d != RLX_DIM_INFER && sym < g->n_symbols)
+      n = snprintf(buf + at, cap - at, "%s%s", sep, g->symbols[sym]);
+    else
+      n = snprintf(buf + at, cap - at, "%s?", sep);
+    at += n > 0 ? (size_t)n : 0;
+  }
+  if (at < cap) snprintf(buf + at, cap - at, "]");
+  return buf;
+}
+
+const char* rlx_node_str(const rlx_graph* g, int32_t node, char* buf, size_t cap) {
+  if (!g || node < 0 || node >= g->n_nodes) {
+    snprintf(buf, cap, "%%%d (?)", (int)node);
+    return buf;
+  }
+  const rlx_node* n = &g->nodes[node];
+  const char* name = rlx_op_name(n->op, n->a.kind);
+  if (n->label)
+    snprintf(buf, cap, "%%%d (%s '%s')", (int)node, name, n->label);
+  else
+    snprintf(buf, cap, "%%%d (%s)", (int)node, name);
+  return buf;
+}
+
+/* ------------------------------------------------------------------ graph */
+
+static char* dup_string(const char* s) {
+  size_t n = strlen(s) + 1;
+  char* p = malloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+static void free_attrs(rlx_node_attrs* a) {
+  free(a->name);
+  free(a->data);
+  a->name = NULL;
+  a->data = NULL;
+}
+
+rlx_status rlx_graph_create(rlx_graph** out_graph) {
+  if (!out_graph) return RLX_INVALID_ARGUMENT;
+  *out_graph = calloc(1, sizeof(rlx_graph));
+  return *out_graph ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+}
+
+void rlx_graph_destroy(rlx_graph* g) {
+  if (!g) return;
+  for (int32_t i = 0; i < g->n_nodes; i++) {
+    free_attrs(&g->nodes[i].a);
+    free(g->nodes[i].label);
+  }
+  for (int32_t i = 0; i < g->n_symbols; i++) free(g->symbols[i]);
+  free(g->nodes);
+  free(g->values);
+  free(g->symbols);
+  free(g->outputs);
+  free(g);
+}
+
+const char* rlx_graph_last_error(const rlx_graph* g) { return g ? g->err.msg : "no graph"; }
+
+int32_t rlx_graph_node_count(const rlx_graph* g) { return g ? g->n_nodes : 0; }
+
+/* Grows *arr (elements of `size` bytes) so index `need - 1` fits. */
+static int grow(void** arr, int32_t* cap, int32_t need, size_t size) {
+  if (need <= *cap) return 1;
+  int32_t ncap = *cap ? *cap : 16;
+  while (ncap < need) {
+    if (ncap > INT32_MAX / 2) return 0;
+    ncap *= 2;
+  }
+  void* p = realloc(*arr, (size_t)ncap * size);
+  if (!p) return 0;
+  *arr = p;
+  *cap = ncap;
+  return 1;
+}
+
+/* Symbol names become tokens of the text format, so they are identifiers. */
+static int is_identifier(const char* s) {
+  if (!s || !*s) return 0;
+  for (const char* p = s; *p; p++) {
+    int alpha = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_';
+    int digit = *p >= '0' && *p <= '9';
+    if (!alpha && !(digit && p != s)) return 0;
+  }
+  return 1;
+}
+
+rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim) {
+  if (!g || !out_dim) return RLX_INVALID_ARGUMENT;
+  if (!is_identifier(name))
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT,
+                    "symbol name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                    name ? name : "(null)");
+  for (int32_t i = 0; i < g->n_symbols; i++) {
+    if (strcmp(g->symbols[i], name) == 0) {
+      *out_dim = -(rlx_dim)i - 1;
+      return RLX_OK;
+    }
+  }
+  if (!grow((void**)&g->symbols, &g->cap_symbols, g->n_symbols + 1, sizeof(char*)))
+    return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  char* copy = dup_string(name);
+  RLX_CHECK_ALLOC(&g->err, copy);
+  g->symbols[g->n_symbols] = copy;
+  *out_dim = -(rlx_dim)g->n_symbols - 1;
+  g->n_symbols++;
+  return RLX_OK;
+}
+
+static int valid_tensor(const rlx_graph* g, rlx_tensor t) { return t >= 0 && t < g->n_values; }
+
+rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
+                                 int32_t* out_rank, rlx_dim* out_shape) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!valid_tensor(g, t))
+    return rlx_fail((rlx_error*)&g->err, RLX_INVALID_ARGUMENT,
+                    "tensor %%%d does not exist (graph has %d values)", (int)t,
+                    (int)g->n_values);
+  const rlx_type* ty = &g->values[t].type;
+  if (out_dtype) *out_dtype = ty->dtype;
+  if (out_rank) *out_rank = ty->rank;
+  if (out_shape) memcpy(out_shape, ty->shape, sizeof(rlx_dim) * (size_t)ty->rank);
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_set_name(rlx_graph* g, rlx_tensor t, const char* name) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!valid_tensor(g, t))
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "set_name: tensor %%%d does not exist",
+                    (int)t);
+  char* copy = NULL;
+  if (name) {
+    copy = dup_string(name);
+    RLX_CHECK_ALLOC(&g->err, copy);
+  }
+  rlx_node* n = &g->nodes[g->values[t].node];
+  free(n->label);
+  n->label = copy;
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_set_outputs(rlx_graph* g, const rlx_tensor* outputs, int32_t n) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (n < 0 || (n > 0 && !outputs))
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "set_outputs: bad output list (n=%d)",
+                    (int)n);
+  for (int32_t i = 0; i < n; i++)
+    if (!valid_tensor(g, outputs[i]))
+      return rlx_fail(&g->err, RLX_INVALID_ARGUMENT,
+                      "set_outputs: output %d is tensor %%%d, which does not exist", (int)i,
+                      (int)outputs[i]);
+  rlx_tensor* copy = NULL;
+  if (n > 0) {
+    copy = malloc(sizeof(rlx_tensor) * (size_t)n);
+    RLX_CHECK_ALLOC(&g->err, copy);
+    memcpy(copy, outputs, sizeof(rlx_tensor) * (size_t)n);
+  }
+  free(g->outputs);
+  g->outputs = copy;
+  g->n_outputs = n;
+  return RLX_OK;
+}
+
+/* Keeps only the attributes the op carries, so two nodes that mean the same
+ * thing compare (and hash, and print) the same. */
+static void canonical_attrs(rlx_op op, const rlx_node_attrs* src, rlx_node_attrs* dst) {
+  uint32_t mask = rlx_op_table[op].attrs;
+  memset(dst, 0, sizeof *dst);
+#define ATTR(e, text, kind, field) \
+  if (mask & ATTR_BIT(e)) memcpy(&dst->field, &src->field, sizeof src->field);
+#include "ir/attrs.def"
+#undef ATTR
+  if (mask & ATTR_BIT(DATA)) dst->data_bytes = src->data_bytes;
+  if (op == RLX_OP_BINARY || op == RLX_OP_COMPARE || op == RLX_OP_ACTIVATION ||
+      op == RLX_OP_REDUCE)
+    dst->kind = src->kind;
+  if (rlx_op_table[op].flags & OPF_DECLARED) dst->type = src->type;
+}
+
+/* Duplicates the owned parts (name, data) of a canonical attrs in place. */
+static rlx_status own_attrs(rlx_graph* g, rlx_node_attrs* a) {
+  const char* name = a->name;
+  const void* data = a->data;
+  a->name = NULL;
+  a->data = NULL;
+  if (name) {
+    a->name = dup_string(name);
+    RLX_CHECK_ALLOC(&g->err, a->name);
+  }
+  if (data && a->data_bytes) {
+    a->data = malloc(a->data_bytes);
+    if (!a->data) {
+      free_attrs(a);
+      return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+    }
+    memcpy(a->data, data, a->data_bytes);
+  }
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_add_node(rlx_graph* g, rlx_op op, const rlx_node_attrs* attrs,
+                              const rlx_tensor* in, int32_t n_in, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if ((unsigned)op >= RLX_OP_COUNT)
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "op code %d is not an op", (int)op);
+  rlx_node_attrs zero = {0}, work;
+  canonical_attrs(op, attrs ? attrs : &zero, &work);
+  rlx_type types[RLX_MAX_OUTPUTS];
+  memset(types, 0, sizeof types);
+  RLX_RETURN_IF_ERROR(rlx_infer_node(g, op, &work, in, n_in, types));
+
+  int32_t n_out = rlx_op_table[op].n_outputs;
+  if (!grow((void**)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(rlx_node)) ||
+      !grow((void**)&g->values, &g->cap_values, g->n_values + n_out, sizeof(rlx_value)))
+    return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  RLX_RETURN_IF_ERROR(own_attrs(g, &work));
+
+  rlx_node* node = &g->nodes[g->n_nodes];
+  memset(node, 0, sizeof *node);
+  node->op = op;
+  node->a = work;
+  node->n_in = n_in;
+  if (n_in > 0) memcpy(node->in, in, sizeof(rlx_tensor) * (size_t)n_in);
+  node->n_out = n_out;
+  for (int32_t i = 0; i < n_out; i++) {
+    rlx_value* v = &g->values[g->n_values];
+    v->node = g->n_nodes;
+    v->index = i;
+    v->type = types[i];
+    node->out[i] = g->n_values++;
+    if (out) out[i] = node->out[i];
+  }
+  g->n_nodes++;
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out) {
+  if (!g || !out) return RLX_INVALID_ARGUMENT;
+  rlx_graph* c = NULL;
+  RLX_RETURN_IF_ERROR(rlx_graph_create(&c));
+  int ok = grow((void**)&c->nodes, &c->cap_nodes, g->n_nodes, sizeof(rlx_node)) &&
+           grow((void**)&c->values, &c->cap_values, g->n_values, sizeof(rlx_value)) &&
+           grow((void**)&c->symbols, &c->cap_symbols, g->n_symbols, sizeof(char*));
+  if (ok && g->n_outputs) {
+    c->outputs = malloc(sizeof(rlx_tensor) * (size_t)g->n_outputs);
+    ok = c->outputs != NULL;
+  }
+  for (int32_t i = 0; ok && i < g->n_symbols; i++) {
+    c->symbols[i] = dup_string(g->symbols[i]);
+    ok = c->symbols[i] != NULL;
+    c->n_symbols += ok;
+  }
+  for (int32_t i = 0; ok && i < g->n_nodes; i++) {
+    rlx_node* n = &c->nodes[i];
+    *n = g->nodes[i];
+    n->label = NULL;
+    ok = own_attrs(c, &n->a) == RLX_OK;
+    if (!ok) break;
+    c->n_nodes++; /* from here destroy frees this node's attrs */
+    if (g->nodes[i].label) ok = (n->label = dup_string(g->nodes[i].label)) != NULL;
+  }
+  if (!ok) {
+    rlx_graph_destroy(c);
+    return RLX_RESOURCE_EXHAUSTED;
+  }
+  if (g->n_values) memcpy(c->values, g->values, sizeof(rlx_value) * (size_t)g->n_values);
+  c->n_values = g->n_values;
+  if (g->n_outputs) memcpy(c->outputs, g->outputs, sizeof(rlx_tensor) * (size_t)g->n_outputs);
+  c->n_outputs = g->n_outputs;
+  *out = c;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ builders */
+
+static rlx_status add1(rlx_graph* g, rlx_op op, const rlx_node_attrs* a, const rlx_tensor* in,
+                       int32_t n_in, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_tensor tmp[RLX_MAX_OUTPUTS];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(g, op, a, in, n_in, tmp));
+  if (out) *out = tmp[0];
+  return RLX_OK;
+}
+
+/* Fills t from (dtype, shape, rank); shape/rank are checked again by the
+ * shape rule, this only guards the copy. */
+static rlx_status declared_type(rlx_graph* g, rlx_op op, rlx_dtype dtype, const rlx_dim* shape,
+                                int32_t rank, rlx_type* t) {
+  memset(t, 0, sizeof *t);
+  if (rank < 0 || rank > RLX_MAX_RANK)
+    return rlx_graph_fail_op(g, op, 0, "rank %d is outside 0..%d", (int)rank, RLX_MAX_RANK);
+  if (rank > 0 && !shape) return rlx_graph_fail_op(g, op, 0, "shape is NULL for rank %d", (int)rank);
+  t->dtype = dtype;
+  t->rank = rank;
+  if (rank) memcpy(t->shape, shape, sizeof(rlx_dim) * (size_t)rank);
+  return RLX_OK;
+}
+
+/* The type of an input the builder needs before the shape rule runs. */
+static rlx_status input_type(rlx_graph* g, rlx_op op, int32_t kind, rlx_tensor x, rlx_type* t) {
+  if (!valid_tensor(g, x))
+    return rlx_graph_fail_op(g, op, kind, "input tensor %%%d does not exist", (int)x);
+  *t = g->values[x].type;
+  return RLX_OK;
+}
+
+static rlx_status add_leaf(rlx_graph* g, rlx_op op, const char* name, rlx_dtype dtype,
+                           const rlx_dim* shape, int32_t rank, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  RLX_RETURN_IF_ERROR(declared_type(g, op, dtype, shape, rank, &a.type));
+  a.name = (char*)name;
+  return add1(g, op, &a, NULL, 0, out);
+}
+
+rlx_status rlx_graph_add_input(rlx_graph* g, const char* name, rlx_dtype dtype,
+                               const rlx_dim* shape, int32_t rank, rlx_tensor* out) {
+  return add_leaf(g, RLX_OP_INPUT, name, dtype, shape, rank, out);
+}
+
+rlx_status rlx_graph_add_param(rlx_graph* g, const char* name, rlx_dtype dtype,
+                               const rlx_dim* shape, int32_t rank, rlx_tensor* out) {
+  return add_leaf(g, RLX_OP_PARAM, name, dtype, shape, rank, out);
+}
+
+rlx_status rlx_graph_add_constant(rlx_graph* g, rlx_dtype dtype, const rlx_dim* shape,
+                                  int32_t rank, const void* data, size_t bytes,
+                                  rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  RLX_RETURN_IF_ERROR(declared_type(g, RLX_OP_CONSTANT, dtype, shape, rank, &a.type));
+  a.data = (void*)data;
+  a.data_bytes = bytes;
+  return add1(g, RLX_OP_CONSTANT, &a, NULL, 0, out);
+}
+
+/* Product of the static dims and the sorted list of symbols of a shape. */
+typedef struct dim_factors {
+  int64_t product;
+  int32_t n_syms;
+  rlx_dim syms[RLX_MAX_RANK];
+} dim_factors;
+
+/* Returns 0 when the static product overflows. */
+static int factor_dims(const rlx_dim* shape, int32_t rank, int skip, dim_factors* f) {
+  f->product = 1;
+  f->n_syms = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    if (i == skip) continue;
+    if (shape[i] >= 0) {
+      if (shape[i] && f->product > INT64_MAX / shape[i]) return 0;
+      f->product *= shape[i];
+    } else {
+      int32_t j = f->n_syms++;
+      while (j > 0 && f->syms[j - 1] > shape[i]) {
+        f->syms[j] = f->syms[j - 1];
+        j--;
+      }
+      f->syms[j] = shape[i];
+    }
+  }
+  return 1;
+}
+
+/* Solves the one RLX_DIM_INFER dim of a reshape target: static when the
+ * symbols cancel, or the single symbol left over when the static parts match. */
+static rlx_status infer_reshape_dim(rlx_graph* g, const rlx_type* x, rlx_dim* shape,
+                                    int32_t rank) {
+  int32_t at = -1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] != RLX_DIM_INFER) continue;
+    if (at >= 0) return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "more than one inferred dim");
+    at = i;
+  }
+  if (at < 0) return RLX_OK;
+  for (int32_t i = 0; i < rank; i++)
+    if (i != at && shape[i] < 0 && -shape[i] - 1 >= g->n_symbols)
+      return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "dim %d is %lld, not a size or symbol",
+                               (int)i, (long long)shape[i]);
+  dim_factors fx, ft;
+  char buf[128];
+  if (!factor_dims(x->shape, x->rank, -1, &fx) || !factor_dims(shape, rank, at, &ft))
+    return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "target shape has too many elements");
+  /* Remove the target's symbols from x's; all must be present. */
+  rlx_dim left[RLX_MAX_RANK];
+  int32_t n_left = 0, j = 0;
+  for (int32_t i = 0; i < fx.n_syms; i++) {
+    if (j < ft.n_syms && ft.syms[j] == fx.syms[i]) j++;
+    else left[n_left++] = fx.syms[i];
+  }
+  if (j == ft.n_syms && n_left == 0 && ft.product != 0 && fx.product % ft.product == 0) {
+    shape[at] = fx.product / ft.product;
+    return RLX_OK;
+  }
+  if (j == ft.n_syms && n_left == 1 && ft.product == fx.product && ft.product != 0) {
+    shape[at] = left[0];
+    return RLX_OK;
+  }
+  return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "cannot infer dim %d reshaping %s", (int)at,
+                           rlx_type_str(g, x, buf, sizeof buf));
+}
+
+rlx_status rlx_graph_add_reshape(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                 int32_t rank, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  rlx_type xt;
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_RESHAPE, 0, x, &xt));
+  RLX_RETURN_IF_ERROR(declared_type(g, RLX_OP_RESHAPE, xt.dtype, shape, rank, &a.type));
+  RLX_RETURN_IF_ERROR(infer_reshape_dim(g, &xt, a.type.shape, rank));
+  return add1(g, RLX_OP_RESHAPE, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_cast(rlx_graph* g, rlx_tensor x, rlx_dtype dtype, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_CAST, 0, x, &a.type));
+  a.type.dtype = dtype;
+  return add1(g, RLX_OP_CAST, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_stop_gradient(rlx_graph* g, rlx_tensor x, rlx_tensor* out) {
+  return add1(g, RLX_OP_STOP_GRADIENT, NULL, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_transpose(rlx_graph* g, rlx_tensor x, const int32_t* perm,
+                                   int32_t rank, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  rlx_type xt;
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_TRANSPOSE, 0, x, &xt));
+  if (rank != xt.rank || (rank > 0 && !perm))
+    return rlx_graph_fail_op(g, RLX_OP_TRANSPOSE, 0, "perm has %d entries for a rank-%d input",
+                             (int)rank, (int)xt.rank);
+  if (rank) memcpy(a.perm, perm, sizeof(int32_t) * (size_t)rank);
+  return add1(g, RLX_OP_TRANSPOSE, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_narrow(rlx_graph* g, rlx_tensor x, int32_t axis, int64_t start,
+                                int64_t len, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  a.start = start;
+  a.len = len;
+  return add1(g, RLX_OP_NARROW, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_concat(rlx_graph* g, const rlx_tensor* xs, int32_t n, int32_t axis,
+                                rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (n < 1 || n > RLX_MAX_INPUTS || !xs)
+    return rlx_graph_fail_op(g, RLX_OP_CONCAT, 0, "%d inputs (must be 1..%d)", (int)n,
+                             RLX_MAX_INPUTS);
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  return add1(g, RLX_OP_CONCAT, &a, xs, n, out);
+}
+
+rlx_status rlx_graph_add_expand(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                int32_t rank, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  rlx_type xt;
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_EXPAND, 0, x, &xt));
+  RLX_RETURN_IF_ERROR(declared_type(g, RLX_OP_EXPAND, xt.dtype, shape, rank, &a.type));
+  return add1(g, RLX_OP_EXPAND, &a, &x, 1, out);
+}
+
+/* Turns an axis list into a bitmask over a rank-`rank` input. */
+static rlx_status axes_mask(rlx_graph* g, rlx_op op, int32_t kind, const int32_t* axes,
+                            int32_t n_axes, int32_t rank, uint32_t* mask) {
+  *mask = 0;
+  if (n_axes < 0 || n_axes > RLX_MAX_RANK || (n_axes > 0 && !axes))
+    return rlx_graph_fail_op(g, op, kind, "bad axis list (%d axes)", (int)n_axes);
+  for (int32_t i = 0; i < n_axes; i++) {
+    int32_t ax = axes[i];
+    if (ax < -rank || ax >= rank)
+      return rlx_graph_fail_op(g, op, kind, "axis %d is out of range for rank %d", (int)ax,
+                               (int)rank);
+    if (ax < 0) ax += rank;
+    if (*mask & (1u << ax))
+      return rlx_graph_fail_op(g, op, kind, "axis %d is listed twice", (int)ax);
+    *mask |= 1u << ax;
+  }
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_add_reverse(rlx_graph* g, rlx_tensor x, const int32_t* axes,
+                                 int32_t n_axes, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  rlx_type xt;
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_REVERSE, 0, x, &xt));
+  RLX_RETURN_IF_ERROR(axes_mask(g, RLX_OP_REVERSE, 0, axes, n_axes, xt.rank, &a.axes));
+  return add1(g, RLX_OP_REVERSE, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_gather(rlx_graph* g, rlx_tensor x, rlx_tensor idx, int32_t axis,
+                                rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  rlx_tensor in[2] = {x, idx};
+  return add1(g, RLX_OP_GATHER, &a, in, 2, out);
+}
+
+rlx_status rlx_graph_add_scatter_add(rlx_graph* g, rlx_tensor base, rlx_tensor idx,
+                                     rlx_tensor src, int32_t axis, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  rlx_tensor in[3] = {base, idx, src};
+  return add1(g, RLX_OP_SCATTER_ADD, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_add_binary(rlx_graph* g, rlx_binary_op op, rlx_tensor a, rlx_tensor b,
+                                rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.kind = (int32_t)op;
+  rlx_tensor in[2] = {a, b};
+  return add1(g, RLX_OP_BINARY, &at, in, 2, out);
+}
+
+rlx_status rlx_graph_add_compare(rlx_graph* g, rlx_compare_op op, rlx_tensor a, rlx_tensor b,
+                                 rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.kind = (int32_t)op;
+  rlx_tensor in[2] = {a, b};
+  return add1(g, RLX_OP_COMPARE, &at, in, 2, out);
+}
+
+rlx_status rlx_graph_add_where(rlx_graph* g, rlx_tensor cond, rlx_tensor x, rlx_tensor y,
+                               rlx_tensor* out) {
+  rlx_tensor in[3] = {cond, x, y};
+  return add1(g, RLX_OP_WHERE, NULL, in, 3, out);
+}
+
+rlx_status rlx_graph_add_activation(rlx_graph* g, rlx_activation act, rlx_tensor x,
+                                    rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.kind = (int32_t)act;
+  return add1(g, RLX_OP_ACTIVATION, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_matmul(rlx_graph* g, rlx_tensor a, rlx_tensor b, int32_t transpose_a,
+                                int32_t transpose_b, rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.transpose_a = transpose_a;
+  at.transpose_b = transpose_b;
+  rlx_tensor in[2] = {a, b};
+  return add1(g, RLX_OP_MATMUL, &at, in, 2, out);
+}
+
+rlx_status rlx_graph_add_fused_matmul_bias_act(rlx_graph* g, rlx_tensor a, rlx_tensor b,
+                                               rlx_tensor bias, int32_t transpose_a,
+                                               int32_t transpose_b, rlx_activation act,
+                                               rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.transpose_a = transpose_a;
+  at.transpose_b = transpose_b;
+  at.act = (int32_t)act;
+  rlx_tensor in[3] = {a, b, bias};
+  return add1(g, RLX_OP_FUSED_MATMUL_BIAS_ACT, &at, in, 3, out);
+}
+
+rlx_status rlx_graph_add_reduce(rlx_graph* g, rlx_reduce_op op, rlx_tensor x,
+                                const int32_t* axes, int32_t n_axes, int32_t keep_dim,
+                                rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  rlx_type xt;
+  a.kind = (int32_t)op;
+  a.keep_dim = keep_dim;
+  RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_REDUCE, a.kind, x, &xt));
+  if (n_axes == 0)
+    a.axes = xt.rank >= 32 ? 0xffffffffu : (1u << xt.rank) - 1u;
+  else
+    RLX_RETURN_IF_ERROR(axes_mask(g, RLX_OP_REDUCE, a.kind, axes, n_axes, xt.rank, &a.axes));
+  return add1(g, RLX_OP_REDUCE, &a, &x, 1, out);
+}
+
+static rlx_status add_axis_keep(rlx_graph* g, rlx_op op, rlx_tensor x, int32_t axis,
+                                int32_t keep_dim, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  a.keep_dim = keep_dim;
+  return add1(g, op, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_argmax(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                rlx_tensor* out) {
+  return add_axis_keep(g, RLX_OP_ARGMAX, x, axis, keep_dim, out);
+}
+
+rlx_status rlx_graph_add_argmin(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                rlx_tensor* out) {
+  return add_axis_keep(g, RLX_OP_ARGMIN, x, axis, keep_dim, out);
+}
+
+rlx_status rlx_graph_add_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out) {
+  return add_axis_keep(g, RLX_OP_SOFTMAX, x, axis, 0, out);
+}
+
+rlx_status rlx_graph_add_log_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out) {
+  return add_axis_keep(g, RLX_OP_LOG_SOFTMAX, x, axis, 0, out);
+}
+
+rlx_status rlx_graph_add_cumsum(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t exclusive,
+                                int32_t reverse, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  a.exclusive = exclusive;
+  a.reverse = reverse;
+  return add1(g, RLX_OP_CUMSUM, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_topk(rlx_graph* g, rlx_tensor x, int64_t k, int32_t axis,
+                              int32_t largest, rlx_tensor* out_values, rlx_tensor* out_indices) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_node_attrs a = {0};
+  a.k = k;
+  a.axis = axis;
+  a.largest = largest;
+  rlx_tensor outs[RLX_MAX_OUTPUTS];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(g, RLX_OP_TOPK, &a, &x, 1, outs));
+  if (out_values) *out_values = outs[0];
+  if (out_indices) *out_indices = outs[1];
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_add_layer_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                    rlx_tensor beta, int32_t axis, float eps, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.axis = axis;
+  a.eps = eps;
+  rlx_tensor in[3] = {x, gamma, beta};
+  return add1(g, RLX_OP_LAYER_NORM, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_add_rms_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, float eps,
+                                  rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.eps = eps;
+  rlx_tensor in[2] = {x, gamma};
+  return add1(g, RLX_OP_RMS_NORM, &a, in, 2, out);
+}
+
+static rlx_status add_two_outputs(rlx_graph* g, rlx_op op, const rlx_node_attrs* a,
+                                  const rlx_tensor* in, int32_t n_in, rlx_tensor* out0,
+                                  rlx_tensor* out1) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  rlx_tensor outs[RLX_MAX_OUTPUTS];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(g, op, a, in, n_in, outs));
+  if (out0) *out0 = outs[0];
+  if (out1) *out1 = outs[1];
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_add_fused_residual_layer_norm(rlx_graph* g, rlx_tensor x,
+                                                   rlx_tensor residual, rlx_tensor bias,
+                                                   rlx_tensor gamma, rlx_tensor beta, float eps,
+                                                   rlx_tensor* out_norm, rlx_tensor* out_sum) {
+  rlx_node_attrs a = {0};
+  a.eps = eps;
+  rlx_tensor in[5] = {x, residual, bias, gamma, beta};
+  return add_two_outputs(g, RLX_OP_FUSED_RESIDUAL_LAYER_NORM, &a, in, 5, out_norm, out_sum);
+}
+
+rlx_status rlx_graph_add_fused_residual_rms_norm(rlx_graph* g, rlx_tensor x,
+                                                 rlx_tensor residual, rlx_tensor bias,
+                                                 rlx_tensor gamma, float eps,
+                                                 rlx_tensor* out_norm, rlx_tensor* out_sum) {
+  rlx_node_attrs a = {0};
+  a.eps = eps;
+  rlx_tensor in[4] = {x, residual, bias, gamma};
+  return add_two_outputs(g, RLX_OP_FUSED_RESIDUAL_RMS_NORM, &a, in, 4, out_norm, out_sum);
+}
+
+rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
+                                   rlx_tensor mask, const rlx_attention_desc* desc,
+                                   rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!desc) return rlx_graph_fail_op(g, RLX_OP_ATTENTION, 0, "attention desc is NULL");
+  rlx_node_attrs a = {0};
+  a.num_heads = desc->num_heads;
+  a.num_kv_heads = desc->num_kv_heads;
+  a.head_dim = desc->head_dim;
+  a.layout = (int32_t)desc->layout;
+  a.mask = (int32_t)desc->mask;
+  a.window = desc->window;
+  a.score_scale = desc->score_scale;
+  a.softcap = desc->softcap;
+  rlx_tensor in[4] = {q, k, v, mask};
+  return add1(g, RLX_OP_ATTENTION, &a, in, 4, out);
+}
+
+rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t, rlx_tensor sin_t,
+                              int32_t head_dim, int32_t n_rot, rlx_rope_style style,
+                              rlx_layout layout, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.head_dim = head_dim;
+  a.n_rot = n_rot;
+  a.style = (int32_t)style;
+  a.layout = (int32_t)layout;
+  rlx_tensor in[3] = {x, cos_t, sin_t};
+  return add1(g, RLX_OP_ROPE, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
+                                float temperature, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.top_k = top_k;
+  a.top_p = top_p;
+  a.temperature = temperature;
+  return add1(g, RLX_OP_SAMPLE, &a, &logits, 1, out);
+}

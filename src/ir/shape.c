@@ -1,0 +1,819 @@
+/* Shape rules: for every op, the output type(s) from the input types and
+ * attributes, with verification of ranks, dims, dtypes and attributes.
+ * Attributes are normalised in place (negative axes, defaults), so every
+ * later pass sees one canonical form. Errors name the op and the next node
+ * id through rlx_graph_fail_op. */
+#include "ir/graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Far beyond any device, small enough that numel * 8 bytes never overflows. */
+#define MAX_ELEMENTS ((int64_t)1 << 56)
+
+typedef struct infer_ctx {
+  rlx_graph* g;
+  rlx_op op;
+  rlx_node_attrs* a;
+  const rlx_tensor* in;
+  int32_t n_in;
+  const rlx_type* t[RLX_MAX_INPUTS]; /* NULL for an absent optional input */
+  rlx_type* out;
+} infer_ctx;
+
+#define FAIL(c, ...) rlx_graph_fail_op((c)->g, (c)->op, (c)->a->kind, __VA_ARGS__)
+#define TSTR(c, type, buf) rlx_type_str((c)->g, (type), (buf), sizeof(buf))
+#define DSTR(c, d, buf) dim_str((c)->g, (d), (buf), sizeof(buf))
+
+static const char* dim_str(const rlx_graph* g, rlx_dim d, char* buf, size_t cap) {
+  if (d >= 0)
+    snprintf(buf, cap, "%lld", (long long)d);
+  else if (-d - 1 < g->n_symbols)
+    snprintf(buf, cap, "%s", g->symbols[-d - 1]);
+  else
+    snprintf(buf, cap, "?");
+  return buf;
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+static int input_is_optional(rlx_op op, int32_t i) {
+  switch (op) {
+    case RLX_OP_FUSED_MATMUL_BIAS_ACT: return i == 2;
+    case RLX_OP_LAYER_NORM: return i >= 1;
+    case RLX_OP_RMS_NORM: return i == 1;
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
+    case RLX_OP_ATTENTION: return i == 3;
+    default: return 0;
+  }
+}
+
+static rlx_status check_inputs(infer_ctx* c) {
+  const rlx_op_info* info = &rlx_op_table[c->op];
+  if (c->n_in < info->min_inputs || c->n_in > info->max_inputs || (c->n_in > 0 && !c->in)) {
+    if (info->min_inputs == info->max_inputs)
+      return FAIL(c, "takes %d inputs, got %d", (int)info->min_inputs, (int)c->n_in);
+    return FAIL(c, "takes %d..%d inputs, got %d", (int)info->min_inputs, (int)info->max_inputs,
+                (int)c->n_in);
+  }
+  for (int32_t i = 0; i < c->n_in; i++) {
+    rlx_tensor x = c->in[i];
+    if (x == RLX_NONE && input_is_optional(c->op, i)) {
+      c->t[i] = NULL;
+    } else if (x < 0 || x >= c->g->n_values) {
+      return FAIL(c, "input %d is tensor %%%d, which does not exist", (int)i, (int)x);
+    } else {
+      c->t[i] = &c->g->values[x].type;
+    }
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static int valid_dtype(rlx_dtype d) { return (unsigned)d < RLX_DTYPE_COUNT; }
+
+static int valid_dim(const rlx_graph* g, rlx_dim d) {
+  return d >= 0 || (d != RLX_DIM_INFER && -d - 1 < g->n_symbols);
+}
+
+/* Static element count stays far from overflow (symbols count as 1; they are
+ * checked again when a binding specializes the graph). */
+static rlx_status check_size(infer_ctx* c, const rlx_type* t, const char* what) {
+  int64_t n = 1;
+  char buf[160];
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (t->shape[i] <= 0) continue;
+    if (n > MAX_ELEMENTS / t->shape[i])
+      return FAIL(c, "%s %s has too many elements", what, TSTR(c, t, buf));
+    n *= t->shape[i];
+  }
+  return RLX_OK;
+}
+
+/* A declared type: valid dtype, rank 0..8, dims sizes or known symbols. */
+static rlx_status check_type(infer_ctx* c, const rlx_type* t, const char* what) {
+  if (!valid_dtype(t->dtype)) return FAIL(c, "%s dtype %d is not a dtype", what, (int)t->dtype);
+  if (t->rank < 0 || t->rank > RLX_MAX_RANK)
+    return FAIL(c, "%s rank %d is outside 0..%d", what, (int)t->rank, RLX_MAX_RANK);
+  for (int32_t i = 0; i < t->rank; i++)
+    if (!valid_dim(c->g, t->shape[i]))
+      return FAIL(c, "%s dim %d is %lld, not a size or a symbol of this graph", what, (int)i,
+                  (long long)t->shape[i]);
+  return check_size(c, t, what);
+}
+
+/* Normalises a possibly negative axis of a rank-`rank` tensor. */
+static rlx_status norm_axis(infer_ctx* c, int32_t* axis, int32_t rank) {
+  if (*axis < -rank || *axis >= rank)
+    return FAIL(c, "axis %d is out of range for rank %d", (int)*axis, (int)rank);
+  if (*axis < 0) *axis += rank;
+  return RLX_OK;
+}
+
+static void norm_flag(int32_t* flag) { *flag = *flag != 0; }
+
+static rlx_status need_rank_at_least(infer_ctx* c, int32_t i, int32_t rank, const char* what) {
+  char buf[160];
+  if (c->t[i]->rank < rank)
+    return FAIL(c, "%s must have rank >= %d, got %s", what, (int)rank, TSTR(c, c->t[i], buf));
+  return RLX_OK;
+}
+
+static rlx_status need_float(infer_ctx* c, int32_t i, const char* what) {
+  char buf[160];
+  if (!rlx_dtype_is_float(c->t[i]->dtype))
+    return FAIL(c, "%s must be a float dtype, got %s", what, TSTR(c, c->t[i], buf));
+  return RLX_OK;
+}
+
+static rlx_status need_same_dtype(infer_ctx* c, int32_t i, int32_t j, const char* what_i,
+                                  const char* what_j) {
+  char b1[160], b2[160];
+  if (c->t[i]->dtype != c->t[j]->dtype)
+    return FAIL(c, "dtypes differ: %s is %s, %s is %s", what_i, TSTR(c, c->t[i], b1), what_j,
+                TSTR(c, c->t[j], b2));
+  return RLX_OK;
+}
+
+/* Optional per-feature vector (bias, gamma, beta): shape [dim], x's dtype. */
+static rlx_status need_vector(infer_ctx* c, int32_t i, rlx_dim dim, const char* what) {
+  const rlx_type* t = c->t[i];
+  char b1[160], b2[64];
+  if (!t) return RLX_OK;
+  if (t->rank != 1 || t->shape[0] != dim || t->dtype != c->t[0]->dtype)
+    return FAIL(c, "%s must be %s[%s], got %s", what, rlx_dtype_name(c->t[0]->dtype),
+                DSTR(c, dim, b2), TSTR(c, t, b1));
+  return RLX_OK;
+}
+
+/* NumPy broadcast of two dims; 0 when they are incompatible. A static 1
+ * broadcasts against anything, including a symbol. */
+static int broadcast_dim(rlx_dim a, rlx_dim b, rlx_dim* out) {
+  if (a == b || b == 1) *out = a;
+  else if (a == 1) *out = b;
+  else return 0;
+  return 1;
+}
+
+/* out = broadcast(out, t), right-aligned. */
+static rlx_status broadcast_into(infer_ctx* c, rlx_type* out, const rlx_type* t,
+                                 const char* what) {
+  char b1[160], b2[160];
+  rlx_type r = *out;
+  r.rank = out->rank > t->rank ? out->rank : t->rank;
+  for (int32_t i = 1; i <= r.rank; i++) {
+    rlx_dim da = i <= out->rank ? out->shape[out->rank - i] : 1;
+    rlx_dim db = i <= t->rank ? t->shape[t->rank - i] : 1;
+    if (!broadcast_dim(da, db, &r.shape[r.rank - i]))
+      return FAIL(c, "%s do not broadcast: %s vs %s", what, TSTR(c, out, b1), TSTR(c, t, b2));
+  }
+  *out = r;
+  return RLX_OK;
+}
+
+/* Static product and sorted symbol list of a shape, for element counts. */
+typedef struct factors {
+  int64_t product;
+  int32_t n_syms;
+  rlx_dim syms[RLX_MAX_RANK];
+} factors;
+
+static void factor(const rlx_type* t, factors* f) {
+  f->product = 1;
+  f->n_syms = 0;
+  for (int32_t i = 0; i < t->rank; i++) {
+    rlx_dim d = t->shape[i];
+    if (d >= 0) {
+      f->product *= d; /* bounded by check_size */
+      continue;
+    }
+    int32_t j = f->n_syms++;
+    while (j > 0 && f->syms[j - 1] > d) {
+      f->syms[j] = f->syms[j - 1];
+      j--;
+    }
+    f->syms[j] = d;
+  }
+}
+
+/* ------------------------------------------------------------------ leaves, views */
+
+static int is_named_leaf(rlx_op op) { return op == RLX_OP_INPUT || op == RLX_OP_PARAM; }
+
+static rlx_status infer_leaf(infer_ctx* c) {
+  rlx_node_attrs* a = c->a;
+  RLX_RETURN_IF_ERROR(check_type(c, &a->type, "type"));
+  if (is_named_leaf(c->op)) {
+    if (!a->name || !a->name[0]) return FAIL(c, "needs a non-empty name");
+    for (int32_t i = 0; i < c->g->n_nodes; i++) {
+      const rlx_node* n = &c->g->nodes[i];
+      if (is_named_leaf(n->op) && n->a.name && strcmp(n->a.name, a->name) == 0) {
+        char buf[96];
+        return FAIL(c, "name '%s' is already used by %s", a->name,
+                    rlx_node_str(c->g, i, buf, sizeof buf));
+      }
+    }
+  } else {
+    char buf[160];
+    int64_t bytes = rlx_type_bytes(&a->type);
+    if (bytes < 0) return FAIL(c, "constant type %s must be static", TSTR(c, &a->type, buf));
+    if ((uint64_t)bytes != (uint64_t)a->data_bytes)
+      return FAIL(c, "data has %zu bytes, %s needs %lld", a->data_bytes,
+                  TSTR(c, &a->type, buf), (long long)bytes);
+    if (bytes > 0 && !a->data) return FAIL(c, "data is NULL");
+  }
+  c->out[0] = a->type;
+  return RLX_OK;
+}
+
+static rlx_status infer_reshape(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_type* to = &c->a->type;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(check_type(c, to, "target"));
+  if (to->dtype != x->dtype)
+    return FAIL(c, "target dtype %s differs from input %s (use cast)",
+                rlx_dtype_name(to->dtype), TSTR(c, x, b1));
+  factors fx, ft;
+  factor(x, &fx);
+  factor(to, &ft);
+  int same = fx.product == ft.product && fx.n_syms == ft.n_syms &&
+             memcmp(fx.syms, ft.syms, sizeof(rlx_dim) * (size_t)fx.n_syms) == 0;
+  /* Zero elements either way match regardless of symbols. */
+  if (!same && !(fx.product == 0 && ft.product == 0))
+    return FAIL(c, "element counts differ: %s to %s", TSTR(c, x, b1), TSTR(c, to, b2));
+  c->out[0] = *to;
+  return RLX_OK;
+}
+
+static rlx_status infer_cast(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_type* to = &c->a->type;
+  char b1[160], b2[160];
+  if (!valid_dtype(to->dtype)) return FAIL(c, "dtype %d is not a dtype", (int)to->dtype);
+  rlx_type want = *x;
+  want.dtype = to->dtype;
+  if (!rlx_type_equal(&want, to))
+    return FAIL(c, "declared type %s does not keep the input shape %s", TSTR(c, to, b1),
+                TSTR(c, x, b2));
+  c->out[0] = want;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ layout */
+
+static rlx_status infer_transpose(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  int32_t* perm = c->a->perm;
+  uint32_t seen = 0;
+  for (int32_t i = 0; i < x->rank; i++) {
+    if (perm[i] < 0 || perm[i] >= x->rank || (seen & (1u << perm[i])))
+      return FAIL(c, "perm is not a permutation of 0..%d (entry %d is %d)", (int)x->rank - 1,
+                  (int)i, (int)perm[i]);
+    seen |= 1u << perm[i];
+  }
+  for (int32_t i = x->rank; i < RLX_MAX_RANK; i++) perm[i] = 0;
+  c->out[0] = *x;
+  for (int32_t i = 0; i < x->rank; i++) c->out[0].shape[i] = x->shape[perm[i]];
+  return RLX_OK;
+}
+
+static rlx_status infer_narrow(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char buf[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  rlx_dim dim = x->shape[a->axis];
+  if (a->start < 0 || a->len < 0)
+    return FAIL(c, "start %lld and len %lld must be >= 0", (long long)a->start,
+                (long long)a->len);
+  if (dim < 0)
+    return FAIL(c, "axis %d of %s is symbolic; narrow needs a static dim", (int)a->axis,
+                TSTR(c, x, buf));
+  if (a->start > dim || a->len > dim - a->start)
+    return FAIL(c, "[%lld, %lld + %lld) is outside axis %d of %s", (long long)a->start,
+                (long long)a->start, (long long)a->len, (int)a->axis, TSTR(c, x, buf));
+  c->out[0] = *x;
+  c->out[0].shape[a->axis] = a->len;
+  return RLX_OK;
+}
+
+static rlx_status infer_concat(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input 0"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  c->out[0] = *x;
+  if (c->n_in == 1) return RLX_OK;
+  int64_t total = 0;
+  for (int32_t i = 0; i < c->n_in; i++) {
+    const rlx_type* t = c->t[i];
+    int ok = t->dtype == x->dtype && t->rank == x->rank;
+    for (int32_t d = 0; ok && d < x->rank; d++)
+      ok = d == a->axis || t->shape[d] == x->shape[d];
+    if (!ok)
+      return FAIL(c, "input %d is %s, input 0 is %s: dtype, rank and dims other than axis %d "
+                  "must match", (int)i, TSTR(c, t, b1), TSTR(c, x, b2), (int)a->axis);
+    if (t->shape[a->axis] < 0)
+      return FAIL(c, "input %d is %s: symbolic dims cannot be concatenated along axis %d",
+                  (int)i, TSTR(c, t, b1), (int)a->axis);
+    total += t->shape[a->axis]; /* each < 2^56, at most 64 of them */
+  }
+  c->out[0].shape[a->axis] = total;
+  return RLX_OK;
+}
+
+static rlx_status infer_expand(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_type* to = &c->a->type;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(check_type(c, to, "target"));
+  if (to->dtype != x->dtype || to->rank < x->rank)
+    return FAIL(c, "cannot expand %s to %s", TSTR(c, x, b1), TSTR(c, to, b2));
+  for (int32_t i = 1; i <= x->rank; i++) {
+    rlx_dim d = x->shape[x->rank - i];
+    if (d != 1 && d != to->shape[to->rank - i])
+      return FAIL(c, "cannot expand %s to %s: dim %d is neither 1 nor equal", TSTR(c, x, b1),
+                  TSTR(c, to, b2), (int)(x->rank - i));
+  }
+  c->out[0] = *to;
+  return RLX_OK;
+}
+
+static rlx_status infer_reverse(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  uint32_t all = x->rank >= 32 ? 0xffffffffu : (1u << x->rank) - 1u;
+  if (c->a->axes & ~all)
+    return FAIL(c, "axes mask 0x%x names axes beyond rank %d", (unsigned)c->a->axes,
+                (int)x->rank);
+  c->out[0] = *x;
+  return RLX_OK;
+}
+
+static int is_index_dtype(rlx_dtype d) { return d == RLX_I32 || d == RLX_I64; }
+
+static rlx_status infer_gather(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_type* idx = c->t[1];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "data"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  if (!is_index_dtype(idx->dtype))
+    return FAIL(c, "indices must be i32 or i64, got %s", TSTR(c, idx, b1));
+  int32_t rank = x->rank - 1 + idx->rank;
+  if (rank > RLX_MAX_RANK)
+    return FAIL(c, "result rank %d exceeds %d (data %s, indices %s)", (int)rank, RLX_MAX_RANK,
+                TSTR(c, x, b1), TSTR(c, idx, b2));
+  rlx_type* o = &c->out[0];
+  o->dtype = x->dtype;
+  o->rank = 0;
+  for (int32_t i = 0; i < a->axis; i++) o->shape[o->rank++] = x->shape[i];
+  for (int32_t i = 0; i < idx->rank; i++) o->shape[o->rank++] = idx->shape[i];
+  for (int32_t i = a->axis + 1; i < x->rank; i++) o->shape[o->rank++] = x->shape[i];
+  return RLX_OK;
+}
+
+static rlx_status infer_scatter_add(infer_ctx* c) {
+  const rlx_type *base = c->t[0], *idx = c->t[1], *src = c->t[2];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "base"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, base->rank));
+  if (!is_index_dtype(idx->dtype) || idx->rank != base->rank)
+    return FAIL(c, "indices must be i32/i64 of base's rank: base %s, indices %s",
+                TSTR(c, base, b1), TSTR(c, idx, b2));
+  rlx_type want = *idx;
+  want.dtype = base->dtype;
+  if (!rlx_type_equal(&want, src))
+    return FAIL(c, "src %s must have the indices' shape and base's dtype (%s)",
+                TSTR(c, src, b1), TSTR(c, &want, b2));
+  for (int32_t d = 0; d < base->rank; d++) {
+    rlx_dim di = idx->shape[d], db = base->shape[d];
+    if (d == a->axis || di == db || (di >= 0 && db >= 0 && di <= db)) continue;
+    return FAIL(c, "indices %s exceed base %s on dim %d", TSTR(c, idx, b1), TSTR(c, base, b2),
+                (int)d);
+  }
+  c->out[0] = *base;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+static rlx_status infer_binary(infer_ctx* c) {
+  int32_t k = c->a->kind;
+  char buf[160];
+  if (k < 0 || k >= RLX_BIN_COUNT) return FAIL(c, "binary kind %d is out of range", (int)k);
+  RLX_RETURN_IF_ERROR(need_same_dtype(c, 0, 1, "a", "b"));
+  /* On bool only the logical readings make sense: mul = and, max = or, min = and. */
+  if (c->t[0]->dtype == RLX_BOOL && k != RLX_BIN_MUL && k != RLX_BIN_MAX && k != RLX_BIN_MIN)
+    return FAIL(c, "not defined on bool (a is %s)", TSTR(c, c->t[0], buf));
+  c->out[0] = *c->t[0];
+  return broadcast_into(c, &c->out[0], c->t[1], "operands");
+}
+
+static rlx_status infer_compare(infer_ctx* c) {
+  int32_t k = c->a->kind;
+  if (k < 0 || k >= RLX_CMP_COUNT) return FAIL(c, "compare kind %d is out of range", (int)k);
+  RLX_RETURN_IF_ERROR(need_same_dtype(c, 0, 1, "a", "b"));
+  c->out[0] = *c->t[0];
+  RLX_RETURN_IF_ERROR(broadcast_into(c, &c->out[0], c->t[1], "operands"));
+  c->out[0].dtype = RLX_BOOL;
+  return RLX_OK;
+}
+
+static rlx_status infer_where(infer_ctx* c) {
+  char buf[160];
+  if (c->t[0]->dtype != RLX_BOOL)
+    return FAIL(c, "cond must be bool, got %s", TSTR(c, c->t[0], buf));
+  RLX_RETURN_IF_ERROR(need_same_dtype(c, 1, 2, "x", "y"));
+  c->out[0] = *c->t[0];
+  RLX_RETURN_IF_ERROR(broadcast_into(c, &c->out[0], c->t[1], "cond and x"));
+  RLX_RETURN_IF_ERROR(broadcast_into(c, &c->out[0], c->t[2], "cond, x and y"));
+  c->out[0].dtype = c->t[1]->dtype;
+  return RLX_OK;
+}
+
+static rlx_status infer_activation(infer_ctx* c) {
+  int32_t k = c->a->kind;
+  rlx_dtype d = c->t[0]->dtype;
+  char buf[160];
+  if (k <= RLX_ACT_NONE || k >= RLX_ACT_COUNT)
+    return FAIL(c, "activation kind %d is out of range", (int)k);
+  int int_ok = k == RLX_ACT_NEG || k == RLX_ACT_ABS || k == RLX_ACT_RELU;
+  if (!rlx_dtype_is_float(d) && !(int_ok && rlx_dtype_is_int(d)))
+    return FAIL(c, "input must be a float%s dtype, got %s", int_ok ? " or integer" : "",
+                TSTR(c, c->t[0], buf));
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ contraction */
+
+static rlx_status infer_matmul(infer_ctx* c) {
+  const rlx_type *a = c->t[0], *b = c->t[1];
+  rlx_node_attrs* at = c->a;
+  char b1[160], b2[160];
+  norm_flag(&at->transpose_a);
+  norm_flag(&at->transpose_b);
+  if (a->rank < 2 || b->rank < 2)
+    return FAIL(c, "operands need rank >= 2: a is %s, b is %s", TSTR(c, a, b1), TSTR(c, b, b2));
+  if (!rlx_dtype_is_float(a->dtype) || a->dtype != b->dtype)
+    return FAIL(c, "operands need one float dtype: a is %s, b is %s", TSTR(c, a, b1),
+                TSTR(c, b, b2));
+  rlx_dim m = a->shape[a->rank - 2 + at->transpose_a];
+  rlx_dim ka = a->shape[a->rank - 1 - at->transpose_a];
+  rlx_dim kb = b->shape[b->rank - 2 + at->transpose_b];
+  rlx_dim n = b->shape[b->rank - 1 - at->transpose_b];
+  if (ka != kb)
+    return FAIL(c, "inner dims differ: a is %s, b is %s%s", TSTR(c, a, b1), TSTR(c, b, b2),
+                at->transpose_a || at->transpose_b ? " (after transposes)" : "");
+  /* Batch dims broadcast like NumPy. */
+  rlx_type ba = *a, bb = *b;
+  ba.rank -= 2;
+  bb.rank -= 2;
+  RLX_RETURN_IF_ERROR(broadcast_into(c, &ba, &bb, "batch dims"));
+  rlx_type* o = &c->out[0];
+  *o = ba;
+  o->shape[o->rank++] = m;
+  o->shape[o->rank++] = n;
+  if (c->op == RLX_OP_FUSED_MATMUL_BIAS_ACT) {
+    if (at->act < RLX_ACT_NONE || at->act >= RLX_ACT_COUNT)
+      return FAIL(c, "activation %d is out of range", (int)at->act);
+    RLX_RETURN_IF_ERROR(need_vector(c, 2, n, "bias"));
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ reduction */
+
+static rlx_status infer_reduce(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char buf[160];
+  if (a->kind < 0 || a->kind >= RLX_RED_COUNT)
+    return FAIL(c, "reduce kind %d is out of range", (int)a->kind);
+  uint32_t all = x->rank >= 32 ? 0xffffffffu : (1u << x->rank) - 1u;
+  if (a->axes & ~all)
+    return FAIL(c, "axes mask 0x%x names axes beyond rank %d", (unsigned)a->axes, (int)x->rank);
+  if (a->kind == RLX_RED_MEAN && !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "mean needs a float dtype, got %s", TSTR(c, x, buf));
+  if (x->dtype == RLX_BOOL && a->kind != RLX_RED_MAX && a->kind != RLX_RED_MIN)
+    return FAIL(c, "not defined on bool (input %s)", TSTR(c, x, buf));
+  norm_flag(&a->keep_dim);
+  rlx_type* o = &c->out[0];
+  o->dtype = x->dtype;
+  o->rank = 0;
+  for (int32_t i = 0; i < x->rank; i++) {
+    if (!(a->axes & (1u << i))) o->shape[o->rank++] = x->shape[i];
+    else if (a->keep_dim) o->shape[o->rank++] = 1;
+  }
+  return RLX_OK;
+}
+
+static rlx_status infer_arg_reduce(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  norm_flag(&a->keep_dim);
+  rlx_type* o = &c->out[0];
+  *o = *x;
+  o->dtype = RLX_I64;
+  if (a->keep_dim) {
+    o->shape[a->axis] = 1;
+  } else {
+    for (int32_t i = a->axis; i + 1 < x->rank; i++) o->shape[i] = x->shape[i + 1];
+    o->rank--;
+  }
+  return RLX_OK;
+}
+
+static rlx_status infer_softmax(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &c->a->axis, c->t[0]->rank));
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+static rlx_status need_numeric(infer_ctx* c, int32_t i, const char* what) {
+  char buf[160];
+  if (c->t[i]->dtype == RLX_BOOL) return FAIL(c, "%s must not be bool (%s)", what,
+                                              TSTR(c, c->t[i], buf));
+  return RLX_OK;
+}
+
+static rlx_status infer_cumsum(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(need_numeric(c, 0, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &c->a->axis, c->t[0]->rank));
+  norm_flag(&c->a->exclusive);
+  norm_flag(&c->a->reverse);
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+static rlx_status infer_topk(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char buf[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(need_numeric(c, 0, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  norm_flag(&a->largest);
+  rlx_dim dim = x->shape[a->axis];
+  /* A symbolic dim is checked when the graph is specialized. */
+  if (a->k < 1 || (dim >= 0 && a->k > dim))
+    return FAIL(c, "k = %lld must be in 1..dim (axis %d of %s)", (long long)a->k,
+                (int)a->axis, TSTR(c, x, buf));
+  c->out[0] = *x;
+  c->out[0].shape[a->axis] = a->k;
+  c->out[1] = c->out[0];
+  c->out[1].dtype = RLX_I64;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ normalization */
+
+static rlx_status check_eps(infer_ctx* c) {
+  if (!(c->a->eps >= 0.0f) || isinf(c->a->eps))
+    return FAIL(c, "eps %g must be finite and >= 0", (double)c->a->eps);
+  return RLX_OK;
+}
+
+static rlx_status infer_layer_norm(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  rlx_type want = {x->dtype, x->rank - a->axis, {0}};
+  memcpy(want.shape, x->shape + a->axis, sizeof(rlx_dim) * (size_t)want.rank);
+  for (int32_t i = 1; i <= 2; i++)
+    if (c->t[i] && !rlx_type_equal(c->t[i], &want))
+      return FAIL(c, "%s must be %s (input %s from axis %d), got %s", i == 1 ? "gamma" : "beta",
+                  TSTR(c, &want, b1), TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[i], b2));
+  c->out[0] = *x;
+  return RLX_OK;
+}
+
+static rlx_status infer_rms_norm(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_vector(c, 1, c->t[0]->shape[c->t[0]->rank - 1], "gamma"));
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+static rlx_status infer_fused_residual_norm(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  if (!rlx_type_equal(x, c->t[1]))
+    return FAIL(c, "x %s and residual %s must have one type", TSTR(c, x, b1),
+                TSTR(c, c->t[1], b2));
+  static const char* const names[] = {"x", "residual", "bias", "gamma", "beta"};
+  rlx_dim last = x->shape[x->rank - 1];
+  for (int32_t i = 2; i < c->n_in; i++) RLX_RETURN_IF_ERROR(need_vector(c, i, last, names[i]));
+  c->out[0] = *x;
+  c->out[1] = *x;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ transformer */
+
+/* Positions of S, H, D in a rank-4 tensor for a layout. */
+static void layout_axes(int32_t layout, int32_t* s, int32_t* h) {
+  *s = layout == RLX_LAYOUT_BSHD ? 1 : 2;
+  *h = layout == RLX_LAYOUT_BSHD ? 2 : 1;
+}
+
+static rlx_status check_attention_attrs(infer_ctx* c) {
+  rlx_node_attrs* a = c->a;
+  if (a->layout != RLX_LAYOUT_BSHD && a->layout != RLX_LAYOUT_BHSD)
+    return FAIL(c, "layout %d is not bshd or bhsd", (int)a->layout);
+  if (a->num_heads < 1 || a->head_dim < 1)
+    return FAIL(c, "num_heads %d and head_dim %d must be >= 1", (int)a->num_heads,
+                (int)a->head_dim);
+  if (a->num_kv_heads == 0) a->num_kv_heads = a->num_heads;
+  if (a->num_kv_heads < 1 || a->num_heads % a->num_kv_heads != 0)
+    return FAIL(c, "num_kv_heads %d must divide num_heads %d", (int)a->num_kv_heads,
+                (int)a->num_heads);
+  if (a->mask < RLX_MASK_NONE || a->mask > RLX_MASK_BIAS)
+    return FAIL(c, "mask kind %d is out of range", (int)a->mask);
+  if (a->mask == RLX_MASK_SLIDING && a->window < 1)
+    return FAIL(c, "sliding window %d must be >= 1", (int)a->window);
+  if (a->mask != RLX_MASK_SLIDING) a->window = 0; /* meaningless otherwise */
+  if (a->score_scale == 0.0f) a->score_scale = 1.0f / sqrtf((float)a->head_dim);
+  if (!isfinite(a->score_scale)) return FAIL(c, "score_scale must be finite");
+  if (!(a->softcap >= 0.0f) || isinf(a->softcap))
+    return FAIL(c, "softcap %g must be finite and >= 0", (double)a->softcap);
+  return RLX_OK;
+}
+
+/* The mask broadcasts (right-aligned) to [B, H, Sq, Sk]. */
+static rlx_status check_attention_mask(infer_ctx* c, const rlx_type* scores) {
+  const rlx_type* m = c->t[3];
+  int needs = c->a->mask == RLX_MASK_CUSTOM || c->a->mask == RLX_MASK_BIAS;
+  char b1[160], b2[160];
+  if (!needs) {
+    if (m) return FAIL(c, "mask kind %d takes no mask tensor", (int)c->a->mask);
+    return RLX_OK;
+  }
+  if (!m) return FAIL(c, "mask kind %s needs a mask tensor",
+                      c->a->mask == RLX_MASK_CUSTOM ? "custom" : "bias");
+  int dtype_ok = rlx_dtype_is_float(m->dtype) ||
+                 (c->a->mask == RLX_MASK_CUSTOM && m->dtype == RLX_BOOL);
+  int ok = dtype_ok && m->rank <= 4;
+  for (int32_t i = 1; ok && i <= m->rank; i++) {
+    rlx_dim d = m->shape[m->rank - i];
+    ok = d == 1 || d == scores->shape[4 - i];
+  }
+  if (!ok)
+    return FAIL(c, "mask %s must be float%s and broadcast to scores %s", TSTR(c, m, b1),
+                c->a->mask == RLX_MASK_CUSTOM ? " or bool" : "", TSTR(c, scores, b2));
+  return RLX_OK;
+}
+
+static rlx_status infer_attention(infer_ctx* c) {
+  const rlx_type *q = c->t[0], *k = c->t[1], *v = c->t[2];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(check_attention_attrs(c));
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+    return FAIL(c, "q, k, v must have rank 4: q %s, k %s, v %s", TSTR(c, q, b1), TSTR(c, k, b2),
+                TSTR(c, v, b3));
+  if (!rlx_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+    return FAIL(c, "q, k, v need one float dtype: q %s, k %s, v %s", TSTR(c, q, b1),
+                TSTR(c, k, b2), TSTR(c, v, b3));
+  int32_t s, h;
+  layout_axes(a->layout, &s, &h);
+  const char* lay = a->layout == RLX_LAYOUT_BSHD ? "bshd" : "bhsd";
+  if (q->shape[h] != a->num_heads || q->shape[3] != a->head_dim)
+    return FAIL(c, "q %s (%s) must have %d heads of dim %d", TSTR(c, q, b1), lay,
+                (int)a->num_heads, (int)a->head_dim);
+  if (k->shape[0] != q->shape[0] || k->shape[h] != a->num_kv_heads ||
+      k->shape[3] != a->head_dim)
+    return FAIL(c, "k %s (%s) must have q's batch, %d kv heads of dim %d (q %s)",
+                TSTR(c, k, b1), lay, (int)a->num_kv_heads, (int)a->head_dim, TSTR(c, q, b2));
+  if (v->shape[0] != k->shape[0] || v->shape[h] != k->shape[h] || v->shape[s] != k->shape[s])
+    return FAIL(c, "v %s must match k %s in batch, heads and sequence (%s)", TSTR(c, v, b1),
+                TSTR(c, k, b2), lay);
+  rlx_type scores = {q->dtype, 4, {q->shape[0], a->num_heads, q->shape[s], k->shape[s]}};
+  RLX_RETURN_IF_ERROR(check_attention_mask(c, &scores));
+  c->out[0] = *q;
+  c->out[0].shape[3] = v->shape[3];
+  return RLX_OK;
+}
+
+static rlx_status infer_rope(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *cs = c->t[1], *sn = c->t[2];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  if (a->layout != RLX_LAYOUT_BSHD && a->layout != RLX_LAYOUT_BHSD)
+    return FAIL(c, "layout %d is not bshd or bhsd", (int)a->layout);
+  if (a->style != RLX_ROPE_NEOX && a->style != RLX_ROPE_GPTJ)
+    return FAIL(c, "style %d is not neox or gptj", (int)a->style);
+  if (x->rank != 4 || !rlx_dtype_is_float(x->dtype) || x->shape[3] != a->head_dim)
+    return FAIL(c, "x %s must be a rank-4 float tensor with last dim head_dim = %d",
+                TSTR(c, x, b1), (int)a->head_dim);
+  if (a->n_rot < 2 || a->n_rot % 2 || a->n_rot > a->head_dim)
+    return FAIL(c, "n_rot %d must be even and in 2..head_dim (%d)", (int)a->n_rot,
+                (int)a->head_dim);
+  if (!rlx_type_equal(cs, sn) || !rlx_dtype_is_float(cs->dtype) || cs->rank != 2 ||
+      cs->shape[1] != a->n_rot / 2)
+    return FAIL(c, "cos %s and sin %s must be one float type [rows, %d]", TSTR(c, cs, b1),
+                TSTR(c, sn, b2), (int)(a->n_rot / 2));
+  int32_t s, h;
+  layout_axes(a->layout, &s, &h);
+  rlx_dim batch = x->shape[0], seq = x->shape[s], rows = cs->shape[0];
+  int per_token = batch >= 0 && seq >= 0 && rows == batch * seq;
+  if (rows != seq && !per_token)
+    return FAIL(c, "cos/sin have %s rows; x %s needs S or B*S rows", DSTR(c, rows, b1),
+                TSTR(c, x, b2));
+  c->out[0] = *x;
+  return RLX_OK;
+}
+
+static rlx_status infer_sample(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "logits"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "logits"));
+  if (a->top_k < 0) return FAIL(c, "top_k %d must be >= 0", (int)a->top_k);
+  if (!(a->top_p > 0.0f && a->top_p <= 1.0f))
+    return FAIL(c, "top_p %g must be in (0, 1]", (double)a->top_p);
+  if (isnan(a->temperature)) return FAIL(c, "temperature is NaN");
+  c->out[0] = *x;
+  c->out[0].dtype = RLX_I64;
+  c->out[0].rank--;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static rlx_status infer_op(infer_ctx* c) {
+  switch (c->op) {
+    case RLX_OP_INPUT: case RLX_OP_PARAM: case RLX_OP_CONSTANT: return infer_leaf(c);
+    case RLX_OP_RESHAPE: return infer_reshape(c);
+    case RLX_OP_CAST: return infer_cast(c);
+    case RLX_OP_STOP_GRADIENT: c->out[0] = *c->t[0]; return RLX_OK;
+    case RLX_OP_TRANSPOSE: return infer_transpose(c);
+    case RLX_OP_NARROW: return infer_narrow(c);
+    case RLX_OP_CONCAT: return infer_concat(c);
+    case RLX_OP_EXPAND: return infer_expand(c);
+    case RLX_OP_REVERSE: return infer_reverse(c);
+    case RLX_OP_GATHER: return infer_gather(c);
+    case RLX_OP_SCATTER_ADD: return infer_scatter_add(c);
+    case RLX_OP_BINARY: return infer_binary(c);
+    case RLX_OP_COMPARE: return infer_compare(c);
+    case RLX_OP_WHERE: return infer_where(c);
+    case RLX_OP_ACTIVATION: return infer_activation(c);
+    case RLX_OP_MATMUL: case RLX_OP_FUSED_MATMUL_BIAS_ACT: return infer_matmul(c);
+    case RLX_OP_REDUCE: return infer_reduce(c);
+    case RLX_OP_ARGMAX: case RLX_OP_ARGMIN: return infer_arg_reduce(c);
+    case RLX_OP_SOFTMAX: case RLX_OP_LOG_SOFTMAX: return infer_softmax(c);
+    case RLX_OP_CUMSUM: return infer_cumsum(c);
+    case RLX_OP_TOPK: return infer_topk(c);
+    case RLX_OP_LAYER_NORM: return infer_layer_norm(c);
+    case RLX_OP_RMS_NORM: return infer_rms_norm(c);
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
+      return infer_fused_residual_norm(c);
+    case RLX_OP_ATTENTION: return infer_attention(c);
+    case RLX_OP_ROPE: return infer_rope(c);
+    case RLX_OP_SAMPLE: return infer_sample(c);
+    case RLX_OP_COUNT: break;
+  }
+  return FAIL(c, "op %d has no shape rule", (int)c->op);
+}
+
+rlx_status rlx_infer_node(rlx_graph* g, rlx_op op, rlx_node_attrs* attrs, const rlx_tensor* in,
+                          int32_t n_in, rlx_type* out_types) {
+  if (!g || !attrs || !out_types) return RLX_INVALID_ARGUMENT;
+  if ((unsigned)op >= RLX_OP_COUNT)
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "op code %d is not an op", (int)op);
+  infer_ctx c = {g, op, attrs, in, n_in, {0}, out_types};
+  RLX_RETURN_IF_ERROR(check_inputs(&c));
+  rlx_type outs[RLX_MAX_OUTPUTS];
+  memset(outs, 0, sizeof outs);
+  c.out = outs;
+  RLX_RETURN_IF_ERROR(infer_op(&c));
+  for (int32_t i = 0; i < rlx_op_table[op].n_outputs; i++) {
+    RLX_RETURN_IF_ERROR(check_size(&c, &outs[i], "output"));
+    /* Unused dims stay zero so types compare and hash by value. */
+    for (int32_t d = outs[i].rank; d < RLX_MAX_RANK; d++) outs[i].shape[d] = 0;
+    out_types[i] = outs[i];
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,535 @@
+/* Shared lowering, part A: the step list builder, views and byte ranges, and
+ * the lowering of views, layout, elementwise, reduction and row ops. The nn
+ * families (matmul, norms, attention, rope, sample) live in lower_nn.c.
+ *
+ * Every backend consumes what this file produces, so the rule here is
+ * "exactly equivalent, no cleverness": each op becomes the simplest step(s)
+ * whose views reproduce its semantics element for element. */
+#include "passes/lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ steps */
+
+const char* rlx_kernel_name(rlx_kernel k) {
+  static const char* names[RLX_K_COUNT] = {
+      "copy",   "binary",    "compare", "where",       "unary", "matmul",
+      "reduce", "arg_reduce", "softmax", "cumsum",     "topk",  "gather",
+      "scatter_add", "norm", "attention", "rope",      "sample", "host"};
+  return (unsigned)k < RLX_K_COUNT ? names[k] : "?";
+}
+
+rlx_step* rlx_step_push(rlx_step_list* l, rlx_kernel k, int32_t ni) {
+  if (l->n == l->cap) {
+    int32_t cap = l->cap ? l->cap * 2 : 16;
+    rlx_step* grown = realloc(l->steps, (size_t)cap * sizeof *grown);
+    if (!grown) return NULL;
+    l->steps = grown;
+    l->cap = cap;
+  }
+  rlx_step* s = &l->steps[l->n++];
+  memset(s, 0, sizeof *s);
+  s->kernel = k;
+  s->node = ni;
+  /* Unused operand slots read as absent, so a forgotten slot can never be
+   * mistaken for a scalar at offset 0. */
+  for (int i = 0; i < RLX_STEP_MAX_IN; i++) s->in[i].rank = -1;
+  for (int i = 0; i < RLX_STEP_MAX_OUT; i++) s->out[i].rank = -1;
+  return s;
+}
+
+void rlx_step_list_free(rlx_step_list* l) {
+  if (!l) return;
+  free(l->steps);
+  l->steps = NULL;
+  l->n = l->cap = 0;
+}
+
+/* ------------------------------------------------------------------ views */
+
+static void dense_strides(const int64_t* shape, int32_t rank, int64_t* stride) {
+  int64_t s = 1;
+  for (int32_t d = rank - 1; d >= 0; d--) {
+    stride[d] = s;
+    s *= shape[d];
+  }
+}
+
+rlx_view rlx_view_of(const rlx_graph* g, const rlx_plan* plan, rlx_tensor t) {
+  rlx_view v;
+  memset(&v, 0, sizeof v);
+  const rlx_type* ty = rlx_tensor_type(g, t);
+  v.offset = plan->offset[t];
+  v.dtype = ty->dtype;
+  v.rank = ty->rank;
+  for (int32_t d = 0; d < ty->rank; d++) v.shape[d] = ty->shape[d];
+  dense_strides(v.shape, v.rank, v.stride);
+  return v;
+}
+
+rlx_view rlx_view_broadcast(const rlx_graph* g, const rlx_plan* plan, rlx_tensor t,
+                            const rlx_type* out_type) {
+  rlx_view src = rlx_view_of(g, plan, t);
+  rlx_view v = src;
+  int32_t lead = out_type->rank - src.rank;
+  v.rank = out_type->rank;
+  for (int32_t d = 0; d < out_type->rank; d++) {
+    int32_t sd = d - lead;
+    v.shape[d] = out_type->shape[d];
+    /* Size-1 source dims get stride 0 even when the output dim is 1 too:
+     * the bytes touched are the same and kernels see one canonical form. */
+    v.stride[d] = (sd < 0 || src.shape[sd] == 1) ? 0 : src.stride[sd];
+  }
+  return v;
+}
+
+static int64_t view_numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+rlx_range rlx_view_range(const rlx_view* v) {
+  rlx_range r = {v->offset, v->offset};
+  if (v->rank < 0 || view_numel(v) == 0) return r;
+  int64_t lo = 0, hi = 0; /* element offsets of the extreme elements */
+  for (int32_t d = 0; d < v->rank; d++) {
+    int64_t span = (v->shape[d] - 1) * v->stride[d];
+    if (span < 0) lo += span; else hi += span;
+  }
+  int64_t es = (int64_t)rlx_dtype_size(v->dtype);
+  r.begin = (uint64_t)((int64_t)v->offset + lo * es);
+  r.end = (uint64_t)((int64_t)v->offset + (hi + 1) * es);
+  return r;
+}
+
+static void add_range(rlx_range* list, int32_t* n, int32_t cap, const rlx_view* v) {
+  if (v->rank < 0 || *n >= cap) return;
+  rlx_range r = rlx_view_range(v);
+  if (r.begin == r.end) return; /* touches nothing: no dependency */
+  list[(*n)++] = r;
+}
+
+void rlx_step_derive_ranges(rlx_step* s) {
+  s->n_reads = s->n_writes = 0;
+  for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++)
+    add_range(s->reads, &s->n_reads, RLX_STEP_MAX_IN, &s->in[i]);
+  /* ScatterAdd accumulates: it reads the bytes it writes. */
+  if (s->kernel == RLX_K_SCATTER_ADD)
+    add_range(s->reads, &s->n_reads, RLX_STEP_MAX_IN, &s->out[0]);
+  for (int32_t i = 0; i < s->n_out && i < RLX_STEP_MAX_OUT; i++)
+    add_range(s->writes, &s->n_writes, RLX_STEP_MAX_OUT, &s->out[i]);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static int64_t prod_range(const rlx_dim* shape, int32_t from, int32_t to) {
+  int64_t p = 1;
+  for (int32_t d = from; d < to; d++) p *= shape[d];
+  return p;
+}
+
+static rlx_status push(rlx_graph* g, rlx_step_list* out, rlx_kernel k, int32_t ni,
+                       rlx_step** s) {
+  *s = rlx_step_push(out, k, ni);
+  RLX_CHECK_ALLOC(&g->err, *s);
+  return RLX_OK;
+}
+
+static rlx_status fail_node(rlx_graph* g, int32_t ni, rlx_status st, const char* what) {
+  char buf[128];
+  return rlx_fail(&g->err, st, "lower: %s: %s", rlx_node_str(g, ni, buf, sizeof buf), what);
+}
+
+static const rlx_type* in_type(const rlx_graph* g, const rlx_node* n, int i) {
+  return rlx_tensor_type(g, n->in[i]);
+}
+
+/* Row ops see their input as [outer, n, inner] around `axis`. */
+static rlx_row_params row_params(const rlx_type* t, int32_t axis) {
+  rlx_row_params r;
+  if (axis < 0 || axis >= t->rank) { /* rank-0 input: one row of one */
+    r.outer = prod_range(t->shape, 0, t->rank);
+    r.n = 1;
+    r.inner = 1;
+    return r;
+  }
+  r.outer = prod_range(t->shape, 0, axis);
+  r.n = t->shape[axis];
+  r.inner = prod_range(t->shape, axis + 1, t->rank);
+  return r;
+}
+
+/* A plain copy of value `src` into value `dst`, both seen with dst's shape
+ * (used when the plan did not alias a view with its source). */
+static rlx_status lower_alias_copy(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                   rlx_tensor src, rlx_tensor dst, rlx_step_list* out) {
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  s->n_in = s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, dst);
+  s->in[0] = s->out[0];
+  s->in[0].offset = plan->offset[src];
+  s->in[0].dtype = rlx_tensor_type(g, src)->dtype;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ layout */
+
+static rlx_status lower_copy_like(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                  rlx_view in0, rlx_step_list* out) {
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  s->n_in = s->n_out = 1;
+  s->in[0] = in0;
+  s->out[0] = rlx_view_of(g, plan, g->nodes[ni].out[0]);
+  return RLX_OK;
+}
+
+static rlx_status lower_transpose(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                  rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view src = rlx_view_of(g, plan, n->in[0]);
+  rlx_view v = src;
+  for (int32_t d = 0; d < src.rank; d++) {
+    int32_t p = n->a.perm[d];
+    if (p < 0 || p >= src.rank) return fail_node(g, ni, RLX_INVALID_ARGUMENT, "bad perm");
+    v.shape[d] = src.shape[p];
+    v.stride[d] = src.stride[p];
+  }
+  return lower_copy_like(g, plan, ni, v, out);
+}
+
+static rlx_status lower_narrow(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view v = rlx_view_of(g, plan, n->in[0]);
+  int32_t ax = n->a.axis;
+  if (ax < 0 || ax >= v.rank || n->a.start < 0 || n->a.len < 0 ||
+      n->a.start + n->a.len > v.shape[ax])
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "narrow window outside the input");
+  v.offset += (uint64_t)(n->a.start * v.stride[ax]) * rlx_dtype_size(v.dtype);
+  v.shape[ax] = n->a.len;
+  return lower_copy_like(g, plan, ni, v, out);
+}
+
+static rlx_status lower_reverse(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view v = rlx_view_of(g, plan, n->in[0]);
+  for (int32_t d = 0; d < v.rank; d++) {
+    if (!(n->a.axes & (1u << d)) || v.shape[d] == 0) continue;
+    /* Element [0] of the reversed axis is the source's last element. */
+    v.offset += (uint64_t)((v.shape[d] - 1) * v.stride[d]) * rlx_dtype_size(v.dtype);
+    v.stride[d] = -v.stride[d];
+  }
+  return lower_copy_like(g, plan, ni, v, out);
+}
+
+static rlx_status lower_concat(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view whole = rlx_view_of(g, plan, n->out[0]);
+  int32_t ax = n->a.axis;
+  if (ax < 0 || ax >= whole.rank)
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "concat axis out of range");
+  int64_t pos = 0;
+  for (int32_t i = 0; i < n->n_in; i++) {
+    rlx_view src = rlx_view_of(g, plan, n->in[i]);
+    int64_t len = src.rank > ax ? src.shape[ax] : 0;
+    if (src.rank != whole.rank || pos + len > whole.shape[ax])
+      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "concat input does not fit the output");
+    if (view_numel(&src) > 0) {
+      rlx_step* s;
+      RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+      s->n_in = s->n_out = 1;
+      s->in[0] = src;
+      /* The input-shaped window of the output, at this input's position. */
+      s->out[0] = whole;
+      for (int32_t d = 0; d < whole.rank; d++) s->out[0].shape[d] = src.shape[d];
+      s->out[0].offset += (uint64_t)(pos * whole.stride[ax]) * rlx_dtype_size(whole.dtype);
+    }
+    pos += len;
+  }
+  return RLX_OK;
+}
+
+static rlx_status lower_gather(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  const rlx_type* data = in_type(g, n, 0);
+  int32_t ax = n->a.axis;
+  if (ax < 0 || ax >= data->rank)
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "gather axis out of range");
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_GATHER, ni, &s));
+  s->n_in = 2;
+  s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->in[1] = rlx_view_of(g, plan, n->in[1]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  s->p.gather.outer = prod_range(data->shape, 0, ax);
+  s->p.gather.axis_len = data->shape[ax];
+  s->p.gather.inner = prod_range(data->shape, ax + 1, data->rank);
+  s->p.gather.n_idx = view_numel(&s->in[1]);
+  return RLX_OK;
+}
+
+static rlx_status lower_scatter_add(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                    rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view base = rlx_view_of(g, plan, n->in[0]);
+  rlx_view idx = rlx_view_of(g, plan, n->in[1]);
+  rlx_view src = rlx_view_of(g, plan, n->in[2]);
+  rlx_view dst = rlx_view_of(g, plan, n->out[0]);
+  int32_t ax = n->a.axis;
+  if (ax < 0 || ax >= base.rank || idx.rank != base.rank || src.rank != base.rank)
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "scatter_add axis or ranks disagree");
+  for (int32_t d = 0; d < base.rank; d++) {
+    if (src.shape[d] < idx.shape[d] || (d != ax && idx.shape[d] > base.shape[d]))
+      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "scatter_add index shape exceeds base/src");
+  }
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  s->n_in = s->n_out = 1;
+  s->in[0] = base;
+  s->out[0] = dst;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_SCATTER_ADD, ni, &s));
+  s->n_in = 2;
+  s->n_out = 1;
+  s->in[0] = idx;
+  /* src is read only over idx's shape (torch allows a larger src). */
+  s->in[1] = src;
+  for (int32_t d = 0; d < src.rank; d++) s->in[1].shape[d] = idx.shape[d];
+  s->out[0] = dst;
+  s->p.scatter.rank = base.rank;
+  s->p.scatter.axis = ax;
+  for (int32_t d = 0; d < base.rank; d++) {
+    s->p.scatter.shape[d] = idx.shape[d];
+    s->p.scatter.out_stride[d] = dst.stride[d];
+  }
+  s->p.scatter.axis_len = base.shape[ax];
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+static rlx_status lower_elementwise(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                    rlx_kernel k, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  const rlx_type* ot = rlx_tensor_type(g, n->out[0]);
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, k, ni, &s));
+  s->op = n->a.kind;
+  s->n_in = n->n_in;
+  s->n_out = 1;
+  for (int32_t i = 0; i < n->n_in; i++) {
+    if (rlx_tensor_type(g, n->in[i])->rank > ot->rank)
+      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "operand rank exceeds the output's");
+    s->in[i] = rlx_view_broadcast(g, plan, n->in[i], ot);
+  }
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  return RLX_OK;
+}
+
+static rlx_status lower_cast(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                             rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view v = rlx_view_of(g, plan, n->in[0]);
+  const rlx_type* ot = rlx_tensor_type(g, n->out[0]);
+  if (v.dtype == ot->dtype) { /* identity: aliased by the plan, or copied */
+    if (plan->offset[n->in[0]] == plan->offset[n->out[0]]) return RLX_OK;
+    return lower_alias_copy(g, plan, ni, n->in[0], n->out[0], out);
+  }
+  return lower_copy_like(g, plan, ni, v, out);
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+static rlx_status lower_reduce(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view src = rlx_view_of(g, plan, n->in[0]);
+  uint32_t all = src.rank >= 32 ? 0xffffffffu : ((1u << src.rank) - 1u);
+  uint32_t red = n->a.axes & all;
+  if (red == 0) red = all; /* no axes means every axis */
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_REDUCE, ni, &s));
+  s->op = n->a.kind;
+  s->n_in = s->n_out = 1;
+  rlx_view v = src;
+  int32_t k = 0;
+  /* Keep dims first, in order, then the reduced dims in order. */
+  for (int pass = 0; pass < 2; pass++) {
+    for (int32_t d = 0; d < src.rank; d++) {
+      int reduced = (red >> d) & 1u;
+      if (reduced != pass) continue;
+      v.shape[k] = src.shape[d];
+      v.stride[k] = src.stride[d];
+      k++;
+    }
+    if (pass == 0) s->p.reduce.n_keep = k;
+  }
+  s->p.reduce.n_red = src.rank - s->p.reduce.n_keep;
+  s->p.reduce.outer = prod_range(v.shape, 0, s->p.reduce.n_keep);
+  s->p.reduce.inner = prod_range(v.shape, s->p.reduce.n_keep, src.rank);
+  s->in[0] = v;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  if (view_numel(&s->out[0]) != s->p.reduce.outer)
+    return fail_node(g, ni, RLX_INTERNAL, "reduce output size disagrees with its axes");
+  s->out[0].rank = 1;
+  s->out[0].shape[0] = s->p.reduce.outer;
+  s->out[0].stride[0] = 1;
+  return RLX_OK;
+}
+
+static rlx_status lower_row_op(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_kernel k,
+                               int32_t op, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  const rlx_type* t = in_type(g, n, 0);
+  if (t->rank > 0 && (n->a.axis < 0 || n->a.axis >= t->rank))
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "axis out of range");
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, k, ni, &s));
+  s->op = op;
+  s->n_in = 1;
+  s->n_out = n->n_out;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  for (int32_t i = 0; i < n->n_out; i++) s->out[i] = rlx_view_of(g, plan, n->out[i]);
+  s->p.rowop.row = row_params(t, n->a.axis);
+  s->p.rowop.exclusive = n->a.exclusive;
+  s->p.rowop.reverse = n->a.reverse;
+  s->p.rowop.k = n->a.k;
+  s->p.rowop.largest = n->a.largest;
+  if (k == RLX_K_TOPK && (n->a.k < 0 || n->a.k > s->p.rowop.row.n))
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "topk k exceeds the axis size");
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  int32_t first = out->n;
+  rlx_status st;
+  switch (n->op) {
+    case RLX_OP_RESHAPE:
+    case RLX_OP_STOP_GRADIENT:
+      st = plan->offset[n->in[0]] == plan->offset[n->out[0]]
+               ? RLX_OK
+               : lower_alias_copy(g, plan, ni, n->in[0], n->out[0], out);
+      break;
+    case RLX_OP_CAST: st = lower_cast(g, plan, ni, out); break;
+    case RLX_OP_TRANSPOSE: st = lower_transpose(g, plan, ni, out); break;
+    case RLX_OP_NARROW: st = lower_narrow(g, plan, ni, out); break;
+    case RLX_OP_EXPAND:
+      st = lower_copy_like(g, plan, ni,
+                           rlx_view_broadcast(g, plan, n->in[0],
+                                              rlx_tensor_type(g, n->out[0])),
+                           out);
+      break;
+    case RLX_OP_REVERSE: st = lower_reverse(g, plan, ni, out); break;
+    case RLX_OP_CONCAT: st = lower_concat(g, plan, ni, out); break;
+    case RLX_OP_GATHER: st = lower_gather(g, plan, ni, out); break;
+    case RLX_OP_SCATTER_ADD: st = lower_scatter_add(g, plan, ni, out); break;
+    case RLX_OP_BINARY: st = lower_elementwise(g, plan, ni, RLX_K_BINARY, out); break;
+    case RLX_OP_COMPARE: st = lower_elementwise(g, plan, ni, RLX_K_COMPARE, out); break;
+    case RLX_OP_WHERE: st = lower_elementwise(g, plan, ni, RLX_K_WHERE, out); break;
+    case RLX_OP_ACTIVATION: st = lower_elementwise(g, plan, ni, RLX_K_UNARY, out); break;
+    case RLX_OP_REDUCE: st = lower_reduce(g, plan, ni, out); break;
+    case RLX_OP_ARGMAX: st = lower_row_op(g, plan, ni, RLX_K_ARG_REDUCE, 0, out); break;
+    case RLX_OP_ARGMIN: st = lower_row_op(g, plan, ni, RLX_K_ARG_REDUCE, 1, out); break;
+    case RLX_OP_SOFTMAX: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX, 0, out); break;
+    case RLX_OP_LOG_SOFTMAX: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX, 1, out); break;
+    case RLX_OP_CUMSUM: st = lower_row_op(g, plan, ni, RLX_K_CUMSUM, 0, out); break;
+    case RLX_OP_TOPK: st = lower_row_op(g, plan, ni, RLX_K_TOPK, 0, out); break;
+    default: return fail_node(g, ni, RLX_UNIMPLEMENTED, "no basic lowering for this op");
+  }
+  if (st != RLX_OK) {
+    out->n = first; /* drop a half-built node */
+    return st;
+  }
+  for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+  return RLX_OK;
+}
+
+static int is_nn_op(rlx_op op) {
+  switch (op) {
+    case RLX_OP_MATMUL:
+    case RLX_OP_FUSED_MATMUL_BIAS_ACT:
+    case RLX_OP_LAYER_NORM:
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
+    case RLX_OP_ATTENTION:
+    case RLX_OP_ROPE:
+    case RLX_OP_SAMPLE: return 1;
+    default: return 0;
+  }
+}
+
+/* Byte-granular view covering [begin, end): lets a host step with more
+ * inputs than slots still declare (a superset of) what it reads. */
+static rlx_view hull_view(uint64_t begin, uint64_t end) {
+  rlx_view v;
+  memset(&v, 0, sizeof v);
+  v.offset = begin;
+  v.dtype = RLX_U8;
+  v.rank = 1;
+  v.shape[0] = (int64_t)(end - begin);
+  v.stride[0] = 1;
+  return v;
+}
+
+static rlx_status lower_host(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                             rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_HOST, ni, &s));
+  int32_t direct = n->n_in <= RLX_STEP_MAX_IN ? n->n_in : RLX_STEP_MAX_IN - 1;
+  for (int32_t i = 0; i < direct; i++)
+    if (n->in[i] != RLX_NONE) s->in[i] = rlx_view_of(g, plan, n->in[i]);
+  s->n_in = direct;
+  if (n->n_in > direct) { /* fold the rest into one covering range */
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int32_t i = direct; i < n->n_in; i++) {
+      if (n->in[i] == RLX_NONE) continue;
+      rlx_view v = rlx_view_of(g, plan, n->in[i]);
+      rlx_range r = rlx_view_range(&v);
+      if (r.begin == r.end) continue;
+      if (r.begin < lo) lo = r.begin;
+      if (r.end > hi) hi = r.end;
+    }
+    if (lo < hi) s->in[s->n_in++] = hull_view(lo, hi);
+  }
+  s->n_out = n->n_out;
+  for (int32_t i = 0; i < n->n_out; i++) s->out[i] = rlx_view_of(g, plan, n->out[i]);
+  return RLX_OK;
+}
+
+static int node_is_static(const rlx_graph* g, const rlx_node* n) {
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_type_numel(rlx_tensor_type(g, n->in[i])) < 0) return 0;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (rlx_type_numel(rlx_tensor_type(g, n->out[i])) < 0) return 0;
+  return 1;
+}
+
+rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
+                     rlx_step_list* out) {
+  for (int32_t ni = 0; ni < g->n_nodes; ni++) {
+    const rlx_node* n = &g->nodes[ni];
+    if (rlx_op_table[n->op].flags & OPF_LEAF) continue;
+    if (!node_is_static(g, n))
+      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "symbolic dims must be bound before lowering");
+    int32_t first = out->n;
+    rlx_status st;
+    if (host_node && host_node[ni]) st = lower_host(g, plan, ni, out);
+    else if (is_nn_op(n->op)) st = rlx_lower_nn(g, plan, ni, out);
+    else st = rlx_lower_basic(g, plan, ni, out);
+    if (st != RLX_OK) return st;
+    for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,356 @@
+/* Lowering of the neural-network ops (matmul, norms, attention, RoPE,
+ * sample) to backend-neutral steps.
+ *
+ * Everything a kernel needs is computed here once: transposes folded into
+ * row/column strides, broadcast batch dims as zero batch strides, attention
+ * and RoPE geometry from the operand views (so a backend never looks at
+ * layouts), the resolved score scale. Kernels read only the step. */
+#include <math.h>
+#include <string.h>
+
+#include "passes/lower.h"
+
+static rlx_view absent_view(void) {
+  rlx_view v;
+  memset(&v, 0, sizeof v);
+  v.rank = -1;
+  return v;
+}
+
+/* Input slot `slot` of node n as a dense view, or an absent view. */
+static rlx_view optional_input(const rlx_graph* g, const rlx_plan* plan, const rlx_node* n,
+                               int32_t slot) {
+  if (slot >= n->n_in || n->in[slot] == RLX_NONE) return absent_view();
+  return rlx_view_of(g, plan, n->in[slot]);
+}
+
+static int64_t view_numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < v->rank; i++) n *= v->shape[i];
+  return n;
+}
+
+static rlx_status fail_node(rlx_graph* g, int32_t ni, const char* what) {
+  char buf[160];
+  return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "lowering %s: %s",
+                  rlx_node_str(g, ni, buf, sizeof buf), what);
+}
+
+/* Steps are built locally and appended only once valid, so a failed
+ * lowering leaves no half-filled step in the list. */
+static void start_step(rlx_step* s, rlx_kernel k, int32_t ni) {
+  memset(s, 0, sizeof *s);
+  s->kernel = k;
+  s->node = ni;
+  for (int i = 0; i < RLX_STEP_MAX_IN; i++) s->in[i].rank = -1;
+  for (int i = 0; i < RLX_STEP_MAX_OUT; i++) s->out[i].rank = -1;
+}
+
+/* Every dim of every view the step uses must be a real size by now. */
+static int views_static(const rlx_step* s) {
+  for (int32_t i = 0; i < s->n_in + s->n_out; i++) {
+    const rlx_view* v = i < s->n_in ? &s->in[i] : &s->out[i - s->n_in];
+    for (int32_t d = 0; d < v->rank; d++)
+      if (v->shape[d] < 0) return 0;
+  }
+  return 1;
+}
+
+static rlx_status finish_step(rlx_graph* g, rlx_step* s, rlx_step_list* out) {
+  if (!views_static(s)) return fail_node(g, s->node, "symbolic dims must be bound before lowering");
+  rlx_step_derive_ranges(s);
+  rlx_step* slot = rlx_step_push(out, s->kernel, s->node);
+  if (!slot) return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory lowering node %d", s->node);
+  *slot = *s;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+/* Batch strides of an operand of rank r (whose last two dims are the matrix)
+ * against the output batch shape: right-aligned, 0 where it broadcasts. */
+static void batch_strides(const rlx_view* v, const rlx_matmul_params* mm, int64_t* out) {
+  int32_t vb = v->rank - 2, lead = mm->batch_rank - vb;
+  for (int32_t i = 0; i < mm->batch_rank; i++) {
+    int32_t j = i - lead;
+    out[i] = (j >= 0 && v->shape[j] != 1) ? v->stride[j] : 0;
+  }
+}
+
+static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view a = rlx_view_of(g, plan, n->in[0]);
+  rlx_view b = rlx_view_of(g, plan, n->in[1]);
+  rlx_view c = rlx_view_of(g, plan, n->out[0]);
+  rlx_view bias = n->op == RLX_OP_FUSED_MATMUL_BIAS_ACT ? optional_input(g, plan, n, 2)
+                                                          : absent_view();
+  if (a.rank < 2 || b.rank < 2 || c.rank < 2) return fail_node(g, ni, "operands must have rank >= 2");
+  if (a.rank > c.rank || b.rank > c.rank) return fail_node(g, ni, "operand rank exceeds output rank");
+
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_MATMUL, ni);
+  rlx_matmul_params* mm = &s->p.mm;
+  int ta = n->a.transpose_a != 0, tb = n->a.transpose_b != 0;
+  int32_t ra = a.rank, rb = b.rank, rc = c.rank;
+  mm->M = c.shape[rc - 2];
+  mm->N = c.shape[rc - 1];
+  mm->K = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  int64_t a_m = ta ? a.shape[ra - 1] : a.shape[ra - 2];
+  int64_t b_k = tb ? b.shape[rb - 1] : b.shape[rb - 2];
+  int64_t b_n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (a_m != mm->M || b_n != mm->N || b_k != mm->K)
+    return fail_node(g, ni, "matmul operand dims do not match the output");
+  /* A's element (m, k): transposed A is stored [K, M]. */
+  mm->a_rs = ta ? a.stride[ra - 1] : a.stride[ra - 2];
+  mm->a_cs = ta ? a.stride[ra - 2] : a.stride[ra - 1];
+  /* B's element (k, n): transposed B is stored [N, K]. */
+  mm->b_rs = tb ? b.stride[rb - 1] : b.stride[rb - 2];
+  mm->b_cs = tb ? b.stride[rb - 2] : b.stride[rb - 1];
+  mm->c_rs = mm->N;
+
+  mm->batch_rank = rc - 2;
+  mm->batch = 1;
+  for (int32_t i = 0; i < mm->batch_rank; i++) {
+    mm->batch_shape[i] = c.shape[i];
+    mm->c_bstride[i] = c.stride[i];
+    mm->batch *= c.shape[i];
+  }
+  batch_strides(&a, mm, mm->a_bstride);
+  batch_strides(&b, mm, mm->b_bstride);
+
+  mm->has_bias = bias.rank >= 0;
+  if (mm->has_bias && view_numel(&bias) != mm->N) return fail_node(g, ni, "bias must have N elements");
+  mm->act = n->op == RLX_OP_FUSED_MATMUL_BIAS_ACT ? n->a.act : RLX_ACT_NONE;
+  if (mm->act < 0 || mm->act >= RLX_ACT_COUNT) return fail_node(g, ni, "activation out of range");
+
+  s->n_in = 3;
+  s->in[0] = a;
+  s->in[1] = b;
+  s->in[2] = bias;
+  s->n_out = 1;
+  s->out[0] = c;
+  return finish_step(g, s, out);
+}
+
+/* ------------------------------------------------------------------ norms */
+
+enum { NORM_X, NORM_RESIDUAL, NORM_BIAS, NORM_GAMMA, NORM_BETA };
+
+static rlx_status lower_norm(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view x = rlx_view_of(g, plan, n->in[0]);
+  rlx_view slots[5];
+  for (int i = 0; i < 5; i++) slots[i] = absent_view();
+  slots[NORM_X] = x;
+  int32_t axis = x.rank - 1; /* every norm but LayerNorm runs over the last dim */
+  switch (n->op) {
+    case RLX_OP_LAYER_NORM:
+      slots[NORM_GAMMA] = optional_input(g, plan, n, 1);
+      slots[NORM_BETA] = optional_input(g, plan, n, 2);
+      axis = n->a.axis;
+      break;
+    case RLX_OP_RMS_NORM:
+      slots[NORM_GAMMA] = optional_input(g, plan, n, 1);
+      break;
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
+      slots[NORM_BETA] = optional_input(g, plan, n, 4);
+      /* fall through */
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
+      slots[NORM_RESIDUAL] = optional_input(g, plan, n, 1);
+      slots[NORM_BIAS] = optional_input(g, plan, n, 2);
+      slots[NORM_GAMMA] = optional_input(g, plan, n, 3);
+      break;
+    default:
+      return fail_node(g, ni, "not a norm op");
+  }
+  if (x.rank < 1 || axis < 0 || axis >= x.rank) return fail_node(g, ni, "norm axis out of range");
+
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_NORM, ni);
+  rlx_norm_params* p = &s->p.norm;
+  p->cols = 1;
+  for (int32_t d = axis; d < x.rank; d++) p->cols *= x.shape[d];
+  int64_t numel = view_numel(&x);
+  p->rows = p->cols > 0 ? numel / p->cols : 0;
+  p->eps = n->a.eps;
+  p->rms = n->op == RLX_OP_RMS_NORM || n->op == RLX_OP_FUSED_RESIDUAL_RMS_NORM;
+  p->has_residual = slots[NORM_RESIDUAL].rank >= 0;
+  p->has_bias = slots[NORM_BIAS].rank >= 0;
+  p->has_gamma = slots[NORM_GAMMA].rank >= 0;
+  p->has_beta = slots[NORM_BETA].rank >= 0;
+  p->writes_sum = n->n_out > 1;
+  if (p->has_residual && view_numel(&slots[NORM_RESIDUAL]) != numel)
+    return fail_node(g, ni, "residual must match x");
+  for (int i = NORM_BIAS; i <= NORM_BETA; i++)
+    if (slots[i].rank >= 0 && view_numel(&slots[i]) != p->cols)
+      return fail_node(g, ni, "bias/gamma/beta must have one element per normalised column");
+
+  s->n_in = 5;
+  memcpy(s->in, slots, sizeof slots);
+  s->n_out = p->writes_sum ? 2 : 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  if (p->writes_sum) s->out[1] = rlx_view_of(g, plan, n->out[1]);
+  return finish_step(g, s, out);
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* Batch, sequence and head strides of a rank-4 view in `layout`, and its
+ * B, S, H, D sizes. The head dim must be contiguous. */
+typedef struct bshd {
+  int64_t B, S, H, D;
+  int64_t sb, ss, sh;
+} bshd;
+
+static int split_layout(const rlx_view* v, int32_t layout, bshd* o) {
+  if (v->rank != 4 || v->stride[3] != 1) return 0;
+  int s_dim = layout == RLX_LAYOUT_BHSD ? 2 : 1, h_dim = layout == RLX_LAYOUT_BHSD ? 1 : 2;
+  o->B = v->shape[0];
+  o->S = v->shape[s_dim];
+  o->H = v->shape[h_dim];
+  o->D = v->shape[3];
+  o->sb = v->stride[0];
+  o->ss = v->stride[s_dim];
+  o->sh = v->stride[h_dim];
+  return 1;
+}
+
+static rlx_status attention_geometry(rlx_graph* g, int32_t ni, const rlx_step* s,
+                                     rlx_attention_params* p) {
+  int32_t layout = g->nodes[ni].a.layout;
+  bshd q, k, v, o;
+  if (!split_layout(&s->in[0], layout, &q) || !split_layout(&s->in[1], layout, &k) ||
+      !split_layout(&s->in[2], layout, &v) || !split_layout(&s->out[0], layout, &o))
+    return fail_node(g, ni, "q, k, v and out must be rank 4 with a contiguous head dim");
+  if (k.B != q.B || v.B != q.B || v.S != k.S || v.H != k.H || k.D != q.D)
+    return fail_node(g, ni, "q, k and v disagree on batch, kv length, kv heads or head_dim");
+  if (k.H <= 0 || q.H % k.H != 0) return fail_node(g, ni, "num_heads must be a multiple of num_kv_heads");
+  if (o.B != q.B || o.S != q.S || o.H != q.H || o.D != v.D)
+    return fail_node(g, ni, "output must be q's shape with v's head dim");
+  p->B = q.B;
+  p->H = q.H;
+  p->Hkv = k.H;
+  p->Sq = q.S;
+  p->Sk = k.S;
+  p->D = q.D;
+  p->Dv = v.D;
+  p->q_sb = q.sb, p->q_ss = q.ss, p->q_sh = q.sh;
+  p->k_sb = k.sb, p->k_ss = k.ss, p->k_sh = k.sh;
+  p->v_sb = v.sb, p->v_ss = v.ss, p->v_sh = v.sh;
+  p->o_sb = o.sb, p->o_ss = o.ss, p->o_sh = o.sh;
+  return RLX_OK;
+}
+
+static rlx_status lower_attention(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                  rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_ATTENTION, ni);
+  s->n_in = 4;
+  for (int i = 0; i < 3; i++) s->in[i] = rlx_view_of(g, plan, n->in[i]);
+  s->in[3] = absent_view();
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  rlx_attention_params* p = &s->p.attn;
+  RLX_RETURN_IF_ERROR(attention_geometry(g, ni, s, p));
+
+  p->mask = n->a.mask;
+  p->window = n->a.window;
+  p->softcap = n->a.softcap;
+  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
+  int needs_tensor = p->mask == RLX_MASK_CUSTOM || p->mask == RLX_MASK_BIAS;
+  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(g, ni, "unknown mask kind");
+  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(g, ni, "sliding window must be >= 1");
+  if (needs_tensor) {
+    if (n->n_in < 4 || n->in[3] == RLX_NONE) return fail_node(g, ni, "mask kind needs a mask tensor");
+    const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
+    if (mt->rank > 4) return fail_node(g, ni, "mask rank must be <= 4");
+    /* The mask is addressed in the [B, H, Sq, Sk] score space. */
+    rlx_type scores;
+    memset(&scores, 0, sizeof scores);
+    scores.dtype = mt->dtype;
+    scores.rank = 4;
+    scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
+    for (int32_t i = 0; i < mt->rank; i++) {
+      rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
+      if (d != 1 && d != want) return fail_node(g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
+    }
+    s->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
+    p->m_sb = s->in[3].stride[0];
+    p->m_sh = s->in[3].stride[1];
+    p->m_sq = s->in[3].stride[2];
+    p->m_sk = s->in[3].stride[3];
+  }
+  return finish_step(g, s, out);
+}
+
+/* ------------------------------------------------------------------ rope */
+
+static rlx_status lower_rope(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_ROPE, ni);
+  s->n_in = 3;
+  for (int i = 0; i < 3; i++) s->in[i] = rlx_view_of(g, plan, n->in[i]);
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  bshd x, o;
+  if (!split_layout(&s->in[0], n->a.layout, &x) || !split_layout(&s->out[0], n->a.layout, &o))
+    return fail_node(g, ni, "x and out must be rank 4 with a contiguous head dim");
+  rlx_rope_params* p = &s->p.rope;
+  p->B = x.B, p->S = x.S, p->H = x.H, p->D = x.D;
+  p->x_sb = x.sb, p->x_ss = x.ss, p->x_sh = x.sh;
+  p->o_sb = o.sb, p->o_ss = o.ss, p->o_sh = o.sh;
+  p->n_rot = n->a.n_rot;
+  p->style = n->a.style;
+  if (p->n_rot < 2 || p->n_rot % 2 || p->n_rot > p->D) return fail_node(g, ni, "n_rot must be even, 2..head_dim");
+  if (p->style != RLX_ROPE_NEOX && p->style != RLX_ROPE_GPTJ) return fail_node(g, ni, "unknown rope style");
+  const rlx_view* cs = &s->in[1];
+  const rlx_view* sn = &s->in[2];
+  if (cs->rank != 2 || sn->rank != 2 || cs->shape[0] != sn->shape[0] ||
+      cs->shape[1] != p->n_rot / 2 || sn->shape[1] != p->n_rot / 2)
+    return fail_node(g, ni, "cos/sin must both be [S or B*S, n_rot/2]");
+  /* A table of B*S rows is per token; with B == 1 both readings coincide. */
+  if (cs->shape[0] == p->B * p->S) p->per_token = 1;
+  else if (cs->shape[0] != p->S) return fail_node(g, ni, "cos/sin rows must be S or B*S");
+  return finish_step(g, s, out);
+}
+
+/* ------------------------------------------------------------------ sample */
+
+static rlx_status lower_sample(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_SAMPLE, ni);
+  s->n_in = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  const rlx_view* l = &s->in[0];
+  if (l->rank < 1 || l->shape[l->rank - 1] < 1) return fail_node(g, ni, "logits need a non-empty last (vocab) dim");
+  rlx_sample_params* p = &s->p.sample;
+  p->vocab = l->shape[l->rank - 1];
+  p->rows = view_numel(l) / p->vocab;
+  p->top_k = n->a.top_k;
+  p->top_p = n->a.top_p;
+  p->temperature = n->a.temperature;
+  if (p->top_k < 0) return fail_node(g, ni, "top_k must be >= 0");
+  if (view_numel(&s->out[0]) != p->rows) return fail_node(g, ni, "output must have one token per row");
+  return finish_step(g, s, out);
+}
+
+rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  switch (g->nodes[ni].op) {
+    case RLX_OP_MATMUL:
+    case RLX_OP_FUSED_MATMUL_BIAS_ACT: return lower_matmul(g, plan, ni, out);
+    case RLX_OP_LAYER_NORM:
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return lower_norm(g, plan, ni, out);
+    case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
+    case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
+    case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
+    default: return fail_node(g, ni, "op is not lowered by rlx_lower_nn");
+  }
+}

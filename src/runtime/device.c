@@ -1,0 +1,78 @@
+/* Device registry: which backends this build has, and whether each can start.
+ * The only global state in the library; probing is done once, under a lock. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/backend.h"
+
+typedef struct device_slot {
+  const char* name;
+  const rlx_backend* backend; /* NULL: not built into this library */
+  int available;
+  char detail[256];
+} device_slot;
+
+/* Order of preference for "best". GPU backends join as their issues land. */
+static device_slot g_devices[] = {
+    {"cuda", NULL, 0, ""},
+    {"vulkan", NULL, 0, ""},
+    {"webgpu", NULL, 0, ""},
+    {"cpu", &rlx_backend_cpu, 0, ""},
+};
+enum { N_DEVICES = sizeof g_devices / sizeof g_devices[0] };
+static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
+
+static void probe_all(void) {
+  for (int i = 0; i < N_DEVICES; i++) {
+    device_slot* d = &g_devices[i];
+    if (!d->backend) {
+      snprintf(d->detail, sizeof d->detail, "not built");
+      continue;
+    }
+    char reason[200] = "";
+    d->available = d->backend->probe(reason, sizeof reason);
+    snprintf(d->detail, sizeof d->detail, "%s%s%s", d->available ? "available" : "unavailable",
+             reason[0] ? ": " : "", reason);
+  }
+}
+
+int32_t rlx_device_count(void) { return N_DEVICES; }
+
+rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info) {
+  if (index < 0 || index >= N_DEVICES || !out_info) return RLX_INVALID_ARGUMENT;
+  pthread_once(&g_probe_once, probe_all);
+  out_info->name = g_devices[index].name;
+  out_info->available = g_devices[index].available;
+  out_info->detail = g_devices[index].detail;
+  return RLX_OK;
+}
+
+rlx_status rlx_device_resolve(const char* name, const char** out_name) {
+  if (!name || !out_name) return RLX_INVALID_ARGUMENT;
+  pthread_once(&g_probe_once, probe_all);
+  for (int i = 0; i < N_DEVICES; i++) {
+    device_slot* d = &g_devices[i];
+    if (strcmp(name, "best") == 0 ? d->available : strcmp(name, d->name) == 0) {
+      *out_name = d->name;
+      if (!d->available) return d->backend ? RLX_UNAVAILABLE : RLX_UNIMPLEMENTED;
+      return RLX_OK;
+    }
+  }
+  return RLX_NOT_FOUND;
+}
+
+const rlx_backend* rlx_backend_find(const char* name) {
+  pthread_once(&g_probe_once, probe_all);
+  for (int i = 0; i < N_DEVICES; i++)
+    if (strcmp(name, g_devices[i].name) == 0) return g_devices[i].backend;
+  return NULL;
+}
+
+/* Detail string of a device by name (for compile errors). */
+const char* rlx_device_detail(const char* name) {
+  pthread_once(&g_probe_once, probe_all);
+  for (int i = 0; i < N_DEVICES; i++)
+    if (strcmp(name, g_devices[i].name) == 0) return g_devices[i].detail;
+  return "unknown device";
+}

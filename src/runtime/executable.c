@@ -1,0 +1,849 @@
+/* The executable: compile pipeline, bindings of symbolic dims, params, inputs,
+ * feeds, active extent, outputs, and the dispatch report.
+ *
+ * One executable holds the user's graph (symbolic) and a cache of variants,
+ * one per binding of its symbols. A variant is the graph specialised to
+ * static sizes, decomposed for the backend, planned, lowered, and handed to
+ * the backend. Params and inputs are kept on the host as the user set them,
+ * so a new variant can be filled without asking the user again. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/dtype.h"
+#include "passes/decompose.h"
+#include "runtime/executable.h"
+
+#define MAX_VARIANTS 16
+
+typedef struct op_counts {
+  int32_t native[RLX_OP_COUNT];
+  int32_t decomposed[RLX_OP_COUNT];
+  int32_t host[RLX_OP_COUNT];
+} op_counts;
+
+typedef struct variant {
+  int64_t* sizes;        /* per symbol */
+  rlx_graph* g;          /* specialised + decomposed */
+  rlx_plan plan;
+  rlx_step_list steps;   /* at the full binding */
+  uint8_t* host_node;    /* per node of g: runs on the host fallback */
+  rlx_backend_exec* be;
+  uint64_t params_version; /* params uploaded up to this version */
+  op_counts counts;
+  /* active extent: steps lowered at extent_n with the same plan */
+  int64_t extent_n;
+  rlx_step_list extent_steps;
+} variant;
+
+/* A named host-side buffer: a param's value or an input's last data. */
+typedef struct host_slot {
+  char* name;
+  rlx_type type;       /* declared (may be symbolic for inputs) */
+  void* data;
+  size_t bytes;
+  int64_t shape[RLX_MAX_RANK]; /* shape given with the data (inputs) */
+  int set;             /* the user has given a value (params: ever; inputs: host copy valid) */
+  int dirty;           /* inputs: host copy newer than the device copy */
+  uint64_t version;    /* params: bumped on every set */
+  int fed;             /* inputs: the device copy was written by a feed */
+} host_slot;
+
+typedef struct feed {
+  int32_t input;  /* index into inputs */
+  int32_t output; /* graph output index */
+  int64_t row;    /* -1: whole output */
+} feed;
+
+struct rlx_exec {
+  rlx_graph* src;
+  const rlx_backend* backend;
+  rlx_compile_options opt;
+  char* symbol_storage; /* owned copies of option symbol names (unused beyond compile) */
+  int64_t* bound;       /* per symbol: size from options, or -1 */
+  int32_t extent_symbol; /* -1 if none */
+  int64_t extent;        /* active extent (<= bound) */
+  rlx_error err;
+  variant* variants[MAX_VARIANTS];
+  int32_t n_variants;
+  variant* cur;
+  host_slot* params;
+  int32_t n_params;
+  host_slot* inputs;
+  int32_t n_inputs;
+  uint64_t params_version;
+  feed* feeds;
+  int32_t n_feeds;
+  uint8_t* selected; /* per output */
+  uint64_t seed;
+  int ran;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+void rlx_compile_options_init(rlx_compile_options* o) {
+  memset(o, 0, sizeof *o);
+  o->use_blas = -1;
+}
+
+static char* dup_str(const char* s) {
+  size_t n = strlen(s) + 1;
+  char* d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static int find_slot(const host_slot* slots, int32_t n, const char* name) {
+  for (int32_t i = 0; i < n; i++)
+    if (strcmp(slots[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Value of the leaf named `name` of op `op` in graph g, or -1. */
+static rlx_tensor find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
+  for (int32_t i = 0; i < g->n_nodes; i++) {
+    const rlx_node* n = &g->nodes[i];
+    if (n->op == op && n->a.name && strcmp(n->a.name, name) == 0) return n->out[0];
+  }
+  return -1;
+}
+
+static int64_t static_bytes(const rlx_type* t) { return rlx_type_bytes(t); }
+
+/* ------------------------------------------------------------ variants */
+
+static void variant_free(const rlx_backend* b, variant* v) {
+  if (!v) return;
+  if (v->be) b->destroy(v->be);
+  rlx_step_list_free(&v->steps);
+  rlx_step_list_free(&v->extent_steps);
+  rlx_plan_free(&v->plan);
+  rlx_graph_destroy(v->g);
+  free(v->host_node);
+  free(v->sizes);
+  free(v);
+}
+
+static int always_supported(const rlx_graph* g, int32_t ni) { return 1; }
+
+/* Specialise -> decompose -> plan -> lower -> backend create. */
+static rlx_status variant_build(rlx_exec* e, const int64_t* sizes, variant** out) {
+  rlx_graph* src = e->src;
+  variant* v = calloc(1, sizeof *v);
+  RLX_CHECK_ALLOC(&e->err, v);
+  rlx_status s = RLX_OK;
+  rlx_graph* spec = NULL;
+  v->sizes = malloc(sizeof(int64_t) * (size_t)(src->n_symbols + 1));
+  if (!v->sizes) { s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); goto fail; }
+  memcpy(v->sizes, sizes, sizeof(int64_t) * (size_t)src->n_symbols);
+  v->extent_n = -1;
+
+  if (src->n_symbols > 0) {
+    s = rlx_graph_specialize(src, sizes, &spec);
+    if (s) { e->err = src->err; goto fail; }
+  } else {
+    s = rlx_graph_clone(src, &spec);
+    if (s) { e->err = src->err; goto fail; }
+  }
+
+  rlx_supports_fn sup = e->backend->supports ? e->backend->supports : always_supported;
+  s = rlx_decompose(spec, sup, &v->g, v->counts.decomposed);
+  if (s) { e->err = spec->err; goto fail; }
+
+  v->host_node = calloc((size_t)v->g->n_nodes + 1, 1);
+  if (!v->host_node) { s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); goto fail; }
+  for (int32_t i = 0; i < v->g->n_nodes; i++) {
+    const rlx_node* n = &v->g->nodes[i];
+    if (rlx_op_table[n->op].flags & (OPF_LEAF | OPF_VIEW)) continue;
+    if (sup(v->g, i)) {
+      v->counts.native[n->op]++;
+    } else {
+      if (e->opt.strict) {
+        char nb[160];
+        s = rlx_fail(&e->err, RLX_UNIMPLEMENTED, "%s: no native kernel on %s (strict mode)",
+                     rlx_node_str(v->g, i, nb, sizeof nb), e->backend->name);
+        goto fail;
+      }
+      v->host_node[i] = 1;
+      v->counts.host[n->op]++;
+    }
+  }
+
+  rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
+  s = rlx_plan_memory(v->g, &po, &v->plan);
+  if (s) { e->err = v->g->err; goto fail; }
+  s = rlx_lower(v->g, &v->plan, v->host_node, &v->steps);
+  if (s) { e->err = v->g->err; goto fail; }
+  s = e->backend->create(&v->steps, v->plan.arena_bytes, &e->opt, &e->err, &v->be);
+  if (s) goto fail;
+  /* Constants live in the arena from the start. */
+  for (int32_t i = 0; i < v->g->n_nodes; i++) {
+    const rlx_node* n = &v->g->nodes[i];
+    if (n->op != RLX_OP_CONSTANT || n->a.data_bytes == 0) continue;
+    s = e->backend->upload(v->be, v->plan.offset[n->out[0]], n->a.data, n->a.data_bytes, &e->err);
+    if (s) goto fail;
+  }
+  rlx_graph_destroy(spec);
+  *out = v;
+  return RLX_OK;
+fail:
+  rlx_graph_destroy(spec);
+  variant_free(e->backend, v);
+  return s;
+}
+
+/* The variant for `sizes`, building it if new. */
+static rlx_status variant_get(rlx_exec* e, const int64_t* sizes, variant** out) {
+  size_t n = sizeof(int64_t) * (size_t)e->src->n_symbols;
+  for (int32_t i = 0; i < e->n_variants; i++) {
+    if (n == 0 || memcmp(e->variants[i]->sizes, sizes, n) == 0) {
+      *out = e->variants[i];
+      return RLX_OK;
+    }
+  }
+  variant* v = NULL;
+  RLX_RETURN_IF_ERROR(variant_build(e, sizes, &v));
+  if (e->n_variants == MAX_VARIANTS) { /* evict the oldest that is not current */
+    int victim = e->variants[0] == e->cur ? 1 : 0;
+    variant_free(e->backend, e->variants[victim]);
+    memmove(&e->variants[victim], &e->variants[victim + 1],
+            sizeof(variant*) * (size_t)(MAX_VARIANTS - victim - 1));
+    e->n_variants--;
+  }
+  e->variants[e->n_variants++] = v;
+  *out = v;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ compile */
+
+static rlx_status collect_leaves(rlx_exec* e) {
+  const rlx_graph* g = e->src;
+  for (int32_t i = 0; i < g->n_nodes; i++) {
+    const rlx_node* n = &g->nodes[i];
+    if (n->op != RLX_OP_INPUT && n->op != RLX_OP_PARAM) continue;
+    host_slot** slots = n->op == RLX_OP_PARAM ? &e->params : &e->inputs;
+    int32_t* count = n->op == RLX_OP_PARAM ? &e->n_params : &e->n_inputs;
+    host_slot* grown = realloc(*slots, sizeof(host_slot) * (size_t)(*count + 1));
+    RLX_CHECK_ALLOC(&e->err, grown);
+    *slots = grown;
+    host_slot* s = &grown[(*count)++];
+    memset(s, 0, sizeof *s);
+    s->name = dup_str(n->a.name);
+    RLX_CHECK_ALLOC(&e->err, s->name);
+    s->type = g->values[n->out[0]].type;
+    if (n->op == RLX_OP_PARAM) {
+      int64_t b = static_bytes(&s->type);
+      if (b < 0)
+        return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' has a symbolic shape", s->name);
+      s->bytes = (size_t)b;
+      s->data = calloc(1, s->bytes ? s->bytes : 1);
+      RLX_CHECK_ALLOC(&e->err, s->data);
+    }
+  }
+  return RLX_OK;
+}
+
+static rlx_status bind_options(rlx_exec* e, const rlx_compile_options* o) {
+  rlx_graph* g = e->src;
+  e->bound = malloc(sizeof(int64_t) * (size_t)(g->n_symbols + 1));
+  RLX_CHECK_ALLOC(&e->err, e->bound);
+  for (int32_t i = 0; i < g->n_symbols; i++) e->bound[i] = -1;
+  e->extent_symbol = -1;
+  for (int32_t i = 0; i < o->n_symbols; i++) {
+    int found = 0;
+    for (int32_t k = 0; k < g->n_symbols; k++) {
+      if (strcmp(g->symbols[k], o->symbol_names[i]) != 0) continue;
+      if (o->symbol_sizes[i] < 0)
+        return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "symbol '%s' bound to %lld",
+                        g->symbols[k], (long long)o->symbol_sizes[i]);
+      e->bound[k] = o->symbol_sizes[i];
+      found = 1;
+    }
+    if (!found)
+      return rlx_fail(&e->err, RLX_NOT_FOUND, "compile option binds unknown symbol '%s'",
+                      o->symbol_names[i]);
+  }
+  if (o->extent_symbol) {
+    for (int32_t k = 0; k < g->n_symbols; k++)
+      if (strcmp(g->symbols[k], o->extent_symbol) == 0) e->extent_symbol = k;
+    if (e->extent_symbol < 0 || e->bound[e->extent_symbol] < 0)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                      "extent symbol '%s' must be a symbol of the graph bound in the options",
+                      o->extent_symbol);
+    rlx_dim code = -(rlx_dim)e->extent_symbol - 1;
+    for (int32_t v = 0; v < g->n_values; v++) {
+      const rlx_type* t = &g->values[v].type;
+      for (int32_t d = 1; d < t->rank; d++)
+        if (t->shape[d] == code)
+          return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                          "extent symbol '%s' appears as dim %d of %%%d; it may only be dim 0",
+                          o->extent_symbol, d, v);
+    }
+    e->extent = e->bound[e->extent_symbol];
+  }
+  return RLX_OK;
+}
+
+static int all_bound(const rlx_exec* e) {
+  for (int32_t i = 0; i < e->src->n_symbols; i++)
+    if (e->bound[i] < 0) return 0;
+  return 1;
+}
+
+void rlx_exec_destroy(rlx_exec* e) {
+  if (!e) return;
+  for (int32_t i = 0; i < e->n_variants; i++) variant_free(e->backend, e->variants[i]);
+  for (int32_t i = 0; i < e->n_params; i++) { free(e->params[i].name); free(e->params[i].data); }
+  for (int32_t i = 0; i < e->n_inputs; i++) { free(e->inputs[i].name); free(e->inputs[i].data); }
+  free(e->params);
+  free(e->inputs);
+  free(e->feeds);
+  free(e->selected);
+  free(e->bound);
+  rlx_graph_destroy(e->src);
+  free(e);
+}
+
+rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
+                       rlx_exec** out_exec) {
+  if (!g || !out_exec) return RLX_INVALID_ARGUMENT;
+  *out_exec = NULL;
+  const char* resolved = NULL;
+  rlx_status s = rlx_device_resolve(device ? device : "best", &resolved);
+  if (s == RLX_NOT_FOUND)
+    return rlx_fail(&g->err, s, "unknown device '%s' (devices: cpu, cuda, vulkan, webgpu, best)",
+                    device);
+  if (s != RLX_OK)
+    return rlx_fail(&g->err, s, "device '%s' is %s", resolved, rlx_device_detail(resolved));
+  if (g->n_outputs == 0) return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "graph has no outputs");
+
+  rlx_exec* e = calloc(1, sizeof *e);
+  RLX_CHECK_ALLOC(&g->err, e);
+  e->backend = rlx_backend_find(resolved);
+  if (options) e->opt = *options; else rlx_compile_options_init(&e->opt);
+  e->opt.symbol_names = NULL; /* not kept: the caller owns them */
+  e->opt.symbol_sizes = NULL;
+  e->opt.extent_symbol = NULL;
+  e->extent = -1;
+  s = rlx_graph_clone(g, &e->src);
+  if (s == RLX_OK) {
+    rlx_compile_options o;
+    if (options) o = *options; else rlx_compile_options_init(&o);
+    s = bind_options(e, &o);
+  }
+  if (s == RLX_OK) s = collect_leaves(e);
+  if (s == RLX_OK) {
+    e->selected = malloc((size_t)g->n_outputs);
+    if (!e->selected) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+    else memset(e->selected, 1, (size_t)g->n_outputs);
+  }
+  /* Fully bound graphs compile now, so errors surface at compile time. */
+  if (s == RLX_OK && all_bound(e)) s = variant_get(e, e->bound, &e->cur);
+  if (s != RLX_OK) {
+    rlx_fail(&g->err, s, "%s", e->err.msg);
+    rlx_exec_destroy(e);
+    return s;
+  }
+  *out_exec = e;
+  return RLX_OK;
+}
+
+const char* rlx_exec_last_error(const rlx_exec* e) { return e ? e->err.msg : "null executable"; }
+
+rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec) {
+  if (!e || !out_exec) return RLX_INVALID_ARGUMENT;
+  /* Recompiles from the source graph; params are copied. */
+  rlx_compile_options o = e->opt;
+  const char** names = NULL;
+  int64_t* sizes = NULL;
+  rlx_graph* g = e->src;
+  int32_t nb = 0;
+  if (g->n_symbols) {
+    names = malloc(sizeof(char*) * (size_t)g->n_symbols);
+    sizes = malloc(sizeof(int64_t) * (size_t)g->n_symbols);
+    if (!names || !sizes) { free(names); free(sizes); return RLX_RESOURCE_EXHAUSTED; }
+    for (int32_t i = 0; i < g->n_symbols; i++)
+      if (e->bound[i] >= 0) { names[nb] = g->symbols[i]; sizes[nb++] = e->bound[i]; }
+  }
+  o.symbol_names = names;
+  o.symbol_sizes = sizes;
+  o.n_symbols = nb;
+  o.extent_symbol = e->extent_symbol >= 0 ? g->symbols[e->extent_symbol] : NULL;
+  rlx_status s = rlx_compile(g, e->backend->name, &o, out_exec);
+  free(names);
+  free(sizes);
+  if (s) return s;
+  for (int32_t i = 0; i < e->n_params; i++) {
+    if (!e->params[i].set) continue;
+    memcpy((*out_exec)->params[i].data, e->params[i].data, e->params[i].bytes);
+    (*out_exec)->params[i].set = 1;
+  }
+  (*out_exec)->params_version = 1;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ params, inputs */
+
+rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype,
+                              const void* data, size_t bytes) {
+  if (!e || !name || (!data && bytes)) return RLX_INVALID_ARGUMENT;
+  int i = find_slot(e->params, e->n_params, name);
+  if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no param named '%s'", name);
+  host_slot* p = &e->params[i];
+  rlx_dtype pt = p->type.dtype;
+  int convert = src_dtype != pt;
+  if (convert && !(src_dtype == RLX_F32 && rlx_dtype_is_float(pt)))
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                    "param '%s' is %s; data given as %s (only %s or f32 data is accepted)", name,
+                    rlx_dtype_name(pt), rlx_dtype_name(src_dtype), rlx_dtype_name(pt));
+  if ((unsigned)src_dtype >= RLX_DTYPE_COUNT) return RLX_INVALID_ARGUMENT;
+  size_t numel = p->bytes / rlx_dtype_size(pt);
+  size_t want = numel * rlx_dtype_size(src_dtype);
+  if (bytes != want)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' needs %zu bytes of %s, got %zu",
+                    name, want, rlx_dtype_name(src_dtype), bytes);
+  if (convert) rlx_convert(p->data, pt, data, src_dtype, (int64_t)numel);
+  else memcpy(p->data, data, bytes);
+  p->set = 1;
+  p->version = ++e->params_version;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
+                              const rlx_dim* shape, int32_t rank, const void* data,
+                              size_t bytes) {
+  if (!e || !name || (!data && bytes) || (!shape && rank)) return RLX_INVALID_ARGUMENT;
+  int i = find_slot(e->inputs, e->n_inputs, name);
+  if (i < 0) {
+    if (find_slot(e->params, e->n_params, name) >= 0)
+      return rlx_fail(&e->err, RLX_NOT_FOUND, "'%s' is a param, not an input: use set_param", name);
+    return rlx_fail(&e->err, RLX_NOT_FOUND, "no input named '%s'", name);
+  }
+  host_slot* in = &e->inputs[i];
+  const rlx_type* t = &in->type;
+  if (dtype != t->dtype)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s' is %s, data given as %s", name,
+                    rlx_dtype_name(t->dtype), rlx_dtype_name(dtype));
+  if (rank != t->rank)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s' has rank %d, got rank %d", name,
+                    t->rank, rank);
+  uint64_t numel = 1;
+  for (int32_t d = 0; d < rank; d++) {
+    rlx_dim want = t->shape[d];
+    if (shape[d] < 0)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s': dim %d is negative", name, d);
+    if (want >= 0 && shape[d] != want)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s': dim %d is %lld, expected %lld",
+                      name, d, (long long)shape[d], (long long)want);
+    if (want < 0) {
+      int32_t sym = (int32_t)(-want - 1);
+      int64_t b = e->bound[sym];
+      if (sym == e->extent_symbol) {
+        if (shape[d] > b)
+          return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                          "input '%s': dim %d is %lld, above the compiled bound %lld of '%s'",
+                          name, d, (long long)shape[d], (long long)b, e->src->symbols[sym]);
+      }
+    }
+    if (shape[d] > 0 && numel > UINT64_MAX / (uint64_t)shape[d])
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s': shape overflows", name);
+    numel *= (uint64_t)shape[d];
+  }
+  uint64_t want_bytes = numel * rlx_dtype_size(dtype);
+  if (bytes != want_bytes)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s' needs %llu bytes, got %zu", name,
+                    (unsigned long long)want_bytes, bytes);
+  if (bytes > in->bytes || !in->data) {
+    void* grown = realloc(in->data, bytes ? bytes : 1);
+    RLX_CHECK_ALLOC(&e->err, grown);
+    in->data = grown;
+  }
+  memcpy(in->data, data, bytes);
+  in->bytes = bytes;
+  for (int32_t d = 0; d < rank; d++) in->shape[d] = shape[d];
+  in->set = 1;
+  in->dirty = 1;
+  in->fed = 0;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_set_seed(rlx_exec* e, uint64_t seed) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  e->seed = seed;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_set_active_extent(rlx_exec* e, int64_t n) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  if (e->extent_symbol < 0)
+    return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
+                    "no extent symbol: compile with options.extent_symbol to use an active extent");
+  int64_t b = e->bound[e->extent_symbol];
+  if (n < 1 || n > b)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "active extent %lld outside [1, %lld]",
+                    (long long)n, (long long)b);
+  e->extent = n;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_index, int64_t row) {
+  if (!e || !input_name) return RLX_INVALID_ARGUMENT;
+  int i = find_slot(e->inputs, e->n_inputs, input_name);
+  if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no input named '%s'", input_name);
+  if (output_index < 0 || output_index >= e->src->n_outputs)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "output index %d out of range [0, %d)",
+                    output_index, e->src->n_outputs);
+  const rlx_type* ot = rlx_tensor_type(e->src, e->src->outputs[output_index]);
+  const rlx_type* it = &e->inputs[i].type;
+  if (ot->dtype != it->dtype)
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "feed: output %d is %s, input '%s' is %s",
+                    output_index, rlx_dtype_name(ot->dtype), input_name, rlx_dtype_name(it->dtype));
+  /* Sizes are checked per run (they may be symbolic). */
+  for (int32_t k = 0; k < e->n_feeds; k++)
+    if (e->feeds[k].input == i) {
+      e->feeds[k].output = output_index;
+      e->feeds[k].row = row;
+      return RLX_OK;
+    }
+  feed* grown = realloc(e->feeds, sizeof(feed) * (size_t)(e->n_feeds + 1));
+  RLX_CHECK_ALLOC(&e->err, grown);
+  e->feeds = grown;
+  e->feeds[e->n_feeds++] = (feed){i, output_index, row};
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t n) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  int32_t no = e->src->n_outputs;
+  if (n < 0) {
+    memset(e->selected, 1, (size_t)no);
+    return RLX_OK;
+  }
+  for (int32_t k = 0; k < n; k++)
+    if (!indices || indices[k] < 0 || indices[k] >= no)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "selected output index out of range [0, %d)",
+                      no);
+  memset(e->selected, 0, (size_t)no);
+  for (int32_t k = 0; k < n; k++) e->selected[indices[k]] = 1;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ run */
+
+/* Binds every symbol: options first, then the shapes of the inputs given. */
+static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
+  rlx_graph* g = e->src;
+  for (int32_t k = 0; k < g->n_symbols; k++) sizes[k] = e->bound[k];
+  for (int32_t i = 0; i < e->n_inputs; i++) {
+    host_slot* in = &e->inputs[i];
+    if (!in->set) continue;
+    for (int32_t d = 0; d < in->type.rank; d++) {
+      rlx_dim want = in->type.shape[d];
+      if (want >= 0) continue;
+      int32_t sym = (int32_t)(-want - 1);
+      if (sym == e->extent_symbol) continue; /* shrinks via the active extent */
+      if (sizes[sym] < 0) sizes[sym] = in->shape[d];
+      else if (sizes[sym] != in->shape[d])
+        return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                        "symbol '%s' is %lld but input '%s' dim %d is %lld", g->symbols[sym],
+                        (long long)sizes[sym], in->name, d, (long long)in->shape[d]);
+    }
+  }
+  for (int32_t k = 0; k < g->n_symbols; k++)
+    if (sizes[k] < 0)
+      return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
+                      "symbol '%s' is not bound: set an input that uses it or bind it in the "
+                      "compile options", g->symbols[k]);
+  return RLX_OK;
+}
+
+static rlx_status upload_params(rlx_exec* e, variant* v) {
+  if (v->params_version == e->params_version && v->params_version != 0) return RLX_OK;
+  for (int32_t i = 0; i < e->n_params; i++) {
+    host_slot* p = &e->params[i];
+    if (!p->set)
+      return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "param '%s' was not set", p->name);
+    if (v->params_version != 0 && p->version <= v->params_version) continue;
+    rlx_tensor t = find_leaf(v->g, RLX_OP_PARAM, p->name);
+    if (t < 0) continue; /* optimised away */
+    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->plan.offset[t], p->data, p->bytes, &e->err));
+  }
+  v->params_version = e->params_version ? e->params_version : 1;
+  return RLX_OK;
+}
+
+/* Inputs whose host copy is newer than the device's; all of them after a
+ * switch of variant (a fed device copy does not survive the switch). */
+static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
+  for (int32_t i = 0; i < e->n_inputs; i++) {
+    host_slot* in = &e->inputs[i];
+    rlx_tensor t = find_leaf(v->g, RLX_OP_INPUT, in->name);
+    if (t < 0) continue;
+    if (in->fed && !switched && !in->dirty) continue;
+    if (!in->set)
+      return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "input '%s' was not set", in->name);
+    if (!in->dirty && !switched) continue;
+    if (in->bytes > v->plan.bytes[t])
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s' is larger than compiled", in->name);
+    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->plan.offset[t], in->data, in->bytes, &e->err));
+    in->dirty = 0;
+    in->fed = 0;
+  }
+  return RLX_OK;
+}
+
+/* Steps for the current active extent: lowered from the graph specialised
+ * at the extent, with the plan made at the bound (offsets stay valid: the
+ * extent only shrinks dim 0, which never changes inner strides). */
+static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** out) {
+  if (e->extent_symbol < 0 || e->extent == v->sizes[e->extent_symbol]) {
+    *out = &v->steps;
+    return RLX_OK;
+  }
+  if (v->extent_n == e->extent) {
+    *out = &v->extent_steps;
+    return RLX_OK;
+  }
+  rlx_step_list_free(&v->extent_steps);
+  v->extent_n = -1;
+  int64_t* sizes = malloc(sizeof(int64_t) * (size_t)e->src->n_symbols);
+  RLX_CHECK_ALLOC(&e->err, sizes);
+  memcpy(sizes, v->sizes, sizeof(int64_t) * (size_t)e->src->n_symbols);
+  sizes[e->extent_symbol] = e->extent;
+  rlx_graph *spec = NULL, *dec = NULL;
+  rlx_status s = rlx_graph_specialize(e->src, sizes, &spec);
+  free(sizes);
+  if (s) return rlx_fail(&e->err, s, "%s", e->src->err.msg);
+  rlx_supports_fn sup = e->backend->supports ? e->backend->supports : always_supported;
+  s = rlx_decompose(spec, sup, &dec, NULL);
+  if (s == RLX_OK && dec->n_values != v->g->n_values)
+    s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
+  if (s == RLX_OK) s = rlx_lower(dec, &v->plan, v->host_node, &v->extent_steps);
+  if (s) rlx_fail(&e->err, s, "%s", dec ? dec->err.msg : spec->err.msg);
+  rlx_graph_destroy(dec);
+  rlx_graph_destroy(spec);
+  if (s) return s;
+  v->extent_n = e->extent;
+  *out = &v->extent_steps;
+  return RLX_OK;
+}
+
+static rlx_status apply_feeds(rlx_exec* e, variant* v) {
+  for (int32_t k = 0; k < e->n_feeds; k++) {
+    feed* f = &e->feeds[k];
+    host_slot* in = &e->inputs[f->input];
+    rlx_tensor ti = find_leaf(v->g, RLX_OP_INPUT, in->name);
+    rlx_tensor to = v->g->outputs[f->output];
+    if (ti < 0) continue;
+    uint64_t in_bytes = v->plan.bytes[ti];
+    uint64_t src = v->plan.offset[to], n = v->plan.bytes[to];
+    const rlx_type* ot = rlx_tensor_type(v->g, to);
+    if (f->row >= 0) {
+      if (ot->rank < 1 || f->row >= ot->shape[0])
+        return rlx_fail(&e->err, RLX_OUT_OF_RANGE, "feed of '%s': row %lld outside output %d",
+                        in->name, (long long)f->row, f->output);
+      n = v->plan.bytes[to] / (uint64_t)ot->shape[0];
+      src += n * (uint64_t)f->row;
+    }
+    if (n != in_bytes)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                      "feed of '%s': %llu bytes from output %d, input holds %llu", in->name,
+                      (unsigned long long)n, f->output, (unsigned long long)in_bytes);
+    if (src != v->plan.offset[ti])
+      RLX_RETURN_IF_ERROR(e->backend->copy(v->be, v->plan.offset[ti], src, n, &e->err));
+    in->fed = 1; /* the device copy is now the truth until the user sets it again */
+    in->dirty = 0;
+  }
+  return RLX_OK;
+}
+
+/* RLX_DISPATCH_REPORT=1: print the report to stderr whenever a binding is
+ * first run. */
+static void maybe_print_report(const rlx_exec* e) {
+  const char* env = getenv("RLX_DISPATCH_REPORT");
+  if (!env || strcmp(env, "1") != 0) return;
+  char* text = NULL;
+  if (rlx_exec_report(e, &text) == RLX_OK) fputs(text, stderr);
+  free(text);
+}
+
+rlx_status rlx_exec_run(rlx_exec* e) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  rlx_error_clear(&e->err);
+  int64_t* sizes = malloc(sizeof(int64_t) * (size_t)(e->src->n_symbols + 1));
+  RLX_CHECK_ALLOC(&e->err, sizes);
+  rlx_status s = resolve_binding(e, sizes);
+  variant* v = NULL;
+  if (s == RLX_OK) s = variant_get(e, sizes, &v);
+  free(sizes);
+  if (s) return s;
+  int switched = v != e->cur;
+  if (switched) v->params_version = 0;
+  e->cur = v;
+  if (switched || !e->ran) maybe_print_report(e);
+  RLX_RETURN_IF_ERROR(upload_params(e, v));
+  RLX_RETURN_IF_ERROR(upload_inputs(e, v, switched));
+  const rlx_step_list* steps = NULL;
+  RLX_RETURN_IF_ERROR(extent_steps(e, v, &steps));
+  rlx_run_ctx ctx = {e->seed, v->g, &v->plan};
+  RLX_RETURN_IF_ERROR(e->backend->run(v->be, steps, &ctx, &e->err));
+  RLX_RETURN_IF_ERROR(apply_feeds(e, v));
+  e->ran = 1;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ outputs */
+
+int32_t rlx_exec_output_count(const rlx_exec* e) { return e ? e->src->n_outputs : 0; }
+
+/* Output type at the current binding and extent. */
+static rlx_status output_type(const rlx_exec* e, int32_t index, rlx_type* out) {
+  if (index < 0 || index >= e->src->n_outputs)
+    return rlx_fail((rlx_error*)&e->err, RLX_INVALID_ARGUMENT, "output index %d out of range [0, %d)",
+                    index, e->src->n_outputs);
+  const rlx_type* st = rlx_tensor_type(e->src, e->src->outputs[index]);
+  if (!e->cur)
+    return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
+                    "output %d has symbolic dims and nothing has run yet", index);
+  *out = *rlx_tensor_type(e->cur->g, e->cur->g->outputs[index]);
+  if (e->extent_symbol >= 0 && st->rank > 0 && st->shape[0] == -(rlx_dim)e->extent_symbol - 1)
+    out->shape[0] = e->extent;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out_dtype,
+                                int32_t* out_rank, int64_t* out_shape) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  rlx_type t;
+  RLX_RETURN_IF_ERROR(output_type(e, index, &t));
+  if (out_dtype) *out_dtype = t.dtype;
+  if (out_rank) *out_rank = t.rank;
+  if (out_shape) for (int32_t d = 0; d < t.rank; d++) out_shape[d] = t.shape[d];
+  return RLX_OK;
+}
+
+static int convertible(rlx_dtype from, rlx_dtype to) {
+  return from == to || (rlx_dtype_is_float(from) && rlx_dtype_is_float(to));
+}
+
+/* Reads `count` elements starting at element `first` of output index. */
+static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first, int64_t count,
+                                rlx_dtype dtype, void* dst, size_t bytes) {
+  rlx_error* err = (rlx_error*)&e->err;
+  if (!e->ran) return rlx_fail(err, RLX_FAILED_PRECONDITION, "read_output before any run");
+  if (!e->selected[index])
+    return rlx_fail(err, RLX_FAILED_PRECONDITION, "output %d was not selected for readback", index);
+  const variant* v = e->cur;
+  rlx_tensor t = v->g->outputs[index];
+  rlx_dtype st = rlx_tensor_type(v->g, t)->dtype;
+  if (!convertible(st, dtype))
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "output %d is %s; cannot read it as %s", index,
+                    rlx_dtype_name(st), rlx_dtype_name(dtype));
+  size_t need = (size_t)count * rlx_dtype_size(dtype);
+  if (!dst || bytes < need)
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "output %d needs %zu bytes as %s, buffer has %zu",
+                    index, need, rlx_dtype_name(dtype), bytes);
+  uint64_t off = v->plan.offset[t] + (uint64_t)first * rlx_dtype_size(st);
+  uint64_t nb = (uint64_t)count * rlx_dtype_size(st);
+  if (st == dtype) return e->backend->download(v->be, off, dst, nb, err);
+  void* tmp = malloc(nb ? nb : 1);
+  RLX_CHECK_ALLOC(err, tmp);
+  rlx_status s = e->backend->download(v->be, off, tmp, nb, err);
+  if (s == RLX_OK) rlx_convert(dst, dtype, tmp, st, count);
+  free(tmp);
+  return s;
+}
+
+rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype, void* dst,
+                                size_t bytes) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  rlx_type t;
+  RLX_RETURN_IF_ERROR(output_type(e, index, &t));
+  return read_elements(e, index, 0, rlx_type_numel(&t), dtype, dst, bytes);
+}
+
+rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
+                                    rlx_dtype dtype, void* dst, size_t bytes) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  rlx_type t;
+  RLX_RETURN_IF_ERROR(output_type(e, index, &t));
+  if (t.rank < 1 || row < 0 || row >= t.shape[0])
+    return rlx_fail((rlx_error*)&e->err, RLX_OUT_OF_RANGE, "row %lld outside output %d", (long long)row,
+                    index);
+  int64_t per_row = rlx_type_numel(&t) / (t.shape[0] ? t.shape[0] : 1);
+  return read_elements(e, index, row * per_row, per_row, dtype, dst, bytes);
+}
+
+/* ------------------------------------------------------------ introspection */
+
+rlx_status rlx_exec_graph(const rlx_exec* e, const rlx_graph** out_graph) {
+  if (!e || !out_graph) return RLX_INVALID_ARGUMENT;
+  *out_graph = e->cur ? e->cur->g : NULL;
+  return e->cur ? RLX_OK : RLX_FAILED_PRECONDITION;
+}
+
+rlx_status rlx_exec_steps(const rlx_exec* e, const rlx_step_list** out_steps,
+                          const rlx_plan** out_plan) {
+  if (!e || !e->cur) return RLX_FAILED_PRECONDITION;
+  if (out_steps) *out_steps = &e->cur->steps;
+  if (out_plan) *out_plan = &e->cur->plan;
+  return RLX_OK;
+}
+
+rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out) {
+  if (!e || !out) return RLX_INVALID_ARGUMENT;
+  if (!e->cur)
+    return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION, "not compiled yet (symbolic dims unbound)");
+  out->arena_bytes = e->cur->plan.arena_bytes;
+  out->tensor_bytes = e->cur->plan.tensor_bytes;
+  out->peak_live_bytes = e->cur->plan.peak_live_bytes;
+  out->launches = e->cur->steps.n;
+  return RLX_OK;
+}
+
+/* Growable text buffer for the report. */
+typedef struct strbuf { char* s; size_t n, cap; } strbuf;
+static void sb_add(strbuf* b, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(strbuf* b, const char* fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int w = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) return;
+    if (b->s && b->n + (size_t)w < b->cap) { b->n += (size_t)w; return; }
+    size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)w;
+    char* g = realloc(b->s, cap);
+    if (!g) return;
+    b->s = g;
+    b->cap = cap;
+  }
+}
+
+static const char* op_display_name(int op) { return rlx_op_table[op].text; }
+
+rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
+  if (!e || !out_text) return RLX_INVALID_ARGUMENT;
+  if (!e->cur)
+    return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION, "not compiled yet (symbolic dims unbound)");
+  const variant* v = e->cur;
+  strbuf b = {0};
+  sb_add(&b, "dispatch report (device %s)\n", e->backend->name);
+  sb_add(&b, "  %-28s %7s %7s %10s %7s\n", "op", "native", "fused", "decomposed", "host");
+  for (int op = 0; op < RLX_OP_COUNT; op++) {
+    int32_t n = v->counts.native[op], d = v->counts.decomposed[op], h = v->counts.host[op];
+    if (!n && !d && !h) continue;
+    sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, 0, d, h);
+  }
+  const rlx_plan* p = &v->plan;
+  sb_add(&b, "  arena %llu bytes, tensors %llu bytes, peak-live bound %llu bytes (arena/bound %.3f)\n",
+         (unsigned long long)p->arena_bytes, (unsigned long long)p->tensor_bytes,
+         (unsigned long long)p->peak_live_bytes,
+         p->peak_live_bytes ? (double)p->arena_bytes / (double)p->peak_live_bytes : 1.0);
+  sb_add(&b, "  launches per run %d\n", v->steps.n);
+  if (!b.s) return rlx_fail((rlx_error*)&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  *out_text = b.s;
+  return RLX_OK;
+}

@@ -1,0 +1,207 @@
+/* rlx generate: autoregressive token generation with a GPT-style graph
+ * (input "tokens" [ctx] of token ids, first output logits [ctx, vocab]). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+
+enum { GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND };
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: rlx generate FILE [--prompt 1,2,3] [--tokens 16] [--temperature T]\n"
+          "                         [--seed N] [--report] [model options]\n"
+          "\n"
+          "Generates token ids with FILE, a graph with one input \"tokens\" (i64 or i32,\n"
+          "shape [ctx]) whose first output is the logits [ctx, vocab] (e.g. the graph\n"
+          "from `rlx example gpt`). The prompt is padded to ctx with zeros; each step\n"
+          "runs the whole window, reads the logits row of the last real token, picks\n"
+          "the next token and appends it, until --tokens are made or the window is\n"
+          "full. Prints the prompt, the generated ids, the median per-token latency\n"
+          "and the total time.\n"
+          "\n"
+          "options:\n"
+          "  --prompt IDS        comma-separated token ids (default 1,2,3)\n"
+          "  --tokens N          tokens to generate (default 16)\n"
+          "  --temperature T     0 (default): greedy argmax; > 0: sample from\n"
+          "                      softmax(logits / T), on the host\n"
+          "  --seed N            sampling seed (default 0)\n"
+          "  --report            print the dispatch report at the end\n");
+  cli_model_opts_help(f, GEN_OPTS);
+  fprintf(f, "  (--device defaults to best here: the first available of cuda, vulkan,\n"
+             "   webgpu, cpu)\n");
+}
+
+typedef struct gen_args {
+  cli_model_opts model;
+  const char* prompt;
+  int64_t tokens;
+  double temperature;
+  uint64_t seed;
+  int report;
+} gen_args;
+
+/* Everything the generation loop needs to know about the model. */
+typedef struct gen_model {
+  rlx_dtype token_dtype;
+  int64_t ctx, vocab;
+} gen_model;
+
+static int parse_args(const char* cmd, int argc, char** argv, gen_args* a, int* out_help) {
+  for (int i = 1; i < argc; i++) {
+    const char* v = NULL;
+    int m = cli_model_opt(cmd, argc, argv, &i, GEN_OPTS, &a->model);
+    if (m < 0) return -m;
+    if (m > 0) continue;
+    int rc = CLI_OK;
+    if (cli_is_help(argv[i])) {
+      *out_help = 1;
+      return CLI_OK;
+    } else if (strcmp(argv[i], "--report") == 0) {
+      a->report = 1;
+    } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--prompt", &v)) != 0) {
+      rc = m < 0 ? CLI_USAGE : CLI_OK;
+      a->prompt = v;
+    } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--tokens", &v)) != 0) {
+      rc = m < 0 ? CLI_USAGE : cli_parse_i64(cmd, "--tokens", v, 0, 1 << 24, &a->tokens);
+    } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--temperature", &v)) != 0) {
+      rc = m < 0 ? CLI_USAGE : cli_parse_f64(cmd, "--temperature", v, &a->temperature);
+    } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--seed", &v)) != 0) {
+      int64_t s = 0;
+      rc = m < 0 ? CLI_USAGE : cli_parse_i64(cmd, "--seed", v, 0, INT64_MAX, &s);
+      a->seed = (uint64_t)s;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      cli_error(cmd, "unknown option '%s' (see rlx generate --help)", argv[i]);
+      rc = CLI_USAGE;
+    } else if (a->model.file) {
+      cli_error(cmd, "more than one FILE ('%s' and '%s')", a->model.file, argv[i]);
+      rc = CLI_USAGE;
+    } else {
+      a->model.file = argv[i];
+    }
+    if (rc != CLI_OK) return rc;
+  }
+  if (!a->model.file) {
+    cli_error(cmd, "missing FILE");
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  if (a->temperature < 0) {
+    cli_error(cmd, "--temperature must be >= 0");
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+/* Parses "1,2,3" into ids (each in [0, vocab)); *out_n ids, at most cap. */
+static int parse_prompt(const char* cmd, const char* text, int64_t vocab, int64_t* ids,
+                        int64_t cap, int64_t* out_n) {
+  int64_t n = 0;
+  const char* p = text;
+  while (*p) {
+    char item[32];
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= sizeof item) {
+      cli_error(cmd, "--prompt: bad token list '%s' (expected ids like 1,2,3)", text);
+      return CLI_USAGE;
+    }
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (n >= cap) {
+      cli_error(cmd, "--prompt has more than ctx=%lld tokens", (long long)cap);
+      return CLI_USAGE;
+    }
+    if (cli_parse_i64(cmd, "--prompt token", item, 0, vocab - 1, &ids[n]) != CLI_OK)
+      return CLI_USAGE;
+    n++;
+    p += len;
+    if (*p == ',') p++;
+  }
+  if (n == 0) {
+    cli_error(cmd, "--prompt is empty");
+    return CLI_USAGE;
+  }
+  *out_n = n;
+  return CLI_OK;
+}
+
+/* Checks the graph's contract: input "tokens" [ctx] (the only input) and
+ * output 0 of shape [ctx, vocab]. */
+static int inspect_model(const char* cmd, const rlx_graph* g, const rlx_exec* e,
+                         const cli_bindings* b, gen_model* m) {
+  int32_t tokens_node = -1;
+  for (int32_t i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op != RLX_OP_INPUT) continue;
+    if (strcmp(g->nodes[i].a.name, "tokens") != 0) {
+      cli_error(cmd, "the graph has an input '%s': generate feeds only \"tokens\"",
+                g->nodes[i].a.name);
+      return CLI_FAIL;
+    }
+    tokens_node = i;
+  }
+  if (tokens_node < 0) {
+    cli_error(cmd, "the graph has no input named \"tokens\"");
+    return CLI_FAIL;
+  }
+  const rlx_type* t = &g->values[g->nodes[tokens_node].out[0]].type;
+  if (t->rank != 1 || (t->dtype != RLX_I64 && t->dtype != RLX_I32)) {
+    char buf[128];
+    cli_error(cmd, "input \"tokens\" is %s: expected i64[ctx] or i32[ctx]",
+              rlx_type_str(g, t, buf, sizeof buf));
+    return CLI_FAIL;
+  }
+  if (cli_concrete_shape(cmd, g, b, t, "input \"tokens\"", &m->ctx) != CLI_OK) return CLI_FAIL;
+  m->token_dtype = t->dtype;
+  rlx_dtype dt;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  if (rlx_exec_output_count(e) < 1 || rlx_exec_output_type(e, 0, &dt, &rank, shape) != RLX_OK) {
+    cli_error(cmd, "the graph has no output (expected logits [ctx, vocab])");
+    return CLI_FAIL;
+  }
+  if (rank != 2 || shape[0] != m->ctx || !rlx_dtype_is_float(dt) || shape[1] < 1) {
+    cli_error(cmd, "output 0 is %s rank %d: expected float logits [ctx=%lld, vocab]",
+              rlx_dtype_name(dt), (int)rank, (long long)m->ctx);
+    return CLI_FAIL;
+  }
+  m->vocab = shape[1];
+  return CLI_OK;
+}
+
+static int64_t argmax_row(const float* row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (row[i] > row[best]) best = i;
+  return best;
+}
+
+/* Samples from softmax(row / temperature); NaN logits get no mass. */
+static int64_t sample_row(const float* row, int64_t n, double temperature, uint64_t* rng) {
+  double mx = -INFINITY, total = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (row[i] > mx) mx = row[i];
+  if (!isfinite(mx)) return argmax_row(row, n);
+  for (int64_t i = 0; i < n; i++)
+    if (!isnan(row[i])) total += exp((row[i] - mx) / temperature);
+  double r = cli_rng_uniform(rng) * total, acc = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(row[i])) continue;
+    acc += exp((row[i] - mx) / temperature);
+    if (r < acc) return i;
+  }
+  return argmax_row(row, n);
+}
+
+static int set_tokens(const char* cmd, rlx_exec* e, const gen_model* m, const int64_t* ids,
+                      void* staging) {
+  for (int64_t i = 0; i < m->ctx; i++) rlx_store_i64_any(staging, m->token_dtype, i, ids[i]);
+  size_t bytes = (size_t)m->ctx * rlx_dtype_size(m->token_dtype);
+  rlx_dim shape[1] = {m->ctx};
+  if (rlx_exec_set_input(e, "tokens", m->token_dtype, shape, 1, staging, bytes) != RLX_OK) {
+    cli_error(cmd, "input \"tokens\": %s", rlx_exec_last_error(e));
+    return CLI_FAIL;
+  }
+  return CLI_OK;
+}

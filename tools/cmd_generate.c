@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "ir/dtype.h"
 
 enum { GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND };
 
@@ -196,7 +197,7 @@ static int64_t sample_row(const float* row, int64_t n, double temperature, uint6
 
 static int set_tokens(const char* cmd, rlx_exec* e, const gen_model* m, const int64_t* ids,
                       void* staging) {
-  for (int64_t i = 0; i < m->ctx; i++) rlx_store_i64_any(staging, m->token_dtype, i, ids[i]);
+  for (int64_t i = 0; i < m->ctx; i++) rlx_store_i64(staging, m->token_dtype, i, ids[i]);
   size_t bytes = (size_t)m->ctx * rlx_dtype_size(m->token_dtype);
   rlx_dim shape[1] = {m->ctx};
   if (rlx_exec_set_input(e, "tokens", m->token_dtype, shape, 1, staging, bytes) != RLX_OK) {
@@ -204,4 +205,114 @@ static int set_tokens(const char* cmd, rlx_exec* e, const gen_model* m, const in
     return CLI_FAIL;
   }
   return CLI_OK;
+}
+
+static void print_ids(const char* what, const int64_t* ids, int64_t n) {
+  printf("%s:", what);
+  for (int64_t i = 0; i < n; i++) printf(" %lld", (long long)ids[i]);
+  printf("\n");
+}
+
+/* The generation loop. Every step runs the full window: positions past the
+ * last real token hold padding (0), but the causal mask means row len-1 of
+ * the logits only sees positions <= len-1, so the padding cannot change the
+ * token chosen. */
+static int generate(const char* cmd, rlx_exec* e, const gen_model* m, const gen_args* a,
+                    int64_t* ids, int64_t prompt_len, double* step_ms, int64_t* out_len) {
+  float* row = malloc((size_t)m->vocab * sizeof *row);
+  void* staging = malloc((size_t)m->ctx * sizeof(int64_t));
+  if (!row || !staging) {
+    free(row);
+    free(staging);
+    cli_error(cmd, "out of memory");
+    return CLI_FAIL;
+  }
+  uint64_t rng = a->seed ^ 0x5851f42d4c957f2dull;
+  int64_t len = prompt_len;
+  int rc = CLI_OK;
+  for (int64_t step = 0; step < a->tokens && len < m->ctx && rc == CLI_OK; step++) {
+    double t0 = cli_now_ms();
+    rc = set_tokens(cmd, e, m, ids, staging);
+    if (rc == CLI_OK && rlx_exec_run(e) != RLX_OK) {
+      cli_error(cmd, "run failed at step %lld: %s", (long long)step, rlx_exec_last_error(e));
+      rc = CLI_FAIL;
+    }
+    if (rc == CLI_OK && rlx_exec_read_output_row(e, 0, len - 1, RLX_F32, row,
+                                                 (size_t)m->vocab * sizeof *row) != RLX_OK) {
+      cli_error(cmd, "reading logits row %lld: %s", (long long)(len - 1),
+                rlx_exec_last_error(e));
+      rc = CLI_FAIL;
+    }
+    if (rc != CLI_OK) break;
+    ids[len++] = a->temperature > 0 ? sample_row(row, m->vocab, a->temperature, &rng)
+                                    : argmax_row(row, m->vocab);
+    step_ms[step] = cli_now_ms() - t0;
+  }
+  free(row);
+  free(staging);
+  *out_len = len;
+  return rc;
+}
+
+static int run_generation(const char* cmd, rlx_graph* g, rlx_exec* e, const gen_args* a) {
+  gen_model m;
+  if (inspect_model(cmd, g, e, &a->model.bindings, &m) != CLI_OK) return CLI_FAIL;
+  int32_t only_logits = 0;
+  /* Only the logits come back from each run; other outputs stay on the device. */
+  if (rlx_exec_select_outputs(e, &only_logits, 1) != RLX_OK) {
+    cli_error(cmd, "select outputs: %s", rlx_exec_last_error(e));
+    return CLI_FAIL;
+  }
+  int64_t* ids = calloc((size_t)m.ctx, sizeof *ids);
+  double* step_ms = calloc((size_t)(a->tokens > 0 ? a->tokens : 1), sizeof *step_ms);
+  int64_t prompt_len = 0, len = 0;
+  int rc = ids && step_ms ? CLI_OK : CLI_FAIL;
+  if (rc != CLI_OK) cli_error(cmd, "out of memory");
+  if (rc == CLI_OK)
+    rc = parse_prompt(cmd, a->prompt ? a->prompt : "1,2,3", m.vocab, ids, m.ctx, &prompt_len);
+  double t0 = cli_now_ms();
+  if (rc == CLI_OK) rc = generate(cmd, e, &m, a, ids, prompt_len, step_ms, &len);
+  double total = cli_now_ms() - t0;
+  if (rc == CLI_OK) {
+    int64_t made = len - prompt_len;
+    const char* device = a->model.device;
+    rlx_device_resolve(a->model.device, &device);
+    printf("model: %s on %s (ctx %lld, vocab %lld), %s\n", a->model.file, device,
+           (long long)m.ctx, (long long)m.vocab,
+           a->temperature > 0 ? "sampling" : "greedy");
+    print_ids("prompt", ids, prompt_len);
+    print_ids("generated", ids + prompt_len, made);
+    if (made < a->tokens)
+      printf("stopped: the context window (ctx %lld) is full\n", (long long)m.ctx);
+    printf("per-token latency: median %.3f ms; total %.3f ms for %lld tokens\n",
+           cli_quantile(step_ms, (int)made, 0.5), total, (long long)made);
+    if (a->report) rc = cli_print_report(cmd, e);
+  }
+  free(ids);
+  free(step_ms);
+  return rc;
+}
+
+int cmd_generate(int argc, char** argv) {
+  const char* cmd = "generate";
+  gen_args a;
+  memset(&a, 0, sizeof a);
+  cli_model_opts_init(&a.model);
+  a.model.device = "best";
+  a.tokens = 16;
+  int help = 0;
+  int rc = parse_args(cmd, argc, argv, &a, &help);
+  if (help) {
+    usage(stdout);
+    cli_model_opts_free(&a.model);
+    return CLI_OK;
+  }
+  rlx_graph* g = NULL;
+  rlx_exec* e = NULL;
+  if (rc == CLI_OK) rc = cli_prepare(cmd, &a.model, 0, &g, &e);
+  if (rc == CLI_OK) rc = run_generation(cmd, g, e, &a);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+  cli_model_opts_free(&a.model);
+  return rc;
 }

@@ -271,7 +271,7 @@ static rlx_status parse_npy(const char* src, const void* buf, size_t n, rlx_erro
   header_parser p = {src, (const char*)b + hpos, hlen, 0, err};
   npy_header h;
   RLX_RETURN_IF_ERROR(parse_header(&p, &h));
-  rlx_dtype t;
+  rlx_dtype t = RLX_F32;
   RLX_RETURN_IF_ERROR(descr_to_dtype(src, h.descr, &t, err));
   size_t bytes = 0;
   RLX_RETURN_IF_ERROR(payload_bytes(src, &h, t, &bytes, err));

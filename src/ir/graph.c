@@ -93,10 +93,10 @@ const char* rlx_type_str(const rlx_graph* g, const rlx_type* t, char* buf, size_
   for (int32_t i = 0; i < t->rank && i < RLX_MAX_RANK && at < cap; i++) {
     rlx_dim d = t->shape[i];
     const char* sep = i ? "," : "";
-    int64_t sym = -d - 1;
+    int64_t sym = d < 0 ? -(d + 1) : 0; /* no overflow, even for RLX_DIM_INFER */
     if (d >= 0)
       n = snprintf(buf + at, cap - at, "%s%lld", sep, (long long)d);
-    else if (g && d != RLX_DIM_INFER && sym < g->n_symbols)
+    else if (g && sym < g->n_symbols)
       n = snprintf(buf + at, cap - at, "%s%s", sep, g->symbols[sym]);
     else
       n = snprintf(buf + at, cap - at, "%s?", sep);
@@ -475,7 +475,7 @@ static rlx_status infer_reshape_dim(rlx_graph* g, const rlx_type* x, rlx_dim* sh
   }
   if (at < 0) return RLX_OK;
   for (int32_t i = 0; i < rank; i++)
-    if (i != at && shape[i] < 0 && -shape[i] - 1 >= g->n_symbols)
+    if (i != at && shape[i] < 0 && -(shape[i] + 1) >= g->n_symbols)
       return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "dim %d is %lld, not a size or symbol",
                                (int)i, (long long)shape[i]);
   dim_factors fx, ft;
@@ -505,7 +505,7 @@ rlx_status rlx_graph_add_reshape(rlx_graph* g, rlx_tensor x, const rlx_dim* shap
                                  int32_t rank, rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
   rlx_node_attrs a = {0};
-  rlx_type xt;
+  rlx_type xt = {0};
   RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_RESHAPE, 0, x, &xt));
   RLX_RETURN_IF_ERROR(declared_type(g, RLX_OP_RESHAPE, xt.dtype, shape, rank, &a.type));
   RLX_RETURN_IF_ERROR(infer_reshape_dim(g, &xt, a.type.shape, rank));
@@ -528,7 +528,7 @@ rlx_status rlx_graph_add_transpose(rlx_graph* g, rlx_tensor x, const int32_t* pe
                                    int32_t rank, rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
   rlx_node_attrs a = {0};
-  rlx_type xt;
+  rlx_type xt = {0};
   RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_TRANSPOSE, 0, x, &xt));
   if (rank != xt.rank || (rank > 0 && !perm))
     return rlx_graph_fail_op(g, RLX_OP_TRANSPOSE, 0, "perm has %d entries for a rank-%d input",
@@ -561,7 +561,7 @@ rlx_status rlx_graph_add_expand(rlx_graph* g, rlx_tensor x, const rlx_dim* shape
                                 int32_t rank, rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
   rlx_node_attrs a = {0};
-  rlx_type xt;
+  rlx_type xt = {0};
   RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_EXPAND, 0, x, &xt));
   RLX_RETURN_IF_ERROR(declared_type(g, RLX_OP_EXPAND, xt.dtype, shape, rank, &a.type));
   return add1(g, RLX_OP_EXPAND, &a, &x, 1, out);
@@ -590,7 +590,7 @@ rlx_status rlx_graph_add_reverse(rlx_graph* g, rlx_tensor x, const int32_t* axes
                                  int32_t n_axes, rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
   rlx_node_attrs a = {0};
-  rlx_type xt;
+  rlx_type xt = {0};
   RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_REVERSE, 0, x, &xt));
   RLX_RETURN_IF_ERROR(axes_mask(g, RLX_OP_REVERSE, 0, axes, n_axes, xt.rank, &a.axes));
   return add1(g, RLX_OP_REVERSE, &a, &x, 1, out);
@@ -667,7 +667,7 @@ rlx_status rlx_graph_add_reduce(rlx_graph* g, rlx_reduce_op op, rlx_tensor x,
                                 rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
   rlx_node_attrs a = {0};
-  rlx_type xt;
+  rlx_type xt = {0};
   a.kind = (int32_t)op;
   a.keep_dim = keep_dim;
   RLX_RETURN_IF_ERROR(input_type(g, RLX_OP_REDUCE, a.kind, x, &xt));

@@ -29,8 +29,8 @@ typedef struct infer_ctx {
 static const char* dim_str(const rlx_graph* g, rlx_dim d, char* buf, size_t cap) {
   if (d >= 0)
     snprintf(buf, cap, "%lld", (long long)d);
-  else if (-d - 1 < g->n_symbols)
-    snprintf(buf, cap, "%s", g->symbols[-d - 1]);
+  else if (-(d + 1) < g->n_symbols)
+    snprintf(buf, cap, "%s", g->symbols[-(d + 1)]);
   else
     snprintf(buf, cap, "?");
   return buf;
@@ -62,6 +62,8 @@ static rlx_status check_inputs(infer_ctx* c) {
     rlx_tensor x = c->in[i];
     if (x == RLX_NONE && input_is_optional(c->op, i)) {
       c->t[i] = NULL;
+    } else if (x == RLX_NONE) {
+      return FAIL(c, "input %d is required (got none)", (int)i);
     } else if (x < 0 || x >= c->g->n_values) {
       return FAIL(c, "input %d is tensor %%%d, which does not exist", (int)i, (int)x);
     } else {
@@ -76,7 +78,7 @@ static rlx_status check_inputs(infer_ctx* c) {
 static int valid_dtype(rlx_dtype d) { return (unsigned)d < RLX_DTYPE_COUNT; }
 
 static int valid_dim(const rlx_graph* g, rlx_dim d) {
-  return d >= 0 || (d != RLX_DIM_INFER && -d - 1 < g->n_symbols);
+  return d >= 0 || -(d + 1) < g->n_symbols;
 }
 
 /* Static element count stays far from overflow (symbols count as 1; they are
@@ -590,7 +592,7 @@ static rlx_status check_eps(infer_ctx* c) {
 static rlx_status infer_layer_norm(infer_ctx* c) {
   const rlx_type* x = c->t[0];
   rlx_node_attrs* a = c->a;
-  char b1[160], b2[160];
+  char b1[160], b2[160], b3[160];
   RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
   RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
   RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
@@ -600,7 +602,7 @@ static rlx_status infer_layer_norm(infer_ctx* c) {
   for (int32_t i = 1; i <= 2; i++)
     if (c->t[i] && !rlx_type_equal(c->t[i], &want))
       return FAIL(c, "%s must be %s (input %s from axis %d), got %s", i == 1 ? "gamma" : "beta",
-                  TSTR(c, &want, b1), TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[i], b2));
+                  TSTR(c, &want, b1), TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[i], b3));
   c->out[0] = *x;
   return RLX_OK;
 }
@@ -738,7 +740,7 @@ static rlx_status infer_rope(infer_ctx* c) {
   int32_t s, h;
   layout_axes(a->layout, &s, &h);
   rlx_dim batch = x->shape[0], seq = x->shape[s], rows = cs->shape[0];
-  int per_token = batch >= 0 && seq >= 0 && rows == batch * seq;
+  int per_token = batch > 0 && seq >= 0 && seq <= INT64_MAX / batch && rows == batch * seq;
   if (rows != seq && !per_token)
     return FAIL(c, "cos/sin have %s rows; x %s needs S or B*S rows", DSTR(c, rows, b1),
                 TSTR(c, x, b2));
@@ -808,6 +810,10 @@ rlx_status rlx_infer_node(rlx_graph* g, rlx_op op, rlx_node_attrs* attrs, const 
   rlx_type outs[RLX_MAX_OUTPUTS];
   memset(outs, 0, sizeof outs);
   c.out = outs;
+  rlx_type* declared = &attrs->type;
+  if ((rlx_op_table[op].flags & OPF_DECLARED) && declared->rank >= 0 &&
+      declared->rank <= RLX_MAX_RANK)
+    for (int32_t d = declared->rank; d < RLX_MAX_RANK; d++) declared->shape[d] = 0;
   RLX_RETURN_IF_ERROR(infer_op(&c));
   for (int32_t i = 0; i < rlx_op_table[op].n_outputs; i++) {
     RLX_RETURN_IF_ERROR(check_size(&c, &outs[i], "output"));

@@ -748,6 +748,7 @@ static rlx_status parse_axes(parser* p, int32_t input_rank, uint32_t* out) {
     if (ax < 0 || ax >= RLX_MAX_RANK)
       return FAIL(p, &toks[i], "axis %" PRId64 " out of range for rank %" PRId32, vals[i],
                   input_rank);
+    if (*out & (1u << ax)) return FAIL(p, &toks[i], "axis %" PRId64 " listed twice", vals[i]);
     *out |= 1u << ax;
   }
   return RLX_OK;

@@ -402,6 +402,10 @@ static rlx_status lower_row_op(rlx_graph* g, const rlx_plan* plan, int32_t ni, r
   s->p.rowop.reverse = n->a.reverse;
   s->p.rowop.k = n->a.k;
   s->p.rowop.largest = n->a.largest;
+  /* An arg-reduction over nothing has no answer (torch raises too). */
+  const rlx_row_params* row = &s->p.rowop.row;
+  if (k == RLX_K_ARG_REDUCE && row->n == 0 && row->outer * row->inner != 0)
+    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "argmax/argmin over an empty axis");
   if (k == RLX_K_TOPK && (n->a.k < 0 || n->a.k > s->p.rowop.row.n))
     return fail_node(g, ni, RLX_INVALID_ARGUMENT, "topk k exceeds the axis size");
   return RLX_OK;

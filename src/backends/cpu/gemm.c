@@ -60,8 +60,11 @@ static void ukernel_scalar(int64_t kc, const float* a, const float* b, float* c,
 /* AVX-512: 12 rows x 32 columns = 24 zmm accumulators, 2 loads of B and 12
  * broadcasts of A per k step (the broadcasts fold into the FMAs as memory
  * operands), leaving registers for the B vectors. */
+#ifndef AVX512_MR
 #define AVX512_MR 12
 #define AVX512_NV 2
+#endif
+
 #define AVX512_NR (16 * AVX512_NV)
 #ifndef AVX512_PF_A
 #define AVX512_PF_A 192

@@ -363,6 +363,7 @@ static rlx_status run_arg_reduce(uint8_t* arena, const rlx_step* s) {
   uint8_t* o = view_base(arena, &s->out[0]);
   rlx_dtype t = s->in[0].dtype;
   int ints = is_intlike(t);
+  if (r->n <= 0) return RLX_OK; /* rejected at lowering; never read an empty row */
   for (int64_t oi = 0; oi < r->outer; oi++) {
     for (int64_t j = 0; j < r->inner; j++) {
       int64_t best_i = 0;

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# CLI smoke + behaviour tests: bash tests/cli.sh path/to/rlx (from the repo root).
+# Every check compares exit codes and output contents; any mismatch fails.
+set -euo pipefail
+
+RLX=${1:?usage: bash tests/cli.sh path/to/rlx}
+RLX=$(cd "$(dirname "$RLX")" && pwd)/$(basename "$RLX")
+DATA=tests/data/cli
+GPT=examples/tiny_gpt.rlx
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+OUT=$TMP/stdout
+ERR=$TMP/stderr
+checks=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  echo "--- stdout:" >&2; cat "$OUT" >&2 || true
+  echo "--- stderr:" >&2; cat "$ERR" >&2 || true
+  exit 1
+}
+
+# ok DESC -- CMD...: CMD must exit 0 (stdout/stderr kept in $OUT/$ERR).
+ok() {
+  local desc=$1; shift; shift
+  local rc=0
+  "$@" >"$OUT" 2>"$ERR" || rc=$?
+  [ "$rc" -eq 0 ] || fail "$desc: exit $rc, expected 0 ($*)"
+  checks=$((checks + 1))
+}
+
+# bad DESC CODE -- CMD...: CMD must exit with CODE (1: failure, 2: usage),
+# print something on stderr, and not crash (no signal exit codes).
+bad() {
+  local desc=$1 want=$2; shift; shift; shift
+  local rc=0
+  "$@" >"$OUT" 2>"$ERR" || rc=$?
+  [ "$rc" -eq "$want" ] || fail "$desc: exit $rc, expected $want ($*)"
+  [ -s "$ERR" ] || fail "$desc: no message on stderr"
+  checks=$((checks + 1))
+}
+
+# has FILE REGEX DESC: FILE must contain a line matching REGEX (grep -E).
+has() {
+  grep -Eq -- "$2" "$1" || fail "$3: no line matching /$2/ in $(basename "$1")"
+  checks=$((checks + 1))
+}
+
+# field NAME: the value of NAME=... on the line of output INDEX in $OUT.
+field() { sed -n "s/^output $1 .* $2=\([^ ]*\).*/\1/p" "$OUT"; }
+
+# close A B [TOL]: |A - B| <= TOL * max(1, |A|, |B|).
+close() {
+  awk -v a="$1" -v b="$2" -v t="${3:-1e-5}" 'BEGIN {
+    d = a - b; if (d < 0) d = -d; m = 1;
+    if (a > m) m = a; if (-a > m) m = -a; if (b > m) m = b; if (-b > m) m = -b;
+    exit !(d <= t * m) }' || fail "expected $1 ~= $2"
+  checks=$((checks + 1))
+}
+
+# ---------------------------------------------------------------- help
+ok "rlx help" -- "$RLX" help
+has "$OUT" "^usage: rlx" "rlx help"
+for c in devices run bench dot generate example; do
+  ok "rlx $c --help" -- "$RLX" "$c" --help
+  has "$OUT" "^usage: rlx $c" "rlx $c --help"
+done
+ok "rlx help run" -- "$RLX" help run
+has "$OUT" "ending in \"beta\", \"bias\"" "run --help documents the init rule"
+bad "no command" 2 -- "$RLX"
+bad "unknown command" 2 -- "$RLX" frobnicate
+has "$ERR" "unknown command 'frobnicate'" "unknown command"
+bad "unknown option" 2 -- "$RLX" run "$DATA/neg.rlx" --frob
+has "$ERR" "unknown option '--frob'" "unknown option"
+bad "missing option value" 2 -- "$RLX" run "$DATA/neg.rlx" --seed
+has "$ERR" "--seed needs a value" "missing value"
+bad "bad integer" 2 -- "$RLX" run "$DATA/neg.rlx" --seed 12x
+has "$ERR" "'12x' is not an integer" "bad integer"
+
+# ---------------------------------------------------------------- devices
+ok "devices" -- "$RLX" devices
+has "$OUT" "^cpu +available" "cpu is available"
+for d in cuda vulkan webgpu; do
+  # "not built" in a CPU-only build; a GPU build says available/unavailable.
+  has "$OUT" "^$d +(not built|unavailable: .+|available)" "$d is listed with its state"
+done
+[ "$(wc -l <"$OUT")" -eq 4 ] || fail "devices: expected 4 lines"
+
+# ---------------------------------------------------------------- run: errors
+bad "missing file" 1 -- "$RLX" run "$TMP/nothere.rlx"
+has "$ERR" "cannot open .*nothere.rlx" "missing file"
+bad "syntax error" 1 -- "$RLX" run "$DATA/bad_syntax.rlx"
+has "$ERR" "bad_syntax.rlx:3:[0-9]+: .*nag" "syntax error names line:col and the token"
+bad "shape error" 1 -- "$RLX" run "$DATA/bad_shape.rlx"
+has "$ERR" "bad_shape.rlx:4:[0-9]+: .*matmul" "shape error names line:col and the op"
+bad "onnx" 1 -- "$RLX" run "$TMP/model.onnx"
+has "$ERR" "ONNX import not built yet" "onnx"
+bad "unknown device" 1 -- "$RLX" run "$DATA/neg.rlx" --device nosuchdev
+has "$ERR" "unknown device 'nosuchdev'" "unknown device is named"
+bad "unbound symbol" 1 -- "$RLX" run "$DATA/sym.rlx"
+has "$ERR" "symbol 'batch' is unbound" "unbound symbol"
+bad "bind unknown symbol" 1 -- "$RLX" run "$DATA/sym.rlx" --bind batch=2 --bind seq=3
+has "$ERR" "no symbol 'seq'" "bind of an unknown symbol"
+bad "input of unknown name" 1 -- "$RLX" run "$DATA/neg.rlx" --input nope=$TMP/x.npy
+has "$ERR" "nope" "bad --input names the input"
+
+# ---------------------------------------------------------------- run: outputs
+ok "run neg" -- "$RLX" run "$DATA/neg.rlx" --seed 7
+has "$OUT" "^output 0 y: f32\[2,3\] = ([-0-9.e]+ ){6} sum=" "run prints name, type, values, sum"
+first_out=$(cat "$OUT")
+ok "run neg again" -- "$RLX" run "$DATA/neg.rlx" --seed 7
+[ "$(cat "$OUT")" = "$first_out" ] || fail "same seed, different output"
+ok "run neg other seed" -- "$RLX" run "$DATA/neg.rlx" --seed 8
+[ "$(cat "$OUT")" != "$first_out" ] || fail "different seed, same output"
+
+# --save writes .npy that --input reads back: neg(neg(x)) == x.
+ok "run --save" -- "$RLX" run "$DATA/neg.rlx" --seed 7 --save "$TMP/s1"
+[ -s "$TMP/s1/out0.npy" ] || fail "--save wrote no out0.npy"
+sum1=$(field 0 sum)
+ok "run --input saved" -- "$RLX" run "$DATA/neg.rlx" --input "x=$TMP/s1/out0.npy" --save "$TMP/s2"
+sum2=$(field 0 sum)
+close "$sum2" "$(awk -v s="$sum1" 'BEGIN { print -s }')"
+ok "run --input twice-negated" -- "$RLX" run "$DATA/neg.rlx" --input "x=$TMP/s2/out0.npy"
+[ "$(field 0 sum)" = "$sum1" ] || fail "neg(neg(y)) != y: $(field 0 sum) vs $sum1"
+printf 'not a numpy file' >"$TMP/garbage.npy"
+bad "corrupt npy" 1 -- "$RLX" run "$DATA/neg.rlx" --input "x=$TMP/garbage.npy"
+has "$ERR" "input 'x': .*garbage.npy" "corrupt .npy names the input and file"
+bad "input of wrong shape" 1 -- "$RLX" run "$DATA/vec.rlx" --input "v=$TMP/s1/out0.npy"
+has "$ERR" "input 'v'" "wrong-rank input is named"
+
+# Symbols: from --bind, or from an input's shape.
+ok "run sym --bind" -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --save "$TMP/sym"
+has "$OUT" "^output 0 h: f32\[3,5\]" "--bind sets the shape"
+ok "make x[7,4]" -- "$RLX" run "$DATA/rows.rlx" --save "$TMP/rows"
+ok "run sym from npy" -- "$RLX" run "$DATA/sym.rlx" --input "x=$TMP/rows/out0.npy"
+has "$OUT" "^output 0 h: f32\[7,5\]" "an input's shape binds the symbol"
+bad "conflicting binding" 1 -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --input "x=$TMP/rows/out0.npy"
+has "$ERR" "'batch' bound to both 3 and 7" "conflicting binding"
+
+# Param init rule: ".g" -> 1, ".b" -> 0, others normal(0, 0.02).
+ok "init rule" -- "$RLX" run "$DATA/init.rlx"
+has "$OUT" "^output 0 neg_g: f32\[4\] = -1 -1 -1 -1 " ".g params are 1"
+close "$(field 1 abs_sum)" 0
+w_abs=$(field 2 abs_sum)
+awk -v a="$w_abs" 'BEGIN { exit !(a > 0.2 && a < 2.5) }' || fail "normal(0,0.02) x64: abs_sum $w_abs"
+checks=$((checks + 1))
+init0=$(cat "$OUT")
+ok "init other seed" -- "$RLX" run "$DATA/init.rlx" --init-params 5
+[ "$(cat "$OUT")" != "$init0" ] || fail "--init-params did not change the weights"
+ok "init same seed" -- "$RLX" run "$DATA/init.rlx" --init-params 0
+[ "$(cat "$OUT")" = "$init0" ] || fail "param init is not deterministic"
+
+# --params DIR: w.npy is loaded, y = x + w, z = -w.
+ok "make w" -- "$RLX" run "$DATA/vec.rlx" --seed 3 --save "$TMP/w"
+negv_sum=$(field 0 sum)
+mkdir -p "$TMP/params"
+cp "$TMP/w/out0.npy" "$TMP/params/w.npy"
+ok "run --params" -- "$RLX" run "$DATA/params.rlx" --params "$TMP/params"
+close "$(field 1 sum)" "$(awk -v s="$negv_sum" 'BEGIN { print -s }')"
+cp "$TMP/s1/out0.npy" "$TMP/params/w.npy"
+bad "param of wrong shape" 1 -- "$RLX" run "$DATA/params.rlx" --params "$TMP/params"
+has "$ERR" "param 'w'" "wrong-shape param is named"
+
+# Random integer inputs stay in [0, 4) (valid indices), bools work.
+ok "run gather" -- "$RLX" run "$DATA/gather.rlx" --seed 11
+has "$OUT" "^output 1 out1: i64\[5\] = [0-3] [0-3] [0-3] [0-3] [0-3] " "random ints in [0, 4)"
+
+# --report prints the dispatch report.
+ok "run --report" -- "$RLX" run "$DATA/neg.rlx" --report
+has "$OUT" "arena" "report shows the arena"
+
+# ---------------------------------------------------------------- example
+ok "example gpt" -- "$RLX" example gpt
+cmp -s "$OUT" "$GPT" || fail "$GPT is stale: regenerate it with: rlx example gpt --out $GPT"
+checks=$((checks + 1))
+bad "example bad heads" 2 -- "$RLX" example gpt --dim 30 --heads 4
+has "$ERR" "not a multiple" "dim/heads check"
+bad "example unknown" 2 -- "$RLX" example llama
+ok "example small" -- "$RLX" example gpt --vocab 50 --dim 16 --layers 1 --heads 2 --ctx 8 \
+  --out "$TMP/small.rlx"
+ok "run small" -- "$RLX" run "$TMP/small.rlx"
+has "$OUT" "^output 0 logits: f32\[8,50\]" "small gpt logits shape"
+
+# ---------------------------------------------------------------- run + dot + bench on the GPT
+ok "run gpt" -- "$RLX" run "$GPT" --report
+has "$OUT" "^output 0 logits: f32\[32,256\]" "gpt logits shape"
+has "$OUT" "attention" "report lists attention"
+ok "dot" -- "$RLX" dot "$GPT"
+has "$OUT" "^digraph" "dot output"
+has "$OUT" "attention" "dot shows attention"
+ok "dot --after" -- "$RLX" dot "$GPT" --after
+has "$OUT" "^digraph .*after passes" "dot --after title"
+ok "dot sym --after" -- "$RLX" dot "$DATA/sym.rlx" --after --bind batch=2
+bad "dot bad file" 1 -- "$RLX" dot "$DATA/bad_syntax.rlx"
+has "$ERR" "bad_syntax.rlx:3:" "dot parse error"
+ok "bench" -- "$RLX" bench "$GPT" --warmup 1 --iters 3
+has "$OUT" "median [0-9.]+ ms, p10 [0-9.]+ ms, p90 [0-9.]+ ms" "bench summary"
+has "$OUT" "^\{\"name\": \".*tiny_gpt.rlx\", \"device\": \"cpu\", \"iters\": 3, \"median_ms\": [0-9.]+" \
+  "bench JSON line"
+bad "bench bad iters" 2 -- "$RLX" bench "$GPT" --iters 0
+
+# ---------------------------------------------------------------- generate
+ok "generate" -- "$RLX" generate "$GPT" --device cpu --prompt 5,6,7 --tokens 6 --report
+has "$OUT" "^prompt: 5 6 7$" "generate prints the prompt"
+has "$OUT" "^generated:( [0-9]+){6}$" "generate makes 6 tokens"
+has "$OUT" "per-token latency: median [0-9.]+ ms; total [0-9.]+ ms for 6 tokens" "latency"
+has "$OUT" "arena" "generate --report"
+gen=$(sed -n 's/^generated: //p' "$OUT")
+# Greedy decoding is deterministic, and the padding after the last real token
+# cannot matter (causal mask): continuing from prompt + 3 generated tokens
+# must reproduce the last 3.
+read -r g1 g2 g3 g4 g5 g6 <<<"$gen"
+ok "generate continued" -- "$RLX" generate "$GPT" --device cpu --prompt "5,6,7,$g1,$g2,$g3" --tokens 3
+has "$OUT" "^generated: $g4 $g5 $g6$" "continuation matches"
+ok "generate to full context" -- "$RLX" generate "$GPT" --device cpu --prompt 1 --tokens 40
+has "$OUT" "context window \(ctx 32\) is full" "stops at ctx"
+has "$OUT" "^generated:( [0-9]+){31}$" "fills the window"
+ok "generate sampled" -- "$RLX" generate "$GPT" --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+s1=$(grep '^generated' "$OUT")
+ok "generate sampled again" -- "$RLX" generate "$GPT" --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+[ "$(grep '^generated' "$OUT")" = "$s1" ] || fail "sampling with a seed is not reproducible"
+bad "prompt out of vocab" 2 -- "$RLX" generate "$GPT" --prompt 1,999
+has "$ERR" "999 is outside \[0, 255\]" "prompt range"
+bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --prompt 1,,2
+bad "generate on a non-LM graph" 1 -- "$RLX" generate "$DATA/neg.rlx"
+has "$ERR" "input 'x'" "generate names the unexpected input"
+
+echo "cli.sh: all $checks checks passed"

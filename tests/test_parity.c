@@ -1,0 +1,509 @@
+/* Op parity: every op, random shapes (odd, prime and size-1 dims included),
+ * random non-zero data, run on every device and compared with the CPU
+ * reference (options.reference = 1). Written once for all backends: "cpu"
+ * here means the CPU fast paths. A device that is not built or cannot start
+ * is reported as SKIP with its reason, never as a pass.
+ *
+ * Tolerances (relative L2 vs the reference): f32 1e-5 (exact f32 paths on
+ * every backend), f16/bf16 2e-2; integer and bool outputs must be equal.
+ *
+ *   test_parity [device ...]     default: cpu cuda vulkan webgpu
+ *   RLX_PARITY_ROUNDS=n          random shapes per case (default 3) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define MAX_IN 8
+
+typedef struct pcase {
+  rlx_graph* g;
+  int n_in;
+  rlx_tensor ins[MAX_IN]; /* input i is named "in<i>" */
+  char name[96];
+} pcase;
+
+/* ------------------------------------------------------------ graph helpers */
+
+static rlx_tensor input(pcase* c, rlx_dtype t, const rlx_dim* shape, int rank) {
+  char name[16];
+  snprintf(name, sizeof name, "in%d", c->n_in++);
+  rlx_tensor x = RLX_NONE;
+  rlx_graph_add_input(c->g, name, t, shape, rank, &x);
+  c->ins[c->n_in - 1] = x;
+  return x;
+}
+
+static int64_t rdim(void) {
+  static const int64_t dims[] = {1, 2, 3, 5, 7, 8, 13, 16, 17, 31};
+  return dims[test_rand_int(0, 9)];
+}
+
+static void rshape(rlx_dim* s, int rank) {
+  for (int i = 0; i < rank; i++) s[i] = rdim();
+}
+
+/* A shape that broadcasts against s: some dims set to 1, maybe fewer dims. */
+static int bshape(const rlx_dim* s, int rank, rlx_dim* out) {
+  int r = (int)test_rand_int(1, rank);
+  for (int i = 0; i < r; i++) out[i] = test_rand_int(0, 2) == 0 ? 1 : s[rank - r + i];
+  return r;
+}
+
+static void outputs(pcase* c, const rlx_tensor* t, int n) { rlx_graph_set_outputs(c->g, t, n); }
+
+/* ------------------------------------------------------------ cases */
+
+typedef void (*case_fn)(pcase* c, int variant);
+typedef struct case_def {
+  const char* name;
+  case_fn fn;
+  int variants;
+} case_def;
+
+static void c_binary(pcase* c, int op) {
+  rlx_dim s[4], b[4];
+  int rank = (int)test_rand_int(1, 4);
+  rshape(s, rank);
+  int br = bshape(s, rank, b);
+  rlx_tensor x = input(c, RLX_F32, s, rank), y = input(c, RLX_F32, b, br), z;
+  if (test_rand_int(0, 1)) { rlx_tensor t = x; x = y; y = t; }
+  rlx_graph_add_binary(c->g, (rlx_binary_op)op, x, y, &z);
+  outputs(c, &z, 1);
+}
+
+static void c_compare_where(pcase* c, int op) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  rlx_tensor x = input(c, RLX_F32, s, 3), y = input(c, RLX_F32, s + 1, 2), m, w;
+  rlx_graph_add_compare(c->g, (rlx_compare_op)op, x, y, &m);
+  rlx_graph_add_where(c->g, m, x, y, &w);
+  rlx_tensor o[2] = {m, w};
+  outputs(c, o, 2);
+}
+
+static void c_activation(pcase* c, int act) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  rlx_tensor x = input(c, RLX_F32, s, 3), y;
+  if (act == RLX_ACT_LOG || act == RLX_ACT_SQRT || act == RLX_ACT_RSQRT) {
+    rlx_graph_add_activation(c->g, RLX_ACT_ABS, x, &x); /* keep the domain valid */
+  }
+  rlx_graph_add_activation(c->g, (rlx_activation)(act + 1), x, &y);
+  outputs(c, &y, 1);
+}
+
+static void c_matmul(pcase* c, int v) {
+  int64_t M = rdim(), N = rdim(), K = rdim(), B = rdim();
+  int ta = v & 1, tb = (v >> 1) & 1;
+  rlx_dim as[3] = {B, ta ? K : M, ta ? M : K}, bs[2] = {tb ? N : K, tb ? K : N}, bias_s[1] = {N};
+  rlx_tensor a = input(c, RLX_F32, as, 3), b = input(c, RLX_F32, bs, 2), y;
+  if (v < 4) {
+    rlx_graph_add_matmul(c->g, a, b, ta, tb, &y);
+  } else {
+    rlx_tensor bias = input(c, RLX_F32, bias_s, 1);
+    rlx_activation acts[4] = {RLX_ACT_NONE, RLX_ACT_RELU, RLX_ACT_GELU, RLX_ACT_GELU_APPROX};
+    rlx_graph_add_fused_matmul_bias_act(c->g, a, b, bias, ta, tb, acts[v & 3], &y);
+  }
+  outputs(c, &y, 1);
+}
+
+static void c_matmul_half(pcase* c, int v) {
+  int64_t M = rdim() * 4, N = rdim() * 4, K = rdim() * 4;
+  rlx_dim as[2] = {M, K}, bs[2] = {K, N};
+  rlx_dtype t = v ? RLX_BF16 : RLX_F16;
+  rlx_tensor a = input(c, RLX_F32, as, 2), b = input(c, RLX_F32, bs, 2), ah, bh, y, yf;
+  rlx_graph_add_cast(c->g, a, t, &ah);
+  rlx_graph_add_cast(c->g, b, t, &bh);
+  rlx_graph_add_matmul(c->g, ah, bh, 0, 0, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &yf);
+  outputs(c, &yf, 1);
+}
+
+static void c_reduce(pcase* c, int op) {
+  rlx_dim s[4];
+  rshape(s, 4);
+  int32_t axes[4];
+  int n = 0;
+  for (int d = 0; d < 4; d++)
+    if (test_rand_int(0, 1)) axes[n++] = d;
+  rlx_tensor x = input(c, RLX_F32, s, 4), y;
+  rlx_graph_add_reduce(c->g, (rlx_reduce_op)op, x, axes, n, (int)test_rand_int(0, 1), &y);
+  outputs(c, &y, 1);
+}
+
+static void c_rowops(pcase* c, int v) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  int axis = (int)test_rand_int(-3, 2);
+  rlx_tensor x = input(c, RLX_F32, s, 3), o[2];
+  int n = 1;
+  switch (v) {
+    case 0: rlx_graph_add_softmax(c->g, x, axis, &o[0]); break;
+    case 1: rlx_graph_add_log_softmax(c->g, x, axis, &o[0]); break;
+    case 2: rlx_graph_add_cumsum(c->g, x, axis, (int)test_rand_int(0, 1), (int)test_rand_int(0, 1), &o[0]); break;
+    case 3: rlx_graph_add_argmax(c->g, x, axis, (int)test_rand_int(0, 1), &o[0]); break;
+    case 4: rlx_graph_add_argmin(c->g, x, axis, (int)test_rand_int(0, 1), &o[0]); break;
+    default: {
+      int64_t dim = s[(axis + 3) % 3];
+      rlx_graph_add_topk(c->g, x, test_rand_int(1, dim), axis, (int)test_rand_int(0, 1), &o[0], &o[1]);
+      n = 2;
+    }
+  }
+  outputs(c, o, n);
+}
+
+static void c_layout(pcase* c, int v) {
+  rlx_dim s[4];
+  rshape(s, 4);
+  rlx_tensor x = input(c, RLX_F32, s, 4), y;
+  switch (v) {
+    case 0: { int32_t perm[4] = {2, 0, 3, 1}; rlx_graph_add_transpose(c->g, x, perm, 4, &y); break; }
+    case 1: {
+      int axis = (int)test_rand_int(0, 3);
+      int64_t start = test_rand_int(0, s[axis] - 1);
+      rlx_graph_add_narrow(c->g, x, axis, start, test_rand_int(1, s[axis] - start), &y);
+      break;
+    }
+    case 2: {
+      rlx_dim s2[4] = {s[0], s[1], rdim(), s[3]};
+      rlx_tensor xs[3] = {x, input(c, RLX_F32, s2, 4), x};
+      rlx_graph_add_concat(c->g, xs, 3, 2, &y);
+      break;
+    }
+    case 3: {
+      rlx_dim one[3] = {s[1], 1, s[3]}, full[4] = {s[0], s[1], s[2], s[3]};
+      rlx_tensor z = input(c, RLX_F32, one, 3);
+      rlx_graph_add_expand(c->g, z, full, 4, &y);
+      break;
+    }
+    case 4: { int32_t axes[2] = {0, 2}; rlx_graph_add_reverse(c->g, x, axes, 2, &y); break; }
+    case 5: { rlx_dim r[2] = {s[0] * s[1], s[2] * s[3]}; rlx_tensor t; rlx_graph_add_reshape(c->g, x, r, 2, &t);
+              rlx_graph_add_activation(c->g, RLX_ACT_TANH, t, &y); break; }
+    default: { /* casts through every dtype and back to f32 */
+      rlx_dtype ts[6] = {RLX_F16, RLX_BF16, RLX_F64, RLX_I32, RLX_I64, RLX_BOOL};
+      rlx_graph_add_cast(c->g, x, ts[v - 6], &y);
+      break;
+    }
+  }
+  outputs(c, &y, 1);
+}
+
+static void c_gather_scatter(pcase* c, int v) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  int axis = (int)test_rand_int(0, 2);
+  rlx_tensor x = input(c, RLX_F32, s, 3), y;
+  if (v == 0) {
+    int64_t n = test_rand_int(1, 6);
+    int64_t idx[6];
+    for (int i = 0; i < n; i++) idx[i] = test_rand_int(-s[axis], s[axis] - 1);
+    rlx_dim is[2] = {1, n};
+    rlx_tensor ci;
+    rlx_graph_add_constant(c->g, RLX_I64, is, 2, idx, sizeof(int64_t) * (size_t)n, &ci);
+    rlx_graph_add_gather(c->g, x, ci, axis, &y);
+  } else {
+    rlx_dim is[3] = {s[0], s[1], s[2]};
+    is[axis] = test_rand_int(1, s[axis]);
+    int64_t n = is[0] * is[1] * is[2];
+    int64_t* idx = malloc(sizeof(int64_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) idx[i] = test_rand_int(0, s[axis] - 1);
+    rlx_tensor ci, src = input(c, RLX_F32, is, 3);
+    rlx_graph_add_constant(c->g, RLX_I64, is, 3, idx, sizeof(int64_t) * (size_t)n, &ci);
+    free(idx);
+    rlx_graph_add_scatter_add(c->g, x, ci, src, axis, &y);
+  }
+  outputs(c, &y, 1);
+}
+
+static void c_norm(pcase* c, int v) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  s[2] = rdim() * 3;
+  rlx_dim cs[1] = {s[2]};
+  rlx_tensor x = input(c, RLX_F32, s, 3), gamma = input(c, RLX_F32, cs, 1),
+             beta = input(c, RLX_F32, cs, 1), o[2];
+  int n = 1;
+  switch (v) {
+    case 0: rlx_graph_add_layer_norm(c->g, x, gamma, beta, -1, 1e-5f, &o[0]); break;
+    case 1: rlx_graph_add_layer_norm(c->g, x, RLX_NONE, RLX_NONE, -1, 1e-5f, &o[0]); break;
+    case 2: rlx_graph_add_rms_norm(c->g, x, gamma, 1e-6f, &o[0]); break;
+    case 3: {
+      rlx_tensor r = input(c, RLX_F32, s, 3);
+      rlx_graph_add_fused_residual_layer_norm(c->g, x, r, beta, gamma, beta, 1e-5f, &o[0], &o[1]);
+      n = 2;
+      break;
+    }
+    default: {
+      rlx_tensor r = input(c, RLX_F32, s, 3);
+      rlx_graph_add_fused_residual_rms_norm(c->g, x, r, RLX_NONE, gamma, 1e-6f, &o[0], &o[1]);
+      n = 2;
+    }
+  }
+  outputs(c, o, n);
+}
+
+static void c_attention(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 3);
+  int64_t Sq = rdim(), Sk = Sq + test_rand_int(0, 5), D = 8 * test_rand_int(1, 4);
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = v & 1 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  d.mask = (rlx_mask_kind)(v >> 1);
+  d.window = (int32_t)test_rand_int(1, 6);
+  d.softcap = test_rand_int(0, 1) ? 5.0f : 0;
+  d.score_scale = test_rand_int(0, 1) ? 0.3f : 0;
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D};
+  if (d.layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H; qs[2] = Sq; ks[1] = Hkv; ks[2] = Sk;
+  }
+  rlx_tensor q = input(c, RLX_F32, qs, 4), k = input(c, RLX_F32, ks, 4), vv = input(c, RLX_F32, ks, 4);
+  rlx_tensor mask = RLX_NONE, y;
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) {
+    rlx_dim ms[4] = {B, 1, Sq, Sk};
+    mask = input(c, RLX_F32, ms, 4);
+  }
+  rlx_graph_add_attention(c->g, q, k, vv, mask, &d, &y);
+  outputs(c, &y, 1);
+}
+
+static void c_rope(pcase* c, int v) {
+  int64_t B = test_rand_int(1, 3), S = rdim(), H = test_rand_int(1, 4), D = 2 * test_rand_int(2, 8);
+  int64_t n_rot = v & 2 ? D : 2 * test_rand_int(1, D / 2);
+  rlx_layout layout = v & 4 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  rlx_dim xs[4] = {B, S, H, D};
+  if (layout == RLX_LAYOUT_BHSD) { xs[1] = H; xs[2] = S; }
+  rlx_dim ts[2] = {(v & 8) ? B * S : S, n_rot / 2};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), cs = input(c, RLX_F32, ts, 2), sn = input(c, RLX_F32, ts, 2), y;
+  rlx_graph_add_rope(c->g, x, cs, sn, (int32_t)D, (int32_t)n_rot, (rlx_rope_style)(v & 1), layout, &y);
+  outputs(c, &y, 1);
+}
+
+static void c_sample(pcase* c, int v) {
+  rlx_dim s[2] = {rdim(), rdim() + 1};
+  rlx_tensor x = input(c, RLX_F32, s, 2), y;
+  float temps[3] = {0, 1.0f, 0.7f};
+  rlx_graph_add_sample(c->g, x, v == 2 ? 3 : 0, v == 2 ? 0.9f : 1.0f, temps[v], &y);
+  outputs(c, &y, 1);
+}
+
+static void c_half_rows(pcase* c, int v) {
+  rlx_dim s[2] = {rdim(), rdim() * 2};
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  rlx_tensor x = input(c, RLX_F32, s, 2), xh, y, yf;
+  rlx_graph_add_cast(c->g, x, t, &xh);
+  if (v < 2) rlx_graph_add_softmax(c->g, xh, -1, &y);
+  else rlx_graph_add_binary(c->g, RLX_BIN_MUL, xh, xh, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &yf);
+  outputs(c, &yf, 1);
+}
+
+static const case_def CASES[] = {
+    {"binary", c_binary, RLX_BIN_COUNT},
+    {"compare_where", c_compare_where, RLX_CMP_COUNT},
+    {"activation", c_activation, RLX_ACT_COUNT - 1},
+    {"matmul", c_matmul, 8},
+    {"matmul_half", c_matmul_half, 2},
+    {"reduce", c_reduce, RLX_RED_COUNT},
+    {"row_ops", c_rowops, 6},
+    {"layout", c_layout, 12},
+    {"gather_scatter", c_gather_scatter, 2},
+    {"norm", c_norm, 5},
+    {"attention", c_attention, 10},
+    {"rope", c_rope, 16},
+    {"sample", c_sample, 3},
+    {"half_rows", c_half_rows, 4},
+};
+
+/* ------------------------------------------------------------ running */
+
+typedef struct run_result {
+  int n_out;
+  rlx_dtype dtype[4];
+  int64_t numel[4];
+  double* data[4];
+} run_result;
+
+static void result_free(run_result* r) {
+  for (int i = 0; i < r->n_out; i++) free(r->data[i]);
+  memset(r, 0, sizeof *r);
+}
+
+/* Inputs are random in [-2, 2) but never 0; the same for every device. */
+static float* make_input(int64_t* n_out, const rlx_dim* shape, const int32_t* rank, uint64_t seed) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < *rank; d++) n *= shape[d];
+  float* x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  test_seed(seed);
+  for (int64_t k = 0; k < n; k++) {
+    float v = (float)test_rand_uniform(-2, 2);
+    x[k] = v == 0 ? 0.5f : v;
+  }
+  *n_out = n;
+  return x;
+}
+
+static rlx_status run_on(const pcase* c, const char* device, int reference, uint64_t seed,
+                         run_result* r, char* err, size_t cap) {
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.reference = reference;
+  rlx_exec* e = NULL;
+  rlx_status s = rlx_compile(c->g, device, &o, &e);
+  if (s) { snprintf(err, cap, "compile: %s", rlx_graph_last_error(c->g)); return s; }
+  for (int i = 0; i < c->n_in && s == RLX_OK; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "in%d", i);
+    rlx_dtype dt;
+    int32_t rank;
+    rlx_dim shape[RLX_MAX_RANK];
+    s = rlx_graph_tensor_type(c->g, c->ins[i], &dt, &rank, shape);
+    if (s) { snprintf(err, cap, "no input %s", name); break; }
+    (void)dt; /* every parity input is f32; casts inside the graph make other dtypes */
+    int64_t n;
+    float* x = make_input(&n, shape, &rank, seed * 131 + (uint64_t)i);
+    s = rlx_exec_set_input(e, name, RLX_F32, shape, rank, x, sizeof(float) * (size_t)n);
+    free(x);
+    if (s) snprintf(err, cap, "set_input: %s", rlx_exec_last_error(e));
+  }
+  if (s == RLX_OK) {
+    rlx_exec_set_seed(e, seed);
+    s = rlx_exec_run(e);
+    if (s) snprintf(err, cap, "run: %s", rlx_exec_last_error(e));
+  }
+  r->n_out = s == RLX_OK ? rlx_exec_output_count(e) : 0;
+  for (int i = 0; i < r->n_out && s == RLX_OK; i++) {
+    int32_t rank;
+    int64_t shape[RLX_MAX_RANK], n = 1;
+    rlx_exec_output_type(e, i, &r->dtype[i], &rank, shape);
+    for (int32_t d = 0; d < rank; d++) n *= shape[d];
+    r->numel[i] = n;
+    r->data[i] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (r->dtype[i] == RLX_F32 || r->dtype[i] == RLX_F64 || r->dtype[i] == RLX_F16 ||
+        r->dtype[i] == RLX_BF16) {
+      s = rlx_exec_read_output(e, i, RLX_F64, r->data[i], sizeof(double) * (size_t)n);
+    } else {
+      size_t es = rlx_dtype_size(r->dtype[i]);
+      uint8_t* raw = malloc(es * (size_t)(n ? n : 1));
+      s = rlx_exec_read_output(e, i, r->dtype[i], raw, es * (size_t)n);
+      for (int64_t k = 0; k < n; k++) {
+        switch (r->dtype[i]) {
+          case RLX_I64: r->data[i][k] = (double)((int64_t*)raw)[k]; break;
+          case RLX_I32: r->data[i][k] = ((int32_t*)raw)[k]; break;
+          default: r->data[i][k] = raw[k]; break;
+        }
+      }
+      free(raw);
+    }
+    if (s) snprintf(err, cap, "read: %s", rlx_exec_last_error(e));
+  }
+  rlx_exec_destroy(e);
+  return s;
+}
+
+static int float_dtype(rlx_dtype t) {
+  return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16;
+}
+
+/* Compares a device result with the reference; returns 1 if equal within tolerance. */
+static int compare(const run_result* ref, const run_result* got, double tol, char* why, size_t cap) {
+  if (ref->n_out != got->n_out) { snprintf(why, cap, "output count differs"); return 0; }
+  for (int i = 0; i < ref->n_out; i++) {
+    if (ref->numel[i] != got->numel[i] || ref->dtype[i] != got->dtype[i]) {
+      snprintf(why, cap, "output %d type differs", i);
+      return 0;
+    }
+    if (float_dtype(ref->dtype[i])) {
+      double err = test_rel_l2(got->data[i], ref->data[i], ref->numel[i]);
+      if (!(err <= tol)) {
+        snprintf(why, cap, "output %d rel L2 %.3g > %.1g", i, err, tol);
+        return 0;
+      }
+    } else {
+      for (int64_t k = 0; k < ref->numel[i]; k++)
+        if (ref->data[i][k] != got->data[i][k]) {
+          snprintf(why, cap, "output %d element %lld: %g vs reference %g", i, (long long)k,
+                   got->data[i][k], ref->data[i][k]);
+          return 0;
+        }
+    }
+  }
+  return 1;
+}
+
+typedef struct device_tally {
+  const char* name;
+  int available;
+  const char* detail;
+  int pass, fail;
+} device_tally;
+
+int main(int argc, char** argv) {
+  const char* default_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
+  int n_dev = argc > 1 ? argc - 1 : 4;
+  device_tally dev[8];
+  for (int d = 0; d < n_dev && d < 8; d++) {
+    dev[d] = (device_tally){argc > 1 ? argv[d + 1] : default_devices[d], 0, "unknown", 0, 0};
+    for (int32_t i = 0; i < rlx_device_count(); i++) {
+      rlx_device_info info;
+      rlx_device_get(i, &info);
+      if (strcmp(info.name, dev[d].name) == 0) {
+        dev[d].available = info.available;
+        dev[d].detail = info.detail;
+      }
+    }
+  }
+  const char* env = getenv("RLX_PARITY_ROUNDS");
+  int rounds = env ? atoi(env) : 3;
+  int ref_failures = 0;
+  for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
+    for (int var = 0; var < CASES[ci].variants; var++) {
+      for (int round = 0; round < rounds; round++) {
+        uint64_t seed = (uint64_t)(ci * 1000 + (size_t)var * 10 + (size_t)round + 1);
+        test_seed(seed);
+        pcase c = {0};
+        rlx_graph_create(&c.g);
+        CASES[ci].fn(&c, var);
+        snprintf(c.name, sizeof c.name, "%s/%d/round%d", CASES[ci].name, var, round);
+        run_result ref = {0};
+        char err[512] = "";
+        if (run_on(&c, "cpu", 1, seed, &ref, err, sizeof err) != RLX_OK) {
+          printf("FAIL reference %s: %s\n", c.name, err);
+          ref_failures++;
+          rlx_graph_destroy(c.g);
+          continue;
+        }
+        double tol = strstr(CASES[ci].name, "half") ? 2e-2 : 1e-5;
+        for (int d = 0; d < n_dev; d++) {
+          if (!dev[d].available) continue;
+          run_result got = {0};
+          char why[512] = "";
+          int ok = run_on(&c, dev[d].name, 0, seed, &got, why, sizeof why) == RLX_OK &&
+                   compare(&ref, &got, tol, why, sizeof why);
+          if (ok) dev[d].pass++;
+          else {
+            dev[d].fail++;
+            printf("FAIL %s %s: %s\n", dev[d].name, c.name, why);
+          }
+          result_free(&got);
+        }
+        result_free(&ref);
+        rlx_graph_destroy(c.g);
+      }
+    }
+  }
+  int failed = ref_failures;
+  for (int d = 0; d < n_dev; d++) {
+    if (!dev[d].available)
+      printf("SKIP %-7s (%s)\n", dev[d].name, dev[d].detail);
+    else
+      printf("%s %-7s %d passed, %d failed\n", dev[d].fail ? "FAIL" : "PASS", dev[d].name,
+             dev[d].pass, dev[d].fail);
+    failed += dev[d].fail;
+  }
+  printf("reference failures: %d\n", ref_failures);
+  return failed ? 1 : 0;
+}

@@ -189,14 +189,12 @@ FAST_INLINE vf act_vector(int act, const vf* px) {
     case RLX_ACT_TANH: return vtanh(&x);
     case RLX_ACT_EXP: return vexp(&x);
     case RLX_ACT_SQRT: {
-      vf y;
-      for (int i = 0; i < VL; i++) y[i] = sqrtf(x[i]); /* becomes vsqrtps */
-      return y;
+      for (int i = 0; i < VL; i++) x[i] = sqrtf(x[i]); /* becomes vsqrtps */
+      return x;
     }
     case RLX_ACT_RSQRT: {
-      vf y;
-      for (int i = 0; i < VL; i++) y[i] = 1.0f / sqrtf(x[i]);
-      return y;
+      for (int i = 0; i < VL; i++) x[i] = 1.0f / sqrtf(x[i]);
+      return x;
     }
     case RLX_ACT_NEG: return -x;
     case RLX_ACT_ABS: return (vf)((vi)x & 0x7fffffff);
@@ -265,11 +263,9 @@ FAST_INLINE vf binary_vector(int op, const vf* pa, const vf* pb) {
       vf s = a + b;
       return vselect(&nan, &s, &y);
     }
-    default: {
-      vf y;
-      for (int i = 0; i < VL; i++) y[i] = binary_scalar(op, a[i], b[i]);
-      return y;
-    }
+    default:
+      for (int i = 0; i < VL; i++) a[i] = binary_scalar(op, a[i], b[i]);
+      return a;
   }
 }
 

@@ -275,6 +275,26 @@ rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
 rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
 void rlx_free(void* p);
 
+/* --- ONNX import (built when protobuf-c is found; otherwise these return
+ * RLX_UNIMPLEMENTED with "ONNX import not built") */
+/* Imports an ONNX model (opsets 7..22 for the ops that map onto the IR).
+ * Initializers become params named as in the file (rlx_onnx_set_params
+ * copies their values into an executable), graph inputs become inputs,
+ * symbolic dims become symbols. An op, attribute or dtype the importer does
+ * not support returns RLX_UNIMPLEMENTED; a malformed file RLX_INVALID_ARGUMENT.
+ * If out_error is not NULL it receives a malloc'd message naming the op type,
+ * node and problem (rlx_free it). */
+rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error);
+/* Sets on e every param that rlx_onnx_load made from the initializers of the
+ * ONNX file at path (the file is read again). */
+rlx_status rlx_onnx_set_params(struct rlx_exec* e, const char* path, char** out_error);
+/* Reads an ONNX TensorProto file (.pb, as in the ONNX test data). out_shape
+ * has room for RLX_MAX_RANK dims; *out_data is malloc'd (rlx_free it; never
+ * NULL) and holds *out_bytes bytes. */
+rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
+                                int64_t* out_shape, void** out_data, size_t* out_bytes,
+                                char** out_error);
+
 /* ------------------------------------------------------------------ devices */
 
 typedef struct rlx_device_info {

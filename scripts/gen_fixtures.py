@@ -1037,6 +1037,9 @@ def main():
     torch.set_grad_enabled(False)
     root = os.path.normpath(args.out)
     if os.path.isdir(root):
+        # only ever delete a folder this script wrote
+        if os.listdir(root) and not os.path.exists(os.path.join(root, "MANIFEST")):
+            raise SystemExit("%s exists and has no MANIFEST: refusing to replace it" % root)
         shutil.rmtree(root)
     os.makedirs(root)
     manifest = ["# case tolerance (relative L2 for float outputs; integer and bool",

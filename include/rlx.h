@@ -287,6 +287,7 @@ void rlx_free(void* p);
 rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error);
 /* Sets on e every param that rlx_onnx_load made from the initializers of the
  * ONNX file at path (the file is read again). */
+struct rlx_exec;
 rlx_status rlx_onnx_set_params(struct rlx_exec* e, const char* path, char** out_error);
 /* Reads an ONNX TensorProto file (.pb, as in the ONNX test data). out_shape
  * has room for RLX_MAX_RANK dims; *out_data is malloc'd (rlx_free it; never

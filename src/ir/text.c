@@ -408,6 +408,11 @@ __attribute__((format(printf, 4, 5))) static rlx_status fail_at(parser* p, int32
 }
 #define FAIL(p, t, ...) fail_at((p), (t)->line, (t)->col, __VA_ARGS__)
 
+static rlx_status out_of_memory(parser* p, const token* t) {
+  fail_at(p, t->line, t->col, "out of host memory");
+  return RLX_RESOURCE_EXHAUSTED;
+}
+
 static int32_t cur_col(const parser* p, size_t pos) {
   size_t c = pos - p->line_start + 1;
   return c > INT32_MAX ? INT32_MAX : (int32_t)c;
@@ -579,7 +584,7 @@ static rlx_status parse_float(parser* p, const token* t, float* out) {
 /* Decodes a string token already validated by lex_string. */
 static rlx_status decode_string(parser* p, const token* t, char** out) {
   char* s = malloc(t->n + 1);
-  if (!s) return FAIL(p, t, "out of memory");
+  if (!s) return out_of_memory(p, t);
   size_t n = 0;
   for (size_t i = 0; i < t->n; i++) {
     char c = t->s[i];
@@ -603,7 +608,7 @@ static rlx_status parse_hex_bytes(parser* p, const token* t, void** out, size_t*
   size_t digits = t->n - 2;
   if (digits % 2) return FAIL(p, t, "odd number of hex digits in constant data");
   unsigned char* d = malloc(digits / 2 + 1);
-  if (!d) return FAIL(p, t, "out of memory");
+  if (!d) return out_of_memory(p, t);
   for (size_t i = 0; i < digits; i += 2) {
     char hi = t->s[2 + i], lo = t->s[3 + i];
     if (!is_hex(hi) || !is_hex(lo)) {
@@ -647,7 +652,7 @@ static rlx_status parse_symbol_name(parser* p, const token* t, char** out) {
   if (t->kind == T_STR) return decode_string(p, t, out);
   if (t->kind != T_IDENT) return FAIL(p, t, "expected a symbol name");
   char* s = malloc(t->n + 1);
-  if (!s) return FAIL(p, t, "out of memory");
+  if (!s) return out_of_memory(p, t);
   tok_to_cstr(t, s, t->n + 1);
   *out = s;
   return RLX_OK;
@@ -838,7 +843,7 @@ static rlx_status parse_value_id(parser* p, const token* t, int64_t* out) {
 }
 
 static rlx_status lookup_input(parser* p, const token* t, rlx_tensor* out) {
-  int64_t id;
+  int64_t id = 0;
   RLX_RETURN_IF_ERROR(parse_value_id(p, t, &id));
   if (!id_map_find(&p->ids, id, out))
     return FAIL(p, t, "%%%" PRId64 " used before definition", id);
@@ -849,7 +854,7 @@ static rlx_status parse_outputs_ids(parser* p, node_line* nl) {
   for (;;) {
     const token* t = &p->tok;
     if (nl->n_out >= RLX_MAX_OUTPUTS) return FAIL(p, t, "more than %d outputs", RLX_MAX_OUTPUTS);
-    int64_t id;
+    int64_t id = 0;
     RLX_RETURN_IF_ERROR(parse_value_id(p, t, &id));
     if (id_map_find(&p->ids, id, NULL)) return FAIL(p, t, "%%%" PRId64 " redefined", id);
     for (int32_t i = 0; i < nl->n_out; i++)
@@ -946,7 +951,7 @@ static rlx_status add_parsed_node(parser* p, node_line* nl) {
   if (nl->label && rlx_graph_set_name(p->g, outs[0], nl->label) != RLX_OK)
     return FAIL(p, &nl->op_tok, "%s", rlx_graph_last_error(p->g));
   for (int32_t i = 0; i < nl->n_out; i++)
-    if (!id_map_put(&p->ids, nl->out_ids[i], outs[i])) return FAIL(p, &nl->op_tok, "out of memory");
+    if (!id_map_put(&p->ids, nl->out_ids[i], outs[i])) return out_of_memory(p, &nl->op_tok);
   return RLX_OK;
 }
 
@@ -974,7 +979,7 @@ static rlx_status parse_node_line(parser* p, node_line* nl) {
 
 static rlx_status parse_node(parser* p) {
   node_line* nl = calloc(1, sizeof *nl);
-  if (!nl) return FAIL(p, &p->tok, "out of memory");
+  if (!nl) return out_of_memory(p, &p->tok);
   rlx_status s = parse_node_line(p, nl);
   free(nl->a.name);
   free(nl->a.data);

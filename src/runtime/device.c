@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "runtime/backend.h"
+#ifdef RLX_HAVE_VULKAN
+#include "backends/vulkan/vk_backend.h"
+#endif
 
 typedef struct device_slot {
   const char* name;
@@ -16,7 +19,11 @@ typedef struct device_slot {
 /* Order of preference for "best". GPU backends join as their issues land. */
 static device_slot g_devices[] = {
     {"cuda", NULL, 0, ""},
+#ifdef RLX_HAVE_VULKAN
+    {"vulkan", &rlx_backend_vulkan, 0, ""},
+#else
     {"vulkan", NULL, 0, ""},
+#endif
     {"webgpu", NULL, 0, ""},
     {"cpu", &rlx_backend_cpu, 0, ""},
 };

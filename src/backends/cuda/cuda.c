@@ -1,0 +1,667 @@
+/* CUDA backend: the vtable (backend.h). One device arena per executable;
+ * pinned staging for uploads and readback; each step list becomes a
+ * "program" of launch records (cuda_launch.c), replayed as a CUDA graph
+ * where the schedule is capture-safe (no host-fallback step), eagerly
+ * otherwise. Optional multi-stream mode (RLX_CUDA_STREAMS=n): steps go to
+ * streams with event waits derived from their byte ranges (read-after-write,
+ * write-after-read, write-after-write), so independent branches overlap.
+ *
+ * Environment knobs (for tests and benchmarks; defaults are the product):
+ *   RLX_CUDA_GRAPHS=0      run eagerly, no graph capture
+ *   RLX_CUDA_STREAMS=n     streams per executable (default 1)
+ *   RLX_CUDA_HOST_OPS=a,b  ops (by text name) forced to the host fallback
+ *   RLX_CUDA_NO_CUBLASLT=1 own matmul kernels only
+ *   RLX_CUDA_DISABLE=1     report the device unavailable */
+#ifdef RLX_HAVE_CUDA
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda_internal.h"
+#include "ir/dtype.h"
+
+#define MAX_STREAMS 8
+#define STAGING_BYTES ((size_t)8 << 20)
+#define WORKSPACE_BYTES ((size_t)32 << 20)
+#define EXTRA_PROGRAMS 4
+
+/* Stream assignment and cross-stream waits, per step. */
+typedef struct schedule {
+  int32_t* stream_of;
+  int32_t* wait_begin; /* waits of step i: waits[wait_begin[i] .. wait_begin[i + 1]) */
+  int32_t* waits;      /* step indices whose event must complete first */
+  CUevent* events;     /* per step; created where another stream waits on it */
+} schedule;
+
+typedef struct program {
+  const rlx_step_list* src; /* identity of the step list it was built from */
+  uint64_t hash;
+  int32_t n_steps;
+  rlx_launch_list launches;
+  CUdeviceptr scratch;
+  int has_host;
+  schedule sched;
+  CUgraphExec graph;
+  int no_graph; /* capture failed or unsafe: run eagerly */
+  uint64_t age;
+} program;
+
+struct rlx_backend_exec {
+  const rlx_cuda_dev* d;
+  CUdeviceptr arena;
+  uint64_t arena_bytes;
+  CUdeviceptr state;     /* rlxk_state */
+  rlxk_state* state_host; /* pinned */
+  uint8_t* staging;      /* pinned */
+  size_t staging_used;
+  CUstream streams[MAX_STREAMS];
+  int n_streams;
+  CUevent fork, joins[MAX_STREAMS];
+  CUdeviceptr workspace; /* n_streams x WORKSPACE_BYTES, made on first matmul */
+  size_t workspace_bytes;
+  rlx_cuda_build build;
+  const rlx_step_list* main_steps;
+  program main;
+  program extra[EXTRA_PROGRAMS];
+  uint64_t clock;
+  uint8_t* mirror; /* host copy of the arena for fallback steps (lazy) */
+  int use_graphs;
+};
+
+static int env_int(const char* name, int dflt) {
+  const char* v = getenv(name);
+  return v && v[0] ? atoi(v) : dflt;
+}
+
+/* ------------------------------------------------------------------ vtable: probe */
+
+static int cuda_probe(char* reason, size_t cap) {
+  if (env_int("RLX_CUDA_DISABLE", 0)) {
+    snprintf(reason, cap, "disabled by RLX_CUDA_DISABLE");
+    return 0;
+  }
+  return rlx_cuda_device(reason, cap) != NULL;
+}
+
+/* Every op of the IR has a kernel; RLX_CUDA_HOST_OPS lists ops to force onto
+ * the host fallback (to test that path). */
+static int cuda_supports(const rlx_graph* g, int32_t ni) {
+  const char* env = getenv("RLX_CUDA_HOST_OPS");
+  if (!env || !env[0]) return 1;
+  const char* name = rlx_op_table[g->nodes[ni].op].text;
+  size_t n = strlen(name);
+  for (const char* p = env; (p = strstr(p, name)) != NULL; p += n) {
+    int starts = p == env || p[-1] == ',';
+    int ends = p[n] == '\0' || p[n] == ',';
+    if (starts && ends) return 0;
+  }
+  return 1;
+}
+
+/* ------------------------------------------------------------------ programs */
+
+static uint64_t hash_steps(const rlx_step_list* l) {
+  const uint8_t* p = (const uint8_t*)l->steps;
+  size_t n = (size_t)l->n * sizeof(rlx_step);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+static void schedule_free(rlx_backend_exec* be, schedule* s, int32_t n_steps) {
+  if (s->events)
+    for (int32_t i = 0; i < n_steps; i++)
+      if (s->events[i]) be->d->cu.event_destroy(s->events[i]);
+  free(s->stream_of);
+  free(s->wait_begin);
+  free(s->waits);
+  free(s->events);
+  memset(s, 0, sizeof *s);
+}
+
+static void program_free(rlx_backend_exec* be, program* p) {
+  if (p->graph) be->d->cu.graph_exec_destroy(p->graph);
+  if (p->scratch) be->d->cu.mem_free(p->scratch);
+  schedule_free(be, &p->sched, p->n_steps);
+  rlx_cuda_launch_list_free(be->d, &p->launches);
+  memset(p, 0, sizeof *p);
+}
+
+static int ranges_meet(const rlx_range* a, int32_t na, const rlx_range* b, int32_t nb) {
+  for (int32_t i = 0; i < na; i++)
+    for (int32_t j = 0; j < nb; j++)
+      if (a[i].begin < b[j].end && b[j].begin < a[i].end) return 1;
+  return 0;
+}
+
+/* Must `later` wait for `earlier`? RAW, WAR and WAW all order two steps; a
+ * host step orders against everything. */
+static int steps_conflict(const rlx_step* earlier, const rlx_step* later) {
+  if (earlier->kernel == RLX_K_HOST || later->kernel == RLX_K_HOST) return 1;
+  return ranges_meet(earlier->writes, earlier->n_writes, later->reads, later->n_reads) ||
+         ranges_meet(earlier->reads, earlier->n_reads, later->writes, later->n_writes) ||
+         ranges_meet(earlier->writes, earlier->n_writes, later->writes, later->n_writes);
+}
+
+/* A step joins the stream of its latest dependency (the dependency is then
+ * implicit); independent steps round-robin. For every other stream it waits
+ * on the latest conflicting step there, once. */
+static rlx_status schedule_build(rlx_backend_exec* be, const rlx_step_list* l, schedule* s,
+                                 rlx_error* err) {
+  int32_t n = l->n, ns = be->n_streams;
+  s->stream_of = calloc((size_t)n + 1, sizeof *s->stream_of);
+  s->wait_begin = calloc((size_t)n + 1, sizeof *s->wait_begin);
+  s->events = calloc((size_t)n + 1, sizeof *s->events);
+  s->waits = malloc(((size_t)n * (size_t)ns + 1) * sizeof *s->waits);
+  if (!s->stream_of || !s->wait_begin || !s->events || !s->waits)
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t next = 0, nw = 0;
+  int32_t latest[MAX_STREAMS];
+  for (int32_t i = 0; i < n; i++) {
+    const rlx_step* si = &l->steps[i];
+    for (int t = 0; t < ns; t++) latest[t] = -1;
+    int32_t last_dep = -1;
+    for (int32_t j = 0; j < i; j++) {
+      if (!steps_conflict(&l->steps[j], si)) continue;
+      latest[s->stream_of[j]] = j;
+      last_dep = j;
+    }
+    int32_t st = last_dep >= 0 ? s->stream_of[last_dep] : (next++ % ns);
+    if (si->kernel == RLX_K_HOST) st = 0;
+    s->stream_of[i] = st;
+    s->wait_begin[i] = nw;
+    for (int t = 0; t < ns; t++) {
+      if (t == st || latest[t] < 0) continue;
+      s->waits[nw++] = latest[t];
+      if (!s->events[latest[t]])
+        RLX_CU(be->d, err, "cuEventCreate",
+               be->d->cu.event_create(&s->events[latest[t]], CU_EVENT_DISABLE_TIMING));
+    }
+  }
+  s->wait_begin[n] = nw;
+  return RLX_OK;
+}
+
+static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, program* p,
+                                rlx_error* err) {
+  memset(p, 0, sizeof *p);
+  p->src = l;
+  p->n_steps = l->n;
+  for (int32_t i = 0; i < l->n; i++)
+    if (l->steps[i].kernel == RLX_K_MATMUL && !be->workspace && be->d->have_lt) {
+      size_t bytes = WORKSPACE_BYTES * (size_t)be->n_streams;
+      RLX_CU(be->d, err, "cuMemAlloc(cuBLASLt workspace)", be->d->cu.mem_alloc(&be->workspace, bytes));
+      be->workspace_bytes = WORKSPACE_BYTES;
+      be->build.workspace = be->workspace;
+      be->build.workspace_bytes = WORKSPACE_BYTES;
+    }
+  for (int32_t i = 0; i < l->n; i++)
+    RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
+  for (int32_t i = 0; i < p->launches.n; i++)
+    if (p->launches.v[i].kind == RLX_LAUNCH_HOST) p->has_host = 1;
+  if (p->launches.scratch_bytes)
+    RLX_CU(be->d, err, "cuMemAlloc(scratch)",
+           be->d->cu.mem_alloc(&p->scratch, (size_t)p->launches.scratch_bytes));
+  if (be->n_streams > 1) RLX_RETURN_IF_ERROR(schedule_build(be, l, &p->sched, err));
+  /* Capture safety comes from the steps: a host step needs the CPU mid-run. */
+  p->no_graph = p->has_host || !be->use_graphs;
+  return RLX_OK;
+}
+
+/* The program for a step list: the compiled one, or a cached one built for a
+ * list lowered at an active extent (keyed by its contents). */
+static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* l, program** out,
+                              rlx_error* err) {
+  be->clock++;
+  if (l == be->main_steps && be->main.src == l && be->main.n_steps == l->n) {
+    *out = &be->main;
+    return RLX_OK;
+  }
+  uint64_t h = hash_steps(l);
+  program* victim = &be->extra[0];
+  for (int i = 0; i < EXTRA_PROGRAMS; i++) {
+    program* p = &be->extra[i];
+    if (p->src && p->hash == h && p->n_steps == l->n) {
+      p->age = be->clock;
+      *out = p;
+      return RLX_OK;
+    }
+    if (!p->src || p->age < victim->age) victim = p;
+  }
+  program_free(be, victim);
+  rlx_status s = program_build(be, l, victim, err);
+  if (s) {
+    program_free(be, victim);
+    return s;
+  }
+  victim->hash = h;
+  victim->age = be->clock;
+  *out = victim;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ issuing launches */
+
+static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launch* x, CUstream s,
+                        int stream_index, rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  switch (x->kind) {
+    case RLX_LAUNCH_KERNEL: {
+      rlx_launch_params p = x->p;
+      /* Scratch users carry offsets into the program's scratch buffer. */
+      if (x->fn == RLX_CUDA_FN_SAMPLE) p.sample.scratch += pr->scratch;
+      if (x->fn == RLX_CUDA_FN_GEMV_V1 || x->fn == RLX_CUDA_FN_GEMV_V4 ||
+          x->fn == RLX_CUDA_FN_GEMV_FINISH)
+        p.mm.partial += pr->scratch;
+      CUdeviceptr arena = be->arena, state = be->state;
+      void* args[3] = {&arena, &p, &state};
+      CUresult r = d->cu.launch_kernel(d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
+                                       1, 1, x->smem, s, args, NULL);
+      if (r != CUDA_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "cuLaunchKernel(step %d)", x->step);
+        return rlx_cuda_fail(d, err, r, call);
+      }
+      return RLX_OK;
+    }
+    case RLX_LAUNCH_LT:
+      return rlx_cuda_mm_plan_run(d, x->plan, s,
+                                  be->workspace + (CUdeviceptr)stream_index * be->workspace_bytes,
+                                  be->workspace_bytes, err);
+    case RLX_LAUNCH_COPY:
+      RLX_CU(d, err, "cuMemcpyDtoDAsync",
+             d->cu.memcpy_dtod_async(be->arena + x->dst, be->arena + x->src, (size_t)x->bytes, s));
+      return RLX_OK;
+    default:
+      return rlx_fail(err, RLX_INTERNAL, "cuda: host launch issued as a device launch");
+  }
+}
+
+/* Other streams start after everything already queued on stream 0. */
+static rlx_status fork_streams(rlx_backend_exec* be, rlx_error* err) {
+  if (be->n_streams < 2) return RLX_OK;
+  RLX_CU(be->d, err, "cuEventRecord", be->d->cu.event_record(be->fork, be->streams[0]));
+  for (int t = 1; t < be->n_streams; t++)
+    RLX_CU(be->d, err, "cuStreamWaitEvent", be->d->cu.stream_wait_event(be->streams[t], be->fork, 0));
+  return RLX_OK;
+}
+
+static rlx_status join_streams(rlx_backend_exec* be, rlx_error* err) {
+  for (int t = 1; t < be->n_streams; t++) {
+    RLX_CU(be->d, err, "cuEventRecord", be->d->cu.event_record(be->joins[t], be->streams[t]));
+    RLX_CU(be->d, err, "cuStreamWaitEvent",
+           be->d->cu.stream_wait_event(be->streams[0], be->joins[t], 0));
+  }
+  return RLX_OK;
+}
+
+static rlx_status sync_all(rlx_backend_exec* be, rlx_error* err) {
+  for (int t = 0; t < be->n_streams; t++)
+    RLX_CU(be->d, err, "cuStreamSynchronize", be->d->cu.stream_synchronize(be->streams[t]));
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ host fallback */
+
+static int node_is_nn(const rlx_graph* g, int32_t ni) {
+  switch (g->nodes[ni].op) {
+    case RLX_OP_MATMUL:
+    case RLX_OP_FUSED_MATMUL_BIAS_ACT:
+    case RLX_OP_LAYER_NORM:
+    case RLX_OP_RMS_NORM:
+    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
+    case RLX_OP_ATTENTION:
+    case RLX_OP_ROPE:
+    case RLX_OP_SAMPLE: return 1;
+    default: return 0;
+  }
+}
+
+static rlx_status dtoh(rlx_backend_exec* be, void* dst, uint64_t off, uint64_t bytes, rlx_error* err);
+static rlx_status htod(rlx_backend_exec* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err);
+
+/* Runs step s with the CPU reference against a host mirror of the arena:
+ * download what it reads, run the node's reference steps, upload what it
+ * writes. */
+static rlx_status run_host_step(rlx_backend_exec* be, const rlx_step* s, const rlx_run_ctx* ctx,
+                                rlx_error* err) {
+  if (!ctx || !ctx->graph || !ctx->plan)
+    return rlx_fail(err, RLX_INTERNAL, "cuda: host step of node %d without a graph", s->node);
+  if (!be->mirror) {
+    be->mirror = malloc((size_t)(be->arena_bytes ? be->arena_bytes : 1));
+    RLX_CHECK_ALLOC(err, be->mirror);
+  }
+  RLX_RETURN_IF_ERROR(sync_all(be, err));
+  for (int32_t k = 0; k < s->n_reads; k++)
+    RLX_RETURN_IF_ERROR(dtoh(be, be->mirror + s->reads[k].begin, s->reads[k].begin,
+                             s->reads[k].end - s->reads[k].begin, err));
+  rlx_status st = RLX_OK;
+  if (s->kernel != RLX_K_HOST) {
+    st = rlx_ref_run_step(be->mirror, s, ctx, err);
+  } else {
+    /* The node's own steps, lowered against the same plan. */
+    rlx_step_list tmp = {0};
+    rlx_graph* g = (rlx_graph*)ctx->graph;
+    st = node_is_nn(g, s->node) ? rlx_lower_nn(g, ctx->plan, s->node, &tmp)
+                                : rlx_lower_basic(g, ctx->plan, s->node, &tmp);
+    if (st) rlx_fail(err, st, "%s", g->err.msg);
+    for (int32_t i = 0; i < tmp.n && st == RLX_OK; i++) st = rlx_ref_run_step(be->mirror, &tmp.steps[i], ctx, err);
+    rlx_step_list_free(&tmp);
+  }
+  RLX_RETURN_IF_ERROR(st);
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(htod(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
+                             s->writes[k].end - s->writes[k].begin, err));
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ run */
+
+static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step_list* l,
+                               const rlx_run_ctx* ctx, int capturing, rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  RLX_RETURN_IF_ERROR(fork_streams(be, err));
+  int32_t cur_step = -1;
+  int stream = 0;
+  for (int32_t i = 0; i < pr->launches.n; i++) {
+    const rlx_launch* x = &pr->launches.v[i];
+    if (x->step != cur_step) {
+      /* Entering a new step: finish the previous one's event, wait on deps. */
+      if (cur_step >= 0 && be->n_streams > 1 && pr->sched.events[cur_step])
+        RLX_CU(d, err, "cuEventRecord",
+               d->cu.event_record(pr->sched.events[cur_step], be->streams[stream]));
+      cur_step = x->step;
+      stream = be->n_streams > 1 ? pr->sched.stream_of[cur_step] : 0;
+      if (be->n_streams > 1)
+        for (int32_t w = pr->sched.wait_begin[cur_step]; w < pr->sched.wait_begin[cur_step + 1]; w++)
+          RLX_CU(d, err, "cuStreamWaitEvent",
+                 d->cu.stream_wait_event(be->streams[stream], pr->sched.events[pr->sched.waits[w]], 0));
+    }
+    if (x->kind == RLX_LAUNCH_HOST) {
+      if (capturing) return rlx_fail(err, RLX_INTERNAL, "cuda: host step inside a graph capture");
+      RLX_RETURN_IF_ERROR(run_host_step(be, &l->steps[x->step], ctx, err));
+      RLX_RETURN_IF_ERROR(fork_streams(be, err));
+      continue;
+    }
+    RLX_RETURN_IF_ERROR(issue(be, pr, x, be->streams[stream], stream, err));
+  }
+  if (cur_step >= 0 && be->n_streams > 1 && pr->sched.events[cur_step])
+    RLX_CU(d, err, "cuEventRecord", d->cu.event_record(pr->sched.events[cur_step], be->streams[stream]));
+  return join_streams(be, err);
+}
+
+/* Captures the program into a graph; on failure the program runs eagerly
+ * from then on (the capture is discarded, nothing ran). */
+static void capture(rlx_backend_exec* be, program* pr, const rlx_step_list* l,
+                    const rlx_run_ctx* ctx) {
+  const rlx_cuda_dev* d = be->d;
+  rlx_error ignored;
+  CUgraph graph = NULL;
+  if (d->cu.stream_begin_capture(be->streams[0], CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
+    pr->no_graph = 1;
+    return;
+  }
+  rlx_status s = run_steps_of(be, pr, l, ctx, 1, &ignored);
+  CUresult r = d->cu.stream_end_capture(be->streams[0], &graph);
+  if (s == RLX_OK && r == CUDA_SUCCESS && graph &&
+      d->cu.graph_instantiate(&pr->graph, graph, 0) == CUDA_SUCCESS) {
+    d->cu.graph_destroy(graph);
+    return;
+  }
+  if (graph) d->cu.graph_destroy(graph);
+  pr->graph = NULL;
+  pr->no_graph = 1;
+}
+
+/* A kernel recorded a run-time error: name the node as the reference does. */
+static rlx_status report_kernel_error(rlx_backend_exec* be, const rlx_step_list* l,
+                                      const rlx_run_ctx* ctx, rlx_error* err) {
+  const rlxk_state* st = be->state_host;
+  int32_t step = (int32_t)(st->err_key >> 8) - 1;
+  int code = (int)(st->err_key & 0xff);
+  char nb[160] = "?";
+  int32_t node = step >= 0 && step < l->n ? l->steps[step].node : -1;
+  if (ctx && ctx->graph && node >= 0 && node < ctx->graph->n_nodes)
+    rlx_node_str(ctx->graph, node, nb, sizeof nb);
+  else
+    snprintf(nb, sizeof nb, "node %d", node);
+  switch (code) {
+    case RLXK_ERR_GATHER:
+    case RLXK_ERR_SCATTER:
+      return rlx_fail(err, RLX_OUT_OF_RANGE, "%s: %s index %lld out of range for an axis of size %lld",
+                      nb, code == RLXK_ERR_GATHER ? "gather" : "scatter_add", (long long)st->err_a,
+                      (long long)st->err_b);
+    case RLXK_ERR_NONFINITE:
+      return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %lld element %lld is not finite",
+                      nb, (long long)st->err_b, (long long)st->err_a);
+    default:
+      return rlx_fail(err, RLX_INTERNAL, "cuda: step %d reported error code %d", step, code);
+  }
+}
+
+static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
+                           rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  RLX_CU(d, err, "cuCtxSetCurrent", d->cu.ctx_set_current(d->ctx));
+  program* pr = NULL;
+  RLX_RETURN_IF_ERROR(program_for(be, steps, &pr, err));
+  /* Per-run state: the seed goes in through device memory, so a captured
+   * graph replays with each run's seed. */
+  memset(be->state_host, 0, sizeof *be->state_host);
+  be->state_host->seed = ctx ? ctx->seed : 0;
+  RLX_CU(d, err, "cuMemcpyHtoDAsync(state)",
+         d->cu.memcpy_htod_async(be->state, be->state_host, sizeof(rlxk_state), be->streams[0]));
+  if (!pr->no_graph && !pr->graph) capture(be, pr, steps, ctx);
+  if (pr->graph) {
+    RLX_CU(d, err, "cuGraphLaunch", d->cu.graph_launch(pr->graph, be->streams[0]));
+  } else {
+    rlx_status s = run_steps_of(be, pr, steps, ctx, 0, err);
+    if (s) {
+      sync_all(be, NULL);
+      return s;
+    }
+  }
+  RLX_CU(d, err, "cuMemcpyDtoHAsync(state)",
+         d->cu.memcpy_dtoh_async(be->state_host, be->state, sizeof(rlxk_state), be->streams[0]));
+  RLX_RETURN_IF_ERROR(sync_all(be, err));
+  be->staging_used = 0;
+  if (be->state_host->err_key) return report_kernel_error(be, steps, ctx, err);
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ transfers */
+
+static rlx_status check_range(const rlx_backend_exec* be, uint64_t off, uint64_t bytes,
+                              rlx_error* err) {
+  if (off > be->arena_bytes || bytes > be->arena_bytes - off)
+    return rlx_fail(err, RLX_INTERNAL, "cuda: arena access [%llu, +%llu) outside %llu bytes",
+                    (unsigned long long)off, (unsigned long long)bytes,
+                    (unsigned long long)be->arena_bytes);
+  return RLX_OK;
+}
+
+/* Host -> device through pinned staging: small copies queue without waiting
+ * (the staging is recycled after the next synchronisation). */
+static rlx_status htod(rlx_backend_exec* be, uint64_t off, const void* src, uint64_t bytes,
+                       rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  const uint8_t* p = src;
+  while (bytes > 0) {
+    if (be->staging_used >= STAGING_BYTES) {
+      RLX_CU(d, err, "cuStreamSynchronize", d->cu.stream_synchronize(be->streams[0]));
+      be->staging_used = 0;
+    }
+    size_t room = STAGING_BYTES - be->staging_used;
+    size_t n = bytes < room ? (size_t)bytes : room;
+    memcpy(be->staging + be->staging_used, p, n);
+    RLX_CU(d, err, "cuMemcpyHtoDAsync",
+           d->cu.memcpy_htod_async(be->arena + off, be->staging + be->staging_used, n, be->streams[0]));
+    be->staging_used += (n + 255) & ~(size_t)255;
+    off += n;
+    p += n;
+    bytes -= n;
+  }
+  return RLX_OK;
+}
+
+static rlx_status dtoh(rlx_backend_exec* be, void* dst, uint64_t off, uint64_t bytes, rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  uint8_t* p = dst;
+  RLX_RETURN_IF_ERROR(sync_all(be, err));
+  be->staging_used = 0;
+  while (bytes > 0) {
+    size_t n = bytes < STAGING_BYTES ? (size_t)bytes : STAGING_BYTES;
+    RLX_CU(d, err, "cuMemcpyDtoHAsync",
+           d->cu.memcpy_dtoh_async(be->staging, be->arena + off, n, be->streams[0]));
+    RLX_CU(d, err, "cuStreamSynchronize", d->cu.stream_synchronize(be->streams[0]));
+    memcpy(p, be->staging, n);
+    off += n;
+    p += n;
+    bytes -= n;
+  }
+  return RLX_OK;
+}
+
+static rlx_status cuda_upload(rlx_backend_exec* be, uint64_t offset, const void* src,
+                              uint64_t bytes, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  RLX_CU(be->d, err, "cuCtxSetCurrent", be->d->cu.ctx_set_current(be->d->ctx));
+  return htod(be, offset, src, bytes, err);
+}
+
+static rlx_status cuda_download(rlx_backend_exec* be, uint64_t offset, void* dst, uint64_t bytes,
+                                rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  RLX_CU(be->d, err, "cuCtxSetCurrent", be->d->cu.ctx_set_current(be->d->ctx));
+  return dtoh(be, dst, offset, bytes, err);
+}
+
+/* Device-to-device inside the arena (feeds). Overlapping ranges go through
+ * a temporary so the copy behaves as memmove. */
+static rlx_status cuda_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint64_t bytes,
+                            rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  RLX_RETURN_IF_ERROR(check_range(be, dst, bytes, err));
+  RLX_RETURN_IF_ERROR(check_range(be, src, bytes, err));
+  if (bytes == 0 || dst == src) return RLX_OK;
+  RLX_CU(d, err, "cuCtxSetCurrent", d->cu.ctx_set_current(d->ctx));
+  uint64_t lo = dst < src ? dst : src, hi = dst < src ? src : dst;
+  if (lo + bytes <= hi) {
+    RLX_CU(d, err, "cuMemcpyDtoDAsync",
+           d->cu.memcpy_dtod_async(be->arena + dst, be->arena + src, (size_t)bytes, be->streams[0]));
+    return RLX_OK;
+  }
+  CUdeviceptr tmp = 0;
+  RLX_CU(d, err, "cuMemAlloc", d->cu.mem_alloc(&tmp, (size_t)bytes));
+  CUresult r = d->cu.memcpy_dtod_async(tmp, be->arena + src, (size_t)bytes, be->streams[0]);
+  if (r == CUDA_SUCCESS) r = d->cu.memcpy_dtod_async(be->arena + dst, tmp, (size_t)bytes, be->streams[0]);
+  if (r == CUDA_SUCCESS) r = d->cu.stream_synchronize(be->streams[0]);
+  d->cu.mem_free(tmp);
+  if (r != CUDA_SUCCESS) return rlx_cuda_fail(d, err, r, "cuMemcpyDtoDAsync(overlapping feed)");
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ create / destroy */
+
+static void cuda_destroy(rlx_backend_exec* be) {
+  if (!be) return;
+  const rlx_cuda_dev* d = be->d;
+  d->cu.ctx_set_current(d->ctx);
+  for (int t = 0; t < be->n_streams; t++)
+    if (be->streams[t]) d->cu.stream_synchronize(be->streams[t]);
+  program_free(be, &be->main);
+  for (int i = 0; i < EXTRA_PROGRAMS; i++) program_free(be, &be->extra[i]);
+  if (be->workspace) d->cu.mem_free(be->workspace);
+  if (be->arena) d->cu.mem_free(be->arena);
+  if (be->state) d->cu.mem_free(be->state);
+  if (be->state_host) d->cu.mem_free_host(be->state_host);
+  if (be->staging) d->cu.mem_free_host(be->staging);
+  if (be->fork) d->cu.event_destroy(be->fork);
+  for (int t = 0; t < MAX_STREAMS; t++)
+    if (be->joins[t]) d->cu.event_destroy(be->joins[t]);
+  for (int t = 0; t < be->n_streams; t++)
+    if (be->streams[t]) d->cu.stream_destroy(be->streams[t]);
+  free(be->mirror);
+  free(be);
+}
+
+static rlx_status create_resources(rlx_backend_exec* be, uint64_t arena_bytes, rlx_error* err) {
+  const rlx_cuda_dev* d = be->d;
+  RLX_CU(d, err, "cuCtxSetCurrent", d->cu.ctx_set_current(d->ctx));
+  for (int t = 0; t < be->n_streams; t++)
+    RLX_CU(d, err, "cuStreamCreate", d->cu.stream_create(&be->streams[t], CU_STREAM_NON_BLOCKING));
+  if (be->n_streams > 1) {
+    RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->fork, CU_EVENT_DISABLE_TIMING));
+    for (int t = 1; t < be->n_streams; t++)
+      RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->joins[t], CU_EVENT_DISABLE_TIMING));
+  }
+  size_t n = (size_t)(arena_bytes ? arena_bytes : 256);
+  CUresult r = d->cu.mem_alloc(&be->arena, n);
+  if (r != CUDA_SUCCESS) {
+    char call[96];
+    snprintf(call, sizeof call, "cuMemAlloc(arena of %llu bytes)", (unsigned long long)arena_bytes);
+    return rlx_cuda_fail(d, err, r, call);
+  }
+  be->arena_bytes = arena_bytes;
+  /* Zeroed so that reading a never-written tensor is deterministic. */
+  RLX_CU(d, err, "cuMemsetD8Async", d->cu.memset_d8_async(be->arena, 0, n, be->streams[0]));
+  RLX_CU(d, err, "cuMemAlloc(state)", d->cu.mem_alloc(&be->state, sizeof(rlxk_state)));
+  void* host = NULL;
+  RLX_CU(d, err, "cuMemAllocHost(state)", d->cu.mem_alloc_host(&host, sizeof(rlxk_state)));
+  be->state_host = host;
+  RLX_CU(d, err, "cuMemAllocHost(staging)", d->cu.mem_alloc_host(&host, STAGING_BYTES));
+  be->staging = host;
+  RLX_CU(d, err, "cuStreamSynchronize", d->cu.stream_synchronize(be->streams[0]));
+  return RLX_OK;
+}
+
+static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
+                              const rlx_compile_options* opt, rlx_error* err,
+                              rlx_backend_exec** out) {
+  char reason[256];
+  const rlx_cuda_dev* d = rlx_cuda_device(reason, sizeof reason);
+  if (!d) return rlx_fail(err, RLX_UNAVAILABLE, "cuda unavailable: %s", reason);
+  rlx_backend_exec* be = calloc(1, sizeof *be);
+  RLX_CHECK_ALLOC(err, be);
+  be->d = d;
+  be->n_streams = env_int("RLX_CUDA_STREAMS", 1);
+  if (be->n_streams < 1) be->n_streams = 1;
+  if (be->n_streams > MAX_STREAMS) be->n_streams = MAX_STREAMS;
+  be->use_graphs = env_int("RLX_CUDA_GRAPHS", 1) != 0;
+  be->main_steps = steps;
+  rlx_status s = create_resources(be, arena_bytes, err);
+  if (s == RLX_OK) {
+    be->build.d = d;
+    be->build.arena = be->arena;
+    be->build.allow_tf32 = opt && opt->allow_tf32;
+    be->build.debug_nans = opt && opt->debug_nans;
+    be->build.no_lt = env_int("RLX_CUDA_NO_CUBLASLT", 0);
+    s = program_build(be, steps, &be->main, err);
+  }
+  if (s) {
+    cuda_destroy(be);
+    return s;
+  }
+  *out = be;
+  return RLX_OK;
+}
+
+const rlx_backend rlx_backend_cuda = {
+    .name = "cuda",
+    .probe = cuda_probe,
+    .supports = cuda_supports,
+    .alignment = 256,
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .run = cuda_run,
+};
+
+#else
+typedef int rlx_cuda_backend_unused_;
+#endif

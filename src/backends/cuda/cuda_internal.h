@@ -1,0 +1,231 @@
+/* CUDA backend internals (only compiled with RLX_HAVE_CUDA).
+ *
+ * libcuda and cuBLASLt are loaded at run time (cuda_loader.c) through tables
+ * of function pointers; <cuda.h> and <cublasLt.h> are used for their types
+ * only, so the library never links against them and a machine without a GPU
+ * gets "cuda: unavailable: <why>". The kernels (kernels/*.cu) are compiled by
+ * nvcc into fatbins embedded in the library and loaded with cuModuleLoadData.
+ *
+ * Files: cuda_loader.c (symbol tables, device + module init, once per
+ * process), cuda.c (the backend vtable: arena, staging, run loop, graphs,
+ * streams, host fallback), cuda_launch.c (step -> kernel launch records),
+ * cuda_matmul.c (cuBLASLt plans). */
+#ifndef RLX_BACKENDS_CUDA_INTERNAL_H
+#define RLX_BACKENDS_CUDA_INTERNAL_H
+
+#include <cuda.h>
+#include <cublasLt.h>
+
+#include "runtime/backend.h"
+#include "backends/cuda/kernels/params.h"
+
+/* ------------------------------------------------------------------ driver API */
+
+typedef struct rlx_cu_api {
+  CUresult (*init)(unsigned int);
+  CUresult (*driver_get_version)(int*);
+  CUresult (*device_get)(CUdevice*, int);
+  CUresult (*device_get_count)(int*);
+  CUresult (*device_get_name)(char*, int, CUdevice);
+  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice);
+  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*get_error_string)(CUresult, const char**);
+  CUresult (*get_error_name)(CUresult, const char**);
+  CUresult (*module_load_data)(CUmodule*, const void*);
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*mem_alloc_host)(void**, size_t);
+  CUresult (*mem_free_host)(void*);
+  CUresult (*mem_get_info)(size_t*, size_t*);
+  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t);
+  CUresult (*memcpy_htod_async)(CUdeviceptr, const void*, size_t, CUstream);
+  CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, size_t, CUstream);
+  CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                            unsigned int, unsigned int, unsigned int, CUstream, void**, void**);
+  CUresult (*stream_create)(CUstream*, unsigned int);
+  CUresult (*stream_destroy)(CUstream);
+  CUresult (*stream_synchronize)(CUstream);
+  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned int);
+  CUresult (*event_create)(CUevent*, unsigned int);
+  CUresult (*event_destroy)(CUevent);
+  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*stream_begin_capture)(CUstream, CUstreamCaptureMode);
+  CUresult (*stream_end_capture)(CUstream, CUgraph*);
+  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*graph_launch)(CUgraphExec, CUstream);
+  CUresult (*graph_exec_destroy)(CUgraphExec);
+  CUresult (*graph_destroy)(CUgraph);
+} rlx_cu_api;
+
+/* ------------------------------------------------------------------ cuBLASLt */
+
+typedef struct rlx_lt_api {
+  cublasStatus_t (*create)(cublasLtHandle_t*);
+  cublasStatus_t (*destroy)(cublasLtHandle_t);
+  cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t*, cublasComputeType_t, cudaDataType_t);
+  cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void*,
+                             size_t);
+  cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
+  cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t*, cudaDataType, uint64_t, uint64_t,
+                                  int64_t);
+  cublasStatus_t (*layout_set)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t,
+                               const void*, size_t);
+  cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
+  cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t*);
+  cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+                             const void*, size_t);
+  cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
+  cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                              cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                              cublasLtMatmulHeuristicResult_t*, int*);
+  cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                           cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t,
+                           const void*, const void*, cublasLtMatrixLayout_t, void*,
+                           cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*, size_t,
+                           cudaStream_t);
+} rlx_lt_api;
+
+/* ------------------------------------------------------------------ kernels */
+
+/* Every kernel the backend launches, by its extern "C" name. */
+#define RLX_CUDA_KERNELS(X)                                                         \
+  X(EW_GENERIC, rlx_ew_generic) X(EW_F32, rlx_ew_f32) X(CHECK_FINITE, rlx_check_finite) \
+  X(MM_EPILOGUE, rlx_mm_epilogue) X(REDUCE_BLOCK, rlx_reduce_block)                  \
+  X(REDUCE_THREAD, rlx_reduce_thread) X(ARG_REDUCE, rlx_arg_reduce)                  \
+  X(SOFTMAX_ROWS, rlx_softmax_rows) X(SOFTMAX_COLS, rlx_softmax_cols)                \
+  X(SOFTMAX_F32_V1, rlx_softmax_f32_v1) X(SOFTMAX_F32_V2, rlx_softmax_f32_v2)        \
+  X(SOFTMAX_F32_V4, rlx_softmax_f32_v4) X(SOFTMAX_F32_V8, rlx_softmax_f32_v8)        \
+  X(CUMSUM, rlx_cumsum) X(TOPK, rlx_topk) X(GATHER_CHECK, rlx_gather_check)          \
+  X(GATHER, rlx_gather) X(GATHER_ROWS_F32, rlx_gather_rows_f32)                      \
+  X(SCATTER_CHECK, rlx_scatter_check) X(SCATTER_ADD, rlx_scatter_add)                \
+  X(NORM_GENERIC, rlx_norm_generic) X(NORM_F32_V1, rlx_norm_f32_v1)                  \
+  X(NORM_F32_V2, rlx_norm_f32_v2) X(NORM_F32_V4, rlx_norm_f32_v4)                    \
+  X(NORM_F32_V8, rlx_norm_f32_v8) X(ATTN_D64, rlx_attn_d64) X(ATTN_D128, rlx_attn_d128) \
+  X(ATTN_D256, rlx_attn_d256) X(ROPE, rlx_rope) X(SAMPLE, rlx_sample)                \
+  X(MM_TILED, rlx_mm_tiled) X(MM_F64, rlx_mm_f64) X(GEMV_V1, rlx_gemv_v1)            \
+  X(GEMV_V4, rlx_gemv_v4) X(GEMV_FINISH, rlx_gemv_finish)
+
+typedef enum rlx_cuda_fn {
+#define RLX_CUDA_FN_ENUM(e, name) RLX_CUDA_FN_##e,
+  RLX_CUDA_KERNELS(RLX_CUDA_FN_ENUM)
+#undef RLX_CUDA_FN_ENUM
+  RLX_CUDA_FN_COUNT
+} rlx_cuda_fn;
+
+/* One fatbin per kernel family, embedded by CMake (generated rlx_cuda_blobs.c). */
+typedef struct rlx_cuda_blob {
+  const char* name;
+  const unsigned char* data;
+  size_t size;
+} rlx_cuda_blob;
+extern const rlx_cuda_blob rlx_cuda_blobs[];
+extern const int rlx_cuda_n_blobs;
+
+/* ------------------------------------------------------------------ device */
+
+/* The process-wide device: driver, context, loaded kernels, cuBLASLt.
+ * Initialised once (by the registry's probe) and never torn down: modules
+ * and the primary context live as long as the process. */
+typedef struct rlx_cuda_dev {
+  rlx_cu_api cu;
+  rlx_lt_api lt;
+  int have_lt;
+  char lt_reason[160];
+  CUdevice dev;
+  CUcontext ctx;
+  CUfunction fn[RLX_CUDA_FN_COUNT];
+  cublasLtHandle_t lt_handle;
+  int sm_count, cc_major, cc_minor, smem_optin;
+  char name[128];
+} rlx_cuda_dev;
+
+/* The device, or NULL with the reason ("no libcuda.so.1", "no CUDA device"). */
+const rlx_cuda_dev* rlx_cuda_device(char* reason, size_t cap);
+
+/* Turns a driver error into a status naming the call ("cuMemAlloc: out of
+ * memory"); RLX_RESOURCE_EXHAUSTED for out-of-memory. */
+rlx_status rlx_cuda_fail(const rlx_cuda_dev* d, rlx_error* err, CUresult r, const char* call);
+#define RLX_CU(d, err, call, expr)                                        \
+  do {                                                                    \
+    CUresult rlx_cu_r_ = (expr);                                          \
+    if (rlx_cu_r_ != CUDA_SUCCESS) return rlx_cuda_fail((d), (err), rlx_cu_r_, (call)); \
+  } while (0)
+
+/* ------------------------------------------------------------------ launches */
+
+/* What one step becomes: kernel launches, a cuBLASLt call, a device copy, or a
+ * host-fallback marker. A step may need several (validate + gather). */
+typedef enum rlx_launch_kind {
+  RLX_LAUNCH_KERNEL,
+  RLX_LAUNCH_LT,     /* cuBLASLt plan */
+  RLX_LAUNCH_COPY,   /* cuMemcpyDtoDAsync(dst, src, bytes) */
+  RLX_LAUNCH_HOST,   /* run the step on the host mirror */
+} rlx_launch_kind;
+
+typedef union rlx_launch_params {
+  rlxk_ew ew;
+  rlxk_reduce reduce;
+  rlxk_row row;
+  rlxk_gather gather;
+  rlxk_scatter scatter;
+  rlxk_norm norm;
+  rlxk_attn attn;
+  rlxk_rope rope;
+  rlxk_sample sample;
+  rlxk_mm mm;
+  rlxk_epilogue epi;
+} rlx_launch_params;
+
+typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;
+
+typedef struct rlx_launch {
+  rlx_launch_kind kind;
+  int32_t step;          /* index in the step list */
+  rlx_cuda_fn fn;
+  unsigned grid[3], block, smem;
+  rlx_launch_params p;
+  rlx_cuda_mm_plan* plan; /* RLX_LAUNCH_LT */
+  uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
+} rlx_launch;
+
+typedef struct rlx_launch_list {
+  rlx_launch* v;
+  int32_t n, cap;
+  uint64_t scratch_bytes; /* device scratch the launches need (GEMV partials, sample) */
+} rlx_launch_list;
+
+/* Per-executable context the launch builder needs. */
+typedef struct rlx_cuda_build {
+  const rlx_cuda_dev* d;
+  CUdeviceptr arena;
+  CUdeviceptr scratch;    /* base of the scratch buffer (0 while sizing) */
+  CUdeviceptr workspace;  /* cuBLASLt workspace */
+  size_t workspace_bytes;
+  int allow_tf32, debug_nans, no_lt;
+} rlx_cuda_build;
+
+/* Appends the launches for steps[i] (cuda_launch.c). */
+rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
+                               rlx_launch_list* out, rlx_error* err);
+void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
+
+/* cuBLASLt (cuda_matmul.c). Returns RLX_OK with *out == NULL when cuBLASLt
+ * cannot take the step (the caller uses the own kernel). */
+rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
+                                   rlx_cuda_mm_plan** out, rlx_error* err);
+rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p,
+                                CUstream stream, CUdeviceptr workspace, size_t workspace_bytes,
+                                rlx_error* err);
+void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p);
+/* Whether the plan applies bias/activation itself (else an epilogue kernel follows). */
+int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);
+
+extern const rlx_backend rlx_backend_cuda;
+
+#endif

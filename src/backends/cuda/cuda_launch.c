@@ -1,0 +1,616 @@
+/* Step -> launch records. Everything a launch needs (kernel, grid, the
+ * parameter struct) is decided here once, when the executable is created;
+ * the run loop only replays the records. Fast variants (16-byte f32 paths,
+ * register-resident rows, GEMV) are picked from the step's views; anything
+ * else takes the generic kernel of its family, so every step runs natively. */
+#ifdef RLX_HAVE_CUDA
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "ir/dtype.h"
+
+static rlx_launch* push(rlx_launch_list* l, rlx_launch_kind kind, int32_t step, rlx_error* err) {
+  if (l->n == l->cap) {
+    int32_t cap = l->cap ? l->cap * 2 : 64;
+    rlx_launch* grown = realloc(l->v, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+      return NULL;
+    }
+    l->v = grown;
+    l->cap = cap;
+  }
+  rlx_launch* x = &l->v[l->n++];
+  memset(x, 0, sizeof *x);
+  x->kind = kind;
+  x->step = step;
+  x->block = 256;
+  x->grid[0] = x->grid[1] = x->grid[2] = 1;
+  return x;
+}
+
+static rlx_launch* push_kernel(rlx_launch_list* l, rlx_cuda_fn fn, int32_t step, rlx_error* err) {
+  rlx_launch* x = push(l, RLX_LAUNCH_KERNEL, step, err);
+  if (x) x->fn = fn;
+  return x;
+}
+
+/* Blocks for a grid-stride loop over n items: enough to fill the GPU. */
+static unsigned grid_for(const rlx_cuda_build* b, int64_t n, unsigned threads) {
+  int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)b->d->sm_count * 32;
+  if (blocks > cap) blocks = cap;
+  return blocks < 1 ? 1u : (unsigned)blocks;
+}
+
+static unsigned rows_grid(int64_t rows) {
+  int64_t cap = 1 << 20;
+  return rows < 1 ? 1u : (unsigned)(rows < cap ? rows : cap);
+}
+
+static int aligned16(uint64_t off) { return (off & 15u) == 0; }
+
+static int64_t numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+/* Fills an rlxk_ew from the step's (aligned) views, dropping size-1 dims and
+ * merging dims that are contiguous in every view. */
+static void ew_from_step(const rlx_step* s, int32_t step, rlxk_ew* p) {
+  memset(p, 0, sizeof *p);
+  const rlx_view* o = &s->out[0];
+  p->n = numel(o);
+  p->kind = (int32_t)s->kernel;
+  p->op = s->op;
+  p->n_in = s->n_in > 3 ? 3 : s->n_in;
+  p->odt = o->dtype;
+  p->ooff = o->offset;
+  p->step = step;
+  for (int k = 0; k < p->n_in; k++) {
+    p->idt[k] = s->in[k].dtype;
+    p->ioff[k] = s->in[k].offset;
+  }
+  int32_t r = 0;
+  for (int32_t d = 0; d < o->rank; d++) {
+    if (o->shape[d] == 1) continue;
+    /* Dim d folds into the previous kept dim when, in every view, stepping
+     * the previous dim once equals stepping d across its whole extent. */
+    int merge = r > 0 && p->ostride[r - 1] == o->stride[d] * o->shape[d];
+    for (int k = 0; k < p->n_in && merge; k++)
+      merge = p->istride[k][r - 1] == s->in[k].stride[d] * o->shape[d];
+    if (merge) {
+      p->shape[r - 1] *= o->shape[d];
+      p->ostride[r - 1] = o->stride[d];
+      for (int k = 0; k < p->n_in; k++) p->istride[k][r - 1] = s->in[k].stride[d];
+      continue;
+    }
+    p->shape[r] = o->shape[d];
+    p->ostride[r] = o->stride[d];
+    for (int k = 0; k < p->n_in; k++) p->istride[k][r] = s->in[k].stride[d];
+    r++;
+  }
+  if (r == 0) { /* a single element */
+    p->shape[0] = 1;
+    p->ostride[0] = 1;
+    for (int k = 0; k < p->n_in; k++) p->istride[k][0] = 1;
+    r = 1;
+  }
+  p->rank = r;
+}
+
+static int ew_f32_ok(const rlxk_ew* p) {
+  if (p->kind != RLX_K_BINARY && p->kind != RLX_K_UNARY) return 0;
+  if (p->rank != 1 || p->ostride[0] != 1 || p->odt != RLX_F32 || !aligned16(p->ooff)) return 0;
+  for (int k = 0; k < p->n_in; k++)
+    if (p->idt[k] != RLX_F32 || (p->istride[k][0] != 0 && p->istride[k][0] != 1) ||
+        (p->istride[k][0] == 1 && !aligned16(p->ioff[k])))
+      return 0;
+  return 1;
+}
+
+static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                           rlx_launch_list* l, rlx_error* err) {
+  rlxk_ew p;
+  ew_from_step(s, i, &p);
+  if (p.n == 0) return RLX_OK;
+  /* Same-dtype contiguous copies are device memcpys (unless they overlap). */
+  if (p.kind == RLX_K_COPY && p.odt == p.idt[0] && p.rank == 1 && p.ostride[0] == 1 &&
+      p.istride[0][0] == 1) {
+    uint64_t bytes = (uint64_t)p.n * rlx_dtype_size(s->out[0].dtype);
+    uint64_t lo = p.ooff < p.ioff[0] ? p.ooff : p.ioff[0], hi = p.ooff < p.ioff[0] ? p.ioff[0] : p.ooff;
+    if (p.ooff == p.ioff[0]) return RLX_OK;
+    if (lo + bytes <= hi) {
+      rlx_launch* x = push(l, RLX_LAUNCH_COPY, i, err);
+      if (!x) return RLX_RESOURCE_EXHAUSTED;
+      x->dst = p.ooff;
+      x->src = p.ioff[0];
+      x->bytes = bytes;
+      return RLX_OK;
+    }
+  }
+  int fast = ew_f32_ok(&p);
+  rlx_launch* x = push_kernel(l, fast ? RLX_CUDA_FN_EW_F32 : RLX_CUDA_FN_EW_GENERIC, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.ew = p;
+  x->grid[0] = grid_for(b, fast ? (p.n + 3) / 4 : p.n, 256);
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ reductions, rows */
+
+static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  const rlx_reduce_params* r = &s->p.reduce;
+  if (r->outer == 0) return RLX_OK;
+  int block = r->inner >= 256 || r->outer < 2 * b->d->sm_count;
+  rlx_launch* x = push_kernel(l, block ? RLX_CUDA_FN_REDUCE_BLOCK : RLX_CUDA_FN_REDUCE_THREAD, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_reduce* p = &x->p.reduce;
+  p->outer = r->outer;
+  p->inner = r->inner;
+  for (int32_t d = 0; d < s->in[0].rank; d++) {
+    p->shape[d] = s->in[0].shape[d];
+    p->stride[d] = s->in[0].stride[d];
+  }
+  p->ioff = s->in[0].offset;
+  p->ooff = s->out[0].offset;
+  p->n_keep = r->n_keep;
+  p->n_red = r->n_red;
+  p->op = s->op;
+  p->idt = s->in[0].dtype;
+  p->odt = s->out[0].dtype;
+  x->grid[0] = block ? rows_grid(r->outer) : grid_for(b, r->outer, 256);
+  return RLX_OK;
+}
+
+static void row_from_step(const rlx_step* s, rlxk_row* p) {
+  memset(p, 0, sizeof *p);
+  p->outer = s->p.rowop.row.outer;
+  p->n = s->p.rowop.row.n;
+  p->inner = s->p.rowop.row.inner;
+  p->k = s->p.rowop.k;
+  p->ioff = s->in[0].offset;
+  p->ooff = s->out[0].offset;
+  p->ooff2 = s->n_out > 1 ? s->out[1].offset : 0;
+  p->op = s->op;
+  p->idt = s->in[0].dtype;
+  p->odt = s->out[0].dtype;
+  p->odt2 = s->n_out > 1 ? s->out[1].dtype : 0;
+  p->exclusive = s->p.rowop.exclusive;
+  p->reverse = s->p.rowop.reverse;
+  p->largest = s->p.rowop.largest;
+}
+
+/* Threads and values-per-thread for a register-resident row of n4 float4s:
+ * returns the VPT (1, 2, 4, 8) or 0 if the row is too long. */
+static int reg_row_shape(int64_t n4, unsigned* threads) {
+  static const int vpts[4] = {1, 2, 4, 8};
+  for (int k = 0; k < 4; k++) {
+    int64_t t = (n4 + vpts[k] - 1) / vpts[k];
+    t = (t + 31) / 32 * 32;
+    if (t <= 256) {
+      *threads = (unsigned)(t < 32 ? 32 : t);
+      return vpts[k];
+    }
+  }
+  return 0;
+}
+
+static rlx_status build_row(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                            rlx_launch_list* l, rlx_error* err) {
+  rlxk_row p;
+  row_from_step(s, &p);
+  int64_t cols = p.outer * p.inner;
+  if (cols == 0 || (p.n == 0 && s->kernel != RLX_K_ARG_REDUCE)) return RLX_OK;
+  rlx_launch* x = NULL;
+  switch (s->kernel) {
+    case RLX_K_ARG_REDUCE:
+      if (!(x = push_kernel(l, RLX_CUDA_FN_ARG_REDUCE, i, err))) return RLX_RESOURCE_EXHAUSTED;
+      x->grid[0] = grid_for(b, cols * 32, 256);
+      break;
+    case RLX_K_SOFTMAX: {
+      unsigned threads = 256;
+      int vpt = 0;
+      if (p.inner == 1 && p.idt == RLX_F32 && p.odt == RLX_F32 && p.n % 4 == 0 &&
+          aligned16(p.ioff) && aligned16(p.ooff))
+        vpt = reg_row_shape(p.n / 4, &threads);
+      rlx_cuda_fn fn = vpt == 1 ? RLX_CUDA_FN_SOFTMAX_F32_V1 : vpt == 2 ? RLX_CUDA_FN_SOFTMAX_F32_V2
+                     : vpt == 4 ? RLX_CUDA_FN_SOFTMAX_F32_V4 : vpt == 8 ? RLX_CUDA_FN_SOFTMAX_F32_V8
+                     : p.inner == 1 ? RLX_CUDA_FN_SOFTMAX_ROWS : RLX_CUDA_FN_SOFTMAX_COLS;
+      if (!(x = push_kernel(l, fn, i, err))) return RLX_RESOURCE_EXHAUSTED;
+      x->block = vpt ? threads : 256;
+      x->grid[0] = p.inner == 1 ? rows_grid(p.outer) : grid_for(b, cols, 256);
+      break;
+    }
+    case RLX_K_CUMSUM:
+      if (!(x = push_kernel(l, RLX_CUDA_FN_CUMSUM, i, err))) return RLX_RESOURCE_EXHAUSTED;
+      x->grid[0] = grid_for(b, cols, 256);
+      break;
+    default: /* TOPK */
+      if (p.k == 0) return RLX_OK;
+      if (!(x = push_kernel(l, RLX_CUDA_FN_TOPK, i, err))) return RLX_RESOURCE_EXHAUSTED;
+      x->grid[0] = grid_for(b, cols * p.n, 256);
+      break;
+  }
+  x->p.row = p;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ gather / scatter */
+
+static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  rlxk_gather p;
+  memset(&p, 0, sizeof p);
+  p.outer = s->p.gather.outer;
+  p.axis_len = s->p.gather.axis_len;
+  p.inner = s->p.gather.inner;
+  p.n_idx = s->p.gather.n_idx;
+  p.doff = s->in[0].offset;
+  p.ioff = s->in[1].offset;
+  p.ooff = s->out[0].offset;
+  p.ddt = s->in[0].dtype;
+  p.idt = s->in[1].dtype;
+  p.odt = s->out[0].dtype;
+  p.step = i;
+  if (p.n_idx == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_GATHER_CHECK, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.gather = p;
+  x->grid[0] = grid_for(b, p.n_idx, 256);
+  int64_t total = p.outer * p.n_idx * p.inner;
+  if (total == 0) return RLX_OK;
+  int rows = p.ddt == RLX_F32 && p.odt == RLX_F32 && p.inner >= 32;
+  if (!(x = push_kernel(l, rows ? RLX_CUDA_FN_GATHER_ROWS_F32 : RLX_CUDA_FN_GATHER, i, err)))
+    return RLX_RESOURCE_EXHAUSTED;
+  x->p.gather = p;
+  x->grid[0] = rows ? rows_grid(p.outer * p.n_idx) : grid_for(b, total, 256);
+  return RLX_OK;
+}
+
+static rlx_status build_scatter(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                rlx_launch_list* l, rlx_error* err) {
+  const rlx_scatter_params* sp = &s->p.scatter;
+  rlxk_scatter p;
+  memset(&p, 0, sizeof p);
+  p.rank = sp->rank;
+  p.axis = sp->axis;
+  p.axis_len = sp->axis_len;
+  p.n = 1;
+  for (int32_t d = 0; d < sp->rank; d++) {
+    p.shape[d] = sp->shape[d];
+    p.out_stride[d] = sp->out_stride[d];
+    p.idx_stride[d] = s->in[0].stride[d];
+    p.src_stride[d] = s->in[1].stride[d];
+    p.n *= sp->shape[d];
+  }
+  p.ioff = s->in[0].offset;
+  p.soff = s->in[1].offset;
+  p.ooff = s->out[0].offset;
+  p.idt = s->in[0].dtype;
+  p.sdt = s->in[1].dtype;
+  p.odt = s->out[0].dtype;
+  p.step = i;
+  if (p.n == 0) return RLX_OK;
+  rlx_cuda_fn fns[2] = {RLX_CUDA_FN_SCATTER_CHECK, RLX_CUDA_FN_SCATTER_ADD};
+  for (int k = 0; k < 2; k++) {
+    rlx_launch* x = push_kernel(l, fns[k], i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    x->p.scatter = p;
+    x->grid[0] = grid_for(b, p.n, 256);
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ nn */
+
+static rlx_status build_norm(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  const rlx_norm_params* np = &s->p.norm;
+  if (np->rows == 0 || np->cols == 0) return RLX_OK;
+  rlxk_norm p;
+  memset(&p, 0, sizeof p);
+  p.rows = np->rows;
+  p.cols = np->cols;
+  int all_f32 = s->out[0].dtype == RLX_F32 && aligned16(s->out[0].offset);
+  for (int k = 0; k < 5; k++) {
+    int present = s->in[k].rank >= 0;
+    p.dt[k] = present ? (int32_t)s->in[k].dtype : -1;
+    p.off[k] = present ? s->in[k].offset : 0;
+    if (present && (s->in[k].dtype != RLX_F32 || !aligned16(s->in[k].offset))) all_f32 = 0;
+  }
+  p.ooff = s->out[0].offset;
+  p.odt = s->out[0].dtype;
+  p.writes_sum = np->writes_sum;
+  if (np->writes_sum) {
+    p.ooff2 = s->out[1].offset;
+    p.odt2 = s->out[1].dtype;
+    if (p.odt2 != RLX_F32 || !aligned16(p.ooff2)) all_f32 = 0;
+  }
+  p.eps = np->eps;
+  p.rms = np->rms;
+  unsigned threads = 256;
+  int vpt = all_f32 && p.cols % 4 == 0 ? reg_row_shape(p.cols / 4, &threads) : 0;
+  rlx_cuda_fn fn = vpt == 1 ? RLX_CUDA_FN_NORM_F32_V1 : vpt == 2 ? RLX_CUDA_FN_NORM_F32_V2
+                 : vpt == 4 ? RLX_CUDA_FN_NORM_F32_V4 : vpt == 8 ? RLX_CUDA_FN_NORM_F32_V8
+                 : RLX_CUDA_FN_NORM_GENERIC;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.norm = p;
+  x->block = vpt ? threads : 256;
+  x->grid[0] = rows_grid(p.rows);
+  return RLX_OK;
+}
+
+/* Shared memory of the flash kernel for a tile width DT (see attention.cu). */
+static unsigned attn_smem(int dt) {
+  int ldt = 68, kv = dt * ldt > 64 * (dt + 4) ? dt * ldt : 64 * (dt + 4);
+  return (unsigned)((dt * ldt + kv + 64 * ldt) * (int)sizeof(float));
+}
+
+static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                  rlx_launch_list* l, rlx_error* err) {
+  const rlx_attention_params* a = &s->p.attn;
+  if (a->B * a->H * a->Sq == 0) return RLX_OK;
+  int64_t dmax = a->D > a->Dv ? a->D : a->Dv;
+  int dt = dmax <= 64 ? 64 : dmax <= 128 ? 128 : dmax <= 256 ? 256 : 0;
+  if (!dt || attn_smem(dt) > (unsigned)b->d->smem_optin) {
+    rlx_launch* x = push(l, RLX_LAUNCH_HOST, i, err); /* head dims beyond the kernel's tiles */
+    return x ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  }
+  rlx_launch* x = push_kernel(l, dt == 64 ? RLX_CUDA_FN_ATTN_D64 : dt == 128 ? RLX_CUDA_FN_ATTN_D128
+                                                                              : RLX_CUDA_FN_ATTN_D256, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_attn* p = &x->p.attn;
+  p->B = a->B, p->H = a->H, p->Hkv = a->Hkv, p->Sq = a->Sq, p->Sk = a->Sk, p->D = a->D, p->Dv = a->Dv;
+  p->q_sb = a->q_sb, p->q_ss = a->q_ss, p->q_sh = a->q_sh;
+  p->k_sb = a->k_sb, p->k_ss = a->k_ss, p->k_sh = a->k_sh;
+  p->v_sb = a->v_sb, p->v_ss = a->v_ss, p->v_sh = a->v_sh;
+  p->o_sb = a->o_sb, p->o_ss = a->o_ss, p->o_sh = a->o_sh;
+  p->m_sb = a->m_sb, p->m_sh = a->m_sh, p->m_sq = a->m_sq, p->m_sk = a->m_sk;
+  p->qoff = s->in[0].offset;
+  p->koff = s->in[1].offset;
+  p->voff = s->in[2].offset;
+  p->moff = s->in[3].rank >= 0 ? s->in[3].offset : 0;
+  p->ooff = s->out[0].offset;
+  p->qdt = s->in[0].dtype;
+  p->kdt = s->in[1].dtype;
+  p->vdt = s->in[2].dtype;
+  p->mdt = s->in[3].rank >= 0 ? (int32_t)s->in[3].dtype : RLX_F32;
+  p->odt = s->out[0].dtype;
+  p->mask = a->mask;
+  p->window = a->window;
+  p->scale = a->scale;
+  p->softcap = a->softcap;
+  p->q_tiles = (int32_t)((a->Sq + 63) / 64);
+  x->grid[0] = (unsigned)(a->B * a->H * p->q_tiles);
+  x->smem = attn_smem(dt);
+  return RLX_OK;
+}
+
+static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  const rlx_rope_params* r = &s->p.rope;
+  int64_t total = r->B * r->S * r->H * (r->n_rot / 2 + (r->D - r->n_rot));
+  if (total == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_ROPE, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_rope* p = &x->p.rope;
+  p->B = r->B, p->S = r->S, p->H = r->H, p->D = r->D;
+  p->x_sb = r->x_sb, p->x_ss = r->x_ss, p->x_sh = r->x_sh;
+  p->o_sb = r->o_sb, p->o_ss = r->o_ss, p->o_sh = r->o_sh;
+  p->xoff = s->in[0].offset;
+  p->coff = s->in[1].offset;
+  p->soff = s->in[2].offset;
+  p->ooff = s->out[0].offset;
+  p->n_rot = r->n_rot;
+  p->style = r->style;
+  p->per_token = r->per_token;
+  p->xdt = s->in[0].dtype;
+  p->cdt = s->in[1].dtype;
+  p->sdt = s->in[2].dtype;
+  p->odt = s->out[0].dtype;
+  x->grid[0] = grid_for(b, total, 256);
+  return RLX_OK;
+}
+
+static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  const rlx_sample_params* sp = &s->p.sample;
+  if (sp->rows == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_SAMPLE, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_sample* p = &x->p.sample;
+  p->rows = sp->rows;
+  p->vocab = sp->vocab;
+  p->pow2 = 1;
+  while (p->pow2 < sp->vocab) p->pow2 <<= 1;
+  p->ioff = s->in[0].offset;
+  p->ooff = s->out[0].offset;
+  p->idt = s->in[0].dtype;
+  p->odt = s->out[0].dtype;
+  p->top_k = sp->top_k;
+  p->top_p = sp->top_p;
+  p->temperature = sp->temperature;
+  int64_t blocks = sp->rows < 32 ? sp->rows : 32;
+  x->grid[0] = (unsigned)blocks;
+  /* Scratch: (prob, index) pairs per block, placed by the caller. */
+  p->scratch = l->scratch_bytes;
+  l->scratch_bytes += (uint64_t)blocks * (uint64_t)p->pow2 * 16u;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+static void mm_from_step(const rlx_step* s, rlxk_mm* p) {
+  const rlx_matmul_params* m = &s->p.mm;
+  memset(p, 0, sizeof *p);
+  p->M = m->M, p->N = m->N, p->K = m->K, p->batch = m->batch;
+  p->batch_rank = m->batch_rank;
+  for (int32_t d = 0; d < m->batch_rank; d++) {
+    p->batch_shape[d] = m->batch_shape[d];
+    p->a_bs[d] = m->a_bstride[d];
+    p->b_bs[d] = m->b_bstride[d];
+    p->c_bs[d] = m->c_bstride[d];
+  }
+  p->a_rs = m->a_rs, p->a_cs = m->a_cs, p->b_rs = m->b_rs, p->b_cs = m->b_cs, p->c_rs = m->c_rs;
+  p->aoff = s->in[0].offset;
+  p->boff = s->in[1].offset;
+  p->coff = s->out[0].offset;
+  p->has_bias = m->has_bias;
+  p->biasoff = m->has_bias ? s->in[2].offset : 0;
+  p->biasdt = m->has_bias ? (int32_t)s->in[2].dtype : RLX_F32;
+  p->adt = s->in[0].dtype;
+  p->bdt = s->in[1].dtype;
+  p->cdt = s->out[0].dtype;
+  p->act = m->act;
+}
+
+/* M == 1 against a row-major f32 [K, N] B: the split-K GEMV. */
+static rlx_status build_gemv(const rlx_cuda_build* b, const rlxk_mm* mm, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  rlxk_mm p = *mm;
+  int vec = p.N % 4 == 0 && p.b_rs % 4 == 0 && aligned16(p.boff);
+  int64_t cols_per_block = vec ? 128 : 32;
+  int64_t col_blocks = (p.N + cols_per_block - 1) / cols_per_block;
+  int64_t want = (int64_t)b->d->sm_count * 4, ks = (want + col_blocks - 1) / col_blocks;
+  int64_t max_ks = p.K / 64 > 1 ? p.K / 64 : 1;
+  if (ks > max_ks) ks = max_ks;
+  if (ks > 64) ks = 64;
+  p.ksplit = (int32_t)ks;
+  p.partial = l->scratch_bytes; /* offset; made an address at launch */
+  l->scratch_bytes += (uint64_t)ks * (uint64_t)p.N * 4u + 256u;
+  rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_V4 : RLX_CUDA_FN_GEMV_V1, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.mm = p;
+  x->grid[0] = (unsigned)col_blocks;
+  x->grid[1] = (unsigned)ks;
+  if (!(x = push_kernel(l, RLX_CUDA_FN_GEMV_FINISH, i, err))) return RLX_RESOURCE_EXHAUSTED;
+  x->p.mm = p;
+  x->grid[0] = grid_for(b, p.N, 256);
+  return RLX_OK;
+}
+
+static rlx_status build_matmul(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  rlxk_mm p;
+  mm_from_step(s, &p);
+  if (p.M * p.N * p.batch == 0) return RLX_OK;
+  int f32 = p.adt == RLX_F32 && p.bdt == RLX_F32 && p.cdt == RLX_F32;
+  if (f32 && p.M == 1 && p.batch == 1 && p.b_cs == 1 && p.K >= 64 && !getenv("RLX_CUDA_NO_GEMV"))
+    return build_gemv(b, &p, i, l, err);
+  if (p.K == 0) {
+    /* No products: C = act(bias or 0), which the own kernel writes. */
+  } else if (b->d->have_lt && !b->no_lt) {
+    rlx_cuda_mm_plan* plan = NULL;
+    RLX_RETURN_IF_ERROR(rlx_cuda_mm_plan_create(b, s, &plan, err));
+    if (plan) {
+      rlx_launch* x = push(l, RLX_LAUNCH_LT, i, err);
+      if (!x) {
+        rlx_cuda_mm_plan_destroy(b->d, plan);
+        return RLX_RESOURCE_EXHAUSTED;
+      }
+      x->plan = plan;
+      if (rlx_cuda_mm_plan_fused(plan) || (!p.has_bias && p.act == RLX_ACT_NONE)) return RLX_OK;
+      if (!(x = push_kernel(l, RLX_CUDA_FN_MM_EPILOGUE, i, err))) return RLX_RESOURCE_EXHAUSTED;
+      rlxk_epilogue* e = &x->p.epi;
+      e->rows = p.M * p.batch;
+      e->N = p.N;
+      e->coff = p.coff;
+      e->biasoff = p.biasoff;
+      e->cdt = p.cdt;
+      e->biasdt = p.biasdt;
+      e->has_bias = p.has_bias;
+      e->act = p.act;
+      x->grid[0] = grid_for(b, e->rows * e->N, 256);
+      return RLX_OK;
+    }
+  }
+  int tiled = p.adt != RLX_F64 && p.batch <= 65535 && (p.M + 63) / 64 <= 65535;
+  rlx_launch* x = push_kernel(l, tiled ? RLX_CUDA_FN_MM_TILED : RLX_CUDA_FN_MM_F64, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.mm = p;
+  if (tiled) {
+    x->grid[0] = (unsigned)((p.N + 63) / 64);
+    x->grid[1] = (unsigned)((p.M + 63) / 64);
+    x->grid[2] = (unsigned)p.batch;
+  } else {
+    x->grid[0] = grid_for(b, p.M * p.N * p.batch, 256);
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+/* debug_nans: one finite check per float output, after the step. */
+static rlx_status build_checks(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  for (int32_t k = 0; k < s->n_out; k++) {
+    const rlx_view* v = &s->out[k];
+    if (v->rank < 0 || !rlx_dtype_is_float(v->dtype) || numel(v) == 0) continue;
+    rlx_launch* x = push_kernel(l, RLX_CUDA_FN_CHECK_FINITE, i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    rlxk_ew* p = &x->p.ew;
+    p->n = numel(v);
+    p->rank = v->rank > 0 ? v->rank : 1;
+    p->shape[0] = 1;
+    p->ostride[0] = 1;
+    for (int32_t d = 0; d < v->rank; d++) {
+      p->shape[d] = v->shape[d];
+      p->ostride[d] = v->stride[d];
+    }
+    p->ooff = v->offset;
+    p->odt = v->dtype;
+    p->op = k;
+    p->step = i;
+    x->grid[0] = grid_for(b, p->n, 256);
+  }
+  return RLX_OK;
+}
+
+rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  rlx_status st;
+  switch (s->kernel) {
+    case RLX_K_COPY:
+    case RLX_K_BINARY:
+    case RLX_K_COMPARE:
+    case RLX_K_WHERE:
+    case RLX_K_UNARY: st = build_ew(b, s, i, l, err); break;
+    case RLX_K_MATMUL: st = build_matmul(b, s, i, l, err); break;
+    case RLX_K_REDUCE: st = build_reduce(b, s, i, l, err); break;
+    case RLX_K_ARG_REDUCE:
+    case RLX_K_SOFTMAX:
+    case RLX_K_CUMSUM:
+    case RLX_K_TOPK: st = build_row(b, s, i, l, err); break;
+    case RLX_K_GATHER: st = build_gather(b, s, i, l, err); break;
+    case RLX_K_SCATTER_ADD: st = build_scatter(b, s, i, l, err); break;
+    case RLX_K_NORM: st = build_norm(b, s, i, l, err); break;
+    case RLX_K_ATTENTION: st = build_attention(b, s, i, l, err); break;
+    case RLX_K_ROPE: st = build_rope(b, s, i, l, err); break;
+    case RLX_K_SAMPLE: st = build_sample(b, s, i, l, err); break;
+    case RLX_K_HOST: st = push(l, RLX_LAUNCH_HOST, i, err) ? RLX_OK : RLX_RESOURCE_EXHAUSTED; break;
+    default:
+      return rlx_fail(err, RLX_INTERNAL, "cuda: step %d (node %d) has unknown kind %d", i, s->node,
+                      (int)s->kernel);
+  }
+  if (st == RLX_OK && b->debug_nans && s->kernel != RLX_K_HOST) st = build_checks(b, s, i, l, err);
+  return st;
+}
+
+void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l) {
+  if (!l) return;
+  for (int32_t i = 0; i < l->n; i++)
+    if (l->v[i].kind == RLX_LAUNCH_LT) rlx_cuda_mm_plan_destroy(d, l->v[i].plan);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+#else
+typedef int rlx_cuda_launch_unused_;
+#endif

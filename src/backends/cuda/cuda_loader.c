@@ -1,0 +1,223 @@
+/* Run-time loading of the CUDA driver (libcuda.so.1) and cuBLASLt, and the
+ * one-time device setup: primary context, the embedded kernel modules, the
+ * cuBLASLt handle. Nothing here links against CUDA: a machine without the
+ * driver gets a reason string instead of a load failure. */
+#ifdef RLX_HAVE_CUDA
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+
+static rlx_cuda_dev g_dev;
+static int g_ok;
+static char g_reason[256];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* Stores dlsym's result in a function-pointer slot (no object/function
+ * pointer cast, which ISO C leaves undefined). */
+static int load_sym(void* lib, const char* name, void* slot) {
+  void* p = dlsym(lib, name);
+  if (!p) return 0;
+  memcpy(slot, &p, sizeof p);
+  return 1;
+}
+
+#define SYM(lib, field, name)                                                   \
+  do {                                                                          \
+    if (!load_sym((lib), (name), &(field))) {                                   \
+      snprintf(g_reason, sizeof g_reason, "%s lacks symbol %s", libname, name); \
+      return 0;                                                                 \
+    }                                                                           \
+  } while (0)
+
+static int load_driver(rlx_cu_api* c) {
+  const char* libname = "libcuda.so.1";
+  void* lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(g_reason, sizeof g_reason, "no NVIDIA driver (cannot load libcuda.so.1)");
+    return 0;
+  }
+  SYM(lib, c->init, "cuInit");
+  SYM(lib, c->driver_get_version, "cuDriverGetVersion");
+  SYM(lib, c->device_get, "cuDeviceGet");
+  SYM(lib, c->device_get_count, "cuDeviceGetCount");
+  SYM(lib, c->device_get_name, "cuDeviceGetName");
+  SYM(lib, c->device_get_attribute, "cuDeviceGetAttribute");
+  SYM(lib, c->primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+  SYM(lib, c->ctx_set_current, "cuCtxSetCurrent");
+  SYM(lib, c->get_error_string, "cuGetErrorString");
+  SYM(lib, c->get_error_name, "cuGetErrorName");
+  SYM(lib, c->module_load_data, "cuModuleLoadData");
+  SYM(lib, c->module_get_function, "cuModuleGetFunction");
+  SYM(lib, c->func_set_attribute, "cuFuncSetAttribute");
+  SYM(lib, c->mem_alloc, "cuMemAlloc_v2");
+  SYM(lib, c->mem_free, "cuMemFree_v2");
+  SYM(lib, c->mem_alloc_host, "cuMemAllocHost_v2");
+  SYM(lib, c->mem_free_host, "cuMemFreeHost");
+  SYM(lib, c->mem_get_info, "cuMemGetInfo_v2");
+  SYM(lib, c->memcpy_htod, "cuMemcpyHtoD_v2");
+  SYM(lib, c->memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
+  SYM(lib, c->memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
+  SYM(lib, c->memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+  SYM(lib, c->memset_d8_async, "cuMemsetD8Async");
+  SYM(lib, c->launch_kernel, "cuLaunchKernel");
+  SYM(lib, c->stream_create, "cuStreamCreate");
+  SYM(lib, c->stream_destroy, "cuStreamDestroy_v2");
+  SYM(lib, c->stream_synchronize, "cuStreamSynchronize");
+  SYM(lib, c->stream_wait_event, "cuStreamWaitEvent");
+  SYM(lib, c->event_create, "cuEventCreate");
+  SYM(lib, c->event_destroy, "cuEventDestroy_v2");
+  SYM(lib, c->event_record, "cuEventRecord");
+  SYM(lib, c->stream_begin_capture, "cuStreamBeginCapture_v2");
+  SYM(lib, c->stream_end_capture, "cuStreamEndCapture");
+  SYM(lib, c->graph_instantiate, "cuGraphInstantiateWithFlags");
+  SYM(lib, c->graph_launch, "cuGraphLaunch");
+  SYM(lib, c->graph_exec_destroy, "cuGraphExecDestroy");
+  SYM(lib, c->graph_destroy, "cuGraphDestroy");
+  return 1; /* the library stays loaded for the life of the process */
+}
+
+/* cuBLASLt is optional: without it matmuls use the own kernels. */
+static void load_cublaslt(rlx_cuda_dev* d) {
+  const char* env = getenv("RLX_CUBLASLT");
+  const char* names[] = {env, "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+                         "/usr/local/cuda/lib64/libcublasLt.so.13",
+                         "/usr/local/cuda/lib64/libcublasLt.so.12"};
+  void* lib = NULL;
+  const char* libname = "libcublasLt";
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+    if (names[i] && names[i][0]) {
+      lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+      if (lib) libname = names[i];
+    }
+  if (!lib) {
+    snprintf(d->lt_reason, sizeof d->lt_reason, "cuBLASLt not found (libcublasLt.so.13)");
+    return;
+  }
+  rlx_lt_api* t = &d->lt;
+  int ok = load_sym(lib, "cublasLtCreate", &t->create) &&
+           load_sym(lib, "cublasLtDestroy", &t->destroy) &&
+           load_sym(lib, "cublasLtMatmulDescCreate", &t->desc_create) &&
+           load_sym(lib, "cublasLtMatmulDescSetAttribute", &t->desc_set) &&
+           load_sym(lib, "cublasLtMatmulDescDestroy", &t->desc_destroy) &&
+           load_sym(lib, "cublasLtMatrixLayoutCreate", &t->layout_create) &&
+           load_sym(lib, "cublasLtMatrixLayoutSetAttribute", &t->layout_set) &&
+           load_sym(lib, "cublasLtMatrixLayoutDestroy", &t->layout_destroy) &&
+           load_sym(lib, "cublasLtMatmulPreferenceCreate", &t->pref_create) &&
+           load_sym(lib, "cublasLtMatmulPreferenceSetAttribute", &t->pref_set) &&
+           load_sym(lib, "cublasLtMatmulPreferenceDestroy", &t->pref_destroy) &&
+           load_sym(lib, "cublasLtMatmulAlgoGetHeuristic", &t->heuristic) &&
+           load_sym(lib, "cublasLtMatmul", &t->matmul);
+  if (!ok) {
+    snprintf(d->lt_reason, sizeof d->lt_reason, "%s lacks cublasLt symbols", libname);
+    return;
+  }
+  if (t->create(&d->lt_handle) != CUBLAS_STATUS_SUCCESS) {
+    snprintf(d->lt_reason, sizeof d->lt_reason, "cublasLtCreate failed");
+    return;
+  }
+  d->have_lt = 1;
+  snprintf(d->lt_reason, sizeof d->lt_reason, "cuBLASLt");
+}
+
+static const char* kernel_names[RLX_CUDA_FN_COUNT] = {
+#define RLX_CUDA_FN_NAME(e, name) #name,
+    RLX_CUDA_KERNELS(RLX_CUDA_FN_NAME)
+#undef RLX_CUDA_FN_NAME
+};
+
+static int fail_cu(rlx_cuda_dev* d, CUresult r, const char* call) {
+  const char* s = NULL;
+  if (d->cu.get_error_string) d->cu.get_error_string(r, &s);
+  snprintf(g_reason, sizeof g_reason, "%s failed: %s (%d)", call, s ? s : "?", (int)r);
+  return 0;
+}
+
+static int load_modules(rlx_cuda_dev* d) {
+  for (int b = 0; b < rlx_cuda_n_blobs; b++) {
+    CUmodule m;
+    CUresult r = d->cu.module_load_data(&m, rlx_cuda_blobs[b].data);
+    if (r != CUDA_SUCCESS) {
+      char call[96];
+      snprintf(call, sizeof call, "cuModuleLoadData(%s)", rlx_cuda_blobs[b].name);
+      return fail_cu(d, r, call);
+    }
+    for (int f = 0; f < RLX_CUDA_FN_COUNT; f++)
+      if (!d->fn[f] && d->cu.module_get_function(&d->fn[f], m, kernel_names[f]) != CUDA_SUCCESS)
+        d->fn[f] = NULL;
+  }
+  for (int f = 0; f < RLX_CUDA_FN_COUNT; f++)
+    if (!d->fn[f]) {
+      snprintf(g_reason, sizeof g_reason, "kernel %s missing from the embedded modules",
+               kernel_names[f]);
+      return 0;
+    }
+  /* The attention kernels keep Q, K/V and P tiles in shared memory. */
+  rlx_cuda_fn big[] = {RLX_CUDA_FN_ATTN_D64, RLX_CUDA_FN_ATTN_D128, RLX_CUDA_FN_ATTN_D256};
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+    d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             d->smem_optin);
+  return 1;
+}
+
+static int init_device(rlx_cuda_dev* d) {
+  if (!load_driver(&d->cu)) return 0;
+  CUresult r = d->cu.init(0);
+  if (r != CUDA_SUCCESS) return fail_cu(d, r, "cuInit");
+  int n = 0;
+  r = d->cu.device_get_count(&n);
+  if (r != CUDA_SUCCESS) return fail_cu(d, r, "cuDeviceGetCount");
+  if (n < 1) {
+    snprintf(g_reason, sizeof g_reason, "no CUDA device");
+    return 0;
+  }
+  const char* env = getenv("RLX_CUDA_DEVICE");
+  int ordinal = env ? atoi(env) : 0;
+  if ((r = d->cu.device_get(&d->dev, ordinal)) != CUDA_SUCCESS) return fail_cu(d, r, "cuDeviceGet");
+  d->cu.device_get_name(d->name, (int)sizeof d->name, d->dev);
+  d->cu.device_get_attribute(&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);
+  d->cu.device_get_attribute(&d->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
+  d->cu.device_get_attribute(&d->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+  d->cu.device_get_attribute(&d->smem_optin,
+                             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
+  if (d->cc_major < 8) {
+    snprintf(g_reason, sizeof g_reason, "%s is compute capability %d.%d; rlx needs 8.0+", d->name,
+             d->cc_major, d->cc_minor);
+    return 0;
+  }
+  if ((r = d->cu.primary_ctx_retain(&d->ctx, d->dev)) != CUDA_SUCCESS)
+    return fail_cu(d, r, "cuDevicePrimaryCtxRetain");
+  if ((r = d->cu.ctx_set_current(d->ctx)) != CUDA_SUCCESS) return fail_cu(d, r, "cuCtxSetCurrent");
+  if (!load_modules(d)) return 0;
+  load_cublaslt(d);
+  return 1;
+}
+
+static void init_once(void) {
+  g_ok = init_device(&g_dev);
+  if (g_ok)
+    snprintf(g_reason, sizeof g_reason, "%s, sm_%d%d, %d SMs, %s", g_dev.name, g_dev.cc_major,
+             g_dev.cc_minor, g_dev.sm_count, g_dev.lt_reason);
+}
+
+const rlx_cuda_dev* rlx_cuda_device(char* reason, size_t cap) {
+  pthread_once(&g_once, init_once);
+  if (reason && cap) snprintf(reason, cap, "%s", g_reason);
+  return g_ok ? &g_dev : NULL;
+}
+
+rlx_status rlx_cuda_fail(const rlx_cuda_dev* d, rlx_error* err, CUresult r, const char* call) {
+  const char* s = NULL;
+  if (d && d->cu.get_error_string) d->cu.get_error_string(r, &s);
+  rlx_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? RLX_RESOURCE_EXHAUSTED : RLX_INTERNAL;
+  return rlx_fail(err, st, "cuda: %s failed: %s (CUresult %d)", call, s ? s : "unknown error",
+                  (int)r);
+}
+
+#else
+typedef int rlx_cuda_loader_unused_;
+#endif

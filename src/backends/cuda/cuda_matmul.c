@@ -1,0 +1,242 @@
+/* cuBLASLt plans for MATMUL steps, made once when the executable is created
+ * (descriptors, layouts, the heuristic's algorithm); a run only calls
+ * cublasLtMatmul.
+ *
+ * rlx is row-major and cuBLASLt column-major, so C[M,N] = A·B is computed as
+ * C^T[N,M] = B^T·A^T: the column-major problem has m' = N, n' = M, with our B
+ * as its first operand. Each operand needs one unit stride (rows or
+ * columns); the other becomes the leading dimension and a transpose flag.
+ * Batches must collapse to one stride per operand; a batch that broadcasts B
+ * over a contiguous A folds into M. Exact f32 unless allow_tf32; f16/bf16
+ * run on tensor cores with f32 accumulation. Bias and ReLU / GELU-tanh
+ * epilogues are fused (cuBLASLt's GELU is the tanh form, so it serves only
+ * GeluApprox); other activations run as an epilogue kernel. */
+#ifdef RLX_HAVE_CUDA
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "ir/dtype.h"
+
+struct rlx_cuda_mm_plan {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+  CUdeviceptr a, b, c; /* a = our B, b = our A (column-major roles) */
+  double alpha64, beta64;
+  float alpha32, beta32;
+  int f64, fused;
+};
+
+typedef struct lt_operand {
+  cublasOperation_t op;
+  uint64_t rows, cols; /* as stored (column-major) */
+  int64_t ld, bstride;
+} lt_operand;
+
+static int lt_type(rlx_dtype t, cudaDataType_t* out) {
+  switch (t) {
+    case RLX_F32: *out = CUDA_R_32F; return 1;
+    case RLX_F16: *out = CUDA_R_16F; return 1;
+    case RLX_BF16: *out = CUDA_R_16BF; return 1;
+    case RLX_F64: *out = CUDA_R_64F; return 1;
+    default: return 0;
+  }
+}
+
+/* Column-major view of a row-major-addressed operand with element (i, j) at
+ * i*rs + j*cs, used as an (r x c) matrix: op N if cs == 1 (stored c... ) */
+static int describe(int64_t rows, int64_t cols, int64_t rs, int64_t cs, lt_operand* o) {
+  /* Element (i, j) of the wanted (rows x cols) column-major operand sits at
+   * i*rs + j*cs. Unit rs: stored as is, ld = cs. Unit cs: stored transposed. */
+  if (rs == 1 || rows == 1) {
+    o->op = CUBLAS_OP_N;
+    o->rows = (uint64_t)rows;
+    o->cols = (uint64_t)cols;
+    o->ld = cols == 1 ? (rows > 0 ? rows : 1) : cs;
+    return o->ld >= rows;
+  }
+  if (cs == 1 || cols == 1) {
+    o->op = CUBLAS_OP_T;
+    o->rows = (uint64_t)cols;
+    o->cols = (uint64_t)rows;
+    o->ld = rows == 1 ? (cols > 0 ? cols : 1) : rs;
+    return o->ld >= cols;
+  }
+  return 0;
+}
+
+/* One stride for the whole batch, or -1 if the batch dims do not collapse. */
+static int64_t batch_stride(const rlx_matmul_params* m, const int64_t* bs) {
+  int64_t stride = -1, expect = 0;
+  for (int32_t d = m->batch_rank - 1; d >= 0; d--) {
+    if (m->batch_shape[d] == 1) continue;
+    if (stride < 0) {
+      stride = bs[d];
+      expect = bs[d] * m->batch_shape[d];
+      continue;
+    }
+    if (bs[d] != expect) return -1;
+    expect = bs[d] * m->batch_shape[d];
+  }
+  return stride < 0 ? 0 : stride;
+}
+
+static uint32_t alignment_of(uint64_t addr, int64_t stride_bytes) {
+  uint64_t x = addr | (uint64_t)stride_bytes | 256u;
+  return (uint32_t)(x & (~x + 1u));
+}
+
+static int lt_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+static rlx_status make_layout(const rlx_cuda_dev* d, cudaDataType_t t, const lt_operand* o,
+                              int64_t batch, cublasLtMatrixLayout_t* out, rlx_error* err) {
+  if (!lt_ok(d->lt.layout_create(out, t, o->rows, o->cols, o->ld)))
+    return rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatrixLayoutCreate failed");
+  if (batch > 1) {
+    int32_t count = (int32_t)batch;
+    d->lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    d->lt.layout_set(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &o->bstride,
+                     sizeof o->bstride);
+  }
+  return RLX_OK;
+}
+
+void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p) {
+  if (!p) return;
+  if (p->la) d->lt.layout_destroy(p->la);
+  if (p->lb) d->lt.layout_destroy(p->lb);
+  if (p->lc) d->lt.layout_destroy(p->lc);
+  if (p->desc) d->lt.desc_destroy(p->desc);
+  free(p);
+}
+
+int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p) { return p->fused; }
+
+static int pick_epilogue(const rlx_matmul_params* m, int64_t batch, cublasLtEpilogue_t* out) {
+  if (batch > 1) return 0;
+  if (m->act == RLX_ACT_NONE) {
+    *out = m->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    return 1;
+  }
+  if (m->act == RLX_ACT_RELU) {
+    *out = m->has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    return 1;
+  }
+  if (m->act == RLX_ACT_GELU_APPROX) {
+    *out = m->has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    return 1;
+  }
+  return 0;
+}
+
+rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
+                                   rlx_cuda_mm_plan** out, rlx_error* err) {
+  const rlx_cuda_dev* d = b->d;
+  const rlx_matmul_params* m = &s->p.mm;
+  *out = NULL;
+  rlx_dtype at = s->in[0].dtype, ct = s->out[0].dtype;
+  cudaDataType_t type;
+  if (at != s->in[1].dtype || at != ct || !lt_type(at, &type)) return RLX_OK;
+  int64_t sa = batch_stride(m, m->a_bstride), sb = batch_stride(m, m->b_bstride),
+          sc = batch_stride(m, m->c_bstride);
+  if (sa < 0 || sb < 0 || sc < 0) return RLX_OK;
+  int64_t M = m->M, batch = m->batch;
+  /* x[batch.., M, K] @ W[K, N]: fold the batch into M when A's rows run on. */
+  if (batch > 1 && sb == 0 && m->a_cs == 1 && sa == M * m->a_rs && sc == M * m->N) {
+    M *= batch;
+    batch = 1;
+  }
+  lt_operand A, B, C; /* column-major roles: A = our B (N x K), B = our A (K x M) */
+  if (!describe(m->N, m->K, m->b_cs, m->b_rs, &A) || !describe(m->K, M, m->a_cs, m->a_rs, &B))
+    return RLX_OK;
+  C.op = CUBLAS_OP_N;
+  C.rows = (uint64_t)m->N;
+  C.cols = (uint64_t)M;
+  C.ld = m->N;
+  A.bstride = sb;
+  B.bstride = sa;
+  C.bstride = sc;
+
+  rlx_cuda_mm_plan* p = calloc(1, sizeof *p);
+  RLX_CHECK_ALLOC(err, p);
+  p->f64 = at == RLX_F64;
+  cublasComputeType_t compute = p->f64 ? CUBLAS_COMPUTE_64F
+                                : (at == RLX_F32 && b->allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                  : CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = p->f64 ? CUDA_R_64F : CUDA_R_32F;
+  rlx_status st = RLX_OK;
+  if (!lt_ok(d->lt.desc_create(&p->desc, compute, scale))) {
+    st = rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmulDescCreate failed");
+    goto fail;
+  }
+  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &A.op, sizeof A.op);
+  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &B.op, sizeof B.op);
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  p->fused = pick_epilogue(m, batch, &epi);
+  if (p->fused && epi != CUBLASLT_EPILOGUE_DEFAULT) {
+    d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (m->has_bias) {
+      void* bias = (void*)(uintptr_t)(b->arena + s->in[2].offset);
+      d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+  }
+  if ((st = make_layout(d, type, &A, batch, &p->la, err)) != RLX_OK) goto fail;
+  if ((st = make_layout(d, type, &B, batch, &p->lb, err)) != RLX_OK) goto fail;
+  if ((st = make_layout(d, type, &C, batch, &p->lc, err)) != RLX_OK) goto fail;
+  p->a = b->arena + s->in[1].offset;
+  p->b = b->arena + s->in[0].offset;
+  p->c = b->arena + s->out[0].offset;
+  p->alpha64 = 1.0;
+  p->alpha32 = 1.0f;
+
+  cublasLtMatmulPreference_t pref = NULL;
+  if (!lt_ok(d->lt.pref_create(&pref))) {
+    st = rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmulPreferenceCreate failed");
+    goto fail;
+  }
+  uint64_t ws = b->workspace_bytes;
+  size_t es = rlx_dtype_size(at);
+  uint32_t al_a = alignment_of(p->a, sb * (int64_t)es), al_b = alignment_of(p->b, sa * (int64_t)es),
+           al_c = alignment_of(p->c, sc * (int64_t)es);
+  d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+  d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+  d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+  d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+  cublasLtMatmulHeuristicResult_t res;
+  int found = 0;
+  memset(&res, 0, sizeof res);
+  cublasStatus_t hs = d->lt.heuristic(d->lt_handle, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1,
+                                      &res, &found);
+  d->lt.pref_destroy(pref);
+  if (!lt_ok(hs) || found < 1) { /* not a cuBLASLt problem: the own kernel runs it */
+    rlx_cuda_mm_plan_destroy(d, p);
+    return RLX_OK;
+  }
+  p->algo = res.algo;
+  *out = p;
+  return RLX_OK;
+fail:
+  rlx_cuda_mm_plan_destroy(d, p);
+  return st;
+}
+
+rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, CUstream stream,
+                                CUdeviceptr workspace, size_t workspace_bytes, rlx_error* err) {
+  const void* alpha = p->f64 ? (const void*)&p->alpha64 : (const void*)&p->alpha32;
+  const void* beta = p->f64 ? (const void*)&p->beta64 : (const void*)&p->beta32;
+  void* c = (void*)(uintptr_t)p->c;
+  cublasStatus_t s = d->lt.matmul(d->lt_handle, p->desc, alpha, (const void*)(uintptr_t)p->a, p->la,
+                                  (const void*)(uintptr_t)p->b, p->lb, beta, c, p->lc, c, p->lc,
+                                  &p->algo, (void*)(uintptr_t)workspace, workspace_bytes,
+                                  (cudaStream_t)stream);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmul failed (cublasStatus %d)", (int)s);
+  return RLX_OK;
+}
+
+#else
+typedef int rlx_cuda_matmul_unused_;
+#endif

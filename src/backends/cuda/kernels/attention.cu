@@ -1,0 +1,208 @@
+/* Flash-attention forward: one block per (batch, head, 64-query tile); key
+ * tiles of 64 stream through shared memory with an online softmax, so the
+ * Sq x Sk score matrix never exists in memory. Any strides (BSHD, BHSD,
+ * packed QKV), GQA/MQA, every mask kind, score scale and logit softcap. Math
+ * in f32 whatever the storage dtype.
+ *
+ * 256 threads as a 16 x 16 grid; thread (ty, tx) owns query rows ty*4..+3
+ * and, per tile, keys tx*4..+3 of the scores and output columns
+ * jj*64 + tx*4..+3 (jj < DT/64). A row's 64 scores live in the 16 lanes of
+ * one half-warp, so row max/sum are 4 shuffles. */
+#include "common.cuh"
+
+#define BQ 64
+#define BK 64
+#define LDT (BQ + 4) /* row length of the transposed tiles (16-byte aligned) */
+
+RLXK_DEV float masked_score(const rlxk_attn& p, const char* mask, float dot, int64_t b, int64_t h,
+                            int64_t i, int64_t j) {
+  if (i >= p.Sq || j >= p.Sk) return -INFINITY;
+  float s = dot * p.scale;
+  if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+  int64_t last = i + p.Sk - p.Sq;
+  switch (p.mask) {
+    case RLX_MASK_CAUSAL:
+      if (j > last) return -INFINITY;
+      break;
+    case RLX_MASK_SLIDING:
+      if (j > last || j <= last - p.window) return -INFINITY;
+      break;
+    case RLX_MASK_CUSTOM:
+      if (!(ld_f32(mask, p.mdt, b * p.m_sb + h * p.m_sh + i * p.m_sq + j * p.m_sk) > 0.5f))
+        return -INFINITY;
+      break;
+    case RLX_MASK_BIAS:
+      s += ld_f32(mask, p.mdt, b * p.m_sb + h * p.m_sh + i * p.m_sq + j * p.m_sk);
+      break;
+    default: break;
+  }
+  return s;
+}
+
+/* Loads rows [r0, r0 + 64) x dims [0, DT) of a strided operand, transposed
+ * (dst[d * LDT + r]); zero outside [0, rows) x [0, dims). */
+template <int DT>
+RLXK_DEV void load_transposed(float* dst, const char* src, int dt, int64_t base, int64_t rstride,
+                              int64_t r0, int64_t rows, int64_t dims) {
+  for (int idx = threadIdx.x; idx < 64 * DT; idx += blockDim.x) {
+    int r = idx / DT, d = idx % DT;
+    float v = 0.0f;
+    if (r0 + r < rows && d < dims) v = ld_f32(src, dt, base + (r0 + r) * rstride + d);
+    dst[d * LDT + r] = v;
+  }
+}
+
+/* Row-major tile: dst[r * (DT + 4) + d]. */
+template <int DT>
+RLXK_DEV void load_rows(float* dst, const char* src, int dt, int64_t base, int64_t rstride,
+                        int64_t r0, int64_t rows, int64_t dims) {
+  for (int idx = threadIdx.x; idx < 64 * DT; idx += blockDim.x) {
+    int r = idx / DT, d = idx % DT;
+    float v = 0.0f;
+    if (r0 + r < rows && d < dims) v = ld_f32(src, dt, base + (r0 + r) * rstride + d);
+    dst[r * (DT + 4) + d] = v;
+  }
+}
+
+template <int DT>
+__device__ void flash_fwd(char* arena, const rlxk_attn& p) {
+  constexpr int NJ = DT / 64;
+  extern __shared__ float4 smem4[];
+  float* smem = (float*)smem4;
+  float* Qs = smem;                                     /* [DT][LDT] */
+  float* KV = Qs + DT * LDT;                            /* K: [DT][LDT]; V: [BK][DT+4] */
+  float* Ps = KV + (DT * LDT > BK * (DT + 4) ? DT * LDT : BK * (DT + 4)); /* [BK][LDT] */
+
+  int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  int64_t tile = blockIdx.x % p.q_tiles, bh = blockIdx.x / p.q_tiles;
+  int64_t h = bh % p.H, b = bh / p.H, kvh = h / (p.H / p.Hkv);
+  int64_t q0 = tile * BQ;
+  const char* q = at(arena, p.qoff);
+  const char* k = at(arena, p.koff);
+  const char* v = at(arena, p.voff);
+  const char* mask = at(arena, p.moff);
+
+  load_transposed<DT>(Qs, q, p.qdt, b * p.q_sb + h * p.q_sh, p.q_ss, q0, p.Sq, p.D);
+
+  /* Keys any row of this tile can see. */
+  int64_t k_begin = 0, k_end = p.Sk;
+  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING) {
+    int64_t q_last = (q0 + BQ - 1 < p.Sq ? q0 + BQ - 1 : p.Sq - 1);
+    int64_t last_key = q_last + p.Sk - p.Sq;
+    k_end = last_key + 1 < p.Sk ? last_key + 1 : p.Sk;
+    if (p.mask == RLX_MASK_SLIDING) {
+      int64_t first = q0 + p.Sk - p.Sq - p.window + 1;
+      k_begin = first > 0 ? first : 0;
+    }
+  }
+
+  float m[4], l[4], acc[4][NJ][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+#pragma unroll
+    for (int jj = 0; jj < NJ; jj++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) acc[i][jj][j] = 0.0f;
+  }
+
+  for (int64_t k0 = (k_begin / BK) * BK; k0 < k_end; k0 += BK) {
+    __syncthreads();
+    load_transposed<DT>(KV, k, p.kdt, b * p.k_sb + kvh * p.k_sh, p.k_ss, k0, p.Sk, p.D);
+    __syncthreads();
+
+    float s[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) s[i][j] = 0.0f;
+#pragma unroll 8
+    for (int d = 0; d < DT; d++) {
+      float4 qa = *(const float4*)&Qs[d * LDT + ty * 4];
+      float4 ka = *(const float4*)&KV[d * LDT + tx * 4];
+      float qv[4] = {qa.x, qa.y, qa.z, qa.w}, kv[4] = {ka.x, ka.y, ka.z, ka.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
+    }
+
+    /* Online softmax over this tile, row by row. */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      int64_t qi = q0 + ty * 4 + i;
+      float tmax = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        s[i][j] = masked_score(p, mask, s[i][j], b, h, qi, k0 + tx * 4 + j);
+        tmax = fmaxf(tmax, s[i][j]);
+      }
+#pragma unroll
+      for (int o = 1; o < 16; o <<= 1) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, o));
+      float m_new = fmaxf(m[i], tmax);
+      float alpha = 1.0f, rs = 0.0f;
+      if (m_new == -INFINITY) {
+#pragma unroll
+        for (int j = 0; j < 4; j++) s[i][j] = 0.0f;
+      } else {
+        alpha = m[i] == -INFINITY ? 0.0f : expf(m[i] - m_new);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          s[i][j] = s[i][j] == -INFINITY ? 0.0f : expf(s[i][j] - m_new);
+          rs += s[i][j];
+        }
+        m[i] = m_new;
+      }
+      l[i] = l[i] * alpha + rs;
+#pragma unroll
+      for (int jj = 0; jj < NJ; jj++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][jj][j] *= alpha;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+      *(float4*)&Ps[(tx * 4 + j) * LDT + ty * 4] = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+    __syncthreads();
+    load_rows<DT>(KV, v, p.vdt, b * p.v_sb + kvh * p.v_sh, p.v_ss, k0, p.Sk, p.Dv);
+    __syncthreads();
+
+#pragma unroll 4
+    for (int c = 0; c < BK; c++) {
+      float4 pa = *(const float4*)&Ps[c * LDT + ty * 4];
+      float pv[4] = {pa.x, pa.y, pa.z, pa.w};
+#pragma unroll
+      for (int jj = 0; jj < NJ; jj++) {
+        float4 va = *(const float4*)&KV[c * (DT + 4) + jj * 64 + tx * 4];
+        float vv[4] = {va.x, va.y, va.z, va.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) acc[i][jj][j] = fmaf(pv[i], vv[j], acc[i][jj][j]);
+      }
+    }
+  }
+
+  char* o = atw(arena, p.ooff);
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    float tot = l[i];
+#pragma unroll
+    for (int off = 1; off < 16; off <<= 1) tot += __shfl_xor_sync(0xffffffffu, tot, off);
+    int64_t qi = q0 + ty * 4 + i;
+    if (qi >= p.Sq) continue;
+    float inv = tot > 0.0f ? 1.0f / tot : 0.0f;
+    int64_t ob = b * p.o_sb + qi * p.o_ss + h * p.o_sh;
+#pragma unroll
+    for (int jj = 0; jj < NJ; jj++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        int64_t col = jj * 64 + tx * 4 + j;
+        if (col < p.Dv) st_f32(o, p.odt, ob + col, acc[i][jj][j] * inv);
+      }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) rlx_attn_d64(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<64>(a, p); }
+extern "C" __global__ void __launch_bounds__(256) rlx_attn_d128(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<128>(a, p); }
+extern "C" __global__ void __launch_bounds__(256) rlx_attn_d256(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<256>(a, p); }

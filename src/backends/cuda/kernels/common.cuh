@@ -1,0 +1,307 @@
+/* Device helpers shared by every kernel family: dtype loads/stores with the
+ * CPU reference's exact conversion rules (src/ir/dtype.c), the scalar ops
+ * (ref.c), warp/block reductions and run-time error reporting. */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "rlx.h"
+#include "params.h"
+
+#define RLXK_DEV __device__ __forceinline__
+
+RLXK_DEV const char* at(const char* arena, uint64_t off) { return arena + off; }
+RLXK_DEV char* atw(char* arena, uint64_t off) { return arena + off; }
+
+RLXK_DEV bool is_intlike(int t) {
+  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
+}
+
+/* ------------------------------------------------------------ loads */
+
+RLXK_DEV double ld_f64(const char* b, int t, int64_t i) {
+  switch (t) {
+    case RLX_F32: return ((const float*)b)[i];
+    case RLX_F16: return __half2float(((const __half*)b)[i]);
+    case RLX_BF16: return __bfloat162float(((const __nv_bfloat16*)b)[i]);
+    case RLX_F64: return ((const double*)b)[i];
+    case RLX_I8: return ((const int8_t*)b)[i];
+    case RLX_U8: return ((const uint8_t*)b)[i];
+    case RLX_I32: return ((const int32_t*)b)[i];
+    case RLX_I64: return (double)((const int64_t*)b)[i];
+    case RLX_BOOL: return ((const uint8_t*)b)[i] != 0;
+    default: return 0;
+  }
+}
+
+/* Float compute types: f64 values narrow to float (used where the kernels
+ * compute in f32: attention, norms, rope). */
+RLXK_DEV float ld_f32(const char* b, int t, int64_t i) {
+  switch (t) {
+    case RLX_F32: return ((const float*)b)[i];
+    case RLX_F16: return __half2float(((const __half*)b)[i]);
+    case RLX_BF16: return __bfloat162float(((const __nv_bfloat16*)b)[i]);
+    default: return (float)ld_f64(b, t, i);
+  }
+}
+
+RLXK_DEV int64_t saturate_i64(double v, double lo, double hi) {
+  if (isnan(v)) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)v;
+}
+
+RLXK_DEV int64_t ld_i64(const char* b, int t, int64_t i) {
+  switch (t) {
+    case RLX_I8: return ((const int8_t*)b)[i];
+    case RLX_U8: case RLX_BOOL: return ((const uint8_t*)b)[i];
+    case RLX_I32: return ((const int32_t*)b)[i];
+    case RLX_I64: return ((const int64_t*)b)[i];
+    default: return saturate_i64(ld_f64(b, t, i), -9223372036854775808.0, 9223372036854774784.0);
+  }
+}
+
+/* ------------------------------------------------------------ stores */
+
+RLXK_DEV void st_f64(char* b, int t, int64_t i, double v) {
+  switch (t) {
+    case RLX_F32: ((float*)b)[i] = (float)v; break;
+    /* Half stores round through f32 first, exactly as the reference does. */
+    case RLX_F16: ((__half*)b)[i] = __float2half_rn((float)v); break;
+    case RLX_BF16: ((__nv_bfloat16*)b)[i] = __float2bfloat16_rn((float)v); break;
+    case RLX_F64: ((double*)b)[i] = v; break;
+    case RLX_I8: ((int8_t*)b)[i] = (int8_t)saturate_i64(v, -128, 127); break;
+    case RLX_U8: ((uint8_t*)b)[i] = (uint8_t)saturate_i64(v, 0, 255); break;
+    case RLX_I32: ((int32_t*)b)[i] = (int32_t)saturate_i64(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I64:
+      ((int64_t*)b)[i] = saturate_i64(v, -9223372036854775808.0, 9223372036854774784.0);
+      break;
+    case RLX_BOOL: ((uint8_t*)b)[i] = v != 0; break;
+    default: break;
+  }
+}
+
+RLXK_DEV void st_f32(char* b, int t, int64_t i, float v) {
+  switch (t) {
+    case RLX_F32: ((float*)b)[i] = v; break;
+    case RLX_F16: ((__half*)b)[i] = __float2half_rn(v); break;
+    case RLX_BF16: ((__nv_bfloat16*)b)[i] = __float2bfloat16_rn(v); break;
+    default: st_f64(b, t, i, (double)v); break;
+  }
+}
+
+RLXK_DEV void st_i64(char* b, int t, int64_t i, int64_t v) {
+  switch (t) {
+    case RLX_I8: ((int8_t*)b)[i] = (int8_t)v; break;
+    case RLX_U8: ((uint8_t*)b)[i] = (uint8_t)v; break;
+    case RLX_BOOL: ((uint8_t*)b)[i] = v != 0; break;
+    case RLX_I32: ((int32_t*)b)[i] = (int32_t)v; break;
+    case RLX_I64: ((int64_t*)b)[i] = v; break;
+    default: st_f64(b, t, i, (double)v); break;
+  }
+}
+
+RLXK_DEV int dtype_size(int t) {
+  switch (t) {
+    case RLX_F32: case RLX_I32: return 4;
+    case RLX_F16: case RLX_BF16: return 2;
+    case RLX_F64: case RLX_I64: return 8;
+    default: return 1;
+  }
+}
+
+/* One element of any dtype, converted as the reference's copy_element. */
+RLXK_DEV void copy_elem(char* o, int ot, int64_t oi, const char* s, int stt, int64_t si) {
+  if (ot == stt) {
+    switch (dtype_size(ot)) {
+      case 8: ((uint64_t*)o)[oi] = ((const uint64_t*)s)[si]; break;
+      case 4: ((uint32_t*)o)[oi] = ((const uint32_t*)s)[si]; break;
+      case 2: ((uint16_t*)o)[oi] = ((const uint16_t*)s)[si]; break;
+      default: ((uint8_t*)o)[oi] = ((const uint8_t*)s)[si]; break;
+    }
+  } else if (is_intlike(ot) && is_intlike(stt)) {
+    st_i64(o, ot, oi, ld_i64(s, stt, si));
+  } else {
+    st_f64(o, ot, oi, ld_f64(s, stt, si));
+  }
+}
+
+/* ------------------------------------------------------------ scalar ops */
+
+template <typename T>
+RLXK_DEV T round_half_even(T x) { return rint(x); }
+
+RLXK_DEV double act_f64(int act, double x) {
+  switch (act) {
+    case RLX_ACT_NONE: return x;
+    case RLX_ACT_RELU: return x < 0 ? 0.0 : x;
+    case RLX_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case RLX_ACT_TANH: return tanh(x);
+    case RLX_ACT_EXP: return exp(x);
+    case RLX_ACT_LOG: return log(x);
+    case RLX_ACT_SQRT: return sqrt(x);
+    case RLX_ACT_RSQRT: return 1.0 / sqrt(x);
+    case RLX_ACT_NEG: return -x;
+    case RLX_ACT_ABS: return fabs(x);
+    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case RLX_ACT_GELU_APPROX: {
+      const double k = 0.79788456080286535588;
+      return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case RLX_ACT_SILU: return x / (1.0 + exp(-x));
+    case RLX_ACT_ROUND: return rint(x);
+    case RLX_ACT_SIN: return sin(x);
+    case RLX_ACT_COS: return cos(x);
+    case RLX_ACT_TAN: return tan(x);
+    case RLX_ACT_ATAN: return atan(x);
+    default: return nan("");
+  }
+}
+
+RLXK_DEV float act_f32(int act, float x) {
+  switch (act) {
+    case RLX_ACT_NONE: return x;
+    case RLX_ACT_RELU: return x < 0 ? 0.0f : x;
+    case RLX_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case RLX_ACT_TANH: return tanhf(x);
+    case RLX_ACT_EXP: return expf(x);
+    case RLX_ACT_LOG: return logf(x);
+    case RLX_ACT_SQRT: return sqrtf(x);
+    case RLX_ACT_RSQRT: return 1.0f / sqrtf(x);
+    case RLX_ACT_NEG: return -x;
+    case RLX_ACT_ABS: return fabsf(x);
+    case RLX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RLX_ACT_GELU_APPROX: {
+      const float k = 0.79788456080286535588f;
+      return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    case RLX_ACT_SILU: return x / (1.0f + expf(-x));
+    case RLX_ACT_ROUND: return rintf(x);
+    case RLX_ACT_SIN: return sinf(x);
+    case RLX_ACT_COS: return cosf(x);
+    case RLX_ACT_TAN: return tanf(x);
+    case RLX_ACT_ATAN: return atanf(x);
+    default: return nanf("");
+  }
+}
+
+template <typename T>
+RLXK_DEV T binary_op(int op, T a, T b) {
+  switch (op) {
+    case RLX_BIN_ADD: return a + b;
+    case RLX_BIN_SUB: return a - b;
+    case RLX_BIN_MUL: return a * b;
+    case RLX_BIN_DIV: return a / b;
+    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? (T)NAN : (a > b ? a : b);
+    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? (T)NAN : (a < b ? a : b);
+    case RLX_BIN_POW: return pow(a, b);
+    default: return (T)NAN;
+  }
+}
+
+RLXK_DEV int64_t int_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, base = (uint64_t)a;
+  while (b) {
+    if (b & 1) r *= base;
+    base *= base;
+    b >>= 1;
+  }
+  return (int64_t)r;
+}
+
+RLXK_DEV int64_t int_binary(int op, int64_t a, int64_t b) {
+  switch (op) {
+    case RLX_BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case RLX_BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case RLX_BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case RLX_BIN_DIV:
+      if (b == 0) return 0;
+      if (b == -1) return (int64_t)(0 - (uint64_t)a);
+      return a / b;
+    case RLX_BIN_MAX: return a > b ? a : b;
+    case RLX_BIN_MIN: return a < b ? a : b;
+    case RLX_BIN_POW: return int_pow(a, b);
+    default: return 0;
+  }
+}
+
+template <typename T>
+RLXK_DEV int compare_op(int op, T a, T b) {
+  switch (op) {
+    case RLX_CMP_EQ: return a == b;
+    case RLX_CMP_NE: return a != b;
+    case RLX_CMP_LT: return a < b;
+    case RLX_CMP_LE: return a <= b;
+    case RLX_CMP_GT: return a > b;
+    case RLX_CMP_GE: return a >= b;
+    default: return 0;
+  }
+}
+
+/* ------------------------------------------------------------ reductions */
+
+/* Max that keeps NaN once seen (the reference's softmax/reduce rule). */
+RLXK_DEV float nanmax_f(float a, float b) { return (isnan(a) || a > b) ? a : b; }
+
+template <typename T>
+RLXK_DEV T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+RLXK_DEV float warp_max_nan(float v) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = (isnan(w) || w > v) ? w : v;
+  }
+  return v;
+}
+
+/* Block-wide sum; `shared` holds 32 slots. Every thread gets the result. */
+template <typename T>
+RLXK_DEV T block_sum(T v, T* shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  T r = lane < nw ? shared[lane] : (T)0;
+  if (warp == 0) {
+    r = warp_sum(r);
+    if (lane == 0) shared[0] = r;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+RLXK_DEV float block_max_nan(float v, float* shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  v = warp_max_nan(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float r = lane < nw ? shared[lane] : -INFINITY;
+  if (warp == 0) {
+    r = warp_max_nan(r);
+    if (lane == 0) shared[0] = r;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+/* ------------------------------------------------------------ errors */
+
+RLXK_DEV void report_error(rlxk_state* st, int step, int code, int64_t a, int64_t b) {
+  unsigned long long key = ((unsigned long long)(step + 1) << 8) | (unsigned long long)code;
+  if (atomicCAS(&st->err_key, 0ull, key) == 0ull) {
+    st->err_a = a;
+    st->err_b = b;
+  }
+}
+
+RLXK_DEV int64_t grid_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+RLXK_DEV int64_t grid_stride() { return (int64_t)gridDim.x * blockDim.x; }

@@ -1,0 +1,126 @@
+/* Launch parameters shared by the host side (C, cuda_launch.c) and the
+ * kernels (.cu). Each kernel family takes one of these structs by value, so
+ * the layouts must be plain: fixed-width fields, no pointers, no padding
+ * surprises (64-bit fields first, then 32-bit ones). Offsets are bytes into
+ * the arena; strides are elements of the view's dtype. Dtype codes are
+ * rlx_dtype values; kernel sub-kinds are the rlx enums (rlx_binary_op, ...). */
+#ifndef RLX_CUDA_KERNEL_PARAMS_H
+#define RLX_CUDA_KERNEL_PARAMS_H
+
+#include <stdint.h>
+
+#define RLXK_MAX_RANK 8
+
+/* Per-run device state: the seed for Sample, and the first run-time error a
+ * kernel hit (key = (step + 1) << 8 | code, first writer wins). */
+typedef struct rlxk_state {
+  uint64_t seed;
+  unsigned long long err_key;
+  int64_t err_a, err_b;
+} rlxk_state;
+
+enum { RLXK_ERR_GATHER = 1, RLXK_ERR_SCATTER = 2, RLXK_ERR_NONFINITE = 3 };
+
+/* Elementwise (copy / binary / compare / where / unary) over out's index
+ * space; inputs aligned to it (stride 0 = broadcast). */
+typedef struct rlxk_ew {
+  int64_t n;
+  int64_t shape[RLXK_MAX_RANK];
+  int64_t ostride[RLXK_MAX_RANK];
+  int64_t istride[3][RLXK_MAX_RANK];
+  uint64_t ooff, ioff[3];
+  int32_t rank, n_in, kind, op;
+  int32_t odt, idt[3];
+  int32_t step, pad_;
+} rlxk_ew;
+
+/* Reduce: in viewed [keep dims..., reduced dims...]; out dense [outer]. */
+typedef struct rlxk_reduce {
+  int64_t outer, inner;
+  int64_t shape[RLXK_MAX_RANK], stride[RLXK_MAX_RANK];
+  uint64_t ioff, ooff;
+  int32_t n_keep, n_red, op, idt, odt, pad_;
+} rlxk_reduce;
+
+/* Row ops over a dense [outer, n, inner]: arg-reduce, softmax, cumsum, topk. */
+typedef struct rlxk_row {
+  int64_t outer, n, inner, k;
+  uint64_t ioff, ooff, ooff2;
+  int32_t op, idt, odt, odt2, exclusive, reverse, largest, pad_;
+} rlxk_row;
+
+typedef struct rlxk_gather {
+  int64_t outer, axis_len, inner, n_idx;
+  uint64_t doff, ioff, ooff;
+  int32_t ddt, idt, odt, step;
+} rlxk_gather;
+
+/* ScatterAdd: idx dense over shape; src element at p uses src_stride; out
+ * uses out_stride with p[axis] replaced by the index. */
+typedef struct rlxk_scatter {
+  int64_t n, axis_len;
+  int64_t shape[RLXK_MAX_RANK], idx_stride[RLXK_MAX_RANK];
+  int64_t src_stride[RLXK_MAX_RANK], out_stride[RLXK_MAX_RANK];
+  uint64_t ioff, soff, ooff;
+  int32_t rank, axis, idt, sdt, odt, step;
+} rlxk_scatter;
+
+/* Norm over rows of `cols` contiguous elements. Slots: x, residual, bias,
+ * gamma, beta (dt < 0: absent). */
+typedef struct rlxk_norm {
+  int64_t rows, cols;
+  uint64_t off[5], ooff, ooff2;
+  int32_t dt[5], odt, odt2;
+  float eps;
+  int32_t rms, writes_sum;
+} rlxk_norm;
+
+typedef struct rlxk_attn {
+  int64_t B, H, Hkv, Sq, Sk, D, Dv;
+  int64_t q_sb, q_ss, q_sh, k_sb, k_ss, k_sh, v_sb, v_ss, v_sh, o_sb, o_ss, o_sh;
+  int64_t m_sb, m_sh, m_sq, m_sk;
+  uint64_t qoff, koff, voff, moff, ooff;
+  int32_t qdt, kdt, vdt, mdt, odt;
+  int32_t mask, window;
+  float scale, softcap;
+  int32_t q_tiles; /* blocks along Sq */
+} rlxk_attn;
+
+typedef struct rlxk_rope {
+  int64_t B, S, H, D;
+  int64_t x_sb, x_ss, x_sh, o_sb, o_ss, o_sh;
+  uint64_t xoff, coff, soff, ooff;
+  int32_t n_rot, style, per_token, xdt, cdt, sdt, odt, pad_;
+} rlxk_rope;
+
+/* Sample: one block per row (grid-strided); scratch holds per block a
+ * power-of-two array of (prob, index) for sorting. */
+typedef struct rlxk_sample {
+  int64_t rows, vocab, pow2;
+  uint64_t ioff, ooff;
+  uint64_t scratch; /* device address of the scratch buffer */
+  int32_t idt, odt, top_k;
+  float top_p, temperature;
+  int32_t pad_;
+} rlxk_sample;
+
+/* Matmul fallback / GEMV: C = act(A·B + bias), geometry as rlx_matmul_params. */
+typedef struct rlxk_mm {
+  int64_t M, N, K, batch;
+  int64_t batch_shape[RLXK_MAX_RANK], a_bs[RLXK_MAX_RANK], b_bs[RLXK_MAX_RANK],
+      c_bs[RLXK_MAX_RANK];
+  int64_t a_rs, a_cs, b_rs, b_cs, c_rs;
+  uint64_t aoff, boff, coff, biasoff;
+  uint64_t partial; /* GEMV split-K: device address of the partial sums */
+  int32_t batch_rank, adt, bdt, cdt, biasdt, has_bias, act, ksplit;
+} rlxk_mm;
+
+/* Elementwise bias + activation over a dense C [rows, N] (matmul epilogues
+ * cuBLASLt cannot fuse exactly). */
+typedef struct rlxk_epilogue {
+  int64_t rows, N;
+  uint64_t coff, biasoff;
+  int32_t cdt, biasdt, has_bias, act;
+} rlxk_epilogue;
+
+#endif

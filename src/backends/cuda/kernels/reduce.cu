@@ -1,0 +1,346 @@
+/* Reductions and row ops: Reduce (any axes), ArgMax/ArgMin, Softmax /
+ * LogSoftmax, Cumsum, TopK. Semantics follow ref.c exactly: NaN propagates
+ * through max/min and softmax, the first NaN wins an arg-reduction, ties keep
+ * the lower index, integer sums wrap in int64. Float sums accumulate in
+ * double (cheap on this hardware, and it keeps long rows close to the
+ * reference's double accumulation). */
+#include "common.cuh"
+
+/* ---------------------------------------------------------------- reduce */
+
+struct red_acc {
+  double f;
+  int64_t i;
+  int nan_seen, any;
+};
+
+RLXK_DEV void red_init(red_acc& a, int op) {
+  a.f = op == RLX_RED_PROD ? 1.0 : 0.0;
+  a.i = op == RLX_RED_PROD ? 1 : 0;
+  a.nan_seen = 0;
+  a.any = 0;
+}
+
+RLXK_DEV void red_add(red_acc& a, int op, bool ints, double f, int64_t i) {
+  switch (op) {
+    case RLX_RED_SUM: case RLX_RED_MEAN:
+      a.f += f;
+      a.i = (int64_t)((uint64_t)a.i + (uint64_t)i);
+      break;
+    case RLX_RED_PROD:
+      a.f *= f;
+      a.i = (int64_t)((uint64_t)a.i * (uint64_t)i);
+      break;
+    default: { /* max / min; NaN sticks */
+      if (!ints && isnan(f)) { a.nan_seen = 1; a.any = 1; break; }
+      bool better = ints ? (op == RLX_RED_MAX ? i > a.i : i < a.i)
+                         : (op == RLX_RED_MAX ? f > a.f : f < a.f);
+      if (!a.any || better) { a.f = f; a.i = i; }
+      a.any = 1;
+      break;
+    }
+  }
+}
+
+RLXK_DEV void red_merge(red_acc& a, const red_acc& b, int op, bool ints) {
+  switch (op) {
+    case RLX_RED_SUM: case RLX_RED_MEAN:
+      a.f += b.f;
+      a.i = (int64_t)((uint64_t)a.i + (uint64_t)b.i);
+      break;
+    case RLX_RED_PROD:
+      a.f *= b.f;
+      a.i = (int64_t)((uint64_t)a.i * (uint64_t)b.i);
+      break;
+    default:
+      if (!b.any) break;
+      if (b.nan_seen) a.nan_seen = 1;
+      if (!a.any) { a.f = b.f; a.i = b.i; a.any = 1; break; }
+      if (ints ? (op == RLX_RED_MAX ? b.i > a.i : b.i < a.i)
+               : (op == RLX_RED_MAX ? b.f > a.f : b.f < a.f)) { a.f = b.f; a.i = b.i; }
+      break;
+  }
+}
+
+RLXK_DEV void red_store(char* o, int odt, int64_t oi, const red_acc& a, int op, bool ints,
+                        int64_t inner) {
+  switch (op) {
+    case RLX_RED_SUM: case RLX_RED_PROD:
+      if (ints) st_i64(o, odt, oi, a.i);
+      else st_f64(o, odt, oi, a.f);
+      break;
+    case RLX_RED_MEAN: st_f64(o, odt, oi, inner ? a.f / (double)inner : nan("")); break;
+    default:
+      if (!ints && a.nan_seen) st_f64(o, odt, oi, nan(""));
+      else if (ints && inner) st_i64(o, odt, oi, a.i);
+      else if (inner) st_f64(o, odt, oi, a.f);
+      else st_f64(o, odt, oi, nan("")); /* empty: NaN (0 for integer outputs) */
+      break;
+  }
+}
+
+RLXK_DEV int64_t keep_offset(const rlxk_reduce& p, int64_t oi) {
+  int64_t base = 0, rem = oi;
+  for (int d = p.n_keep - 1; d >= 0; d--) {
+    base += (rem % p.shape[d]) * p.stride[d];
+    rem /= p.shape[d];
+  }
+  return base;
+}
+
+RLXK_DEV int64_t red_offset(const rlxk_reduce& p, int64_t r) {
+  int64_t e = 0, rem = r;
+  for (int d = p.n_keep + p.n_red - 1; d >= p.n_keep; d--) {
+    e += (rem % p.shape[d]) * p.stride[d];
+    rem /= p.shape[d];
+  }
+  return e;
+}
+
+/* One block per output element (grid-strided); for long reductions. */
+extern "C" __global__ void rlx_reduce_block(char* arena, rlxk_reduce p, rlxk_state* st) {
+  __shared__ red_acc sh[256];
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  bool ints = is_intlike(p.idt);
+  for (int64_t oi = blockIdx.x; oi < p.outer; oi += gridDim.x) {
+    int64_t base = keep_offset(p, oi);
+    red_acc a;
+    red_init(a, p.op);
+    for (int64_t r = threadIdx.x; r < p.inner; r += blockDim.x) {
+      int64_t e = base + red_offset(p, r);
+      red_add(a, p.op, ints, ints ? 0.0 : ld_f64(x, p.idt, e), ints ? ld_i64(x, p.idt, e) : 0);
+    }
+    sh[threadIdx.x] = a;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if ((int)threadIdx.x < s) red_merge(sh[threadIdx.x], sh[threadIdx.x + s], p.op, ints);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) red_store(o, p.odt, oi, sh[0], p.op, ints, p.inner);
+    __syncthreads();
+  }
+}
+
+/* One thread per output element; for short reductions over many outputs. */
+extern "C" __global__ void rlx_reduce_thread(char* arena, rlxk_reduce p, rlxk_state* st) {
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  bool ints = is_intlike(p.idt);
+  for (int64_t oi = grid_index(); oi < p.outer; oi += grid_stride()) {
+    int64_t base = keep_offset(p, oi);
+    red_acc a;
+    red_init(a, p.op);
+    for (int64_t r = 0; r < p.inner; r++) {
+      int64_t e = base + red_offset(p, r);
+      red_add(a, p.op, ints, ints ? 0.0 : ld_f64(x, p.idt, e), ints ? ld_i64(x, p.idt, e) : 0);
+    }
+    red_store(o, p.odt, oi, a, p.op, ints, p.inner);
+  }
+}
+
+/* ---------------------------------------------------------------- arg reduce */
+
+struct arg_best {
+  double f;
+  int64_t i, idx;
+  int nan_, valid;
+};
+
+/* Is a better than b? First NaN wins, then the larger (smaller) value, then
+ * the lower index. */
+RLXK_DEV bool arg_better(const arg_best& a, const arg_best& b, int op, bool ints) {
+  if (!a.valid) return false;
+  if (!b.valid) return true;
+  if (!ints) {
+    if (a.nan_ || b.nan_) return a.nan_ && (!b.nan_ || a.idx < b.idx);
+    if (a.f != b.f) return op == 0 ? a.f > b.f : a.f < b.f;
+  } else if (a.i != b.i) {
+    return op == 0 ? a.i > b.i : a.i < b.i;
+  }
+  return a.idx < b.idx;
+}
+
+/* One warp per (outer, inner) position. */
+extern "C" __global__ void rlx_arg_reduce(char* arena, rlxk_row p, rlxk_state* st) {
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  bool ints = is_intlike(p.idt);
+  int lane = threadIdx.x & 31;
+  int64_t warps = grid_stride() / 32, total = p.outer * p.inner;
+  for (int64_t w = grid_index() / 32; w < total; w += warps) {
+    int64_t oi = w / p.inner, j = w % p.inner;
+    arg_best best;
+    best.valid = 0;
+    for (int64_t i = lane; i < p.n; i += 32) {
+      int64_t e = (oi * p.n + i) * p.inner + j;
+      arg_best c;
+      c.valid = 1;
+      c.idx = i;
+      c.f = ints ? 0.0 : ld_f64(x, p.idt, e);
+      c.i = ints ? ld_i64(x, p.idt, e) : 0;
+      c.nan_ = !ints && isnan(c.f);
+      if (arg_better(c, best, p.op, ints)) best = c;
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+      arg_best c;
+      c.f = __shfl_xor_sync(0xffffffffu, best.f, s);
+      c.i = __shfl_xor_sync(0xffffffffu, best.i, s);
+      c.idx = __shfl_xor_sync(0xffffffffu, best.idx, s);
+      c.nan_ = __shfl_xor_sync(0xffffffffu, best.nan_, s);
+      c.valid = __shfl_xor_sync(0xffffffffu, best.valid, s);
+      if (arg_better(c, best, p.op, ints)) best = c;
+    }
+    if (lane == 0) st_i64(o, p.odt, w, best.valid ? best.idx : 0);
+  }
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* Rows with inner == 1: one block per row, three passes over the row. */
+extern "C" __global__ void rlx_softmax_rows(char* arena, rlxk_row p, rlxk_state* st) {
+  __shared__ float red[32];
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  for (int64_t row = blockIdx.x; row < p.outer; row += gridDim.x) {
+    int64_t base = row * p.n;
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) m = nanmax_f(m, ld_f32(x, p.idt, base + i));
+    m = block_max_nan(m, red);
+    float s = 0.0f;
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) s += expf(ld_f32(x, p.idt, base + i) - m);
+    s = block_sum(s, red);
+    float ls = logf(s);
+    for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
+      float v = ld_f32(x, p.idt, base + i);
+      st_f32(o, p.odt, base + i, p.op == 0 ? expf(v - m) / s : v - m - ls);
+    }
+  }
+}
+
+/* Rows with inner > 1: one thread per (outer, inner) column. */
+extern "C" __global__ void rlx_softmax_cols(char* arena, rlxk_row p, rlxk_state* st) {
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  for (int64_t c = grid_index(); c < p.outer * p.inner; c += grid_stride()) {
+    int64_t oi = c / p.inner, j = c % p.inner, base = oi * p.n * p.inner + j;
+    float m = -INFINITY;
+    for (int64_t i = 0; i < p.n; i++) m = nanmax_f(m, ld_f32(x, p.idt, base + i * p.inner));
+    float s = 0.0f;
+    for (int64_t i = 0; i < p.n; i++) s += expf(ld_f32(x, p.idt, base + i * p.inner) - m);
+    float ls = logf(s);
+    for (int64_t i = 0; i < p.n; i++) {
+      float v = ld_f32(x, p.idt, base + i * p.inner);
+      st_f32(o, p.odt, base + i * p.inner, p.op == 0 ? expf(v - m) / s : v - m - ls);
+    }
+  }
+}
+
+/* f32 rows held in registers: one read and one write of every element.
+ * n % 4 == 0, n <= 4 * VPT * blockDim.x, 16-byte aligned rows. */
+template <int VPT>
+__device__ void softmax_f32_reg(char* arena, const rlxk_row& p) {
+  __shared__ float red[32];
+  int64_t n4 = p.n / 4;
+  for (int64_t row = blockIdx.x; row < p.outer; row += gridDim.x) {
+    const float4* x = (const float4*)at(arena, p.ioff) + row * n4;
+    float4* o = (float4*)atw(arena, p.ooff) + row * n4;
+    float4 v[VPT];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+      v[k] = i < n4 ? x[i] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+      m = nanmax_f(nanmax_f(m, v[k].x), nanmax_f(v[k].y, nanmax_f(v[k].z, v[k].w)));
+    }
+    m = block_max_nan(m, red);
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+      if (i < n4) {
+        float4 e = make_float4(expf(v[k].x - m), expf(v[k].y - m), expf(v[k].z - m), expf(v[k].w - m));
+        s += (e.x + e.y) + (e.z + e.w);
+        if (p.op == 0) v[k] = e;
+      }
+    }
+    s = block_sum(s, red);
+    float ls = logf(s), inv = 1.0f / s;
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+      if (i >= n4) continue;
+      float4 r = v[k];
+      if (p.op == 0) r = make_float4(r.x * inv, r.y * inv, r.z * inv, r.w * inv);
+      else r = make_float4(r.x - m - ls, r.y - m - ls, r.z - m - ls, r.w - m - ls);
+      o[i] = r;
+    }
+  }
+}
+
+extern "C" __global__ void rlx_softmax_f32_v1(char* a, rlxk_row p, rlxk_state* s) { softmax_f32_reg<1>(a, p); }
+extern "C" __global__ void rlx_softmax_f32_v2(char* a, rlxk_row p, rlxk_state* s) { softmax_f32_reg<2>(a, p); }
+extern "C" __global__ void rlx_softmax_f32_v4(char* a, rlxk_row p, rlxk_state* s) { softmax_f32_reg<4>(a, p); }
+extern "C" __global__ void rlx_softmax_f32_v8(char* a, rlxk_row p, rlxk_state* s) { softmax_f32_reg<8>(a, p); }
+
+/* ---------------------------------------------------------------- cumsum */
+
+extern "C" __global__ void rlx_cumsum(char* arena, rlxk_row p, rlxk_state* st) {
+  const char* x = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  bool ints = is_intlike(p.idt);
+  for (int64_t c = grid_index(); c < p.outer * p.inner; c += grid_stride()) {
+    int64_t oi = c / p.inner, j = c % p.inner, base = oi * p.n * p.inner + j;
+    double acc = 0.0;
+    uint64_t iacc = 0;
+    for (int64_t s = 0; s < p.n; s++) {
+      int64_t i = p.reverse ? p.n - 1 - s : s, e = base + i * p.inner;
+      double vf = ints ? 0.0 : ld_f64(x, p.idt, e);
+      uint64_t vi = ints ? (uint64_t)ld_i64(x, p.idt, e) : 0;
+      if (!p.exclusive) { acc += vf; iacc += vi; }
+      if (ints) st_i64(o, p.odt, e, (int64_t)iacc);
+      else st_f64(o, p.odt, e, acc);
+      if (p.exclusive) { acc += vf; iacc += vi; }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- topk */
+
+/* Total order of the reference (NaN above everything). */
+RLXK_DEV int num_cmp(double a, double b, int64_t ai, int64_t bi, bool ints) {
+  if (ints) return (ai > bi) - (ai < bi);
+  int an = isnan(a), bn = isnan(b);
+  if (an || bn) return an - bn;
+  return (a > b) - (a < b);
+}
+
+/* One thread per element: its rank in the sorted row is the number of
+ * elements ordered before it; ranks below k are written. */
+extern "C" __global__ void rlx_topk(char* arena, rlxk_row p, rlxk_state* st) {
+  const char* x = at(arena, p.ioff);
+  char* vals = atw(arena, p.ooff);
+  char* idxs = atw(arena, p.ooff2);
+  bool ints = is_intlike(p.idt);
+  int64_t total = p.outer * p.n * p.inner;
+  for (int64_t t = grid_index(); t < total; t += grid_stride()) {
+    int64_t j = t % p.inner, i = (t / p.inner) % p.n, oi = t / (p.inner * p.n);
+    int64_t base = oi * p.n * p.inner + j;
+    double vf = ints ? 0.0 : ld_f64(x, p.idt, base + i * p.inner);
+    int64_t vi = ints ? ld_i64(x, p.idt, base + i * p.inner) : 0;
+    int64_t rank = 0;
+    for (int64_t e = 0; e < p.n && rank < p.k; e++) {
+      if (e == i) continue;
+      double ef = ints ? 0.0 : ld_f64(x, p.idt, base + e * p.inner);
+      int64_t ei = ints ? ld_i64(x, p.idt, base + e * p.inner) : 0;
+      int c = num_cmp(ef, vf, ei, vi, ints);
+      if (p.largest ? c > 0 : c < 0) rank++;
+      else if (c == 0 && e < i) rank++;
+    }
+    if (rank < p.k) {
+      int64_t out = (oi * p.k + rank) * p.inner + j;
+      copy_elem(vals, p.odt, out, x, p.idt, base + i * p.inner);
+      st_i64(idxs, p.odt2, out, i);
+    }
+  }
+}

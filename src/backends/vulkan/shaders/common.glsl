@@ -1,0 +1,346 @@
+// Shared by every rlx Vulkan shader: the arena (one storage buffer seen as
+// 8/16/32/64-bit words), the step's parameter record, dtype loads/stores that
+// match the CPU reference bit for bit (round-to-nearest-even f16/bf16, the
+// reference's saturating float->int stores), and small helpers.
+//
+// Addresses are byte offsets into the arena held in 32-bit uints: the host
+// refuses arenas a single binding cannot address, and element offsets use
+// wrapping uint arithmetic, so negative (reversed) strides come out right.
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+
+#include "layout.h"
+
+layout(std430, set = 0, binding = 0) buffer Arena8 { uint8_t a8[]; };
+layout(std430, set = 0, binding = 0) buffer Arena16 { uint16_t a16[]; };
+layout(std430, set = 0, binding = 0) buffer Arena32 { uint a32[]; };
+layout(std430, set = 0, binding = 0) buffer Arena64 { uint64_t a64[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Params { int prm[]; };
+layout(std430, set = 0, binding = 2) buffer RunState { uint run[]; };
+layout(push_constant) uniform PushConstants { uint base; } pc;
+
+int P(int i) { return prm[pc.base + uint(i)]; }
+uint PU(int i) { return uint(prm[pc.base + uint(i)]); }
+float PF(int i) { return intBitsToFloat(prm[pc.base + uint(i)]); }
+int PX(int i) { return P(RLXVK_X + i); }
+
+int vw(int slot, int field) { return P(RLXVK_VIEW0 + slot * RLXVK_VIEW_WORDS + field); }
+uint v_off(int slot) { return uint(vw(slot, RLXVK_V_OFFSET)); }
+uint v_dt(int slot) { return uint(vw(slot, RLXVK_V_DTYPE)); }
+int v_rank(int slot) { return vw(slot, RLXVK_V_RANK); }
+int v_shape(int slot, int d) { return vw(slot, RLXVK_V_SHAPE + d); }
+int v_stride(int slot, int d) { return vw(slot, RLXVK_V_STRIDE + d); }
+
+// Linear work-item index over a 2-D grid of workgroups (the host splits
+// large counts over y to stay under maxComputeWorkGroupCount[0]).
+uint group_linear() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
+
+#define NAN_F uintBitsToFloat(0x7fc00000u)
+#define INF_F uintBitsToFloat(0x7f800000u)
+
+bool is_intlike(uint dt) { return dt >= RLXVK_I8; }
+
+uint dt_size(uint dt) {
+  if (dt == RLXVK_F16 || dt == RLXVK_BF16) return 2u;
+  if (dt == RLXVK_F64 || dt == RLXVK_I64) return 8u;
+  if (dt == RLXVK_I8 || dt == RLXVK_U8 || dt == RLXVK_BOOL) return 1u;
+  return 4u;
+}
+
+// ------------------------------------------------------------ conversions
+
+float f16_to_f32(uint h) { return unpackHalf2x16(h & 0xffffu).x; }
+
+// Round to nearest even, as rlx_f32_to_f16 (driver conversions may not).
+uint f32_to_f16(float f) {
+  uint u = floatBitsToUint(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) { // f16 subnormal or zero: units of 2^-24
+    int e = int(a >> 23);
+    if (e < 102) return sign;
+    uint full = (a & 0x7fffffu) | 0x800000u;
+    uint shift = uint(126 - e);
+    uint q = full >> shift, rem = full & ((1u << shift) - 1u), half_ = 1u << (shift - 1u);
+    if (rem > half_ || (rem == half_ && (q & 1u) != 0u)) q++;
+    return sign | q;
+  }
+  uint r = a + 0xfffu + ((a >> 13) & 1u);
+  r -= 0x38000000u;
+  return sign | (r >> 13);
+}
+
+float bf16_to_f32(uint h) { return uintBitsToFloat((h & 0xffffu) << 16); }
+
+uint f32_to_bf16(float f) {
+  uint u = floatBitsToUint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xffffu;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+
+// f64 bits <-> f32 with integer math (no shaderFloat64 needed), RNE.
+float f64_to_f32(uint64_t b) {
+  uint sign = uint(b >> 63) << 31;
+  int e = int(uint(b >> 52) & 0x7ffu);
+  uint64_t m = b & 0xfffffffffffffUL;
+  if (e == 0x7ff) return uintBitsToFloat(sign | 0x7f800000u | (m != 0UL ? 0x400000u : 0u));
+  if (e == 0) return uintBitsToFloat(sign);
+  int ef = e - 1023 + 127;
+  if (ef >= 255) return uintBitsToFloat(sign | 0x7f800000u);
+  uint64_t full = m | (1UL << 52);
+  int shift = 29;
+  uint expbits = uint(ef) << 23;
+  if (ef <= 0) { // subnormal f32
+    shift = 29 + 1 - ef;
+    if (shift > 54) return uintBitsToFloat(sign);
+    expbits = 0u;
+    m = full;
+  }
+  uint64_t q = m >> uint(shift), rem = m & ((1UL << uint(shift)) - 1UL), half_ = 1UL << uint(shift - 1);
+  uint r = expbits + uint(q);
+  if (rem > half_ || (rem == half_ && (q & 1UL) != 0UL)) r += 1u;
+  return uintBitsToFloat(sign | r);
+}
+
+uint64_t f32_to_f64(float f) {
+  uint u = floatBitsToUint(f);
+  uint64_t sign = uint64_t(u >> 31) << 63;
+  uint e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+  if (e == 255u) return sign | (0x7ffUL << 52) | (uint64_t(m) << 29);
+  if (e == 0u) {
+    if (m == 0u) return sign;
+    int ee = 1 - 127;
+    while ((m & 0x800000u) == 0u) { m <<= 1; ee--; }
+    m &= 0x7fffffu;
+    return sign | (uint64_t(ee + 1023) << 52) | (uint64_t(m) << 29);
+  }
+  return sign | (uint64_t(int(e) - 127 + 1023) << 52) | (uint64_t(m) << 29);
+}
+
+// f64 bits -> int64, truncation toward zero, saturating (rlx_store_f64's rule).
+int64_t f64bits_to_i64(uint64_t b) {
+  int e = int(uint(b >> 52) & 0x7ffu);
+  bool neg = (b >> 63) != 0UL;
+  uint64_t m = (b & 0xfffffffffffffUL) | (1UL << 52);
+  if (e == 0x7ff && (b & 0xfffffffffffffUL) != 0UL) return 0L; // NaN
+  if (e < 1023) return 0L;
+  if (e >= 1023 + 63) return neg ? int64_t(0x8000000000000000UL) : 9223372036854774784L;
+  int sh = e - 1023 - 52;
+  uint64_t v = sh >= 0 ? m << uint(sh) : m >> uint(-sh);
+  return neg ? -int64_t(v) : int64_t(v);
+}
+
+// ------------------------------------------------------------ raw access
+
+uint ld_u8(uint b) { return uint(a8[b]); }
+uint ld_u16(uint b) { return uint(a16[b >> 1]); }
+uint ld_u32(uint b) { return a32[b >> 2]; }
+uint64_t ld_u64(uint b) { return a64[b >> 3]; }
+
+uint addr(uint off, int idx, uint dt) { return off + uint(idx) * dt_size(dt); }
+
+// Raw bits of an element (up to 64), for same-dtype copies.
+uint64_t ld_bits(uint dt, uint off, int idx) {
+  uint b = addr(off, idx, dt), es = dt_size(dt);
+  if (es == 1u) return uint64_t(ld_u8(b));
+  if (es == 2u) return uint64_t(ld_u16(b));
+  if (es == 4u) return uint64_t(ld_u32(b));
+  return ld_u64(b);
+}
+
+void st_bits(uint dt, uint off, int idx, uint64_t v) {
+  uint b = addr(off, idx, dt), es = dt_size(dt);
+  if (es == 1u) a8[b] = uint8_t(uint(v));
+  else if (es == 2u) a16[b >> 1] = uint16_t(uint(v));
+  else if (es == 4u) a32[b >> 2] = uint(v);
+  else a64[b >> 3] = v;
+}
+
+// ------------------------------------------------------------ typed access
+
+float ld_f(uint dt, uint off, int idx) {
+  uint b = addr(off, idx, dt);
+  switch (dt) {
+    case RLXVK_F32: return uintBitsToFloat(ld_u32(b));
+    case RLXVK_F16: return f16_to_f32(ld_u16(b));
+    case RLXVK_BF16: return bf16_to_f32(ld_u16(b));
+    case RLXVK_F64: return f64_to_f32(ld_u64(b));
+    case RLXVK_I8: return float(int(ld_u8(b) << 24) >> 24);
+    case RLXVK_U8: return float(ld_u8(b));
+    case RLXVK_I32: return float(int(ld_u32(b)));
+    case RLXVK_I64: return float(int64_t(ld_u64(b)));
+    case RLXVK_BOOL: return ld_u8(b) != 0u ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+int64_t ld_i(uint dt, uint off, int idx) {
+  uint b = addr(off, idx, dt);
+  switch (dt) {
+    case RLXVK_I8: return int64_t(int(ld_u8(b) << 24) >> 24);
+    case RLXVK_U8: return int64_t(ld_u8(b));
+    case RLXVK_BOOL: return ld_u8(b) != 0u ? 1L : 0L;
+    case RLXVK_I32: return int64_t(int(ld_u32(b)));
+    case RLXVK_I64: return int64_t(ld_u64(b));
+    case RLXVK_F64: return f64bits_to_i64(ld_u64(b));
+  }
+  return f64bits_to_i64(f32_to_f64(ld_f(dt, off, idx)));
+}
+
+// Saturating truncation of a float into [lo, hi] (NaN -> 0), as the reference.
+int64_t sat_f(float v, float lo, float hi, int64_t ilo, int64_t ihi) {
+  if (isnan(v)) return 0L;
+  if (v <= lo) return ilo;
+  if (v >= hi) return ihi;
+  return int64_t(v);
+}
+
+void st_f(uint dt, uint off, int idx, float v) {
+  uint b = addr(off, idx, dt);
+  switch (dt) {
+    case RLXVK_F32: a32[b >> 2] = floatBitsToUint(v); break;
+    case RLXVK_F16: a16[b >> 1] = uint16_t(f32_to_f16(v)); break;
+    case RLXVK_BF16: a16[b >> 1] = uint16_t(f32_to_bf16(v)); break;
+    case RLXVK_F64: a64[b >> 3] = f32_to_f64(v); break;
+    case RLXVK_I8: a8[b] = uint8_t(uint(int(sat_f(v, -128.0, 127.0, -128L, 127L)))); break;
+    case RLXVK_U8: a8[b] = uint8_t(uint(int(sat_f(v, 0.0, 255.0, 0L, 255L)))); break;
+    case RLXVK_I32:
+      a32[b >> 2] = uint(int(sat_f(v, -2147483648.0, 2147483647.0, -2147483648L, 2147483647L)));
+      break;
+    case RLXVK_I64:
+      a64[b >> 3] = uint64_t(sat_f(v, -9223372036854775808.0, 9223372036854774784.0,
+                                   int64_t(0x8000000000000000UL), 9223372036854774784L));
+      break;
+    case RLXVK_BOOL: a8[b] = uint8_t(v != 0.0 || isnan(v) ? 1u : 0u); break;
+  }
+}
+
+void st_i(uint dt, uint off, int idx, int64_t v) {
+  uint b = addr(off, idx, dt);
+  switch (dt) {
+    case RLXVK_I8: case RLXVK_U8: a8[b] = uint8_t(uint(v)); break;
+    case RLXVK_BOOL: a8[b] = uint8_t(v != 0L ? 1u : 0u); break;
+    case RLXVK_I32: a32[b >> 2] = uint(v); break;
+    case RLXVK_I64: a64[b >> 3] = uint64_t(v); break;
+    default: st_f(dt, off, idx, float(v)); break;
+  }
+}
+
+// Element conversion as the reference's copy_element: same dtype -> bits;
+// int <-> int exactly; otherwise through float.
+void copy_elem(uint odt, uint ooff, int oi, uint idt, uint ioff, int ii) {
+  if (odt == idt) st_bits(odt, ooff, oi, ld_bits(idt, ioff, ii));
+  else if (is_intlike(odt) && is_intlike(idt)) st_i(odt, ooff, oi, ld_i(idt, ioff, ii));
+  else if (idt == RLXVK_F64 && is_intlike(odt)) st_i(odt, ooff, oi, ld_i(idt, ioff, ii));
+  else st_f(odt, ooff, oi, ld_f(idt, ioff, ii));
+}
+
+// ------------------------------------------------------------ view helpers
+
+// Element offset (in elements) of the linear index i of a dense walk over
+// `shape_slot`'s shape, for view `slot`'s strides.
+int view_elem(int shape_slot, int slot, uint i) {
+  int rank = v_rank(shape_slot);
+  int off = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    uint n = uint(v_shape(shape_slot, d));
+    uint q = i / n;
+    off += int(i - q * n) * v_stride(slot, d);
+    i = q;
+  }
+  return off;
+}
+
+// Records the first run-time error (an index out of range) for the host.
+void report_bad_index(int64_t value, int64_t len) {
+  if (atomicCompSwap(run[RLXVK_RUN_ERR], 0u, 1u) == 0u) {
+    run[RLXVK_RUN_ERR_STEP] = uint(P(RLXVK_STEP));
+    run[RLXVK_RUN_ERR_VAL_LO] = uint(uint64_t(value));
+    run[RLXVK_RUN_ERR_VAL_HI] = uint(uint64_t(value) >> 32);
+    run[RLXVK_RUN_ERR_LEN] = uint(len);
+  }
+}
+
+// ------------------------------------------------------------ math
+
+// erf with |relative error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit).
+float erf_f(float x) {
+  float z = abs(x);
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float r = t * exp(-z * z - 1.26551223 +
+                    t * (1.00002368 +
+                    t * (0.37409196 +
+                    t * (0.09678418 +
+                    t * (-0.18628806 +
+                    t * (0.27886807 +
+                    t * (-1.13520398 +
+                    t * (1.48851587 +
+                    t * (-0.82215223 + t * 0.17087277)))))))));
+  float e = 1.0 - r;
+  return x >= 0.0 ? e : -e;
+}
+
+// tanh without cancellation near 0 or overflow for large |x|.
+float tanh_f(float x) {
+  float a = abs(x);
+  if (a > 15.0) return sign(x);
+  if (a < 0.01) { float x2 = x * x; return x * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0))); }
+  float e = exp(-2.0 * a);
+  float t = (1.0 - e) / (1.0 + e);
+  return x < 0.0 ? -t : t;
+}
+
+float activation(int act, float x) {
+  switch (act) {
+    case 0: return x;
+    case 1: return x < 0.0 ? 0.0 : x;
+    case 2: return 1.0 / (1.0 + exp(-x));
+    case 3: return tanh_f(x);
+    case 4: return exp(x);
+    case 5: return x < 0.0 ? NAN_F : (x == 0.0 ? -INF_F : log(x));
+    case 6: return x < 0.0 ? NAN_F : sqrt(x);
+    case 7: return x < 0.0 ? NAN_F : (x == 0.0 ? INF_F : 1.0 / sqrt(x));
+    case 8: return -x;
+    case 9: return abs(x);
+    case 10: return 0.5 * x * (1.0 + erf_f(x * 0.70710678118654752));
+    case 11: {
+      float k = 0.79788456080286535588;
+      return 0.5 * x * (1.0 + tanh_f(k * (x + 0.044715 * x * x * x)));
+    }
+    case 12: return x / (1.0 + exp(-x));
+    case 13: return roundEven(x);
+    case 14: return sin(x);
+    case 15: return cos(x);
+    case 16: return tan(x);
+    case 17: return atan(x);
+  }
+  return NAN_F;
+}
+
+float pow_f(float a, float b) {
+  if (b == 0.0) return 1.0;
+  if (isnan(a) || isnan(b)) return NAN_F;
+  if (a == 1.0) return 1.0;
+  if (a == 0.0) return b > 0.0 ? 0.0 : INF_F;
+  float r = exp2(b * log2(abs(a)));
+  if (a < 0.0) {
+    if (floor(b) != b) return NAN_F;
+    if (mod(b, 2.0) != 0.0) r = -r;
+  }
+  return r;
+}
+
+float binary_f(int op, float a, float b) {
+  switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return (isnan(a) || isnan(b)) ? NAN_F : (a > b ? a : b);
+    case 5: return (isnan(a) || isnan(b)) ? NAN_F : (a < b ? a : b);
+    case 6: return pow_f(a, b);
+  }
+  return NAN_F;
+}

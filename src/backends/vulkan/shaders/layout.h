@@ -1,0 +1,145 @@
+/* Layout of one step's record in the parameter buffer, shared by the host
+ * encoder (vk_params.c) and every shader (#included by common.glsl), so the
+ * two sides cannot disagree. A record is RLXVK_REC_WORDS 32-bit words;
+ * the push constant carries the record's first word index.
+ *
+ * Views: [offset (bytes), dtype, rank, shape[8], stride[8] (elements, signed)].
+ * Slots: 0 = out0, 1 = out1, 2.. = in0..in4. Kind-specific words start at
+ * RLXVK_X. Only #defines here: this file is also GLSL. */
+#ifndef RLXVK_LAYOUT_H
+#define RLXVK_LAYOUT_H
+
+#define RLXVK_REC_WORDS 256
+
+#define RLXVK_KIND 0
+#define RLXVK_OP 1
+#define RLXVK_COUNT 2   /* threads (elementwise) or rows / work items */
+#define RLXVK_STEP 3    /* index of the step in its list (error reports) */
+#define RLXVK_VIEW0 8
+#define RLXVK_VIEW_WORDS 19
+#define RLXVK_V_OFFSET 0
+#define RLXVK_V_DTYPE 1
+#define RLXVK_V_RANK 2
+#define RLXVK_V_SHAPE 3
+#define RLXVK_V_STRIDE 11
+#define RLXVK_SLOT_OUT0 0
+#define RLXVK_SLOT_OUT1 1
+#define RLXVK_SLOT_IN0 2
+#define RLXVK_N_SLOTS 7
+#define RLXVK_X 144 /* RLXVK_VIEW0 + 7 * 19 = 141, rounded up */
+
+/* dtype codes (= rlx_dtype) */
+#define RLXVK_F32 0
+#define RLXVK_F16 1
+#define RLXVK_BF16 2
+#define RLXVK_F64 3
+#define RLXVK_I8 4
+#define RLXVK_U8 5
+#define RLXVK_I32 6
+#define RLXVK_I64 7
+#define RLXVK_BOOL 8
+
+/* kernel kinds (= rlx_kernel) used inside the elementwise shader */
+#define RLXVK_K_COPY 0
+#define RLXVK_K_BINARY 1
+#define RLXVK_K_COMPARE 2
+#define RLXVK_K_WHERE 3
+#define RLXVK_K_UNARY 4
+
+/* Run buffer (binding 2), 32-bit words, rewritten by the host each run. */
+#define RLXVK_RUN_SEED_LO 0
+#define RLXVK_RUN_SEED_HI 1
+#define RLXVK_RUN_ERR 2       /* 0 = no error; 1 = index out of range */
+#define RLXVK_RUN_ERR_STEP 3
+#define RLXVK_RUN_ERR_VAL_LO 4
+#define RLXVK_RUN_ERR_VAL_HI 5
+#define RLXVK_RUN_ERR_LEN 6
+#define RLXVK_RUN_WORDS 8
+
+/* Extra words per kind (offsets from RLXVK_X). */
+/* matmul */
+#define MM_M 0
+#define MM_N 1
+#define MM_K 2
+#define MM_BATCH 3
+#define MM_BRANK 4
+#define MM_BSHAPE 5
+#define MM_ABS 13
+#define MM_BBS 21
+#define MM_CBS 29
+#define MM_ARS 37
+#define MM_ACS 38
+#define MM_BRS 39
+#define MM_BCS 40
+#define MM_CRS 41
+#define MM_HAS_BIAS 42
+#define MM_ACT 43
+/* reduce */
+#define RD_NKEEP 0
+#define RD_NRED 1
+#define RD_OUTER 2
+#define RD_INNER 3
+/* row ops */
+#define RW_OUTER 0
+#define RW_N 1
+#define RW_INNER 2
+#define RW_EXCLUSIVE 3
+#define RW_REVERSE 4
+#define RW_K 5
+#define RW_LARGEST 6
+/* gather */
+#define GA_OUTER 0
+#define GA_AXIS_LEN 1
+#define GA_INNER 2
+#define GA_NIDX 3
+/* scatter add */
+#define SC_RANK 0
+#define SC_AXIS 1
+#define SC_SHAPE 2
+#define SC_OSTRIDE 10
+#define SC_AXIS_LEN 18
+/* norm */
+#define NM_ROWS 0
+#define NM_COLS 1
+#define NM_EPS 2 /* float bits */
+#define NM_RMS 3
+#define NM_HAS_RES 4
+#define NM_HAS_BIAS 5
+#define NM_HAS_GAMMA 6
+#define NM_HAS_BETA 7
+#define NM_WRITES_SUM 8
+/* attention */
+#define AT_B 0
+#define AT_H 1
+#define AT_HKV 2
+#define AT_SQ 3
+#define AT_SK 4
+#define AT_D 5
+#define AT_DV 6
+#define AT_Q 7  /* q_sb, q_ss, q_sh */
+#define AT_K 10
+#define AT_V 13
+#define AT_O 16
+#define AT_M 19 /* m_sb, m_sh, m_sq, m_sk */
+#define AT_MASK 23
+#define AT_WINDOW 24
+#define AT_SCALE 25   /* float bits */
+#define AT_SOFTCAP 26 /* float bits */
+/* rope */
+#define RP_B 0
+#define RP_S 1
+#define RP_H 2
+#define RP_D 3
+#define RP_X 4 /* x_sb, x_ss, x_sh */
+#define RP_O 7 /* o_sb, o_ss, o_sh */
+#define RP_NROT 10
+#define RP_STYLE 11
+#define RP_PER_TOKEN 12
+/* sample */
+#define SM_ROWS 0
+#define SM_VOCAB 1
+#define SM_TOPK 2
+#define SM_TOPP 3 /* float bits */
+#define SM_TEMP 4 /* float bits */
+
+#endif

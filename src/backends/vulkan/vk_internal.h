@@ -1,0 +1,194 @@
+/* Vulkan backend internals: the run-time loaded function table, the shared
+ * device context (one per process, created on first use), the parameter
+ * encoder and the per-executable state. Only vulkan*.c / vk_*.c include this. */
+#ifndef RLX_BACKENDS_VULKAN_VK_INTERNAL_H
+#define RLX_BACKENDS_VULKAN_VK_INTERNAL_H
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/vulkan/vk_backend.h"
+#include "runtime/backend.h"
+
+/* ------------------------------------------------------------ function table */
+
+/* Every entry point we call, loaded from libvulkan.so.1 with dlopen: global
+ * ones through vkGetInstanceProcAddr(NULL, ...), the rest through the
+ * instance. */
+#define RLX_VK_GLOBAL_FNS(X)                    \
+  X(vkCreateInstance)                           \
+  X(vkEnumerateInstanceLayerProperties)         \
+  X(vkEnumerateInstanceExtensionProperties)     \
+  X(vkEnumerateInstanceVersion)
+
+#define RLX_VK_INSTANCE_FNS(X)                  \
+  X(vkDestroyInstance)                          \
+  X(vkEnumeratePhysicalDevices)                 \
+  X(vkGetPhysicalDeviceProperties)              \
+  X(vkGetPhysicalDeviceProperties2)             \
+  X(vkGetPhysicalDeviceFeatures2)               \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)   \
+  X(vkGetPhysicalDeviceMemoryProperties)        \
+  X(vkEnumerateDeviceExtensionProperties)       \
+  X(vkCreateDevice)                             \
+  X(vkDestroyDevice)                            \
+  X(vkGetDeviceQueue)                           \
+  X(vkCreateBuffer)                             \
+  X(vkDestroyBuffer)                            \
+  X(vkGetBufferMemoryRequirements)              \
+  X(vkAllocateMemory)                           \
+  X(vkFreeMemory)                               \
+  X(vkBindBufferMemory)                         \
+  X(vkMapMemory)                                \
+  X(vkUnmapMemory)                              \
+  X(vkCreateShaderModule)                       \
+  X(vkDestroyShaderModule)                      \
+  X(vkCreateDescriptorSetLayout)                \
+  X(vkDestroyDescriptorSetLayout)               \
+  X(vkCreatePipelineLayout)                     \
+  X(vkDestroyPipelineLayout)                    \
+  X(vkCreateComputePipelines)                   \
+  X(vkDestroyPipeline)                          \
+  X(vkCreateDescriptorPool)                     \
+  X(vkDestroyDescriptorPool)                    \
+  X(vkAllocateDescriptorSets)                   \
+  X(vkUpdateDescriptorSets)                     \
+  X(vkCreateCommandPool)                        \
+  X(vkDestroyCommandPool)                       \
+  X(vkAllocateCommandBuffers)                   \
+  X(vkFreeCommandBuffers)                       \
+  X(vkBeginCommandBuffer)                       \
+  X(vkEndCommandBuffer)                         \
+  X(vkCmdBindPipeline)                          \
+  X(vkCmdBindDescriptorSets)                    \
+  X(vkCmdPushConstants)                         \
+  X(vkCmdDispatch)                              \
+  X(vkCmdPipelineBarrier)                       \
+  X(vkCmdCopyBuffer)                            \
+  X(vkCmdFillBuffer)                            \
+  X(vkQueueSubmit)                              \
+  X(vkQueueWaitIdle)                            \
+  X(vkCreateFence)                              \
+  X(vkDestroyFence)                             \
+  X(vkWaitForFences)                            \
+  X(vkResetFences)                              \
+  X(vkDeviceWaitIdle)
+
+#define RLX_VK_OPTIONAL_FNS(X)                  \
+  X(vkCreateDebugUtilsMessengerEXT)             \
+  X(vkDestroyDebugUtilsMessengerEXT)
+
+typedef struct rlx_vk_fns {
+  PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+#define RLX_VK_FIELD(name) PFN_##name name;
+  RLX_VK_GLOBAL_FNS(RLX_VK_FIELD)
+  RLX_VK_INSTANCE_FNS(RLX_VK_FIELD)
+  RLX_VK_OPTIONAL_FNS(RLX_VK_FIELD)
+#undef RLX_VK_FIELD
+} rlx_vk_fns;
+
+/* dlopen's libvulkan and loads the global entry points. 0 on success, else
+ * a reason in `reason`. The library stays loaded for the process. */
+int rlx_vk_load_library(rlx_vk_fns* f, char* reason, size_t cap);
+/* Loads the instance-level (and device-level, through the instance) entry
+ * points; optional ones may stay NULL. 0 on success. */
+int rlx_vk_load_instance(rlx_vk_fns* f, VkInstance inst, char* reason, size_t cap);
+/* "vkCreateDevice failed: VK_ERROR_OUT_OF_DEVICE_MEMORY" style name. */
+const char* rlx_vk_result_name(VkResult r);
+
+/* ------------------------------------------------------------ shaders */
+
+typedef struct rlx_vk_shader_blob {
+  const char* name;
+  const uint32_t* code;
+  size_t bytes;
+} rlx_vk_shader_blob;
+
+/* Generated at build time (embed_spirv.cmake). */
+extern const rlx_vk_shader_blob rlx_vk_shader_table[];
+extern const int rlx_vk_shader_table_count;
+
+typedef enum rlx_vk_pipe {
+  RLX_VK_PIPE_ELTWISE,
+  RLX_VK_PIPE_MATMUL,
+  RLX_VK_PIPE_REDUCE,
+  RLX_VK_PIPE_SOFTMAX,
+  RLX_VK_PIPE_ROWOPS,
+  RLX_VK_PIPE_GATHER,
+  RLX_VK_PIPE_SCATTER,
+  RLX_VK_PIPE_NORM,
+  RLX_VK_PIPE_ATTENTION,
+  RLX_VK_PIPE_ROPE,
+  RLX_VK_PIPE_SAMPLE,
+  RLX_VK_PIPE_COUNT
+} rlx_vk_pipe;
+
+/* ------------------------------------------------------------ context */
+
+typedef struct rlx_vk_context {
+  rlx_vk_fns f;
+  VkInstance instance;
+  VkDebugUtilsMessengerEXT messenger;
+  VkPhysicalDevice phys;
+  VkDevice device;
+  VkQueue queue;
+  uint32_t queue_family;
+  VkPhysicalDeviceMemoryProperties mem;
+  VkPhysicalDeviceLimits limits;
+  char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+  int validation; /* the Khronos layer is on */
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout pipe_layout;
+  VkPipeline pipes[RLX_VK_PIPE_COUNT]; /* created on first use */
+  pthread_mutex_t lock;                /* pipes[] and queue submission */
+} rlx_vk_context;
+
+/* The process-wide context, created on first call (thread-safe). On failure
+ * returns NULL and the reason (also kept for later calls). */
+rlx_vk_context* rlx_vk_context_get(char* reason, size_t cap);
+/* Pipeline for a shader family, created on first use. */
+rlx_status rlx_vk_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err, VkPipeline* out);
+/* Validation messages (warnings + errors) seen since the process started. */
+uint64_t rlx_vk_validation_count(void);
+
+/* A buffer with its own memory. */
+typedef struct rlx_vk_buffer {
+  VkBuffer buf;
+  VkDeviceMemory mem;
+  VkDeviceSize size;
+  void* map; /* persistent mapping when host-visible */
+} rlx_vk_buffer;
+
+/* host_visible: mapped, coherent (staging, params, run state); else
+ * device-local (the arena). */
+rlx_status rlx_vk_buffer_create(rlx_vk_context* c, VkDeviceSize size, int host_visible,
+                                rlx_error* err, rlx_vk_buffer* out);
+void rlx_vk_buffer_destroy(rlx_vk_context* c, rlx_vk_buffer* b);
+/* Submits one command buffer and waits on `fence` (then resets it). */
+rlx_status rlx_vk_submit_wait(rlx_vk_context* c, VkCommandBuffer cb, VkFence fence,
+                              rlx_error* err);
+/* Fails with the VkResult's name and the call that returned it. */
+rlx_status rlx_vk_fail(rlx_error* err, VkResult r, const char* call);
+
+/* ------------------------------------------------------------ step encoding */
+
+/* How a step is dispatched. */
+typedef struct rlx_vk_dispatch {
+  rlx_vk_pipe pipe;
+  uint32_t groups_x, groups_y; /* 0 groups: nothing to do */
+} rlx_vk_dispatch;
+
+/* Encodes step `index` into its RLXVK_REC_WORDS-word record and picks its
+ * pipeline and grid. Returns 0 if the step can run on the GPU, else 1 (it
+ * then runs on the host fallback: unsupported dtype or a size the 32-bit
+ * shader addressing cannot hold). */
+int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
+                       uint32_t max_groups_x, int32_t* words, rlx_vk_dispatch* out);
+/* Whether the backend runs node ni natively (the vtable's supports()). */
+int rlx_vk_supports_node(const rlx_graph* g, int32_t ni);
+
+#endif

@@ -1,0 +1,307 @@
+/* Step -> parameter record + pipeline + grid. The shaders address the arena
+ * with 32-bit byte offsets and element indices, so every size, stride and
+ * offset must fit; a step that does not is sent to the host fallback
+ * rather than computed wrong. Elementwise steps get their dims coalesced
+ * first (size-1 dims dropped, contiguous runs merged), so the common
+ * dense case unravels one or two dims per element instead of eight. */
+#ifdef RLX_HAVE_VULKAN
+#include <string.h>
+
+#include "backends/vulkan/shaders/layout.h"
+#include "backends/vulkan/vk_internal.h"
+
+typedef struct encoder {
+  int32_t* w;
+  int ok; /* cleared when a value does not fit 32 bits */
+} encoder;
+
+static void put(encoder* e, int idx, int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) e->ok = 0;
+  e->w[idx] = (int32_t)v;
+}
+
+static void put_float(encoder* e, int idx, float v) { memcpy(&e->w[idx], &v, 4); }
+
+static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t arena_bytes) {
+  int base = RLXVK_VIEW0 + slot * RLXVK_VIEW_WORDS;
+  if (v->rank < 0) { e->w[base + RLXVK_V_RANK] = -1; return; }
+  if (v->offset > arena_bytes || v->offset > UINT32_MAX) e->ok = 0;
+  e->w[base + RLXVK_V_OFFSET] = (int32_t)(uint32_t)v->offset;
+  e->w[base + RLXVK_V_DTYPE] = (int32_t)v->dtype;
+  e->w[base + RLXVK_V_RANK] = v->rank;
+  for (int32_t d = 0; d < v->rank && d < RLX_MAX_RANK; d++) {
+    put(e, base + RLXVK_V_SHAPE + d, v->shape[d]);
+    put(e, base + RLXVK_V_STRIDE + d, v->stride[d]);
+  }
+}
+
+static int64_t numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+/* Drops size-1 dims and merges dims that are contiguous in every view. All
+ * views share out's shape (elementwise steps are "aligned"). */
+static void coalesce(rlx_view* views, int n) {
+  rlx_view* o = &views[0];
+  int32_t r = 0;
+  for (int32_t d = 0; d < o->rank; d++) {
+    if (o->shape[d] == 1) continue;
+    int merge = r > 0;
+    for (int k = 0; k < n && merge; k++)
+      if (views[k].stride[r - 1] != views[k].stride[d] * o->shape[d]) merge = 0;
+    if (merge) {
+      for (int k = 0; k < n; k++) views[k].stride[r - 1] = views[k].stride[d];
+      for (int k = 0; k < n; k++) views[k].shape[r - 1] *= o->shape[d];
+      /* shape[r-1] of view 0 was multiplied above along with the others */
+      continue;
+    }
+    for (int k = 0; k < n; k++) {
+      views[k].shape[r] = o->shape[d];
+      views[k].stride[r] = views[k].stride[d];
+    }
+    r++;
+  }
+  for (int k = 0; k < n; k++) views[k].rank = r;
+}
+
+static int is_eltwise(rlx_kernel k) {
+  return k == RLX_K_COPY || k == RLX_K_BINARY || k == RLX_K_COMPARE || k == RLX_K_WHERE ||
+         k == RLX_K_UNARY;
+}
+
+/* f64 is moved bit-exactly by copies, but no shader computes in it. */
+static int computes_in_f64(const rlx_step* s) {
+  if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
+  for (int32_t i = 0; i < s->n_in; i++)
+    if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
+  for (int32_t i = 0; i < s->n_out; i++)
+    if (s->out[i].rank >= 0 && s->out[i].dtype == RLX_F64) return 1;
+  return 0;
+}
+
+/* Work items and whether they are invocations (64 per group) or groups. */
+static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
+  *per_group = 64;
+  switch (s->kernel) {
+    case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
+      *pipe = RLX_VK_PIPE_ELTWISE;
+      return numel(&s->out[0]);
+    case RLX_K_MATMUL: {
+      const rlx_matmul_params* p = &s->p.mm;
+      *pipe = RLX_VK_PIPE_MATMUL;
+      *per_group = 1;
+      return p->batch * ((p->M + 15) / 16) * ((p->N + 15) / 16);
+    }
+    case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
+    case RLX_K_SOFTMAX:
+      *pipe = RLX_VK_PIPE_SOFTMAX;
+      *per_group = 1;
+      return s->p.rowop.row.outer * s->p.rowop.row.inner;
+    case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
+      *pipe = RLX_VK_PIPE_ROWOPS;
+      return s->p.rowop.row.outer * s->p.rowop.row.inner;
+    case RLX_K_TOPK:
+      *pipe = RLX_VK_PIPE_ROWOPS;
+      return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
+    case RLX_K_GATHER:
+      *pipe = RLX_VK_PIPE_GATHER;
+      return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
+    case RLX_K_SCATTER_ADD: {
+      const rlx_scatter_params* p = &s->p.scatter;
+      int64_t n = 1;
+      for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
+      *pipe = RLX_VK_PIPE_SCATTER;
+      return n;
+    }
+    case RLX_K_NORM: *pipe = RLX_VK_PIPE_NORM; *per_group = 1; return s->p.norm.rows;
+    case RLX_K_ATTENTION: {
+      const rlx_attention_params* p = &s->p.attn;
+      *pipe = RLX_VK_PIPE_ATTENTION;
+      *per_group = 1;
+      return p->B * p->H * p->Sq;
+    }
+    case RLX_K_ROPE: {
+      const rlx_rope_params* p = &s->p.rope;
+      *pipe = RLX_VK_PIPE_ROPE;
+      return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
+    }
+    case RLX_K_SAMPLE: *pipe = RLX_VK_PIPE_SAMPLE; *per_group = 1; return s->p.sample.rows;
+    default: return -1;
+  }
+}
+
+static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
+  int x = RLXVK_X;
+  put(e, x + MM_M, p->M);
+  put(e, x + MM_N, p->N);
+  put(e, x + MM_K, p->K);
+  put(e, x + MM_BATCH, p->batch);
+  put(e, x + MM_BRANK, p->batch_rank);
+  for (int32_t d = 0; d < p->batch_rank && d < RLX_MAX_RANK; d++) {
+    put(e, x + MM_BSHAPE + d, p->batch_shape[d]);
+    put(e, x + MM_ABS + d, p->a_bstride[d]);
+    put(e, x + MM_BBS + d, p->b_bstride[d]);
+    put(e, x + MM_CBS + d, p->c_bstride[d]);
+  }
+  put(e, x + MM_ARS, p->a_rs);
+  put(e, x + MM_ACS, p->a_cs);
+  put(e, x + MM_BRS, p->b_rs);
+  put(e, x + MM_BCS, p->b_cs);
+  put(e, x + MM_CRS, p->c_rs);
+  put(e, x + MM_HAS_BIAS, p->has_bias);
+  put(e, x + MM_ACT, p->act);
+}
+
+static void encode_attention(encoder* e, const rlx_attention_params* p) {
+  int x = RLXVK_X;
+  const int64_t v[] = {p->B,    p->H,    p->Hkv,  p->Sq,   p->Sk,   p->D,    p->Dv,
+                       p->q_sb, p->q_ss, p->q_sh, p->k_sb, p->k_ss, p->k_sh, p->v_sb,
+                       p->v_ss, p->v_sh, p->o_sb, p->o_ss, p->o_sh, p->m_sb, p->m_sh,
+                       p->m_sq, p->m_sk, p->mask, p->window};
+  for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + i, v[i]);
+  put_float(e, x + AT_SCALE, p->scale);
+  put_float(e, x + AT_SOFTCAP, p->softcap);
+  /* The shader keeps one query and Dv/64 accumulators per invocation. */
+  if (p->D > 256 || p->Dv > 256 || p->Hkv <= 0 || p->H % p->Hkv != 0) e->ok = 0;
+}
+
+static void encode_kind(encoder* e, const rlx_step* s) {
+  int x = RLXVK_X;
+  switch (s->kernel) {
+    case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
+    case RLX_K_REDUCE:
+      put(e, x + RD_NKEEP, s->p.reduce.n_keep);
+      put(e, x + RD_NRED, s->p.reduce.n_red);
+      put(e, x + RD_OUTER, s->p.reduce.outer);
+      put(e, x + RD_INNER, s->p.reduce.inner);
+      break;
+    case RLX_K_ARG_REDUCE: case RLX_K_SOFTMAX: case RLX_K_CUMSUM: case RLX_K_TOPK:
+      put(e, x + RW_OUTER, s->p.rowop.row.outer);
+      put(e, x + RW_N, s->p.rowop.row.n);
+      put(e, x + RW_INNER, s->p.rowop.row.inner);
+      put(e, x + RW_EXCLUSIVE, s->p.rowop.exclusive);
+      put(e, x + RW_REVERSE, s->p.rowop.reverse);
+      put(e, x + RW_K, s->p.rowop.k);
+      put(e, x + RW_LARGEST, s->p.rowop.largest);
+      /* the row kernels divide by n and inner */
+      if (s->p.rowop.row.n <= 0 || s->p.rowop.row.inner <= 0) e->ok = 0;
+      break;
+    case RLX_K_GATHER:
+      put(e, x + GA_OUTER, s->p.gather.outer);
+      put(e, x + GA_AXIS_LEN, s->p.gather.axis_len);
+      put(e, x + GA_INNER, s->p.gather.inner);
+      put(e, x + GA_NIDX, s->p.gather.n_idx);
+      break;
+    case RLX_K_SCATTER_ADD: {
+      const rlx_scatter_params* p = &s->p.scatter;
+      put(e, x + SC_RANK, p->rank);
+      put(e, x + SC_AXIS, p->axis);
+      for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
+        put(e, x + SC_SHAPE + d, p->shape[d]);
+        put(e, x + SC_OSTRIDE + d, p->out_stride[d]);
+      }
+      put(e, x + SC_AXIS_LEN, p->axis_len);
+      break;
+    }
+    case RLX_K_NORM: {
+      const rlx_norm_params* p = &s->p.norm;
+      put(e, x + NM_ROWS, p->rows);
+      put(e, x + NM_COLS, p->cols);
+      put_float(e, x + NM_EPS, p->eps);
+      put(e, x + NM_RMS, p->rms);
+      put(e, x + NM_HAS_RES, p->has_residual);
+      put(e, x + NM_HAS_BIAS, p->has_bias);
+      put(e, x + NM_HAS_GAMMA, p->has_gamma);
+      put(e, x + NM_HAS_BETA, p->has_beta);
+      put(e, x + NM_WRITES_SUM, p->writes_sum);
+      break;
+    }
+    case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_ROPE: {
+      const rlx_rope_params* p = &s->p.rope;
+      const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
+                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token};
+      for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + i, v[i]);
+      break;
+    }
+    case RLX_K_SAMPLE: {
+      const rlx_sample_params* p = &s->p.sample;
+      put(e, x + SM_ROWS, p->rows);
+      put(e, x + SM_VOCAB, p->vocab);
+      put(e, x + SM_TOPK, p->top_k);
+      put_float(e, x + SM_TOPP, p->top_p);
+      put_float(e, x + SM_TEMP, p->temperature);
+      if (p->vocab < 1) e->ok = 0;
+      break;
+    }
+    default: break;
+  }
+}
+
+int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
+                       uint32_t max_groups_x, int32_t* words, rlx_vk_dispatch* out) {
+  memset(words, 0, sizeof(int32_t) * RLXVK_REC_WORDS);
+  memset(out, 0, sizeof *out);
+  if (s->kernel == RLX_K_HOST || computes_in_f64(s)) return 1;
+  int per_group;
+  int64_t items = work_items(s, &per_group, &out->pipe);
+  if (items < 0) return 1;
+  encoder e = {words, 1};
+  put(&e, RLXVK_KIND, s->kernel);
+  put(&e, RLXVK_OP, s->op);
+  put(&e, RLXVK_COUNT, items);
+  put(&e, RLXVK_STEP, index);
+  rlx_view views[RLX_STEP_MAX_IN + RLX_STEP_MAX_OUT];
+  int n_views = 0;
+  views[n_views++] = s->out[0];
+  for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[n_views++] = s->in[i];
+  if (is_eltwise(s->kernel)) coalesce(views, n_views);
+  put_view(&e, RLXVK_SLOT_OUT0, &views[0], arena_bytes);
+  put_view(&e, RLXVK_SLOT_OUT1, &s->out[1], arena_bytes);
+  for (int k = 1; k < n_views; k++) put_view(&e, RLXVK_SLOT_IN0 + k - 1, &views[k], arena_bytes);
+  for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) {
+    rlx_view absent;
+    memset(&absent, 0, sizeof absent);
+    absent.rank = -1;
+    put_view(&e, RLXVK_SLOT_IN0 + i, &absent, arena_bytes);
+  }
+  encode_kind(&e, s);
+  if (!e.ok) return 1;
+  if (items == 0) return 0; /* nothing to dispatch */
+  uint64_t groups = per_group == 1 ? (uint64_t)items : ((uint64_t)items + 63) / 64;
+  uint64_t gx = groups < max_groups_x ? groups : max_groups_x;
+  uint64_t gy = (groups + gx - 1) / gx;
+  if (gy > 65535) return 1;
+  out->groups_x = (uint32_t)gx;
+  out->groups_y = (uint32_t)gy;
+  return 0;
+}
+
+/* Node-level answer for the dispatch report: f64 arithmetic and attention
+ * heads wider than the kernel holds go to the host fallback; everything
+ * else in Tier 1 runs natively. */
+int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
+  const rlx_node* n = &g->nodes[ni];
+  switch (n->op) {
+    case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
+    case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:
+    case RLX_OP_GATHER:
+      return 1; /* pure data movement: any dtype */
+    default: break;
+  }
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
+  if (n->op == RLX_OP_ATTENTION) {
+    const rlx_type* v = rlx_tensor_type(g, n->in[2]);
+    int64_t dv = v->rank > 0 ? v->shape[v->rank - 1] : 0;
+    if (n->a.head_dim > 256 || dv > 256) return 0;
+  }
+  return 1;
+}
+#else
+typedef int rlx_vk_params_unused;
+#endif

@@ -1,0 +1,609 @@
+/* Vulkan backend: the arena is one device-local storage buffer; every step's
+ * parameters live in one parameter buffer written at compile time (the push
+ * constant carries the record's index); one descriptor set binds arena,
+ * parameters and a small host-visible run-state buffer (per-run seed, first
+ * run-time error). Command buffers are recorded once per step list, with a
+ * pipeline barrier only where a step's byte ranges conflict with what ran
+ * since the last barrier (read-after-write, write-after-read,
+ * write-after-write), and resubmitted on every run.
+ *
+ * A step the GPU does not run (RLX_K_HOST, or one the encoder refuses) splits
+ * the schedule into segments: the host downloads that step's byte ranges
+ * into a host mirror of the arena, runs the CPU reference, and uploads what
+ * it wrote. An active extent lowers a different step list over the same
+ * plan; it is recorded on first use and cached until the extent changes. */
+#ifdef RLX_HAVE_VULKAN
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "backends/vulkan/shaders/layout.h"
+#include "backends/vulkan/vk_internal.h"
+
+enum { MAX_PENDING = 64 };
+static const uint64_t STAGING_CHUNK = 16u << 20;
+
+typedef struct vk_segment {
+  int32_t first, count;
+  int host;           /* 1: one step on the host fallback */
+  VkCommandBuffer cb; /* GPU segments */
+} vk_segment;
+
+/* A recorded step list. */
+typedef struct vk_program {
+  rlx_step* steps; /* private copy: identifies the list for the extent cache */
+  int32_t n;
+  rlx_vk_buffer params;
+  VkDescriptorPool dpool;
+  VkDescriptorSet set;
+  vk_segment* segs;
+  int32_t n_segs;
+  rlx_vk_dispatch* disp;
+  uint8_t* on_host;
+  rlx_step_list* host_lowered; /* per step, for RLX_K_HOST nodes (lazily) */
+} vk_program;
+
+struct rlx_backend_exec {
+  rlx_vk_context* c;
+  uint64_t arena_bytes;
+  rlx_vk_buffer arena, run, staging;
+  VkCommandPool pool;
+  VkCommandBuffer xfer;
+  VkFence fence;
+  const rlx_step_list* compiled; /* the list given to create() */
+  vk_program* main;
+  vk_program* extent;
+  uint8_t* mirror; /* host fallback's copy of the arena */
+  uint64_t validation_seen;
+  rlx_vk_stats stats;
+};
+
+/* ------------------------------------------------------------ probe */
+
+static int vk_probe(char* reason, size_t cap) {
+  rlx_vk_context* c = rlx_vk_context_get(reason, cap);
+  if (!c) return 0;
+  snprintf(reason, cap, "%s%s", c->device_name, c->validation ? " (validation layer on)" : "");
+  return 1;
+}
+
+static int vk_supports(const rlx_graph* g, int32_t ni) { return rlx_vk_supports_node(g, ni); }
+
+/* Fails the call if the validation layer reported anything since the last
+ * check: with RLX_VK_VALIDATION=1 a message is a test failure. */
+static rlx_status check_validation(rlx_backend_exec* be, rlx_error* err, const char* when) {
+  uint64_t n = rlx_vk_validation_count();
+  if (n == be->validation_seen) return RLX_OK;
+  uint64_t fresh = n - be->validation_seen;
+  be->validation_seen = n;
+  return rlx_fail(err, RLX_INTERNAL, "vulkan: %llu validation message(s) during %s (see stderr)",
+                  (unsigned long long)fresh, when);
+}
+
+/* ------------------------------------------------------------ transfers */
+
+static rlx_status begin_xfer(rlx_backend_exec* be, rlx_error* err) {
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VkResult r = be->c->f.vkBeginCommandBuffer(be->xfer, &bi);
+  return r == VK_SUCCESS ? RLX_OK : rlx_vk_fail(err, r, "vkBeginCommandBuffer");
+}
+
+static void memory_barrier(rlx_backend_exec* be, VkCommandBuffer cb, VkPipelineStageFlags src,
+                           VkAccessFlags src_access, VkPipelineStageFlags dst,
+                           VkAccessFlags dst_access) {
+  VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = src_access;
+  mb.dstAccessMask = dst_access;
+  be->c->f.vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static rlx_status end_submit_xfer(rlx_backend_exec* be, rlx_error* err) {
+  VkResult r = be->c->f.vkEndCommandBuffer(be->xfer);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkEndCommandBuffer");
+  return rlx_vk_submit_wait(be->c, be->xfer, be->fence, err);
+}
+
+static rlx_status ensure_staging(rlx_backend_exec* be, uint64_t bytes, rlx_error* err) {
+  if (be->staging.buf && be->staging.size >= bytes) return RLX_OK;
+  rlx_vk_buffer_destroy(be->c, &be->staging);
+  return rlx_vk_buffer_create(be->c, bytes, 1, err, &be->staging);
+}
+
+static rlx_status check_range(const rlx_backend_exec* be, uint64_t off, uint64_t bytes,
+                              rlx_error* err) {
+  if (off > be->arena_bytes || bytes > be->arena_bytes - off)
+    return rlx_fail(err, RLX_INTERNAL, "vulkan: arena access [%llu, +%llu) outside %llu bytes",
+                    (unsigned long long)off, (unsigned long long)bytes,
+                    (unsigned long long)be->arena_bytes);
+  return RLX_OK;
+}
+
+/* Copies between the arena and host memory through the staging buffer, in
+ * chunks. to_device: host -> arena. */
+static rlx_status transfer(rlx_backend_exec* be, uint64_t offset, void* host, uint64_t bytes,
+                           int to_device, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  uint64_t chunk = bytes < STAGING_CHUNK ? bytes : STAGING_CHUNK;
+  if (bytes == 0) return RLX_OK;
+  RLX_RETURN_IF_ERROR(ensure_staging(be, chunk, err));
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+    if (to_device) memcpy(be->staging.map, (uint8_t*)host + done, (size_t)n);
+    RLX_RETURN_IF_ERROR(begin_xfer(be, err));
+    VkBufferCopy region = {to_device ? 0 : offset + done, to_device ? offset + done : 0, n};
+    /* Earlier compute work in submission order must be done with the bytes. */
+    memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    if (to_device) be->c->f.vkCmdCopyBuffer(be->xfer, be->staging.buf, be->arena.buf, 1, &region);
+    else be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->staging.buf, 1, &region);
+    memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    RLX_RETURN_IF_ERROR(end_submit_xfer(be, err));
+    if (!to_device) memcpy((uint8_t*)host + done, be->staging.map, (size_t)n);
+  }
+  return RLX_OK;
+}
+
+static rlx_status vk_upload(rlx_backend_exec* be, uint64_t offset, const void* src,
+                            uint64_t bytes, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(transfer(be, offset, (void*)src, bytes, 1, err));
+  return check_validation(be, err, "upload");
+}
+
+static rlx_status vk_download(rlx_backend_exec* be, uint64_t offset, void* dst, uint64_t bytes,
+                              rlx_error* err) {
+  RLX_RETURN_IF_ERROR(transfer(be, offset, dst, bytes, 0, err));
+  return check_validation(be, err, "download");
+}
+
+/* Device-to-device (feeds). Overlapping ranges go through the staging
+ * buffer: vkCmdCopyBuffer forbids overlapping regions. */
+static rlx_status vk_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint64_t bytes,
+                          rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_range(be, dst, bytes, err));
+  RLX_RETURN_IF_ERROR(check_range(be, src, bytes, err));
+  if (bytes == 0 || dst == src) return RLX_OK;
+  int overlap = dst < src + bytes && src < dst + bytes;
+  if (overlap) RLX_RETURN_IF_ERROR(ensure_staging(be, bytes, err));
+  RLX_RETURN_IF_ERROR(begin_xfer(be, err));
+  const VkAccessFlags any = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+  memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, any,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  if (overlap) {
+    VkBufferCopy a = {src, 0, bytes}, b = {0, dst, bytes};
+    be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->staging.buf, 1, &a);
+    memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    be->c->f.vkCmdCopyBuffer(be->xfer, be->staging.buf, be->arena.buf, 1, &b);
+  } else {
+    VkBufferCopy a = {src, dst, bytes};
+    be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->arena.buf, 1, &a);
+  }
+  RLX_RETURN_IF_ERROR(end_submit_xfer(be, err));
+  return check_validation(be, err, "copy");
+}
+
+/* ------------------------------------------------------------ recording */
+
+typedef struct pending {
+  rlx_range r[MAX_PENDING], w[MAX_PENDING];
+  int nr, nw;
+} pending;
+
+static int overlaps(rlx_range a, rlx_range b) { return a.begin < b.end && b.begin < a.end; }
+
+static int any_overlap(const rlx_range* list, int n, const rlx_range* with, int32_t m) {
+  for (int i = 0; i < n; i++)
+    for (int32_t j = 0; j < m; j++)
+      if (overlaps(list[i], with[j])) return 1;
+  return 0;
+}
+
+/* 1 if step s must wait for what ran since the last barrier. */
+static int needs_barrier(const pending* p, const rlx_step* s) {
+  return any_overlap(p->w, p->nw, s->reads, s->n_reads) ||  /* RAW */
+         any_overlap(p->w, p->nw, s->writes, s->n_writes) || /* WAW */
+         any_overlap(p->r, p->nr, s->writes, s->n_writes) || /* WAR */
+         p->nr + s->n_reads > MAX_PENDING || p->nw + s->n_writes > MAX_PENDING;
+}
+
+static void compute_barrier(rlx_backend_exec* be, VkCommandBuffer cb) {
+  memory_barrier(be, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segment* seg,
+                                 rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = be->pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkResult r = c->f.vkAllocateCommandBuffers(c->device, &ai, &seg->cb);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateCommandBuffers");
+  VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  r = c->f.vkBeginCommandBuffer(seg->cb, &bi);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkBeginCommandBuffer");
+  /* Uploads, feeds and host-fallback writes before this submission. */
+  memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                 VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  c->f.vkCmdBindDescriptorSets(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe_layout, 0, 1,
+                               &pg->set, 0, NULL);
+  pending p = {.nr = 0, .nw = 0};
+  VkPipeline bound = VK_NULL_HANDLE;
+  for (int32_t i = seg->first; i < seg->first + seg->count; i++) {
+    const rlx_step* s = &pg->steps[i];
+    const rlx_vk_dispatch* d = &pg->disp[i];
+    if (d->groups_x == 0) continue;
+    if (needs_barrier(&p, s)) {
+      compute_barrier(be, seg->cb);
+      be->stats.barriers++;
+      p.nr = p.nw = 0;
+    }
+    VkPipeline pipe;
+    RLX_RETURN_IF_ERROR(rlx_vk_pipeline(c, d->pipe, err, &pipe));
+    if (pipe != bound) c->f.vkCmdBindPipeline(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    bound = pipe;
+    uint32_t base = (uint32_t)i * RLXVK_REC_WORDS;
+    c->f.vkCmdPushConstants(seg->cb, c->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
+    c->f.vkCmdDispatch(seg->cb, d->groups_x, d->groups_y, 1);
+    be->stats.dispatches++;
+    for (int32_t k = 0; k < s->n_reads; k++) p.r[p.nr++] = s->reads[k];
+    for (int32_t k = 0; k < s->n_writes; k++) p.w[p.nw++] = s->writes[k];
+  }
+  /* Results become visible to downloads, copies and the host. */
+  memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
+  r = c->f.vkEndCommandBuffer(seg->cb);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkEndCommandBuffer");
+  return RLX_OK;
+}
+
+static rlx_status make_descriptor_set(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3};
+  VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pi.maxSets = 1;
+  pi.poolSizeCount = 1;
+  pi.pPoolSizes = &ps;
+  VkResult r = c->f.vkCreateDescriptorPool(c->device, &pi, NULL, &pg->dpool);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateDescriptorPool");
+  VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pg->dpool;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &c->set_layout;
+  r = c->f.vkAllocateDescriptorSets(c->device, &ai, &pg->set);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateDescriptorSets");
+  VkDescriptorBufferInfo bufs[3] = {{be->arena.buf, 0, VK_WHOLE_SIZE},
+                                    {pg->params.buf, 0, VK_WHOLE_SIZE},
+                                    {be->run.buf, 0, VK_WHOLE_SIZE}};
+  VkWriteDescriptorSet w[3];
+  memset(w, 0, sizeof w);
+  for (uint32_t i = 0; i < 3; i++) {
+    w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    w[i].dstSet = pg->set;
+    w[i].dstBinding = i;
+    w[i].descriptorCount = 1;
+    w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w[i].pBufferInfo = &bufs[i];
+  }
+  c->f.vkUpdateDescriptorSets(c->device, 3, w, 0, NULL);
+  return RLX_OK;
+}
+
+static void program_free(rlx_backend_exec* be, vk_program* pg) {
+  if (!pg) return;
+  rlx_vk_context* c = be->c;
+  for (int32_t i = 0; i < pg->n_segs; i++)
+    if (pg->segs[i].cb) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &pg->segs[i].cb);
+  if (pg->dpool) c->f.vkDestroyDescriptorPool(c->device, pg->dpool, NULL);
+  rlx_vk_buffer_destroy(c, &pg->params);
+  if (pg->host_lowered)
+    for (int32_t i = 0; i < pg->n; i++) rlx_step_list_free(&pg->host_lowered[i]);
+  free(pg->host_lowered);
+  free(pg->segs);
+  free(pg->disp);
+  free(pg->on_host);
+  free(pg->steps);
+  free(pg);
+}
+
+/* Encodes every step into the parameter buffer and splits the list into
+ * GPU segments and host steps. */
+static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
+  uint64_t bytes = (uint64_t)(pg->n > 0 ? pg->n : 1) * RLXVK_REC_WORDS * 4;
+  RLX_RETURN_IF_ERROR(rlx_vk_buffer_create(be->c, bytes, 1, err, &pg->params));
+  int32_t* words = pg->params.map;
+  uint32_t max_x = be->c->limits.maxComputeWorkGroupCount[0];
+  if (max_x > 65535) max_x = 65535;
+  for (int32_t i = 0; i < pg->n; i++) {
+    pg->on_host[i] = (uint8_t)rlx_vk_encode_step(&pg->steps[i], i, be->arena_bytes, max_x,
+                                                 words + (size_t)i * RLXVK_REC_WORDS, &pg->disp[i]);
+    int new_seg = pg->n_segs == 0 || pg->on_host[i] || pg->segs[pg->n_segs - 1].host;
+    if (new_seg) pg->segs[pg->n_segs++] = (vk_segment){i, 0, pg->on_host[i], VK_NULL_HANDLE};
+    pg->segs[pg->n_segs - 1].count++;
+    if (pg->on_host[i]) be->stats.host_steps++;
+  }
+  return RLX_OK;
+}
+
+static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list, rlx_error* err,
+                                vk_program** out) {
+  vk_program* pg = calloc(1, sizeof *pg);
+  RLX_CHECK_ALLOC(err, pg);
+  size_t n = (size_t)(list->n > 0 ? list->n : 1);
+  pg->n = list->n;
+  pg->steps = malloc(n * sizeof *pg->steps);
+  pg->segs = calloc(n, sizeof *pg->segs);
+  pg->disp = calloc(n, sizeof *pg->disp);
+  pg->on_host = calloc(n, 1);
+  pg->host_lowered = calloc(n, sizeof *pg->host_lowered);
+  if (!pg->steps || !pg->segs || !pg->disp || !pg->on_host || !pg->host_lowered) {
+    program_free(be, pg);
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  if (list->n > 0) memcpy(pg->steps, list->steps, (size_t)list->n * sizeof *pg->steps);
+  rlx_status s = encode_program(be, pg, err);
+  if (s == RLX_OK) s = make_descriptor_set(be, pg, err);
+  for (int32_t i = 0; i < pg->n_segs && s == RLX_OK; i++) {
+    if (pg->segs[i].host) continue;
+    s = record_segment(be, pg, &pg->segs[i], err);
+    be->stats.segments++;
+  }
+  if (s) {
+    program_free(be, pg);
+    return s;
+  }
+  be->stats.recordings++;
+  *out = pg;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ host fallback */
+
+static int is_nn_op(rlx_op op) {
+  switch (op) {
+    case RLX_OP_MATMUL: case RLX_OP_FUSED_MATMUL_BIAS_ACT: case RLX_OP_LAYER_NORM:
+    case RLX_OP_RMS_NORM: case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
+    case RLX_OP_FUSED_RESIDUAL_RMS_NORM: case RLX_OP_ATTENTION: case RLX_OP_ROPE:
+    case RLX_OP_SAMPLE: return 1;
+    default: return 0;
+  }
+}
+
+/* The native steps of a host node, lowered once against the same plan. */
+static rlx_status host_steps_of(vk_program* pg, int32_t i, const rlx_run_ctx* ctx,
+                                rlx_error* err, const rlx_step_list** out) {
+  rlx_step_list* l = &pg->host_lowered[i];
+  if (l->n == 0) {
+    if (!ctx || !ctx->graph || !ctx->plan)
+      return rlx_fail(err, RLX_INTERNAL, "vulkan: host step of node %d run without its graph",
+                      pg->steps[i].node);
+    /* The lowering API takes a mutable graph only to leave an error message
+     * in it; nothing else is written. */
+    rlx_graph* g = (rlx_graph*)ctx->graph;
+    int32_t ni = pg->steps[i].node;
+    rlx_status s = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, ctx->plan, ni, l)
+                                             : rlx_lower_basic(g, ctx->plan, ni, l);
+    if (s) return rlx_fail(err, s, "vulkan host fallback: %s", g->err.msg);
+  }
+  *out = l;
+  return RLX_OK;
+}
+
+static rlx_status run_host_step(rlx_backend_exec* be, vk_program* pg, int32_t i,
+                                const rlx_run_ctx* ctx, rlx_error* err) {
+  const rlx_step* s = &pg->steps[i];
+  if (!be->mirror) {
+    be->mirror = calloc(1, (size_t)(be->arena_bytes ? be->arena_bytes : 1));
+    if (!be->mirror)
+      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                      "vulkan host fallback: no host memory for a %llu-byte arena mirror",
+                      (unsigned long long)be->arena_bytes);
+  }
+  /* Written ranges are fetched too: a strided output (a Concat slot) only
+   * rewrites some of the bytes its range spans. */
+  for (int32_t k = 0; k < s->n_reads; k++)
+    RLX_RETURN_IF_ERROR(transfer(be, s->reads[k].begin, be->mirror + s->reads[k].begin,
+                                 s->reads[k].end - s->reads[k].begin, 0, err));
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
+                                 s->writes[k].end - s->writes[k].begin, 0, err));
+  if (s->kernel == RLX_K_HOST) {
+    const rlx_step_list* l = NULL;
+    RLX_RETURN_IF_ERROR(host_steps_of(pg, i, ctx, err, &l));
+    for (int32_t k = 0; k < l->n; k++)
+      RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, &l->steps[k], ctx, err));
+  } else {
+    RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, s, ctx, err));
+  }
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
+                                 s->writes[k].end - s->writes[k].begin, 1, err));
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------ run */
+
+static rlx_status check_run_error(rlx_backend_exec* be, const vk_program* pg,
+                                  const rlx_run_ctx* ctx, rlx_error* err) {
+  volatile uint32_t* run = be->run.map;
+  if (run[RLXVK_RUN_ERR] == 0) return RLX_OK;
+  uint32_t step = run[RLXVK_RUN_ERR_STEP];
+  int64_t value = (int64_t)((uint64_t)run[RLXVK_RUN_ERR_VAL_LO] |
+                            ((uint64_t)run[RLXVK_RUN_ERR_VAL_HI] << 32));
+  int32_t node = step < (uint32_t)pg->n ? pg->steps[step].node : -1;
+  rlx_kernel kind = step < (uint32_t)pg->n ? pg->steps[step].kernel : RLX_K_COUNT;
+  char nb[160];
+  if (ctx && ctx->graph && node >= 0 && node < ctx->graph->n_nodes)
+    rlx_node_str(ctx->graph, node, nb, sizeof nb);
+  else
+    snprintf(nb, sizeof nb, "node %d", node);
+  return rlx_fail(err, RLX_OUT_OF_RANGE, "%s: %s index %lld out of range for an axis of size %u",
+                  nb, rlx_kernel_name(kind), (long long)value, run[RLXVK_RUN_ERR_LEN]);
+}
+
+static int same_list(const vk_program* pg, const rlx_step_list* l) {
+  return pg && pg->n == l->n &&
+         (l->n == 0 || memcmp(pg->steps, l->steps, (size_t)l->n * sizeof *l->steps) == 0);
+}
+
+static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* steps, rlx_error* err,
+                              vk_program** out) {
+  if (steps == be->compiled || same_list(be->main, steps)) {
+    *out = be->main;
+    return RLX_OK;
+  }
+  if (!same_list(be->extent, steps)) {
+    program_free(be, be->extent);
+    be->extent = NULL;
+    RLX_RETURN_IF_ERROR(program_build(be, steps, err, &be->extent));
+  }
+  *out = be->extent;
+  return RLX_OK;
+}
+
+static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
+                         rlx_error* err) {
+  vk_program* pg;
+  RLX_RETURN_IF_ERROR(program_for(be, steps, err, &pg));
+  volatile uint32_t* run = be->run.map;
+  uint64_t seed = ctx ? ctx->seed : 0;
+  run[RLXVK_RUN_SEED_LO] = (uint32_t)seed;
+  run[RLXVK_RUN_SEED_HI] = (uint32_t)(seed >> 32);
+  run[RLXVK_RUN_ERR] = 0;
+  for (int32_t i = 0; i < pg->n_segs; i++) {
+    vk_segment* seg = &pg->segs[i];
+    if (seg->host) {
+      RLX_RETURN_IF_ERROR(run_host_step(be, pg, seg->first, ctx, err));
+      continue;
+    }
+    RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
+    be->stats.submits++;
+    RLX_RETURN_IF_ERROR(check_run_error(be, pg, ctx, err));
+  }
+  return check_validation(be, err, "run");
+}
+
+/* ------------------------------------------------------------ create / destroy */
+
+static void vk_destroy(rlx_backend_exec* be) {
+  if (!be) return;
+  rlx_vk_context* c = be->c;
+  if (c) {
+    c->f.vkDeviceWaitIdle(c->device);
+    program_free(be, be->main);
+    program_free(be, be->extent);
+    if (be->xfer) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &be->xfer);
+    if (be->pool) c->f.vkDestroyCommandPool(c->device, be->pool, NULL);
+    if (be->fence) c->f.vkDestroyFence(c->device, be->fence, NULL);
+    rlx_vk_buffer_destroy(c, &be->staging);
+    rlx_vk_buffer_destroy(c, &be->run);
+    rlx_vk_buffer_destroy(c, &be->arena);
+  }
+  free(be->mirror);
+  free(be);
+}
+
+static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = c->queue_family;
+  VkResult r = c->f.vkCreateCommandPool(c->device, &pi, NULL, &be->pool);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = be->pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  r = c->f.vkAllocateCommandBuffers(c->device, &ai, &be->xfer);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  r = c->f.vkCreateFence(c->device, &fi, NULL, &be->fence);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateFence");
+  return RLX_OK;
+}
+
+/* The arena must fit one storage-buffer binding addressed with 32-bit byte
+ * offsets; splitting it over several bindings is not implemented. */
+static rlx_status check_arena_size(const rlx_vk_context* c, uint64_t bytes, rlx_error* err) {
+  uint64_t limit = c->limits.maxStorageBufferRange;
+  if (limit > 0xfffffff0u) limit = 0xfffffff0u;
+  if (bytes > limit)
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                    "vulkan: arena of %llu bytes exceeds what one storage buffer binding "
+                    "addresses on %s (%llu bytes); multi-buffer arenas are not implemented",
+                    (unsigned long long)bytes, c->device_name, (unsigned long long)limit);
+  return RLX_OK;
+}
+
+static rlx_status zero_arena(rlx_backend_exec* be, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(begin_xfer(be, err));
+  be->c->f.vkCmdFillBuffer(be->xfer, be->arena.buf, 0, VK_WHOLE_SIZE, 0);
+  memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  return end_submit_xfer(be, err);
+}
+
+static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
+                            const rlx_compile_options* opt, rlx_error* err,
+                            rlx_backend_exec** out) {
+  (void)opt;
+  char reason[256] = "";
+  rlx_vk_context* c = rlx_vk_context_get(reason, sizeof reason);
+  if (!c) return rlx_fail(err, RLX_UNAVAILABLE, "vulkan: %s", reason);
+  RLX_RETURN_IF_ERROR(check_arena_size(c, arena_bytes, err));
+  rlx_backend_exec* be = calloc(1, sizeof *be);
+  RLX_CHECK_ALLOC(err, be);
+  be->c = c;
+  be->arena_bytes = arena_bytes;
+  be->compiled = steps;
+  be->validation_seen = rlx_vk_validation_count();
+  /* Rounded up so 64-bit accesses at the end stay inside the buffer. */
+  uint64_t size = (arena_bytes + 15) & ~(uint64_t)15;
+  rlx_status s = rlx_vk_buffer_create(c, size ? size : 16, 0, err, &be->arena);
+  if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
+  if (s == RLX_OK) s = create_queue_objects(be, err);
+  if (s == RLX_OK) s = zero_arena(be, err);
+  if (s == RLX_OK) s = program_build(be, steps, err, &be->main);
+  if (s == RLX_OK) s = check_validation(be, err, "compile");
+  if (s) {
+    vk_destroy(be);
+    return s;
+  }
+  memset(be->run.map, 0, RLXVK_RUN_WORDS * 4);
+  *out = be;
+  return RLX_OK;
+}
+
+void rlx_vk_exec_stats(const rlx_backend_exec* be, rlx_vk_stats* out) {
+  memset(out, 0, sizeof *out);
+  if (be) *out = be->stats;
+}
+
+const rlx_backend rlx_backend_vulkan = {
+    .name = "vulkan",
+    .probe = vk_probe,
+    .supports = vk_supports,
+    .alignment = 256,
+    .create = vk_create,
+    .destroy = vk_destroy,
+    .upload = vk_upload,
+    .download = vk_download,
+    .copy = vk_copy,
+    .run = vk_run,
+};
+#else
+typedef int rlx_vk_backend_unused;
+#endif

@@ -93,8 +93,8 @@ bad "syntax error" 1 -- "$RLX" run "$DATA/bad_syntax.rlx"
 has "$ERR" "bad_syntax.rlx:3:[0-9]+: .*nag" "syntax error names line:col and the token"
 bad "shape error" 1 -- "$RLX" run "$DATA/bad_shape.rlx"
 has "$ERR" "bad_shape.rlx:4:[0-9]+: .*matmul" "shape error names line:col and the op"
-bad "onnx" 1 -- "$RLX" run "$TMP/model.onnx"
-has "$ERR" "ONNX import not built yet" "onnx"
+bad "missing onnx" 1 -- "$RLX" run "$TMP/model.onnx"
+has "$ERR" "model.onnx: .*(ONNX import not built|cannot open)" "missing .onnx file"
 bad "unknown device" 1 -- "$RLX" run "$DATA/neg.rlx" --device nosuchdev
 has "$ERR" "unknown device 'nosuchdev'" "unknown device is named"
 bad "unbound symbol" 1 -- "$RLX" run "$DATA/sym.rlx"
@@ -169,6 +169,30 @@ has "$OUT" "^output 1 out1: i64\[5\] = [0-3] [0-3] [0-3] [0-3] [0-3] " "random i
 ok "run --report" -- "$RLX" run "$DATA/neg.rlx" --report
 has "$OUT" "arena" "report shows the arena"
 
+# ONNX models (from Debian's libonnx-testdata, when installed): relu of the
+# expected output equals the expected output.
+ONNX_RELU=/usr/share/libonnx-testdata/data/node/test_relu
+if [ -f "$ONNX_RELU/model.onnx" ]; then
+  rc=0
+  "$RLX" run "$ONNX_RELU/model.onnx" >"$OUT" 2>"$ERR" || rc=$?
+  if grep -q "ONNX import not built" "$ERR"; then
+    [ "$rc" -eq 1 ] || fail "onnx not built: exit $rc, expected 1"
+    echo "cli.sh: ONNX import not built: ONNX checks skipped"
+  else
+    [ "$rc" -eq 0 ] || fail "run model.onnx: exit $rc"
+    has "$OUT" "^output 0 y: f32\[3,4,5\]" "onnx output type"
+    ok "onnx input .pb" -- "$RLX" run "$ONNX_RELU/model.onnx" \
+      --input "x=$ONNX_RELU/test_data_set_0/input_0.pb"
+    want=$(field 0 sum)
+    ok "onnx expected output as input" -- "$RLX" run "$ONNX_RELU/model.onnx" \
+      --input "x=$ONNX_RELU/test_data_set_0/output_0.pb"
+    close "$(field 0 sum)" "$want"
+    awk -v a="$want" 'BEGIN { exit !(a > 1) }' || fail "relu sum $want should be > 1"
+  fi
+else
+  echo "cli.sh: no libonnx-testdata: ONNX checks skipped"
+fi
+
 # ---------------------------------------------------------------- example
 ok "example gpt" -- "$RLX" example gpt
 cmp -s "$OUT" "$GPT" || fail "$GPT is stale: regenerate it with: rlx example gpt --out $GPT"
@@ -185,6 +209,17 @@ has "$OUT" "^output 0 logits: f32\[8,50\]" "small gpt logits shape"
 ok "run gpt" -- "$RLX" run "$GPT" --report
 has "$OUT" "^output 0 logits: f32\[32,256\]" "gpt logits shape"
 has "$OUT" "attention" "report lists attention"
+cpu_sum=$(field 0 sum)
+cpu_abs=$(field 0 abs_sum)
+ok "run gpt --strict" -- "$RLX" run "$GPT" --strict
+# Every other available device computes the same logits (checksums).
+ok "devices" -- "$RLX" devices
+for dev in $(awk '$1 != "cpu" && $2 ~ /^available/ { print $1 }' "$OUT"); do
+  ok "run gpt on $dev" -- "$RLX" run "$GPT" --device "$dev"
+  has "$OUT" "^output 0 logits: f32\[32,256\]" "gpt logits shape on $dev"
+  close "$(field 0 abs_sum)" "$cpu_abs" 1e-4
+  close "$(field 0 sum)" "$cpu_sum" 1e-3
+done
 ok "dot" -- "$RLX" dot "$GPT"
 has "$OUT" "^digraph" "dot output"
 has "$OUT" "attention" "dot shows attention"
@@ -215,14 +250,14 @@ has "$OUT" "^generated: $g4 $g5 $g6$" "continuation matches"
 ok "generate to full context" -- "$RLX" generate "$GPT" --device cpu --prompt 1 --tokens 40
 has "$OUT" "context window \(ctx 32\) is full" "stops at ctx"
 has "$OUT" "^generated:( [0-9]+){31}$" "fills the window"
-ok "generate sampled" -- "$RLX" generate "$GPT" --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+ok "generate sampled" -- "$RLX" generate "$GPT" --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
 s1=$(grep '^generated' "$OUT")
-ok "generate sampled again" -- "$RLX" generate "$GPT" --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+ok "generate sampled again" -- "$RLX" generate "$GPT" --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
 [ "$(grep '^generated' "$OUT")" = "$s1" ] || fail "sampling with a seed is not reproducible"
-bad "prompt out of vocab" 2 -- "$RLX" generate "$GPT" --prompt 1,999
+bad "prompt out of vocab" 2 -- "$RLX" generate "$GPT" --device cpu --prompt 1,999
 has "$ERR" "999 is outside \[0, 255\]" "prompt range"
-bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --prompt 1,,2
-bad "generate on a non-LM graph" 1 -- "$RLX" generate "$DATA/neg.rlx"
+bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --device cpu --prompt 1,,2
+bad "generate on a non-LM graph" 1 -- "$RLX" generate "$DATA/neg.rlx" --device cpu
 has "$ERR" "input 'x'" "generate names the unexpected input"
 
 echo "cli.sh: all $checks checks passed"

@@ -166,6 +166,14 @@ static int gemm_suite(gemm_fn fn, rlx_cpu_pool* pool, int random_cases) {
         int64_t K = dims[test_rand_int(0, nd - 1)];
         if (!check_gemm(fn, pool, ta, tb, M, N, K)) return 0;
       }
+      /* A few rows (the decode path), long and short rows of B. */
+      for (int64_t M = 1; M <= 6; M++) {
+        if (!check_gemm(fn, pool, ta, tb, M, 1000, 77)) return 0;
+        if (!check_gemm(fn, pool, ta, tb, M, 37, 1029)) return 0;
+        /* ... and a few columns (the transposed form of the same loops). */
+        if (!check_gemm(fn, pool, ta, tb, 1000, M, 77)) return 0;
+        if (!check_gemm(fn, pool, ta, tb, 37, M, 1029)) return 0;
+      }
       /* Crosses every cache block boundary (MC, KC, NC) with ragged edges. */
       if (!check_gemm(fn, pool, ta, tb, 301, 2101, 263)) return 0;
       if (!check_gemm(fn, pool, ta, tb, 157, 67, 777)) return 0;
@@ -212,12 +220,23 @@ typedef struct step_stats {
  * are exact in f32 and a kernel's output is compared without the GEMM's
  * rounding (what ill-conditioned activations such as rsqrt near 0 would
  * magnify). */
+/* When set, ~2% of the arena holds special values (NaN, +-inf, +-0, huge,
+ * denormal) so NaN propagation and overflow paths are compared too. */
+static int fill_specials;
+
+static float special_value(void) {
+  static const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f,
+                                   3e38f, -3e38f, 1e-40f, -1e-40f};
+  return specials[test_rand_int(0, (int64_t)(sizeof specials / sizeof *specials) - 1)];
+}
+
 static void fill_arena(uint8_t* a, uint64_t bytes, double range) {
   uint64_t n = bytes / 4;
   for (uint64_t i = 0; i < n; i++) {
     float v = range > 0 ? (float)test_rand_uniform(-range, range)
                         : (float)(0.5 * (double)test_rand_int((int64_t)(2 * range),
                                                               (int64_t)(-2 * range)));
+    if (fill_specials && test_rand_int(0, 49) == 0) v = special_value();
     memcpy(a + 4 * i, &v, 4);
   }
   for (uint64_t i = n * 4; i < bytes; i++) a[i] = (uint8_t)test_rand_u64();
@@ -424,6 +443,9 @@ TEST(fast_binary_steps) {
         CHECK_OK_G(g, rlx_graph_add_binary(g, (rlx_binary_op)op, swap ? b : a, swap ? a : b, &y));
         CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
         CHECK_STEPS(g, 2, 3.0, 1);
+        fill_specials = 1;
+        CHECK_STEPS(g, 2, 3.0, 1);
+        fill_specials = 0;
         rlx_graph_destroy(g);
       }
 }
@@ -444,6 +466,9 @@ TEST(fast_unary_steps) {
         /* wide: values up to +-120 exercise exp overflow/underflow, tanh
          * saturation, log/sqrt of negatives (NaN on both sides). */
         CHECK_STEPS(g, 2, wide ? 120.0 : 2.0, 1);
+        fill_specials = 1;
+        CHECK_STEPS(g, 2, 2.0, 1);
+        fill_specials = 0;
         rlx_graph_destroy(g);
       }
 }
@@ -490,6 +515,9 @@ TEST(fast_softmax_steps) {
         CHECK_OK_G(g, rlx_graph_add_softmax(g, x, 2, &y));
       CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
       CHECK_STEPS(g, 2, 30.0, 1);
+      fill_specials = 1;
+      CHECK_STEPS(g, 2, 30.0, 1);
+      fill_specials = 0;
       rlx_graph_destroy(g);
     }
 }

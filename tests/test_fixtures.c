@@ -362,7 +362,10 @@ TEST(fixtures_match_torch) {
   coverage cov;
   memset(&cov, 0, sizeof cov);
   int passed = 0, failed = 0;
-  for (char* line = strtok(manifest, "\n"); line; line = strtok(NULL, "\n")) {
+  /* split by hand: strtok's hidden state is not ours to hold across library calls */
+  for (char *line = manifest, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
     char name[256];
     double tol = 0;
     if (line[0] == '#' || sscanf(line, "%255s %lf", name, &tol) != 2) continue;

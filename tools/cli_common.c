@@ -121,12 +121,27 @@ static int read_text_file(const char* cmd, const char* path, char** out_text) {
   return CLI_OK;
 }
 
-int cli_load_graph(const char* cmd, const char* path, rlx_graph** out_graph) {
-  *out_graph = NULL;
-  if (ends_with(path, ".onnx")) {
-    cli_error(cmd, "%s: ONNX import not built yet (only .rlx text graphs for now)", path);
+/* .onnx through the importer. Without protobuf-c at build time the library
+ * answers UNIMPLEMENTED with "ONNX import not built", passed on as is. */
+static int load_onnx(const char* cmd, const char* path, rlx_graph** out_graph) {
+  char* msg = NULL;
+  rlx_status s = rlx_onnx_load(path, out_graph, &msg);
+  if (s != RLX_OK) {
+    cli_error(cmd, "%s: %s", path, msg ? msg : rlx_status_name(s));
+    rlx_free(msg);
+    rlx_graph_destroy(*out_graph);
+    *out_graph = NULL;
     return CLI_FAIL;
   }
+  rlx_free(msg);
+  return CLI_OK;
+}
+
+int cli_is_onnx(const char* path) { return ends_with(path, ".onnx"); }
+
+int cli_load_graph(const char* cmd, const char* path, rlx_graph** out_graph) {
+  *out_graph = NULL;
+  if (cli_is_onnx(path)) return load_onnx(cmd, path, out_graph);
   char* text = NULL;
   int rc = read_text_file(cmd, path, &text);
   if (rc != CLI_OK) return rc;
@@ -258,6 +273,29 @@ void cli_inputs_free(cli_inputs* in) {
   in->n = 0;
 }
 
+/* An ONNX TensorProto file (the .pb files of the ONNX test data). Its data
+ * is copied so every input's buffer is free()d the same way. */
+static int read_tensor_pb(const char* cmd, cli_input* it) {
+  void* data = NULL;
+  char* msg = NULL;
+  rlx_status s = rlx_onnx_read_tensor(it->path, &it->dtype, &it->rank, it->shape, &data,
+                                      &it->bytes, &msg);
+  if (s != RLX_OK) {
+    cli_error(cmd, "input '%s': %s: %s", it->name, it->path, msg ? msg : rlx_status_name(s));
+    rlx_free(msg);
+    return CLI_FAIL;
+  }
+  rlx_free(msg);
+  it->data = malloc(it->bytes ? it->bytes : 1);
+  if (it->data) memcpy(it->data, data, it->bytes);
+  rlx_free(data);
+  if (!it->data) {
+    cli_error(cmd, "input '%s': out of memory", it->name);
+    return CLI_FAIL;
+  }
+  return CLI_OK;
+}
+
 int cli_inputs_add(const char* cmd, cli_inputs* in, const char* text) {
   const char* eq = strchr(text, '=');
   if (!eq || eq == text || eq[1] == '\0') {
@@ -284,6 +322,7 @@ int cli_inputs_add(const char* cmd, cli_inputs* in, const char* text) {
       cli_error(cmd, "input '%s' given twice", it->name);
       return CLI_USAGE;
     }
+  if (ends_with(it->path, ".pb")) return read_tensor_pb(cmd, it);
   rlx_error err = {{0}};
   if (rlx_npy_read(it->path, &err, &it->dtype, &it->rank, it->shape, &it->data, &it->bytes) !=
       RLX_OK) {
@@ -490,19 +529,18 @@ static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dt
   return CLI_OK;
 }
 
+/* Order of precedence, lowest first: the init rule, the ONNX file's
+ * initializers, then DIR/<name>.npy. */
 int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
-                   uint64_t init_seed, const char* params_dir) {
+                   uint64_t init_seed, const char* params_dir, const char* onnx_path) {
+  char path[4096];
   for (int32_t i = 0; i < g->n_nodes; i++) {
     if (g->nodes[i].op != RLX_OP_PARAM) continue;
     const char* name = g->nodes[i].a.name;
     const rlx_type* t = leaf_type(g, i);
-    char path[4096];
     if (params_dir) {
       param_file_path(params_dir, name, path, sizeof path);
-      if (file_exists(path)) {
-        if (load_one_param(cmd, e, name, t->dtype, path) != CLI_OK) return CLI_FAIL;
-        continue;
-      }
+      if (file_exists(path)) continue; /* loaded below */
     }
     char what[300];
     snprintf(what, sizeof what, "param '%s'", name);
@@ -514,6 +552,23 @@ int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
       return CLI_FAIL;
     }
     if (init_one_param(cmd, e, name, t->dtype, numel, init_seed) != CLI_OK) return CLI_FAIL;
+  }
+  if (onnx_path) {
+    char* msg = NULL;
+    rlx_status s = rlx_onnx_set_params(e, onnx_path, &msg);
+    if (s != RLX_OK) {
+      cli_error(cmd, "%s: initializers: %s", onnx_path, msg ? msg : rlx_status_name(s));
+      rlx_free(msg);
+      return CLI_FAIL;
+    }
+    rlx_free(msg);
+  }
+  for (int32_t i = 0; params_dir && i < g->n_nodes; i++) {
+    if (g->nodes[i].op != RLX_OP_PARAM) continue;
+    const char* name = g->nodes[i].a.name;
+    param_file_path(params_dir, name, path, sizeof path);
+    if (file_exists(path) && load_one_param(cmd, e, name, leaf_type(g, i)->dtype, path) != CLI_OK)
+      return CLI_FAIL;
   }
   return CLI_OK;
 }
@@ -786,7 +841,8 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
   if (accept & CLI_OPT_INPUT)
     fprintf(f,
             "  --input NAME=F.npy  data for graph input NAME (repeatable); its shape binds\n"
-            "                      the input's symbolic dims\n");
+            "                      the input's symbolic dims. F may also be an ONNX\n"
+            "                      TensorProto .pb file (as in the ONNX test data)\n");
   if (accept & CLI_OPT_SEED)
     fprintf(f,
             "  --seed N            seed of the random data for inputs not given (default 0):\n"
@@ -801,7 +857,8 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
   if (accept & CLI_OPT_PARAMS)
     fprintf(f,
             "  --params DIR        load param NAME from DIR/NAME.npy ('/' in NAME -> '_');\n"
-            "                      params without a file use the init rule above\n");
+            "                      params without a file keep the init rule above (or, for\n"
+            "                      an .onnx model, its initializers)\n");
   if (accept & CLI_OPT_BIND)
     fprintf(f, "  --bind SYM=N        bind symbolic dim SYM to N (repeatable)\n");
   if (accept & CLI_OPT_STRICT)
@@ -834,7 +891,8 @@ int cli_prepare(const char* cmd, cli_model_opts* o, int set_inputs, rlx_graph** 
   if (check_bound_symbols_exist(cmd, g, &o->bindings) != CLI_OK ||
       cli_bind_from_inputs(cmd, g, &o->inputs, &o->bindings) != CLI_OK ||
       cli_compile(cmd, g, o->device, o->strict, &o->bindings, &e) != CLI_OK ||
-      cli_set_params(cmd, g, e, &o->bindings, o->init_seed, o->params_dir) != CLI_OK ||
+      cli_set_params(cmd, g, e, &o->bindings, o->init_seed, o->params_dir,
+                     cli_is_onnx(o->file) ? o->file : NULL) != CLI_OK ||
       (set_inputs && cli_set_inputs(cmd, g, e, &o->bindings, &o->inputs, o->seed) != CLI_OK)) {
     rlx_exec_destroy(e);
     rlx_graph_destroy(g);

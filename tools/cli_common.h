@@ -46,8 +46,9 @@ int cli_parse_f64(const char* cmd, const char* what, const char* text, double* o
 
 /* ------------------------------------------------------------ graph + bindings */
 
-/* Reads and parses a graph file (.rlx text). A .onnx file gets a clear
- * "not built yet" error. Parse errors print as "FILE:line:col: what". */
+/* Reads a graph file: .onnx through the ONNX importer, anything else as
+ * rlx text. Parse errors print as "FILE:line:col: what". */
+int cli_is_onnx(const char* path);
 int cli_load_graph(const char* cmd, const char* path, rlx_graph** out_graph);
 
 #define CLI_MAX_BINDINGS 32
@@ -101,10 +102,11 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
 int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict,
                 const cli_bindings* b, rlx_exec** out_exec);
 
-/* Deterministic init of every param (rule in cli_param_init_value's comment),
- * then, if params_dir is not NULL, overrides with DIR/<name>.npy where present. */
+/* Sets every param: deterministic init (rule in cli_model_opts_help), then
+ * the initializers of onnx_path (if not NULL), then DIR/<name>.npy where
+ * params_dir has one. */
 int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
-                   uint64_t init_seed, const char* params_dir);
+                   uint64_t init_seed, const char* params_dir, const char* onnx_path);
 /* Sets the given inputs and random data (from seed) for every other input. */
 int cli_set_inputs(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
                    const cli_inputs* given, uint64_t seed);

@@ -8,10 +8,10 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: rlx run FILE [options]\n"
           "\n"
-          "Compiles FILE (a graph in the rlx text format; .onnx import is not built yet),\n"
-          "feeds every input (from --input or random), runs it once and prints each\n"
-          "output: index, name, dtype, shape, the first values and checksums (sum and\n"
-          "sum of absolute values).\n"
+          "Compiles FILE (a graph in the rlx text format, or an ONNX model .onnx whose\n"
+          "initializers become the params), feeds every input (from --input or random),\n"
+          "runs it once and prints each output: index, name, dtype, shape, the first\n"
+          "values and checksums (sum and sum of absolute values).\n"
           "\n"
           "options:\n");
   cli_model_opts_help(f, CLI_OPT_ALL);

@@ -106,6 +106,7 @@ void rlx_onnx_model_destroy(rlx_onnx_model* m) {
   free(m->params);
   free(m->inputs);
   free(m->input_frozen);
+  free(m->input_in_graph);
   free(m);
 }
 
@@ -226,8 +227,11 @@ static int safe_location(const char* loc) {
   return 1;
 }
 
-static rlx_status read_external(const Onnx__TensorProto* tp, const char* base_dir,
-                                rlx_host_tensor* t, rlx_error* err) {
+/* The external-data entries of a tensor, checked: location (relative, inside
+ * the model folder), offset, length (must equal bytes when given). *out_path
+ * is malloc'd. */
+static rlx_status external_path(const Onnx__TensorProto* tp, const char* base_dir, int64_t bytes,
+                                char** out_path, long long* out_offset, rlx_error* err) {
   const char* loc = NULL;
   long long offset = 0, length = -1;
   for (size_t i = 0; i < tp->n_external_data; i++) {
@@ -244,44 +248,73 @@ static rlx_status read_external(const Onnx__TensorProto* tp, const char* base_di
     return rlx_fail(err, RLX_INVALID_ARGUMENT,
                     "tensor '%s': external data location '%s' must be a relative path inside "
                     "the model's folder", name, loc ? loc : "(none)");
-  if (offset < 0 || (length >= 0 && (size_t)length != t->bytes))
+  if (offset < 0 || (length >= 0 && length != bytes))
     return rlx_fail(err, RLX_INVALID_ARGUMENT,
-                    "tensor '%s': external data offset %lld / length %lld do not fit %zu bytes",
-                    name, offset, length, t->bytes);
+                    "tensor '%s': external data offset %lld / length %lld do not fit %lld bytes",
+                    name, offset, length, (long long)bytes);
   size_t plen = strlen(base_dir) + strlen(loc) + 2;
   char* path = malloc(plen);
   if (!path) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   snprintf(path, plen, "%s/%s", base_dir, loc);
+  *out_path = path;
+  *out_offset = offset;
+  return RLX_OK;
+}
+
+/* The external file must hold offset + bytes before anything is allocated. */
+static rlx_status check_external(const Onnx__TensorProto* tp, const char* base_dir,
+                                 int64_t bytes, rlx_error* err) {
+  char* path = NULL;
+  long long offset = 0;
+  RLX_RETURN_IF_ERROR(external_path(tp, base_dir, bytes, &path, &offset, err));
   FILE* f = fopen(path, "rb");
   rlx_status s = RLX_OK;
   if (!f) {
-    s = rlx_fail(err, RLX_NOT_FOUND, "tensor '%s': cannot open external data '%s'", name, path);
+    s = rlx_fail(err, RLX_NOT_FOUND, "tensor '%s': cannot open external data '%s'",
+                 tp->name ? tp->name : "", path);
   } else {
-    if (fseek(f, (long)offset, SEEK_SET) != 0 ||
-        (t->bytes && fread(t->data, 1, t->bytes, f) != t->bytes))
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || (long long)size - offset < bytes)
       s = rlx_fail(err, RLX_INVALID_ARGUMENT,
-                   "tensor '%s': external data '%s' is shorter than offset %lld + %zu bytes",
-                   name, path, offset, t->bytes);
+                   "tensor '%s': external data '%s' is shorter than offset %lld + %lld bytes",
+                   tp->name ? tp->name : "", path, offset, (long long)bytes);
     fclose(f);
   }
   free(path);
   return s;
 }
 
-/* Copies typed-field data (float_data, int32_data, ...) into t. */
-static rlx_status read_typed(const Onnx__TensorProto* tp, rlx_host_tensor* t, rlx_error* err) {
-  int64_t n = rlx_host_numel(t);
-  const char* name = tp->name ? tp->name : "";
-  size_t have = 0;
-  switch (t->dtype) {
-    case RLX_F32: have = tp->n_float_data; break;
-    case RLX_F64: have = tp->n_double_data; break;
-    case RLX_I64: have = tp->n_int64_data; break;
-    default: have = tp->n_int32_data; break;
+static rlx_status read_external(const Onnx__TensorProto* tp, const char* base_dir,
+                                rlx_host_tensor* t, rlx_error* err) {
+  char* path = NULL;
+  long long offset = 0;
+  RLX_RETURN_IF_ERROR(external_path(tp, base_dir, (int64_t)t->bytes, &path, &offset, err));
+  FILE* f = fopen(path, "rb");
+  rlx_status s = RLX_OK;
+  if (!f || fseek(f, (long)offset, SEEK_SET) != 0 ||
+      (t->bytes && fread(t->data, 1, t->bytes, f) != t->bytes))
+    s = rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s': cannot read external data '%s'",
+                 tp->name ? tp->name : "", path);
+  if (f) fclose(f);
+  free(path);
+  return s;
+}
+
+/* Number of values in the typed field (float_data, int32_data, ...) that
+ * holds a tensor of dtype dt. */
+static size_t typed_count(const Onnx__TensorProto* tp, rlx_dtype dt) {
+  switch (dt) {
+    case RLX_F32: return tp->n_float_data;
+    case RLX_F64: return tp->n_double_data;
+    case RLX_I64: return tp->n_int64_data;
+    default: return tp->n_int32_data;
   }
-  if ((int64_t)have != n)
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s' has %zu values, its shape needs %lld",
-                    name, have, (long long)n);
+}
+
+/* Copies typed-field data into t (its count was checked). */
+static rlx_status read_typed(const Onnx__TensorProto* tp, rlx_host_tensor* t, rlx_error* err) {
+  (void)err;
+  int64_t n = rlx_host_numel(t);
   for (int64_t i = 0; i < n; i++) {
     switch (t->dtype) {
       case RLX_F32: ((float*)t->data)[i] = tp->float_data[i]; break;
@@ -311,20 +344,31 @@ static rlx_status tensor_from_proto(const Onnx__TensorProto* tp, const char* bas
   if (tp->segment)
     return rlx_fail(err, RLX_UNIMPLEMENTED, "tensor '%s': segmented tensors are not supported",
                     name);
-  rlx_status s = rlx_host_alloc(out, (rlx_dtype)dt, (int32_t)tp->n_dims, tp->dims, err);
-  if (s != RLX_OK) {
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
-    return rlx_fail(err, s, "tensor '%s': %s", name, msg);
+  /* Size the tensor and check the data covers it before allocating, so a
+   * forged shape cannot ask for more memory than the file holds. */
+  int64_t numel = 1, size = (int64_t)rlx_dtype_size((rlx_dtype)dt);
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    if (tp->dims[i] < 0 || (tp->dims[i] && numel > (MAX_HOST_BYTES / size) / tp->dims[i]))
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s': dim %zu is %lld (negative or too "
+                      "large)", name, i, (long long)tp->dims[i]);
+    numel *= tp->dims[i];
   }
-  if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+  int external = tp->has_data_location &&
+                 tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (!external && tp->has_raw_data && tp->raw_data.len != (size_t)(numel * size))
+    return rlx_fail(err, RLX_INVALID_ARGUMENT,
+                    "tensor '%s' has %zu bytes of raw data, its type needs %lld", name,
+                    tp->raw_data.len, (long long)(numel * size));
+  if (!external && !tp->has_raw_data && typed_count(tp, (rlx_dtype)dt) != (size_t)numel)
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s' has %zu values, its shape needs %lld",
+                    name, typed_count(tp, (rlx_dtype)dt), (long long)numel);
+  if (external) RLX_RETURN_IF_ERROR(check_external(tp, base_dir, numel * size, err));
+  rlx_status s = rlx_host_alloc(out, (rlx_dtype)dt, (int32_t)tp->n_dims, tp->dims, err);
+  if (s != RLX_OK) return s;
+  if (external) {
     s = read_external(tp, base_dir, out, err);
-  else if (tp->has_raw_data) {
-    if (tp->raw_data.len != out->bytes)
-      s = rlx_fail(err, RLX_INVALID_ARGUMENT,
-                   "tensor '%s' has %zu bytes of raw data, its type needs %zu", name,
-                   tp->raw_data.len, out->bytes);
-    else if (out->bytes) /* little-endian in the file and on every supported host */
+  } else if (tp->has_raw_data) {
+    if (out->bytes) /* little-endian in the file and on every supported host */
       memcpy(out->data, tp->raw_data.data, out->bytes);
   } else {
     s = read_typed(tp, out, err);
@@ -356,6 +400,8 @@ typedef struct ival {
   rlx_host_tensor* k;   /* known at import time, or NULL */
   int is_param;         /* an initializer: becomes a param when used as a tensor */
   int is_input;         /* a graph input (run-time value) */
+  int pending;          /* a graph input not yet added to the graph (added when first read) */
+  rlx_type type;        /* its type while pending */
   int32_t root_input;   /* index of the graph input this run-time value derives from, or -1 */
 } ival;
 
@@ -470,6 +516,15 @@ static void importer_free(importer* I) {
  * main graph, a constant otherwise. */
 static rlx_status materialize(importer* I, ival* v, int is_main) {
   if (v->t != RLX_NONE) return RLX_OK;
+  if (v->pending) { /* graph inputs join the graph when first read (CastLike reads only a type) */
+    rlx_status s = rlx_graph_add_input(I->main, v->name, v->type.dtype, v->type.shape,
+                                       v->type.rank, &v->t);
+    if (s != RLX_OK)
+      return rlx_fail(I->err, s, "ONNX graph input '%s': %s", v->name,
+                      rlx_graph_last_error(I->main));
+    v->pending = 0;
+    return RLX_OK;
+  }
   if (!v->k) return rlx_fail(I->err, RLX_INTERNAL, "value '%s' has no tensor", v->name);
   rlx_status s;
   if (v->is_param && is_main) {
@@ -551,6 +606,10 @@ rlx_status rlx_ox_type(rlx_ox_ctx* c, int32_t i, rlx_type* out) {
   if (!rlx_ox_has(c, i)) return rlx_ox_invalid(c, "input %d is missing", (int)i);
   const ival* v = c->in[i];
   memset(out, 0, sizeof *out);
+  if (v->pending) {
+    *out = v->type;
+    return RLX_OK;
+  }
   if (v->t != RLX_NONE) {
     *out = *rlx_tensor_type(c->I->g, v->t);
     return RLX_OK;
@@ -797,6 +856,12 @@ static rlx_status evaluate_scratch(rlx_ox_ctx* c, rlx_graph* g2) {
   rlx_tensor outs[MAX_NODE_IO];
   int32_t which[MAX_NODE_IO], n = 0;
   rlx_error* err = c->I->err;
+  int64_t total = 0;
+  for (int32_t v = 0; v < g2->n_values; v++) {
+    int64_t b = rlx_type_bytes(&g2->values[v].type);
+    if (b < 0 || (total += b) > RLX_ONNX_MAX_FOLD_BYTES)
+      return rlx_fail(err, RLX_UNAVAILABLE, "too large to evaluate at import time");
+  }
   for (int32_t i = 0; i < c->n_out; i++) {
     if (!c->out_set[i] || c->out_k[i]) continue;
     rlx_tensor t = c->out_t[i];
@@ -888,7 +953,8 @@ static rlx_status register_outputs(rlx_ox_ctx* c) {
     x->t = x->k ? RLX_NONE : c->out_t[i];
     x->root_input = x->k ? -1 : root;
     /* Label the node this ONNX node made, for errors and `rlx dot`. */
-    if (x->t != RLX_NONE && I->g->values[x->t].node >= c->first_node)
+    if (x->t != RLX_NONE && I->g->values[x->t].node >= c->first_node &&
+        !(rlx_op_table[rlx_producer(I->g, x->t)->op].flags & OPF_LEAF))
       rlx_graph_set_name(I->g, x->t, x->name);
   }
   return RLX_OK;
@@ -1004,11 +1070,10 @@ static rlx_status add_graph_input(importer* I, const Onnx__ValueInfoProto* vi, i
     }
   }
   ival* x = &I->vals[v];
-  rlx_status s = rlx_graph_add_input(I->main, name, (rlx_dtype)dt, shape,
-                                     (int32_t)tt->shape->n_dim, &x->t);
-  if (s != RLX_OK)
-    return rlx_fail(I->err, s, "ONNX graph input '%s': %s", name,
-                    rlx_graph_last_error(I->main));
+  x->type.dtype = (rlx_dtype)dt;
+  x->type.rank = (int32_t)tt->shape->n_dim;
+  memcpy(x->type.shape, shape, sizeof(rlx_dim) * tt->shape->n_dim);
+  x->pending = 1;
   x->is_input = 1;
   x->root_input = v;
   return RLX_OK;
@@ -1047,7 +1112,8 @@ static rlx_status add_initializers(importer* I, const Onnx__GraphProto* gp) {
 static rlx_status add_inputs(importer* I, const Onnx__GraphProto* gp, rlx_onnx_model* m) {
   m->inputs = calloc(gp->n_input ? gp->n_input : 1, sizeof(char*));
   m->input_frozen = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
-  if (!m->inputs || !m->input_frozen)
+  m->input_in_graph = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
+  if (!m->inputs || !m->input_frozen || !m->input_in_graph)
     return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto* vi = gp->input[i];
@@ -1141,6 +1207,10 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
     RLX_RETURN_IF_ERROR(import_node(I, gp->node[i], (int32_t)i));
   }
   RLX_RETURN_IF_ERROR(set_graph_outputs(I, gp));
+  for (int32_t i = 0; i < m->n_inputs; i++) {
+    int32_t v = find_val(I, m->inputs[i]);
+    m->input_in_graph[i] = v >= 0 && I->vals[v].is_input && !I->vals[v].pending;
+  }
   return collect_params(I, m);
 }
 

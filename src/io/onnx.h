@@ -33,6 +33,11 @@ typedef struct rlx_host_tensor {
 } rlx_host_tensor;
 
 int64_t rlx_host_numel(const rlx_host_tensor* t);
+
+/* Most bytes the importer computes at import time for one node (folding,
+ * ConstantOfShape, Range): beyond it a node is built into the graph, or
+ * refused when its value must be known. */
+#define RLX_ONNX_MAX_FOLD_BYTES ((int64_t)256 << 20)
 /* Allocates zeroed data for (dtype, rank, shape); RESOURCE_EXHAUSTED or
  * INVALID_ARGUMENT (too large) on failure, with the message in err. */
 rlx_status rlx_host_alloc(rlx_host_tensor* t, rlx_dtype dtype, int32_t rank,
@@ -71,7 +76,9 @@ typedef struct rlx_onnx_model {
   rlx_onnx_param* params; /* the initializers the graph uses as params */
   int32_t n_params;
   char** inputs;          /* ONNX graph inputs in file order, initializers excluded */
-  int32_t* input_frozen;  /* 1 where that input was frozen (no graph input) */
+  int32_t* input_frozen;  /* 1 where that input was frozen (a constant now) */
+  int32_t* input_in_graph; /* 1 where the graph has an input of that name (not
+                              frozen, and read as a tensor by some node) */
   int32_t n_inputs;
   int64_t opset;          /* default-domain opset */
 } rlx_onnx_model;

@@ -8,6 +8,9 @@
 #ifdef RLX_HAVE_VULKAN
 #include "backends/vulkan/vk_backend.h"
 #endif
+#ifdef RLX_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 typedef struct device_slot {
   const char* name;
@@ -18,7 +21,11 @@ typedef struct device_slot {
 
 /* Order of preference for "best". GPU backends join as their issues land. */
 static device_slot g_devices[] = {
+#ifdef RLX_HAVE_CUDA
+    {"cuda", &rlx_backend_cuda, 0, ""},
+#else
     {"cuda", NULL, 0, ""},
+#endif
 #ifdef RLX_HAVE_VULKAN
     {"vulkan", &rlx_backend_vulkan, 0, ""},
 #else

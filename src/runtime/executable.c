@@ -716,7 +716,7 @@ static rlx_status output_type(const rlx_exec* e, int32_t index, rlx_type* out) {
 rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out_dtype,
                                 int32_t* out_rank, int64_t* out_shape) {
   if (!e) return RLX_INVALID_ARGUMENT;
-  rlx_type t;
+  rlx_type t = {0};
   RLX_RETURN_IF_ERROR(output_type(e, index, &t));
   if (out_dtype) *out_dtype = t.dtype;
   if (out_rank) *out_rank = t.rank;
@@ -759,7 +759,7 @@ static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first,
 rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype, void* dst,
                                 size_t bytes) {
   if (!e) return RLX_INVALID_ARGUMENT;
-  rlx_type t;
+  rlx_type t = {0};
   RLX_RETURN_IF_ERROR(output_type(e, index, &t));
   return read_elements(e, index, 0, rlx_type_numel(&t), dtype, dst, bytes);
 }
@@ -767,7 +767,7 @@ rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtyp
 rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
                                     rlx_dtype dtype, void* dst, size_t bytes) {
   if (!e) return RLX_INVALID_ARGUMENT;
-  rlx_type t;
+  rlx_type t = {0};
   RLX_RETURN_IF_ERROR(output_type(e, index, &t));
   if (t.rank < 1 || row < 0 || row >= t.shape[0])
     return rlx_fail((rlx_error*)&e->err, RLX_OUT_OF_RANGE, "row %lld outside output %d", (long long)row,

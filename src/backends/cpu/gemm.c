@@ -386,12 +386,191 @@ static void gemm_part(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
+/* ------------------------------------------------------------ few rows */
+
+/* With a handful of rows (decode: one token per sequence) packing B would
+ * cost as much as the product and the register tile would be mostly empty.
+ * These loops stream B once instead, for up to SMALL_M rows at a time, with
+ * 16-float GCC vectors compiled per SIMD level like the micro-kernels. */
+#define SMALL_M 4
+#define SMALL_NB 512 /* columns per block: SMALL_M x SMALL_NB sums stay in L1 */
+
+/* Functions returning 64-byte vectors are static and always inlined: no ABI. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float gv16 __attribute__((vector_size(64)));
+#define GV_INLINE static inline __attribute__((always_inline))
+
+GV_INLINE gv16 gv_load(const float* p) {
+  gv16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+GV_INLINE void gv_store(float* p, const gv16* v) { memcpy(p, v, sizeof *v); }
+
+/* Rows of A to multiply (pointers to K contiguous values each); their
+ * results go to c[r][n * c_cs]. */
+typedef struct small_rows {
+  const float* a[SMALL_M];
+  int64_t n_rows;
+  int64_t c_cs;
+} small_rows;
+
+/* C[r, n0:n1] = sum_k a_r[k] * B[k, n] with B stored [K, N]. */
+GV_INLINE void small_bn_impl(const gemm_args* g, const small_rows* R, float* const* c, int64_t n0,
+                             int64_t n1) {
+  float acc[SMALL_M][SMALL_NB] __attribute__((aligned(64)));
+  for (int64_t nb = n0; nb < n1; nb += SMALL_NB) {
+    int64_t w = n1 - nb < SMALL_NB ? n1 - nb : SMALL_NB, wv = w / 16 * 16;
+    for (int64_t r = 0; r < R->n_rows; r++) memset(acc[r], 0, (size_t)w * sizeof(float));
+    for (int64_t k = 0; k < g->K; k++) {
+      const float* b = g->B + k * g->ldb + nb;
+      for (int64_t r = 0; r < R->n_rows; r++) {
+        float a = R->a[r][k];
+        float* ar = acc[r];
+        for (int64_t j = 0; j < wv; j += 16) {
+          gv16 v = gv_load(ar + j) + a * gv_load(b + j);
+          gv_store(ar + j, &v);
+        }
+        for (int64_t j = wv; j < w; j++) ar[j] += a * b[j];
+      }
+    }
+    for (int64_t r = 0; r < R->n_rows; r++) {
+      if (R->c_cs == 1) {
+        memcpy(c[r] + nb, acc[r], (size_t)w * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < w; j++) c[r][(nb + j) * R->c_cs] = acc[r][j];
+      }
+    }
+  }
+}
+
+/* C[r, n] = a_r . B[n, :] with B stored [N, K] (a Linear layer's weight). */
+GV_INLINE void small_bt_impl(const gemm_args* g, const small_rows* R, float* const* c, int64_t n0,
+                             int64_t n1) {
+  int64_t K = g->K, kv = K / 32 * 32;
+  for (int64_t n = n0; n < n1; n++) {
+    const float* b = g->B + n * g->ldb;
+    for (int64_t r = 0; r < R->n_rows; r++) {
+      const float* a = R->a[r];
+      gv16 s0 = {0}, s1 = {0};
+      for (int64_t k = 0; k < kv; k += 32) {
+        s0 += gv_load(a + k) * gv_load(b + k);
+        s1 += gv_load(a + k + 16) * gv_load(b + k + 16);
+      }
+      s0 += s1;
+      float t = 0.0f;
+      for (int i = 0; i < 16; i++) t += s0[i];
+      for (int64_t k = kv; k < K; k++) t += a[k] * b[k];
+      c[r][n * R->c_cs] = t;
+    }
+  }
+}
+
+GV_INLINE void small_cols_impl(const gemm_args* g, const small_rows* R, float* const* c,
+                               int64_t n0, int64_t n1) {
+  if (g->b_trans)
+    small_bt_impl(g, R, c, n0, n1);
+  else
+    small_bn_impl(g, R, c, n0, n1);
+}
+
+#ifdef RLX_GEMM_X86
+__attribute__((target("avx512f"), optimize("fp-contract=fast"))) static void small_cols_avx512(const gemm_args* g,
+                                                                 const small_rows* R,
+                                                                 float* const* c, int64_t n0,
+                                                                 int64_t n1) {
+  small_cols_impl(g, R, c, n0, n1);
+}
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void small_cols_avx2(const gemm_args* g,
+                                                                const small_rows* R,
+                                                                float* const* c, int64_t n0,
+                                                                int64_t n1) {
+  small_cols_impl(g, R, c, n0, n1);
+}
+#endif
+static void small_cols_base(const gemm_args* g, const small_rows* R, float* const* c, int64_t n0,
+                            int64_t n1) {
+  small_cols_impl(g, R, c, n0, n1);
+}
+
+static void small_cols(const gemm_args* g, const small_rows* R, float* const* c, int64_t n0,
+                       int64_t n1) {
+#ifdef RLX_GEMM_X86
+  if (__builtin_cpu_supports("avx512f")) {
+    small_cols_avx512(g, R, c, n0, n1);
+    return;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    small_cols_avx2(g, R, c, n0, n1);
+    return;
+  }
+#endif
+  small_cols_base(g, R, c, n0, n1);
+}
+
+typedef struct small_job {
+  const gemm_args* g;
+  small_rows rows;
+  float* c[SMALL_M];
+} small_job;
+
+static void small_part(void* ctx, int64_t begin, int64_t end) {
+  const small_job* j = ctx;
+  small_cols(j->g, &j->rows, j->c, begin, end);
+}
+
+/* C = A B for M <= SMALL_M (any transposes), threaded over columns; C's
+ * columns are c_cs apart. Returns 0 when a transposed A cannot be gathered
+ * (no memory). */
+static int gemm_small_m(rlx_cpu_pool* p, const gemm_args* g, int64_t c_cs) {
+  small_job j;
+  memset(&j, 0, sizeof j);
+  j.g = g;
+  j.rows.n_rows = g->M;
+  j.rows.c_cs = c_cs;
+  float* gathered = NULL;
+  if (g->a_trans && g->M > 1) {
+    /* Row m of a transposed A is strided: gather it once. */
+    gathered = malloc((size_t)(g->M * g->K + 1) * sizeof(float));
+    if (!gathered) return 0;
+    for (int64_t m = 0; m < g->M; m++)
+      for (int64_t k = 0; k < g->K; k++) gathered[m * g->K + k] = g->A[k * g->lda + m];
+  }
+  for (int64_t m = 0; m < g->M; m++) {
+    if (gathered)
+      j.rows.a[m] = gathered + m * g->K;
+    else
+      j.rows.a[m] = g->a_trans ? g->A + m : g->A + m * g->lda; /* a_trans: M == 1 */
+    j.c[m] = g->C + m * g->ldc;
+  }
+  if (g->a_trans && g->M == 1 && g->lda != 1 && g->K > 1) {
+    /* One row whose k stride is lda: gather too. */
+    gathered = malloc((size_t)g->K * sizeof(float));
+    if (!gathered) return 0;
+    for (int64_t k = 0; k < g->K; k++) gathered[k] = g->A[k * g->lda];
+    j.rows.a[0] = gathered;
+  }
+  /* ~16K multiply-adds per chunk before a second thread pays off. */
+  int64_t grain = 16384 / (g->K * g->M + 1) + 1;
+  if (!g->b_trans && grain < SMALL_NB / 4) grain = SMALL_NB / 4;
+  rlx_cpu_parallel_for(p, g->N, grain, small_part, &j);
+  free(gathered);
+  return 1;
+}
+
 void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
                    const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                    int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   const gemm_kernel* kr = choose_kernel();
   gemm_args g = {a_trans, b_trans, M, N, K, A, lda, B, ldb, C, ldc};
+  if (M <= SMALL_M && K > 0 && gemm_small_m(p, &g, 1)) return;
+  if (N <= SMALL_M && K > 0) {
+    /* Few columns: the same loops on the transposed problem C^T = B^T A^T,
+     * writing C^T's rows down C's columns. */
+    gemm_args t = {!b_trans, !a_trans, N, M, K, B, ldb, A, lda, C, 1};
+    if (gemm_small_m(p, &t, ldc)) return;
+  }
   int threads = rlx_cpu_pool_threads(p);
   /* Below ~2 MFLOP a second thread costs more than it saves. */
   double flops = 2.0 * (double)M * (double)N * (double)K;

@@ -68,7 +68,12 @@ struct rlx_backend_exec {
   uint64_t clock;
   uint8_t* mirror; /* host copy of the arena for fallback steps (lazy) */
   int use_graphs;
+  CUevent t0, t1; /* RLX_CUDA_TIMING */
 };
+
+/* Benchmark hook: device time of the calling thread's last timed run. */
+static _Thread_local double t_last_run_ms = -1.0;
+double rlx_cuda_last_run_ms(void) { return t_last_run_ms; }
 
 static int env_int(const char* name, int dflt) {
   const char* v = getenv(name);
@@ -363,33 +368,29 @@ static rlx_status run_host_step(rlx_backend_exec* be, const rlx_step* s, const r
 static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step_list* l,
                                const rlx_run_ctx* ctx, int capturing, rlx_error* err) {
   const rlx_cuda_dev* d = be->d;
+  int multi = be->n_streams > 1;
   RLX_RETURN_IF_ERROR(fork_streams(be, err));
-  int32_t cur_step = -1;
-  int stream = 0;
-  for (int32_t i = 0; i < pr->launches.n; i++) {
-    const rlx_launch* x = &pr->launches.v[i];
-    if (x->step != cur_step) {
-      /* Entering a new step: finish the previous one's event, wait on deps. */
-      if (cur_step >= 0 && be->n_streams > 1 && pr->sched.events[cur_step])
-        RLX_CU(d, err, "cuEventRecord",
-               d->cu.event_record(pr->sched.events[cur_step], be->streams[stream]));
-      cur_step = x->step;
-      stream = be->n_streams > 1 ? pr->sched.stream_of[cur_step] : 0;
-      if (be->n_streams > 1)
-        for (int32_t w = pr->sched.wait_begin[cur_step]; w < pr->sched.wait_begin[cur_step + 1]; w++)
-          RLX_CU(d, err, "cuStreamWaitEvent",
-                 d->cu.stream_wait_event(be->streams[stream], pr->sched.events[pr->sched.waits[w]], 0));
+  int32_t li = 0;
+  for (int32_t st = 0; st < l->n; st++) {
+    int stream = multi ? pr->sched.stream_of[st] : 0;
+    if (multi)
+      for (int32_t w = pr->sched.wait_begin[st]; w < pr->sched.wait_begin[st + 1]; w++)
+        RLX_CU(d, err, "cuStreamWaitEvent",
+               d->cu.stream_wait_event(be->streams[stream], pr->sched.events[pr->sched.waits[w]], 0));
+    for (; li < pr->launches.n && pr->launches.v[li].step == st; li++) {
+      const rlx_launch* x = &pr->launches.v[li];
+      if (x->kind == RLX_LAUNCH_HOST) {
+        if (capturing) return rlx_fail(err, RLX_INTERNAL, "cuda: host step inside a graph capture");
+        RLX_RETURN_IF_ERROR(run_host_step(be, &l->steps[st], ctx, err));
+        RLX_RETURN_IF_ERROR(fork_streams(be, err));
+        continue;
+      }
+      RLX_RETURN_IF_ERROR(issue(be, pr, x, be->streams[stream], stream, err));
     }
-    if (x->kind == RLX_LAUNCH_HOST) {
-      if (capturing) return rlx_fail(err, RLX_INTERNAL, "cuda: host step inside a graph capture");
-      RLX_RETURN_IF_ERROR(run_host_step(be, &l->steps[x->step], ctx, err));
-      RLX_RETURN_IF_ERROR(fork_streams(be, err));
-      continue;
-    }
-    RLX_RETURN_IF_ERROR(issue(be, pr, x, be->streams[stream], stream, err));
+    /* Every step another stream waits on records its event, launches or not. */
+    if (multi && pr->sched.events[st])
+      RLX_CU(d, err, "cuEventRecord", d->cu.event_record(pr->sched.events[st], be->streams[stream]));
   }
-  if (cur_step >= 0 && be->n_streams > 1 && pr->sched.events[cur_step])
-    RLX_CU(d, err, "cuEventRecord", d->cu.event_record(pr->sched.events[cur_step], be->streams[stream]));
   return join_streams(be, err);
 }
 
@@ -455,6 +456,7 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
   RLX_CU(d, err, "cuMemcpyHtoDAsync(state)",
          d->cu.memcpy_htod_async(be->state, be->state_host, sizeof(rlxk_state), be->streams[0]));
   if (!pr->no_graph && !pr->graph) capture(be, pr, steps, ctx);
+  if (be->t0) RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->t0, be->streams[0]));
   if (pr->graph) {
     RLX_CU(d, err, "cuGraphLaunch", d->cu.graph_launch(pr->graph, be->streams[0]));
   } else {
@@ -464,10 +466,13 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
       return s;
     }
   }
+  if (be->t1) RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->t1, be->streams[0]));
   RLX_CU(d, err, "cuMemcpyDtoHAsync(state)",
          d->cu.memcpy_dtoh_async(be->state_host, be->state, sizeof(rlxk_state), be->streams[0]));
   RLX_RETURN_IF_ERROR(sync_all(be, err));
   be->staging_used = 0;
+  float ms = 0.0f;
+  if (be->t1 && d->cu.event_elapsed_time(&ms, be->t0, be->t1) == CUDA_SUCCESS) t_last_run_ms = ms;
   if (be->state_host->err_key) return report_kernel_error(be, steps, ctx, err);
   return RLX_OK;
 }
@@ -580,6 +585,8 @@ static void cuda_destroy(rlx_backend_exec* be) {
   if (be->state_host) d->cu.mem_free_host(be->state_host);
   if (be->staging) d->cu.mem_free_host(be->staging);
   if (be->fork) d->cu.event_destroy(be->fork);
+  if (be->t0) d->cu.event_destroy(be->t0);
+  if (be->t1) d->cu.event_destroy(be->t1);
   for (int t = 0; t < MAX_STREAMS; t++)
     if (be->joins[t]) d->cu.event_destroy(be->joins[t]);
   for (int t = 0; t < be->n_streams; t++)
@@ -597,6 +604,10 @@ static rlx_status create_resources(rlx_backend_exec* be, uint64_t arena_bytes, r
     RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->fork, CU_EVENT_DISABLE_TIMING));
     for (int t = 1; t < be->n_streams; t++)
       RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->joins[t], CU_EVENT_DISABLE_TIMING));
+  }
+  if (env_int("RLX_CUDA_TIMING", 0)) {
+    RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t0, CU_EVENT_DEFAULT));
+    RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t1, CU_EVENT_DEFAULT));
   }
   size_t n = (size_t)(arena_bytes ? arena_bytes : 256);
   CUresult r = d->cu.mem_alloc(&be->arena, n);

@@ -3,7 +3,7 @@
  * libcuda and cuBLASLt are loaded at run time (cuda_loader.c) through tables
  * of function pointers; <cuda.h> and <cublasLt.h> are used for their types
  * only, so the library never links against them and a machine without a GPU
- * gets "cuda: unavailable: <why>". The kernels (kernels/*.cu) are compiled by
+ * gets "cuda: unavailable: <why>". The kernels (kernels/NAME.cu) are compiled by
  * nvcc into fatbins embedded in the library and loaded with cuModuleLoadData.
  *
  * Files: cuda_loader.c (symbol tables, device + module init, once per
@@ -16,7 +16,7 @@
 #include <cuda.h>
 #include <cublasLt.h>
 
-#include "runtime/backend.h"
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/kernels/params.h"
 
 /* ------------------------------------------------------------------ driver API */
@@ -54,6 +54,7 @@ typedef struct rlx_cu_api {
   CUresult (*event_create)(CUevent*, unsigned int);
   CUresult (*event_destroy)(CUevent);
   CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_elapsed_time)(float*, CUevent, CUevent);
   CUresult (*stream_begin_capture)(CUstream, CUstreamCaptureMode);
   CUresult (*stream_end_capture)(CUstream, CUgraph*);
   CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long);
@@ -118,11 +119,11 @@ typedef enum rlx_cuda_fn {
   RLX_CUDA_FN_COUNT
 } rlx_cuda_fn;
 
-/* One fatbin per kernel family, embedded by CMake (generated rlx_cuda_blobs.c). */
+/* One fatbin per kernel family, embedded by CMake (generated rlx_cuda_blobs.c);
+ * a fatbin carries its own size in its header. */
 typedef struct rlx_cuda_blob {
   const char* name;
   const unsigned char* data;
-  size_t size;
 } rlx_cuda_blob;
 extern const rlx_cuda_blob rlx_cuda_blobs[];
 extern const int rlx_cuda_n_blobs;
@@ -226,6 +227,5 @@ void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p);
 /* Whether the plan applies bias/activation itself (else an epilogue kernel follows). */
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);
 
-extern const rlx_backend rlx_backend_cuda;
 
 #endif

@@ -72,6 +72,7 @@ static int load_driver(rlx_cu_api* c) {
   SYM(lib, c->event_create, "cuEventCreate");
   SYM(lib, c->event_destroy, "cuEventDestroy_v2");
   SYM(lib, c->event_record, "cuEventRecord");
+  SYM(lib, c->event_elapsed_time, "cuEventElapsedTime_v2");
   SYM(lib, c->stream_begin_capture, "cuStreamBeginCapture_v2");
   SYM(lib, c->stream_end_capture, "cuStreamEndCapture");
   SYM(lib, c->graph_instantiate, "cuGraphInstantiateWithFlags");
@@ -200,7 +201,7 @@ static int init_device(rlx_cuda_dev* d) {
 static void init_once(void) {
   g_ok = init_device(&g_dev);
   if (g_ok)
-    snprintf(g_reason, sizeof g_reason, "%s, sm_%d%d, %d SMs, %s", g_dev.name, g_dev.cc_major,
+    snprintf(g_reason, sizeof g_reason, "%.120s, sm_%d%d, %d SMs, %.100s", g_dev.name, g_dev.cc_major,
              g_dev.cc_minor, g_dev.sm_count, g_dev.lt_reason);
 }
 

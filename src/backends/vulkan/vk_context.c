@@ -88,7 +88,8 @@ static int create_instance(rlx_vk_context* c, char* reason, size_t cap) {
   }
   VkResult r = f->vkCreateInstance(&ci, NULL, &c->instance);
   if (r != VK_SUCCESS) {
-    snprintf(reason, cap, "vkCreateInstance failed: %s", rlx_vk_result_name(r));
+    snprintf(reason, cap, "vkCreateInstance failed: %s%s", rlx_vk_result_name(r),
+             r == VK_ERROR_INCOMPATIBLE_DRIVER ? " (no Vulkan driver installed?)" : "");
     return 1;
   }
   if (rlx_vk_load_instance(f, c->instance, reason, cap)) return 1;
@@ -148,6 +149,22 @@ static const char* device_unfit(rlx_vk_context* c, VkPhysicalDevice d, uint32_t*
   return "no compute queue";
 }
 
+/* Subgroup reductions where compute has arithmetic + vote (RLX_VK_NO_SUBGROUP=1
+ * forces the shared-memory variants, to test both). */
+static void detect_subgroups(rlx_vk_context* c) {
+  VkPhysicalDeviceSubgroupProperties sp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sp};
+  c->f.vkGetPhysicalDeviceProperties2(c->phys, &p2);
+  const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                      VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                      VK_SUBGROUP_FEATURE_VOTE_BIT;
+  const char* off = getenv("RLX_VK_NO_SUBGROUP");
+  c->subgroup_size = sp.subgroupSize;
+  c->subgroups = (sp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                 (sp.supportedOperations & need) == need && sp.subgroupSize >= 1 &&
+                 sp.subgroupSize <= 64 && !(off && strcmp(off, "1") == 0);
+}
+
 static int pick_device(rlx_vk_context* c, char* reason, size_t cap) {
   uint32_t n = 0;
   VkResult r = c->f.vkEnumeratePhysicalDevices(c->instance, &n, NULL);
@@ -180,6 +197,7 @@ static int pick_device(rlx_vk_context* c, char* reason, size_t cap) {
   VkPhysicalDeviceProperties p;
   c->f.vkGetPhysicalDeviceProperties(c->phys, &p);
   c->limits = p.limits;
+  detect_subgroups(c);
   snprintf(c->device_name, sizeof c->device_name, "%s", p.deviceName);
   c->f.vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem);
   return 0;
@@ -279,8 +297,8 @@ rlx_vk_context* rlx_vk_context_get(char* reason, size_t cap) {
 /* ------------------------------------------------------------ pipelines */
 
 static const char* const k_pipe_names[RLX_VK_PIPE_COUNT] = {
-    "eltwise", "matmul", "reduce", "softmax", "rowops", "gather",
-    "scatter", "norm",   "attention", "rope", "sample"};
+    "eltwise", "matmul", "reduce", "softmax", "argreduce", "cumsum", "topk",
+    "gather",  "scatter", "norm", "attention", "rope",     "sample"};
 
 static const rlx_vk_shader_blob* find_blob(const char* name) {
   for (int i = 0; i < rlx_vk_shader_table_count; i++)
@@ -290,7 +308,13 @@ static const rlx_vk_shader_blob* find_blob(const char* name) {
 
 static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err,
                                 VkPipeline* out) {
-  const rlx_vk_shader_blob* blob = find_blob(k_pipe_names[p]);
+  const rlx_vk_shader_blob* blob = NULL;
+  if (c->subgroups) { /* a "<name>_sg" variant, where one was built */
+    char sg[64];
+    snprintf(sg, sizeof sg, "%s_sg", k_pipe_names[p]);
+    blob = find_blob(sg);
+  }
+  if (!blob) blob = find_blob(k_pipe_names[p]);
   if (!blob)
     return rlx_fail(err, RLX_INTERNAL, "vulkan: shader '%s' was not embedded", k_pipe_names[p]);
   VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};

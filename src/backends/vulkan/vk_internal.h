@@ -117,7 +117,9 @@ typedef enum rlx_vk_pipe {
   RLX_VK_PIPE_MATMUL,
   RLX_VK_PIPE_REDUCE,
   RLX_VK_PIPE_SOFTMAX,
-  RLX_VK_PIPE_ROWOPS,
+  RLX_VK_PIPE_ARGREDUCE,
+  RLX_VK_PIPE_CUMSUM,
+  RLX_VK_PIPE_TOPK,
   RLX_VK_PIPE_GATHER,
   RLX_VK_PIPE_SCATTER,
   RLX_VK_PIPE_NORM,
@@ -141,6 +143,8 @@ typedef struct rlx_vk_context {
   VkPhysicalDeviceLimits limits;
   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
   int validation; /* the Khronos layer is on */
+  int subgroups;  /* subgroup arithmetic + vote in compute (row-op reductions) */
+  uint32_t subgroup_size;
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout pipe_layout;
   VkPipeline pipes[RLX_VK_PIPE_COUNT]; /* created on first use */

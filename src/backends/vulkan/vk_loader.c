@@ -68,6 +68,7 @@ const char* rlx_vk_result_name(VkResult r) {
     case VK_ERROR_FORMAT_NOT_SUPPORTED: return "VK_ERROR_FORMAT_NOT_SUPPORTED";
     case VK_ERROR_FRAGMENTED_POOL: return "VK_ERROR_FRAGMENTED_POOL";
     case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_UNKNOWN: return "VK_ERROR_UNKNOWN";
     default: return "VkResult (unknown)";
   }
 }
@@ -79,4 +80,6 @@ rlx_status rlx_vk_fail(rlx_error* err, VkResult r, const char* call) {
                      : RLX_INTERNAL;
   return rlx_fail(err, s, "vulkan: %s failed: %s (%d)", call, rlx_vk_result_name(r), (int)r);
 }
+#else
+typedef int rlx_vk_loader_unused;
 #endif

@@ -92,7 +92,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
       const rlx_matmul_params* p = &s->p.mm;
       *pipe = RLX_VK_PIPE_MATMUL;
       *per_group = 1;
-      return p->batch * ((p->M + 15) / 16) * ((p->N + 15) / 16);
+      return p->batch * ((p->M + 63) / 64) * ((p->N + 63) / 64); /* 64x64 tiles */
     }
     case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:
@@ -100,10 +100,10 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
       *per_group = 1;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
-      *pipe = RLX_VK_PIPE_ROWOPS;
+      *pipe = s->kernel == RLX_K_CUMSUM ? RLX_VK_PIPE_CUMSUM : RLX_VK_PIPE_ARGREDUCE;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_TOPK:
-      *pipe = RLX_VK_PIPE_ROWOPS;
+      *pipe = RLX_VK_PIPE_TOPK;
       return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
     case RLX_K_GATHER:
       *pipe = RLX_VK_PIPE_GATHER;

@@ -65,6 +65,10 @@ static int vk_probe(char* reason, size_t cap) {
   rlx_vk_context* c = rlx_vk_context_get(reason, cap);
   if (!c) return 0;
   snprintf(reason, cap, "%s%s", c->device_name, c->validation ? " (validation layer on)" : "");
+  if (c->subgroups) {
+    size_t len = strlen(reason);
+    snprintf(reason + len, cap - len, ", subgroup %u", c->subgroup_size);
+  }
   return 1;
 }
 

@@ -292,7 +292,29 @@ float tanh_f(float x) {
   return x < 0.0 ? -t : t;
 }
 
+// sin / cos / tan accurate to a few ulp for moderate |x| (drivers' built-ins
+// may be fast approximations: 2^-11 absolute error is conformant). Cody-Waite
+// reduction by pi/2 in four parts, then Taylor polynomials on [-pi/4, pi/4].
+void sincos_f(float x, out float s, out float c) {
+  // precise: without it compilers may reassociate the reduction (Mesa does).
+  float k = roundEven(x * 0.63661977236758134);
+  precise float r = fma(-k, 1.5703125, x);   // 8-bit and 11-bit parts: exact
+  r = fma(-k, 4.837512969970703125e-4, r);
+  r = fma(-k, 7.549790126404332e-08, r);
+  r = fma(-k, -1.7151245100058819e-15, r);
+  float r2 = r * r;
+  float sr = r + r * r2 * (-1.6666667163e-1 + r2 * (8.3333337680e-3 + r2 * (-1.9841270114e-4 + r2 * 2.7557314297e-6)));
+  float cr = 1.0 + r2 * (-0.5 + r2 * (4.1666667908e-2 + r2 * (-1.3888889225e-3 + r2 * (2.4801587642e-5 + r2 * -2.7557314297e-7))));
+  int q = int(k) & 3;
+  if (q == 0) { s = sr; c = cr; }
+  else if (q == 1) { s = cr; c = -sr; }
+  else if (q == 2) { s = -sr; c = -cr; }
+  else { s = -cr; c = sr; }
+  if (isinf(x) || isnan(x)) { s = NAN_F; c = NAN_F; }
+}
+
 float activation(int act, float x) {
+  float s_, c_;
   switch (act) {
     case 0: return x;
     case 1: return x < 0.0 ? 0.0 : x;
@@ -311,9 +333,9 @@ float activation(int act, float x) {
     }
     case 12: return x / (1.0 + exp(-x));
     case 13: return roundEven(x);
-    case 14: return sin(x);
-    case 15: return cos(x);
-    case 16: return tan(x);
+    case 14: sincos_f(x, s_, c_); return s_;
+    case 15: sincos_f(x, s_, c_); return c_;
+    case 16: sincos_f(x, s_, c_); return s_ / c_;
     case 17: return atan(x);
   }
   return NAN_F;

@@ -4,9 +4,8 @@
 // The pre-norm sum is rounded to the output dtype before use, as the
 // reference normalises the very value it stores.
 #include "common.glsl"
+#include "wgreduce.glsl"
 layout(local_size_x = 64) in;
-
-shared float red[64];
 
 const int SX = RLXVK_SLOT_IN0, SR = RLXVK_SLOT_IN0 + 1, SB = RLXVK_SLOT_IN0 + 2,
           SG = RLXVK_SLOT_IN0 + 3, SBETA = RLXVK_SLOT_IN0 + 4;
@@ -26,19 +25,6 @@ float pre(int r, int c, int cols) {
     x = round_to(v_dt(RLXVK_SLOT_OUT0), x);
   }
   return x;
-}
-
-float wg_sum(float v) {
-  uint lid = gl_LocalInvocationID.x;
-  red[lid] = v;
-  barrier();
-  for (uint s = 32u; s > 0u; s >>= 1) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier();
-  }
-  float r = red[0];
-  barrier();
-  return r;
 }
 
 void main() {

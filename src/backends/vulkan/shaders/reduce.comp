@@ -1,11 +1,14 @@
 #version 450
 // Reduce {sum, mean, max, min, prod}: one workgroup per output element; the
-// input view is [keep dims..., reduced dims...]. Floats accumulate in f32
-// (tree-combined), integers exactly in int64 with wrap-around.
+// input view is [keep dims..., reduced dims...]. Float sums carry an error
+// term (TwoSum, per invocation and through the tree), so long sums with
+// cancellation stay within 1e-5 of the f64 reference; integers are exact
+// int64 with wrap-around.
 #include "common.glsl"
 layout(local_size_x = 64) in;
 
 shared float sf[64];
+shared float sc[64]; // compensation of sf (sum / mean)
 shared int64_t si[64];
 shared uint shas[64];
 
@@ -20,6 +23,15 @@ int64_t comb_i(int op, int64_t a, int64_t b) {
   if (op == 0 || op == 1) return a + b;
   if (op == 4) return a * b;
   return op == 2 ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+// s + c += v, keeping the rounding error of the addition in c.
+void two_sum_add(inout float s, inout float c, float v) {
+  precise float t = s + v;
+  precise float bv = t - s;
+  precise float e = (s - (t - bv)) + (v - bv);
+  s = t;
+  c += e;
 }
 
 void main() {
@@ -37,7 +49,7 @@ void main() {
   }
   uint xdt = v_dt(X), xo = v_off(X);
   bool ints = is_intlike(xdt);
-  float af = (op == 4) ? 1.0 : 0.0;
+  float af = (op == 4) ? 1.0 : 0.0, ac = 0.0;
   int64_t ai = (op == 4) ? 1L : 0L;
   bool has = false;
   for (int r = int(lid); r < inner; r += 64) {
@@ -53,21 +65,31 @@ void main() {
       ai = has || op < 2 || op == 4 ? comb_i(op, ai, v) : v;
     } else {
       float v = ld_f(xdt, xo, e);
-      af = has || op < 2 || op == 4 ? comb_f(op, af, v) : v;
+      if (op < 2) two_sum_add(af, ac, v);
+      else af = has || op == 4 ? comb_f(op, af, v) : v;
     }
     has = true;
   }
   sf[lid] = af;
+  sc[lid] = ac;
   si[lid] = ai;
   shas[lid] = has ? 1u : 0u;
   barrier();
   for (uint s = 32u; s > 0u; s >>= 1) {
     if (lid < s && shas[lid + s] != 0u) {
       if (shas[lid] != 0u) {
-        sf[lid] = comb_f(op, sf[lid], sf[lid + s]);
+        if (op < 2) {
+          float a = sf[lid], c = sc[lid] + sc[lid + s];
+          two_sum_add(a, c, sf[lid + s]);
+          sf[lid] = a;
+          sc[lid] = c;
+        } else {
+          sf[lid] = comb_f(op, sf[lid], sf[lid + s]);
+        }
         si[lid] = comb_i(op, si[lid], si[lid + s]);
       } else {
         sf[lid] = sf[lid + s];
+        sc[lid] = sc[lid + s];
         si[lid] = si[lid + s];
         shas[lid] = 1u;
       }
@@ -77,6 +99,7 @@ void main() {
   if (lid != 0u) return;
   uint odt = v_dt(O), oo = v_off(O);
   bool any = shas[0] != 0u;
+  if (op < 2) sf[0] = sf[0] + sc[0];
   if (op == 1) {
     float sum = ints ? float(si[0]) : sf[0];
     st_f(odt, oo, int(oi), inner > 0 ? sum / float(inner) : NAN_F);

@@ -1,13 +1,11 @@
 #version 450
 // Softmax / log-softmax over rows of a dense [outer, n, inner] tensor: one
 // workgroup per (outer, inner) row; max, then sum of exp, then the output.
-// A NaN anywhere in the row poisons it, as in the reference.
+// A NaN anywhere in the row poisons it, as in the reference. Reductions use
+// subgroup arithmetic where the device has it (wgreduce.glsl).
 #include "common.glsl"
+#include "wgreduce.glsl"
 layout(local_size_x = 64) in;
-
-shared float red[64];
-
-float fmax_nan(float a, float b) { return (isnan(a) || isnan(b)) ? NAN_F : max(a, b); }
 
 void main() {
   const int X = RLXVK_SLOT_IN0, O = RLXVK_SLOT_OUT0;
@@ -20,23 +18,10 @@ void main() {
   uint lid = gl_LocalInvocationID.x;
   float m = -INF_F;
   for (int i = int(lid); i < n; i += 64) m = fmax_nan(m, ld_f(xdt, xo, base + i * inner));
-  red[lid] = m;
-  barrier();
-  for (uint s = 32u; s > 0u; s >>= 1) {
-    if (lid < s) red[lid] = fmax_nan(red[lid], red[lid + s]);
-    barrier();
-  }
-  m = red[0];
-  barrier();
+  m = wg_max_nan(m);
   float sum = 0.0;
   for (int i = int(lid); i < n; i += 64) sum += exp(ld_f(xdt, xo, base + i * inner) - m);
-  red[lid] = sum;
-  barrier();
-  for (uint s = 32u; s > 0u; s >>= 1) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier();
-  }
-  sum = red[0];
+  sum = wg_sum(sum);
   float log_sum = log(sum);
   bool logsm = P(RLXVK_OP) != 0;
   for (int i = int(lid); i < n; i += 64) {

@@ -1,0 +1,489 @@
+/* CUDA backend specifics (op-by-op numerics are test_parity's job): graph
+ * capture + replay across runs, per-run seed through a replayed graph,
+ * handles fed device-to-device, active extent, selective readback, run-time
+ * index errors that leave the executable usable, debug_nans, the host
+ * fallback, multi-stream ordering, TF32 opt-in, and the fast kernel variants
+ * (register-resident rows, GEMV, flash attention at real sizes, half
+ * matmul) against the CPU backend on the same inputs.
+ *
+ * Skipped (exit 0, "SKIP cuda (...)") when the backend is not built or cannot
+ * start; then it only checks that compiling for cuda fails cleanly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* ------------------------------------------------------------ helpers */
+
+typedef struct gcase {
+  rlx_graph* g;
+  int n_in;
+  rlx_tensor in[8];
+} gcase;
+
+static rlx_tensor add_in(gcase* c, const rlx_dim* shape, int rank) {
+  char name[16];
+  snprintf(name, sizeof name, "in%d", c->n_in);
+  rlx_tensor t = RLX_NONE;
+  rlx_graph_add_input(c->g, name, RLX_F32, shape, rank, &t);
+  c->in[c->n_in++] = t;
+  return t;
+}
+
+/* Sets every input to fresh random data (same seed -> same data). */
+static rlx_status set_inputs(const gcase* c, rlx_exec* e, uint64_t seed) {
+  for (int i = 0; i < c->n_in; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "in%d", i);
+    rlx_dtype dt;
+    int32_t rank;
+    rlx_dim shape[RLX_MAX_RANK];
+    rlx_graph_tensor_type(c->g, c->in[i], &dt, &rank, shape);
+    int64_t n = 1;
+    for (int32_t d = 0; d < rank; d++) n *= shape[d];
+    float* x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    test_seed(seed * 977 + (uint64_t)i);
+    test_fill_f32(x, n, -2, 2);
+    rlx_status s = rlx_exec_set_input(e, name, RLX_F32, shape, rank, x, sizeof(float) * (size_t)n);
+    free(x);
+    if (s) return s;
+  }
+  return RLX_OK;
+}
+
+static double* read_out(rlx_exec* e, int32_t i, int64_t* n_out) {
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK], n = 1;
+  if (rlx_exec_output_type(e, i, NULL, &rank, shape) != RLX_OK) return NULL;
+  for (int32_t d = 0; d < rank; d++) n *= shape[d];
+  double* v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (rlx_exec_read_output(e, i, RLX_F64, v, sizeof(double) * (size_t)n) != RLX_OK) {
+    free(v);
+    return NULL;
+  }
+  *n_out = n;
+  return v;
+}
+
+/* Compares every output of a and b; prints the error of the first that differs. */
+static int same_outputs(rlx_exec* a, rlx_exec* b, double tol, const char* what) {
+  for (int32_t i = 0; i < rlx_exec_output_count(a); i++) {
+    int64_t na = 0, nb = 0;
+    double *x = read_out(a, i, &na), *y = read_out(b, i, &nb);
+    double err = x && y && na == nb ? test_rel_l2(x, y, na) : INFINITY;
+    free(x);
+    free(y);
+    if (!(err <= tol)) {
+      fprintf(stderr, "%s: output %d rel L2 %g > %g (%s)\n", what, i, err, tol,
+              rlx_exec_last_error(a));
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static rlx_exec* compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o) {
+  rlx_exec* e = NULL;
+  if (rlx_compile(g, device, o, &e) != RLX_OK) {
+    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(g));
+    return NULL;
+  }
+  return e;
+}
+
+/* Runs case c on cuda and cpu with the same inputs; 1 if outputs agree. */
+static int agree(gcase* c, const rlx_compile_options* o, double tol, const char* what) {
+  rlx_exec* gpu = compile_on(c->g, "cuda", o);
+  rlx_exec* cpu = compile_on(c->g, "cpu", NULL);
+  int ok = gpu && cpu && set_inputs(c, gpu, 7) == RLX_OK && set_inputs(c, cpu, 7) == RLX_OK &&
+           rlx_exec_run(gpu) == RLX_OK && rlx_exec_run(cpu) == RLX_OK &&
+           same_outputs(gpu, cpu, tol, what);
+  if (!ok && gpu) fprintf(stderr, "%s: %s\n", what, rlx_exec_last_error(gpu));
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  return ok;
+}
+
+static gcase new_case(void) {
+  gcase c;
+  memset(&c, 0, sizeof c);
+  rlx_graph_create(&c.g);
+  return c;
+}
+
+/* A small transformer-ish block: x@W+b -> gelu -> layernorm -> softmax; plus
+ * causal attention. Exercises cuBLASLt, epilogues, norms, rows, flash. */
+static gcase block_case(void) {
+  gcase c = new_case();
+  rlx_dim xs[3] = {2, 37, 96}, ws[2] = {96, 96}, bs[1] = {96}, qs[4] = {2, 37, 4, 24};
+  rlx_tensor x = add_in(&c, xs, 3), w = add_in(&c, ws, 2), b = add_in(&c, bs, 1);
+  rlx_tensor h, n, s, q = add_in(&c, qs, 4), k = add_in(&c, qs, 4), v = add_in(&c, qs, 4), a;
+  rlx_graph_add_fused_matmul_bias_act(c.g, x, w, b, 0, 0, RLX_ACT_GELU, &h);
+  rlx_graph_add_layer_norm(c.g, h, b, b, -1, 1e-5f, &n);
+  rlx_graph_add_softmax(c.g, n, -1, &s);
+  rlx_attention_desc d = {4, 2, 24, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0};
+  d.num_kv_heads = 4;
+  rlx_graph_add_attention(c.g, q, k, v, RLX_NONE, &d, &a);
+  rlx_tensor outs[2] = {s, a};
+  rlx_graph_set_outputs(c.g, outs, 2);
+  return c;
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* Runs 1 (capture) and 2..3 (replay) with new inputs each time. */
+TEST(graph_replay_matches_cpu) {
+  gcase c = block_case();
+  rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = compile_on(c.g, "cpu", NULL);
+  CHECK(gpu && cpu);
+  for (uint64_t run = 0; run < 3; run++) {
+    CHECK_OK_E(gpu, set_inputs(&c, gpu, 100 + run));
+    CHECK_OK_E(cpu, set_inputs(&c, cpu, 100 + run));
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    CHECK(same_outputs(gpu, cpu, 1e-5, "graph replay"));
+  }
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
+TEST(eager_equals_graph) {
+  gcase c = block_case();
+  setenv("RLX_CUDA_GRAPHS", "0", 1);
+  rlx_exec* eager = compile_on(c.g, "cuda", NULL);
+  unsetenv("RLX_CUDA_GRAPHS");
+  rlx_exec* graph = compile_on(c.g, "cuda", NULL);
+  CHECK(eager && graph);
+  for (uint64_t run = 0; run < 2; run++) {
+    CHECK_OK_E(eager, set_inputs(&c, eager, 5 + run));
+    CHECK_OK_E(graph, set_inputs(&c, graph, 5 + run));
+    CHECK_OK_E(eager, rlx_exec_run(eager));
+    CHECK_OK_E(graph, rlx_exec_run(graph));
+    CHECK(same_outputs(eager, graph, 0, "eager vs graph"));
+  }
+  rlx_exec_destroy(eager);
+  rlx_exec_destroy(graph);
+  rlx_graph_destroy(c.g);
+}
+
+/* The seed reaches a replayed graph: each run's tokens equal the CPU's. */
+TEST(sample_seed_per_run) {
+  gcase c = new_case();
+  rlx_dim ls[2] = {6, 1000};
+  rlx_tensor l = add_in(&c, ls, 2), y;
+  rlx_graph_add_sample(c.g, l, 50, 0.9f, 0.8f, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  rlx_compile_options ref;
+  rlx_compile_options_init(&ref);
+  ref.reference = 1;
+  rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = compile_on(c.g, "cpu", &ref);
+  CHECK(gpu && cpu);
+  CHECK_OK_E(gpu, set_inputs(&c, gpu, 3));
+  CHECK_OK_E(cpu, set_inputs(&c, cpu, 3));
+  int differs = 0;
+  int64_t first[6];
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    int64_t a[6], b[6];
+    rlx_exec_set_seed(gpu, seed);
+    rlx_exec_set_seed(cpu, seed);
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    CHECK_OK_E(gpu, rlx_exec_read_output(gpu, 0, RLX_I64, a, sizeof a));
+    CHECK_OK_E(cpu, rlx_exec_read_output(cpu, 0, RLX_I64, b, sizeof b));
+    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "seed %llu: tokens differ from the reference",
+              (unsigned long long)seed);
+    if (seed == 1) memcpy(first, a, sizeof a);
+    else if (memcmp(first, a, sizeof a) != 0) differs = 1;
+  }
+  CHECK_MSG(differs, "four seeds drew the same tokens");
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
+/* state' = tanh(state + x): fed back on the device for 4 runs. */
+TEST(feed_handles) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[2] = {3, 33};
+  rlx_tensor st, x, sum, y;
+  rlx_graph_add_input(g, "state", RLX_F32, s, 2, &st);
+  rlx_graph_add_input(g, "x", RLX_F32, s, 2, &x);
+  rlx_graph_add_binary(g, RLX_BIN_ADD, st, x, &sum);
+  rlx_graph_add_activation(g, RLX_ACT_TANH, sum, &y);
+  rlx_graph_set_outputs(g, &y, 1);
+  rlx_exec* e[2] = {compile_on(g, "cuda", NULL), compile_on(g, "cpu", NULL)};
+  CHECK(e[0] && e[1]);
+  float st0[99], xd[99];
+  test_seed(9);
+  test_fill_f32(st0, 99, -1, 1);
+  test_fill_f32(xd, 99, -1, 1);
+  for (int k = 0; k < 2; k++) {
+    CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "state", RLX_F32, s, 2, st0, sizeof st0));
+    CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "x", RLX_F32, s, 2, xd, sizeof xd));
+    CHECK_OK_E(e[k], rlx_exec_feed(e[k], "state", 0, -1));
+    for (int r = 0; r < 4; r++) CHECK_OK_E(e[k], rlx_exec_run(e[k]));
+  }
+  CHECK(same_outputs(e[0], e[1], 1e-6, "fed state"));
+  rlx_exec_destroy(e[0]);
+  rlx_exec_destroy(e[1]);
+  rlx_graph_destroy(g);
+}
+
+TEST(active_extent_and_selection) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim n;
+  rlx_graph_symbol(g, "n", &n);
+  rlx_dim xs[2] = {n, 64}, ws[2] = {64, 48};
+  rlx_tensor x, w, y, z;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_input(g, "w", RLX_F32, ws, 2, &w);
+  rlx_graph_add_matmul(g, x, w, 0, 0, &y);
+  rlx_graph_add_softmax(g, y, -1, &z);
+  rlx_tensor outs[2] = {y, z};
+  rlx_graph_set_outputs(g, outs, 2);
+  const char* names[1] = {"n"};
+  int64_t sizes[1] = {16};
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.symbol_names = names;
+  o.symbol_sizes = sizes;
+  o.n_symbols = 1;
+  o.extent_symbol = "n";
+  rlx_exec* e[2] = {compile_on(g, "cuda", &o), compile_on(g, "cpu", &o)};
+  CHECK(e[0] && e[1]);
+  float xd[16 * 64], wd[64 * 48];
+  test_seed(4);
+  test_fill_f32(xd, 16 * 64, -1, 1);
+  test_fill_f32(wd, 64 * 48, -1, 1);
+  int32_t sel = 1;
+  for (int64_t ext = 16; ext >= 5; ext -= 11) {
+    rlx_dim s2[2] = {ext, 64};
+    for (int k = 0; k < 2; k++) {
+      CHECK_OK_E(e[k], rlx_exec_set_active_extent(e[k], ext));
+      CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "x", RLX_F32, s2, 2, xd, sizeof(float) * (size_t)(ext * 64)));
+      CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "w", RLX_F32, ws, 2, wd, sizeof wd));
+      CHECK_OK_E(e[k], rlx_exec_run(e[k]));
+    }
+    CHECK(same_outputs(e[0], e[1], 1e-5, "active extent"));
+  }
+  CHECK_OK_E(e[0], rlx_exec_select_outputs(e[0], &sel, 1));
+  CHECK_OK_E(e[0], rlx_exec_run(e[0]));
+  float tmp[5 * 48];
+  CHECK(rlx_exec_read_output(e[0], 0, RLX_F32, tmp, sizeof tmp) == RLX_FAILED_PRECONDITION);
+  CHECK_OK_E(e[0], rlx_exec_read_output(e[0], 1, RLX_F32, tmp, sizeof tmp));
+  rlx_exec_destroy(e[0]);
+  rlx_exec_destroy(e[1]);
+  rlx_graph_destroy(g);
+}
+
+/* A bad index is a status naming the node; the next good run works. */
+TEST(gather_index_error_recovers) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim ds[2] = {10, 8}, is[1] = {3};
+  rlx_tensor d, i, y;
+  rlx_graph_add_input(g, "d", RLX_F32, ds, 2, &d);
+  rlx_graph_add_input(g, "i", RLX_I64, is, 1, &i);
+  rlx_graph_add_gather(g, d, i, 0, &y);
+  rlx_graph_set_name(g, y, "lookup");
+  rlx_graph_set_outputs(g, &y, 1);
+  rlx_exec* e = compile_on(g, "cuda", NULL);
+  CHECK(e);
+  float dd[80];
+  test_fill_f32(dd, 80, -1, 1);
+  int64_t bad[3] = {1, 10, 2}, good[3] = {9, -1, 0};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "d", RLX_F32, ds, 2, dd, sizeof dd));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "i", RLX_I64, is, 1, bad, sizeof bad));
+  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "lookup") && strstr(rlx_exec_last_error(e), "10"),
+            "message: %s", rlx_exec_last_error(e));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "i", RLX_I64, is, 1, good, sizeof good));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  float out[24];
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
+  CHECK(out[0] == dd[72] && out[8] == dd[72] && out[16] == dd[0] && out[23] == dd[7]);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+TEST(debug_nans_names_node) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[1] = {16};
+  rlx_tensor x, y, z;
+  rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
+  rlx_graph_add_activation(g, RLX_ACT_LOG, x, &y);
+  rlx_graph_set_name(g, y, "the_log");
+  rlx_graph_add_activation(g, RLX_ACT_EXP, y, &z);
+  rlx_graph_set_outputs(g, &z, 1);
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.debug_nans = 1;
+  rlx_exec* e = compile_on(g, "cuda", &o);
+  CHECK(e);
+  float xd[16];
+  for (int i = 0; i < 16; i++) xd[i] = (float)(i + 1);
+  xd[5] = -1.0f;
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 1, xd, sizeof xd));
+  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "the_log") != NULL, "message: %s", rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+/* Softmax and matmul forced to the host fallback: still exact, and the
+ * dispatch report says so. */
+TEST(host_fallback) {
+  gcase c = block_case();
+  setenv("RLX_CUDA_HOST_OPS", "softmax,fused_matmul_bias_act", 1);
+  rlx_exec* e = compile_on(c.g, "cuda", NULL);
+  int ok = agree(&c, NULL, 1e-5, "host fallback");
+  unsetenv("RLX_CUDA_HOST_OPS");
+  CHECK(e && ok);
+  char* report = NULL;
+  CHECK_OK_E(e, rlx_exec_report(e, &report));
+  CHECK_MSG(strstr(report, "softmax") != NULL, "%s", report);
+  rlx_free(report);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(c.g);
+}
+
+/* Four independent branches joined at the end, and an in-place chain: with
+ * four streams the byte-range ordering must still give the CPU's answer. */
+TEST(multi_stream_ordering) {
+  gcase c = new_case();
+  rlx_dim xs[2] = {64, 128}, ws[2] = {128, 128};
+  rlx_tensor x = add_in(&c, xs, 2), acc = RLX_NONE;
+  for (int b = 0; b < 4; b++) {
+    rlx_tensor w = add_in(&c, ws, 2), h, t;
+    rlx_graph_add_matmul(c.g, x, w, 0, 0, &h);
+    rlx_graph_add_activation(c.g, b % 2 ? RLX_ACT_TANH : RLX_ACT_SILU, h, &t);
+    rlx_graph_add_activation(c.g, RLX_ACT_NEG, t, &t); /* in place over a dying value */
+    if (acc == RLX_NONE) acc = t;
+    else rlx_graph_add_binary(c.g, RLX_BIN_ADD, acc, t, &acc);
+  }
+  rlx_graph_set_outputs(c.g, &acc, 1);
+  setenv("RLX_CUDA_STREAMS", "4", 1);
+  int ok = agree(&c, NULL, 1e-5, "four streams");
+  setenv("RLX_CUDA_GRAPHS", "0", 1);
+  ok = ok && agree(&c, NULL, 1e-5, "four streams, eager");
+  unsetenv("RLX_CUDA_GRAPHS");
+  unsetenv("RLX_CUDA_STREAMS");
+  CHECK(ok);
+  rlx_graph_destroy(c.g);
+}
+
+/* Exact f32 by default; TF32 only when asked, and then within 5e-3. */
+TEST(tf32_opt_in) {
+  gcase c = new_case();
+  rlx_dim s[2] = {256, 512};
+  rlx_dim t[2] = {512, 256};
+  rlx_tensor a = add_in(&c, s, 2), b = add_in(&c, t, 2), y;
+  rlx_graph_add_matmul(c.g, a, b, 0, 0, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  CHECK(agree(&c, NULL, 1e-5, "exact f32 matmul"));
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.allow_tf32 = 1;
+  CHECK(agree(&c, &o, 5e-3, "tf32 matmul"));
+  rlx_graph_destroy(c.g);
+}
+
+/* The fast variants at real sizes: register rows, GEMV, flash tiles with
+ * GQA and D = 128, half matmul on tensor cores, embedding gather. */
+TEST(fast_paths_at_size) {
+  {
+    gcase c = new_case();
+    rlx_dim s[2] = {96, 4096}, g1[1] = {4096};
+    rlx_tensor x = add_in(&c, s, 2), gm = add_in(&c, g1, 1), r = add_in(&c, s, 2), o[4];
+    rlx_graph_add_softmax(c.g, x, -1, &o[0]);
+    rlx_graph_add_layer_norm(c.g, x, gm, gm, -1, 1e-5f, &o[1]);
+    rlx_graph_add_fused_residual_rms_norm(c.g, x, r, RLX_NONE, gm, 1e-6f, &o[2], &o[3]);
+    rlx_graph_set_outputs(c.g, o, 4);
+    CHECK(agree(&c, NULL, 1e-5, "rows 96x4096"));
+    rlx_graph_destroy(c.g);
+  }
+  {
+    gcase c = new_case();
+    rlx_dim xs[2] = {1, 4096}, ws[2] = {4096, 4100}, bs[1] = {4100};
+    rlx_tensor x = add_in(&c, xs, 2), w = add_in(&c, ws, 2), b = add_in(&c, bs, 1), y;
+    rlx_graph_add_fused_matmul_bias_act(c.g, x, w, b, 0, 0, RLX_ACT_GELU_APPROX, &y);
+    rlx_graph_set_outputs(c.g, &y, 1);
+    CHECK(agree(&c, NULL, 1e-5, "gemv 1x4096x4100"));
+    rlx_graph_destroy(c.g);
+  }
+  {
+    gcase c = new_case();
+    rlx_dim qs[4] = {1, 8, 200, 128}, ks[4] = {1, 2, 203, 128};
+    rlx_tensor q = add_in(&c, qs, 4), k = add_in(&c, ks, 4), v = add_in(&c, ks, 4), y;
+    rlx_attention_desc d = {8, 2, 128, RLX_LAYOUT_BHSD, RLX_MASK_SLIDING, 77, 0, 30.0f};
+    rlx_graph_add_attention(c.g, q, k, v, RLX_NONE, &d, &y);
+    rlx_graph_set_outputs(c.g, &y, 1);
+    CHECK(agree(&c, NULL, 1e-5, "flash d128 gqa sliding"));
+    rlx_graph_destroy(c.g);
+  }
+  {
+    gcase c = new_case();
+    rlx_dim as[2] = {256, 320}, bs[2] = {320, 192};
+    rlx_tensor a = add_in(&c, as, 2), b = add_in(&c, bs, 2), ah, bh, y, yf;
+    rlx_graph_add_cast(c.g, a, RLX_BF16, &ah);
+    rlx_graph_add_cast(c.g, b, RLX_BF16, &bh);
+    rlx_graph_add_matmul(c.g, ah, bh, 0, 0, &y);
+    rlx_graph_add_cast(c.g, y, RLX_F32, &yf);
+    rlx_graph_set_outputs(c.g, &yf, 1);
+    CHECK(agree(&c, NULL, 1e-2, "bf16 matmul"));
+    rlx_graph_destroy(c.g);
+  }
+}
+
+/* Not built or no device: compiling for cuda fails with a reason. */
+static int cuda_available(void) {
+  for (int32_t i = 0; i < rlx_device_count(); i++) {
+    rlx_device_info info;
+    rlx_device_get(i, &info);
+    if (strcmp(info.name, "cuda") != 0) continue;
+    if (info.available) return 1;
+    printf("SKIP cuda (%s)\n", info.detail);
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim s[1] = {4};
+    rlx_tensor x, y;
+    rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
+    rlx_graph_add_activation(g, RLX_ACT_EXP, x, &y);
+    rlx_graph_set_outputs(g, &y, 1);
+    rlx_exec* e = NULL;
+    rlx_status st = rlx_compile(g, "cuda", NULL, &e);
+    int clean = st != RLX_OK && e == NULL && strlen(rlx_graph_last_error(g)) > 0;
+    rlx_graph_destroy(g);
+    if (!clean) {
+      printf("FAIL compiling for an unavailable cuda did not fail cleanly\n");
+      return -1;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+int main(void) {
+  int avail = cuda_available();
+  if (avail < 0) return 1;
+  if (avail == 0) return 0;
+  RUN(graph_replay_matches_cpu);
+  RUN(eager_equals_graph);
+  RUN(sample_seed_per_run);
+  RUN(feed_handles);
+  RUN(active_extent_and_selection);
+  RUN(gather_index_error_recovers);
+  RUN(debug_nans_names_node);
+  RUN(host_fallback);
+  RUN(multi_stream_ordering);
+  RUN(tf32_opt_in);
+  RUN(fast_paths_at_size);
+  return test_summary();
+}

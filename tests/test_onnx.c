@@ -1,0 +1,830 @@
+/* ONNX importer: small models built here with the protobuf-c structs,
+ * serialized, imported, compiled on the CPU and compared with values
+ * computed in the test; opset variants; import-time folding and frozen
+ * inputs; errors for unsupported ops/attributes and malformed files; the
+ * public API (load, set_params, read_tensor) through files on disk. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/onnx.h"
+#include "ir/graph.h"
+
+#ifndef RLX_HAVE_ONNX
+
+TEST(not_built_reports_unimplemented) {
+  rlx_graph* g = NULL;
+  char* err = NULL;
+  CHECK(rlx_onnx_load("tests/nothing.onnx", &g, &err) == RLX_UNIMPLEMENTED);
+  CHECK(err && strstr(err, "not built"));
+  rlx_free(err);
+}
+
+int main(void) {
+  RUN(not_built_reports_unimplemented);
+  return test_summary();
+}
+
+#else
+#include "onnx.pb-c.h"
+
+/* ------------------------------------------------------------------ model building */
+
+/* Everything a test model allocates, freed by model_free. */
+static void* pool[4096];
+static int n_pool;
+
+static void* tnew(size_t n) {
+  void* p = calloc(1, n);
+  if (p && n_pool < (int)(sizeof pool / sizeof pool[0])) pool[n_pool++] = p;
+  return p;
+}
+
+static char* tstr(const char* s) {
+  char* p = tnew(strlen(s) + 1);
+  strcpy(p, s);
+  return p;
+}
+
+static void pool_free(void) {
+  for (int i = 0; i < n_pool; i++) free(pool[i]);
+  n_pool = 0;
+}
+
+typedef struct model {
+  Onnx__ModelProto m;
+  Onnx__GraphProto g;
+  Onnx__OperatorSetIdProto opset;
+  Onnx__OperatorSetIdProto* opsets[1];
+  Onnx__NodeProto* nodes[32];
+  Onnx__ValueInfoProto* inputs[8];
+  Onnx__ValueInfoProto* outputs[8];
+  Onnx__TensorProto* inits[8];
+} model;
+
+static void model_init(model* md, int64_t opset) {
+  memset(md, 0, sizeof *md);
+  Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+  Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+  Onnx__OperatorSetIdProto o = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+  md->m = m;
+  md->g = g;
+  md->opset = o;
+  md->opset.domain = tstr("");
+  md->opset.has_version = 1;
+  md->opset.version = opset;
+  md->opsets[0] = &md->opset;
+  md->m.has_ir_version = 1;
+  md->m.ir_version = 8;
+  md->m.n_opset_import = 1;
+  md->m.opset_import = md->opsets;
+  md->m.graph = &md->g;
+  md->g.name = tstr("test");
+  md->g.node = md->nodes;
+  md->g.input = md->inputs;
+  md->g.output = md->outputs;
+  md->g.initializer = md->inits;
+}
+
+/* "a,b" -> list; "" entries stay (absent optional inputs). */
+static char** names(const char* csv, size_t* n) {
+  char** out = tnew(sizeof(char*) * 16);
+  *n = 0;
+  if (!csv || !*csv) return out;
+  const char* p = csv;
+  for (;;) {
+    const char* e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char* s = tnew(len + 1);
+    memcpy(s, p, len);
+    out[(*n)++] = s;
+    if (!e) break;
+    p = e + 1;
+  }
+  return out;
+}
+
+static Onnx__NodeProto* node(model* md, const char* op, const char* in, const char* out) {
+  Onnx__NodeProto init = ONNX__NODE_PROTO__INIT;
+  Onnx__NodeProto* n = tnew(sizeof *n);
+  *n = init;
+  n->op_type = tstr(op);
+  n->name = tstr(op);
+  n->input = names(in, &n->n_input);
+  n->output = names(out, &n->n_output);
+  n->attribute = tnew(sizeof(Onnx__AttributeProto*) * 8);
+  md->nodes[md->g.n_node++] = n;
+  return n;
+}
+
+static Onnx__AttributeProto* attr(Onnx__NodeProto* n, const char* name,
+                                  Onnx__AttributeProto__AttributeType type) {
+  Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
+  Onnx__AttributeProto* a = tnew(sizeof *a);
+  *a = init;
+  a->name = tstr(name);
+  a->has_type = 1;
+  a->type = type;
+  n->attribute[n->n_attribute++] = a;
+  return a;
+}
+
+static void attr_i(Onnx__NodeProto* n, const char* name, int64_t v) {
+  Onnx__AttributeProto* a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+  a->has_i = 1;
+  a->i = v;
+}
+
+static void attr_f(Onnx__NodeProto* n, const char* name, float v) {
+  Onnx__AttributeProto* a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+  a->has_f = 1;
+  a->f = v;
+}
+
+static void attr_ints(Onnx__NodeProto* n, const char* name, const int64_t* v, size_t k) {
+  Onnx__AttributeProto* a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+  a->ints = tnew(sizeof(int64_t) * (k ? k : 1));
+  memcpy(a->ints, v, sizeof(int64_t) * k);
+  a->n_ints = k;
+}
+
+/* A graph input or output: dims >= 0 static, -1 symbolic named sym. */
+static Onnx__ValueInfoProto* value_info(const char* name, int elem, int rank, const int64_t* dims,
+                                        const char* sym) {
+  Onnx__ValueInfoProto vi = ONNX__VALUE_INFO_PROTO__INIT;
+  Onnx__TypeProto tp = ONNX__TYPE_PROTO__INIT;
+  Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+  Onnx__TensorShapeProto sh = ONNX__TENSOR_SHAPE_PROTO__INIT;
+  Onnx__ValueInfoProto* v = tnew(sizeof *v);
+  Onnx__TypeProto* t = tnew(sizeof *t);
+  Onnx__TypeProto__Tensor* ten = tnew(sizeof *ten);
+  Onnx__TensorShapeProto* shape = tnew(sizeof *shape);
+  *v = vi;
+  *t = tp;
+  *ten = tt;
+  *shape = sh;
+  v->name = tstr(name);
+  v->type = t;
+  t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  t->tensor_type = ten;
+  ten->has_elem_type = 1;
+  ten->elem_type = elem;
+  ten->shape = shape;
+  shape->dim = tnew(sizeof(void*) * 8);
+  for (int i = 0; i < rank; i++) {
+    Onnx__TensorShapeProto__Dimension di = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+    Onnx__TensorShapeProto__Dimension* d = tnew(sizeof *d);
+    *d = di;
+    if (dims[i] >= 0) {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = dims[i];
+    } else {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      d->dim_param = tstr(sym);
+    }
+    shape->dim[shape->n_dim++] = d;
+  }
+  return v;
+}
+
+static void input(model* md, const char* name, int elem, int rank, const int64_t* dims) {
+  md->inputs[md->g.n_input++] = value_info(name, elem, rank, dims, "batch");
+}
+
+static void output(model* md, const char* name) {
+  md->outputs[md->g.n_output++] = value_info(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0, NULL,
+                                             NULL);
+}
+
+/* A TensorProto with raw data. */
+static Onnx__TensorProto* tensor(const char* name, int elem, int rank, const int64_t* dims,
+                                 const void* data, size_t bytes) {
+  Onnx__TensorProto init = ONNX__TENSOR_PROTO__INIT;
+  Onnx__TensorProto* t = tnew(sizeof *t);
+  *t = init;
+  t->name = tstr(name);
+  t->has_data_type = 1;
+  t->data_type = elem;
+  t->dims = tnew(sizeof(int64_t) * 8);
+  memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+  t->n_dims = (size_t)rank;
+  t->has_raw_data = 1;
+  t->raw_data.len = bytes;
+  t->raw_data.data = tnew(bytes ? bytes : 1);
+  memcpy(t->raw_data.data, data, bytes);
+  return t;
+}
+
+static void initializer(model* md, Onnx__TensorProto* t) { md->inits[md->g.n_initializer++] = t; }
+
+static void attr_t(Onnx__NodeProto* n, const char* name, Onnx__TensorProto* t) {
+  Onnx__AttributeProto* a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+  a->t = t;
+}
+
+static uint8_t* pack(model* md, size_t* n) {
+  *n = onnx__model_proto__get_packed_size(&md->m);
+  uint8_t* buf = tnew(*n ? *n : 1);
+  onnx__model_proto__pack(&md->m, buf);
+  return buf;
+}
+
+#define F32 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
+#define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+
+/* ------------------------------------------------------------------ running */
+
+static rlx_status import(model* md, const rlx_onnx_options* o, rlx_onnx_model** out,
+                         rlx_error* err) {
+  size_t n;
+  uint8_t* buf = pack(md, &n);
+  return rlx_onnx_import(buf, n, o, out, err);
+}
+
+/* Compiles m, sets params and the named f32 inputs, runs, reads output k. */
+static int run_f32(rlx_onnx_model* m, int n_in, const char* const* in_names,
+                   const int64_t (*shapes)[4], const int* ranks, const float* const* data,
+                   int k, float* out, size_t out_n) {
+  rlx_exec* e = NULL;
+  rlx_error err = {{0}};
+  if (rlx_compile(m->graph, "cpu", NULL, &e) != RLX_OK) {
+    fprintf(stderr, "compile: %s\n", rlx_graph_last_error(m->graph));
+    return 0;
+  }
+  int ok = rlx_onnx_model_set_params(m, e, &err) == RLX_OK;
+  for (int i = 0; ok && i < n_in; i++) {
+    int64_t count = 1;
+    for (int d = 0; d < ranks[i]; d++) count *= shapes[i][d];
+    ok = rlx_exec_set_input(e, in_names[i], RLX_F32, shapes[i], ranks[i], data[i],
+                            sizeof(float) * (size_t)count) == RLX_OK;
+  }
+  ok = ok && rlx_exec_run(e) == RLX_OK;
+  ok = ok && rlx_exec_read_output(e, k, RLX_F32, out, sizeof(float) * out_n) == RLX_OK;
+  if (!ok) fprintf(stderr, "run: %s %s\n", rlx_exec_last_error(e), err.msg);
+  rlx_exec_destroy(e);
+  return ok;
+}
+
+static int close_to(const float* a, const float* b, int n, double tol) {
+  for (int i = 0; i < n; i++)
+    if (!(fabs((double)a[i] - (double)b[i]) <= tol * (1.0 + fabs((double)b[i])))) {
+      fprintf(stderr, "element %d: got %.9g want %.9g\n", i, a[i], b[i]);
+      return 0;
+    }
+  return 1;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+TEST(add_relu_with_initializer_param) {
+  model md;
+  model_init(&md, 17);
+  int64_t dims[2] = {2, 3};
+  float w[6], x[6], want[6], got[6];
+  test_fill_f32(w, 6, -2, 2);
+  test_fill_f32(x, 6, -2, 2);
+  initializer(&md, tensor("w", F32, 2, dims, w, sizeof w));
+  input(&md, "x", F32, 2, dims);
+  node(&md, "Add", "x,w", "s");
+  node(&md, "Relu", "s", "y");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  CHECK(m->n_params == 1 && strcmp(m->params[0].name, "w") == 0);
+  CHECK(m->n_inputs == 1 && m->input_in_graph[0] == 1);
+  for (int i = 0; i < 6; i++) want[i] = x[i] + w[i] > 0 ? x[i] + w[i] : 0;
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{2, 3}};
+  const int ranks[1] = {2};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 6);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 6, 1e-6));
+}
+
+TEST(gemm_transposes_alpha_beta) {
+  model md;
+  model_init(&md, 13);
+  int64_t da[2] = {4, 3}, db[2] = {5, 4}, dc[1] = {5};
+  float a[12], b[20], cb[5], got[15], want[15];
+  test_fill_f32(a, 12, -1, 1);
+  test_fill_f32(b, 20, -1, 1);
+  test_fill_f32(cb, 5, -1, 1);
+  input(&md, "a", F32, 2, da);
+  input(&md, "b", F32, 2, db);
+  initializer(&md, tensor("c", F32, 1, dc, cb, sizeof cb));
+  Onnx__NodeProto* n = node(&md, "Gemm", "a,b,c", "y");
+  attr_i(n, "transA", 1);
+  attr_i(n, "transB", 1);
+  attr_f(n, "alpha", 0.5f);
+  attr_f(n, "beta", 2.0f);
+  output(&md, "y");
+  /* y[m][n] = 0.5 * sum_k a[k][m] b[n][k] + 2 c[n], with A: [K=4, M=3], B: [N=5, K=4] */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 5; j++) {
+      double s = 0;
+      for (int k = 0; k < 4; k++) s += (double)a[k * 3 + i] * b[j * 4 + k];
+      want[i * 5 + j] = (float)(0.5 * s + 2.0 * cb[j]);
+    }
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const char* in[2] = {"a", "b"};
+  const int64_t shapes[2][4] = {{4, 3}, {5, 4}};
+  const int ranks[2] = {2, 2};
+  const float* data[2] = {a, b};
+  int ok = run_f32(m, 2, in, shapes, ranks, data, 0, got, 15);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 15, 1e-5));
+}
+
+/* Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to a static reshape. */
+TEST(shape_chain_folds_to_constants) {
+  model md;
+  model_init(&md, 13);
+  int64_t dx[3] = {2, 3, 4}, one = 1;
+  int64_t idx0 = 0, minus1 = -1, axes0 = 0;
+  input(&md, "x", F32, 3, dx);
+  initializer(&md, tensor("i0", I64, 0, NULL, &idx0, 8));
+  initializer(&md, tensor("m1", I64, 1, &one, &minus1, 8));
+  initializer(&md, tensor("ax", I64, 1, &one, &axes0, 8));
+  node(&md, "Shape", "x", "s");
+  node(&md, "Gather", "s,i0", "d0");
+  node(&md, "Unsqueeze", "d0,ax", "d0v");
+  node(&md, "Concat", "d0v,m1", "target");
+  attr_i(md.nodes[md.g.n_node - 1], "axis", 0);
+  node(&md, "Reshape", "x,target", "y");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  rlx_dtype dt;
+  int32_t rank;
+  rlx_dim shape[RLX_MAX_RANK];
+  rlx_graph* g = m->graph;
+  CHECK(rlx_graph_tensor_type(g, g->outputs[0], &dt, &rank, shape) == RLX_OK);
+  int ok = rank == 2 && shape[0] == 2 && shape[1] == 12;
+  /* folded: the graph holds the input and the reshape only */
+  int n_nodes = g->n_nodes;
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok);
+  CHECK_MSG(n_nodes == 2, "%d nodes", n_nodes);
+}
+
+/* A Reshape target fed as a graph input must be known at import time: the
+ * importer names the input, and freezing it makes the import succeed. */
+TEST(reshape_target_input_needs_freezing) {
+  model md;
+  model_init(&md, 14);
+  int64_t dx[2] = {2, 6}, ds[1] = {2};
+  input(&md, "x", F32, 2, dx);
+  input(&md, "shape", I64, 1, ds);
+  node(&md, "Reshape", "x,shape", "y");
+  output(&md, "y");
+  char needs[64];
+  rlx_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.needs_input = needs;
+  o.needs_input_cap = sizeof needs;
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK(import(&md, &o, &m, &err) == RLX_FAILED_PRECONDITION && m == NULL);
+  CHECK_MSG(strcmp(needs, "shape") == 0 && strstr(err.msg, "Reshape"), "%s / %s", needs, err.msg);
+  int64_t target[2] = {3, -1};
+  rlx_host_tensor v = {RLX_I64, 1, {2}, target, sizeof target};
+  const char* fn[1] = {"shape"};
+  o.frozen_names = fn;
+  o.frozen_values = &v;
+  o.n_frozen = 1;
+  CHECK_MSG(import(&md, &o, &m, &err) == RLX_OK, "%s", err.msg);
+  float x[12], got[12];
+  test_fill_f32(x, 12, -1, 1);
+  rlx_dtype dt;
+  int32_t rank;
+  rlx_dim shape[RLX_MAX_RANK];
+  rlx_graph_tensor_type(m->graph, m->graph->outputs[0], &dt, &rank, shape);
+  int frozen = m->input_frozen[1] && !m->input_in_graph[1];
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{2, 6}};
+  const int ranks[1] = {2};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 12);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(frozen && rank == 2 && shape[0] == 3 && shape[1] == 4);
+  CHECK(ok && close_to(got, x, 12, 0));
+}
+
+TEST(unsupported_op_and_attribute_are_named) {
+  model md;
+  model_init(&md, 13);
+  int64_t d[4] = {1, 1, 4, 4};
+  input(&md, "x", F32, 4, d);
+  node(&md, "Conv", "x,x", "y");
+  md.nodes[0]->name = tstr("conv_1");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK(import(&md, NULL, &m, &err) == RLX_UNIMPLEMENTED && !m);
+  CHECK_MSG(strstr(err.msg, "Conv") && strstr(err.msg, "conv_1"), "%s", err.msg);
+  pool_free();
+
+  model_init(&md, 13);
+  input(&md, "x", F32, 4, d);
+  Onnx__NodeProto* n = node(&md, "Relu", "x", "y");
+  attr_i(n, "fancy_mode", 1);
+  output(&md, "y");
+  CHECK(import(&md, NULL, &m, &err) == RLX_UNIMPLEMENTED);
+  CHECK_MSG(strstr(err.msg, "Relu") && strstr(err.msg, "fancy_mode"), "%s", err.msg);
+  pool_free();
+
+  /* an op from another domain */
+  model_init(&md, 13);
+  input(&md, "x", F32, 4, d);
+  n = node(&md, "FusedGemm", "x", "y");
+  n->domain = tstr("com.microsoft");
+  output(&md, "y");
+  CHECK(import(&md, NULL, &m, &err) == RLX_UNIMPLEMENTED);
+  CHECK_MSG(strstr(err.msg, "com.microsoft"), "%s", err.msg);
+  pool_free();
+}
+
+TEST(malformed_files_are_errors) {
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  uint8_t junk[64];
+  for (int i = 0; i < 64; i++) junk[i] = (uint8_t)test_rand_u64();
+  CHECK(rlx_onnx_import(junk, sizeof junk, NULL, &m, &err) != RLX_OK && !m);
+  CHECK(rlx_onnx_import("", 0, NULL, &m, &err) == RLX_INVALID_ARGUMENT); /* no graph */
+  /* a model truncated in the middle */
+  model md;
+  model_init(&md, 13);
+  int64_t d[2] = {2, 2};
+  float w[4] = {1, 2, 3, 4};
+  input(&md, "x", F32, 2, d);
+  initializer(&md, tensor("w", F32, 2, d, w, sizeof w));
+  node(&md, "Mul", "x,w", "y");
+  output(&md, "y");
+  size_t n;
+  uint8_t* buf = pack(&md, &n);
+  for (size_t cut = 1; cut < n; cut += 7) {
+    rlx_status s = rlx_onnx_import(buf, cut, NULL, &m, &err);
+    if (s == RLX_OK) rlx_onnx_model_destroy(m);
+  }
+  /* raw data that does not match the shape */
+  md.inits[0]->raw_data.len = 12;
+  CHECK(import(&md, NULL, &m, &err) == RLX_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(err.msg, "'w'"), "%s", err.msg);
+  /* a node input nobody produces */
+  md.inits[0]->raw_data.len = 16;
+  md.nodes[0]->input[1] = tstr("nowhere");
+  CHECK(import(&md, NULL, &m, &err) == RLX_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(err.msg, "nowhere"), "%s", err.msg);
+  pool_free();
+}
+
+TEST(symbolic_dims_become_symbols) {
+  model md;
+  model_init(&md, 13);
+  int64_t d[2] = {-1, 3};
+  input(&md, "x", F32, 2, d);
+  node(&md, "Sigmoid", "x", "y");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  int has_symbol = m->graph->n_symbols == 1 && strcmp(m->graph->symbols[0], "batch") == 0;
+  float x[12], got[12], want[12];
+  test_fill_f32(x, 12, -3, 3);
+  for (int i = 0; i < 12; i++) want[i] = (float)(1.0 / (1.0 + exp(-(double)x[i])));
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{4, 3}};
+  const int ranks[1] = {2};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 12);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(has_symbol);
+  CHECK(ok && close_to(got, want, 12, 1e-6));
+}
+
+/* Softmax before opset 13 normalizes over the flattened block from axis on. */
+TEST(softmax_opset_11_flattens_opset_13_does_not) {
+  float x[24], got[24], want[24];
+  test_fill_f32(x, 24, -2, 2);
+  for (int version = 11; version <= 13; version += 2) {
+    model md;
+    model_init(&md, version);
+    int64_t d[3] = {2, 3, 4};
+    input(&md, "x", F32, 3, d);
+    attr_i(node(&md, "Softmax", "x", "y"), "axis", 1);
+    output(&md, "y");
+    int block = version == 11 ? 12 : 3, stride = version == 11 ? 1 : 4;
+    for (int b = 0; b < 2; b++)
+      for (int inner = 0; inner < (version == 11 ? 1 : 4); inner++) {
+        double s = 0;
+        for (int j = 0; j < block; j++) s += exp(x[b * 12 + inner + j * stride]);
+        for (int j = 0; j < block; j++)
+          want[b * 12 + inner + j * stride] = (float)(exp(x[b * 12 + inner + j * stride]) / s);
+      }
+    rlx_onnx_model* m = NULL;
+    rlx_error err = {{0}};
+    CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+    const char* in[1] = {"x"};
+    const int64_t shapes[1][4] = {{2, 3, 4}};
+    const int ranks[1] = {3};
+    const float* data[1] = {x};
+    int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 24);
+    rlx_onnx_model_destroy(m);
+    pool_free();
+    CHECK_MSG(ok && close_to(got, want, 24, 1e-5), "opset %d", version);
+  }
+}
+
+/* Axes moved from attributes to inputs at opset 13 (ReduceSum, Unsqueeze);
+ * both forms import to the same result. Transpose perm as an attribute. */
+TEST(axes_attribute_before_13_input_after) {
+  float x[24], want[24], got[24];
+  test_fill_f32(x, 24, -1, 1);
+  /* y = unsqueeze(reduce_sum(transpose(x, [2,0,1]), axes=[2], keepdims=0), axes=[0]):
+   * x [2,3,4] -> [4,2,3] -> sum over the 3 -> [4,2] -> [1,4,2] */
+  for (int k = 0; k < 4; k++)
+    for (int i = 0; i < 2; i++) {
+      double s = 0;
+      for (int j = 0; j < 3; j++) s += x[i * 12 + j * 4 + k];
+      want[k * 2 + i] = (float)s;
+    }
+  for (int version = 11; version <= 13; version += 2) {
+    model md;
+    model_init(&md, version);
+    int64_t d[3] = {2, 3, 4}, perm[3] = {2, 0, 1}, ax2 = 2, ax0 = 0, one = 1;
+    input(&md, "x", F32, 3, d);
+    attr_ints(node(&md, "Transpose", "x", "t"), "perm", perm, 3);
+    Onnx__NodeProto* r;
+    Onnx__NodeProto* u;
+    if (version < 13) {
+      r = node(&md, "ReduceSum", "t", "r");
+      attr_ints(r, "axes", &ax2, 1);
+      u = node(&md, "Unsqueeze", "r", "y");
+      attr_ints(u, "axes", &ax0, 1);
+    } else {
+      initializer(&md, tensor("a2", I64, 1, &one, &ax2, 8));
+      initializer(&md, tensor("a0", I64, 1, &one, &ax0, 8));
+      r = node(&md, "ReduceSum", "t,a2", "r");
+      u = node(&md, "Unsqueeze", "r,a0", "y");
+    }
+    attr_i(r, "keepdims", 0);
+    output(&md, "y");
+    rlx_onnx_model* m = NULL;
+    rlx_error err = {{0}};
+    CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "opset %d: %s", version, err.msg);
+    rlx_dtype dt;
+    int32_t rank;
+    rlx_dim shape[RLX_MAX_RANK];
+    rlx_graph_tensor_type(m->graph, m->graph->outputs[0], &dt, &rank, shape);
+    const char* in[1] = {"x"};
+    const int64_t shapes[1][4] = {{2, 3, 4}};
+    const int ranks[1] = {3};
+    const float* data[1] = {x};
+    int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 8);
+    rlx_onnx_model_destroy(m);
+    pool_free();
+    CHECK_MSG(rank == 3 && shape[0] == 1 && shape[1] == 4 && shape[2] == 2, "opset %d", version);
+    CHECK_MSG(ok && close_to(got, want, 8, 1e-6), "opset %d", version);
+  }
+}
+
+/* Floor, Ceil, Sign are exact compositions; Erf goes through gelu in f64. */
+TEST(floor_ceil_sign_erf_compositions) {
+  float x[12] = {-2.5f, -1.5f, -0.5f, -0.0f, 0.5f, 1.5f, 2.5f, 3.0f, -7.25f, 1e9f, -8388609.0f,
+                 0.1f};
+  const char* ops[4] = {"Floor", "Ceil", "Sign", "Erf"};
+  for (int k = 0; k < 4; k++) {
+    model md;
+    model_init(&md, 13);
+    int64_t d[1] = {12};
+    input(&md, "x", F32, 1, d);
+    node(&md, ops[k], "x", "y");
+    output(&md, "y");
+    float got[12], want[12];
+    for (int i = 0; i < 12; i++) {
+      double v = x[i];
+      want[i] = (float)(k == 0 ? floor(v) : k == 1 ? ceil(v) : k == 2 ? (v > 0) - (v < 0) : erf(v));
+    }
+    rlx_onnx_model* m = NULL;
+    rlx_error err = {{0}};
+    CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+    const char* in[1] = {"x"};
+    const int64_t shapes[1][4] = {{12}};
+    const int ranks[1] = {1};
+    const float* data[1] = {x};
+    int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 12);
+    rlx_onnx_model_destroy(m);
+    pool_free();
+    CHECK_MSG(ok && close_to(got, want, 12, k == 3 ? 1e-6 : 0), "%s", ops[k]);
+  }
+}
+
+/* Slice with a negative step (a gather) and GatherElements with negative indices. */
+TEST(slice_negative_step_and_gather_elements) {
+  model md;
+  model_init(&md, 13);
+  int64_t d[2] = {3, 5}, one = 1;
+  int64_t start = -1, end = -100, axis = 1, step = -2;
+  input(&md, "x", F32, 2, d);
+  initializer(&md, tensor("s", I64, 1, &one, &start, 8));
+  initializer(&md, tensor("e", I64, 1, &one, &end, 8));
+  initializer(&md, tensor("a", I64, 1, &one, &axis, 8));
+  initializer(&md, tensor("st", I64, 1, &one, &step, 8));
+  node(&md, "Slice", "x,s,e,a,st", "y");
+  output(&md, "y");
+  float x[15], got[9], want[9];
+  test_fill_f32(x, 15, -1, 1);
+  for (int r = 0; r < 3; r++)
+    for (int j = 0; j < 3; j++) want[r * 3 + j] = x[r * 5 + 4 - 2 * j];
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{3, 5}};
+  const int ranks[1] = {2};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 9);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 9, 0));
+
+  model_init(&md, 13);
+  int64_t di[2] = {2, 5};
+  int64_t idx[10] = {0, -1, 2, 1, 0, -3, 2, 2, 1, 0};
+  input(&md, "x", F32, 2, d);
+  initializer(&md, tensor("i", I64, 2, di, idx, sizeof idx));
+  attr_i(node(&md, "GatherElements", "x,i", "y"), "axis", 0);
+  output(&md, "y");
+  float got2[10], want2[10];
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < 5; j++) {
+      int64_t k = idx[r * 5 + j] < 0 ? idx[r * 5 + j] + 3 : idx[r * 5 + j];
+      want2[r * 5 + j] = x[k * 5 + j];
+    }
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  ok = run_f32(m, 1, in, shapes, ranks, data, 0, got2, 10);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got2, want2, 10, 0));
+}
+
+/* A Constant node with a tensor attribute, and typed (non-raw) initializer fields. */
+TEST(constant_node_and_typed_fields) {
+  model md;
+  model_init(&md, 13);
+  int64_t d[1] = {3};
+  float c[3] = {1.5f, -2.0f, 4.0f};
+  input(&md, "x", F32, 1, d);
+  Onnx__TensorProto* t = tensor("", F32, 1, d, c, 0);
+  t->has_raw_data = 0;
+  t->float_data = c;
+  t->n_float_data = 3;
+  attr_t(node(&md, "Constant", "", "k"), "value", t);
+  Onnx__TensorProto* w = tensor("w", F32, 1, d, c, 0);
+  w->has_raw_data = 0;
+  float wf[3] = {10, 20, 30};
+  w->float_data = wf;
+  w->n_float_data = 3;
+  initializer(&md, w);
+  node(&md, "Mul", "x,k", "p");
+  node(&md, "Add", "p,w", "y");
+  output(&md, "y");
+  float x[3] = {2, 3, 4}, got[3], want[3];
+  for (int i = 0; i < 3; i++) want[i] = x[i] * c[i] + wf[i];
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{3}};
+  const int ranks[1] = {1};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 3);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 3, 0));
+}
+
+static int write_file(const char* path, const void* buf, size_t n) {
+  FILE* f = fopen(path, "wb");
+  if (!f) return 0;
+  int ok = fwrite(buf, 1, n, f) == n;
+  return fclose(f) == 0 && ok;
+}
+
+/* Public API over files: external data next to the model, rlx_onnx_load,
+ * rlx_onnx_set_params, rlx_onnx_read_tensor; a location outside the folder
+ * is refused. */
+TEST(public_api_and_external_data) {
+  char dir[] = "/tmp/rlx_onnx_test_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char model_path[256], data_path[256], pb_path[256];
+  snprintf(model_path, sizeof model_path, "%s/model.onnx", dir);
+  snprintf(data_path, sizeof data_path, "%s/weights.bin", dir);
+  snprintf(pb_path, sizeof pb_path, "%s/input_0.pb", dir);
+  float w[4] = {0.5f, -1, 2, 3}, pad[2] = {99, 99};
+  CHECK(write_file(data_path, pad, sizeof pad));
+  FILE* f = fopen(data_path, "ab");
+  CHECK(f && fwrite(w, 1, sizeof w, f) == sizeof w && fclose(f) == 0);
+
+  model md;
+  model_init(&md, 13);
+  int64_t d[1] = {4};
+  input(&md, "x", F32, 1, d);
+  Onnx__TensorProto* t = tensor("w", F32, 1, d, w, 0);
+  t->has_raw_data = 0;
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  const char* keys[3] = {"location", "offset", "length"};
+  const char* vals[3] = {"weights.bin", "8", "16"};
+  t->external_data = tnew(sizeof(void*) * 3);
+  for (int i = 0; i < 3; i++) {
+    Onnx__StringStringEntryProto e = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    Onnx__StringStringEntryProto* p = tnew(sizeof *p);
+    *p = e;
+    p->key = tstr(keys[i]);
+    p->value = tstr(vals[i]);
+    t->external_data[t->n_external_data++] = p;
+  }
+  initializer(&md, t);
+  node(&md, "Mul", "x,w", "y");
+  output(&md, "y");
+  size_t n;
+  uint8_t* buf = pack(&md, &n);
+  CHECK(write_file(model_path, buf, n));
+
+  float x[4] = {1, 2, 3, 4}, got[4];
+  Onnx__TensorProto* xt = tensor("x", F32, 1, d, x, sizeof x);
+  size_t pn = onnx__tensor_proto__get_packed_size(xt);
+  uint8_t* pb = tnew(pn);
+  onnx__tensor_proto__pack(xt, pb);
+  CHECK(write_file(pb_path, pb, pn));
+
+  rlx_graph* g = NULL;
+  char* msg = NULL;
+  CHECK_MSG(rlx_onnx_load(model_path, &g, &msg) == RLX_OK, "%s", msg ? msg : "");
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  CHECK_MSG(rlx_onnx_set_params(e, model_path, &msg) == RLX_OK, "%s", msg ? msg : "");
+  rlx_dtype dt;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  void* data = NULL;
+  size_t bytes = 0;
+  CHECK_MSG(rlx_onnx_read_tensor(pb_path, &dt, &rank, shape, &data, &bytes, &msg) == RLX_OK, "%s",
+            msg ? msg : "");
+  CHECK(dt == RLX_F32 && rank == 1 && shape[0] == 4 && bytes == sizeof x);
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", dt, shape, rank, data, bytes));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, got, sizeof got));
+  for (int i = 0; i < 4; i++) CHECK(got[i] == x[i] * w[i]);
+  rlx_free(data);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+
+  /* a location that leaves the model's folder */
+  t->external_data[0]->value = tstr("../weights.bin");
+  buf = pack(&md, &n);
+  CHECK(write_file(model_path, buf, n));
+  CHECK(rlx_onnx_load(model_path, &g, &msg) == RLX_INVALID_ARGUMENT && !g);
+  CHECK_MSG(msg && strstr(msg, "inside"), "%s", msg ? msg : "");
+  rlx_free(msg);
+  CHECK(rlx_onnx_load("/nonexistent/model.onnx", &g, &msg) == RLX_NOT_FOUND);
+  rlx_free(msg);
+  unlink(model_path);
+  unlink(data_path);
+  unlink(pb_path);
+  rmdir(dir);
+  pool_free();
+}
+
+int main(void) {
+  test_seed(9);
+  RUN(add_relu_with_initializer_param);
+  RUN(gemm_transposes_alpha_beta);
+  RUN(shape_chain_folds_to_constants);
+  RUN(reshape_target_input_needs_freezing);
+  RUN(unsupported_op_and_attribute_are_named);
+  RUN(malformed_files_are_errors);
+  RUN(symbolic_dims_become_symbols);
+  RUN(softmax_opset_11_flattens_opset_13_does_not);
+  RUN(axes_attribute_before_13_input_after);
+  RUN(floor_ceil_sign_erf_compositions);
+  RUN(slice_negative_step_and_gather_elements);
+  RUN(constant_node_and_typed_fields);
+  RUN(public_api_and_external_data);
+  return test_summary();
+}
+#endif

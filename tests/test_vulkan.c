@@ -489,6 +489,95 @@ TEST(matmul_multi_tile) {
   }
 }
 
+/* debug_nans: the run fails naming the first node whose output is not finite. */
+TEST(debug_nans_names_node) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[1] = {16};
+  rlx_tensor x, y, z;
+  rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
+  rlx_graph_add_activation(g, RLX_ACT_LOG, x, &y);
+  rlx_graph_set_name(g, y, "the_log");
+  rlx_graph_add_activation(g, RLX_ACT_EXP, y, &z);
+  rlx_graph_set_outputs(g, &z, 1);
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.debug_nans = 1;
+  rlx_exec* e = compile_on(g, "vulkan", &o);
+  CHECK(e);
+  float xd[16];
+  for (int i = 0; i < 16; i++) xd[i] = (float)(i + 1);
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 1, xd, sizeof xd));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  xd[5] = -1.0f;
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 1, xd, sizeof xd));
+  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "the_log") != NULL, "message: %s", rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+/* Host count of `op` in the dispatch report, or -1. */
+static int report_host_count(rlx_exec* e, const char* op) {
+  char* text = NULL;
+  if (rlx_exec_report(e, &text) != RLX_OK) return -1;
+  int host = -1;
+  for (char* line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char name[64];
+    int native, fused, dec, h;
+    if (sscanf(line, " %63s %d %d %d %d", name, &native, &fused, &dec, &h) == 5 &&
+        strcmp(name, op) == 0)
+      host = h;
+  }
+  free(text);
+  return host;
+}
+
+/* Ops forced to the host (RLX_VK_HOST_OPS) stay exact, multi-step ones
+ * (Concat: one copy per input, ScatterAdd: copy + accumulate) included, and
+ * the dispatch report says so. */
+TEST(forced_host_ops_and_report) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[2] = {5, 6}, is[2] = {2, 6};
+  rlx_tensor x, y, cat, sm, idx, src, sc;
+  rlx_graph_add_input(g, "x", RLX_F32, s, 2, &x);
+  rlx_graph_add_input(g, "y", RLX_F32, s, 2, &y);
+  rlx_graph_add_input(g, "src", RLX_F32, is, 2, &src);
+  int64_t id[12] = {0, 1, 2, 3, 4, 0, 4, 4, 3, 1, 1, 0};
+  rlx_graph_add_constant(g, RLX_I64, is, 2, id, sizeof id, &idx);
+  rlx_tensor parts[3] = {x, y, x};
+  rlx_graph_add_concat(g, parts, 3, 1, &cat);
+  rlx_graph_add_softmax(g, cat, -1, &sm);
+  rlx_graph_add_scatter_add(g, x, idx, src, 0, &sc);
+  rlx_tensor outs[2] = {sm, sc};
+  rlx_graph_set_outputs(g, outs, 2);
+  setenv("RLX_VK_HOST_OPS", "concat,scatter_add", 1);
+  rlx_exec* v = compile_on(g, "vulkan", NULL);
+  unsetenv("RLX_VK_HOST_OPS");
+  rlx_exec* c = compile_on(g, "cpu", NULL);
+  CHECK(v && c);
+  float xd[30], yd[30], sd[12];
+  test_fill_f32(xd, 30, -2, 2);
+  test_fill_f32(yd, 30, -2, 2);
+  test_fill_f32(sd, 12, -2, 2);
+  rlx_exec* both[2] = {v, c};
+  for (int k = 0; k < 2; k++) {
+    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s, 2, xd, sizeof xd));
+    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "y", RLX_F32, s, 2, yd, sizeof yd));
+    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "src", RLX_F32, is, 2, sd, sizeof sd));
+    CHECK_OK_E(both[k], rlx_exec_run(both[k]));
+  }
+  CHECK(outputs_match(v, c, 0, 1e-6));
+  CHECK(outputs_match(v, c, 1, 1e-6));
+  CHECK_MSG(report_host_count(v, "concat") == 1, "concat host %d", report_host_count(v, "concat"));
+  CHECK(report_host_count(v, "scatter_add") == 1);
+  CHECK(report_host_count(v, "softmax") == 0);
+  rlx_exec_destroy(v);
+  rlx_exec_destroy(c);
+  rlx_graph_destroy(g);
+}
+
 int main(void) {
   if (!vulkan_available()) return 0;
   RUN(barriers_follow_byte_ranges);
@@ -503,6 +592,8 @@ int main(void) {
   RUN(matmul_multi_tile);
   RUN(oversized_arena_is_refused);
   RUN(clone_has_its_own_arena);
+  RUN(debug_nans_names_node);
+  RUN(forced_host_ops_and_report);
 #ifdef RLX_HAVE_VULKAN
   if (getenv("RLX_VK_VALIDATION")) {
     test_checks++;

@@ -241,7 +241,7 @@ int cli_concrete_shape(const char* cmd, const rlx_graph* g, const cli_bindings* 
 
 /* ------------------------------------------------------------ leaves */
 
-/* Index of the Input node named `name`, or -1. */
+/* Index of the leaf node (Input or Param, by op) named `name`, or -1. */
 static int32_t find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
   for (int32_t i = 0; i < g->n_nodes; i++)
     if (g->nodes[i].op == op && g->nodes[i].a.name && strcmp(g->nodes[i].a.name, name) == 0)
@@ -867,7 +867,8 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
 }
 
 /* A --bind for a symbol the graph does not have is almost surely a typo. */
-static int check_bound_symbols_exist(const char* cmd, const rlx_graph* g, const cli_bindings* b) {
+static int check_bound_symbols_exist(const char* cmd, const rlx_graph* g,
+                                     const cli_bindings* b) {
   for (int32_t i = 0; i < b->n; i++) {
     int found = 0;
     for (int32_t s = 0; s < g->n_symbols && !found; s++)

@@ -14,9 +14,13 @@ typedef struct rlx_run_ctx {
   const rlx_plan* plan;
 } rlx_run_ctx;
 
+enum { RLX_PROBE_UNAVAILABLE = 0, RLX_PROBE_HARDWARE = 1, RLX_PROBE_SOFTWARE = 2 };
+
 typedef struct rlx_backend {
   const char* name;
-  /* 1 if usable; else 0 and a reason ("not built", "unavailable: no libcuda"). */
+  /* RLX_PROBE_HARDWARE or RLX_PROBE_SOFTWARE (usable; software = an
+   * emulated device such as lavapipe, which "best" ranks below the CPU
+   * backend), else RLX_PROBE_UNAVAILABLE with the reason in `reason`. */
   int (*probe)(char* reason, size_t cap);
   /* 1 if the backend runs node ni natively (else it is decomposed or falls
    * back to the host). */

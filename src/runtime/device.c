@@ -17,57 +17,68 @@ typedef struct device_slot {
   const rlx_backend* backend; /* NULL: not built into this library */
   int available;
   char detail[256];
+  int software; /* emulated device (lavapipe): usable, but not "best" */
+  int probed;
 } device_slot;
 
 /* Order of preference for "best". GPU backends join as their issues land. */
 static device_slot g_devices[] = {
 #ifdef RLX_HAVE_CUDA
-    {"cuda", &rlx_backend_cuda, 0, ""},
+    {"cuda", &rlx_backend_cuda, 0, "", 0, 0},
 #else
-    {"cuda", NULL, 0, ""},
+    {"cuda", NULL, 0, "", 0, 0},
 #endif
 #ifdef RLX_HAVE_VULKAN
-    {"vulkan", &rlx_backend_vulkan, 0, ""},
+    {"vulkan", &rlx_backend_vulkan, 0, "", 0, 0},
 #else
-    {"vulkan", NULL, 0, ""},
+    {"vulkan", NULL, 0, "", 0, 0},
 #endif
-    {"webgpu", NULL, 0, ""},
-    {"cpu", &rlx_backend_cpu, 0, ""},
+    {"webgpu", NULL, 0, "", 0, 0},
+    {"cpu", &rlx_backend_cpu, 0, "", 0, 0},
 };
 enum { N_DEVICES = sizeof g_devices / sizeof g_devices[0] };
-static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
+/* Each device is probed once, on first need (starting a driver can take
+ * long: a plain CPU compile never touches the GPU drivers). */
+static pthread_mutex_t g_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void probe_all(void) {
-  for (int i = 0; i < N_DEVICES; i++) {
-    device_slot* d = &g_devices[i];
+static device_slot* probed(int i) {
+  device_slot* d = &g_devices[i];
+  pthread_mutex_lock(&g_probe_lock);
+  if (!d->probed) {
     if (!d->backend) {
       snprintf(d->detail, sizeof d->detail, "not built");
-      continue;
+    } else {
+      char reason[200] = "";
+      int probe = d->backend->probe(reason, sizeof reason);
+      d->available = probe != RLX_PROBE_UNAVAILABLE;
+      d->software = probe == RLX_PROBE_SOFTWARE;
+      snprintf(d->detail, sizeof d->detail, "%s%s%s", d->available ? "available" : "unavailable",
+               reason[0] ? ": " : "", reason);
     }
-    char reason[200] = "";
-    d->available = d->backend->probe(reason, sizeof reason);
-    snprintf(d->detail, sizeof d->detail, "%s%s%s", d->available ? "available" : "unavailable",
-             reason[0] ? ": " : "", reason);
+    d->probed = 1;
   }
+  pthread_mutex_unlock(&g_probe_lock);
+  return d;
 }
 
 int32_t rlx_device_count(void) { return N_DEVICES; }
 
 rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info) {
   if (index < 0 || index >= N_DEVICES || !out_info) return RLX_INVALID_ARGUMENT;
-  pthread_once(&g_probe_once, probe_all);
-  out_info->name = g_devices[index].name;
-  out_info->available = g_devices[index].available;
-  out_info->detail = g_devices[index].detail;
+  device_slot* d = probed(index);
+  out_info->name = d->name;
+  out_info->available = d->available;
+  out_info->detail = d->detail;
   return RLX_OK;
 }
 
 rlx_status rlx_device_resolve(const char* name, const char** out_name) {
   if (!name || !out_name) return RLX_INVALID_ARGUMENT;
-  pthread_once(&g_probe_once, probe_all);
+  int best = strcmp(name, "best") == 0;
   for (int i = 0; i < N_DEVICES; i++) {
-    device_slot* d = &g_devices[i];
-    if (strcmp(name, "best") == 0 ? d->available : strcmp(name, d->name) == 0) {
+    if (!best && strcmp(name, g_devices[i].name) != 0) continue;
+    device_slot* d = probed(i);
+    if (best ? d->available && !d->software : 1) {
       *out_name = d->name;
       if (!d->available) return d->backend ? RLX_UNAVAILABLE : RLX_UNIMPLEMENTED;
       return RLX_OK;
@@ -77,7 +88,6 @@ rlx_status rlx_device_resolve(const char* name, const char** out_name) {
 }
 
 const rlx_backend* rlx_backend_find(const char* name) {
-  pthread_once(&g_probe_once, probe_all);
   for (int i = 0; i < N_DEVICES; i++)
     if (strcmp(name, g_devices[i].name) == 0) return g_devices[i].backend;
   return NULL;
@@ -85,8 +95,7 @@ const rlx_backend* rlx_backend_find(const char* name) {
 
 /* Detail string of a device by name (for compile errors). */
 const char* rlx_device_detail(const char* name) {
-  pthread_once(&g_probe_once, probe_all);
   for (int i = 0; i < N_DEVICES; i++)
-    if (strcmp(name, g_devices[i].name) == 0) return g_devices[i].detail;
+    if (strcmp(name, g_devices[i].name) == 0) return probed(i)->detail;
   return "unknown device";
 }

@@ -5,6 +5,7 @@
  * first (size-1 dims dropped, contiguous runs merged), so the common
  * dense case unravels one or two dims per element instead of eight. */
 #ifdef RLX_HAVE_VULKAN
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/vulkan/shaders/layout.h"
@@ -279,11 +280,27 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
   return 0;
 }
 
+/* RLX_VK_HOST_OPS="softmax,matmul": ops (ops.def names) forced to the host
+ * fallback, to test it and to bisect a suspect kernel. */
+static int forced_to_host(rlx_op op) {
+  const char* list = getenv("RLX_VK_HOST_OPS");
+  if (!list || !*list) return 0;
+  const char* name = rlx_op_table[op].text;
+  size_t len = strlen(name);
+  for (const char* p = list; (p = strstr(p, name)) != NULL; p += len) {
+    int starts = p == list || p[-1] == ',';
+    int ends = p[len] == '\0' || p[len] == ',';
+    if (starts && ends) return 1;
+  }
+  return 0;
+}
+
 /* Node-level answer for the dispatch report: f64 arithmetic and attention
  * heads wider than the kernel holds go to the host fallback; everything
  * else in Tier 1 runs natively. */
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
+  if (forced_to_host(n->op)) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

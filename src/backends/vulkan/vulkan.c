@@ -13,11 +13,13 @@
  * it wrote. An active extent lowers a different step list over the same
  * plan; it is recorded on first use and cached until the extent changes. */
 #ifdef RLX_HAVE_VULKAN
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "ir/dtype.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
 
@@ -54,7 +56,8 @@ struct rlx_backend_exec {
   const rlx_step_list* compiled; /* the list given to create() */
   vk_program* main;
   vk_program* extent;
-  uint8_t* mirror; /* host fallback's copy of the arena */
+  uint8_t* mirror; /* host fallback's copy of the arena (and debug_nans checks) */
+  int debug_nans;  /* one step per submission, outputs checked after each */
   uint64_t validation_seen;
   rlx_vk_stats stats;
 };
@@ -332,7 +335,8 @@ static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error
   for (int32_t i = 0; i < pg->n; i++) {
     pg->on_host[i] = (uint8_t)rlx_vk_encode_step(&pg->steps[i], i, be->arena_bytes, max_x,
                                                  words + (size_t)i * RLXVK_REC_WORDS, &pg->disp[i]);
-    int new_seg = pg->n_segs == 0 || pg->on_host[i] || pg->segs[pg->n_segs - 1].host;
+    int new_seg = pg->n_segs == 0 || pg->on_host[i] || pg->segs[pg->n_segs - 1].host ||
+                  be->debug_nans;
     if (new_seg) pg->segs[pg->n_segs++] = (vk_segment){i, 0, pg->on_host[i], VK_NULL_HANDLE};
     pg->segs[pg->n_segs - 1].count++;
     if (pg->on_host[i]) be->stats.host_steps++;
@@ -404,16 +408,20 @@ static rlx_status host_steps_of(vk_program* pg, int32_t i, const rlx_run_ctx* ct
   return RLX_OK;
 }
 
+static rlx_status ensure_mirror(rlx_backend_exec* be, rlx_error* err) {
+  if (be->mirror) return RLX_OK;
+  be->mirror = calloc(1, (size_t)(be->arena_bytes ? be->arena_bytes : 1));
+  if (!be->mirror)
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                    "vulkan: no host memory for a %llu-byte arena mirror",
+                    (unsigned long long)be->arena_bytes);
+  return RLX_OK;
+}
+
 static rlx_status run_host_step(rlx_backend_exec* be, vk_program* pg, int32_t i,
                                 const rlx_run_ctx* ctx, rlx_error* err) {
   const rlx_step* s = &pg->steps[i];
-  if (!be->mirror) {
-    be->mirror = calloc(1, (size_t)(be->arena_bytes ? be->arena_bytes : 1));
-    if (!be->mirror)
-      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
-                      "vulkan host fallback: no host memory for a %llu-byte arena mirror",
-                      (unsigned long long)be->arena_bytes);
-  }
+  RLX_RETURN_IF_ERROR(ensure_mirror(be, err));
   /* Written ranges are fetched too: a strided output (a Concat slot) only
    * rewrites some of the bytes its range spans. */
   for (int32_t k = 0; k < s->n_reads; k++)
@@ -456,6 +464,41 @@ static rlx_status check_run_error(rlx_backend_exec* be, const vk_program* pg,
                   nb, rlx_kernel_name(kind), (long long)value, run[RLXVK_RUN_ERR_LEN]);
 }
 
+/* First non-finite element of a float view in the mirror, or -1. */
+static int64_t first_non_finite(const uint8_t* mirror, const rlx_view* v) {
+  if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
+  int64_t idx[RLX_MAX_RANK] = {0}, n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
+    if (!isfinite(rlx_load_f64(mirror + v->offset, v->dtype, off))) return i;
+    for (int32_t d = v->rank - 1; d >= 0 && ++idx[d] == v->shape[d]; d--) idx[d] = 0;
+  }
+  return -1;
+}
+
+/* debug_nans: fails naming step i's node if an output holds NaN/Inf. */
+static rlx_status check_step_finite(rlx_backend_exec* be, const rlx_step* s,
+                                    const rlx_run_ctx* ctx, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(ensure_mirror(be, err));
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
+                                 s->writes[k].end - s->writes[k].begin, 0, err));
+  for (int32_t k = 0; k < s->n_out; k++) {
+    int64_t bad = first_non_finite(be->mirror, &s->out[k]);
+    if (bad < 0) continue;
+    char nb[160];
+    if (ctx && ctx->graph && s->node >= 0 && s->node < ctx->graph->n_nodes)
+      rlx_node_str(ctx->graph, s->node, nb, sizeof nb);
+    else
+      snprintf(nb, sizeof nb, "node %d", s->node);
+    return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %d element %lld is not finite",
+                    nb, k, (long long)bad);
+  }
+  return RLX_OK;
+}
+
 static int same_list(const vk_program* pg, const rlx_step_list* l) {
   return pg && pg->n == l->n &&
          (l->n == 0 || memcmp(pg->steps, l->steps, (size_t)l->n * sizeof *l->steps) == 0);
@@ -494,6 +537,9 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
     RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
     be->stats.submits++;
     RLX_RETURN_IF_ERROR(check_run_error(be, pg, ctx, err));
+    if (be->debug_nans)
+      for (int32_t k = seg->first; k < seg->first + seg->count; k++)
+        RLX_RETURN_IF_ERROR(check_step_finite(be, &pg->steps[k], ctx, err));
   }
   return check_validation(be, err, "run");
 }
@@ -504,7 +550,8 @@ static void vk_destroy(rlx_backend_exec* be) {
   if (!be) return;
   rlx_vk_context* c = be->c;
   if (c) {
-    c->f.vkDeviceWaitIdle(c->device);
+    /* Every submission was waited for: nothing of ours is in flight (and
+     * vkDeviceWaitIdle would race other threads' queue submissions). */
     program_free(be, be->main);
     program_free(be, be->extent);
     if (be->xfer) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &be->xfer);
@@ -563,7 +610,6 @@ static rlx_status zero_arena(rlx_backend_exec* be, rlx_error* err) {
 static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
                             const rlx_compile_options* opt, rlx_error* err,
                             rlx_backend_exec** out) {
-  (void)opt;
   char reason[256] = "";
   rlx_vk_context* c = rlx_vk_context_get(reason, sizeof reason);
   if (!c) return rlx_fail(err, RLX_UNAVAILABLE, "vulkan: %s", reason);
@@ -573,6 +619,7 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   be->c = c;
   be->arena_bytes = arena_bytes;
   be->compiled = steps;
+  be->debug_nans = opt && opt->debug_nans;
   be->validation_seen = rlx_vk_validation_count();
   /* Rounded up so 64-bit accesses at the end stay inside the buffer. */
   uint64_t size = (arena_bytes + 15) & ~(uint64_t)15;

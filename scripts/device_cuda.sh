@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The CUDA backend's proof on the GPU machine, in one call (see PERF.md):
+#   build (nvcc kernels for sm_80/sm_90 + PTX) -> rlx devices -> test_cuda ->
+#   op parity CUDA vs the CPU reference -> compute-sanitizer memcheck on the
+#   parity suite -> op benchmarks and GPT-2 124M (forward B4 T1024, decode
+#   step with KV cache) -> PyTorch peers in the same call -> ratios table.
+# Outputs go to $OUT (or bench/results/device-run when $OUT is unset):
+#   log.txt, parity.txt, sanitizer.txt, bench_gpu.jsonl, gpt2.jsonl,
+#   peers_torch.json, cuda_h100.md (copy the last into bench/results/).
+#   SKIP_PEERS=1 / SKIP_SANITIZER=1 leave those stages out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-bench/results/device-run}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+jobs=$(nproc)
+stage() { echo; echo "== $* ($(date +%T))"; }
+
+stage "machine"
+nvidia-smi -L || true
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
+export PATH=/usr/local/cuda/bin:$PATH
+nvcc --version | tail -2
+# cuBLASLt: the toolkit's, else the one PyTorch ships.
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+
+stage "build"
+cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DRLX_WERROR=OFF >/dev/null || exit 1
+cmake --build build-cuda -j"$jobs" --target rlx test_cuda test_parity test_exec bench_gpu gpt2 2>&1 | grep -E "error|warning|nvcc" || true
+[ -x build-cuda/test_parity ] || { echo "build failed"; exit 1; }
+build-cuda/rlx devices
+
+stage "test_cuda"
+timeout 180 build-cuda/test_cuda
+
+stage "test_exec on the default device (cpu) still passes"
+timeout 120 build-cuda/test_exec | tail -2
+
+stage "op parity: cuda vs the CPU reference"
+RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-3} timeout 240 build-cuda/test_parity cuda > "$OUT/parity.txt" 2>&1
+echo "parity exit $?"
+grep -E "^FAIL" "$OUT/parity.txt" | head -40
+tail -3 "$OUT/parity.txt"
+
+stage "op benchmarks (rlx, CUDA events)"
+timeout 240 build-cuda/bench_gpu cuda | tee "$OUT/bench_gpu.jsonl"
+
+stage "GPT-2 124M (rlx)"
+timeout 240 build-cuda/gpt2 cuda | tee "$OUT/gpt2.jsonl"
+
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  stage "compute-sanitizer memcheck on the parity suite (1 round)"
+  RLX_PARITY_ROUNDS=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 \
+    build-cuda/test_parity cuda > "$OUT/sanitizer.txt" 2>&1
+  echo "sanitizer exit $? (0 = clean, 9 = errors found, 124 = timed out)"
+  grep -E "ERROR SUMMARY|Invalid|^FAIL|PASS cuda" "$OUT/sanitizer.txt" | head -20
+fi
+
+if [ "${SKIP_PEERS:-0}" != 1 ]; then
+  stage "PyTorch peers (same machine, same call)"
+  PYTHONUNBUFFERED=1 OUT="$OUT" timeout 400 python3 bench/peers_torch.py
+fi
+
+stage "ratios table"
+python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def lines(p):
+    try:
+        return [json.loads(l) for l in open(p) if l.strip().startswith("{")]
+    except OSError:
+        return []
+ours = {r["name"]: r for r in lines(os.path.join(out, "bench_gpu.jsonl")) + lines(os.path.join(out, "gpt2.jsonl"))}
+try:
+    peers = {r["name"]: r for r in json.load(open(os.path.join(out, "peers_torch.json")))["rows"]}
+    meta = json.load(open(os.path.join(out, "peers_torch.json")))
+except (OSError, ValueError, KeyError):
+    peers, meta = {}, {}
+# our name -> (peer name, target description, target as max ratio rlx/peer or None)
+rows = [
+    ("gemm f32 4096x4096x4096", "gemm float32 4096x4096x4096", "<= 1.05x"),
+    ("gemm f32-tf32 4096x4096x4096", "gemm float32-tf32 4096x4096x4096", "<= 1.05x"),
+    ("gemm f32 own-kernel 4096x4096x4096", "gemm float32 4096x4096x4096", "own kernel >= 70% of peer (<= 1.43x)"),
+    ("gemm bf16 4096x4096x4096", "gemm bfloat16 4096x4096x4096", "<= 1.05x"),
+    ("gemm bf16 8192x8192x8192", "gemm bfloat16 8192x8192x8192", "<= 1.05x"),
+    ("gemv f32 1x4096x4096", "gemm float32 1x4096x4096", "<= 25 us"),
+    ("add f32 64M", "add f32 64M (read 2, write 1)", ">= 0.97x throughput (<= 1.03x)"),
+    ("softmax f32 16384x4096", "softmax f32 16384x4096", ">= 2600 GB/s"),
+    ("layernorm f32 16384x4096", "layernorm f32 16384x4096", ">= 2500 GB/s"),
+    ("rmsnorm f32 16384x4096", "rmsnorm f32 16384x4096", ">= 2500 GB/s"),
+    ("sdpa causal f32 B8 H16 S1024 D64", "sdpa causal float32 B8 H16 S1024 D64", "<= 0.60 ms"),
+    ("sdpa causal bf16 B8 H16 S1024 D64", "sdpa causal bfloat16 B8 H16 S1024 D64", "<= 0.11 ms"),
+    ("sdpa causal f32 B4 H32 S4096 D128", "sdpa causal float32 B4 H32 S4096 D128", "<= 11 ms"),
+    ("gpt2-124M forward f32 B4 T1024", "gpt2-124M forward float32 B4 T1024", "<= 25 ms"),
+    ("gpt2-124M decode-step f32 B1 ctx~520", "gpt2-124M decode-step float32 B1 ctx~520", ">= 3000 tok/s (<= 0.333 ms)"),
+]
+md = ["# CUDA backend vs PyTorch, same machine, same call", "",
+      f"Device: {meta.get('device', '?')}; PyTorch {meta.get('torch', '?')}. rlx times are CUDA-event "
+      "device time of one rlx_exec_run (median of 30, 10 for the GPT-2 forward, 20 for decode); "
+      "the wall time of the synchronising call is in the JSON (`ms`). Ratio = rlx / PyTorch "
+      "(lower is better). Generated by scripts/device_cuda.sh.", "",
+      "| workload | rlx ms | rate | PyTorch ms | ratio | target | check rel L2 |",
+      "|---|---|---|---|---|---|---|"]
+for ours_name, peer_name, target in rows:
+    r, p = ours.get(ours_name), peers.get(peer_name)
+    if not r or "error" in r:
+        md.append(f"| {ours_name} | {'error: ' + r['error'][:60] if r else 'not run'} | | | | {target} | |")
+        continue
+    ms = r.get("device_ms", -1)
+    ms = ms if ms and ms > 0 else r["ms"]
+    rate = (f"{r['tflops']:.1f} TFLOP/s" if "tflops" in r else f"{r['gbps']:.0f} GB/s" if "gbps" in r
+            else f"{r.get('tokens_per_s', 0):.0f} tok/s")
+    pms = p["ms"] if p else None
+    ratio = f"{ms / pms:.2f}" if pms else "-"
+    md.append(f"| {ours_name} | {ms:.4f} | {rate} | {pms if pms is None else round(pms, 4)} | {ratio} | "
+              f"{target} | {r.get('check_rel_l2', '-')} |")
+text = "\n".join(md) + "\n"
+open(os.path.join(out, "cuda_h100.md"), "w").write(text)
+print(text)
+PY
+stage "done"

@@ -1,0 +1,505 @@
+/* ONNX ops built from compositions of Tier 1 IR ops beyond the Tier 1 list:
+ * hyperbolic and inverse trigonometric functions, integer Mod, the NLL and
+ * softmax cross-entropy losses, BatchNormalization (inference),
+ * InstanceNormalization, MeanVarianceNormalization, global pooling, OneHot,
+ * DepthToSpace / SpaceToDepth, EyeLike and Pad. Each is exact up to the
+ * rounding of the ops it is built from; see onnx_ops.c for the Tier 1 table. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/onnx.h"
+#include "io/onnx_helpers.h"
+#include "ir/dtype.h"
+
+#ifdef RLX_HAVE_ONNX
+
+/* Hyperbolic and inverse trigonometric functions from exp/log/sqrt/atan,
+ * evaluated in f64 (the identities are exact; f64 keeps their cancellations
+ * far below f32 output precision). */
+static rlx_status map_trig_f64(rlx_ox_ctx* c) {
+  const char* op = rlx_ox_op_type(c);
+  rlx_tensor x, a, b, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, op));
+  rlx_dtype d = type_of(c, x).dtype;
+  RLX_RETURN_IF_ERROR(cast(c, x, RLX_F64, &x));
+  if (strcmp(op, "Sinh") == 0 || strcmp(op, "Cosh") == 0) {
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_EXP, x, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_NEG, x, &b));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_EXP, b, &b));
+    RLX_RETURN_IF_ERROR(bin(c, op[0] == 'S' ? RLX_BIN_SUB : RLX_BIN_ADD, a, b, &y));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, y, 0.5, &y));
+  } else if (strcmp(op, "Asinh") == 0) { /* sign(x) log(|x| + sqrt(x^2 + 1)) */
+    rlx_tensor ax, sgn_neg;
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_ABS, x, &ax));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, x, x, &a));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, a, 1.0, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_SQRT, a, &a));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, ax, a, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_LOG, a, &y));
+    RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, x, 0.0, &sgn_neg));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_NEG, y, &b));
+    RLX_RETURN_IF_ERROR(where(c, sgn_neg, b, y, &y));
+  } else if (strcmp(op, "Acosh") == 0) { /* log(x + sqrt(x^2 - 1)) */
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, x, x, &a));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_SUB, a, 1.0, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_SQRT, a, &a));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, x, a, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_LOG, a, &y));
+  } else if (strcmp(op, "Atanh") == 0) { /* 0.5 log((1 + x) / (1 - x)) */
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, x, 1.0, &a));
+    RLX_RETURN_IF_ERROR(s_bin(c, RLX_BIN_SUB, 1.0, x, &b));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, a, b, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_LOG, a, &y));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, y, 0.5, &y));
+  } else { /* Asin = atan(x / sqrt(1 - x^2)); Acos = pi/2 - Asin */
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, x, x, &a));
+    RLX_RETURN_IF_ERROR(s_bin(c, RLX_BIN_SUB, 1.0, a, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_SQRT, a, &a));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, x, a, &a));
+    RLX_RETURN_IF_ERROR(act(c, RLX_ACT_ATAN, a, &y));
+    if (strcmp(op, "Acos") == 0)
+      RLX_RETURN_IF_ERROR(s_bin(c, RLX_BIN_SUB, 1.57079632679489661923, y, &y));
+  }
+  RLX_RETURN_IF_ERROR(cast(c, y, d, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* Integer Mod: C remainder r = a - (a / b) * b (fmod = 1), or with the
+ * divisor's sign (fmod = 0: r + b where r != 0 and sign(r) != sign(b)). */
+static rlx_status map_mod(rlx_ox_ctx* c) {
+  int64_t fmod_mode;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "fmod", 0, &fmod_mode));
+  rlx_tensor a, b, q, r;
+  RLX_RETURN_IF_ERROR(in(c, 0, &a));
+  RLX_RETURN_IF_ERROR(in(c, 1, &b));
+  if (!rlx_dtype_is_int(type_of(c, a).dtype))
+    return rlx_ox_unsupported(c, "floating-point Mod (no exact composition)");
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, a, b, &q));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, q, b, &q));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, a, q, &r));
+  if (!fmod_mode) {
+    rlx_tensor rneg, bneg, differ, nz, f, fixed;
+    RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, r, 0.0, &rneg));
+    RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, b, 0.0, &bneg));
+    RLX_RETURN_IF_ERROR(cmp(c, RLX_CMP_NE, rneg, bneg, &differ));
+    RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_NE, r, 0.0, &nz));
+    RLX_RETURN_IF_ERROR(bool_const(c, 0, &f));
+    RLX_RETURN_IF_ERROR(where(c, nz, differ, f, &differ));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, r, b, &fixed));
+    RLX_RETURN_IF_ERROR(where(c, differ, fixed, r, &r));
+  }
+  return rlx_ox_set(c, 0, r);
+}
+
+/* Per-channel vector [C] as [C, 1, ...] for an [N, C, ...] tensor. */
+static rlx_status channel_view(rlx_ox_ctx* c, int32_t i, const rlx_type* tx, rlx_tensor* out) {
+  RLX_RETURN_IF_ERROR(in(c, i, out));
+  rlx_type t = type_of(c, *out);
+  if (t.rank != 1 || tx->rank < 2 || t.shape[0] != tx->shape[1])
+    return rlx_ox_invalid(c, "input %d must be [C] for an [N, C, ...] input", (int)i);
+  if (t.dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *out, tx->dtype, out));
+  rlx_dim shape[RLX_MAX_RANK];
+  for (int32_t d = 0; d < tx->rank - 1; d++) shape[d] = d == 0 ? t.shape[0] : 1;
+  return reshape(c, *out, shape, tx->rank - 1, out);
+}
+
+/* (x - mean) / sqrt(var + eps) * scale + bias, all per channel. */
+static rlx_status normalize(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor mean, rlx_tensor var,
+                            float eps, rlx_tensor scale, rlx_tensor bias, rlx_tensor* out) {
+  rlx_tensor y, inv;
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, x, mean, &y));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, var, eps, &inv));
+  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_RSQRT, inv, &inv));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, y, inv, &y));
+  if (scale != RLX_NONE) RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, y, scale, &y));
+  if (bias != RLX_NONE) RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, y, bias, &y));
+  *out = y;
+  return RLX_OK;
+}
+
+/* BatchNormalization at inference: the running statistics. */
+static rlx_status map_batch_norm(rlx_ox_ctx* c) {
+  float eps, momentum;
+  int64_t training = 0, spatial = 1, is_test;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "momentum", 0.9f, &momentum)); /* training only */
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "training_mode", 0, &training));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "spatial", 1, &spatial));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "is_test", 1, &is_test));
+  rlx_ox_attr_ignore(c, "consumed_inputs");
+  if (training || !is_test || rlx_ox_wants(c, 1) || rlx_ox_wants(c, 2))
+    return rlx_ox_unsupported(c, "training mode (batch statistics and running updates)");
+  if (!spatial) return rlx_ox_unsupported(c, "spatial = 0");
+  rlx_tensor x, scale, bias, mean, var, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "BatchNormalization"));
+  rlx_type tx = type_of(c, x);
+  RLX_RETURN_IF_ERROR(channel_view(c, 1, &tx, &scale));
+  RLX_RETURN_IF_ERROR(channel_view(c, 2, &tx, &bias));
+  RLX_RETURN_IF_ERROR(channel_view(c, 3, &tx, &mean));
+  RLX_RETURN_IF_ERROR(channel_view(c, 4, &tx, &var));
+  RLX_RETURN_IF_ERROR(normalize(c, x, mean, var, eps, scale, bias, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* Mean and (biased) variance over axes, kept as size-1 dims. */
+static rlx_status moments(rlx_ox_ctx* c, rlx_tensor x, const int32_t* axes, int32_t n,
+                          rlx_tensor* mean, rlx_tensor* var) {
+  rlx_tensor d;
+  RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_MEAN, x, axes, n, 1, mean));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, x, *mean, &d));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, d, d, &d));
+  return reduce(c, RLX_RED_MEAN, d, axes, n, 1, var);
+}
+
+static rlx_status map_instance_norm(rlx_ox_ctx* c) {
+  float eps;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
+  rlx_tensor x, scale, bias, mean, var, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "InstanceNormalization"));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 3) return rlx_ox_invalid(c, "input must be [N, C, D...]");
+  int32_t axes[RLX_MAX_RANK], n = 0;
+  for (int32_t d = 2; d < tx.rank; d++) axes[n++] = d;
+  RLX_RETURN_IF_ERROR(channel_view(c, 1, &tx, &scale));
+  RLX_RETURN_IF_ERROR(channel_view(c, 2, &tx, &bias));
+  RLX_RETURN_IF_ERROR(moments(c, x, axes, n, &mean, &var));
+  RLX_RETURN_IF_ERROR(normalize(c, x, mean, var, eps, scale, bias, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes. */
+static rlx_status map_mvn(rlx_ox_ctx* c) {
+  int64_t raw[RLX_MAX_RANK] = {0, 2, 3};
+  int32_t nraw;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "axes", raw, RLX_MAX_RANK, &nraw));
+  if (nraw < 0) nraw = 3, raw[0] = 0, raw[1] = 2, raw[2] = 3;
+  rlx_tensor x, mean, var, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "MeanVarianceNormalization"));
+  int32_t axes[RLX_MAX_RANK], rank = type_of(c, x).rank;
+  for (int32_t i = 0; i < nraw; i++) RLX_RETURN_IF_ERROR(norm_axis(c, raw[i], rank, &axes[i]));
+  RLX_RETURN_IF_ERROR(moments(c, x, axes, nraw, &mean, &var));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, x, mean, &y));
+  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_SQRT, var, &var));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, var, 1e-9, &var));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, y, var, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* GlobalAveragePool / GlobalMaxPool: reduce every spatial axis, kept. */
+static rlx_status map_global_pool(rlx_ox_ctx* c) {
+  rlx_tensor x, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 3) return rlx_ox_invalid(c, "input must be [N, C, D...]");
+  int32_t axes[RLX_MAX_RANK], n = 0;
+  for (int32_t d = 2; d < tx.rank; d++) axes[n++] = d;
+  RLX_RETURN_IF_ERROR(reduce(c, rlx_ox_arg(c) ? RLX_RED_MAX : RLX_RED_MEAN, x, axes, n, 1, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* OneHot: where(indices[..., None, ...] == iota(depth), on, off). */
+static rlx_status map_one_hot(rlx_ox_ctx* c) {
+  int64_t axis;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "axis", -1, &axis));
+  const rlx_host_tensor* kd;
+  RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 1, "depth", &kd));
+  if (rlx_host_numel(kd) != 1) return rlx_ox_invalid(c, "depth must hold one value");
+  int64_t depth = (int64_t)rlx_load_f64(kd->data, kd->dtype, 0);
+  rlx_tensor idx, vals, on, off, y, neg, wrapped, iota;
+  RLX_RETURN_IF_ERROR(in(c, 0, &idx));
+  RLX_RETURN_IF_ERROR(in(c, 2, &vals));
+  rlx_type ti = type_of(c, idx);
+  int32_t rank = ti.rank + 1, ax;
+  if (rank > RLX_MAX_RANK) return rlx_ox_unsupported(c, "rank %d", (int)rank);
+  RLX_RETURN_IF_ERROR(norm_axis(c, axis, rank, &ax));
+  RLX_RETURN_IF_ERROR(check_table(c, depth, sizeof(int64_t)));
+  if (depth < 1) return rlx_ox_invalid(c, "depth %lld", (long long)depth);
+  RLX_RETURN_IF_ERROR(cast(c, idx, RLX_I64, &idx)); /* float indices truncate toward zero */
+  RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, idx, 0.0, &neg));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, idx, (double)depth, &wrapped));
+  RLX_RETURN_IF_ERROR(where(c, neg, wrapped, idx, &idx));
+  rlx_dim ushape[RLX_MAX_RANK], ishape[RLX_MAX_RANK];
+  for (int32_t d = 0, j = 0; d < rank; d++) {
+    ushape[d] = d == ax ? 1 : ti.shape[j++];
+    ishape[d] = d == ax ? depth : 1;
+  }
+  RLX_RETURN_IF_ERROR(reshape(c, idx, ushape, rank, &idx));
+  int64_t* v = malloc(sizeof(int64_t) * (size_t)depth);
+  if (!v) return rlx_ox_invalid(c, "out of host memory");
+  for (int64_t i = 0; i < depth; i++) v[i] = i;
+  rlx_status s = constant(c, RLX_I64, rank, ishape, v, sizeof(int64_t) * (size_t)depth, &iota);
+  free(v);
+  RLX_RETURN_IF_ERROR(s);
+  G(rlx_graph_add_narrow(GRAPH, vals, 0, 0, 1, &off));
+  G(rlx_graph_add_narrow(GRAPH, vals, 0, 1, 1, &on));
+  rlx_dim none[1] = {0};
+  RLX_RETURN_IF_ERROR(reshape(c, off, none, 0, &off));
+  RLX_RETURN_IF_ERROR(reshape(c, on, none, 0, &on));
+  RLX_RETURN_IF_ERROR(cmp(c, RLX_CMP_EQ, idx, iota, &y));
+  RLX_RETURN_IF_ERROR(where(c, y, on, off, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* DepthToSpace (DCR / CRD) and SpaceToDepth: reshape, transpose, reshape. */
+static rlx_status map_depth_space(rlx_ox_ctx* c) {
+  int to_space = rlx_ox_arg(c);
+  int64_t b;
+  char mode[8] = "DCR";
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "blocksize", 0, &b));
+  if (to_space) RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "DCR", mode, sizeof mode));
+  rlx_tensor x, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  rlx_type t = type_of(c, x);
+  if (t.rank != 4 || b < 1) return rlx_ox_invalid(c, "input must be 4-D and blocksize >= 1");
+  for (int32_t d = 0; d < 4; d++) RLX_RETURN_IF_ERROR(need_static(c, &t, d, rlx_ox_op_type(c)));
+  int64_t n = t.shape[0], ch = t.shape[1], h = t.shape[2], w = t.shape[3];
+  rlx_dim s6[6], out[4];
+  int32_t perm[6];
+  if (to_space) {
+    if (ch % (b * b)) return rlx_ox_invalid(c, "channels not divisible by blocksize^2");
+    int crd = strcmp(mode, "CRD") == 0;
+    if (!crd && strcmp(mode, "DCR")) return rlx_ox_unsupported(c, "mode '%s'", mode);
+    int64_t cc = ch / (b * b);
+    rlx_dim dcr[6] = {n, b, b, cc, h, w}, crd6[6] = {n, cc, b, b, h, w};
+    int32_t pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+    memcpy(s6, crd ? crd6 : dcr, sizeof s6);
+    memcpy(perm, crd ? pc : pd, sizeof perm);
+    rlx_dim o[4] = {n, cc, h * b, w * b};
+    memcpy(out, o, sizeof out);
+  } else {
+    if (h % b || w % b) return rlx_ox_invalid(c, "spatial dims not divisible by blocksize");
+    rlx_dim s[6] = {n, ch, h / b, b, w / b, b};
+    int32_t p[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(s6, s, sizeof s6);
+    memcpy(perm, p, sizeof perm);
+    rlx_dim o[4] = {n, ch * b * b, h / b, w / b};
+    memcpy(out, o, sizeof out);
+  }
+  RLX_RETURN_IF_ERROR(reshape(c, x, s6, 6, &y));
+  G(rlx_graph_add_transpose(GRAPH, y, perm, 6, &y));
+  RLX_RETURN_IF_ERROR(reshape(c, y, out, 4, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* EyeLike: a constant of the input's (static 2-D) shape with ones on diagonal k. */
+static rlx_status map_eye_like(rlx_ox_ctx* c) {
+  int64_t k, dt_code;
+  rlx_type t;
+  RLX_RETURN_IF_ERROR(rlx_ox_type(c, 0, &t));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "k", 0, &k));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "dtype", -1, &dt_code));
+  int dt = dt_code < 0 ? (int)t.dtype : onnx_to_dtype(dt_code);
+  if (dt < 0) return rlx_ox_unsupported(c, "dtype %lld", (long long)dt_code);
+  if (t.rank != 2 || t.shape[0] < 0 || t.shape[1] < 0)
+    return rlx_ox_unsupported(c, "input must be 2-D with static dims");
+  if (t.shape[1] && t.shape[0] > RLX_ONNX_MAX_FOLD_BYTES / 8 / t.shape[1])
+    return rlx_ox_unsupported(c, "too large");
+  rlx_host_tensor h;
+  rlx_error e;
+  if (rlx_host_alloc(&h, (rlx_dtype)dt, 2, t.shape, &e) != RLX_OK)
+    return rlx_ox_invalid(c, "%s", e.msg);
+  for (int64_t i = 0; i < t.shape[0]; i++) {
+    int64_t j = i + k;
+    if (j >= 0 && j < t.shape[1]) rlx_store_f64(h.data, (rlx_dtype)dt, i * t.shape[1] + j, 1.0);
+  }
+  return rlx_ox_set_known(c, 0, &h);
+}
+
+
+/* Index of position i (may lie outside [0, d)) under edge / reflect / wrap padding. */
+static int64_t pad_index(int64_t i, int64_t d, int mode) {
+  if (mode == 0) return i < 0 ? 0 : i >= d ? d - 1 : i; /* edge */
+  if (mode == 2) return ((i % d) + d) % d;               /* wrap */
+  if (d == 1) return 0;                                  /* reflect */
+  int64_t period = 2 * (d - 1), r = ((i % period) + period) % period;
+  return r < d ? r : period - r;
+}
+
+/* Pad one axis by (before, after) >= 0. */
+static rlx_status pad_axis(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t before, int64_t after,
+                           int mode, rlx_tensor value) {
+  rlx_type t = type_of(c, *x);
+  RLX_RETURN_IF_ERROR(need_static(c, &t, ax, "Pad"));
+  int64_t d = t.shape[ax];
+  if (mode < 0) { /* constant: concat value blocks */
+    rlx_tensor parts[3];
+    int32_t n = 0;
+    for (int side = 0; side < 2; side++) {
+      int64_t len = side ? after : before;
+      if (side) parts[n++] = *x;
+      if (!len) continue;
+      rlx_type bt = t;
+      bt.shape[ax] = len;
+      RLX_RETURN_IF_ERROR(expand_to(c, value, bt.shape, bt.rank, &parts[n++]));
+    }
+    if (n > 1) G(rlx_graph_add_concat(GRAPH, parts, n, ax, x));
+    return RLX_OK;
+  }
+  if (d == 0) return rlx_ox_invalid(c, "cannot pad an empty axis by %s", mode ? "reflection" : "edge");
+  int64_t len = before + d + after;
+  RLX_RETURN_IF_ERROR(check_table(c, len, sizeof(int64_t)));
+  int64_t* idx = malloc(sizeof(int64_t) * (size_t)len);
+  if (!idx) return rlx_ox_invalid(c, "out of host memory");
+  for (int64_t i = 0; i < len; i++) idx[i] = pad_index(i - before, d, mode);
+  rlx_tensor it;
+  rlx_status s = const_i64(c, idx, len, &it);
+  free(idx);
+  RLX_RETURN_IF_ERROR(s);
+  G(rlx_graph_add_gather(GRAPH, *x, it, ax, x));
+  return RLX_OK;
+}
+
+static rlx_status map_pad(rlx_ox_ctx* c) {
+  char mode_s[16];
+  int64_t pads[2 * RLX_MAX_RANK], axes_raw[RLX_MAX_RANK];
+  int32_t np = -1, na = -1;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "constant", mode_s, sizeof mode_s));
+  int mode = strcmp(mode_s, "constant") == 0 ? -1 : strcmp(mode_s, "edge") == 0 ? 0
+           : strcmp(mode_s, "reflect") == 0 ? 1 : strcmp(mode_s, "wrap") == 0 ? 2 : -2;
+  if (mode == -2) return rlx_ox_unsupported(c, "mode '%s'", mode_s);
+  rlx_tensor x, value = RLX_NONE;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  rlx_type tx = type_of(c, x);
+  if (rlx_ox_opset(c) < 11) {
+    float v;
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", pads, 2 * RLX_MAX_RANK, &np));
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "value", 0.0f, &v));
+    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, v, &value));
+  } else {
+    RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 1, "pads", pads, 2 * RLX_MAX_RANK, &np));
+    if (rlx_ox_has(c, 2)) RLX_RETURN_IF_ERROR(in(c, 2, &value));
+    else RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &value));
+    rlx_dim none[1] = {0};
+    if (type_of(c, value).rank) RLX_RETURN_IF_ERROR(reshape(c, value, none, 0, &value));
+    if (rlx_ox_has(c, 3)) RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 3, "axes", axes_raw, RLX_MAX_RANK, &na));
+  }
+  int32_t n_axes = na >= 0 ? na : tx.rank, axes[RLX_MAX_RANK];
+  if (np != 2 * n_axes) return rlx_ox_invalid(c, "pads has %d entries for %d axes", (int)np,
+                                              (int)n_axes);
+  for (int32_t i = 0; i < n_axes; i++)
+    RLX_RETURN_IF_ERROR(norm_axis(c, na >= 0 ? axes_raw[i] : i, tx.rank, &axes[i]));
+  for (int32_t i = 0; i < n_axes; i++) { /* negative pads crop first */
+    int64_t b = pads[i], e = pads[i + n_axes];
+    rlx_type t = type_of(c, x);
+    if (b >= 0 && e >= 0) continue;
+    RLX_RETURN_IF_ERROR(need_static(c, &t, axes[i], "Pad"));
+    int64_t cb = b < 0 ? -b : 0, ce = e < 0 ? -e : 0, d = t.shape[axes[i]];
+    if (cb + ce > d) return rlx_ox_invalid(c, "negative pads exceed the axis");
+    G(rlx_graph_add_narrow(GRAPH, x, axes[i], cb, d - cb - ce, &x));
+  }
+  for (int32_t i = 0; i < n_axes; i++) {
+    int64_t b = pads[i] > 0 ? pads[i] : 0, e = pads[i + n_axes] > 0 ? pads[i + n_axes] : 0;
+    if (b > RLX_ONNX_MAX_FOLD_BYTES || e > RLX_ONNX_MAX_FOLD_BYTES)
+      return rlx_ox_unsupported(c, "pad of %lld", (long long)(b > e ? b : e));
+    if (b || e) RLX_RETURN_IF_ERROR(pad_axis(c, &x, axes[i], b, e, mode, value));
+  }
+  return rlx_ox_set(c, 0, x);
+}
+
+/* ------------------------------------------------------------------ losses */
+
+/* NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss (the latter on
+ * log_softmax over the class axis 1): loss[n, d..] = -x[n, t[n, d..], d..] *
+ * w[t], zero where t == ignore_index; reduced by none / sum / mean (mean
+ * divides by the sum of the weights used). */
+static rlx_status map_nll(rlx_ox_ctx* c) {
+  int sce = rlx_ox_arg(c);
+  char red[16];
+  int64_t ii = 0;
+  int has_ii = rlx_ox_attr_has(c, "ignore_index");
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "reduction", "mean", red, sizeof red));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "ignore_index", 0, &ii));
+  if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+    return rlx_ox_unsupported(c, "reduction '%s'", red);
+  rlx_tensor x, t, w = RLX_NONE, ign = RLX_NONE, loss, wt = RLX_NONE, tu, zero;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &t));
+  RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
+  rlx_type tx = type_of(c, x), tt = type_of(c, t);
+  if (tx.rank < 2 || tt.rank != tx.rank - 1)
+    return rlx_ox_invalid(c, "input must be [N, C, d...] and target [N, d...]");
+  if (sce) {
+    G(rlx_graph_add_log_softmax(GRAPH, x, 1, &x));
+    if (rlx_ox_wants(c, 1)) RLX_RETURN_IF_ERROR(rlx_ox_set(c, 1, x));
+  }
+  RLX_RETURN_IF_ERROR(cast(c, t, RLX_I64, &t));
+  if (has_ii) { /* ignored targets may lie outside [0, C): gather class 0 there instead */
+    RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_EQ, t, (double)ii, &ign));
+    RLX_RETURN_IF_ERROR(scalar(c, RLX_I64, 0, &zero));
+    RLX_RETURN_IF_ERROR(where(c, ign, zero, t, &t));
+  }
+  rlx_dim ushape[RLX_MAX_RANK];
+  ushape[0] = tt.shape[0];
+  ushape[1] = 1;
+  for (int32_t d = 1; d < tt.rank; d++) ushape[d + 1] = tt.shape[d];
+  RLX_RETURN_IF_ERROR(reshape(c, t, ushape, tx.rank, &tu));
+  RLX_RETURN_IF_ERROR(rlx_ox_gather_elements(c, x, tu, 1, &loss));
+  RLX_RETURN_IF_ERROR(reshape(c, loss, tt.shape, tt.rank, &loss));
+  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_NEG, loss, &loss));
+  if (rlx_ox_has(c, 2)) {
+    RLX_RETURN_IF_ERROR(in(c, 2, &w));
+    G(rlx_graph_add_gather(GRAPH, w, t, 0, &wt));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, loss, wt, &loss));
+  }
+  if (has_ii) {
+    rlx_tensor zf, one;
+    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0, &zf));
+    RLX_RETURN_IF_ERROR(where(c, ign, zf, loss, &loss));
+    if (wt == RLX_NONE) RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 1, &one));
+    RLX_RETURN_IF_ERROR(where(c, ign, zf, wt == RLX_NONE ? one : wt, &wt));
+  }
+  if (strcmp(red, "sum") == 0) {
+    RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_SUM, loss, NULL, 0, 0, &loss));
+  } else if (strcmp(red, "mean") == 0) {
+    if (wt == RLX_NONE) {
+      RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_MEAN, loss, NULL, 0, 0, &loss));
+    } else {
+      RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_SUM, loss, NULL, 0, 0, &loss));
+      RLX_RETURN_IF_ERROR(expand_to(c, wt, tt.shape, tt.rank, &wt));
+      RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_SUM, wt, NULL, 0, 0, &wt));
+      RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, loss, wt, &loss));
+    }
+  }
+  return rlx_ox_set(c, 0, loss);
+}
+
+/* ------------------------------------------------------------------ table */
+
+static const rlx_ox_op nn_ops[] = {
+    {"Acos", map_trig_f64, 0, 0},
+    {"Acosh", map_trig_f64, 0, 0},
+    {"Asin", map_trig_f64, 0, 0},
+    {"Asinh", map_trig_f64, 0, 0},
+    {"Atanh", map_trig_f64, 0, 0},
+    {"BatchNormalization", map_batch_norm, 0, 0},
+    {"Cosh", map_trig_f64, 0, 0},
+    {"DepthToSpace", map_depth_space, 1, 0},
+    {"EyeLike", map_eye_like, 0, 0},
+    {"GlobalAveragePool", map_global_pool, 0, 0},
+    {"GlobalMaxPool", map_global_pool, 1, 0},
+    {"InstanceNormalization", map_instance_norm, 0, 0},
+    {"MeanVarianceNormalization", map_mvn, 0, 0},
+    {"Mod", map_mod, 0, 0},
+    {"NegativeLogLikelihoodLoss", map_nll, 0, 0},
+    {"OneHot", map_one_hot, 0, 0},
+    {"Pad", map_pad, 0, 0},
+    {"Sinh", map_trig_f64, 0, 0},
+    {"SoftmaxCrossEntropyLoss", map_nll, 1, 0},
+    {"SpaceToDepth", map_depth_space, 0, 0},
+};
+
+const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {
+  for (size_t i = 0; i < sizeof nn_ops / sizeof nn_ops[0]; i++)
+    if (strcmp(nn_ops[i].op_type, op_type) == 0) return &nn_ops[i];
+  return NULL;
+}
+
+#else
+typedef int rlx_onnx_nn_not_built; /* keeps the translation unit non-empty */
+#endif /* RLX_HAVE_ONNX */

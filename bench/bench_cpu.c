@@ -77,17 +77,20 @@ static stats measure(bench_fn fn, void* ctx, int warmup, int min_runs, double bu
 
 typedef struct gemm_ctx {
   rlx_cpu_pool* pool;
-  int64_t n;
+  int64_t m, n, k;
   float *a, *b, *c;
+  int b_trans;
 } gemm_ctx;
 
 static void run_ours(void* v) {
   gemm_ctx* g = v;
-  rlx_cpu_sgemm(g->pool, 0, 0, g->n, g->n, g->n, g->a, g->n, g->b, g->n, g->c, g->n);
+  rlx_cpu_sgemm(g->pool, 0, g->b_trans, g->m, g->n, g->k, g->a, g->k, g->b,
+                g->b_trans ? g->k : g->n, g->c, g->n);
 }
 static void run_blas(void* v) {
   gemm_ctx* g = v;
-  rlx_cpu_blas_sgemm(0, 0, g->n, g->n, g->n, g->a, g->n, g->b, g->n, g->c, g->n);
+  rlx_cpu_blas_sgemm(0, g->b_trans, g->m, g->n, g->k, g->a, g->k, g->b, g->b_trans ? g->k : g->n,
+                     g->c, g->n);
 }
 
 typedef void (*set_threads_fn)(int);
@@ -115,16 +118,23 @@ static void print_stats(const char* name, int threads, stats s, const char* unit
   fflush(stdout);
 }
 
-static void bench_sgemm(int64_t n, int threads, set_threads_fn blas_threads) {
-  gemm_ctx g = {NULL, n, random_buffer(n * n), random_buffer(n * n), random_buffer(n * n)};
+/* C[m,n] = A[m,k] B[k,n] (B stored [n,k] when b_trans: a Linear weight),
+ * ours against OpenBLAS. m = 1 is the decode-time matrix-vector product,
+ * reported in GB/s of weights read. */
+static void bench_sgemm(const char* label, int64_t m, int64_t n, int64_t k, int b_trans,
+                        int threads, set_threads_fn blas_threads) {
+  gemm_ctx g = {NULL, m, n, k, random_buffer(m * k), random_buffer(k * n), random_buffer(m * n),
+                b_trans};
   if (!g.a || !g.b || !g.c || rlx_cpu_pool_create(threads, &g.pool) != RLX_OK) {
-    fprintf(stderr, "bench_cpu: out of memory for sgemm %lld\n", (long long)n);
+    fprintf(stderr, "bench_cpu: out of memory for %s\n", label);
     free(g.a), free(g.b), free(g.c);
     return;
   }
-  double flops = 2.0 * (double)n * (double)n * (double)n;
-  double budget = n >= 2048 ? 1.5 : 1.0;
-  int min_runs = n >= 2048 ? 5 : 15;
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  int gemv = m == 1;
+  double amount = gemv ? 4.0 * (double)n * (double)k : flops;
+  double budget = flops >= 1e10 ? 1.5 : 1.0;
+  int min_runs = flops >= 1e10 ? 5 : 15;
   stats ours = measure(run_ours, &g, 2, min_runs, budget);
   stats blas = {0, 0, 0};
   int have_blas = rlx_cpu_blas_available();
@@ -135,13 +145,13 @@ static void bench_sgemm(int64_t n, int threads, set_threads_fn blas_threads) {
      * they do not steal cores from the next measurement. */
     sleep_ms(300);
   }
-  char name[64];
-  snprintf(name, sizeof name, "sgemm_%lld", (long long)n);
-  print_stats(name, rlx_cpu_pool_threads(g.pool), ours, "gflops", flops,
+  char name[96];
+  const char* unit = gemv ? "gbps" : "gflops";
+  print_stats(label, rlx_cpu_pool_threads(g.pool), ours, unit, amount,
               have_blas ? blas.median_ms / ours.median_ms : -1);
   if (have_blas) {
-    snprintf(name, sizeof name, "openblas_sgemm_%lld", (long long)n);
-    print_stats(name, threads, blas, "gflops", flops, -1);
+    snprintf(name, sizeof name, "openblas_%s", label);
+    print_stats(name, threads, blas, unit, amount, -1);
   }
   rlx_cpu_pool_destroy(g.pool);
   free(g.a), free(g.b), free(g.c);
@@ -223,9 +233,14 @@ int main(void) {
     fprintf(stderr, "bench_cpu: OPENBLAS_CORETYPE is set; run with `env -u OPENBLAS_CORETYPE`\n");
   static const int64_t sizes[] = {512, 1024, 2048};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-    bench_sgemm(sizes[i], 1, blas_threads);
-    if (all > 1) bench_sgemm(sizes[i], all, blas_threads);
+    char label[64];
+    int64_t n = sizes[i];
+    snprintf(label, sizeof label, "sgemm_%lld", (long long)n);
+    bench_sgemm(label, n, n, n, 0, 1, blas_threads);
+    if (all > 1) bench_sgemm(label, n, n, n, 0, all, blas_threads);
   }
+  bench_sgemm("sgemv_1x4096x4096_wt", 1, 4096, 4096, 1, all, blas_threads);
+  bench_sgemm("sgemv_1x4096x4096", 1, 4096, 4096, 0, all, blas_threads);
   bench_rows("softmax_4096x1024", RLX_K_SOFTMAX, 4096, 1024, all);
   bench_rows("layernorm_4096x1024", RLX_K_NORM, 4096, 1024, all);
   if (all > 1) {

@@ -52,10 +52,10 @@ timeout 240 build-cuda/gpt2 cuda | tee "$OUT/gpt2.jsonl"
 
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
   stage "compute-sanitizer memcheck on the parity suite (1 round)"
-  RLX_PARITY_ROUNDS=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 \
+  RLX_PARITY_ROUNDS=1 timeout 300 compute-sanitizer --tool memcheck --leak-check no --print-limit 200 --error-exitcode 9 \
     build-cuda/test_parity cuda > "$OUT/sanitizer.txt" 2>&1
   echo "sanitizer exit $? (0 = clean, 9 = errors found, 124 = timed out)"
-  grep -E "ERROR SUMMARY|Invalid|^FAIL|PASS cuda" "$OUT/sanitizer.txt" | head -20
+  grep -E "ERROR SUMMARY|Invalid|Program hit|^FAIL|PASS cuda" "$OUT/sanitizer.txt" | sort | uniq -c | head -20
 fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then

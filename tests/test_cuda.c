@@ -428,6 +428,19 @@ TEST(fast_paths_at_size) {
     CHECK(agree(&c, NULL, 1e-5, "flash d128 gqa sliding"));
     rlx_graph_destroy(c.g);
   }
+  { /* decode shapes: a few queries against a long cache take the split-K path */
+    gcase c = new_case();
+    rlx_dim qs[4] = {2, 3, 12, 64}, ks[4] = {2, 700, 12, 64}, ms[2] = {3, 700};
+    rlx_tensor q = add_in(&c, qs, 4), k = add_in(&c, ks, 4), v = add_in(&c, ks, 4);
+    rlx_tensor mk = add_in(&c, ms, 2), y[2];
+    rlx_attention_desc d = {12, 12, 64, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0};
+    rlx_graph_add_attention(c.g, q, k, v, RLX_NONE, &d, &y[0]);
+    d.mask = RLX_MASK_BIAS;
+    rlx_graph_add_attention(c.g, q, k, v, mk, &d, &y[1]);
+    rlx_graph_set_outputs(c.g, y, 2);
+    CHECK(agree(&c, NULL, 1e-5, "split-K attention"));
+    rlx_graph_destroy(c.g);
+  }
   {
     gcase c = new_case();
     rlx_dim as[2] = {256, 320}, bs[2] = {320, 192};

@@ -309,7 +309,9 @@ static int run_set(rlx_onnx_model* m, const data_set* ds, const char* backend, c
       break;
     }
     const rlx_host_tensor* t = &ds->in[i];
-    if (rlx_exec_set_input(e, m->inputs[i], t->dtype, t->shape, t->rank, t->data, t->bytes) !=
+    static const uint8_t empty[1] = {0}; /* an empty tensor still passes a valid pointer */
+    if (rlx_exec_set_input(e, m->inputs[i], t->dtype, t->shape, t->rank,
+                           t->data ? t->data : empty, t->bytes) !=
         RLX_OK) {
       say(reason, cap, "input '%s': %s", m->inputs[i], rlx_exec_last_error(e));
       result = R_ERROR;

@@ -2,7 +2,8 @@
  * hyperbolic and inverse trigonometric functions, integer Mod, the NLL and
  * softmax cross-entropy losses, BatchNormalization (inference),
  * InstanceNormalization, MeanVarianceNormalization, global pooling, OneHot,
- * DepthToSpace / SpaceToDepth, EyeLike and Pad. Each is exact up to the
+ * DepthToSpace / SpaceToDepth, EyeLike, Pad, and Conv / MaxPool / AveragePool
+ * (windows gathered by index tables, then a matmul or a reduction). Each is exact up to the
  * rounding of the ops it is built from; see onnx_ops.c for the Tier 1 table. */
 #include <math.h>
 #include <stdlib.h>
@@ -402,6 +403,218 @@ static rlx_status map_pad(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, x);
 }
 
+/* ------------------------------------------------------------------ convolution and pooling */
+
+/* Sliding-window geometry of Conv and the pools over n spatial dims, from
+ * kernel, strides, dilations, pads / auto_pad (and ceil_mode for pools).
+ * pad_end is what the windows actually reach past the input (explicit end
+ * padding, or more under ceil_mode). */
+typedef struct window {
+  int32_t n;
+  int64_t in[3], k[3], stride[3], dil[3], pad_begin[3], pad_end[3], out[3];
+} window;
+
+static rlx_status window_geometry(rlx_ox_ctx* c, const rlx_type* tx, const int64_t* kernel,
+                                  int ceil_mode, window* w) {
+  memset(w, 0, sizeof *w);
+  w->n = tx->rank - 2;
+  if (w->n < 1 || w->n > 3) return rlx_ox_unsupported(c, "%d spatial dims (1..3)", (int)w->n);
+  int64_t strides[3], dil[3], pads[6];
+  int32_t ns, nd, np;
+  char auto_pad[16];
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "strides", strides, 3, &ns));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "dilations", dil, 3, &nd));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", pads, 6, &np));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "auto_pad", "NOTSET", auto_pad, sizeof auto_pad));
+  if ((ns >= 0 && ns != w->n) || (nd >= 0 && nd != w->n) || (np >= 0 && np != 2 * w->n))
+    return rlx_ox_invalid(c, "strides, dilations and pads must match %d spatial dims", (int)w->n);
+  int same_upper = strcmp(auto_pad, "SAME_UPPER") == 0, same_lower = strcmp(auto_pad, "SAME_LOWER") == 0;
+  int valid = strcmp(auto_pad, "VALID") == 0;
+  if (!same_upper && !same_lower && !valid && strcmp(auto_pad, "NOTSET") != 0)
+    return rlx_ox_invalid(c, "auto_pad '%s'", auto_pad);
+  for (int32_t i = 0; i < w->n; i++) {
+    RLX_RETURN_IF_ERROR(need_static(c, tx, 2 + i, rlx_ox_op_type(c)));
+    int64_t in = tx->shape[2 + i], k = kernel[i], st = ns >= 0 ? strides[i] : 1,
+            dl = nd >= 0 ? dil[i] : 1, pb = np >= 0 ? pads[i] : 0, pe = np >= 0 ? pads[i + w->n] : 0;
+    if (k < 1 || st < 1 || dl < 1 || pb < 0 || pe < 0 || k > (1 << 20) || st > (1 << 20) ||
+        dl > (1 << 20) || pb > (1 << 20) || pe > (1 << 20))
+      return rlx_ox_invalid(c, "kernel, strides, dilations or pads out of range");
+    int64_t span = (k - 1) * dl + 1, out;
+    if (same_upper || same_lower) {
+      out = (in + st - 1) / st;
+      int64_t total = (out - 1) * st + span - in;
+      if (total < 0) total = 0;
+      pb = same_upper ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (valid) {
+      pb = pe = 0;
+      out = in >= span ? (in - span) / st + 1 : 0;
+    } else {
+      int64_t room = in + pb + pe - span;
+      out = room < 0 ? 0 : (ceil_mode ? (room + st - 1) / st : room / st) + 1;
+      if (ceil_mode && out > 0 && (out - 1) * st >= in + pb) out--; /* last window starts inside */
+    }
+    if (out < 1) return rlx_ox_invalid(c, "spatial dim %d: the window does not fit", (int)i);
+    int64_t reach = (out - 1) * st + span - in - pb; /* what the last window needs past the end */
+    w->in[i] = in;
+    w->k[i] = k;
+    w->stride[i] = st;
+    w->dil[i] = dl;
+    w->pad_begin[i] = pb;
+    w->pad_end[i] = reach > 0 ? reach : 0;
+    w->out[i] = out;
+    (void)pe;
+  }
+  return RLX_OK;
+}
+
+/* Pads x (explicit pads with fill_pad, ceil-mode overflow with fill_over)
+ * and gathers every window: [N, C, S1..Sn] -> [N, C, O1, K1, .., On, Kn]. */
+static rlx_status window_gather(rlx_ox_ctx* c, rlx_tensor x, const window* w,
+                                const int64_t* explicit_end, rlx_tensor fill_pad,
+                                rlx_tensor fill_over, rlx_tensor* out) {
+  for (int32_t i = 0; i < w->n; i++) {
+    int64_t pe = w->pad_end[i] < explicit_end[i] ? w->pad_end[i] : explicit_end[i];
+    RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, w->pad_begin[i], pe, -1, fill_pad));
+    if (w->pad_end[i] > pe)
+      RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, 0, w->pad_end[i] - pe, -1, fill_over));
+  }
+  for (int32_t i = 0; i < w->n; i++) {
+    int64_t count = w->out[i] * w->k[i];
+    RLX_RETURN_IF_ERROR(check_table(c, count, sizeof(int64_t)));
+    int64_t* idx = malloc(sizeof(int64_t) * (size_t)count);
+    if (!idx) return rlx_ox_invalid(c, "out of host memory");
+    for (int64_t o = 0; o < w->out[i]; o++)
+      for (int64_t k = 0; k < w->k[i]; k++) idx[o * w->k[i] + k] = o * w->stride[i] + k * w->dil[i];
+    int64_t shape[2] = {w->out[i], w->k[i]};
+    rlx_tensor it;
+    rlx_status s = constant(c, RLX_I64, 2, shape, idx, sizeof(int64_t) * (size_t)count, &it);
+    free(idx);
+    RLX_RETURN_IF_ERROR(s);
+    G(rlx_graph_add_gather(GRAPH, x, it, 2 + 2 * i, &x));
+  }
+  *out = x;
+  return RLX_OK;
+}
+
+/* Explicit end pads as given (auto_pad's are in the geometry already). */
+static rlx_status explicit_end_pads(rlx_ox_ctx* c, const window* w, int64_t* out) {
+  int64_t pads[6];
+  int32_t np;
+  char auto_pad[16];
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", pads, 6, &np));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "auto_pad", "NOTSET", auto_pad, sizeof auto_pad));
+  for (int32_t i = 0; i < w->n; i++)
+    out[i] = strcmp(auto_pad, "NOTSET") != 0 ? w->pad_end[i] : np >= 0 ? pads[i + w->n] : 0;
+  return RLX_OK;
+}
+
+/* Conv as im2col by gather + one batched matmul per group:
+ * [N, C, O.., K..] -> [N, g, O, C/g * K] @ W[g, M/g, C/g * K]^T. */
+static rlx_status map_conv(rlx_ox_ctx* c) {
+  int64_t group, kshape[3];
+  int32_t nk;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "group", 1, &group));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
+  rlx_tensor x, wt, y, zero;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &wt));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "Conv"));
+  rlx_type tx = type_of(c, x), tw = type_of(c, wt);
+  if (tw.rank != tx.rank || tx.rank < 3) return rlx_ox_invalid(c, "W must have X's rank");
+  int32_t n = tx.rank - 2;
+  for (int32_t i = 0; i < tw.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tw, i, "Conv W"));
+  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "Conv"));
+  int64_t m = tw.shape[0], cg = tw.shape[1];
+  if (group < 1 || m % group || tx.shape[1] != cg * group)
+    return rlx_ox_invalid(c, "channels %lld, W %lld x %lld and group %lld do not agree",
+                          (long long)tx.shape[1], (long long)m, (long long)cg, (long long)group);
+  window w;
+  RLX_RETURN_IF_ERROR(window_geometry(c, &tx, tw.shape + 2, 0, &w));
+  if (nk >= 0 && (nk != n || memcmp(kshape, tw.shape + 2, sizeof(int64_t) * (size_t)n) != 0))
+    return rlx_ox_invalid(c, "kernel_shape differs from W's spatial dims");
+  int64_t ends[3];
+  RLX_RETURN_IF_ERROR(explicit_end_pads(c, &w, ends));
+  RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &zero));
+  RLX_RETURN_IF_ERROR(window_gather(c, x, &w, ends, zero, zero, &x));
+  int32_t perm[8], r = 0;
+  perm[r++] = 0;
+  for (int32_t i = 0; i < n; i++) perm[r++] = 2 + 2 * i;
+  perm[r++] = 1;
+  for (int32_t i = 0; i < n; i++) perm[r++] = 3 + 2 * i;
+  G(rlx_graph_add_transpose(GRAPH, x, perm, r, &x));
+  int64_t o_total = 1, k_total = 1;
+  for (int32_t i = 0; i < n; i++) o_total *= w.out[i], k_total *= w.k[i];
+  rlx_dim s4[4] = {tx.shape[0], o_total, group, cg * k_total};
+  RLX_RETURN_IF_ERROR(reshape(c, x, s4, 4, &x));
+  int32_t swap12[4] = {0, 2, 1, 3}, swap23[4] = {0, 1, 3, 2};
+  G(rlx_graph_add_transpose(GRAPH, x, swap12, 4, &x));
+  rlx_dim ws[3] = {group, m / group, cg * k_total};
+  RLX_RETURN_IF_ERROR(reshape(c, wt, ws, 3, &wt));
+  if (type_of(c, wt).dtype != tx.dtype) RLX_RETURN_IF_ERROR(cast(c, wt, tx.dtype, &wt));
+  G(rlx_graph_add_matmul(GRAPH, x, wt, 0, 1, &y)); /* [N, g, O, M/g] */
+  G(rlx_graph_add_transpose(GRAPH, y, swap23, 4, &y));
+  rlx_dim os[5] = {tx.shape[0], m, w.out[0], w.out[1], w.out[2]};
+  RLX_RETURN_IF_ERROR(reshape(c, y, os, 2 + n, &y));
+  if (rlx_ox_has(c, 2)) {
+    rlx_tensor b;
+    rlx_type ty = type_of(c, y);
+    RLX_RETURN_IF_ERROR(channel_view(c, 2, &ty, &b));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, y, b, &y));
+  }
+  return rlx_ox_set(c, 0, y);
+}
+
+/* MaxPool / AveragePool: windows by gather, then a reduction over the window
+ * axes. Average divides by the window's count of real (or, with
+ * count_include_pad, explicitly padded) elements, pooled from a ones tensor. */
+static rlx_status map_pool(rlx_ox_ctx* c) {
+  int is_max = rlx_ox_arg(c);
+  int64_t kshape[3], ceil_mode, include_pad = 0, storage;
+  int32_t nk;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "ceil_mode", 0, &ceil_mode));
+  if (is_max) RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "storage_order", 0, &storage));
+  else RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "count_include_pad", 0, &include_pad));
+  if (rlx_ox_wants(c, 1)) return rlx_ox_unsupported(c, "the Indices output");
+  rlx_tensor x, y, fill, over;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  rlx_type tx = type_of(c, x);
+  if (!is_max || tx.dtype == RLX_BOOL) /* max pads integers with their lowest value */
+    RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
+  if (nk != tx.rank - 2) return rlx_ox_invalid(c, "kernel_shape must have one entry per spatial dim");
+  window w;
+  RLX_RETURN_IF_ERROR(window_geometry(c, &tx, kshape, ceil_mode != 0, &w));
+  int64_t ends[3];
+  RLX_RETURN_IF_ERROR(explicit_end_pads(c, &w, ends));
+  int32_t axes[3];
+  for (int32_t i = 0; i < w.n; i++) axes[i] = 3 + 2 * i;
+  RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, is_max ? -INFINITY : 0.0, &fill));
+  RLX_RETURN_IF_ERROR(window_gather(c, x, &w, ends, fill, fill, &y));
+  RLX_RETURN_IF_ERROR(reduce(c, is_max ? RLX_RED_MAX : RLX_RED_SUM, y, axes, w.n, 0, &y));
+  if (!is_max) {
+    rlx_type ones_t = tx;
+    ones_t.shape[0] = ones_t.shape[1] = 1;
+    int64_t count = rlx_type_numel(&ones_t);
+    RLX_RETURN_IF_ERROR(check_table(c, count, sizeof(float)));
+    float* ones = malloc(sizeof(float) * (size_t)count);
+    if (!ones) return rlx_ox_invalid(c, "out of host memory");
+    for (int64_t i = 0; i < count; i++) ones[i] = 1.0f;
+    rlx_tensor o, n;
+    rlx_status s = constant(c, RLX_F32, ones_t.rank, ones_t.shape, ones,
+                            sizeof(float) * (size_t)count, &o);
+    free(ones);
+    RLX_RETURN_IF_ERROR(s);
+    RLX_RETURN_IF_ERROR(cast(c, o, tx.dtype, &o));
+    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, include_pad ? 1.0 : 0.0, &fill));
+    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &over));
+    RLX_RETURN_IF_ERROR(window_gather(c, o, &w, ends, fill, over, &n));
+    RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_SUM, n, axes, w.n, 0, &n));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, y, n, &y));
+  }
+  return rlx_ox_set(c, 0, y);
+}
+
 /* ------------------------------------------------------------------ losses */
 
 /* NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss (the latter on
@@ -472,6 +685,9 @@ static rlx_status map_nll(rlx_ox_ctx* c) {
 /* ------------------------------------------------------------------ table */
 
 static const rlx_ox_op nn_ops[] = {
+    {"AveragePool", map_pool, 0, 0},
+    {"Conv", map_conv, 0, 0},
+    {"MaxPool", map_pool, 1, 0},
     {"Acos", map_trig_f64, 0, 0},
     {"Acosh", map_trig_f64, 0, 0},
     {"Asin", map_trig_f64, 0, 0},

@@ -42,6 +42,10 @@ typedef struct rlx_backend {
    * the same plan). */
   rlx_status (*run)(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                     rlx_error* err);
+  /* Optional (NULL: not needed). Which graph outputs the caller will read
+   * after the next runs (selected[i] != 0; NULL = all), for backends that
+   * read outputs back in the run's own submission (WebGPU). */
+  void (*select_outputs)(rlx_backend_exec* be, const uint8_t* selected, int32_t n_outputs);
 } rlx_backend;
 
 extern const rlx_backend rlx_backend_cpu;

@@ -11,6 +11,9 @@
 #ifdef RLX_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
+#ifdef RLX_HAVE_WEBGPU
+#include "backends/webgpu/wg_backend.h"
+#endif
 
 typedef struct device_slot {
   const char* name;
@@ -33,7 +36,11 @@ static device_slot g_devices[] = {
 #else
     {"vulkan", NULL, 0, "", 0, 0},
 #endif
+#ifdef RLX_HAVE_WEBGPU
+    {"webgpu", &rlx_backend_webgpu, 0, "", 0, 0},
+#else
     {"webgpu", NULL, 0, "", 0, 0},
+#endif
     {"cpu", &rlx_backend_cpu, 0, "", 0, 0},
 };
 enum { N_DEVICES = sizeof g_devices / sizeof g_devices[0] };

@@ -58,6 +58,10 @@ int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
                    const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                    int64_t ldc);
+/* SIMD level of the fast paths, fixed at first use: 2 = AVX-512, 1 = AVX2 +
+ * FMA, 0 = portable code. RLX_CPU_SIMD=avx2|none in the environment lowers
+ * it (to test every level on one machine); it never rises above the CPU's. */
+int rlx_cpu_simd_level(void);
 /* OpenBLAS cblas_sgemm loaded with dlopen; 0 if not present. */
 int rlx_cpu_blas_available(void);
 void rlx_cpu_blas_sgemm(int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,

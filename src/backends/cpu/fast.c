@@ -28,19 +28,25 @@ typedef float vf __attribute__((vector_size(VL * sizeof(float))));
 typedef int32_t vi __attribute__((vector_size(VL * sizeof(int32_t))));
 #define FAST_INLINE static inline __attribute__((always_inline))
 
-/* The SIMD variants let a*b+c become one FMA (the library builds as ISO C,
- * where contraction is off): one rounding instead of two, and faster. */
-#if defined(__x86_64__) && defined(__GNUC__)
+/* The SIMD variants let a*b+c become one FMA (GCC builds ISO C with
+ * contraction off; clang contracts within an expression by default): one
+ * rounding instead of two, and faster. */
+#if defined(__clang__)
+#define FAST_TARGET(isa) __attribute__((target(isa)))
+#else
+#define FAST_TARGET(isa) __attribute__((target(isa), optimize("fp-contract=fast")))
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(RLX_NO_SIMD)
 #define SIMD_VARIANTS(name, params, args)                                          \
-  __attribute__((target("avx512f"), optimize("fp-contract=fast"))) static void    \
-      name##_avx512 params { name##_impl args; }                                   \
-  __attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void   \
-      name##_avx2 params { name##_impl args; }                                     \
+  FAST_TARGET("avx512f") static void name##_avx512 params { name##_impl args; }    \
+  FAST_TARGET("avx2,fma") static void name##_avx2 params { name##_impl args; }     \
   static void name##_base params { name##_impl args; }                                  \
   static void name params {                                                             \
-    if (__builtin_cpu_supports("avx512f"))                                              \
+    int level_ = rlx_cpu_simd_level();                                                  \
+    if (level_ == 2)                                                                    \
       name##_avx512 args;                                                               \
-    else if (__builtin_cpu_supports("avx2"))                                            \
+    else if (level_ == 1)                                                               \
       name##_avx2 args;                                                                 \
     else                                                                                \
       name##_base args;                                                                 \
@@ -806,27 +812,38 @@ static void attn_key_range(const rlx_attention_params* p, int64_t i0, int64_t i1
   }
 }
 
-/* In-place transpose of a 16 x 16 block held as 16 vectors: four rounds of
- * two-source shuffles, each swapping the off-diagonal halves of 2b x 2b
- * sub-blocks (b = 8, 4, 2, 1). */
+/* Two-source lane shuffle with constant indices (0-15 from x, 16-31 from y). */
+#if defined(__clang__)
+#define SHUFFLE2(x, y, ...) __builtin_shufflevector((x), (y), __VA_ARGS__)
+#else
+#define SHUFFLE2(x, y, ...) __builtin_shuffle((x), (y), (vi){__VA_ARGS__})
+#endif
+
+/* One transpose round: swaps the off-diagonal b x b halves of each 2b x 2b
+ * block, for row pairs (i, i + b). */
+#define TRANSPOSE_ROUND(r, b, LO, HI)      \
+  for (int i_ = 0; i_ < VL; i_++) {        \
+    if (i_ & (b)) continue;                \
+    vf x_ = (r)[i_], y_ = (r)[i_ + (b)];   \
+    (r)[i_] = SHUFFLE2(x_, y_, LO);        \
+    (r)[i_ + (b)] = SHUFFLE2(x_, y_, HI);  \
+  }
+#define LO8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define HI8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define LO4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define HI4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define LO2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define HI2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define LO1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define HI1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+
+/* In-place transpose of a 16 x 16 block held as 16 vectors, in four rounds
+ * of two-source shuffles (b = 8, 4, 2, 1). */
 FAST_INLINE void transpose16(vf* r) {
-  static const vi lo8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-  static const vi hi8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
-  static const vi lo4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
-  static const vi hi4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
-  static const vi lo2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-  static const vi hi2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
-  static const vi lo1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
-  static const vi hi1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
-  const vi* lo[4] = {&lo8, &lo4, &lo2, &lo1};
-  const vi* hi[4] = {&hi8, &hi4, &hi2, &hi1};
-  for (int stage = 0, b = 8; stage < 4; stage++, b >>= 1)
-    for (int i = 0; i < VL; i++) {
-      if (i & b) continue;
-      vf x = r[i], y = r[i + b];
-      r[i] = __builtin_shuffle(x, y, *lo[stage]);
-      r[i + b] = __builtin_shuffle(x, y, *hi[stage]);
-    }
+  TRANSPOSE_ROUND(r, 8, LO8, HI8)
+  TRANSPOSE_ROUND(r, 4, LO4, HI4)
+  TRANSPOSE_ROUND(r, 2, LO2, HI2)
+  TRANSPOSE_ROUND(r, 1, LO1, HI1)
 }
 
 FAST_INLINE void attn_load_kv(const attn_job* J, attn_tile* t, int64_t b, int64_t kvh,

@@ -13,16 +13,20 @@
  * computed into a small scratch tile and copied out.
  *
  * The SIMD kernels are compiled per function with target attributes and
- * chosen at run time (__builtin_cpu_supports), so one binary runs anywhere.
+ * chosen at run time (__builtin_cpu_supports), so one binary runs anywhere;
+ * -DRLX_NO_SIMD builds only the portable kernels (to test them).
  * Threads take disjoint rectangles of C (split along the longer of M and N),
- * each packing its own panels: no synchronisation inside the GEMM. */
+ * each packing its own panels: no synchronisation inside the GEMM.
+ * With at most SMALL_M rows (or columns) the product is a few matrix-vector
+ * products: B is streamed once without packing (see "few rows" below). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(RLX_NO_SIMD)
 #include <immintrin.h>
 #define RLX_GEMM_X86 1
 #endif
@@ -148,15 +152,35 @@ __attribute__((target("avx2,fma"))) static void ukernel_avx2(int64_t kc, const f
 }
 #endif
 
-/* Picked once: the widest kernel this CPU runs. Reading a fully initialised
- * const table needs no lock. */
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+static int simd_level_value; /* written once under simd_once */
+
+static void simd_detect(void) {
+  int level = 0;
+#ifdef RLX_GEMM_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = 1;
+  if (level == 1 && __builtin_cpu_supports("avx512f")) level = 2;
+#endif
+  const char* want = getenv("RLX_CPU_SIMD");
+  if (want && strcmp(want, "avx2") == 0 && level > 1) level = 1;
+  if (want && strcmp(want, "none") == 0) level = 0;
+  simd_level_value = level;
+}
+
+int rlx_cpu_simd_level(void) {
+  pthread_once(&simd_once, simd_detect);
+  return simd_level_value;
+}
+
+/* The widest kernel this CPU runs. */
 static const gemm_kernel* choose_kernel(void) {
   static const gemm_kernel scalar = {SCALAR_MR, SCALAR_NR, 64, 256, 1024, ukernel_scalar};
 #ifdef RLX_GEMM_X86
   static const gemm_kernel avx512 = {AVX512_MR, AVX512_NR, 144, 256, 2048, ukernel_avx512};
   static const gemm_kernel avx2 = {AVX2_MR, AVX2_NR, 96, 256, 1024, ukernel_avx2};
-  __builtin_cpu_init();
 #ifdef RLX_GEMM_TUNE
+  /* Tuning builds only: block sizes from the environment (MC, KC, NC). */
   static gemm_kernel tuned;
   tuned = avx512;
   if (getenv("MC")) tuned.mc = atoi(getenv("MC"));
@@ -165,8 +189,9 @@ static const gemm_kernel* choose_kernel(void) {
   if (getenv("AVX2")) { tuned = avx2; }
   return &tuned;
 #endif
-  if (__builtin_cpu_supports("avx512f")) return &avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2;
+  int level = rlx_cpu_simd_level();
+  if (level == 2) return &avx512;
+  if (level == 1) return &avx2;
 #endif
   return &scalar;
 }
@@ -475,13 +500,19 @@ GV_INLINE void small_cols_impl(const gemm_args* g, const small_rows* R, float* c
 }
 
 #ifdef RLX_GEMM_X86
-__attribute__((target("avx512f"), optimize("fp-contract=fast"))) static void small_cols_avx512(const gemm_args* g,
+/* Let a*b+c contract to FMA (GCC's ISO C mode does not by default). */
+#if defined(__clang__)
+#define SMALL_TARGET(isa) __attribute__((target(isa)))
+#else
+#define SMALL_TARGET(isa) __attribute__((target(isa), optimize("fp-contract=fast")))
+#endif
+SMALL_TARGET("avx512f") static void small_cols_avx512(const gemm_args* g,
                                                                  const small_rows* R,
                                                                  float* const* c, int64_t n0,
                                                                  int64_t n1) {
   small_cols_impl(g, R, c, n0, n1);
 }
-__attribute__((target("avx2,fma"), optimize("fp-contract=fast"))) static void small_cols_avx2(const gemm_args* g,
+SMALL_TARGET("avx2,fma") static void small_cols_avx2(const gemm_args* g,
                                                                 const small_rows* R,
                                                                 float* const* c, int64_t n0,
                                                                 int64_t n1) {
@@ -496,11 +527,12 @@ static void small_cols_base(const gemm_args* g, const small_rows* R, float* cons
 static void small_cols(const gemm_args* g, const small_rows* R, float* const* c, int64_t n0,
                        int64_t n1) {
 #ifdef RLX_GEMM_X86
-  if (__builtin_cpu_supports("avx512f")) {
+  int level = rlx_cpu_simd_level();
+  if (level == 2) {
     small_cols_avx512(g, R, c, n0, n1);
     return;
   }
-  if (__builtin_cpu_supports("avx2")) {
+  if (level == 1) {
     small_cols_avx2(g, R, c, n0, n1);
     return;
   }

@@ -260,6 +260,9 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       if (x->fn == RLX_CUDA_FN_GEMV_V1 || x->fn == RLX_CUDA_FN_GEMV_V4 ||
           x->fn == RLX_CUDA_FN_GEMV_FINISH)
         p.mm.partial += pr->scratch;
+      if (x->fn == RLX_CUDA_FN_ATTN_D64_SPLIT || x->fn == RLX_CUDA_FN_ATTN_D128_SPLIT ||
+          x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE)
+        p.attn.partial += pr->scratch;
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
       CUresult r = d->cu.launch_kernel(d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,

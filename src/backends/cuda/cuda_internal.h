@@ -94,26 +94,34 @@ typedef struct rlx_lt_api {
 
 /* ------------------------------------------------------------------ kernels */
 
-/* Every kernel the backend launches, by its extern "C" name. */
-#define RLX_CUDA_KERNELS(X)                                                         \
-  X(EW_GENERIC, rlx_ew_generic) X(EW_F32, rlx_ew_f32) X(CHECK_FINITE, rlx_check_finite) \
-  X(MM_EPILOGUE, rlx_mm_epilogue) X(REDUCE_BLOCK, rlx_reduce_block)                  \
-  X(REDUCE_THREAD, rlx_reduce_thread) X(ARG_REDUCE, rlx_arg_reduce)                  \
-  X(SOFTMAX_ROWS, rlx_softmax_rows) X(SOFTMAX_COLS, rlx_softmax_cols)                \
-  X(SOFTMAX_F32_V1, rlx_softmax_f32_v1) X(SOFTMAX_F32_V2, rlx_softmax_f32_v2)        \
-  X(SOFTMAX_F32_V4, rlx_softmax_f32_v4) X(SOFTMAX_F32_V8, rlx_softmax_f32_v8)        \
-  X(CUMSUM, rlx_cumsum) X(TOPK, rlx_topk) X(GATHER_CHECK, rlx_gather_check)          \
-  X(GATHER, rlx_gather) X(GATHER_ROWS_F32, rlx_gather_rows_f32)                      \
-  X(SCATTER_CHECK, rlx_scatter_check) X(SCATTER_ADD, rlx_scatter_add)                \
-  X(NORM_GENERIC, rlx_norm_generic) X(NORM_F32_V1, rlx_norm_f32_v1)                  \
-  X(NORM_F32_V2, rlx_norm_f32_v2) X(NORM_F32_V4, rlx_norm_f32_v4)                    \
-  X(NORM_F32_V8, rlx_norm_f32_v8) X(ATTN_D64, rlx_attn_d64) X(ATTN_D128, rlx_attn_d128) \
-  X(ATTN_D256, rlx_attn_d256) X(ROPE, rlx_rope) X(SAMPLE, rlx_sample)                \
-  X(MM_TILED, rlx_mm_tiled) X(MM_F64, rlx_mm_f64) X(GEMV_V1, rlx_gemv_v1)            \
-  X(GEMV_V4, rlx_gemv_v4) X(GEMV_FINISH, rlx_gemv_finish)
+/* Every kernel the backend launches: enum tag, extern "C" name, and the
+ * kernel family (kernels/<family>.cu, one embedded module each). */
+#define RLX_CUDA_KERNELS(X)                                                                  \
+  X(EW_GENERIC, rlx_ew_generic, elementwise) X(EW_F32, rlx_ew_f32, elementwise)              \
+  X(EW_GENERIC32, rlx_ew_generic32, elementwise)                                             \
+  X(CHECK_FINITE, rlx_check_finite, elementwise) X(MM_EPILOGUE, rlx_mm_epilogue, elementwise) \
+  X(REDUCE_BLOCK, rlx_reduce_block, reduce) X(REDUCE_THREAD, rlx_reduce_thread, reduce)      \
+  X(ARG_REDUCE, rlx_arg_reduce, reduce) X(SOFTMAX_ROWS, rlx_softmax_rows, reduce)            \
+  X(SOFTMAX_COLS, rlx_softmax_cols, reduce) X(SOFTMAX_F32_V1, rlx_softmax_f32_v1, reduce)    \
+  X(SOFTMAX_F32_V2, rlx_softmax_f32_v2, reduce) X(SOFTMAX_F32_V4, rlx_softmax_f32_v4, reduce) \
+  X(SOFTMAX_F32_V8, rlx_softmax_f32_v8, reduce) X(CUMSUM, rlx_cumsum, reduce)                \
+  X(TOPK, rlx_topk, reduce) X(GATHER_CHECK, rlx_gather_check, index)                         \
+  X(GATHER, rlx_gather, index) X(GATHER_ROWS_F32, rlx_gather_rows_f32, index)                \
+  X(SCATTER_CHECK, rlx_scatter_check, index) X(SCATTER_ADD, rlx_scatter_add, index)          \
+  X(NORM_GENERIC, rlx_norm_generic, norm) X(NORM_F32_V1, rlx_norm_f32_v1, norm)              \
+  X(NORM_F32_V2, rlx_norm_f32_v2, norm) X(NORM_F32_V4, rlx_norm_f32_v4, norm)                \
+  X(NORM_F32_V8, rlx_norm_f32_v8, norm) X(ATTN_D64, rlx_attn_d64, attention)                 \
+  X(ATTN_D128, rlx_attn_d128, attention) X(ATTN_D256, rlx_attn_d256, attention)              \
+  X(ATTN_D64_SPLIT, rlx_attn_d64_split, attention)                                           \
+  X(ATTN_D128_SPLIT, rlx_attn_d128_split, attention)                                         \
+  X(ATTN_D256_SPLIT, rlx_attn_d256_split, attention)                                         \
+  X(ATTN_COMBINE, rlx_attn_combine, attention) X(ROPE, rlx_rope, rope)                       \
+  X(SAMPLE, rlx_sample, rope) X(MM_TILED, rlx_mm_tiled, matmul) X(MM_F64, rlx_mm_f64, matmul) \
+  X(GEMV_V1, rlx_gemv_v1, matmul) X(GEMV_V4, rlx_gemv_v4, matmul)                            \
+  X(GEMV_FINISH, rlx_gemv_finish, matmul)
 
 typedef enum rlx_cuda_fn {
-#define RLX_CUDA_FN_ENUM(e, name) RLX_CUDA_FN_##e,
+#define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
   RLX_CUDA_KERNELS(RLX_CUDA_FN_ENUM)
 #undef RLX_CUDA_FN_ENUM
   RLX_CUDA_FN_COUNT

@@ -113,6 +113,21 @@ static int ew_f32_ok(const rlxk_ew* p) {
   return 1;
 }
 
+/* Whether every element index and offset of the walk fits in int32. */
+static int ew_fits_32(const rlxk_ew* p) {
+  const int64_t lim = 0x7fffffff;
+  if (p->n > lim) return 0;
+  for (int k = -1; k < p->n_in; k++) {
+    int64_t span = 0;
+    for (int32_t d = 0; d < p->rank; d++) {
+      int64_t st = k < 0 ? p->ostride[d] : p->istride[k][d];
+      span += (st < 0 ? -st : st) * (p->shape[d] - 1);
+    }
+    if (span > lim) return 0;
+  }
+  return 1;
+}
+
 static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                            rlx_launch_list* l, rlx_error* err) {
   rlxk_ew p;
@@ -134,7 +149,8 @@ static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i
     }
   }
   int fast = ew_f32_ok(&p);
-  rlx_launch* x = push_kernel(l, fast ? RLX_CUDA_FN_EW_F32 : RLX_CUDA_FN_EW_GENERIC, i, err);
+  rlx_launch* x = push_kernel(l, fast ? RLX_CUDA_FN_EW_F32 : ew_fits_32(&p) ? RLX_CUDA_FN_EW_GENERIC32
+                                                                         : RLX_CUDA_FN_EW_GENERIC, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.ew = p;
   x->grid[0] = grid_for(b, fast ? (p.n + 3) / 4 : p.n, 256);
@@ -363,8 +379,18 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
     rlx_launch* x = push(l, RLX_LAUNCH_HOST, i, err); /* head dims beyond the kernel's tiles */
     return x ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
   }
-  rlx_launch* x = push_kernel(l, dt == 64 ? RLX_CUDA_FN_ATTN_D64 : dt == 128 ? RLX_CUDA_FN_ATTN_D128
-                                                                              : RLX_CUDA_FN_ATTN_D256, i, err);
+  /* Few query tiles (decode, short prompts against a long cache): split the
+   * keys across blocks so the GPU fills, then merge the partials. */
+  int64_t q_tiles = (a->Sq + 63) / 64, blocks = a->B * a->H * q_tiles;
+  int64_t k_tiles = (a->Sk + 63) / 64, split = 1;
+  if (blocks < b->d->sm_count && k_tiles > 2) {
+    split = (2 * b->d->sm_count + blocks - 1) / blocks;
+    if (split > k_tiles) split = k_tiles;
+  }
+  rlx_cuda_fn fn = dt == 64    ? (split > 1 ? RLX_CUDA_FN_ATTN_D64_SPLIT : RLX_CUDA_FN_ATTN_D64)
+                   : dt == 128 ? (split > 1 ? RLX_CUDA_FN_ATTN_D128_SPLIT : RLX_CUDA_FN_ATTN_D128)
+                               : (split > 1 ? RLX_CUDA_FN_ATTN_D256_SPLIT : RLX_CUDA_FN_ATTN_D256);
+  rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_attn* p = &x->p.attn;
   p->B = a->B, p->H = a->H, p->Hkv = a->Hkv, p->Sq = a->Sq, p->Sk = a->Sk, p->D = a->D, p->Dv = a->Dv;
@@ -387,9 +413,18 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   p->window = a->window;
   p->scale = a->scale;
   p->softcap = a->softcap;
-  p->q_tiles = (int32_t)((a->Sq + 63) / 64);
-  x->grid[0] = (unsigned)(a->B * a->H * p->q_tiles);
+  p->q_tiles = (int32_t)q_tiles;
+  p->k_split = (int32_t)split;
+  x->grid[0] = (unsigned)(blocks * split);
   x->smem = attn_smem(dt);
+  if (split == 1) return RLX_OK;
+  p->partial = l->scratch_bytes; /* offset; made an address at launch */
+  l->scratch_bytes += (uint64_t)(a->B * a->H * a->Sq * split * (a->Dv + 2)) * 4u + 256u;
+  rlxk_attn combine_params = *p;
+  rlx_launch* c = push_kernel(l, RLX_CUDA_FN_ATTN_COMBINE, i, err);
+  if (!c) return RLX_RESOURCE_EXHAUSTED;
+  c->p.attn = combine_params;
+  c->grid[0] = grid_for(b, a->B * a->H * a->Sq * a->Dv, 256);
   return RLX_OK;
 }
 

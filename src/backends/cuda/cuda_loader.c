@@ -126,9 +126,14 @@ static void load_cublaslt(rlx_cuda_dev* d) {
 }
 
 static const char* kernel_names[RLX_CUDA_FN_COUNT] = {
-#define RLX_CUDA_FN_NAME(e, name) #name,
+#define RLX_CUDA_FN_NAME(e, name, family) #name,
     RLX_CUDA_KERNELS(RLX_CUDA_FN_NAME)
 #undef RLX_CUDA_FN_NAME
+};
+static const char* kernel_families[RLX_CUDA_FN_COUNT] = {
+#define RLX_CUDA_FN_FAMILY(e, name, family) #family,
+    RLX_CUDA_KERNELS(RLX_CUDA_FN_FAMILY)
+#undef RLX_CUDA_FN_FAMILY
 };
 
 static int fail_cu(rlx_cuda_dev* d, CUresult r, const char* call) {
@@ -147,9 +152,12 @@ static int load_modules(rlx_cuda_dev* d) {
       snprintf(call, sizeof call, "cuModuleLoadData(%s)", rlx_cuda_blobs[b].name);
       return fail_cu(d, r, call);
     }
-    for (int f = 0; f < RLX_CUDA_FN_COUNT; f++)
-      if (!d->fn[f] && d->cu.module_get_function(&d->fn[f], m, kernel_names[f]) != CUDA_SUCCESS)
-        d->fn[f] = NULL;
+    /* Each kernel is looked up only in its own family's module. */
+    for (int f = 0; f < RLX_CUDA_FN_COUNT; f++) {
+      if (strcmp(kernel_families[f], rlx_cuda_blobs[b].name) != 0) continue;
+      if ((r = d->cu.module_get_function(&d->fn[f], m, kernel_names[f])) != CUDA_SUCCESS)
+        return fail_cu(d, r, kernel_names[f]);
+    }
   }
   for (int f = 0; f < RLX_CUDA_FN_COUNT; f++)
     if (!d->fn[f]) {
@@ -158,7 +166,9 @@ static int load_modules(rlx_cuda_dev* d) {
       return 0;
     }
   /* The attention kernels keep Q, K/V and P tiles in shared memory. */
-  rlx_cuda_fn big[] = {RLX_CUDA_FN_ATTN_D64, RLX_CUDA_FN_ATTN_D128, RLX_CUDA_FN_ATTN_D256};
+  rlx_cuda_fn big[] = {RLX_CUDA_FN_ATTN_D64, RLX_CUDA_FN_ATTN_D128, RLX_CUDA_FN_ATTN_D256,
+                       RLX_CUDA_FN_ATTN_D64_SPLIT, RLX_CUDA_FN_ATTN_D128_SPLIT,
+                       RLX_CUDA_FN_ATTN_D256_SPLIT};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);

@@ -142,6 +142,7 @@ typedef struct rlx_vk_context {
   VkPhysicalDeviceMemoryProperties mem;
   VkPhysicalDeviceLimits limits;
   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+  int software; /* a CPU implementation (lavapipe): usable, never "best" */
   int validation; /* the Khronos layer is on */
   int subgroups;  /* subgroup arithmetic + vote in compute (row-op reductions) */
   uint32_t subgroup_size;

@@ -66,13 +66,13 @@ struct rlx_backend_exec {
 
 static int vk_probe(char* reason, size_t cap) {
   rlx_vk_context* c = rlx_vk_context_get(reason, cap);
-  if (!c) return 0;
+  if (!c) return RLX_PROBE_UNAVAILABLE;
   snprintf(reason, cap, "%s%s", c->device_name, c->validation ? " (validation layer on)" : "");
   if (c->subgroups) {
     size_t len = strlen(reason);
     snprintf(reason + len, cap - len, ", subgroup %u", c->subgroup_size);
   }
-  return 1;
+  return c->software ? RLX_PROBE_SOFTWARE : RLX_PROBE_HARDWARE;
 }
 
 static int vk_supports(const rlx_graph* g, int32_t ni) { return rlx_vk_supports_node(g, ni); }

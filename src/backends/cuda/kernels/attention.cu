@@ -64,7 +64,10 @@ RLXK_DEV void load_rows(float* dst, const char* src, int dt, int64_t base, int64
   }
 }
 
-template <int DT>
+/* SPLIT: the block handles one of k_split slices of the key tiles and writes
+ * its unnormalised partial (row max, row sum, accumulator) for
+ * rlx_attn_combine; few query tiles (decode) then still fill the GPU. */
+template <int DT, bool SPLIT>
 __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
   constexpr int NJ = DT / 64;
   extern __shared__ float4 smem4[];
@@ -74,7 +77,12 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
   float* Ps = KV + (DT * LDT > BK * (DT + 4) ? DT * LDT : BK * (DT + 4)); /* [BK][LDT] */
 
   int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  int64_t tile = blockIdx.x % p.q_tiles, bh = blockIdx.x / p.q_tiles;
+  int64_t blk = blockIdx.x, split = 0;
+  if (SPLIT) {
+    split = blk % p.k_split;
+    blk /= p.k_split;
+  }
+  int64_t tile = blk % p.q_tiles, bh = blk / p.q_tiles;
   int64_t h = bh % p.H, b = bh / p.H, kvh = h / (p.H / p.Hkv);
   int64_t q0 = tile * BQ;
   const char* q = at(arena, p.qoff);
@@ -95,6 +103,14 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
       k_begin = first > 0 ? first : 0;
     }
   }
+  int64_t k_first = (k_begin / BK) * BK;
+  if (SPLIT) { /* this block's slice of the key tiles */
+    int64_t tiles = k_end > k_first ? (k_end - k_first + BK - 1) / BK : 0;
+    int64_t per = (tiles + p.k_split - 1) / p.k_split;
+    int64_t lo = k_first + split * per * BK, hi = lo + per * BK;
+    k_first = lo;
+    if (hi < k_end) k_end = hi;
+  }
 
   float m[4], l[4], acc[4][NJ][4];
 #pragma unroll
@@ -107,7 +123,7 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
       for (int j = 0; j < 4; j++) acc[i][jj][j] = 0.0f;
   }
 
-  for (int64_t k0 = (k_begin / BK) * BK; k0 < k_end; k0 += BK) {
+  for (int64_t k0 = k_first; k0 < k_end; k0 += BK) {
     __syncthreads();
     load_transposed<DT>(KV, k, p.kdt, b * p.k_sb + kvh * p.k_sh, p.k_ss, k0, p.Sk, p.D);
     __syncthreads();
@@ -184,6 +200,7 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
   }
 
   char* o = atw(arena, p.ooff);
+  float* part = (float*)(uintptr_t)p.partial;
 #pragma unroll
   for (int i = 0; i < 4; i++) {
     float tot = l[i];
@@ -191,6 +208,21 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
     for (int off = 1; off < 16; off <<= 1) tot += __shfl_xor_sync(0xffffffffu, tot, off);
     int64_t qi = q0 + ty * 4 + i;
     if (qi >= p.Sq) continue;
+    if (SPLIT) { /* partial row: [m, l, acc[0..Dv)] */
+      float* row = part + (((b * p.H + h) * p.Sq + qi) * p.k_split + split) * (p.Dv + 2);
+      if (tx == 0) {
+        row[0] = m[i];
+        row[1] = tot;
+      }
+#pragma unroll
+      for (int jj = 0; jj < NJ; jj++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          int64_t col = jj * 64 + tx * 4 + j;
+          if (col < p.Dv) row[2 + col] = acc[i][jj][j];
+        }
+      continue;
+    }
     float inv = tot > 0.0f ? 1.0f / tot : 0.0f;
     int64_t ob = b * p.o_sb + qi * p.o_ss + h * p.o_sh;
 #pragma unroll
@@ -203,6 +235,35 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) rlx_attn_d64(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<64>(a, p); }
-extern "C" __global__ void __launch_bounds__(256) rlx_attn_d128(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<128>(a, p); }
-extern "C" __global__ void __launch_bounds__(256) rlx_attn_d256(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<256>(a, p); }
+#define FLASH(name, dt, split) \
+  extern "C" __global__ void __launch_bounds__(256) name(char* a, rlxk_attn p, rlxk_state* s) { flash_fwd<dt, split>(a, p); }
+FLASH(rlx_attn_d64, 64, false)
+FLASH(rlx_attn_d128, 128, false)
+FLASH(rlx_attn_d256, 256, false)
+FLASH(rlx_attn_d64_split, 64, true)
+FLASH(rlx_attn_d128_split, 128, true)
+FLASH(rlx_attn_d256_split, 256, true)
+
+/* Merges the k_split partials of each query row: one thread per output element. */
+extern "C" __global__ void rlx_attn_combine(char* arena, rlxk_attn p, rlxk_state* st) {
+  const float* part = (const float*)(uintptr_t)p.partial;
+  char* o = atw(arena, p.ooff);
+  int64_t total = p.B * p.H * p.Sq * p.Dv;
+  for (int64_t t = grid_index(); t < total; t += grid_stride()) {
+    int64_t col = t % p.Dv, r = t / p.Dv; /* r = (b * H + h) * Sq + qi */
+    int64_t qi = r % p.Sq, h = (r / p.Sq) % p.H, b = r / (p.Sq * p.H);
+    const float* rows = part + r * p.k_split * (p.Dv + 2);
+    float mx = -INFINITY;
+    for (int s = 0; s < p.k_split; s++) mx = fmaxf(mx, rows[s * (p.Dv + 2)]);
+    float l = 0.0f, acc = 0.0f;
+    if (mx > -INFINITY)
+      for (int s = 0; s < p.k_split; s++) {
+        const float* row = rows + s * (p.Dv + 2);
+        if (row[0] == -INFINITY) continue;
+        float w = expf(row[0] - mx);
+        l += w * row[1];
+        acc += w * row[2 + col];
+      }
+    st_f32(o, p.odt, b * p.o_sb + qi * p.o_ss + h * p.o_sh + col, l > 0.0f ? acc / l : 0.0f);
+  }
+}

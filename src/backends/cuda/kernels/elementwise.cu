@@ -55,18 +55,31 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
   }
 }
 
-extern "C" __global__ void rlx_ew_generic(char* arena, rlxk_ew p, rlxk_state* st) {
+/* Index math in I: 32-bit when every offset fits (the host checks), since
+ * 64-bit division dominates the strided walk. */
+template <typename I>
+__device__ void ew_generic(char* arena, const rlxk_ew& p) {
+  I shape[RLXK_MAX_RANK], os[RLXK_MAX_RANK], is[3][RLXK_MAX_RANK];
+  for (int d = 0; d < p.rank; d++) {
+    shape[d] = (I)p.shape[d];
+    os[d] = (I)p.ostride[d];
+    for (int k = 0; k < 3; k++) is[k][d] = (I)p.istride[k][d];
+  }
   for (int64_t i = grid_index(); i < p.n; i += grid_stride()) {
-    int64_t rem = i, oi = 0, ii[3] = {0, 0, 0};
+    I rem = (I)i, oi = 0, ii[3] = {0, 0, 0};
     for (int d = p.rank - 1; d >= 0; d--) {
-      int64_t s = p.shape[d], idx = rem % s;
+      I s = shape[d], idx = rem % s;
       rem /= s;
-      oi += idx * p.ostride[d];
-      for (int k = 0; k < p.n_in; k++) ii[k] += idx * p.istride[k][d];
+      oi += idx * os[d];
+      for (int k = 0; k < p.n_in; k++) ii[k] += idx * is[k][d];
     }
-    ew_element(arena, p, oi, ii);
+    int64_t wide[3] = {(int64_t)ii[0], (int64_t)ii[1], (int64_t)ii[2]};
+    ew_element(arena, p, (int64_t)oi, wide);
   }
 }
+
+extern "C" __global__ void rlx_ew_generic(char* arena, rlxk_ew p, rlxk_state* st) { ew_generic<int64_t>(arena, p); }
+extern "C" __global__ void rlx_ew_generic32(char* arena, rlxk_ew p, rlxk_state* st) { ew_generic<int32_t>(arena, p); }
 
 /* ---------------------------------------------------------------- f32 fast path */
 

@@ -81,9 +81,11 @@ typedef struct rlxk_attn {
   int64_t m_sb, m_sh, m_sq, m_sk;
   uint64_t qoff, koff, voff, moff, ooff;
   int32_t qdt, kdt, vdt, mdt, odt;
+  uint64_t partial; /* split-K: device address of (m, l, acc) partials */
   int32_t mask, window;
   float scale, softcap;
   int32_t q_tiles; /* blocks along Sq */
+  int32_t k_split; /* blocks along Sk (1: no split) */
 } rlxk_attn;
 
 typedef struct rlxk_rope {

@@ -226,6 +226,13 @@ fn f64_to_i64(b: vec2<u32>) -> vec2<u32> {
   return select(r, i64_neg(r), neg);
 }
 
+// x as it reads back after being stored as dtype dt (float dtypes).
+fn round_to(dt: u32, x: f32) -> f32 {
+  if (dt == DT_F16) { return f16_to_f32(f32_to_f16(x)); }
+  if (dt == DT_BF16) { return bf16_to_f32(f32_to_bf16(x)); }
+  return x;
+}
+
 // ------------------------------------------------------------ raw access
 
 fn ld_u8(b: u32) -> u32 { return (lw(b >> 2u) >> ((b & 3u) * 8u)) & 0xffu; }
@@ -357,8 +364,7 @@ fn view_elem(shape_slot: u32, slot: u32, i_in: u32) -> i32 {
 
 // First run-time error (an index out of range), for the host to report.
 fn report_bad_index(value: vec2<u32>, len: u32) {
-  let r = atomicCompareExchangeWeak(&RUN[RUN_ERR], 0u, 1u);
-  if (r.exchanged) {
+  if (atomicAdd(&RUN[RUN_ERR], 1u) == 0u) {
     atomicStore(&RUN[RUN_ERR_STEP], P[R_STEP]);
     atomicStore(&RUN[RUN_ERR_LO], value.x);
     atomicStore(&RUN[RUN_ERR_HI], value.y);
@@ -407,10 +413,10 @@ fn exp_f(x: f32) -> f32 {
   let r = (x - k * 0.693145751953125) - k * 1.428606765330187e-06;
   let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334 +
           r * (0.0013888889 + r * 0.0001984127))))));
-  // 2^k in two steps so that k down to -150 and up to 128 stay representable.
+  // 2^k in two exact factors so that k down to -150 and up to 128 stay normal.
   let k1 = i32(k) / 2;
   let k2 = i32(k) - k1;
-  return p * exp2(f32(k1)) * exp2(f32(k2));
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
 }
 
 fn log_f(x: f32) -> f32 {

@@ -1,0 +1,119 @@
+// Reduce over any set of axes: one workgroup per output element. in0 is
+// viewed as [keep dims..., reduced dims...]; floats accumulate in f32 with
+// compensated (Kahan) sums per invocation, integers exactly in 64 bits.
+
+var<workgroup> red_f: array<f32, 64>;
+var<workgroup> red_c: array<f32, 64>;
+var<workgroup> red_i: array<vec2<u32>, 64>;
+
+fn red_elem(base: i32, r_in: u32) -> i32 {
+  let nk = pxu(RD_NKEEP);
+  let nr = pxu(RD_NRED);
+  var rem = r_in;
+  var e = base;
+  for (var d = i32(nk + nr) - 1; d >= i32(nk); d = d - 1) {
+    let n = v_shape(2u, u32(d));
+    e = e + i32(rem % n) * v_stride(2u, u32(d));
+    rem = rem / n;
+  }
+  return e;
+}
+
+// max / min with NaN propagation; `first` takes v unconditionally.
+fn pick_f(op: u32, best: f32, v: f32) -> f32 {
+  if (is_nan(best)) { return best; }
+  if (is_nan(v)) { return v; }
+  if (op == RED_MAX) { return select(best, v, v > best); }
+  return select(best, v, v < best);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let o = group_linear(wid);
+  if (o >= pxu(RD_OUTER)) { return; }
+  let op = P[R_OP];
+  let inner = pxu(RD_INNER);
+  let nk = pxu(RD_NKEEP);
+  let dt = v_dt(2u); let off = v_off(2u);
+  var base = 0;
+  var rem = o;
+  for (var d = i32(nk) - 1; d >= 0; d = d - 1) {
+    let n = v_shape(2u, u32(d));
+    base = base + i32(rem % n) * v_stride(2u, u32(d));
+    rem = rem / n;
+  }
+  let odt = v_dt(0u); let ooff = v_off(0u);
+  if (is_intlike(dt)) {
+    var acc = select(vec2<u32>(0u, 0u), vec2<u32>(1u, 0u), op == RED_PROD);
+    var have = false;
+    for (var r = lid; r < inner; r = r + 64u) {
+      let v = ld_i(dt, off, red_elem(base, r));
+      if (op == RED_SUM || op == RED_MEAN) { acc = i64_add(acc, v); }
+      else if (op == RED_PROD) { acc = i64_mul(acc, v); }
+      else if (!have) { acc = v; }
+      else if (op == RED_MAX) { acc = select(acc, v, i64_lt(acc, v)); }
+      else { acc = select(acc, v, i64_lt(v, acc)); }
+      have = true;
+    }
+    if (!have && (op == RED_MAX || op == RED_MIN)) { acc = select(vec2<u32>(0x7fffffffu, 0x7fffffffu), vec2<u32>(0u, 0x80000000u), op == RED_MAX); }
+    red_i[lid] = acc;
+    workgroupBarrier();
+    for (var s = 32u; s > 0u; s = s >> 1u) {
+      if (lid < s) {
+        let a = red_i[lid]; let b = red_i[lid + s];
+        var c: vec2<u32>;
+        if (op == RED_SUM || op == RED_MEAN) { c = i64_add(a, b); }
+        else if (op == RED_PROD) { c = i64_mul(a, b); }
+        else if (op == RED_MAX) { c = select(a, b, i64_lt(a, b)); }
+        else { c = select(a, b, i64_lt(b, a)); }
+        red_i[lid] = c;
+      }
+      workgroupBarrier();
+    }
+    if (lid == 0u) {
+      let v = red_i[0];
+      if (op == RED_MEAN) { st_f(odt, ooff, i32(o), select(nan_f(), i64_to_f32(v) / f32(inner), inner > 0u)); }
+      else if ((op == RED_MAX || op == RED_MIN) && inner == 0u) { st_f(odt, ooff, i32(o), nan_f()); }
+      else { st_i(odt, ooff, i32(o), v); }
+    }
+    return;
+  }
+  var acc = select(0.0, 1.0, op == RED_PROD);
+  var comp = 0.0;
+  var have = false;
+  for (var r = lid; r < inner; r = r + 64u) {
+    let v = ld_f(dt, off, red_elem(base, r));
+    if (op == RED_SUM || op == RED_MEAN) {
+      let y = v - comp;
+      let t = acc + y;
+      comp = (t - acc) - y;
+      acc = t;
+    } else if (op == RED_PROD) { acc = acc * v; }
+    else if (!have) { acc = v; }
+    else { acc = pick_f(op, acc, v); }
+    have = true;
+  }
+  red_f[lid] = acc;
+  red_c[lid] = select(0.0, 1.0, have);
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      let a = red_f[lid]; let b = red_f[lid + s];
+      let hb = red_c[lid + s] != 0.0;
+      let ha = red_c[lid] != 0.0;
+      var c = a;
+      if (op == RED_SUM || op == RED_MEAN) { c = a + b; }
+      else if (op == RED_PROD) { c = a * b; }
+      else if (hb) { c = select(b, pick_f(op, a, b), ha); }
+      red_f[lid] = c;
+      red_c[lid] = select(0.0, 1.0, ha || hb);
+    }
+    workgroupBarrier();
+  }
+  if (lid == 0u) {
+    var v = red_f[0];
+    if (op == RED_MEAN) { v = select(nan_f(), v / f32(inner), inner > 0u); }
+    if ((op == RED_MAX || op == RED_MIN) && inner == 0u) { v = nan_f(); }
+    st_f(odt, ooff, i32(o), v);
+  }
+}

@@ -1,0 +1,448 @@
+/* The process-wide WebGPU context: Dawn loaded with dlopen, one instance,
+ * adapter and device (with the adapter's limits and, when offered,
+ * shader-f16 and subgroups), one bind-group layout shared by every kernel,
+ * and the compute pipelines, built from the embedded WGSL on first use.
+ *
+ * Library lookup: env RLX_WEBGPU_LIB, else the copy scripts/setup_webgpu.sh
+ * unpacks into <repo>/third_party, else the loader's search path. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/webgpu/wg_internal.h"
+
+#ifndef RLX_WEBGPU_DEFAULT_LIB
+#define RLX_WEBGPU_DEFAULT_LIB "third_party/bun-webgpu-linux-x64/libwebgpu_wrapper.so"
+#endif
+
+_Static_assert(sizeof(WGPULimits) == 152, "WGPULimits layout of this Dawn build");
+_Static_assert(sizeof(WGPUDeviceDescriptor) == 144, "WGPUDeviceDescriptor layout");
+_Static_assert(sizeof(WGPUBindGroupLayoutEntry) == 120, "WGPUBindGroupLayoutEntry layout");
+_Static_assert(sizeof(WGPUBufferDescriptor) == 48, "WGPUBufferDescriptor layout");
+_Static_assert(sizeof(WGPUComputePipelineDescriptor) == 80, "WGPUComputePipelineDescriptor layout");
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static rlx_wg_context* g_ctx;
+static char g_reason[256];
+
+static WGPUStringView sv(const char* s) { return (WGPUStringView){s, strlen(s)}; }
+
+static void set_reason(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_reason(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_reason, sizeof g_reason, fmt, ap);
+  va_end(ap);
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+typedef struct request_result {
+  uint32_t status;
+  void* object;
+  char message[200];
+} request_result;
+
+static void copy_message(char* dst, size_t cap, WGPUStringView m) {
+  size_t n = m.data ? (m.length == WGPU_STRLEN ? strlen(m.data) : m.length) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, m.data, n);
+  dst[n] = 0;
+}
+
+static void on_adapter(uint32_t status, WGPUAdapter a, WGPUStringView msg, void* u1, void* u2) {
+  (void)u2;
+  request_result* r = u1;
+  r->status = status;
+  r->object = a;
+  copy_message(r->message, sizeof r->message, msg);
+}
+
+static void on_device(uint32_t status, WGPUDevice d, WGPUStringView msg, void* u1, void* u2) {
+  (void)u2;
+  request_result* r = u1;
+  r->status = status;
+  r->object = d;
+  copy_message(r->message, sizeof r->message, msg);
+}
+
+/* Errors outside any scope (there should be none) go to stderr when
+ * RLX_WEBGPU_VERBOSE is set; scoped errors are returned to the caller. */
+static void on_uncaptured(const WGPUDevice* d, uint32_t type, WGPUStringView msg, void* u1,
+                          void* u2) {
+  (void)d; (void)u1; (void)u2;
+  if (getenv("RLX_WEBGPU_VERBOSE")) {
+    char m[512];
+    copy_message(m, sizeof m, msg);
+    fprintf(stderr, "webgpu: uncaptured error %u: %s\n", type, m);
+  }
+}
+
+static void on_lost(const WGPUDevice* d, uint32_t reason, WGPUStringView msg, void* u1, void* u2) {
+  (void)d; (void)reason; (void)msg; (void)u1; (void)u2;
+}
+
+/* ------------------------------------------------------------ loading */
+
+static int load_library(rlx_wg_context* c) {
+  const char* env = getenv("RLX_WEBGPU_LIB");
+  const char* tried[3] = {env, RLX_WEBGPU_DEFAULT_LIB, "libwebgpu_wrapper.so"};
+  char first_error[200] = "";
+  for (int i = 0; i < 3 && !c->lib; i++) {
+    if (!tried[i] || !tried[i][0]) continue;
+    c->lib = dlopen(tried[i], RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib && !first_error[0]) snprintf(first_error, sizeof first_error, "%s", dlerror());
+    if (env && i == 0 && !c->lib) break; /* an explicit path that fails is the answer */
+  }
+  if (!c->lib) {
+    set_reason("no Dawn library (%s; run scripts/setup_webgpu.sh or set RLX_WEBGPU_LIB)",
+               first_error[0] ? first_error : "not found");
+    return 0;
+  }
+#define RLX_WGPU_LOAD(ret, name, params)                      \
+  *(void**)&c->f.name = dlsym(c->lib, #name);                 \
+  if (!c->f.name) {                                           \
+    set_reason("the Dawn library lacks %s (wrong build?)", #name); \
+    return 0;                                                 \
+  }
+  RLX_WGPU_FNS(RLX_WGPU_LOAD)
+#undef RLX_WGPU_LOAD
+  return 1;
+}
+
+static int wait_future(rlx_wg_context* c, WGPUFuture f) {
+  WGPUFutureWaitInfo w = {f, 0};
+  uint32_t st = c->f.wgpuInstanceWaitAny(c->instance, 1, &w, UINT64_MAX);
+  return st == WGPU_WAIT_STATUS_SUCCESS && w.completed;
+}
+
+static int open_adapter(rlx_wg_context* c) {
+  WGPUInstanceDescriptor id;
+  memset(&id, 0, sizeof id);
+  id.features.timedWaitAnyEnable = 1;
+  c->instance = c->f.wgpuCreateInstance(&id);
+  if (!c->instance) { set_reason("wgpuCreateInstance failed"); return 0; }
+  WGPURequestAdapterOptions o;
+  memset(&o, 0, sizeof o);
+  o.featureLevel = WGPU_FEATURE_LEVEL_CORE;
+  o.backendType = WGPU_BACKEND_VULKAN;
+  request_result r = {0, NULL, ""};
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_adapter, &r, NULL};
+  if (!wait_future(c, c->f.wgpuInstanceRequestAdapter(c->instance, &o, cb)) || !r.object) {
+    set_reason("no WebGPU adapter through Vulkan%s%s (on CPU-only machines Dawn needs Mesa 25 "
+               "lavapipe: VK_DRIVER_FILES=third_party/mesa25/lvp_icd.json)",
+               r.message[0] ? ": " : "", r.message);
+    return 0;
+  }
+  c->adapter = r.object;
+  WGPUAdapterInfo info;
+  memset(&info, 0, sizeof info);
+  if (c->f.wgpuAdapterGetInfo(c->adapter, &info) == WGPU_STATUS_SUCCESS) {
+    char dev[128];
+    copy_message(dev, sizeof dev, info.device);
+    snprintf(c->adapter_name, sizeof c->adapter_name, "%s", dev[0] ? dev : "unnamed adapter");
+    c->subgroup_min = info.subgroupMinSize;
+    c->subgroup_max = info.subgroupMaxSize;
+    c->f.wgpuAdapterInfoFreeMembers(info);
+  }
+  return 1;
+}
+
+static int open_device(rlx_wg_context* c) {
+  WGPULimits lim;
+  memset(&lim, 0, sizeof lim);
+  if (c->f.wgpuAdapterGetLimits(c->adapter, &lim) != WGPU_STATUS_SUCCESS) {
+    set_reason("wgpuAdapterGetLimits failed");
+    return 0;
+  }
+  c->has_f16 = c->f.wgpuAdapterHasFeature(c->adapter, WGPU_FEATURE_SHADER_F16) != 0;
+  c->has_subgroups = c->f.wgpuAdapterHasFeature(c->adapter, WGPU_FEATURE_SUBGROUPS) != 0;
+  uint32_t feats[2];
+  size_t nf = 0;
+  if (c->has_f16) feats[nf++] = WGPU_FEATURE_SHADER_F16;
+  if (c->has_subgroups) feats[nf++] = WGPU_FEATURE_SUBGROUPS;
+  WGPUDeviceDescriptor dd;
+  memset(&dd, 0, sizeof dd);
+  dd.label = sv("rlx");
+  dd.requiredFeatureCount = nf;
+  dd.requiredFeatures = feats;
+  dd.requiredLimits = &lim; /* everything the adapter offers */
+  dd.deviceLostCallbackInfo.mode = WGPU_CALLBACK_MODE_ALLOW_PROCESS_EVENTS;
+  dd.deviceLostCallbackInfo.callback = (void*)on_lost;
+  dd.uncapturedErrorCallbackInfo.callback = (void*)on_uncaptured;
+  request_result r = {0, NULL, ""};
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_device, &r, NULL};
+  if (!wait_future(c, c->f.wgpuAdapterRequestDevice(c->adapter, &dd, cb)) || !r.object) {
+    set_reason("requestDevice failed%s%s", r.message[0] ? ": " : "", r.message);
+    return 0;
+  }
+  c->device = r.object;
+  c->queue = c->f.wgpuDeviceGetQueue(c->device);
+  memset(&c->limits, 0, sizeof c->limits);
+  if (c->f.wgpuDeviceGetLimits(c->device, &c->limits) != WGPU_STATUS_SUCCESS) c->limits = lim;
+  return 1;
+}
+
+/* Arena window: the binding limit (a multiple of 4 below 4 GiB: kernels use
+ * 32-bit byte offsets), or RLX_WEBGPU_MAX_BINDING to force small windows. */
+static void choose_window(rlx_wg_context* c) {
+  uint64_t w = c->limits.maxStorageBufferBindingSize;
+  if (w > 0xfffff000ull) w = 0xfffff000ull;
+  const char* env = getenv("RLX_WEBGPU_MAX_BINDING");
+  if (env && env[0]) {
+    unsigned long long forced = strtoull(env, NULL, 10);
+    if (forced >= 4096 && forced < w) w = forced;
+  }
+  c->offset_align = c->limits.minStorageBufferOffsetAlignment ? c->limits.minStorageBufferOffsetAlignment : 256;
+  w &= ~(uint64_t)(c->offset_align - 1);
+  c->max_binding = w;
+}
+
+static int make_layout(rlx_wg_context* c) {
+  WGPUBindGroupLayoutEntry e[3];
+  memset(e, 0, sizeof e);
+  for (uint32_t i = 0; i < 3; i++) {
+    e[i].binding = i;
+    e[i].visibility = WGPU_SHADER_STAGE_COMPUTE;
+  }
+  e[0].buffer.type = WGPU_BUFFER_BINDING_STORAGE; /* arena window */
+  e[0].buffer.hasDynamicOffset = 1;
+  e[1].buffer.type = WGPU_BUFFER_BINDING_READ_ONLY_STORAGE; /* step record */
+  e[1].buffer.hasDynamicOffset = 1;
+  e[1].buffer.minBindingSize = RLX_WG_REC_WORDS * 4;
+  e[2].buffer.type = WGPU_BUFFER_BINDING_STORAGE; /* run state */
+  e[2].buffer.minBindingSize = RLX_WG_RUN_WORDS * 4;
+  WGPUBindGroupLayoutDescriptor bd;
+  memset(&bd, 0, sizeof bd);
+  bd.entryCount = 3;
+  bd.entries = e;
+  c->bgl = c->f.wgpuDeviceCreateBindGroupLayout(c->device, &bd);
+  if (!c->bgl) { set_reason("cannot create the bind group layout"); return 0; }
+  WGPUPipelineLayoutDescriptor pd;
+  memset(&pd, 0, sizeof pd);
+  pd.bindGroupLayoutCount = 1;
+  pd.bindGroupLayouts = &c->bgl;
+  c->layout = c->f.wgpuDeviceCreatePipelineLayout(c->device, &pd);
+  if (!c->layout) { set_reason("cannot create the pipeline layout"); return 0; }
+  return 1;
+}
+
+static void context_init(void) {
+  rlx_wg_context* c = calloc(1, sizeof *c);
+  if (!c) { set_reason("out of host memory"); return; }
+  pthread_mutex_init(&c->lock, NULL);
+  if (!load_library(c) || !open_adapter(c) || !open_device(c) || !make_layout(c)) {
+    /* Dawn objects of a half-made context are left to process exit: the
+     * library stays loaded and nothing else refers to them. */
+    return;
+  }
+  choose_window(c);
+  g_ctx = c;
+}
+
+rlx_wg_context* rlx_wg_context_get(char* reason, size_t cap) {
+  pthread_once(&g_once, context_init);
+  if (!g_ctx && reason) snprintf(reason, cap, "%s", g_reason[0] ? g_reason : "unavailable");
+  return g_ctx;
+}
+
+/* ------------------------------------------------------------ scopes, waits, buffers */
+
+typedef struct scope_result {
+  uint32_t status, type;
+  char message[400];
+} scope_result;
+
+static void on_pop(uint32_t status, uint32_t type, WGPUStringView msg, void* u1, void* u2) {
+  (void)u2;
+  scope_result* r = u1;
+  r->status = status;
+  r->type = type;
+  copy_message(r->message, sizeof r->message, msg);
+}
+
+void rlx_wg_scope_push(rlx_wg_context* c) {
+  c->f.wgpuDevicePushErrorScope(c->device, WGPU_ERROR_FILTER_OUT_OF_MEMORY);
+  c->f.wgpuDevicePushErrorScope(c->device, WGPU_ERROR_FILTER_VALIDATION);
+}
+
+rlx_status rlx_wg_scope_pop(rlx_wg_context* c, rlx_error* err, const char* what) {
+  rlx_status s = RLX_OK;
+  for (int k = 0; k < 2; k++) { /* validation first (pushed last), then out-of-memory */
+    scope_result r = {0, 0, ""};
+    WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_pop, &r, NULL};
+    if (!wait_future(c, c->f.wgpuDevicePopErrorScope(c->device, cb)) && s == RLX_OK)
+      s = rlx_fail(err, RLX_INTERNAL, "webgpu: %s: error scope lost", what);
+    if (s == RLX_OK && r.type != WGPU_ERROR_TYPE_NO_ERROR && r.type != 0)
+      s = rlx_fail(err, k == 0 ? RLX_INTERNAL : RLX_RESOURCE_EXHAUSTED, "webgpu: %s: %s", what,
+                   r.message[0] ? r.message : "error");
+  }
+  return s;
+}
+
+rlx_status rlx_wg_wait(rlx_wg_context* c, WGPUFuture fut, rlx_error* err, const char* what) {
+  if (wait_future(c, fut)) return RLX_OK;
+  return rlx_fail(err, RLX_INTERNAL, "webgpu: waiting for %s failed", what);
+}
+
+rlx_status rlx_wg_buffer(rlx_wg_context* c, uint64_t size, WGPUFlags usage, rlx_error* err,
+                         const char* what, WGPUBuffer* out) {
+  WGPUBufferDescriptor d;
+  memset(&d, 0, sizeof d);
+  d.label = sv(what);
+  d.usage = usage;
+  d.size = (size + 15) & ~(uint64_t)15;
+  rlx_wg_scope_push(c);
+  *out = c->f.wgpuDeviceCreateBuffer(c->device, &d);
+  rlx_status s = rlx_wg_scope_pop(c, err, what);
+  if (s == RLX_OK && !*out)
+    s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "webgpu: cannot create %s (%llu bytes)", what,
+                 (unsigned long long)size);
+  if (s && *out) {
+    c->f.wgpuBufferRelease(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+static void on_map(uint32_t status, WGPUStringView msg, void* u1, void* u2) {
+  (void)msg; (void)u2;
+  *(uint32_t*)u1 = status;
+}
+
+rlx_status rlx_wg_map_read(rlx_wg_context* c, WGPUBuffer buf, void* dst, uint64_t bytes,
+                           rlx_error* err) {
+  if (bytes == 0) return RLX_OK;
+  uint32_t status = 0;
+  size_t n = (size_t)((bytes + 3) & ~(uint64_t)3);
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_map, &status, NULL};
+  RLX_RETURN_IF_ERROR(rlx_wg_wait(c, c->f.wgpuBufferMapAsync(buf, WGPU_MAP_MODE_READ, 0, n, cb),
+                                  err, "a readback map"));
+  if (status != WGPU_REQUEST_STATUS_SUCCESS)
+    return rlx_fail(err, RLX_INTERNAL, "webgpu: mapping a readback buffer failed (status %u)", status);
+  const void* p = c->f.wgpuBufferGetConstMappedRange(buf, 0, n);
+  if (p) memcpy(dst, p, (size_t)bytes);
+  c->f.wgpuBufferUnmap(buf);
+  return p ? RLX_OK : rlx_fail(err, RLX_INTERNAL, "webgpu: mapped range unavailable");
+}
+
+/* ------------------------------------------------------------ pipelines */
+
+typedef struct kernel_source {
+  const char* src;
+  const char* entry;
+} kernel_source;
+
+static kernel_source source_of(rlx_wg_kernel k) {
+  switch (k) {
+    case RLX_WG_ELTWISE: return (kernel_source){rlx_wg_src_eltwise, "main"};
+    case RLX_WG_MATMUL: return (kernel_source){rlx_wg_src_matmul, "main"};
+    case RLX_WG_REDUCE: return (kernel_source){rlx_wg_src_reduce, "main"};
+    case RLX_WG_SOFTMAX: return (kernel_source){rlx_wg_src_rows, "softmax_main"};
+    case RLX_WG_ARG: return (kernel_source){rlx_wg_src_rows, "arg_main"};
+    case RLX_WG_CUMSUM: return (kernel_source){rlx_wg_src_rows, "cumsum_main"};
+    case RLX_WG_TOPK: return (kernel_source){rlx_wg_src_rows, "topk_main"};
+    case RLX_WG_GATHER: return (kernel_source){rlx_wg_src_index, "gather_main"};
+    case RLX_WG_SCATTER: return (kernel_source){rlx_wg_src_index, "scatter_main"};
+    case RLX_WG_NORM: return (kernel_source){rlx_wg_src_norm, "main"};
+    case RLX_WG_ATTENTION: return (kernel_source){rlx_wg_src_attention, "main"};
+    case RLX_WG_ROPE: return (kernel_source){rlx_wg_src_rope, "main"};
+    default: return (kernel_source){NULL, NULL};
+  }
+}
+
+/* The arena binding and its word accessors. Steps that store sub-word
+ * elements (f16, bf16, i8, u8, bool) share words between invocations, so
+ * they see the arena as atomic words and store with atomic and/or. */
+static const char* arena_prelude(int atomic) {
+  if (atomic)
+    return "@group(0) @binding(0) var<storage, read_write> A: array<atomic<u32>>;\n"
+           "fn lw(i: u32) -> u32 { return atomicLoad(&A[i]); }\n"
+           "fn sw(i: u32, v: u32) { atomicStore(&A[i], v); }\n"
+           "fn sw_part(i: u32, mask: u32, bits: u32) {\n"
+           "  atomicAnd(&A[i], ~mask); atomicOr(&A[i], bits & mask);\n}\n";
+  return "@group(0) @binding(0) var<storage, read_write> A: array<u32>;\n"
+         "fn lw(i: u32) -> u32 { return A[i]; }\n"
+         "fn sw(i: u32, v: u32) { A[i] = v; }\n"
+         "fn sw_part(i: u32, mask: u32, bits: u32) { A[i] = (A[i] & ~mask) | (bits & mask); }\n";
+}
+
+/* Growable text for one module. */
+typedef struct text {
+  char* s;
+  size_t n, cap;
+  int oom;
+} text;
+
+static void add(text* t, const char* s) {
+  size_t k = strlen(s);
+  if (t->oom) return;
+  if (t->n + k + 1 > t->cap) {
+    size_t cap = (t->cap ? t->cap * 2 : 16384) + k;
+    char* g = realloc(t->s, cap);
+    if (!g) { t->oom = 1; return; }
+    t->s = g;
+    t->cap = cap;
+  }
+  memcpy(t->s + t->n, s, k + 1);
+  t->n += k;
+}
+
+static void add_constants(text* t) {
+  char line[96];
+#define RLX_WG_EMIT_U(name, value) \
+  snprintf(line, sizeof line, "const %s: u32 = %uu;\n", #name, (unsigned)(value)); add(t, line);
+#define RLX_WG_EMIT_I(name, value) \
+  snprintf(line, sizeof line, "const %s: i32 = %d;\n", #name, (int)(value)); add(t, line);
+  RLX_WG_U32_CONSTS(RLX_WG_EMIT_U)
+  RLX_WG_I32_CONSTS(RLX_WG_EMIT_I)
+#undef RLX_WG_EMIT_U
+#undef RLX_WG_EMIT_I
+}
+
+rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_error* err,
+                           WGPUComputePipeline* out) {
+  atomic = atomic ? 1 : 0;
+  if (c->pipes[k][atomic]) {
+    *out = c->pipes[k][atomic];
+    return RLX_OK;
+  }
+  kernel_source ks = source_of(k);
+  if (!ks.src) return rlx_fail(err, RLX_INTERNAL, "webgpu: no kernel %d", (int)k);
+  text t = {NULL, 0, 0, 0};
+  add(&t, arena_prelude(atomic));
+  add_constants(&t);
+  add(&t, rlx_wg_src_common);
+  add(&t, ks.src);
+  if (t.oom) { free(t.s); return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); }
+  WGPUShaderSourceWGSL wgsl = {{NULL, WGPU_STYPE_SHADER_SOURCE_WGSL}, {t.s, t.n}};
+  WGPUShaderModuleDescriptor md;
+  memset(&md, 0, sizeof md);
+  md.nextInChain = &wgsl.chain;
+  md.label = sv(ks.entry);
+  char what[96];
+  snprintf(what, sizeof what, "compiling WGSL kernel %d (%s%s)", (int)k, ks.entry,
+           atomic ? ", atomic arena" : "");
+  rlx_wg_scope_push(c);
+  WGPUShaderModule mod = c->f.wgpuDeviceCreateShaderModule(c->device, &md);
+  WGPUComputePipelineDescriptor pd;
+  memset(&pd, 0, sizeof pd);
+  pd.layout = c->layout;
+  pd.compute.module = mod;
+  pd.compute.entryPoint = sv(ks.entry);
+  WGPUComputePipeline p = mod ? c->f.wgpuDeviceCreateComputePipeline(c->device, &pd) : NULL;
+  rlx_status s = rlx_wg_scope_pop(c, err, what);
+  if (mod) c->f.wgpuShaderModuleRelease(mod);
+  if (s == RLX_OK && getenv("RLX_WEBGPU_DUMP")) fputs(t.s, stderr);
+  free(t.s);
+  if (s == RLX_OK && !p) s = rlx_fail(err, RLX_INTERNAL, "webgpu: %s failed", what);
+  if (s) {
+    if (p) c->f.wgpuComputePipelineRelease(p);
+    return s;
+  }
+  c->pipes[k][atomic] = p;
+  *out = p;
+  return RLX_OK;
+}

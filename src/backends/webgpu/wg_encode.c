@@ -1,0 +1,319 @@
+/* Step -> parameter record + kernel + grid. Kernels address their arena
+ * window with 32-bit byte offsets and element indices, so every size, stride
+ * and offset must fit; a step that does not, or that computes in f64 (WGSL
+ * has no f64) or needs 64-bit integer division, runs on the host fallback
+ * rather than computing something wrong. Elementwise steps get their dims
+ * coalesced (size-1 dims dropped, runs contiguous in every view merged), so
+ * the common dense case unravels one dim per element instead of eight. */
+#include <string.h>
+
+#include "backends/webgpu/wg_internal.h"
+
+typedef struct encoder {
+  uint32_t* w;
+  int ok; /* cleared when a value does not fit 32 bits */
+} encoder;
+
+static void put(encoder* e, uint32_t idx, int64_t v) {
+  if (v < INT32_MIN || v > (int64_t)UINT32_MAX) e->ok = 0;
+  e->w[idx] = (uint32_t)v;
+}
+static void put_x(encoder* e, uint32_t idx, int64_t v) { put(e, WG_R_X + idx, v); }
+static void put_float(encoder* e, uint32_t idx, float v) { memcpy(&e->w[WG_R_X + idx], &v, 4); }
+
+static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t base, uint64_t window) {
+  uint32_t at = WG_R_VIEW0 + (uint32_t)slot * WG_R_VIEW_WORDS;
+  if (v->rank < 0) {
+    e->w[at + 2] = (uint32_t)-1;
+    return;
+  }
+  if (v->offset < base || v->offset - base > window) e->ok = 0;
+  e->w[at + 0] = (uint32_t)(v->offset - base);
+  e->w[at + 1] = (uint32_t)v->dtype;
+  e->w[at + 2] = (uint32_t)v->rank;
+  for (int32_t d = 0; d < v->rank && d < RLX_MAX_RANK; d++) {
+    put(e, at + 3 + (uint32_t)d, v->shape[d]);
+    if (v->stride[d] < INT32_MIN || v->stride[d] > INT32_MAX) e->ok = 0;
+    e->w[at + 11 + (uint32_t)d] = (uint32_t)(int32_t)v->stride[d];
+  }
+}
+
+static int64_t numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+/* Drops size-1 dims and merges neighbours that are contiguous in every view
+ * (all views share views[0]'s shape: elementwise steps are aligned). */
+static void coalesce(rlx_view* views, int n) {
+  int32_t rank = views[0].rank, r = 0;
+  int64_t shape[RLX_MAX_RANK];
+  memcpy(shape, views[0].shape, sizeof shape);
+  for (int32_t d = 0; d < rank; d++) {
+    if (shape[d] == 1) continue;
+    int merge = r > 0;
+    for (int k = 0; k < n && merge; k++)
+      if (views[k].stride[r - 1] != views[k].stride[d] * shape[d]) merge = 0;
+    for (int k = 0; k < n; k++) {
+      if (merge) {
+        views[k].shape[r - 1] *= shape[d];
+        views[k].stride[r - 1] = views[k].stride[d];
+      } else {
+        views[k].shape[r] = shape[d];
+        views[k].stride[r] = views[k].stride[d];
+      }
+    }
+    if (!merge) r++;
+  }
+  for (int k = 0; k < n; k++) views[k].rank = r;
+}
+
+static int is_eltwise(rlx_kernel k) {
+  return k == RLX_K_COPY || k == RLX_K_BINARY || k == RLX_K_COMPARE || k == RLX_K_WHERE ||
+         k == RLX_K_UNARY;
+}
+
+static int is_int(rlx_dtype t) {
+  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
+}
+
+/* WGSL has no f64: only data movement may touch it (converted exactly). */
+static int computes_in_f64(const rlx_step* s) {
+  if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
+  for (int32_t i = 0; i < s->n_in; i++)
+    if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
+  for (int32_t i = 0; i < s->n_out; i++)
+    if (s->out[i].rank >= 0 && s->out[i].dtype == RLX_F64) return 1;
+  return 0;
+}
+
+/* 64-bit integer division and power are not emulated. */
+static int needs_i64_divpow(const rlx_step* s) {
+  return s->kernel == RLX_K_BINARY && (s->op == RLX_BIN_DIV || s->op == RLX_BIN_POW) &&
+         is_int(s->in[0].dtype) && s->out[0].dtype == RLX_I64;
+}
+
+static int stores_subword(const rlx_step* s) {
+  for (int32_t i = 0; i < s->n_out; i++)
+    if (s->out[i].rank >= 0 && rlx_dtype_size(s->out[i].dtype) < 4) return 1;
+  return 0;
+}
+
+/* Work items of the step and whether each is one invocation (64 per
+ * workgroup) or one workgroup. -1: no kernel for this kind. */
+static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
+  *per_group = 64;
+  switch (s->kernel) {
+    case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
+      *k = RLX_WG_ELTWISE;
+      return numel(&s->out[0]);
+    case RLX_K_MATMUL: {
+      const rlx_matmul_params* p = &s->p.mm;
+      *k = RLX_WG_MATMUL;
+      *per_group = 1;
+      return p->batch * ((p->M + 15) / 16) * ((p->N + 15) / 16);
+    }
+    case RLX_K_REDUCE: *k = RLX_WG_REDUCE; *per_group = 1; return s->p.reduce.outer;
+    case RLX_K_SOFTMAX:
+      *k = RLX_WG_SOFTMAX;
+      *per_group = 1;
+      return s->p.rowop.row.outer * s->p.rowop.row.inner;
+    case RLX_K_ARG_REDUCE:
+      *k = RLX_WG_ARG;
+      return s->p.rowop.row.outer * s->p.rowop.row.inner;
+    case RLX_K_CUMSUM:
+      *k = RLX_WG_CUMSUM;
+      return s->p.rowop.row.outer * s->p.rowop.row.inner;
+    case RLX_K_TOPK:
+      *k = RLX_WG_TOPK;
+      return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
+    case RLX_K_GATHER:
+      *k = RLX_WG_GATHER;
+      return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
+    case RLX_K_SCATTER_ADD: {
+      const rlx_scatter_params* p = &s->p.scatter;
+      int64_t n = 1;
+      for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
+      *k = RLX_WG_SCATTER;
+      return n;
+    }
+    case RLX_K_NORM: *k = RLX_WG_NORM; *per_group = 1; return s->p.norm.rows;
+    case RLX_K_ATTENTION: {
+      const rlx_attention_params* p = &s->p.attn;
+      *k = RLX_WG_ATTENTION;
+      *per_group = 1;
+      return p->B * p->H * p->Sq;
+    }
+    case RLX_K_ROPE: {
+      const rlx_rope_params* p = &s->p.rope;
+      *k = RLX_WG_ROPE;
+      return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
+    }
+    default: return -1; /* RLX_K_SAMPLE, RLX_K_HOST */
+  }
+}
+
+static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
+  put_x(e, WG_MM_M, p->M);
+  put_x(e, WG_MM_N, p->N);
+  put_x(e, WG_MM_K, p->K);
+  put_x(e, WG_MM_BATCH, p->batch);
+  put_x(e, WG_MM_BRANK, p->batch_rank);
+  for (int32_t d = 0; d < p->batch_rank && d < RLX_MAX_RANK; d++) {
+    put_x(e, WG_MM_BSHAPE + (uint32_t)d, p->batch_shape[d]);
+    put_x(e, WG_MM_ABS + (uint32_t)d, p->a_bstride[d]);
+    put_x(e, WG_MM_BBS + (uint32_t)d, p->b_bstride[d]);
+    put_x(e, WG_MM_CBS + (uint32_t)d, p->c_bstride[d]);
+  }
+  put_x(e, WG_MM_ARS, p->a_rs);
+  put_x(e, WG_MM_ACS, p->a_cs);
+  put_x(e, WG_MM_BRS, p->b_rs);
+  put_x(e, WG_MM_BCS, p->b_cs);
+  put_x(e, WG_MM_CRS, p->c_rs);
+  put_x(e, WG_MM_HAS_BIAS, p->has_bias);
+  put_x(e, WG_MM_ACT, p->act);
+}
+
+static void encode_attention(encoder* e, const rlx_attention_params* p) {
+  const int64_t v[] = {p->B,    p->H,    p->Hkv,  p->Sq,   p->Sk,   p->D,    p->Dv,
+                       p->q_sb, p->q_ss, p->q_sh, p->k_sb, p->k_ss, p->k_sh, p->v_sb,
+                       p->v_ss, p->v_sh, p->o_sb, p->o_ss, p->o_sh, p->m_sb, p->m_sh,
+                       p->m_sq, p->m_sk, p->mask, p->window};
+  for (uint32_t i = 0; i < sizeof v / sizeof v[0]; i++) put_x(e, i, v[i]);
+  put_float(e, WG_AT_SCALE, p->scale);
+  put_float(e, WG_AT_SOFTCAP, p->softcap);
+  /* Each invocation owns up to 4 output dims of the 64-wide workgroup. */
+  if (p->Dv > 256 || p->Hkv <= 0 || p->H % p->Hkv != 0) e->ok = 0;
+}
+
+static void encode_kind(encoder* e, const rlx_step* s) {
+  switch (s->kernel) {
+    case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
+    case RLX_K_REDUCE:
+      put_x(e, WG_RD_NKEEP, s->p.reduce.n_keep);
+      put_x(e, WG_RD_NRED, s->p.reduce.n_red);
+      put_x(e, WG_RD_OUTER, s->p.reduce.outer);
+      put_x(e, WG_RD_INNER, s->p.reduce.inner);
+      break;
+    case RLX_K_ARG_REDUCE: case RLX_K_SOFTMAX: case RLX_K_CUMSUM: case RLX_K_TOPK:
+      put_x(e, WG_RW_OUTER, s->p.rowop.row.outer);
+      put_x(e, WG_RW_N, s->p.rowop.row.n);
+      put_x(e, WG_RW_INNER, s->p.rowop.row.inner);
+      put_x(e, WG_RW_EXCLUSIVE, s->p.rowop.exclusive);
+      put_x(e, WG_RW_REVERSE, s->p.rowop.reverse);
+      put_x(e, WG_RW_K, s->p.rowop.k);
+      put_x(e, WG_RW_LARGEST, s->p.rowop.largest);
+      if (s->p.rowop.row.n <= 0 || s->p.rowop.row.inner <= 0) e->ok = 0;
+      break;
+    case RLX_K_GATHER:
+      put_x(e, WG_GA_OUTER, s->p.gather.outer);
+      put_x(e, WG_GA_AXIS_LEN, s->p.gather.axis_len);
+      put_x(e, WG_GA_INNER, s->p.gather.inner);
+      put_x(e, WG_GA_NIDX, s->p.gather.n_idx);
+      if (s->p.gather.inner <= 0 || s->p.gather.n_idx <= 0) e->ok = 0;
+      break;
+    case RLX_K_SCATTER_ADD: {
+      const rlx_scatter_params* p = &s->p.scatter;
+      put_x(e, WG_SC_RANK, p->rank);
+      put_x(e, WG_SC_AXIS, p->axis);
+      for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
+        put_x(e, WG_SC_SHAPE + (uint32_t)d, p->shape[d]);
+        put_x(e, WG_SC_OSTRIDE + (uint32_t)d, p->out_stride[d]);
+      }
+      put_x(e, WG_SC_AXIS_LEN, p->axis_len);
+      break;
+    }
+    case RLX_K_NORM: {
+      const rlx_norm_params* p = &s->p.norm;
+      put_x(e, WG_NM_ROWS, p->rows);
+      put_x(e, WG_NM_COLS, p->cols);
+      put_float(e, WG_NM_EPS, p->eps);
+      put_x(e, WG_NM_RMS, p->rms);
+      put_x(e, WG_NM_HAS_RES, p->has_residual);
+      put_x(e, WG_NM_HAS_BIAS, p->has_bias);
+      put_x(e, WG_NM_HAS_GAMMA, p->has_gamma);
+      put_x(e, WG_NM_HAS_BETA, p->has_beta);
+      put_x(e, WG_NM_WRITES_SUM, p->writes_sum);
+      break;
+    }
+    case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_ROPE: {
+      const rlx_rope_params* p = &s->p.rope;
+      const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
+                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token};
+      for (uint32_t i = 0; i < sizeof v / sizeof v[0]; i++) put_x(e, i, v[i]);
+      break;
+    }
+    default: break;
+  }
+}
+
+int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t window,
+                       uint32_t max_groups, uint32_t* words, rlx_wg_dispatch* out) {
+  memset(words, 0, sizeof(uint32_t) * RLX_WG_REC_WORDS);
+  memset(out, 0, sizeof *out);
+  if (s->kernel == RLX_K_HOST || computes_in_f64(s) || needs_i64_divpow(s)) return 1;
+  int per_group;
+  int64_t items = work_items(s, &per_group, &out->kernel);
+  if (items < 0) return 1;
+  out->atomic = stores_subword(s);
+  encoder e = {words, 1};
+  put(&e, WG_R_KIND, s->kernel);
+  put(&e, WG_R_OP, s->op);
+  put(&e, WG_R_COUNT, items);
+  put(&e, WG_R_STEP, index);
+  words[WG_R_INF] = 0x7f800000u;
+  words[WG_R_NAN] = 0x7fc00000u;
+  rlx_view views[RLX_STEP_MAX_IN + 1];
+  int n_views = 0;
+  views[n_views++] = s->out[0];
+  for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[n_views++] = s->in[i];
+  if (is_eltwise(s->kernel)) coalesce(views, n_views);
+  put_view(&e, 0, &views[0], base, window);
+  rlx_view absent;
+  memset(&absent, 0, sizeof absent);
+  absent.rank = -1;
+  put_view(&e, 1, s->n_out > 1 ? &s->out[1] : &absent, base, window);
+  for (int k = 1; k < n_views; k++) put_view(&e, 1 + k, &views[k], base, window);
+  for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) put_view(&e, 2 + i, &absent, base, window);
+  encode_kind(&e, s);
+  if (!e.ok) return 1;
+  if (items == 0) return 0;
+  uint64_t groups = per_group == 1 ? (uint64_t)items : ((uint64_t)items + 63) / 64;
+  uint64_t gx = groups < max_groups ? groups : max_groups;
+  uint64_t gy = (groups + gx - 1) / gx;
+  if (gy > max_groups) return 1;
+  words[WG_R_GROUPS_X] = (uint32_t)gx;
+  out->groups_x = (uint32_t)gx;
+  out->groups_y = (uint32_t)gy;
+  return 0;
+}
+
+/* Node-level answer for the dispatch report: f64 arithmetic, 64-bit integer
+ * division/power, attention heads wider than 256 and Sample go to the host
+ * fallback; the rest of Tier 1 runs natively. */
+int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
+  const rlx_node* n = &g->nodes[ni];
+  switch (n->op) {
+    case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
+    case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:
+    case RLX_OP_GATHER:
+      return 1; /* data movement: any dtype, converted exactly */
+    case RLX_OP_SAMPLE:
+      return 0;
+    default: break;
+  }
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
+  if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&
+      rlx_tensor_type(g, n->out[0])->dtype == RLX_I64)
+    return 0;
+  if (n->op == RLX_OP_ATTENTION) {
+    const rlx_type* v = rlx_tensor_type(g, n->in[2]);
+    if (v->rank > 0 && v->shape[v->rank - 1] > 256) return 0;
+  }
+  return 1;
+}

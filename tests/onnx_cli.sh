@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# CLI over ONNX models from Debian's libonnx-testdata: `rlx run model.onnx`
+# with .pb inputs and --expect (a match exits 0, a mismatch 1), inputs that
+# must be known at import time (Reshape's target) given with --input, and
+# `rlx dot model.onnx`. Exits 77 (skipped) without the test data.
+set -u
+rlx="$1"
+data="${RLX_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node"
+[ -d "$data" ] || { echo "skipped: no ONNX test data at $data"; exit 77; }
+"$rlx" run "$data/test_abs/model.onnx" --expect /dev/null 2>&1 | grep -q "not built" &&
+  { echo "skipped: ONNX import not built"; exit 77; }
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+t="$data/test_gemm_all_attributes"
+s="$t/test_data_set_0"
+out=$("$rlx" run "$t/model.onnx" --input a="$s/input_0.pb" --input b="$s/input_1.pb" \
+      --input c="$s/input_2.pb" --expect "$s/output_0.pb" 2>&1)
+[ $? -eq 0 ] && grep -q "expect output 0 .*: ok" <<<"$out" || fail "gemm --expect: $out"
+
+# random inputs cannot match the expected output: exit 1 with MISMATCH
+out=$("$rlx" run "$t/model.onnx" --expect "$s/output_0.pb" 2>&1)
+[ $? -eq 1 ] && grep -q "MISMATCH" <<<"$out" || fail "gemm mismatch must exit 1: $out"
+
+# Reshape's target is a graph input: given with --input, it is frozen at import
+t="$data/test_reshape_negative_dim"
+s="$t/test_data_set_0"
+out=$("$rlx" run "$t/model.onnx" --input data="$s/input_0.pb" --input shape="$s/input_1.pb" \
+      --expect "$s/output_0.pb" 2>&1)
+[ $? -eq 0 ] && grep -q "given a value at import time: shape" <<<"$out" || fail "reshape: $out"
+out=$("$rlx" run "$t/model.onnx" --input data="$s/input_0.pb" 2>&1)
+[ $? -ne 0 ] && grep -q "shape" <<<"$out" || fail "reshape without the target must fail: $out"
+
+# multi-output model, outputs checked in order
+t="$data/test_split_equal_parts_1d"
+s="$t/test_data_set_0"
+out=$("$rlx" run "$t/model.onnx" --input input="$s/input_0.pb" --expect "$s/output_0.pb" \
+      --expect "$s/output_1.pb" --expect "$s/output_2.pb" 2>&1)
+[ $? -eq 0 ] && [ "$(grep -c ': ok' <<<"$out")" -eq 3 ] || fail "split: $out"
+
+# an unsupported op is an error naming the op
+out=$("$rlx" run "$data/test_roialign_aligned_false/model.onnx" 2>&1)
+[ $? -ne 0 ] && grep -q "RoiAlign" <<<"$out" || fail "RoiAlign must be refused by name: $out"
+
+out=$("$rlx" dot "$data/test_gemm_all_attributes/model.onnx" 2>&1)
+[ $? -eq 0 ] && grep -q "digraph" <<<"$out" || fail "dot: $out"
+
+[ "$failures" -eq 0 ] && echo "onnx cli: all passed"
+exit $((failures > 0))

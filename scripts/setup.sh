@@ -25,3 +25,4 @@ if ((${#missing[@]})); then
 else
   echo "setup: all packages present"
 fi
+"$(dirname "${BASH_SOURCE[0]}")/setup_webgpu.sh" || echo "setup: WebGPU dependencies (Dawn, Mesa 25 lavapipe) not installed; WebGPU tests will SKIP"

@@ -63,6 +63,7 @@ setup_mesa() {
   echo "deb http://deb.debian.org/debian bookworm-backports main" >"$apt_dir/sources.list"
   # A private sources list and state folder: the system's apt stays as it is.
   local opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=-"
+              -o "Dir::Cache=$apt_dir/cache"
               -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
               -o "APT::Get::List-Cleanup=0")
   apt-get "${opts[@]}" update -qq

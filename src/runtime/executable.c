@@ -687,6 +687,7 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   RLX_RETURN_IF_ERROR(upload_inputs(e, v, switched));
   const rlx_step_list* steps = NULL;
   RLX_RETURN_IF_ERROR(extent_steps(e, v, &steps));
+  if (e->backend->select_outputs) e->backend->select_outputs(v->be, e->selected, e->src->n_outputs);
   rlx_run_ctx ctx = {e->seed, v->g, &v->plan};
   RLX_RETURN_IF_ERROR(e->backend->run(v->be, steps, &ctx, &e->err));
   RLX_RETURN_IF_ERROR(apply_feeds(e, v));

@@ -280,8 +280,12 @@ void rlx_free(void* p);
 /* Imports an ONNX model (opsets 7..22 for the ops that map onto the IR).
  * Initializers become params named as in the file (rlx_onnx_set_params
  * copies their values into an executable), graph inputs become inputs,
- * symbolic dims become symbols. An op, attribute or dtype the importer does
- * not support returns RLX_UNIMPLEMENTED; a malformed file RLX_INVALID_ARGUMENT.
+ * symbolic dims become symbols; shape computations on constants (Shape ->
+ * Gather -> Concat -> Reshape) are folded at import. An op, attribute or dtype
+ * the importer does not support returns RLX_UNIMPLEMENTED; a malformed file
+ * RLX_INVALID_ARGUMENT; RLX_FAILED_PRECONDITION when a value that must be
+ * known at import time (a Reshape target, Slice bounds) is fed as a graph
+ * input (`rlx run` accepts it with --input and freezes it).
  * If out_error is not NULL it receives a malloc'd message naming the op type,
  * node and problem (rlx_free it). */
 rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error);

@@ -6,6 +6,7 @@
 #   scripts/test.sh --fast    only the first pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 jobs=$(nproc)
 
 echo "== build (Release, -Werror)"
@@ -19,6 +20,7 @@ if [[ "${1:-}" != "--fast" ]]; then
   cmake --build build-asan -j"$jobs"
   echo "== ctest under ASan + UBSan"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
      ctest --output-on-failure -j"$jobs")
 fi
 echo "== all tests passed"

@@ -23,17 +23,6 @@ static int g_ctx_tried;
 static char g_ctx_reason[256];
 static atomic_uint_fast64_t g_validation_messages;
 
-#if defined(__SANITIZE_ADDRESS__)
-/* LeakSanitizer hook: Mesa's lavapipe (and LLVM under it), the Vulkan loader
- * and the validation layer keep allocations for the life of the process
- * that LSan reports as leaks once the driver is loaded; none are ours. (Not
- * rlx_-prefixed: the sanitizer runtime looks the name up.) */
-const char* __lsan_default_suppressions(void);
-const char* __lsan_default_suppressions(void) {
-  return "leak:libvulkan_lvp.so\nleak:libvulkan.so\nleak:libVkLayer_khronos_validation.so\n"
-         "leak:libLLVM\n";
-}
-#endif
 
 uint64_t rlx_vk_validation_count(void) { return atomic_load(&g_validation_messages); }
 uint64_t rlx_vk_validation_messages(void) { return rlx_vk_validation_count(); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA backend's proof on the GPU machine, in one call (see PERF.md):
 #   build (nvcc kernels for sm_80/sm_90 + PTX) -> rlx devices -> test_cuda ->
-#   op parity CUDA vs the CPU reference -> compute-sanitizer memcheck on the
+#   f16/bf16 tensor-core attention vs the CPU reference -> op parity CUDA vs the CPU reference -> compute-sanitizer memcheck on the
 #   parity suite -> op benchmarks and GPT-2 124M (forward B4 T1024, decode
 #   step with KV cache) -> PyTorch peers in the same call -> ratios table.
 # Outputs go to $OUT (or bench/results/device-run when $OUT is unset):
@@ -37,6 +37,125 @@ timeout 180 build-cuda/test_cuda
 
 stage "test_exec on the default device (cpu) still passes"
 timeout 120 build-cuda/test_exec | tail -2
+
+stage "tensor-core attention (f16/bf16, attention_mma.cu) vs the CPU reference"
+cat > "$OUT/attn_mma_check.c" <<'CSRC'
+/* Tensor-core attention check (scripts/device_cuda.sh): f16/bf16 attention
+ * on cuda vs the CPU reference for the shapes the mma kernel takes (D 64 and
+ * 128, GQA, causal / sliding / custom / bias / none, softcap, scale, Sq != Sk,
+ * both layouts). Inputs are f32, cast to the half type inside the graph. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rlx.h"
+
+static uint64_t rs = 88172645463325252ull;
+static float urand(void) {
+  rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+  return (float)((double)(rs >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+}
+
+typedef struct acase {
+  const char* what;
+  rlx_dtype t;
+  int64_t B, H, Hkv, Sq, Sk, D;
+  rlx_layout layout;
+  rlx_mask_kind mask;
+  int32_t window;
+  float scale, softcap;
+} acase;
+
+static double run_case(const acase* c) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim qs[4] = {c->B, c->Sq, c->H, c->D}, ks[4] = {c->B, c->Sk, c->Hkv, c->D}, ms[4] = {c->B, 1, c->Sq, c->Sk};
+  if (c->layout == RLX_LAYOUT_BHSD) { qs[1] = c->H; qs[2] = c->Sq; ks[1] = c->Hkv; ks[2] = c->Sk; }
+  rlx_tensor in[4], h[3], y, yf, mask = RLX_NONE;
+  const char* names[4] = {"q", "k", "v", "m"};
+  rlx_graph_add_input(g, "q", RLX_F32, qs, 4, &in[0]);
+  rlx_graph_add_input(g, "k", RLX_F32, ks, 4, &in[1]);
+  rlx_graph_add_input(g, "v", RLX_F32, ks, 4, &in[2]);
+  int n_in = 3;
+  if (c->mask == RLX_MASK_CUSTOM || c->mask == RLX_MASK_BIAS) {
+    rlx_graph_add_input(g, "m", RLX_F32, ms, 4, &in[3]);
+    mask = in[3];
+    n_in = 4;
+  }
+  for (int i = 0; i < 3; i++) rlx_graph_add_cast(g, in[i], c->t, &h[i]);
+  rlx_attention_desc d = {(int32_t)c->H, (int32_t)c->Hkv, (int32_t)c->D, c->layout, c->mask, c->window, c->scale, c->softcap};
+  if (rlx_graph_add_attention(g, h[0], h[1], h[2], mask, &d, &y) != RLX_OK) {
+    printf("%s: build: %s\n", c->what, rlx_graph_last_error(g));
+    return INFINITY;
+  }
+  rlx_graph_add_cast(g, y, RLX_F32, &yf);
+  rlx_graph_set_outputs(g, &yf, 1);
+  rlx_exec *e[2] = {NULL, NULL};
+  const char* dev[2] = {"cuda", "cpu"};
+  for (int i = 0; i < 2; i++)
+    if (rlx_compile(g, dev[i], NULL, &e[i]) != RLX_OK) {
+      printf("%s: compile %s: %s\n", c->what, dev[i], rlx_graph_last_error(g));
+      return INFINITY;
+    }
+  int64_t n_out = c->B * c->H * c->Sq * c->D;
+  double* out[2];
+  for (int i = 0; i < 2; i++) {
+    rs = 88172645463325252ull;
+    for (int k = 0; k < n_in; k++) {
+      rlx_dim* s = k == 0 ? qs : k < 3 ? ks : ms;
+      int64_t n = s[0] * s[1] * s[2] * s[3];
+      float* x = malloc(sizeof(float) * (size_t)n);
+      for (int64_t j = 0; j < n; j++) {
+        x[j] = urand();
+        if (k == 3 && c->mask == RLX_MASK_CUSTOM) x[j] = x[j] > -1.5f ? 1.0f : 0.0f;
+      }
+      rlx_exec_set_input(e[i], names[k], RLX_F32, s, 4, x, sizeof(float) * (size_t)n);
+      free(x);
+    }
+    out[i] = malloc(sizeof(double) * (size_t)n_out);
+    if (rlx_exec_run(e[i]) != RLX_OK ||
+        rlx_exec_read_output(e[i], 0, RLX_F64, out[i], sizeof(double) * (size_t)n_out) != RLX_OK) {
+      printf("%s: run %s: %s\n", c->what, dev[i], rlx_exec_last_error(e[i]));
+      return INFINITY;
+    }
+  }
+  double num = 0, den = 0;
+  for (int64_t j = 0; j < n_out; j++) {
+    double dlt = out[0][j] - out[1][j];
+    num += dlt * dlt;
+    den += out[1][j] * out[1][j];
+  }
+  for (int i = 0; i < 2; i++) { free(out[i]); rlx_exec_destroy(e[i]); }
+  rlx_graph_destroy(g);
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+int main(void) {
+  const acase cases[] = {
+      {"bf16 causal BHSD d64", RLX_BF16, 2, 4, 4, 200, 200, 64, RLX_LAYOUT_BHSD, RLX_MASK_CAUSAL, 0, 0, 0},
+      {"f16 causal BHSD d64 S1024", RLX_F16, 1, 4, 4, 1024, 1024, 64, RLX_LAYOUT_BHSD, RLX_MASK_CAUSAL, 0, 0, 0},
+      {"bf16 sliding gqa softcap BSHD d128 Sq<Sk", RLX_BF16, 1, 8, 2, 130, 203, 128, RLX_LAYOUT_BSHD, RLX_MASK_SLIDING, 77, 0, 30.0f},
+      {"f16 none scale BSHD d64 Sq 33 Sk 300", RLX_F16, 2, 3, 1, 33, 300, 64, RLX_LAYOUT_BSHD, RLX_MASK_NONE, 0, 0.3f, 0},
+      {"bf16 bias BHSD d128", RLX_BF16, 2, 2, 2, 70, 90, 128, RLX_LAYOUT_BHSD, RLX_MASK_BIAS, 0, 0, 0},
+      {"bf16 custom BSHD d64 gqa", RLX_BF16, 1, 6, 3, 96, 160, 64, RLX_LAYOUT_BSHD, RLX_MASK_CUSTOM, 0, 0, 0},
+      {"f16 causal BSHD d128 Sq 300 Sk 345", RLX_F16, 1, 2, 1, 300, 345, 128, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0},
+  };
+  int fails = 0, n = (int)(sizeof cases / sizeof cases[0]);
+  for (int i = 0; i < n; i++) {
+    double err = run_case(&cases[i]);
+    int ok = err <= 2e-2;
+    fails += !ok;
+    printf("%s attn-mma %s: rel L2 %.3g\n", ok ? "PASS" : "FAIL", cases[i].what, err);
+  }
+  printf("attn-mma check: %d/%d passed\n", n - fails, n);
+  return fails != 0;
+}
+CSRC
+libs="-lpthread -lm -ldl"
+cc -O2 -Iinclude "$OUT/attn_mma_check.c" build-cuda/librlx.a $libs -o build-cuda/attn_mma_check 2>/dev/null ||
+  cc -O2 -Iinclude "$OUT/attn_mma_check.c" build-cuda/librlx.a $libs -lprotobuf-c -o build-cuda/attn_mma_check
+timeout 120 build-cuda/attn_mma_check
+echo "attn_mma_check exit $?"
 
 stage "op parity: cuda vs the CPU reference"
 RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-3} timeout 240 build-cuda/test_parity cuda > "$OUT/parity.txt" 2>&1

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# The Vulkan loader and drivers want a runtime dir; CI machines may not set one.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 jobs=$(nproc)
 
 echo "== build (Release, -Werror)"

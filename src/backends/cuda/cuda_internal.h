@@ -118,7 +118,11 @@ typedef struct rlx_lt_api {
   X(ATTN_COMBINE, rlx_attn_combine, attention) X(ROPE, rlx_rope, rope)                       \
   X(SAMPLE, rlx_sample, rope) X(MM_TILED, rlx_mm_tiled, matmul) X(MM_F64, rlx_mm_f64, matmul) \
   X(GEMV_V1, rlx_gemv_v1, matmul) X(GEMV_V4, rlx_gemv_v4, matmul)                            \
-  X(GEMV_FINISH, rlx_gemv_finish, matmul)
+  X(GEMV_FINISH, rlx_gemv_finish, matmul)                                                   \
+  X(ATTN_MMA_BF16_D64, rlx_attn_mma_bf16_d64, attention_mma)                                 \
+  X(ATTN_MMA_BF16_D128, rlx_attn_mma_bf16_d128, attention_mma)                               \
+  X(ATTN_MMA_F16_D64, rlx_attn_mma_f16_d64, attention_mma)                                   \
+  X(ATTN_MMA_F16_D128, rlx_attn_mma_f16_d128, attention_mma)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

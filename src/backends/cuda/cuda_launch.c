@@ -369,6 +369,24 @@ static unsigned attn_smem(int dt) {
   return (unsigned)((dt * ldt + kv + 64 * ldt) * (int)sizeof(float));
 }
 
+/* The tensor-core kernel (attention_mma.cu) takes f16/bf16 Q, K, V with
+ * D == Dv in {64, 128}, sm_80+, and 16-byte aligned rows (cp.async): every
+ * base offset 16-byte aligned and every stride a multiple of 8 elements. */
+static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
+  const rlx_attention_params* a = &s->p.attn;
+  rlx_dtype t = s->in[0].dtype;
+  if (b->d->cc_major < 8 || getenv("RLX_CUDA_NO_MMA_ATTN")) return 0;
+  if ((t != RLX_BF16 && t != RLX_F16) || s->in[1].dtype != t || s->in[2].dtype != t) return 0;
+  if (a->D != a->Dv || (a->D != 64 && a->D != 128) || a->Sq < 16) return 0;
+  if (a->H % a->Hkv != 0) return 0;
+  int64_t strides[9] = {a->q_sb, a->q_ss, a->q_sh, a->k_sb, a->k_ss, a->k_sh, a->v_sb, a->v_ss, a->v_sh};
+  for (int k = 0; k < 9; k++)
+    if (strides[k] % 8 != 0) return 0;
+  for (int k = 0; k < 3; k++)
+    if (!aligned16(s->in[k].offset)) return 0;
+  return 1;
+}
+
 static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                   rlx_launch_list* l, rlx_error* err) {
   const rlx_attention_params* a = &s->p.attn;
@@ -390,6 +408,12 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   rlx_cuda_fn fn = dt == 64    ? (split > 1 ? RLX_CUDA_FN_ATTN_D64_SPLIT : RLX_CUDA_FN_ATTN_D64)
                    : dt == 128 ? (split > 1 ? RLX_CUDA_FN_ATTN_D128_SPLIT : RLX_CUDA_FN_ATTN_D128)
                                : (split > 1 ? RLX_CUDA_FN_ATTN_D256_SPLIT : RLX_CUDA_FN_ATTN_D256);
+  int mma = split == 1 && attn_mma_ok(b, s);
+  if (mma) {
+    int bf = s->in[0].dtype == RLX_BF16;
+    fn = a->D == 64 ? (bf ? RLX_CUDA_FN_ATTN_MMA_BF16_D64 : RLX_CUDA_FN_ATTN_MMA_F16_D64)
+                    : (bf ? RLX_CUDA_FN_ATTN_MMA_BF16_D128 : RLX_CUDA_FN_ATTN_MMA_F16_D128);
+  }
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_attn* p = &x->p.attn;
@@ -417,6 +441,10 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   p->k_split = (int32_t)split;
   x->grid[0] = (unsigned)(blocks * split);
   x->smem = attn_smem(dt);
+  if (mma) { /* 4 warps, static shared memory (attention_mma.cu) */
+    x->block = 128;
+    x->smem = 0;
+  }
   if (split == 1) return RLX_OK;
   p->partial = l->scratch_bytes; /* offset; made an address at launch */
   l->scratch_bytes += (uint64_t)(a->B * a->H * a->Sq * split * (a->Dv + 2)) * 4u + 256u;

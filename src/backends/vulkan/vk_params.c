@@ -93,7 +93,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
       const rlx_matmul_params* p = &s->p.mm;
       *pipe = RLX_VK_PIPE_MATMUL;
       *per_group = 1;
-      return p->batch * ((p->M + 63) / 64) * ((p->N + 63) / 64); /* 64x64 tiles */
+      return p->batch * ((p->M + 127) / 128) * ((p->N + 127) / 128); /* matmul.comp's 128x128 tiles */
     }
     case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:

@@ -229,13 +229,17 @@ static int make_layout(rlx_wg_context* c) {
   return 1;
 }
 
+static rlx_wg_context* g_half_made;
+
 static void context_init(void) {
   rlx_wg_context* c = calloc(1, sizeof *c);
   if (!c) { set_reason("out of host memory"); return; }
   pthread_mutex_init(&c->lock, NULL);
   if (!load_library(c) || !open_adapter(c) || !open_device(c) || !make_layout(c)) {
-    /* Dawn objects of a half-made context are left to process exit: the
-     * library stays loaded and nothing else refers to them. */
+    /* Dawn objects of a half-made context are left to process exit (Dawn
+     * callbacks may still hold c as user data), kept reachable so it is not
+     * a leak: the library stays loaded and nothing else refers to them. */
+    g_half_made = c;
     return;
   }
   choose_window(c);

@@ -8,35 +8,52 @@
  * and, per tile, keys tx*4..+3 of the scores and output columns
  * jj*64 + tx*4..+3 (jj < DT/64). A row's 64 scores live in the 16 lanes of
  * one half-warp, so row max/sum are 4 shuffles. */
-#include "common.cuh"
+#include "attention_common.cuh"
 
 #define BQ 64
 #define BK 64
 #define LDT (BQ + 4) /* row length of the transposed tiles (16-byte aligned) */
 
-RLXK_DEV float masked_score(const rlxk_attn& p, const char* mask, float dot, int64_t b, int64_t h,
-                            int64_t i, int64_t j) {
-  if (i >= p.Sq || j >= p.Sk) return -INFINITY;
-  float s = dot * p.scale;
-  if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
-  int64_t last = i + p.Sk - p.Sq;
-  switch (p.mask) {
-    case RLX_MASK_CAUSAL:
-      if (j > last) return -INFINITY;
-      break;
-    case RLX_MASK_SLIDING:
-      if (j > last || j <= last - p.window) return -INFINITY;
-      break;
-    case RLX_MASK_CUSTOM:
-      if (!(ld_f32(mask, p.mdt, b * p.m_sb + h * p.m_sh + i * p.m_sq + j * p.m_sk) > 0.5f))
-        return -INFINITY;
-      break;
-    case RLX_MASK_BIAS:
-      s += ld_f32(mask, p.mdt, b * p.m_sb + h * p.m_sh + i * p.m_sq + j * p.m_sk);
-      break;
-    default: break;
+/* f32 rows of exactly DT floats at 16-byte aligned addresses: each thread
+ * issues four independent 16-byte loads before storing any (the generic
+ * loop's one-float loads leave the load latency exposed on every tile).
+ * TRANS: dst[d * LDT + r] (threads walk rows, so the transposed stores are
+ * conflict-free); else dst[r * (DT + 4) + d]. Returns false when the
+ * operand does not qualify. */
+template <int DT, bool TRANS>
+RLXK_DEV bool load_tile_f32x4(float* dst, const char* src, int dt, int64_t base, int64_t rstride,
+                              int64_t r0, int64_t rows, int64_t dims) {
+  const float* f = (const float*)src + base;
+  /* d128 sits at the 128-register line that keeps 2 blocks per SM: the
+   * extra live registers here made it spill, so it keeps the generic loop. */
+  if (DT == 128 || dt != RLX_F32 || dims != DT || rstride % 4 != 0 || ((uintptr_t)f & 15u) != 0) return false;
+  constexpr int per = 64 * DT / 4 / 256; /* float4s per thread (256 threads) */
+  constexpr int chunk = 4;
+  for (int i0 = 0; i0 < per; i0 += chunk) {
+    float4 v[chunk];
+    int rr[chunk], cc[chunk];
+#pragma unroll
+    for (int i = 0; i < chunk; i++) {
+      int idx = threadIdx.x + (i0 + i) * 256;
+      rr[i] = TRANS ? idx % 64 : idx / (DT / 4);
+      cc[i] = TRANS ? idx / 64 : idx % (DT / 4);
+      v[i] = r0 + rr[i] < rows ? *(const float4*)(f + (r0 + rr[i]) * rstride + cc[i] * 4)
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int i = 0; i < chunk; i++) {
+      if (TRANS) {
+        float* d = dst + cc[i] * 4 * LDT + rr[i];
+        d[0] = v[i].x;
+        d[LDT] = v[i].y;
+        d[2 * LDT] = v[i].z;
+        d[3 * LDT] = v[i].w;
+      } else {
+        *(float4*)&dst[rr[i] * (DT + 4) + cc[i] * 4] = v[i];
+      }
+    }
   }
-  return s;
+  return true;
 }
 
 /* Loads rows [r0, r0 + 64) x dims [0, DT) of a strided operand, transposed
@@ -44,6 +61,7 @@ RLXK_DEV float masked_score(const rlxk_attn& p, const char* mask, float dot, int
 template <int DT>
 RLXK_DEV void load_transposed(float* dst, const char* src, int dt, int64_t base, int64_t rstride,
                               int64_t r0, int64_t rows, int64_t dims) {
+  if (load_tile_f32x4<DT, true>(dst, src, dt, base, rstride, r0, rows, dims)) return;
   for (int idx = threadIdx.x; idx < 64 * DT; idx += blockDim.x) {
     int r = idx / DT, d = idx % DT;
     float v = 0.0f;
@@ -56,6 +74,7 @@ RLXK_DEV void load_transposed(float* dst, const char* src, int dt, int64_t base,
 template <int DT>
 RLXK_DEV void load_rows(float* dst, const char* src, int dt, int64_t base, int64_t rstride,
                         int64_t r0, int64_t rows, int64_t dims) {
+  if (load_tile_f32x4<DT, false>(dst, src, dt, base, rstride, r0, rows, dims)) return;
   for (int idx = threadIdx.x; idx < 64 * DT; idx += blockDim.x) {
     int r = idx / DT, d = idx % DT;
     float v = 0.0f;
@@ -82,7 +101,8 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
     split = blk % p.k_split;
     blk /= p.k_split;
   }
-  int64_t tile = blk % p.q_tiles, bh = blk / p.q_tiles;
+  /* Heaviest causal tiles (the last query rows) are launched first. */
+  int64_t tile = p.q_tiles - 1 - blk % p.q_tiles, bh = blk / p.q_tiles;
   int64_t h = bh % p.H, b = bh / p.H, kvh = h / (p.H / p.Hkv);
   int64_t q0 = tile * BQ;
   const char* q = at(arena, p.qoff);
@@ -144,14 +164,16 @@ __device__ void flash_fwd(char* arena, const rlxk_attn& p) {
         for (int j = 0; j < 4; j++) s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
     }
 
-    /* Online softmax over this tile, row by row. */
+    /* Online softmax over this tile, row by row; per-element masking only
+     * where the tile needs it. */
+    const bool open = attn_tile_open(p, q0, BQ, k0, BK) && p.softcap == 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       int64_t qi = q0 + ty * 4 + i;
       float tmax = -INFINITY;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        s[i][j] = masked_score(p, mask, s[i][j], b, h, qi, k0 + tx * 4 + j);
+        s[i][j] = open ? s[i][j] * p.scale : masked_score(p, mask, s[i][j], b, h, qi, k0 + tx * 4 + j);
         tmax = fmaxf(tmax, s[i][j]);
       }
 #pragma unroll

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Vulkan and WebGPU on the GPU machine beside the CUDA backend and PyTorch,
+# in one device call (issues 5 and 6; PERF.md's op rows):
+#   loader/ICD setup -> rlx devices -> test_cuda, test_vulkan, test_webgpu ->
+#   op parity vs the CPU reference for cuda, vulkan, webgpu (3 rounds) ->
+#   op benchmarks (bench_gpu) for cuda, vulkan, webgpu -> PyTorch peers ->
+#   bench/results/vulkan_h100.md and webgpu_h100.md (ratio tables).
+#
+# The GPU machine has no Vulkan loader and no glslc, so the binaries are built
+# HERE (glslc embeds the SPIR-V; nvcc the CUDA fatbins) and travel in a carried
+# folder together with Debian's libvulkan.so.1 and the Dawn package:
+#
+#   scripts/device_gpu_all.sh pack      # here: build + fill $CARRY (default build-gpu-carry)
+#   device run, carry [$CARRY]:  scripts/device_gpu_all.sh
+#   then copy $OUT/{vulkan,webgpu}_h100.md and the jsonl files into bench/results/.
+#
+# The NVIDIA ICD json the machine ships points at libGLX_nvidia, whose entry
+# fails headless; the same driver's libEGL_nvidia.so.0 works, so a json
+# naming it is written and handed to the loader (VK_ICD_FILENAMES and
+# VK_DRIVER_FILES). Dawn (libwebgpu_wrapper.so) dlopens the same loader.
+#
+# $OUT gets at most 8 files (the device tool's limit): log.txt, parity.txt,
+# bench_{cuda,vulkan,webgpu}.jsonl, peers_torch.json, vulkan_h100.md,
+# webgpu_h100.md. SKIP_PEERS=1 leaves PyTorch out; PEERS_GPT2=1 keeps the
+# GPT-2 part of peers_torch.py (not needed for these tables; it takes minutes).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY="${CARRY:-build-gpu-carry}"
+BUILD="${BUILD:-build-gpu}"
+BINS="rlx test_parity test_vulkan test_webgpu test_cuda bench_gpu"
+
+if [ "${1:-}" = pack ]; then
+  set -e
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  grep -q RLX_HAVE_VULKAN "$BUILD/CMakeFiles/rlx_lib.dir/flags.make" || { echo "no glslc: Vulkan not built"; exit 1; }
+  grep -q RLX_HAVE_CUDA "$BUILD/CMakeFiles/rlx_lib.dir/flags.make" || { echo "no nvcc: CUDA not built"; exit 1; }
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD" -j2 --target $BINS
+  rm -rf "$CARRY" && mkdir -p "$CARRY/bin"
+  for b in $BINS; do strip -o "$CARRY/bin/$b" "$BUILD/$b"; done
+  tar -C "$CARRY" -cJf "$CARRY/bin.tar.xz" bin && rm -rf "$CARRY/bin"
+  cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
+  cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
+  du -sh "$CARRY"/*
+  exit 0
+fi
+
+OUT="${OUT:-bench/results/device-run-gpu}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+stage() { echo; echo "== $* ($(date +%T))"; }
+T=/tmp/rlxgpu
+B=$T/bin
+
+stage "machine"
+nvidia-smi -L || true
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
+
+stage "unpack the carried build, loader, ICD json, Dawn"
+[ -f "$CARRY/bin.tar.xz" ] || { echo "no $CARRY/bin.tar.xz: run 'scripts/device_gpu_all.sh pack' here and carry $CARRY"; exit 1; }
+rm -rf $T && mkdir -p $T/lib $T/dawn
+tar -C $T -xJf "$CARRY/bin.tar.xz"
+cp "$CARRY/libvulkan.so.1" $T/lib/
+tar -C $T/dawn -xzf "$CARRY/dawn.tgz" --strip-components=1
+NV=/usr/local/nvidia/lib64
+api=$(grep -ho '"api_version"[^,}]*' /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+[ -n "$api" ] || api='"api_version" : "1.3.0"'
+printf '{ "file_format_version" : "1.0.0", "ICD" : { "library_path" : "%s", %s } }\n' \
+  "$NV/libEGL_nvidia.so.0" "$api" > $T/nvidia_icd.json
+cat $T/nvidia_icd.json
+export VK_ICD_FILENAMES=$T/nvidia_icd.json VK_DRIVER_FILES=$T/nvidia_icd.json
+export LD_LIBRARY_PATH="$T/lib:$NV:${LD_LIBRARY_PATH:-}"
+export RLX_WEBGPU_LIB=$T/dawn/libwebgpu_wrapper.so
+# cuBLASLt for the CUDA backend: the toolkit's, else the one PyTorch ships.
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
+done
+$B/rlx devices
+
+stage "backend tests"
+for t in test_cuda test_vulkan test_webgpu; do
+  timeout 150 $B/$t > $T/$t.txt 2>&1
+  echo "$t exit $?: $(tail -1 $T/$t.txt)"
+  grep -E "FAIL|SKIP" $T/$t.txt | head -10
+done
+
+stage "op parity vs the CPU reference (3 rounds each)"
+: > "$OUT/parity.txt"
+for d in cuda vulkan webgpu; do
+  RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-3} timeout 200 $B/test_parity $d > $T/parity_$d.txt 2>&1
+  echo "parity $d exit $?: $(grep -E "PASS|passed" $T/parity_$d.txt | tail -1)"
+  grep -E "^FAIL" $T/parity_$d.txt | head -20
+  { echo "=== $d"; cat $T/parity_$d.txt; } >> "$OUT/parity.txt"
+done
+
+stage "op benchmarks (bench_gpu; CUDA events for cuda, synchronising wall time otherwise)"
+for d in cuda vulkan webgpu; do
+  timeout 150 $B/bench_gpu $d | tee "$OUT/bench_$d.jsonl"
+done
+
+if [ "${SKIP_PEERS:-0}" != 1 ]; then
+  stage "PyTorch peers (same machine, same call)"
+  if [ "${PEERS_GPT2:-0}" != 1 ]; then
+    # peers_torch.py's GPT-2 part is not in these tables: a stub transformers
+    # module makes it skip ("gpt2 section failed") instead of taking minutes.
+    mkdir -p $T/py && echo 'raise ImportError("GPT-2 peers skipped by device_gpu_all.sh")' > $T/py/transformers.py
+    export PYTHONPATH="$T/py:${PYTHONPATH:-}"
+  fi
+  PYTHONUNBUFFERED=1 OUT="$OUT" timeout 240 python3 bench/peers_torch.py
+fi
+
+stage "ratio tables"
+python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def rows(p):
+    try:
+        return {r["name"]: r for r in (json.loads(l) for l in open(os.path.join(out, p)) if l.strip().startswith("{"))}
+    except OSError:
+        return {}
+cu, vk, wg = rows("bench_cuda.jsonl"), rows("bench_vulkan.jsonl"), rows("bench_webgpu.jsonl")
+try:
+    pj = json.load(open(os.path.join(out, "peers_torch.json")))
+    peers = {r["name"]: r for r in pj["rows"]}
+except (OSError, ValueError, KeyError):
+    pj, peers = {}, {}
+dev = pj.get("device", "NVIDIA H100")
+
+def wall(r):   # ms of one synchronising rlx_exec_run (the same clock for every backend)
+    return r["ms"] if r and "error" not in r else None
+def event(r):  # CUDA-event device time where the backend reports it
+    return r.get("device_ms") if r and "error" not in r and r.get("device_ms", -1) > 0 else None
+def rate(r):
+    if not r or "error" in r: return "error: " + r["error"][:50] if r else "not run"
+    return f"{r['tflops']:.1f} TFLOP/s" if "tflops" in r else f"{r['gbps']:.0f} GB/s"
+def f(x): return "-" if x is None else f"{x:.4f}"
+def ratio(peer_ms, ms): return "-" if not peer_ms or not ms else f"{peer_ms / ms:.2f}"
+
+# (bench row, peer row, target as (kind, min throughput ratio))
+VK = [
+    ("add f32 64M", "add f32 64M (read 2, write 1)", ("cuda", 0.8)),
+    ("softmax f32 16384x4096", "softmax f32 16384x4096", ("cuda", 0.8)),
+    ("layernorm f32 16384x4096", "layernorm f32 16384x4096", ("cuda", 0.8)),
+    ("rmsnorm f32 16384x4096", "rmsnorm f32 16384x4096", ("cuda", 0.8)),
+    ("gemm f32 4096x4096x4096", "gemm float32 4096x4096x4096", ("torch", 0.6)),
+    ("gemm bf16 4096x4096x4096", "gemm bfloat16 4096x4096x4096", None),
+    ("gemm bf16 8192x8192x8192", "gemm bfloat16 8192x8192x8192", None),
+    ("gemv f32 1x4096x4096", "gemm float32 1x4096x4096", None),
+    ("sdpa causal f32 B8 H16 S1024 D64", "sdpa causal float32 B8 H16 S1024 D64", None),
+    ("sdpa causal bf16 B8 H16 S1024 D64", "sdpa causal bfloat16 B8 H16 S1024 D64", None),
+    ("sdpa causal f32 B4 H32 S4096 D128", "sdpa causal float32 B4 H32 S4096 D128", None),
+]
+
+def verdict(target, vs_cuda, vs_torch):
+    if not target: return "-"
+    kind, need = target
+    got = vs_cuda if kind == "cuda" else vs_torch
+    if got == "-": return f">= {need}x {'rlx CUDA' if kind == 'cuda' else 'cuBLAS'}: n/a"
+    return f">= {need}x {'rlx CUDA' if kind == 'cuda' else 'cuBLAS'}: {'met' if float(got) >= need else 'MISSED'}"
+
+md = [f"# Vulkan backend vs the CUDA backend and PyTorch ({dev}, same call)", "",
+      "rlx times: median wall time of a synchronising `rlx_exec_run` (30 runs after 5 warm-up; "
+      "output readback not included) for both rlx backends, so the Vulkan/CUDA ratio compares the same clock; "
+      "the CUDA-event device time is shown beside it. PyTorch: CUDA-event median of 30 (peers_torch.py). "
+      "Ratios are throughput ratios (peer ms / Vulkan ms; higher is better, 1.0 = parity). "
+      "Generated by scripts/device_gpu_all.sh.", "",
+      "| workload | Vulkan ms | Vulkan rate | rlx CUDA ms (events) | Vulkan / rlx CUDA | PyTorch ms | Vulkan / PyTorch | target | check rel L2 |",
+      "|---|---|---|---|---|---|---|---|---|"]
+for name, peer, target in VK:
+    v, c, p = vk.get(name), cu.get(name), peers.get(peer)
+    vc, vt = ratio(wall(c), wall(v)), ratio(p["ms"] if p else None, wall(v))
+    md.append(f"| {name} | {f(wall(v))} | {rate(v)} | {f(wall(c))} ({f(event(c))}) | {vc} | "
+              f"{f(p['ms']) if p else '-'} | {vt} | {verdict(target, vc, vt)} | {v.get('check_rel_l2', '-') if v else '-'} |")
+p16 = peers.get("gemm float16 4096x4096x4096")
+md.append(f"| gemm f16 cooperative-matrix 4096^3 | not built | | | | {f(p16['ms']) if p16 else '-'} | - | "
+          ">= 0.5x cuBLAS f16: not done (see notes) | |")
+open(os.path.join(out, "vulkan_h100.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+
+WG = [r[:2] for r in VK]
+md = [f"# WebGPU backend (Dawn on the NVIDIA Vulkan driver) vs Vulkan and CUDA ({dev}, same call)", "",
+      "Median wall time of a synchronising `rlx_exec_run` (30 runs after 5 warm-up) for every rlx backend. "
+      "Ratios are throughput ratios (other ms / WebGPU ms; higher is better). Target: >= 0.7x rlx Vulkan. "
+      "Generated by scripts/device_gpu_all.sh.", "",
+      "| workload | WebGPU ms | WebGPU rate | Vulkan ms | WebGPU / Vulkan | rlx CUDA ms | WebGPU / rlx CUDA | PyTorch ms | target >= 0.7x Vulkan | check rel L2 |",
+      "|---|---|---|---|---|---|---|---|---|---|"]
+for name, peer in WG:
+    w, v, c, p = wg.get(name), vk.get(name), cu.get(name), peers.get(peer)
+    wv = ratio(wall(v), wall(w))
+    ok = "-" if wv == "-" else ("met" if float(wv) >= 0.7 else "MISSED")
+    md.append(f"| {name} | {f(wall(w))} | {rate(w)} | {f(wall(v))} | {wv} | {f(wall(c))} | {ratio(wall(c), wall(w))} | "
+              f"{f(p['ms']) if p else '-'} | {ok} | {w.get('check_rel_l2', '-') if w else '-'} |")
+open(os.path.join(out, "webgpu_h100.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+PY
+stage "done"

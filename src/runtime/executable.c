@@ -460,7 +460,7 @@ rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
     RLX_CHECK_ALLOC(&e->err, grown);
     in->data = grown;
   }
-  memcpy(in->data, data, bytes);
+  if (bytes) memcpy(in->data, data, bytes); /* data may be NULL for an empty tensor */
   in->bytes = bytes;
   for (int32_t d = 0; d < rank; d++) in->shape[d] = shape[d];
   in->set = 1;

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
 env -u OPENBLAS_CORETYPE build/bench_cpu "$@"
-build/rlx bench examples/tiny_gpt.rlx --init-params 42 --warmup 5 --iters 50 --json
+build/rlx bench examples/tiny_gpt.rlx --init-params 42 --warmup 5 --iters 50 --device cpu

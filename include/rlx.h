@@ -293,6 +293,24 @@ rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_err
  * ONNX file at path (the file is read again). */
 struct rlx_exec;
 rlx_status rlx_onnx_set_params(struct rlx_exec* e, const char* path, char** out_error);
+/* A graph input given its value at import time: it becomes a constant of the
+ * graph (for inputs that must be known when the graph is built, such as a
+ * Reshape target or Slice bounds; compile once per value, as with any
+ * static-shape compiler). data holds bytes bytes of dtype, row-major. */
+typedef struct rlx_onnx_frozen_input {
+  const char* name;
+  rlx_dtype dtype;
+  int32_t rank;
+  const int64_t* shape;
+  const void* data;
+  size_t bytes;
+} rlx_onnx_frozen_input;
+/* rlx_onnx_load / rlx_onnx_set_params with some graph inputs frozen. */
+rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* frozen,
+                                int32_t n_frozen, rlx_graph** out_graph, char** out_error);
+rlx_status rlx_onnx_set_params_frozen(struct rlx_exec* e, const char* path,
+                                      const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
+                                      char** out_error);
 /* Reads an ONNX TensorProto file (.pb, as in the ONNX test data). out_shape
  * has room for RLX_MAX_RANK dims; *out_data is malloc'd (rlx_free it; never
  * NULL) and holds *out_bytes bytes. */

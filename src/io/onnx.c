@@ -1259,32 +1259,87 @@ static rlx_status report(rlx_status s, const rlx_error* err, char** out_error) {
   return s;
 }
 
-rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error) {
+/* Options freezing the given inputs. The host tensors borrow the caller's
+ * data (the importer only reads it). */
+static rlx_status frozen_options(const rlx_onnx_frozen_input* frozen, int32_t n,
+                                 rlx_onnx_options* opt, const char*** names,
+                                 rlx_host_tensor** values, rlx_error* err) {
+  memset(opt, 0, sizeof *opt);
+  *names = NULL;
+  *values = NULL;
+  if (n <= 0) return RLX_OK;
+  if (!frozen) return rlx_fail(err, RLX_INVALID_ARGUMENT, "frozen inputs missing");
+  *names = calloc((size_t)n, sizeof **names);
+  *values = calloc((size_t)n, sizeof **values);
+  if (!*names || !*values) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int32_t i = 0; i < n; i++) {
+    const rlx_onnx_frozen_input* f = &frozen[i];
+    if (!f->name || f->rank < 0 || f->rank > RLX_MAX_RANK || (f->rank && !f->shape) ||
+        (unsigned)f->dtype >= RLX_DTYPE_COUNT || (f->bytes && !f->data))
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "frozen input %d is malformed", i);
+    rlx_host_tensor* t = &(*values)[i];
+    t->dtype = f->dtype;
+    t->rank = f->rank;
+    for (int32_t d = 0; d < f->rank; d++) t->shape[d] = f->shape[d];
+    if (rlx_host_numel(t) < 0 || (size_t)rlx_host_numel(t) * rlx_dtype_size(f->dtype) != f->bytes)
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "frozen input '%s': %zu bytes do not match its shape",
+                      f->name, f->bytes);
+    t->data = (void*)f->data;
+    t->bytes = f->bytes;
+    (*names)[i] = f->name;
+  }
+  opt->frozen_names = *names;
+  opt->frozen_values = *values;
+  opt->n_frozen = n;
+  return RLX_OK;
+}
+
+/* Imports path with the given inputs frozen; the graph goes to out_graph
+ * (if not NULL) and the params to e (if not NULL). */
+static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* frozen, int32_t n,
+                              rlx_graph** out_graph, rlx_exec* e, char** out_error) {
   rlx_error err = {{0}};
-  if (!path || !out_graph)
-    return report(rlx_fail(&err, RLX_INVALID_ARGUMENT, "path and out_graph are required"), &err,
-                  out_error);
-  *out_graph = NULL;
+  if (!path || (!out_graph && !e))
+    return report(rlx_fail(&err, RLX_INVALID_ARGUMENT, "path and a graph or executable are required"),
+                  &err, out_error);
+  if (out_graph) *out_graph = NULL;
+  rlx_onnx_options opt;
+  const char** names = NULL;
+  rlx_host_tensor* values = NULL;
   rlx_onnx_model* m = NULL;
-  rlx_status s = rlx_onnx_import_file(path, NULL, &m, &err);
-  if (s == RLX_OK) {
+  rlx_status s = frozen_options(frozen, n, &opt, &names, &values, &err);
+  if (s == RLX_OK) s = rlx_onnx_import_file(path, n > 0 ? &opt : NULL, &m, &err);
+  if (s == RLX_OK && e) s = rlx_onnx_model_set_params(m, e, &err);
+  if (s == RLX_OK && out_graph) {
     *out_graph = m->graph;
     m->graph = NULL;
-    rlx_onnx_model_destroy(m);
   }
+  rlx_onnx_model_destroy(m);
+  free(names);
+  free(values); /* borrowed data: not freed */
   return report(s, &err, out_error);
 }
 
+rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error) {
+  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
+  return load_frozen(path, NULL, 0, out_graph, NULL, out_error);
+}
+
 rlx_status rlx_onnx_set_params(rlx_exec* e, const char* path, char** out_error) {
-  rlx_error err = {{0}};
-  if (!e || !path)
-    return report(rlx_fail(&err, RLX_INVALID_ARGUMENT, "exec and path are required"), &err,
-                  out_error);
-  rlx_onnx_model* m = NULL;
-  rlx_status s = rlx_onnx_import_file(path, NULL, &m, &err);
-  if (s == RLX_OK) s = rlx_onnx_model_set_params(m, e, &err);
-  rlx_onnx_model_destroy(m);
-  return report(s, &err, out_error);
+  return load_frozen(path, NULL, 0, NULL, e, out_error);
+}
+
+rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* frozen,
+                                int32_t n_frozen, rlx_graph** out_graph, char** out_error) {
+  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
+  return load_frozen(path, frozen, n_frozen, out_graph, NULL, out_error);
+}
+
+rlx_status rlx_onnx_set_params_frozen(rlx_exec* e, const char* path,
+                                      const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
+                                      char** out_error) {
+  if (!e) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
+  return load_frozen(path, frozen, n_frozen, NULL, e, out_error);
 }
 
 rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,

@@ -142,12 +142,19 @@ static const char* device_unfit(rlx_vk_context* c, VkPhysicalDevice d, uint32_t*
   VkQueueFamilyProperties q[16];
   if (n > 16) n = 16;
   c->f.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, q);
-  for (uint32_t i = 0; i < n; i++)
-    if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-      *family = i;
-      return NULL;
-    }
-  return "no compute queue";
+  /* Prefer a compute-only family: on the NVIDIA H100 a dispatch on the
+   * graphics family ran ~15x slower (as if on a few SMs) than CUDA.
+   * RLX_VK_GRAPHICS_QUEUE=1 takes the first compute-capable family instead. */
+  const char* gq = getenv("RLX_VK_GRAPHICS_QUEUE");
+  int any = -1, compute_only = -1;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (any < 0) any = (int)i;
+    if (compute_only < 0 && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) compute_only = (int)i;
+  }
+  if (any < 0) return "no compute queue";
+  *family = (uint32_t)(compute_only >= 0 && !(gq && strcmp(gq, "1") == 0) ? compute_only : any);
+  return NULL;
 }
 
 /* Subgroup reductions where compute has arithmetic + vote (RLX_VK_NO_SUBGROUP=1
@@ -369,7 +376,11 @@ rlx_status rlx_vk_buffer_create(rlx_vk_context* c, VkDeviceSize size, int host_v
   c->f.vkGetBufferMemoryRequirements(c->device, out->buf, &req);
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  int type = host_visible ? find_memory_type(c, req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+  /* host_visible 2: read by every shader invocation (the parameter records),
+   * so device-local host-visible memory first; 1: staging, host-cached first. */
+  const VkMemoryPropertyFlags hv_pref = host_visible == 2 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                                          : VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  int type = host_visible ? find_memory_type(c, req.memoryTypeBits, hv | hv_pref)
                           : find_memory_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (type < 0) type = find_memory_type(c, req.memoryTypeBits, host_visible ? hv : 0);
   if (type < 0) {

@@ -97,8 +97,8 @@ stage "op benchmarks (bench_gpu; CUDA events for cuda, synchronising wall time o
 for d in cuda vulkan webgpu; do
   timeout 150 $B/bench_gpu $d | tee "$OUT/bench_$d.jsonl"
 done
-echo "-- A/B (log only): Vulkan on the graphics queue family (RLX_VK_GRAPHICS_QUEUE=1)"
-for w in "add f32" "gemm f32 4096"; do RLX_VK_GRAPHICS_QUEUE=1 timeout 60 $B/bench_gpu vulkan "$w"; done
+echo "-- A/B (log only): Vulkan on the compute-only queue family (RLX_VK_COMPUTE_QUEUE=1)"
+for w in "add f32" "gemm f32 4096"; do RLX_VK_COMPUTE_QUEUE=1 timeout 60 $B/bench_gpu vulkan "$w"; done
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then
   stage "PyTorch peers (same machine, same call)"

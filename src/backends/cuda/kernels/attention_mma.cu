@@ -251,12 +251,13 @@ __device__ void flash_mma(char* arena, const rlxk_attn& p) {
 
 } // namespace
 
-#define FLASH_MMA(name, d, bf)                                                       \
-  extern "C" __global__ void __launch_bounds__(kThreads) name(char* a, rlxk_attn p, \
-                                                               rlxk_state* s) {     \
-    flash_mma<d, bf>(a, p);                                                          \
+/* d64: at most 128 registers, so 4 blocks (16 warps) fit an SM; d128 keeps 2. */
+#define FLASH_MMA(name, d, bf, min_blocks)                                                        \
+  extern "C" __global__ void __launch_bounds__(kThreads, min_blocks) name(char* a, rlxk_attn p, \
+                                                                          rlxk_state* s) {     \
+    flash_mma<d, bf>(a, p);                                                                       \
   }
-FLASH_MMA(rlx_attn_mma_bf16_d64, 64, true)
-FLASH_MMA(rlx_attn_mma_bf16_d128, 128, true)
-FLASH_MMA(rlx_attn_mma_f16_d64, 64, false)
-FLASH_MMA(rlx_attn_mma_f16_d128, 128, false)
+FLASH_MMA(rlx_attn_mma_bf16_d64, 64, true, 4)
+FLASH_MMA(rlx_attn_mma_bf16_d128, 128, true, 2)
+FLASH_MMA(rlx_attn_mma_f16_d64, 64, false, 4)
+FLASH_MMA(rlx_attn_mma_f16_d128, 128, false, 2)

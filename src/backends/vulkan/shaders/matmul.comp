@@ -65,8 +65,26 @@ void stash(int buf, float ra[4], float rb[4]) {
   }
 }
 
+// Row r (0..7) of an invocation's block: columns quad v0 at 4*tx, v1 at 64 + 4*tx.
+void store_row(int co, int r, int ty, int tx, vec4 v0, vec4 v1) {
+  const int BIAS = RLXVK_SLOT_IN0 + 2, C = RLXVK_SLOT_OUT0;
+  int m = m0 + 64 * (r >> 2) + 4 * ty + (r & 3);
+  if (m >= M) return;
+  bool has_bias = PX(MM_HAS_BIAS) != 0;
+  int act = PX(MM_ACT), c_rs = PX(MM_CRS);
+  uint cdt = v_dt(C), coff = v_off(C);
+  for (int j = 0; j < 8; j++) {
+    int n = n0 + 64 * (j >> 2) + 4 * tx + (j & 3);
+    if (n >= N) continue;
+    float v = (j < 4 ? v0 : v1)[j & 3];
+    if (has_bias) v += ld_f(v_dt(BIAS), v_off(BIAS), n);
+    if (act != 0) v = activation(act, v);
+    st_f(cdt, coff, co + m * c_rs + n, v);
+  }
+}
+
 void main() {
-  const int A = RLXVK_SLOT_IN0, B = RLXVK_SLOT_IN0 + 1, BIAS = RLXVK_SLOT_IN0 + 2, C = RLXVK_SLOT_OUT0;
+  const int A = RLXVK_SLOT_IN0, B = RLXVK_SLOT_IN0 + 1;
   M = PX(MM_M);
   N = PX(MM_N);
   K = PX(MM_K);
@@ -102,11 +120,12 @@ void main() {
   int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
   t = ty * 16 + tx;
 
-  vec4 acc[8][2]; // acc[r][h]: row r of the block, columns quad h
-  [[unroll]] for (int i = 0; i < 8; i++) {
-    acc[i][0] = vec4(0.0);
-    acc[i][1] = vec4(0.0);
-  }
+  // 16 named vec4 accumulators (row r, column quad h): no arrays, so no
+  // driver compiler can put them in local memory. c<r><h>.
+  vec4 c00 = vec4(0.0), c01 = vec4(0.0), c10 = vec4(0.0), c11 = vec4(0.0), c20 = vec4(0.0),
+       c21 = vec4(0.0), c30 = vec4(0.0), c31 = vec4(0.0), c40 = vec4(0.0), c41 = vec4(0.0),
+       c50 = vec4(0.0), c51 = vec4(0.0), c60 = vec4(0.0), c61 = vec4(0.0), c70 = vec4(0.0),
+       c71 = vec4(0.0);
   float ra[4], rb[4];
   fetch(0, ra, rb);
   stash(0, ra, rb);
@@ -118,11 +137,10 @@ void main() {
     [[unroll]] for (int k = 0; k < TK; k++) {
       vec4 a0 = As[buf][k][ty], a1 = As[buf][k][ty + 16];
       vec4 b0 = Bs[buf][k][tx], b1 = Bs[buf][k][tx + 16];
-      float a[8] = float[8](a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
-      [[unroll]] for (int i = 0; i < 8; i++) {
-        acc[i][0] = fma(vec4(a[i]), b0, acc[i][0]);
-        acc[i][1] = fma(vec4(a[i]), b1, acc[i][1]);
-      }
+#define RLX_MM_ROW(r0, r1, a) r0 = fma(vec4(a), b0, r0); r1 = fma(vec4(a), b1, r1);
+      RLX_MM_ROW(c00, c01, a0.x) RLX_MM_ROW(c10, c11, a0.y) RLX_MM_ROW(c20, c21, a0.z)
+      RLX_MM_ROW(c30, c31, a0.w) RLX_MM_ROW(c40, c41, a1.x) RLX_MM_ROW(c50, c51, a1.y)
+      RLX_MM_ROW(c60, c61, a1.z) RLX_MM_ROW(c70, c71, a1.w)
     }
     // The other buffer was last read before the previous barrier: safe to fill.
     if (more) stash(buf ^ 1, ra, rb);
@@ -130,21 +148,12 @@ void main() {
     buf ^= 1;
   }
 
-  bool has_bias = PX(MM_HAS_BIAS) != 0;
-  int act = PX(MM_ACT), c_rs = PX(MM_CRS);
-  uint cdt = v_dt(C), coff = v_off(C), bias_dt = v_dt(BIAS), bias_off = v_off(BIAS);
-  [[unroll]] for (int h = 0; h < 2; h++) {
-    [[unroll]] for (int j = 0; j < 4; j++) {
-      int n = n0 + 64 * h + 4 * tx + j;
-      if (n >= N) continue;
-      float bias = has_bias ? ld_f(bias_dt, bias_off, n) : 0.0;
-      [[unroll]] for (int i = 0; i < 8; i++) {
-        int m = m0 + 64 * (i >> 2) + 4 * ty + (i & 3);
-        if (m >= M) continue;
-        float v = acc[i][h][j] + bias;
-        if (act != 0) v = activation(act, v);
-        st_f(cdt, coff, co + m * c_rs + n, v);
-      }
-    }
-  }
+  store_row(co, 0, ty, tx, c00, c01);
+  store_row(co, 1, ty, tx, c10, c11);
+  store_row(co, 2, ty, tx, c20, c21);
+  store_row(co, 3, ty, tx, c30, c31);
+  store_row(co, 4, ty, tx, c40, c41);
+  store_row(co, 5, ty, tx, c50, c51);
+  store_row(co, 6, ty, tx, c60, c61);
+  store_row(co, 7, ty, tx, c70, c71);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Vulkan and WebGPU on the GPU machine beside the CUDA backend and PyTorch,
 # in one device call (issues 5 and 6; PERF.md's op rows):
-#   loader/ICD setup -> rlx devices -> test_cuda, test_vulkan, test_webgpu ->
+#   loader/ICD setup -> test_cuda, test_vulkan, test_webgpu ->
 #   op parity vs the CPU reference for cuda, vulkan, webgpu (3 rounds) ->
 #   op benchmarks (bench_gpu) for cuda, vulkan, webgpu -> PyTorch peers ->
 #   bench/results/vulkan_h100.md and webgpu_h100.md (ratio tables).
@@ -27,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="rlx test_parity test_vulkan test_webgpu test_cuda bench_gpu"
+BINS="test_parity test_vulkan test_webgpu test_cuda bench_gpu"
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -75,7 +75,6 @@ export RLX_WEBGPU_LIB=$T/dawn/libwebgpu_wrapper.so
 for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
 done
-$B/rlx devices
 
 stage "backend tests"
 for t in test_cuda test_vulkan test_webgpu; do
@@ -94,11 +93,20 @@ for d in cuda vulkan webgpu; do
 done
 
 stage "op benchmarks (bench_gpu; CUDA events for cuda, synchronising wall time otherwise)"
+# One process per workload: on the H100 (2026-11-22) Vulkan's add f32 64M ran
+# 0.79 ms in a fresh process but 3.8 ms after the GEMM/attention rows in the
+# same process (WebGPU likewise), so rows are no longer run back to back.
+WORKLOADS=("gemm f32 4096x4096x4096" "gemm f32-tf32 4096x4096x4096" "gemm f32 own-kernel 4096x4096x4096"
+  "gemm bf16 4096x4096x4096" "gemm bf16 8192x8192x8192" "gemv f32 1x4096x4096" "add f32 64M"
+  "softmax f32 16384x4096" "layernorm f32 16384x4096" "rmsnorm f32 16384x4096"
+  "sdpa causal f32 B8 H16 S1024 D64" "sdpa causal bf16 B8 H16 S1024 D64" "sdpa causal f32 B4 H32 S4096 D128")
 for d in cuda vulkan webgpu; do
-  timeout 150 $B/bench_gpu $d | tee "$OUT/bench_$d.jsonl"
+  : > "$OUT/bench_$d.jsonl"
+  for w in "${WORKLOADS[@]}"; do
+    case "$d:$w" in vulkan:*tf32*|vulkan:*own-kernel*|webgpu:*tf32*|webgpu:*own-kernel*) continue ;; esac
+    timeout 60 $B/bench_gpu $d "$w" | tee -a "$OUT/bench_$d.jsonl"
+  done
 done
-echo "-- A/B (log only): Vulkan on the compute-only queue family (RLX_VK_COMPUTE_QUEUE=1)"
-for w in "add f32" "gemm f32 4096"; do RLX_VK_COMPUTE_QUEUE=1 timeout 60 $B/bench_gpu vulkan "$w"; done
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then
   stage "PyTorch peers (same machine, same call)"

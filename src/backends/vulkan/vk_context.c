@@ -142,19 +142,12 @@ static const char* device_unfit(rlx_vk_context* c, VkPhysicalDevice d, uint32_t*
   VkQueueFamilyProperties q[16];
   if (n > 16) n = 16;
   c->f.vkGetPhysicalDeviceQueueFamilyProperties(d, &n, q);
-  /* The first compute-capable family (the graphics one on NVIDIA): on the
-   * H100, add f32 64M ran 0.77 ms there and 3.9 ms on the compute-only family.
-   * RLX_VK_COMPUTE_QUEUE=1 takes a compute-only family where there is one. */
-  const char* cq = getenv("RLX_VK_COMPUTE_QUEUE");
-  int any = -1, compute_only = -1;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-    if (any < 0) any = (int)i;
-    if (compute_only < 0 && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) compute_only = (int)i;
-  }
-  if (any < 0) return "no compute queue";
-  *family = (uint32_t)(compute_only >= 0 && cq && strcmp(cq, "1") == 0 ? compute_only : any);
-  return NULL;
+  for (uint32_t i = 0; i < n; i++)
+    if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      *family = i;
+      return NULL;
+    }
+  return "no compute queue";
 }
 
 /* Subgroup reductions where compute has arithmetic + vote (RLX_VK_NO_SUBGROUP=1
@@ -376,11 +369,7 @@ rlx_status rlx_vk_buffer_create(rlx_vk_context* c, VkDeviceSize size, int host_v
   c->f.vkGetBufferMemoryRequirements(c->device, out->buf, &req);
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  /* host_visible 2: read by every shader invocation (the parameter records),
-   * so device-local host-visible memory first; 1: staging, host-cached first. */
-  const VkMemoryPropertyFlags hv_pref = host_visible == 2 ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-                                                          : VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
-  int type = host_visible ? find_memory_type(c, req.memoryTypeBits, hv | hv_pref)
+  int type = host_visible ? find_memory_type(c, req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
                           : find_memory_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (type < 0) type = find_memory_type(c, req.memoryTypeBits, host_visible ? hv : 0);
   if (type < 0) {

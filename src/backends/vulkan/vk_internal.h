@@ -168,8 +168,7 @@ typedef struct rlx_vk_buffer {
   void* map; /* persistent mapping when host-visible */
 } rlx_vk_buffer;
 
-/* host_visible: mapped, coherent (staging, params, run state; 2 prefers
- * device-local memory, for the params every invocation reads); else
+/* host_visible: mapped, coherent (staging, params, run state); else
  * device-local (the arena). */
 rlx_status rlx_vk_buffer_create(rlx_vk_context* c, VkDeviceSize size, int host_visible,
                                 rlx_error* err, rlx_vk_buffer* out);

@@ -328,7 +328,7 @@ static void program_free(rlx_backend_exec* be, vk_program* pg) {
  * GPU segments and host steps. */
 static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
   uint64_t bytes = (uint64_t)(pg->n > 0 ? pg->n : 1) * RLXVK_REC_WORDS * 4;
-  RLX_RETURN_IF_ERROR(rlx_vk_buffer_create(be->c, bytes, 2, err, &pg->params)); /* read by every invocation */
+  RLX_RETURN_IF_ERROR(rlx_vk_buffer_create(be->c, bytes, 1, err, &pg->params));
   int32_t* words = pg->params.map;
   uint32_t max_x = be->c->limits.maxComputeWorkGroupCount[0];
   if (max_x > 65535) max_x = 65535;

@@ -290,6 +290,34 @@ static void c_sample(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* f16/bf16 attention at the head dims and lengths the GPU tensor-core
+ * kernels take (D 64/128, Sq >= 16), every mask kind, GQA. */
+static void c_attention_half(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  int64_t B = 1, Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 2);
+  int64_t Sq = 16 + test_rand_int(0, 40), Sk = Sq + test_rand_int(0, 70), D = v & 1 ? 128 : 64;
+  rlx_dtype t = v & 2 ? RLX_BF16 : RLX_F16;
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = RLX_LAYOUT_BSHD;
+  d.mask = (rlx_mask_kind)(v >> 2);
+  d.window = (int32_t)test_rand_int(1, 20);
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[4] = {B, 1, Sq, Sk};
+  rlx_tensor q = input(c, RLX_F32, qs, 4), k = input(c, RLX_F32, ks, 4), vv = input(c, RLX_F32, ks, 4);
+  rlx_tensor mask = RLX_NONE, qh, kh, vh, y, yf;
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) {
+    rlx_tensor m = input(c, RLX_F32, ms, 4);
+    rlx_graph_add_cast(c->g, m, t, &mask);
+  }
+  rlx_graph_add_cast(c->g, q, t, &qh);
+  rlx_graph_add_cast(c->g, k, t, &kh);
+  rlx_graph_add_cast(c->g, vv, t, &vh);
+  rlx_graph_add_attention(c->g, qh, kh, vh, mask, &d, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &yf);
+  outputs(c, &yf, 1);
+}
+
 static void c_half_rows(pcase* c, int v) {
   rlx_dim s[2] = {rdim(), rdim() * 2};
   rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
@@ -316,6 +344,7 @@ static const case_def CASES[] = {
     {"rope", c_rope, 16},
     {"sample", c_sample, 3},
     {"half_rows", c_half_rows, 4},
+    {"attention_half", c_attention_half, 20},
 };
 
 /* ------------------------------------------------------------ running */

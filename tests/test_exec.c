@@ -314,6 +314,39 @@ TEST(sample_seed_per_run) {
   rlx_graph_destroy(g);
 }
 
+/* debug_nans names the first node whose output is not finite. */
+TEST(debug_nans_names_node) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[1] = {5};
+  rlx_tensor x, a, l, y;
+  rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
+  rlx_graph_add_activation(g, RLX_ACT_EXP, x, &a);
+  rlx_graph_add_activation(g, RLX_ACT_LOG, x, &l);
+  rlx_graph_set_name(g, l, "the_log");
+  rlx_graph_add_binary(g, RLX_BIN_ADD, a, l, &y);
+  rlx_graph_set_outputs(g, &y, 1);
+  float xs[5] = {1, 2, -3, 4, 5};
+  for (int debug = 0; debug < 2; debug++) {
+    rlx_compile_options o;
+    rlx_compile_options_init(&o);
+    o.debug_nans = debug;
+    rlx_exec* e = NULL;
+    CHECK_OK_G(g, rlx_compile(g, "cpu", &o, &e));
+    CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 1, xs, sizeof xs));
+    rlx_status st = rlx_exec_run(e);
+    if (debug) {
+      CHECK(st == RLX_OUT_OF_RANGE);
+      CHECK_MSG(strstr(rlx_exec_last_error(e), "the_log") != NULL, "%s", rlx_exec_last_error(e));
+      CHECK(strstr(rlx_exec_last_error(e), "element 2") != NULL);
+    } else {
+      CHECK(st == RLX_OK);
+    }
+    rlx_exec_destroy(e);
+  }
+  rlx_graph_destroy(g);
+}
+
 static int supports_nothing(const rlx_graph* g, int32_t ni) { return 0; }
 
 /* Runs graph g and its full decomposition on the CPU; outputs must agree. */
@@ -421,5 +454,6 @@ int main(void) {
   RUN(clone_report_stats);
   RUN(sample_seed_per_run);
   RUN(decompose_rules_are_exact);
+  RUN(debug_nans_names_node);
   return test_summary();
 }

@@ -7,6 +7,9 @@
  * whose views reproduce its semantics element for element. */
 #include "passes/lower.h"
 
+#include "ir/dtype.h"
+
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -536,4 +539,17 @@ rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_nod
     for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
   }
   return RLX_OK;
+}
+
+int64_t rlx_view_first_non_finite(const uint8_t* base, const rlx_view* v) {
+  if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
+  int64_t idx[RLX_MAX_RANK] = {0}, n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
+    if (!isfinite(rlx_load_f64(base + v->offset, v->dtype, off))) return i;
+    for (int32_t d = v->rank - 1; d >= 0 && ++idx[d] == v->shape[d]; d--) idx[d] = 0;
+  }
+  return -1;
 }

@@ -203,6 +203,10 @@ rlx_view rlx_view_broadcast(const rlx_graph* g, const rlx_plan* plan, rlx_tensor
                             const rlx_type* out_type);
 /* Bytes a view touches (handles 0 and negative strides). */
 rlx_range rlx_view_range(const rlx_view* v);
+/* Index (in row-major order of the view's shape) of the first NaN/Inf
+ * element of a float view over host memory `base` (an arena or a host
+ * mirror of one), or -1 if none / not a float view. Used by debug_nans. */
+int64_t rlx_view_first_non_finite(const uint8_t* base, const rlx_view* v);
 /* Fills step->reads / writes from its views. */
 void rlx_step_derive_ranges(rlx_step* s);
 const char* rlx_kernel_name(rlx_kernel k);

@@ -104,24 +104,10 @@ static rlx_status cpu_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uin
   return RLX_OK;
 }
 
-/* First non-finite element of a float view, or -1. */
-static int64_t first_non_finite(const uint8_t* arena, const rlx_view* v) {
-  if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
-  int64_t idx[RLX_MAX_RANK] = {0}, n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  for (int64_t i = 0; i < n; i++) {
-    int64_t off = 0;
-    for (int32_t d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
-    if (!isfinite(rlx_load_f64(arena + v->offset, v->dtype, off))) return i;
-    for (int32_t d = v->rank - 1; d >= 0 && ++idx[d] == v->shape[d]; d--) idx[d] = 0;
-  }
-  return -1;
-}
-
 static rlx_status check_step_finite(const rlx_backend_exec* be, const rlx_step* s,
                                     const rlx_run_ctx* ctx, rlx_error* err) {
   for (int32_t k = 0; k < s->n_out; k++) {
-    int64_t bad = first_non_finite(be->arena, &s->out[k]);
+    int64_t bad = rlx_view_first_non_finite(be->arena, &s->out[k]);
     if (bad < 0) continue;
     char nb[160] = "?";
     if (ctx->graph) rlx_node_str(ctx->graph, s->node, nb, sizeof nb);

@@ -464,20 +464,6 @@ static rlx_status check_run_error(rlx_backend_exec* be, const vk_program* pg,
                   nb, rlx_kernel_name(kind), (long long)value, run[RLXVK_RUN_ERR_LEN]);
 }
 
-/* First non-finite element of a float view in the mirror, or -1. */
-static int64_t first_non_finite(const uint8_t* mirror, const rlx_view* v) {
-  if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
-  int64_t idx[RLX_MAX_RANK] = {0}, n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  for (int64_t i = 0; i < n; i++) {
-    int64_t off = 0;
-    for (int32_t d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
-    if (!isfinite(rlx_load_f64(mirror + v->offset, v->dtype, off))) return i;
-    for (int32_t d = v->rank - 1; d >= 0 && ++idx[d] == v->shape[d]; d--) idx[d] = 0;
-  }
-  return -1;
-}
-
 /* debug_nans: fails naming step i's node if an output holds NaN/Inf. */
 static rlx_status check_step_finite(rlx_backend_exec* be, const rlx_step* s,
                                     const rlx_run_ctx* ctx, rlx_error* err) {
@@ -486,7 +472,7 @@ static rlx_status check_step_finite(rlx_backend_exec* be, const rlx_step* s,
     RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
                                  s->writes[k].end - s->writes[k].begin, 0, err));
   for (int32_t k = 0; k < s->n_out; k++) {
-    int64_t bad = first_non_finite(be->mirror, &s->out[k]);
+    int64_t bad = rlx_view_first_non_finite(be->mirror, &s->out[k]);
     if (bad < 0) continue;
     char nb[160];
     if (ctx && ctx->graph && s->node >= 0 && s->node < ctx->graph->n_nodes)

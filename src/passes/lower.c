@@ -523,6 +523,15 @@ static int node_is_static(const rlx_graph* g, const rlx_node* n) {
   return 1;
 }
 
+rlx_status rlx_lower_node(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  int32_t first = out->n;
+  rlx_status st = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, plan, ni, out)
+                                            : rlx_lower_basic(g, plan, ni, out);
+  if (st != RLX_OK) return st;
+  for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+  return RLX_OK;
+}
+
 rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
                      rlx_step_list* out) {
   for (int32_t ni = 0; ni < g->n_nodes; ni++) {
@@ -530,12 +539,12 @@ rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_nod
     if (rlx_op_table[n->op].flags & OPF_LEAF) continue;
     if (!node_is_static(g, n))
       return fail_node(g, ni, RLX_INVALID_ARGUMENT, "symbolic dims must be bound before lowering");
+    if (!(host_node && host_node[ni])) {
+      RLX_RETURN_IF_ERROR(rlx_lower_node(g, plan, ni, out));
+      continue;
+    }
     int32_t first = out->n;
-    rlx_status st;
-    if (host_node && host_node[ni]) st = lower_host(g, plan, ni, out);
-    else if (is_nn_op(n->op)) st = rlx_lower_nn(g, plan, ni, out);
-    else st = rlx_lower_basic(g, plan, ni, out);
-    if (st != RLX_OK) return st;
+    RLX_RETURN_IF_ERROR(lower_host(g, plan, ni, out));
     for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
   }
   return RLX_OK;

@@ -216,6 +216,10 @@ const char* rlx_kernel_name(rlx_kernel k);
  * steps for node `ni`. */
 rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+/* The native steps of node ni (the dispatch rlx_lower uses), ranges
+ * derived. Host fallbacks use it to run a RLX_K_HOST node's own steps with
+ * the CPU reference against a host mirror of the arena. */
+rlx_status rlx_lower_node(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 /* Appends a zeroed step for node ni and returns it (NULL on allocation failure). */
 rlx_step* rlx_step_push(rlx_step_list* l, rlx_kernel k, int32_t ni);
 

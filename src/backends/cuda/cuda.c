@@ -313,21 +313,6 @@ static rlx_status sync_all(rlx_backend_exec* be, rlx_error* err) {
 
 /* ------------------------------------------------------------------ host fallback */
 
-static int node_is_nn(const rlx_graph* g, int32_t ni) {
-  switch (g->nodes[ni].op) {
-    case RLX_OP_MATMUL:
-    case RLX_OP_FUSED_MATMUL_BIAS_ACT:
-    case RLX_OP_LAYER_NORM:
-    case RLX_OP_RMS_NORM:
-    case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
-    case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
-    case RLX_OP_ATTENTION:
-    case RLX_OP_ROPE:
-    case RLX_OP_SAMPLE: return 1;
-    default: return 0;
-  }
-}
-
 static rlx_status dtoh(rlx_backend_exec* be, void* dst, uint64_t off, uint64_t bytes, rlx_error* err);
 static rlx_status htod(rlx_backend_exec* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err);
 
@@ -346,6 +331,11 @@ static rlx_status run_host_step(rlx_backend_exec* be, const rlx_step* s, const r
   for (int32_t k = 0; k < s->n_reads; k++)
     RLX_RETURN_IF_ERROR(dtoh(be, be->mirror + s->reads[k].begin, s->reads[k].begin,
                              s->reads[k].end - s->reads[k].begin, err));
+  /* Written ranges are fetched too: a strided output (a Concat slot) only
+   * rewrites some of the bytes its range spans, and all of them go back. */
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(dtoh(be, be->mirror + s->writes[k].begin, s->writes[k].begin,
+                             s->writes[k].end - s->writes[k].begin, err));
   rlx_status st = RLX_OK;
   if (s->kernel != RLX_K_HOST) {
     st = rlx_ref_run_step(be->mirror, s, ctx, err);
@@ -353,8 +343,7 @@ static rlx_status run_host_step(rlx_backend_exec* be, const rlx_step* s, const r
     /* The node's own steps, lowered against the same plan. */
     rlx_step_list tmp = {0};
     rlx_graph* g = (rlx_graph*)ctx->graph;
-    st = node_is_nn(g, s->node) ? rlx_lower_nn(g, ctx->plan, s->node, &tmp)
-                                : rlx_lower_basic(g, ctx->plan, s->node, &tmp);
+    st = rlx_lower_node(g, ctx->plan, s->node, &tmp);
     if (st) rlx_fail(err, st, "%s", g->err.msg);
     for (int32_t i = 0; i < tmp.n && st == RLX_OK; i++) st = rlx_ref_run_step(be->mirror, &tmp.steps[i], ctx, err);
     rlx_step_list_free(&tmp);

@@ -466,16 +466,6 @@ static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* steps, 
 
 /* ------------------------------------------------------------ host fallback */
 
-static int is_nn_op(rlx_op op) {
-  switch (op) {
-    case RLX_OP_MATMUL: case RLX_OP_FUSED_MATMUL_BIAS_ACT: case RLX_OP_LAYER_NORM:
-    case RLX_OP_RMS_NORM: case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
-    case RLX_OP_FUSED_RESIDUAL_RMS_NORM: case RLX_OP_ATTENTION: case RLX_OP_ROPE:
-    case RLX_OP_SAMPLE: return 1;
-    default: return 0;
-  }
-}
-
 /* The native steps of a host node, lowered once against the same plan. */
 static rlx_status host_steps_of(wg_program* pg, int32_t i, const rlx_run_ctx* ctx, rlx_error* err,
                                 const rlx_step_list** out) {
@@ -487,8 +477,7 @@ static rlx_status host_steps_of(wg_program* pg, int32_t i, const rlx_run_ctx* ct
     /* The lowering takes a mutable graph only to leave a message in it. */
     rlx_graph* g = (rlx_graph*)ctx->graph;
     int32_t ni = pg->steps[i].node;
-    rlx_status s = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, ctx->plan, ni, l)
-                                             : rlx_lower_basic(g, ctx->plan, ni, l);
+    rlx_status s = rlx_lower_node(g, ctx->plan, ni, l);
     if (s) return rlx_fail(err, s, "webgpu host fallback: %s", g->err.msg);
   }
   *out = l;

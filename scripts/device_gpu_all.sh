@@ -92,6 +92,15 @@ for d in cuda vulkan webgpu; do
   { echo "=== $d"; cat $T/parity_$d.txt; } >> "$OUT/parity.txt"
 done
 
+# HOST_OPS=a,b: parity once more with those ops forced onto each backend's
+# host fallback (download, CPU reference, upload). ONLY_TESTS=1 stops here.
+if [ -n "${HOST_OPS:-}" ]; then
+  stage "op parity with $HOST_OPS on the host fallback"
+  RLX_CUDA_HOST_OPS=$HOST_OPS timeout 200 $B/test_parity cuda 2>&1 | grep -E "^FAIL|PASS|passed" | tail -5
+  RLX_VK_HOST_OPS=$HOST_OPS timeout 200 $B/test_parity vulkan 2>&1 | grep -E "^FAIL|PASS|passed" | tail -5
+fi
+if [ "${ONLY_TESTS:-0}" = 1 ]; then stage "done (tests only)"; exit 0; fi
+
 stage "op benchmarks (bench_gpu; CUDA events for cuda, synchronising wall time otherwise)"
 # One process per workload: on the H100 (2026-11-22) Vulkan's add f32 64M ran
 # 0.79 ms in a fresh process but 3.8 ms after the GEMM/attention rows in the

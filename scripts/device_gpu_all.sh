@@ -23,6 +23,9 @@
 # bench_{cuda,vulkan,webgpu}.jsonl, peers_torch.json, vulkan_h100.md,
 # webgpu_h100.md. SKIP_PEERS=1 leaves PyTorch out; PEERS_GPT2=1 keeps the
 # GPT-2 part of peers_torch.py (not needed for these tables; it takes minutes).
+# BACKENDS="vulkan webgpu" narrows tests, parity and benches to those
+# backends; BENCH_ONLY=REGEX keeps the bench rows whose name matches;
+# SKIP_PARITY=1 leaves the parity stage out (quick perf checks).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
@@ -77,7 +80,8 @@ for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.
 done
 
 stage "backend tests"
-for t in test_cuda test_vulkan test_webgpu; do
+BACKENDS="${BACKENDS:-cuda vulkan webgpu}"
+for t in $(for d in $BACKENDS; do echo test_$d; done); do
   timeout 150 $B/$t > $T/$t.txt 2>&1
   echo "$t exit $?: $(tail -1 $T/$t.txt)"
   grep -E "FAIL|SKIP" $T/$t.txt | head -10
@@ -85,7 +89,8 @@ done
 
 stage "op parity vs the CPU reference (3 rounds each)"
 : > "$OUT/parity.txt"
-for d in cuda vulkan webgpu; do
+[ "${SKIP_PARITY:-0}" = 1 ] && BACKENDS_PARITY="" || BACKENDS_PARITY="$BACKENDS"
+for d in $BACKENDS_PARITY; do
   RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-3} timeout 200 $B/test_parity $d > $T/parity_$d.txt 2>&1
   echo "parity $d exit $?: $(grep -E "PASS|passed" $T/parity_$d.txt | tail -1)"
   grep -E "^FAIL" $T/parity_$d.txt | head -20
@@ -109,9 +114,10 @@ WORKLOADS=("gemm f32 4096x4096x4096" "gemm f32-tf32 4096x4096x4096" "gemm f32 ow
   "gemm bf16 4096x4096x4096" "gemm bf16 8192x8192x8192" "gemv f32 1x4096x4096" "add f32 64M"
   "softmax f32 16384x4096" "layernorm f32 16384x4096" "rmsnorm f32 16384x4096"
   "sdpa causal f32 B8 H16 S1024 D64" "sdpa causal bf16 B8 H16 S1024 D64" "sdpa causal f32 B4 H32 S4096 D128")
-for d in cuda vulkan webgpu; do
+for d in $BACKENDS; do
   : > "$OUT/bench_$d.jsonl"
   for w in "${WORKLOADS[@]}"; do
+    [ -n "${BENCH_ONLY:-}" ] && ! [[ "$w" =~ $BENCH_ONLY ]] && continue
     case "$d:$w" in vulkan:*tf32*|vulkan:*own-kernel*|webgpu:*tf32*|webgpu:*own-kernel*) continue ;; esac
     timeout 60 $B/bench_gpu $d "$w" | tee -a "$OUT/bench_$d.jsonl"
   done

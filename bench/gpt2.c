@@ -1,7 +1,12 @@
 /* GPT-2 124M shaped benchmark through the C API, random weights:
  *   forward  f32, B4 T1024 (logits for every position), and
- *   decode   f32, B1, one token against a KV cache of ~520 tokens, the caches
- *            fed back on the device after each step (rlx_exec_feed).
+ *   decode   f32, B1, one token against a KV cache of ~520 tokens. The caches
+ *            are device state (rlx_compile_options.state_*): each layer's
+ *            Where(pos == arange, new row, cache) is planned in the cache's
+ *            own bytes, so a step writes only the new K/V rows and copies
+ *            nothing; attention reads the cache with a keep-mask (keys <=
+ *            pos). RLX_GPT2_DECODE_FEEDS=1 runs the older form instead (a
+ *            new cache tensor per step, copied back by rlx_exec_feed).
  * Before timing, the same builders at a tiny configuration run on the device
  * and on the CPU and the logits are compared ("check_rel_l2"). One JSON line
  * per measurement; median of 10 (forward) / 20 (decode) after warm-up.
@@ -146,7 +151,7 @@ static void build_forward(rlx_graph* g, const cfg* c, int64_t B, int64_t T) {
 }
 
 /* Decode: one token at position `pos` against per-layer caches [1, T, H, D];
- * the new caches are outputs 1 + 2l (k) and 2 + 2l (v). */
+ * the updated caches are outputs 1 + 2l (k) and 2 + 2l (v). */
 typedef struct decode_ctx {
   rlx_tensor keep, at_pos; /* bool [T]: key visible; bool [1, T, 1, 1]: slot to write */
   rlx_tensor new_cache[64];
@@ -246,7 +251,39 @@ static void set_ids(rlx_exec* e, const cfg* c, int64_t B, int64_t T, uint64_t se
   free(ids);
 }
 
-static void set_decode_inputs(rlx_exec* e, const cfg* c, int64_t pos, int first) {
+static int use_feeds(void) {
+  const char* v = getenv("RLX_GPT2_DECODE_FEEDS");
+  return v && strcmp(v, "1") == 0;
+}
+
+static void cache_name(char* buf, size_t cap, int l, int is_v) {
+  snprintf(buf, cap, "%s_cache%d", is_v ? "v" : "k", l);
+}
+
+/* Compiles the decode graph with each cache as device state of its
+ * updated-cache output (unless RLX_GPT2_DECODE_FEEDS=1). */
+static rlx_status compile_decode(rlx_graph* g, const cfg* c, const char* device, int feeds,
+                                 rlx_exec** e) {
+  char names[64][32];
+  const char* np[64];
+  int32_t outs[64];
+  int32_t n = (int32_t)(2 * c->L);
+  for (int32_t i = 0; i < n; i++) {
+    cache_name(names[i], sizeof names[i], i / 2, i % 2);
+    np[i] = names[i];
+    outs[i] = 1 + i;
+  }
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  if (!feeds) {
+    o.state_inputs = np;
+    o.state_outputs = outs;
+    o.n_states = n;
+  }
+  return rlx_compile(g, device, &o, e);
+}
+
+static void set_decode_inputs(rlx_exec* e, const cfg* c, int64_t pos, int first, int feeds) {
   int64_t id = (pos * 7919) % c->V;
   rlx_dim is[2] = {1, 1}, ps[1] = {1};
   rlx_exec_set_input(e, "ids", RLX_I64, is, 2, &id, sizeof id);
@@ -259,9 +296,9 @@ static void set_decode_inputs(rlx_exec* e, const cfg* c, int64_t pos, int first)
   for (int l = 0; l < c->L; l++)
     for (int i = 0; i < 2; i++) {
       char name[32];
-      snprintf(name, sizeof name, "%s_cache%d", i ? "v" : "k", l);
+      cache_name(name, sizeof name, l, i);
       rlx_exec_set_input(e, name, RLX_F32, cs, 4, cache, sizeof(float) * (size_t)n);
-      rlx_exec_feed(e, name, 1 + 2 * l + i, -1);
+      if (feeds) rlx_exec_feed(e, name, 1 + 2 * l + i, -1);
     }
   free(cache);
 }
@@ -283,7 +320,9 @@ static double rel_l2_logits(rlx_exec* a, rlx_exec* b, int64_t n) {
   return ok ? sqrt(num / (den > 0 ? den : 1)) : INFINITY;
 }
 
-/* Tiny config on device and CPU: forward logits, then 3 decode steps. */
+/* Tiny config on device and CPU: forward logits, then 3 decode steps (the
+ * CPU keeps its caches with feeds, the device as device state unless
+ * RLX_GPT2_DECODE_FEEDS=1, so the two cache mechanisms check each other). */
 static void check_small(const char* device, double* fwd_err, double* dec_err) {
   cfg c = {2, 64, 4, 97, 24};
   rlx_graph *gf = NULL, *gd = NULL;
@@ -297,7 +336,8 @@ static void check_small(const char* device, double* fwd_err, double* dec_err) {
   int ok = 1;
   uint64_t start = rng;
   for (int k = 0; k < 2 && ok; k++) {
-    ok = rlx_compile(gf, devs[k], NULL, &f[k]) == RLX_OK && rlx_compile(gd, devs[k], NULL, &d[k]) == RLX_OK;
+    int feeds = k == 1 || use_feeds();
+    ok = rlx_compile(gf, devs[k], NULL, &f[k]) == RLX_OK && compile_decode(gd, &c, devs[k], feeds, &d[k]) == RLX_OK;
     if (!ok) fprintf(stderr, "compile small on %s: %s | %s\n", devs[k], rlx_graph_last_error(gf), rlx_graph_last_error(gd));
     rng = start; /* same weights and caches on both devices */
     ok = ok && set_weights(f[k], &c);
@@ -306,7 +346,7 @@ static void check_small(const char* device, double* fwd_err, double* dec_err) {
     set_ids(f[k], &c, 2, 16, 5);
     ok = ok && rlx_exec_run(f[k]) == RLX_OK;
     for (int64_t p = 10; p < 13 && ok; p++) {
-      set_decode_inputs(d[k], &c, p, p == 10);
+      set_decode_inputs(d[k], &c, p, p == 10, feeds);
       ok = rlx_exec_run(d[k]) == RLX_OK;
       if (!ok) fprintf(stderr, "decode on %s: %s\n", devs[k], rlx_exec_last_error(d[k]));
     }
@@ -343,9 +383,13 @@ int main(int argc, char** argv) {
 
   cfg c = {12, 768, 12, 50257, 1024};
   rlx_graph* g = NULL;
+  rlx_exec* e = NULL;
+  double wall[20], dev[20];
+  int ok = 1;
+  const char* only = getenv("RLX_GPT2_ONLY"); /* "decode": skip the forward */
+  if (only && strcmp(only, "decode") == 0) goto decode;
   rlx_graph_create(&g);
   build_forward(g, &c, 4, 1024);
-  rlx_exec* e = NULL;
   double t0 = now_ms();
   if (rlx_compile(g, device, NULL, &e) != RLX_OK) {
     printf("{\"name\": \"gpt2-124M forward f32 B4 T1024\", \"error\": \"%s\"}\n", rlx_graph_last_error(g));
@@ -355,8 +399,6 @@ int main(int argc, char** argv) {
   if (!set_weights(e, &c)) return 1;
   set_ids(e, &c, 4, 1024, 1);
   rlx_exec_select_outputs(e, NULL, 0);
-  double wall[20], dev[20];
-  int ok = 1;
   for (int i = 0; i < 3 && ok; i++) ok = rlx_exec_run(e) == RLX_OK;
   for (int i = 0; i < 10 && ok; i++) {
     double t = now_ms();
@@ -373,9 +415,10 @@ int main(int argc, char** argv) {
   rlx_exec_destroy(e);
   rlx_graph_destroy(g);
 
+decode:
   rlx_graph_create(&g);
   build_decode(g, &c);
-  if (rlx_compile(g, device, NULL, &e) != RLX_OK) {
+  if (compile_decode(g, &c, device, use_feeds(), &e) != RLX_OK) {
     printf("{\"name\": \"gpt2-124M decode-step f32 B1 ctx~520\", \"error\": \"%s\"}\n", rlx_graph_last_error(g));
     return 1;
   }
@@ -383,13 +426,13 @@ int main(int argc, char** argv) {
   rlx_exec_select_outputs(e, (int32_t[]){0}, 1);
   ok = 1;
   int64_t pos = 512;
-  set_decode_inputs(e, &c, pos, 1);
+  set_decode_inputs(e, &c, pos, 1, use_feeds());
   for (int i = 0; i < 3 && ok; i++, pos++) {
-    set_decode_inputs(e, &c, pos, 0);
+    set_decode_inputs(e, &c, pos, 0, 0);
     ok = rlx_exec_run(e) == RLX_OK;
   }
   for (int i = 0; i < 20 && ok; i++, pos++) {
-    set_decode_inputs(e, &c, pos, 0);
+    set_decode_inputs(e, &c, pos, 0, 0);
     double t = now_ms();
     ok = rlx_exec_run(e) == RLX_OK;
     wall[i] = now_ms() - t;

@@ -351,6 +351,18 @@ typedef struct rlx_compile_options {
   /* Name of a symbol compiled at its bound size as an upper bound, which
    * rlx_exec_set_active_extent may shrink per run. It may only appear as dim 0. */
   const char* extent_symbol;
+  /* Device state ("KV handles", e.g. a KV cache): after every run, output
+   * state_outputs[i] becomes the value of input state_inputs[i] on the
+   * device, as rlx_exec_feed(e, name, output, -1) would copy it (same dtype
+   * and bytes). Declared here, the memory planner may keep that output in
+   * the input's own bytes (when its producer is elementwise over the input
+   * and nothing reads the input afterwards), so no copy is made, and an
+   * update that rewrites a few rows of a large cache (Where(at_pos, row,
+   * cache)) costs O(rows) on backends that skip unchanged elements. Such an
+   * input cannot be re-fed with rlx_exec_feed. */
+  const char* const* state_inputs;
+  const int32_t* state_outputs;
+  int32_t n_states;
 } rlx_compile_options;
 
 /* Fills defaults. */

@@ -455,6 +455,162 @@ TEST(fast_paths_at_size) {
   }
 }
 
+/* One attention case against the CPU: q [B,Sq,H,D] (BSHD) or [B,H,Sq,D];
+ * mask input [Sq, Sk] for custom (0/1 values from the random data) and bias. */
+static int attn_case(const char* what, rlx_dtype t, int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
+                     int64_t Sk, int64_t D, rlx_layout layout, rlx_mask_kind mask, int32_t window,
+                     float scale, float softcap) {
+  gcase c = new_case();
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[2] = {Sq, Sk};
+  if (layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H, qs[2] = Sq;
+    ks[1] = Hkv, ks[2] = Sk;
+  }
+  rlx_tensor in[3], h[3], m = RLX_NONE, y, yf, zero;
+  for (int i = 0; i < 3; i++) in[i] = add_in(&c, i ? ks : qs, 4);
+  if (mask == RLX_MASK_CUSTOM || mask == RLX_MASK_BIAS) {
+    m = add_in(&c, ms, 2);
+    if (mask == RLX_MASK_CUSTOM) { /* keep where the random value is > -1 (3/4 of keys) */
+      float minus1 = -1.0f;
+      rlx_dim one[1] = {1};
+      rlx_graph_add_constant(c.g, RLX_F32, one, 1, &minus1, 4, &zero);
+      rlx_graph_add_compare(c.g, RLX_CMP_GT, m, zero, &m);
+    }
+  }
+  for (int i = 0; i < 3; i++) {
+    h[i] = in[i];
+    if (t != RLX_F32) rlx_graph_add_cast(c.g, in[i], t, &h[i]);
+  }
+  rlx_attention_desc d = {(int32_t)H, (int32_t)Hkv, (int32_t)D, layout, mask, window, scale, softcap};
+  rlx_graph_add_attention(c.g, h[0], h[1], h[2], m, &d, &y);
+  yf = y;
+  if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &yf);
+  rlx_graph_set_outputs(c.g, &yf, 1);
+  int ok = agree(&c, NULL, t == RLX_F32 ? 1e-5 : 2e-2, what);
+  rlx_graph_destroy(c.g);
+  return ok;
+}
+
+static int gemv_case(int64_t K, int64_t N, int bias, rlx_activation act) {
+  gcase c = new_case();
+  rlx_dim xs[2] = {1, K}, ws[2] = {K, N}, bs[1] = {N};
+  rlx_tensor x = add_in(&c, xs, 2), w = add_in(&c, ws, 2), b = bias ? add_in(&c, bs, 1) : RLX_NONE, y;
+  rlx_graph_add_fused_matmul_bias_act(c.g, x, w, b, 0, 0, act, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  char what[64];
+  snprintf(what, sizeof what, "gemv 1x%lldx%lld", (long long)K, (long long)N);
+  int ok = agree(&c, NULL, 1e-5, what);
+  rlx_graph_destroy(c.g);
+  return ok;
+}
+
+/* Decode kernels: flash-decoding attention (every mask kind, GQA, both
+ * layouts, head dims 40..256 on the vector and generic paths, half types),
+ * the fused GEMV (one launch, arrival counts) replayed several times. */
+TEST(decode_attention_and_gemv) {
+  CHECK(attn_case("dec f32 d64 custom Sk1024", RLX_F32, 1, 12, 12, 1, 1024, 64, RLX_LAYOUT_BSHD, RLX_MASK_CUSTOM, 0, 0, 0));
+  CHECK(attn_case("dec f32 d128 gqa causal softcap", RLX_F32, 2, 8, 2, 3, 333, 128, RLX_LAYOUT_BHSD, RLX_MASK_CAUSAL, 0, 0, 20.0f));
+  CHECK(attn_case("dec f32 d96 sliding", RLX_F32, 1, 4, 4, 2, 500, 96, RLX_LAYOUT_BSHD, RLX_MASK_SLIDING, 100, 0, 0));
+  CHECK(attn_case("dec f32 d40 none scale", RLX_F32, 3, 2, 1, 4, 77, 40, RLX_LAYOUT_BSHD, RLX_MASK_NONE, 0, 0.3f, 0));
+  CHECK(attn_case("dec f32 d50 bias (generic)", RLX_F32, 1, 3, 3, 1, 260, 50, RLX_LAYOUT_BHSD, RLX_MASK_BIAS, 0, 0, 0));
+  CHECK(attn_case("dec f32 d256", RLX_F32, 1, 2, 2, 1, 400, 256, RLX_LAYOUT_BSHD, RLX_MASK_NONE, 0, 0, 0));
+  CHECK(attn_case("dec f32 Sk 5 (one slice)", RLX_F32, 1, 2, 2, 4, 5, 64, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0));
+  CHECK(attn_case("dec bf16 d64 causal", RLX_BF16, 1, 4, 4, 1, 600, 64, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0));
+  CHECK(attn_case("dec f16 d128 gqa custom", RLX_F16, 1, 4, 1, 2, 300, 128, RLX_LAYOUT_BHSD, RLX_MASK_CUSTOM, 0, 0, 0));
+  CHECK(gemv_case(768, 2304, 1, RLX_ACT_NONE));
+  CHECK(gemv_case(3072, 768, 1, RLX_ACT_GELU_APPROX));
+  CHECK(gemv_case(100, 37, 0, RLX_ACT_RELU));
+  CHECK(gemv_case(64, 1, 1, RLX_ACT_NONE));
+  { /* replays: the arrival counts must come back to zero every run */
+    gcase c = new_case();
+    rlx_dim xs[2] = {1, 2048}, ws[2] = {2048, 1024};
+    rlx_tensor x = add_in(&c, xs, 2), w = add_in(&c, ws, 2), y;
+    rlx_graph_add_matmul(c.g, x, w, 0, 0, &y);
+    rlx_graph_set_outputs(c.g, &y, 1);
+    rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
+    rlx_exec* cpu = compile_on(c.g, "cpu", NULL);
+    for (uint64_t run = 0; run < 4 && gpu && cpu; run++) {
+      CHECK(set_inputs(&c, gpu, 30 + run) == RLX_OK && set_inputs(&c, cpu, 30 + run) == RLX_OK);
+      CHECK_OK_E(gpu, rlx_exec_run(gpu));
+      CHECK_OK_E(cpu, rlx_exec_run(cpu));
+      CHECK(same_outputs(gpu, cpu, 1e-5, "gemv replay"));
+    }
+    CHECK(gpu && cpu);
+    rlx_exec_destroy(gpu);
+    rlx_exec_destroy(cpu);
+    rlx_graph_destroy(c.g);
+  }
+}
+
+/* A KV cache as device state on cuda (updated in place, rows written by
+ * rlx_where_rows) against the CPU keeping it with feeds, over 6 steps. */
+TEST(kv_state_in_place) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  int64_t T = 40, H = 3, D = 32;
+  rlx_dim cs[4] = {1, T, H, D}, rs[4] = {1, 1, H, D}, ps[1] = {1}, ts[1] = {T}, ats[4] = {1, T, 1, 1};
+  int64_t ar[40];
+  for (int64_t i = 0; i < T; i++) ar[i] = i;
+  rlx_tensor cache, row, q, pos, arange, eq, keep, at, upd, y;
+  rlx_graph_add_input(g, "cache", RLX_F32, cs, 4, &cache);
+  rlx_graph_add_input(g, "row", RLX_F32, rs, 4, &row);
+  rlx_graph_add_input(g, "q", RLX_F32, rs, 4, &q);
+  rlx_graph_add_input(g, "pos", RLX_I64, ps, 1, &pos);
+  rlx_graph_add_constant(g, RLX_I64, ts, 1, ar, sizeof ar, &arange);
+  rlx_graph_add_compare(g, RLX_CMP_EQ, arange, pos, &eq);
+  rlx_graph_add_compare(g, RLX_CMP_LE, arange, pos, &keep);
+  rlx_graph_add_reshape(g, eq, ats, 4, &at);
+  rlx_graph_add_where(g, at, row, cache, &upd);
+  rlx_attention_desc d = {(int32_t)H, (int32_t)H, (int32_t)D, RLX_LAYOUT_BSHD, RLX_MASK_CUSTOM, 0, 0, 0};
+  rlx_graph_add_attention(g, q, upd, upd, keep, &d, &y);
+  rlx_tensor outs[2] = {y, upd};
+  rlx_graph_set_outputs(g, outs, 2);
+  const char* names[1] = {"cache"};
+  int32_t which[1] = {1};
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.state_inputs = names;
+  o.state_outputs = which;
+  o.n_states = 1;
+  rlx_exec* gpu = compile_on(g, "cuda", &o);
+  rlx_exec* cpu = compile_on(g, "cpu", NULL);
+  CHECK(gpu && cpu);
+  if (gpu && cpu) {
+    int64_t n = T * H * D;
+    float* init = malloc(sizeof(float) * (size_t)n);
+    float r[96], qq[96];
+    test_seed(91);
+    test_fill_f32(init, n, -1, 1);
+    CHECK_OK_E(gpu, rlx_exec_set_input(gpu, "cache", RLX_F32, cs, 4, init, sizeof(float) * (size_t)n));
+    CHECK_OK_E(cpu, rlx_exec_set_input(cpu, "cache", RLX_F32, cs, 4, init, sizeof(float) * (size_t)n));
+    CHECK_OK_E(cpu, rlx_exec_feed(cpu, "cache", 1, -1));
+    for (int64_t p = 7; p < 13; p++) {
+      test_fill_f32(r, 96, -1, 1);
+      test_fill_f32(qq, 96, -1, 1);
+      rlx_exec* both[2] = {gpu, cpu};
+      for (int k = 0; k < 2; k++) {
+        CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "row", RLX_F32, rs, 4, r, sizeof r));
+        CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "q", RLX_F32, rs, 4, qq, sizeof qq));
+        CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "pos", RLX_I64, ps, 1, &p, sizeof p));
+        CHECK_OK_E(both[k], rlx_exec_run(both[k]));
+      }
+      CHECK(same_outputs(gpu, cpu, 1e-5, "kv state step"));
+    }
+    rlx_memory_stats with_state, plain;
+    rlx_exec* gpu_plain = compile_on(g, "cuda", NULL);
+    CHECK(gpu_plain != NULL);
+    CHECK_OK_E(gpu, rlx_exec_memory_stats(gpu, &with_state));
+    if (gpu_plain) CHECK_OK_E(gpu_plain, rlx_exec_memory_stats(gpu_plain, &plain));
+    /* the update has no bytes of its own */
+    CHECK(gpu_plain && with_state.arena_bytes < plain.arena_bytes);
+    rlx_exec_destroy(gpu_plain);
+    free(init);
+  }
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(g);
+}
+
 /* Not built or no device: compiling for cuda fails with a reason. */
 static int cuda_available(void) {
   for (int32_t i = 0; i < rlx_device_count(); i++) {
@@ -498,5 +654,7 @@ int main(void) {
   RUN(multi_stream_ordering);
   RUN(tf32_opt_in);
   RUN(fast_paths_at_size);
+  RUN(decode_attention_and_gemv);
+  RUN(kv_state_in_place);
   return test_summary();
 }

@@ -257,6 +257,90 @@ TEST(feeds_whole_and_row) {
   rlx_graph_destroy(g);
 }
 
+/* Device state: cache' = Where(pos == arange, row, cache) kept in the
+ * cache's own bytes (no copy, smaller arena); a reader of the old cache after
+ * the update keeps the pair from aliasing (still correct); clone keeps it. */
+static rlx_graph* kv_graph(int read_old_after) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim cs[3] = {5, 2, 3}, rs[3] = {1, 2, 3}, ps[1] = {1}, as[1] = {5}, ats[3] = {5, 1, 1};
+  int64_t ar[5] = {0, 1, 2, 3, 4};
+  rlx_tensor cache, row, pos, arange, eq, at, upd, sum;
+  rlx_graph_add_input(g, "cache", RLX_F32, cs, 3, &cache);
+  rlx_graph_add_input(g, "row", RLX_F32, rs, 3, &row);
+  rlx_graph_add_input(g, "pos", RLX_I64, ps, 1, &pos);
+  rlx_graph_add_constant(g, RLX_I64, as, 1, ar, sizeof ar, &arange);
+  rlx_graph_add_compare(g, RLX_CMP_EQ, arange, pos, &eq);
+  rlx_graph_add_reshape(g, eq, ats, 3, &at);
+  rlx_graph_add_where(g, at, row, cache, &upd);
+  /* sum of the updated cache, or of the old one read after the update */
+  rlx_graph_add_reduce(g, RLX_RED_SUM, read_old_after ? cache : upd, NULL, 0, 0, &sum);
+  rlx_tensor outs[2] = {upd, sum};
+  rlx_graph_set_outputs(g, outs, 2);
+  return g;
+}
+
+static void kv_check_runs(rlx_exec* e, int read_old_after) {
+  float cache[30], out[30], sum = 0;
+  rlx_dim cs[3] = {5, 2, 3}, rs[3] = {1, 2, 3}, ps[1] = {1};
+  for (int i = 0; i < 30; i++) cache[i] = (float)test_rand_uniform(-1, 1);
+  CHECK_OK_E(e, rlx_exec_set_input(e, "cache", RLX_F32, cs, 3, cache, sizeof cache));
+  for (int64_t p = 0; p < 5; p++) {
+    float row[6], old = 0;
+    for (int j = 0; j < 6; j++) row[j] = (float)(p * 10 + j);
+    for (int i = 0; i < 30; i++) old += cache[i];
+    memcpy(cache + 6 * p, row, sizeof row);
+    CHECK_OK_E(e, rlx_exec_set_input(e, "row", RLX_F32, rs, 3, row, sizeof row));
+    CHECK_OK_E(e, rlx_exec_set_input(e, "pos", RLX_I64, ps, 1, &p, sizeof p));
+    CHECK_OK_E(e, rlx_exec_run(e));
+    CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
+    for (int i = 0; i < 30; i++) CHECK_MSG(out[i] == cache[i], "pos %lld elem %d: %g vs %g", (long long)p, i, out[i], cache[i]);
+    CHECK_OK_E(e, rlx_exec_read_output(e, 1, RLX_F32, &sum, sizeof sum));
+    float want = 0;
+    for (int i = 0; i < 30; i++) want += cache[i];
+    if (read_old_after) want = old;
+    CHECK_MSG(fabsf(sum - want) < 1e-4f, "pos %lld: sum %g, want %g", (long long)p, sum, want);
+  }
+}
+
+TEST(device_state_in_place) {
+  const char* names[1] = {"cache"};
+  const char* bad_name[1] = {"nope"};
+  int32_t outs[1] = {0}, sum_out[1] = {1};
+  for (int read_old = 0; read_old < 2; read_old++) {
+    rlx_graph* g = kv_graph(read_old);
+    rlx_compile_options o = ref_options();
+    rlx_exec *e = NULL, *plain = NULL, *c = NULL;
+    o.state_inputs = bad_name;
+    o.state_outputs = outs;
+    o.n_states = 1;
+    CHECK(rlx_compile(g, "cpu", &o, &e) == RLX_NOT_FOUND);
+    o.state_inputs = names;
+    o.state_outputs = sum_out; /* a scalar into a [5,2,3] input: bytes differ at run time */
+    CHECK_OK_G(g, rlx_compile(g, "cpu", &o, &e));
+    rlx_exec_destroy(e);
+    o.state_outputs = outs;
+    CHECK_OK_G(g, rlx_compile(g, "cpu", &o, &e));
+    CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &plain));
+    CHECK(rlx_exec_feed(e, "cache", 0, -1) == RLX_FAILED_PRECONDITION);
+    kv_check_runs(e, read_old);
+    rlx_memory_stats with_state, without;
+    CHECK_OK_E(e, rlx_exec_memory_stats(e, &with_state));
+    CHECK_OK_E(plain, rlx_exec_memory_stats(plain, &without));
+    /* in place: the updated cache needs no bytes of its own */
+    if (!read_old) CHECK_MSG(with_state.arena_bytes < without.arena_bytes, "arena %llu vs %llu",
+                             (unsigned long long)with_state.arena_bytes, (unsigned long long)without.arena_bytes);
+    else CHECK(with_state.arena_bytes == without.arena_bytes);
+    CHECK_OK_E(e, rlx_exec_clone(e, &c));
+    CHECK(rlx_exec_feed(c, "cache", 0, -1) == RLX_FAILED_PRECONDITION);
+    kv_check_runs(c, read_old);
+    rlx_exec_destroy(c);
+    rlx_exec_destroy(plain);
+    rlx_exec_destroy(e);
+    rlx_graph_destroy(g);
+  }
+}
+
 TEST(clone_report_stats) {
   rlx_graph* g = bias_relu_graph();
   rlx_exec *e = NULL, *c = NULL;
@@ -451,6 +535,7 @@ int main(void) {
   RUN(symbolic_binding_recompiles);
   RUN(active_extent);
   RUN(feeds_whole_and_row);
+  RUN(device_state_in_place);
   RUN(clone_report_stats);
   RUN(sample_seed_per_run);
   RUN(decompose_rules_are_exact);

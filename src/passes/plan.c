@@ -280,6 +280,43 @@ static void assign_inplace(owner_ctx* c) {
   }
 }
 
+/* Device state: output y may live in the bytes of input x (both persistent)
+ * when y's producer writes elementwise over x at the same index (every slot
+ * reading x's bytes has y's exact shape), no later node reads x's bytes, x is
+ * not a graph output, and neither side was given away already. */
+static int state_alias_ok(const owner_ctx* c, rlx_tensor x, rlx_tensor y) {
+  const rlx_graph* g = c->g;
+  if (!value_in_range(g, x) || !value_in_range(g, y) || x == y) return 0;
+  int32_t ni = g->values[y].node, xr = c->vroot[x];
+  if (ni < 0 || ni >= g->n_nodes || is_alias_node(g, ni) || g->nodes[ni].n_out != 1) return 0;
+  if (c->vroot[y] != y || c->owner[y] != y || c->owner[xr] != xr) return 0;
+  if (c->p->bytes[xr] != c->p->bytes[y] || c->p->bytes[y] == 0) return 0;
+  const rlx_node* n = &g->nodes[ni];
+  int reads = 0;
+  for (int32_t s = 0; s < n->n_in; s++) {
+    if (n->in[s] == RLX_NONE || c->vroot[n->in[s]] != xr) continue;
+    if (!inplace_shape_ok(g, ni, s)) return 0;
+    reads = 1;
+  }
+  if (!reads) return 0;
+  for (int32_t nj = ni + 1; nj < g->n_nodes; nj++)
+    for (int32_t s = 0; s < g->nodes[nj].n_in; s++)
+      if (g->nodes[nj].in[s] != RLX_NONE && c->vroot[g->nodes[nj].in[s]] == xr) return 0;
+  for (int32_t i = 0; i < g->n_outputs; i++)
+    if (value_in_range(g, g->outputs[i]) && c->vroot[g->outputs[i]] == xr) return 0;
+  return 1;
+}
+
+static void assign_states(owner_ctx* c, const int32_t* pairs, int32_t n_pairs) {
+  for (int32_t k = 0; k < n_pairs; k++) {
+    rlx_tensor x = pairs[2 * k], y = pairs[2 * k + 1];
+    if (!state_alias_ok(c, x, y)) continue;
+    int32_t owner = c->owner[c->vroot[x]];
+    c->owner[y] = owner;
+    klass_merge(&c->cls[owner], &c->cls[y]);
+  }
+}
+
 /* Fills p->root and widens each root's lifetime to its whole class. */
 static void finish_roots(owner_ctx* c) {
   rlx_graph* g = c->g;
@@ -294,6 +331,7 @@ static void finish_roots(owner_ctx* c) {
 }
 
 static rlx_status assign_owners(rlx_graph* g, const rlx_plan_options* opt,
+                                const int32_t* state_pairs, int32_t n_pairs,
                                 const uint8_t* persistent, rlx_plan* p) {
   size_t n = g->n_values > 0 ? (size_t)g->n_values : 1;
   owner_ctx c = {g, p, persistent, calloc(n, sizeof(int32_t)), calloc(n, sizeof(int32_t)),
@@ -302,6 +340,7 @@ static rlx_status assign_owners(rlx_graph* g, const rlx_plan_options* opt,
   if (!c.vroot || !c.owner || !c.cls)
     st = rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "memory plan: out of host memory");
   if (st == RLX_OK) st = build_view_classes(&c);
+  if (st == RLX_OK) assign_states(&c, state_pairs, n_pairs);
   if (st == RLX_OK && opt->inplace) assign_inplace(&c);
   if (st == RLX_OK) finish_roots(&c);
   free(c.vroot);
@@ -454,7 +493,8 @@ static rlx_status measure(rlx_graph* g, rlx_plan* p) {
 
 /* ------------------------------------------------------------ entry point */
 
-static rlx_status plan_all(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* out) {
+static rlx_status plan_all(rlx_graph* g, const rlx_plan_options* opt, const int32_t* state_pairs,
+                           int32_t n_pairs, rlx_plan* out) {
   RLX_RETURN_IF_ERROR(check_structure(g));
   RLX_RETURN_IF_ERROR(plan_alloc(g, out));
   out->alignment = opt->alignment;
@@ -463,7 +503,7 @@ static rlx_status plan_all(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* 
   if (!persistent)
     return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "memory plan: out of host memory");
   own_lifetimes(g, persistent, out);
-  rlx_status st = assign_owners(g, opt, persistent, out);
+  rlx_status st = assign_owners(g, opt, state_pairs, n_pairs, persistent, out);
   free(persistent);
   RLX_RETURN_IF_ERROR(st);
   RLX_RETURN_IF_ERROR(assign_offsets(g, opt->alignment, out));
@@ -471,7 +511,12 @@ static rlx_status plan_all(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* 
 }
 
 rlx_status rlx_plan_memory(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* out) {
-  if (!g || !out) return RLX_INVALID_ARGUMENT;
+  return rlx_plan_memory_states(g, opt, NULL, 0, out);
+}
+
+rlx_status rlx_plan_memory_states(rlx_graph* g, const rlx_plan_options* opt,
+                                  const int32_t* state_pairs, int32_t n_pairs, rlx_plan* out) {
+  if (!g || !out || (n_pairs > 0 && !state_pairs)) return RLX_INVALID_ARGUMENT;
   memset(out, 0, sizeof *out);
   rlx_plan_options defaults = {64, 1};
   if (!opt) opt = &defaults;
@@ -480,7 +525,7 @@ rlx_status rlx_plan_memory(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* 
     return rlx_fail(&g->err, RLX_INVALID_ARGUMENT,
                     "memory plan: alignment %llu is not a power of two >= 16",
                     (unsigned long long)a);
-  rlx_status st = plan_all(g, opt, out);
+  rlx_status st = plan_all(g, opt, state_pairs, n_pairs, out);
   if (st != RLX_OK) rlx_plan_free(out);
   return st;
 }

@@ -32,6 +32,15 @@ typedef struct rlx_plan_options {
 
 /* The graph must have only static dims. Errors go to g->err. */
 rlx_status rlx_plan_memory(rlx_graph* g, const rlx_plan_options* opt, rlx_plan* out);
+/* rlx_plan_memory with device state (rlx_compile_options.state_*): pairs
+ * (input value, output value), 2 * n_pairs entries, whose output is copied
+ * into the input after every run. Where legal, the output is placed in the
+ * input's own bytes so no copy is needed: its producer is elementwise over
+ * the input (same shape, a view of it allowed), no later node reads the
+ * input, and neither is a graph output twice over. Other pairs are left as
+ * they are (the run copies). rlx_plan_verify does not know these pairs. */
+rlx_status rlx_plan_memory_states(rlx_graph* g, const rlx_plan_options* opt,
+                                  const int32_t* state_pairs, int32_t n_pairs, rlx_plan* out);
 void rlx_plan_free(rlx_plan* p);
 
 /* May node ni write its output over input slot `slot` (when that input dies

@@ -48,6 +48,7 @@ typedef struct host_slot {
   int dirty;           /* inputs: host copy newer than the device copy */
   uint64_t version;    /* params: bumped on every set */
   int fed;             /* inputs: the device copy was written by a feed */
+  int32_t state;       /* inputs: 1 + the output fed back as device state (0: none) */
 } host_slot;
 
 typedef struct feed {
@@ -127,6 +128,26 @@ static void variant_free(const rlx_backend* b, variant* v) {
 
 static int always_supported(const rlx_graph* g, int32_t ni) { return 1; }
 
+/* The memory plan, with the device-state pairs (input, output) of e mapped
+ * onto the values of g, so the planner may keep each output in its input. */
+static rlx_status plan_with_states(rlx_exec* e, rlx_graph* g, const rlx_plan_options* po,
+                                   rlx_plan* plan) {
+  int32_t* pairs = malloc(sizeof(int32_t) * 2 * (size_t)(e->n_inputs + 1));
+  if (!pairs) return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t n = 0;
+  for (int32_t i = 0; i < e->n_inputs; i++) {
+    if (!e->inputs[i].state) continue;
+    rlx_tensor x = find_leaf(g, RLX_OP_INPUT, e->inputs[i].name);
+    if (x < 0) continue;
+    pairs[2 * n] = x;
+    pairs[2 * n + 1] = g->outputs[e->inputs[i].state - 1];
+    n++;
+  }
+  rlx_status s = rlx_plan_memory_states(g, po, pairs, n, plan);
+  free(pairs);
+  return s;
+}
+
 /* Specialise -> decompose -> plan -> lower -> backend create. */
 static rlx_status variant_build(rlx_exec* e, const int64_t* sizes, variant** out) {
   rlx_graph* src = e->src;
@@ -171,7 +192,7 @@ static rlx_status variant_build(rlx_exec* e, const int64_t* sizes, variant** out
   }
 
   rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
-  s = rlx_plan_memory(v->g, &po, &v->plan);
+  s = plan_with_states(e, v->g, &po, &v->plan);
   if (s) { e->err = v->g->err; goto fail; }
   s = rlx_lower(v->g, &v->plan, v->host_node, &v->steps);
   if (s) { e->err = v->g->err; goto fail; }
@@ -286,6 +307,33 @@ static rlx_status bind_options(rlx_exec* e, const rlx_compile_options* o) {
   return RLX_OK;
 }
 
+static rlx_status add_feed(rlx_exec* e, int32_t input, int32_t output, int64_t row);
+
+/* Device state pairs of the options: each becomes a fixed whole-output feed
+ * that the planner may turn into an in-place update. */
+static rlx_status bind_states(rlx_exec* e, const rlx_compile_options* o) {
+  if (o->n_states < 0 || (o->n_states > 0 && (!o->state_inputs || !o->state_outputs)))
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "n_states %d without state arrays", o->n_states);
+  for (int32_t k = 0; k < o->n_states; k++) {
+    const char* name = o->state_inputs[k];
+    int i = name ? find_slot(e->inputs, e->n_inputs, name) : -1;
+    if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "state: no input named '%s'", name ? name : "(null)");
+    int32_t out = o->state_outputs[k];
+    if (out < 0 || out >= e->src->n_outputs)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "state '%s': output index %d out of range [0, %d)",
+                      name, out, e->src->n_outputs);
+    const rlx_type* ot = rlx_tensor_type(e->src, e->src->outputs[out]);
+    if (ot->dtype != e->inputs[i].type.dtype)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "state '%s' is %s, output %d is %s", name,
+                      rlx_dtype_name(e->inputs[i].type.dtype), out, rlx_dtype_name(ot->dtype));
+    if (e->inputs[i].state)
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "state '%s' declared twice", name);
+    RLX_RETURN_IF_ERROR(add_feed(e, i, out, -1));
+    e->inputs[i].state = out + 1;
+  }
+  return RLX_OK;
+}
+
 static int all_bound(const rlx_exec* e) {
   for (int32_t i = 0; i < e->src->n_symbols; i++)
     if (e->bound[i] < 0) return 0;
@@ -326,6 +374,9 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
   e->opt.symbol_names = NULL; /* not kept: the caller owns them */
   e->opt.symbol_sizes = NULL;
   e->opt.extent_symbol = NULL;
+  e->opt.state_inputs = NULL;
+  e->opt.state_outputs = NULL;
+  e->opt.n_states = 0;
   e->extent = -1;
   s = rlx_graph_clone(g, &e->src);
   if (s == RLX_OK) {
@@ -334,6 +385,7 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
     s = bind_options(e, &o);
   }
   if (s == RLX_OK) s = collect_leaves(e);
+  if (s == RLX_OK && options) s = bind_states(e, options);
   if (s == RLX_OK) {
     e->selected = malloc((size_t)g->n_outputs);
     if (!e->selected) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
@@ -371,9 +423,24 @@ rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec) {
   o.symbol_sizes = sizes;
   o.n_symbols = nb;
   o.extent_symbol = e->extent_symbol >= 0 ? g->symbols[e->extent_symbol] : NULL;
-  rlx_status s = rlx_compile(g, e->backend->name, &o, out_exec);
+  /* Device state pairs travel with the clone. */
+  const char** st_names = malloc(sizeof(char*) * (size_t)(e->n_inputs + 1));
+  int32_t* st_outs = malloc(sizeof(int32_t) * (size_t)(e->n_inputs + 1));
+  int32_t ns = 0;
+  rlx_status s = st_names && st_outs ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  for (int32_t i = 0; i < e->n_inputs && s == RLX_OK; i++)
+    if (e->inputs[i].state) {
+      st_names[ns] = e->inputs[i].name;
+      st_outs[ns++] = e->inputs[i].state - 1;
+    }
+  o.state_inputs = st_names;
+  o.state_outputs = st_outs;
+  o.n_states = ns;
+  if (s == RLX_OK) s = rlx_compile(g, e->backend->name, &o, out_exec);
   free(names);
   free(sizes);
+  free(st_names);
+  free(st_outs);
   if (s) return s;
   for (int32_t i = 0; i < e->n_params; i++) {
     if (!e->params[i].set) continue;
@@ -500,17 +567,25 @@ rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_ind
   if (ot->dtype != it->dtype)
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "feed: output %d is %s, input '%s' is %s",
                     output_index, rlx_dtype_name(ot->dtype), input_name, rlx_dtype_name(it->dtype));
-  /* Sizes are checked per run (they may be symbolic). */
+  if (e->inputs[i].state)
+    return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
+                    "input '%s' is device state of output %d (compile options); it cannot be re-fed",
+                    input_name, e->inputs[i].state - 1);
+  return add_feed(e, i, output_index, row);
+}
+
+/* Sizes are checked per run (they may be symbolic). */
+static rlx_status add_feed(rlx_exec* e, int32_t input, int32_t output, int64_t row) {
   for (int32_t k = 0; k < e->n_feeds; k++)
-    if (e->feeds[k].input == i) {
-      e->feeds[k].output = output_index;
+    if (e->feeds[k].input == input) {
+      e->feeds[k].output = output;
       e->feeds[k].row = row;
       return RLX_OK;
     }
   feed* grown = realloc(e->feeds, sizeof(feed) * (size_t)(e->n_feeds + 1));
   RLX_CHECK_ALLOC(&e->err, grown);
   e->feeds = grown;
-  e->feeds[e->n_feeds++] = (feed){i, output_index, row};
+  e->feeds[e->n_feeds++] = (feed){input, output, row};
   return RLX_OK;
 }
 
@@ -844,6 +919,11 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
          (unsigned long long)p->peak_live_bytes,
          p->peak_live_bytes ? (double)p->arena_bytes / (double)p->peak_live_bytes : 1.0);
   sb_add(&b, "  launches per run %d\n", v->steps.n);
+  if (e->backend->report && v->be) { /* what the backend itself decided */
+    char line[512] = "";
+    e->backend->report(v->be, line, sizeof line);
+    if (line[0]) sb_add(&b, "  %s\n", line);
+  }
   if (!b.s) return rlx_fail((rlx_error*)&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   *out_text = b.s;
   return RLX_OK;

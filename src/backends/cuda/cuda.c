@@ -11,7 +11,9 @@
  *   RLX_CUDA_STREAMS=n     streams per executable (default 1)
  *   RLX_CUDA_HOST_OPS=a,b  ops (by text name) forced to the host fallback
  *   RLX_CUDA_NO_CUBLASLT=1 own matmul kernels only
- *   RLX_CUDA_DISABLE=1     report the device unavailable */
+ *   RLX_CUDA_DISABLE=1     report the device unavailable
+ *   RLX_CUDA_PROFILE=1     run eagerly with an event before every launch; device
+ *                          time per kernel printed at destroy (stderr) */
 #ifdef RLX_HAVE_CUDA
 
 #include <stdio.h>
@@ -69,7 +71,72 @@ struct rlx_backend_exec {
   uint8_t* mirror; /* host copy of the arena for fallback steps (lazy) */
   int use_graphs;
   CUevent t0, t1; /* RLX_CUDA_TIMING */
+  /* RLX_CUDA_PROFILE: one event before each launch of the last run, and the
+   * device time summed per kernel (then cuBLASLt, copies, host steps). */
+  int profile;
+  CUevent* prof_ev;
+  int32_t prof_n;
+  double prof_ms[RLX_CUDA_FN_COUNT + 3];
+  int64_t prof_calls[RLX_CUDA_FN_COUNT + 3];
+  int64_t prof_runs;
 };
+
+/* ------------------------------------------------------------------ profile */
+
+static const char* const prof_names[RLX_CUDA_FN_COUNT + 3] = {
+#define RLX_CUDA_PROF_NAME(e, name, family) #name,
+    RLX_CUDA_KERNELS(RLX_CUDA_PROF_NAME)
+#undef RLX_CUDA_PROF_NAME
+    "cublasLt", "device copy", "host step"};
+
+static int prof_slot(const rlx_launch* x) {
+  switch (x->kind) {
+    case RLX_LAUNCH_KERNEL: return (int)x->fn;
+    case RLX_LAUNCH_LT: return RLX_CUDA_FN_COUNT;
+    case RLX_LAUNCH_COPY: return RLX_CUDA_FN_COUNT + 1;
+    default: return RLX_CUDA_FN_COUNT + 2;
+  }
+}
+
+/* Events for n launches (+1 closing), grown on demand. */
+static rlx_status prof_reserve(rlx_backend_exec* be, int32_t n, rlx_error* err) {
+  if (be->prof_n >= n + 1) return RLX_OK;
+  CUevent* grown = realloc(be->prof_ev, sizeof(CUevent) * (size_t)(n + 1));
+  RLX_CHECK_ALLOC(err, grown);
+  be->prof_ev = grown;
+  for (int32_t i = be->prof_n; i < n + 1; i++) {
+    be->prof_ev[i] = NULL;
+    RLX_CU(be->d, err, "cuEventCreate", be->d->cu.event_create(&be->prof_ev[i], CU_EVENT_DEFAULT));
+    be->prof_n = i + 1;
+  }
+  return RLX_OK;
+}
+
+/* After a synchronised profiled run: launch i took ev[i] -> ev[i + 1]. */
+static void prof_collect(rlx_backend_exec* be, const program* pr) {
+  for (int32_t i = 0; i < pr->launches.n && i + 1 < be->prof_n; i++) {
+    float ms = 0.0f;
+    if (be->d->cu.event_elapsed_time(&ms, be->prof_ev[i], be->prof_ev[i + 1]) != CUDA_SUCCESS) continue;
+    int k = prof_slot(&pr->launches.v[i]);
+    be->prof_ms[k] += ms;
+    be->prof_calls[k]++;
+  }
+  be->prof_runs++;
+}
+
+static void prof_print(const rlx_backend_exec* be) {
+  double total = 0;
+  for (int k = 0; k < RLX_CUDA_FN_COUNT + 3; k++) total += be->prof_ms[k];
+  if (be->prof_runs == 0 || total <= 0) return;
+  double runs = (double)be->prof_runs;
+  fprintf(stderr, "rlx cuda profile: %lld runs, %.4f ms of launches per run (eager, event-timed)\n",
+          (long long)be->prof_runs, total / runs);
+  for (int k = 0; k < RLX_CUDA_FN_COUNT + 3; k++)
+    if (be->prof_calls[k])
+      fprintf(stderr, "  %-24s %9.4f ms/run %5.1f%% %6.1f launches/run %8.2f us each\n", prof_names[k],
+              be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
+              1e3 * be->prof_ms[k] / (double)be->prof_calls[k]);
+}
 
 /* Benchmark hook: device time of the calling thread's last timed run. */
 static _Thread_local double t_last_run_ms = -1.0;
@@ -206,9 +273,13 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
   for (int32_t i = 0; i < p->launches.n; i++)
     if (p->launches.v[i].kind == RLX_LAUNCH_HOST) p->has_host = 1;
-  if (p->launches.scratch_bytes)
+  if (p->launches.scratch_bytes) {
     RLX_CU(be->d, err, "cuMemAlloc(scratch)",
            be->d->cu.mem_alloc(&p->scratch, (size_t)p->launches.scratch_bytes));
+    /* The fused GEMV's arrival counts start at zero (and are left there). */
+    RLX_CU(be->d, err, "cuMemsetD8Async(scratch)",
+           be->d->cu.memset_d8_async(p->scratch, 0, (size_t)p->launches.scratch_bytes, be->streams[0]));
+  }
   if (be->n_streams > 1) RLX_RETURN_IF_ERROR(schedule_build(be, l, &p->sched, err));
   /* Capture safety comes from the steps: a host step needs the CPU mid-run. */
   p->no_graph = p->has_host || !be->use_graphs;
@@ -260,8 +331,13 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       if (x->fn == RLX_CUDA_FN_GEMV_V1 || x->fn == RLX_CUDA_FN_GEMV_V4 ||
           x->fn == RLX_CUDA_FN_GEMV_FINISH)
         p.mm.partial += pr->scratch;
+      if (x->fn == RLX_CUDA_FN_GEMV_FUSED_V1 || x->fn == RLX_CUDA_FN_GEMV_FUSED_V4) {
+        p.mm.partial += pr->scratch;
+        p.mm.counters += pr->scratch;
+      }
       if (x->fn == RLX_CUDA_FN_ATTN_D64_SPLIT || x->fn == RLX_CUDA_FN_ATTN_D128_SPLIT ||
-          x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE)
+          x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE ||
+          (x->fn >= RLX_CUDA_FN_ATTN_DEC_1V && x->fn <= RLX_CUDA_FN_ATTN_DEC_4G))
         p.attn.partial += pr->scratch;
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
@@ -371,6 +447,8 @@ static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step
                d->cu.stream_wait_event(be->streams[stream], pr->sched.events[pr->sched.waits[w]], 0));
     for (; li < pr->launches.n && pr->launches.v[li].step == st; li++) {
       const rlx_launch* x = &pr->launches.v[li];
+      if (be->profile && !capturing && li < be->prof_n)
+        RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->prof_ev[li], be->streams[stream]));
       if (x->kind == RLX_LAUNCH_HOST) {
         if (capturing) return rlx_fail(err, RLX_INTERNAL, "cuda: host step inside a graph capture");
         RLX_RETURN_IF_ERROR(run_host_step(be, &l->steps[st], ctx, err));
@@ -383,7 +461,10 @@ static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step
     if (multi && pr->sched.events[st])
       RLX_CU(d, err, "cuEventRecord", d->cu.event_record(pr->sched.events[st], be->streams[stream]));
   }
-  return join_streams(be, err);
+  RLX_RETURN_IF_ERROR(join_streams(be, err));
+  if (be->profile && !capturing && pr->launches.n < be->prof_n)
+    RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->prof_ev[pr->launches.n], be->streams[0]));
+  return RLX_OK;
 }
 
 /* Captures the program into a graph; on failure the program runs eagerly
@@ -447,6 +528,10 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
   be->state_host->seed = ctx ? ctx->seed : 0;
   RLX_CU(d, err, "cuMemcpyHtoDAsync(state)",
          d->cu.memcpy_htod_async(be->state, be->state_host, sizeof(rlxk_state), be->streams[0]));
+  if (be->profile) { /* eager: events recorded inside a capture are not timing points */
+    pr->no_graph = 1;
+    RLX_RETURN_IF_ERROR(prof_reserve(be, pr->launches.n, err));
+  }
   if (!pr->no_graph && !pr->graph) capture(be, pr, steps, ctx);
   if (be->t0) RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->t0, be->streams[0]));
   if (pr->graph) {
@@ -465,6 +550,7 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
   be->staging_used = 0;
   float ms = 0.0f;
   if (be->t1 && d->cu.event_elapsed_time(&ms, be->t0, be->t1) == CUDA_SUCCESS) t_last_run_ms = ms;
+  if (be->profile) prof_collect(be, pr);
   if (be->state_host->err_key) return report_kernel_error(be, steps, ctx, err);
   return RLX_OK;
 }
@@ -571,6 +657,10 @@ static void cuda_destroy(rlx_backend_exec* be) {
     if (be->streams[t]) d->cu.stream_synchronize(be->streams[t]);
   program_free(be, &be->main);
   for (int i = 0; i < EXTRA_PROGRAMS; i++) program_free(be, &be->extra[i]);
+  if (be->profile) prof_print(be);
+  for (int32_t i = 0; i < be->prof_n; i++)
+    if (be->prof_ev[i]) d->cu.event_destroy(be->prof_ev[i]);
+  free(be->prof_ev);
   if (be->workspace) d->cu.mem_free(be->workspace);
   if (be->arena) d->cu.mem_free(be->arena);
   if (be->state) d->cu.mem_free(be->state);
@@ -634,6 +724,7 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   if (be->n_streams < 1) be->n_streams = 1;
   if (be->n_streams > MAX_STREAMS) be->n_streams = MAX_STREAMS;
   be->use_graphs = env_int("RLX_CUDA_GRAPHS", 1) != 0;
+  be->profile = env_int("RLX_CUDA_PROFILE", 0) != 0;
   be->main_steps = steps;
   rlx_status s = create_resources(be, arena_bytes, err);
   if (s == RLX_OK) {

@@ -122,7 +122,12 @@ typedef struct rlx_lt_api {
   X(ATTN_MMA_BF16_D64, rlx_attn_mma_bf16_d64, attention_mma)                                 \
   X(ATTN_MMA_BF16_D128, rlx_attn_mma_bf16_d128, attention_mma)                               \
   X(ATTN_MMA_F16_D64, rlx_attn_mma_f16_d64, attention_mma)                                   \
-  X(ATTN_MMA_F16_D128, rlx_attn_mma_f16_d128, attention_mma)
+  X(ATTN_MMA_F16_D128, rlx_attn_mma_f16_d128, attention_mma)                               \
+  X(GEMV_FUSED_V1, rlx_gemv_fused_v1, matmul) X(GEMV_FUSED_V4, rlx_gemv_fused_v4, matmul)     \
+  X(ATTN_DEC_1V, rlx_attn_dec_1v, decode) X(ATTN_DEC_2V, rlx_attn_dec_2v, decode)             \
+  X(ATTN_DEC_4V, rlx_attn_dec_4v, decode) X(ATTN_DEC_1G, rlx_attn_dec_1g, decode)             \
+  X(ATTN_DEC_2G, rlx_attn_dec_2g, decode) X(ATTN_DEC_4G, rlx_attn_dec_4g, decode)             \
+  X(WHERE_ROWS, rlx_where_rows, decode)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

@@ -103,6 +103,13 @@ static void ew_from_step(const rlx_step* s, int32_t step, rlxk_ew* p) {
   p->rank = r;
 }
 
+/* Product of the leading p->aux dims (where_rows_plan's outer index). */
+static int64_t numel_outer(const rlxk_ew* p) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < p->aux; d++) n *= p->shape[d];
+  return n;
+}
+
 static int ew_f32_ok(const rlxk_ew* p) {
   if (p->kind != RLX_K_BINARY && p->kind != RLX_K_UNARY) return 0;
   if (p->rank != 1 || p->ostride[0] != 1 || p->odt != RLX_F32 || !aligned16(p->ooff)) return 0;
@@ -128,11 +135,48 @@ static int ew_fits_32(const rlxk_ew* p) {
   return 1;
 }
 
+/* Where(cond, x, y) planned in y's own bytes (device state): the elements
+ * where cond is false already hold y, so rlx_where_rows writes only the
+ * selected rows. Dims are reordered: those where cond varies first (one
+ * block each), then the rows it selects. Taken when the rows are long
+ * enough to occupy a warp and short enough for one block. */
+static int where_rows_plan(const rlxk_ew* p, rlxk_ew* q) {
+  if (p->kind != RLX_K_WHERE || p->n_in != 3 || p->ooff != p->ioff[2] || p->odt != p->idt[2])
+    return 0;
+  for (int32_t d = 0; d < p->rank; d++)
+    if (p->istride[2][d] != p->ostride[d]) return 0;
+  *q = *p;
+  int32_t r = 0;
+  int64_t inner = 1;
+  for (int pass = 0; pass < 2; pass++)
+    for (int32_t d = 0; d < p->rank; d++) {
+      int varies = p->istride[0][d] != 0;
+      if (varies != (pass == 0)) continue;
+      if (pass == 1) inner *= p->shape[d];
+      q->shape[r] = p->shape[d];
+      q->ostride[r] = p->ostride[d];
+      for (int k = 0; k < 3; k++) q->istride[k][r] = p->istride[k][d];
+      r++;
+    }
+  q->aux = 0;
+  for (int32_t d = 0; d < p->rank; d++) q->aux += p->istride[0][d] != 0;
+  return inner >= 32 && inner <= 65536 && q->aux > 0;
+}
+
 static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                            rlx_launch_list* l, rlx_error* err) {
-  rlxk_ew p;
+  rlxk_ew p, rows;
   ew_from_step(s, i, &p);
   if (p.n == 0) return RLX_OK;
+  if (!getenv("RLX_CUDA_NO_WHERE_ROWS") && where_rows_plan(&p, &rows)) {
+    rlx_launch* x = push_kernel(l, RLX_CUDA_FN_WHERE_ROWS, i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    x->p.ew = rows;
+    int64_t outer = numel_outer(&rows);
+    x->grid[0] = (unsigned)(outer < 65535 ? outer : 65535); /* a block per cond element */
+    x->block = 128;
+    return RLX_OK;
+  }
   /* Same-dtype contiguous copies are device memcpys (unless they overlap). */
   if (p.kind == RLX_K_COPY && p.odt == p.idt[0] && p.rank == 1 && p.ostride[0] == 1 &&
       p.istride[0][0] == 1) {
@@ -387,10 +431,60 @@ static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
   return 1;
 }
 
+static void attn_fill(const rlx_step* s, rlxk_attn* p);
+
+/* f32 operands loadable as 16-byte vectors by the decode kernel. */
+static int attn_dec_vec(const rlx_step* s) {
+  const rlx_attention_params* a = &s->p.attn;
+  for (int k = 0; k < 3; k++)
+    if (s->in[k].dtype != RLX_F32 || !aligned16(s->in[k].offset)) return 0;
+  int64_t v[11] = {a->D, a->Dv, a->q_sb, a->q_ss, a->q_sh, a->k_sb, a->k_ss, a->k_sh, a->v_sb, a->v_ss, a->v_sh};
+  for (int k = 0; k < 11; k++)
+    if (v[k] % 4 != 0) return 0;
+  return 1;
+}
+
+/* A few query rows against many keys (decode): rlx_attn_dec_* over key
+ * slices of ~32 keys, merged by rlx_attn_combine when there are several. */
+static rlx_status build_attention_decode(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                         rlx_launch_list* l, rlx_error* err) {
+  const rlx_attention_params* a = &s->p.attn;
+  int64_t dmax = a->D > a->Dv ? a->D : a->Dv, rows = a->B * a->H * a->Sq;
+  int nc = dmax <= 64 ? 1 : dmax <= 128 ? 2 : 4, vec = attn_dec_vec(s);
+  static const rlx_cuda_fn fns[2][3] = {
+      {RLX_CUDA_FN_ATTN_DEC_1G, RLX_CUDA_FN_ATTN_DEC_2G, RLX_CUDA_FN_ATTN_DEC_4G},
+      {RLX_CUDA_FN_ATTN_DEC_1V, RLX_CUDA_FN_ATTN_DEC_2V, RLX_CUDA_FN_ATTN_DEC_4V}};
+  int64_t split = (a->Sk + 31) / 32, fill = (4 * (int64_t)b->d->sm_count + rows - 1) / rows;
+  if (split > fill) split = fill;
+  if (split > 256) split = 256;
+  if (split < 1) split = 1;
+  rlx_launch* x = push_kernel(l, fns[vec][nc == 1 ? 0 : nc == 2 ? 1 : 2], i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_attn* p = &x->p.attn;
+  attn_fill(s, p);
+  p->q_tiles = (int32_t)a->Sq;
+  p->k_split = (int32_t)split;
+  x->grid[0] = (unsigned)(rows * split);
+  x->block = 128;
+  if (split == 1) return RLX_OK;
+  p->partial = l->scratch_bytes; /* offset; made an address at launch */
+  l->scratch_bytes += (uint64_t)(rows * split * (a->Dv + 2)) * 4u + 256u;
+  rlxk_attn combine_params = *p;
+  rlx_launch* c = push_kernel(l, RLX_CUDA_FN_ATTN_COMBINE, i, err);
+  if (!c) return RLX_RESOURCE_EXHAUSTED;
+  c->p.attn = combine_params;
+  c->grid[0] = (unsigned)rows; /* one block per query row */
+  c->block = 128;
+  return RLX_OK;
+}
+
 static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                   rlx_launch_list* l, rlx_error* err) {
   const rlx_attention_params* a = &s->p.attn;
   if (a->B * a->H * a->Sq == 0) return RLX_OK;
+  int64_t dmax_dec = a->D > a->Dv ? a->D : a->Dv;
+  if (a->Sq <= 4 && dmax_dec <= 256 && a->H % a->Hkv == 0 && !getenv("RLX_CUDA_NO_DECODE_ATTN"))
+    return build_attention_decode(b, s, i, l, err);
   int64_t dmax = a->D > a->Dv ? a->D : a->Dv;
   int dt = dmax <= 64 ? 64 : dmax <= 128 ? 128 : dmax <= 256 ? 256 : 0;
   if (!dt || attn_smem(dt) > (unsigned)b->d->smem_optin) {
@@ -404,6 +498,7 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   if (blocks < b->d->sm_count && k_tiles > 2) {
     split = (2 * b->d->sm_count + blocks - 1) / blocks;
     if (split > k_tiles) split = k_tiles;
+    if (split > 256) split = 256; /* rlx_attn_combine holds the slices in shared memory */
   }
   rlx_cuda_fn fn = dt == 64    ? (split > 1 ? RLX_CUDA_FN_ATTN_D64_SPLIT : RLX_CUDA_FN_ATTN_D64)
                    : dt == 128 ? (split > 1 ? RLX_CUDA_FN_ATTN_D128_SPLIT : RLX_CUDA_FN_ATTN_D128)
@@ -417,6 +512,31 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_attn* p = &x->p.attn;
+  attn_fill(s, p);
+  p->q_tiles = (int32_t)q_tiles;
+  p->k_split = (int32_t)split;
+  x->grid[0] = (unsigned)(blocks * split);
+  x->smem = attn_smem(dt);
+  if (mma) { /* 4 warps, static shared memory (attention_mma.cu) */
+    x->block = 128;
+    x->smem = 0;
+  }
+  if (split == 1) return RLX_OK;
+  p->partial = l->scratch_bytes; /* offset; made an address at launch */
+  l->scratch_bytes += (uint64_t)(a->B * a->H * a->Sq * split * (a->Dv + 2)) * 4u + 256u;
+  rlxk_attn combine_params = *p;
+  rlx_launch* c = push_kernel(l, RLX_CUDA_FN_ATTN_COMBINE, i, err);
+  if (!c) return RLX_RESOURCE_EXHAUSTED;
+  c->p.attn = combine_params;
+  c->grid[0] = (unsigned)(a->B * a->H * a->Sq); /* one block per query row */
+  c->block = 128;
+  return RLX_OK;
+}
+
+/* The step's geometry, operands and score rule in kernel form. */
+static void attn_fill(const rlx_step* s, rlxk_attn* p) {
+  const rlx_attention_params* a = &s->p.attn;
+  memset(p, 0, sizeof *p);
   p->B = a->B, p->H = a->H, p->Hkv = a->Hkv, p->Sq = a->Sq, p->Sk = a->Sk, p->D = a->D, p->Dv = a->Dv;
   p->q_sb = a->q_sb, p->q_ss = a->q_ss, p->q_sh = a->q_sh;
   p->k_sb = a->k_sb, p->k_ss = a->k_ss, p->k_sh = a->k_sh;
@@ -437,23 +557,6 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   p->window = a->window;
   p->scale = a->scale;
   p->softcap = a->softcap;
-  p->q_tiles = (int32_t)q_tiles;
-  p->k_split = (int32_t)split;
-  x->grid[0] = (unsigned)(blocks * split);
-  x->smem = attn_smem(dt);
-  if (mma) { /* 4 warps, static shared memory (attention_mma.cu) */
-    x->block = 128;
-    x->smem = 0;
-  }
-  if (split == 1) return RLX_OK;
-  p->partial = l->scratch_bytes; /* offset; made an address at launch */
-  l->scratch_bytes += (uint64_t)(a->B * a->H * a->Sq * split * (a->Dv + 2)) * 4u + 256u;
-  rlxk_attn combine_params = *p;
-  rlx_launch* c = push_kernel(l, RLX_CUDA_FN_ATTN_COMBINE, i, err);
-  if (!c) return RLX_RESOURCE_EXHAUSTED;
-  c->p.attn = combine_params;
-  c->grid[0] = grid_for(b, a->B * a->H * a->Sq * a->Dv, 256);
-  return RLX_OK;
 }
 
 static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
@@ -542,12 +645,23 @@ static rlx_status build_gemv(const rlx_cuda_build* b, const rlxk_mm* mm, int32_t
   int64_t cols_per_block = vec ? 128 : 32;
   int64_t col_blocks = (p.N + cols_per_block - 1) / cols_per_block;
   int64_t want = (int64_t)b->d->sm_count * 4, ks = (want + col_blocks - 1) / col_blocks;
+  int fused = !getenv("RLX_CUDA_GEMV_SPLIT");
   int64_t max_ks = p.K / 64 > 1 ? p.K / 64 : 1;
   if (ks > max_ks) ks = max_ks;
   if (ks > 64) ks = 64;
   p.ksplit = (int32_t)ks;
   p.partial = l->scratch_bytes; /* offset; made an address at launch */
   l->scratch_bytes += (uint64_t)ks * (uint64_t)p.N * 4u + 256u;
+  if (fused) { /* one launch: the last block of each column block finishes it */
+    p.counters = l->scratch_bytes; /* zeroed with the scratch, reset by the kernel */
+    l->scratch_bytes += (uint64_t)col_blocks * 4u + 256u;
+    rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_FUSED_V4 : RLX_CUDA_FN_GEMV_FUSED_V1, i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    x->p.mm = p;
+    x->grid[0] = (unsigned)col_blocks;
+    x->grid[1] = (unsigned)ks;
+    return RLX_OK;
+  }
   rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_V4 : RLX_CUDA_FN_GEMV_V1, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.mm = p;

@@ -31,7 +31,8 @@ typedef struct rlxk_ew {
   uint64_t ooff, ioff[3];
   int32_t rank, n_in, kind, op;
   int32_t odt, idt[3];
-  int32_t step, pad_;
+  int32_t step;
+  int32_t aux; /* rlx_where_rows: leading dims where cond varies */
 } rlxk_ew;
 
 /* Reduce: in viewed [keep dims..., reduced dims...]; out dense [outer]. */
@@ -114,6 +115,7 @@ typedef struct rlxk_mm {
   int64_t a_rs, a_cs, b_rs, b_cs, c_rs;
   uint64_t aoff, boff, coff, biasoff;
   uint64_t partial; /* GEMV split-K: device address of the partial sums */
+  uint64_t counters; /* fused GEMV: device address of per-column-block arrival counts */
   int32_t batch_rank, adt, bdt, cdt, biasdt, has_bias, act, ksplit;
 } rlxk_mm;
 

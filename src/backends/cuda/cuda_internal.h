@@ -127,7 +127,10 @@ typedef struct rlx_lt_api {
   X(ATTN_DEC_1V, rlx_attn_dec_1v, decode) X(ATTN_DEC_2V, rlx_attn_dec_2v, decode)             \
   X(ATTN_DEC_4V, rlx_attn_dec_4v, decode) X(ATTN_DEC_1G, rlx_attn_dec_1g, decode)             \
   X(ATTN_DEC_2G, rlx_attn_dec_2g, decode) X(ATTN_DEC_4G, rlx_attn_dec_4g, decode)             \
-  X(WHERE_ROWS, rlx_where_rows, decode)
+  X(WHERE_ROWS, rlx_where_rows, decode)                                                      \
+  X(ATTN_F32_D64, rlx_attn_f32_d64, attention_f32)                                           \
+  X(ATTN_F32_D128, rlx_attn_f32_d128, attention_f32)                                         \
+  X(ATTN_F32_D128R8, rlx_attn_f32_d128r8, attention_f32)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

@@ -1,0 +1,221 @@
+/* Exact f32 flash-attention forward (SIMT FMA, no TF32) for contiguous-row
+ * f32 Q, K, V with D == Dv in {64, 128}: rows 16-byte aligned, so K/V tiles
+ * arrive by cp.async while the previous phase computes.
+ *
+ * 256 threads as 16 x 16; thread (ty, tx) owns query rows ty + 16*i
+ * (i < RT), keys tx + 16*c of each 64-key tile (c < 4) and output columns
+ * jj*64 + tx*4 .. +3 (RT = 8: 128-row blocks; d128 RT = 4 on request).
+ * A row's scores live in the 16 lanes of a half-warp, so row max / sum are
+ * 4 shuffles. Q, K, V and P tiles are row-major in
+ * shared memory; every inner step reads 16-byte vectors (K rows at a
+ * stride of 4 banks mod 32, so the 8 lanes of a phase never collide) and
+ * does 8-16 FMAs per vector read. Per tile: V(j) loads during Q·K^T(j),
+ * K(j+1) during P·V(j). Masks as attention.cu; fully masked key tiles are
+ * never visited, and each warp skips tiles none of its rows see. */
+#include "attention_common.cuh"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kKeys = 64;       /* key rows per tile */
+constexpr int kPStride = 80;    /* P row stride: rows ty and ty+1 land 16 banks apart */
+
+RLXK_DEV uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+RLXK_DEV void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+RLXK_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+RLXK_DEV void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* Rows [r0, r0 + NR) x D floats into a tile of row stride D + 4; rows past
+ * `rows` read as zero. */
+template <int NR, int D>
+RLXK_DEV void load_rows(float* dst, const float* src, int64_t rstride, int64_t r0, int64_t rows) {
+  constexpr int chunks = D / 4;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < NR * chunks; idx += kThreads) {
+    int r = idx / chunks, c = idx % chunks;
+    bool valid = r0 + r < rows;
+    cp_async16(dst + r * (D + 4) + c * 4, src + (valid ? (r0 + r) * rstride : 0) + c * 4, valid);
+  }
+}
+
+template <int D, int RT>
+__device__ void flash_f32(char* arena, const rlxk_attn& p) {
+  constexpr int BQ = 16 * RT, NJ = D / 64, LDQ = D + 4;
+  extern __shared__ float4 smem4[];
+  float* Qs = (float*)smem4;       /* [BQ][LDQ] */
+  float* Ks = Qs + BQ * LDQ;       /* [64][LDQ] */
+  float* Vs = Ks + kKeys * LDQ;    /* [64][LDQ] */
+  float* Ps = Vs + kKeys * LDQ;    /* [BQ][kPStride] */
+
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16, warp = threadIdx.x / 32;
+  /* Longest causal rows first, across all heads. */
+  const int64_t BH = p.B * p.H, blk = blockIdx.x;
+  const int64_t tile = p.q_tiles - 1 - blk / BH, bh = blk % BH;
+  const int64_t h = bh % p.H, b = bh / p.H, kvh = h / (p.H / p.Hkv);
+  const int64_t q0 = tile * BQ;
+  const float* q = (const float*)at(arena, p.qoff) + b * p.q_sb + h * p.q_sh;
+  const float* k = (const float*)at(arena, p.koff) + b * p.k_sb + kvh * p.k_sh;
+  const float* v = (const float*)at(arena, p.voff) + b * p.v_sb + kvh * p.v_sh;
+  const char* mask = at(arena, p.moff);
+
+  int64_t k_begin, k_end;
+  attn_key_range(p, q0, BQ, &k_begin, &k_end);
+  const int64_t k_first = (k_begin / kKeys) * kKeys;
+  /* This warp's rows: ty in {2w, 2w+1}, i.e. rows 2w + 16i + {0,1}. Their
+   * visible keys bound the tiles it must compute (causal / sliding). */
+  int64_t w_begin = 0, w_end = p.Sk;
+  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING) {
+    int64_t lo = q0 + 2 * warp, hi = q0 + 2 * warp + 16 * (RT - 1) + 1, unused;
+    attn_key_range(p, lo, 1, &w_begin, &unused);
+    attn_key_range(p, hi, 1, &unused, &w_end);
+  }
+
+  load_rows<BQ, D>(Qs, q, p.q_ss, q0, p.Sq);
+  if (k_first < k_end) load_rows<kKeys, D>(Ks, k, p.k_ss, k_first, p.Sk);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+
+  float m[RT], l[RT], acc[RT][NJ][4];
+#pragma unroll
+  for (int i = 0; i < RT; i++) {
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+#pragma unroll
+    for (int jj = 0; jj < NJ; jj++) acc[i][jj][0] = acc[i][jj][1] = acc[i][jj][2] = acc[i][jj][3] = 0.0f;
+  }
+
+  for (int64_t k0 = k_first; k0 < k_end; k0 += kKeys) {
+    load_rows<kKeys, D>(Vs, v, p.v_ss, k0, p.Sk);
+    cp_async_commit();
+    const bool live = k0 < w_end && k0 + kKeys > w_begin;
+    float s[RT][4];
+    if (live) {
+#pragma unroll
+      for (int i = 0; i < RT; i++) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll 1
+      for (int d = 0; d < D; d += 4) {
+        float4 kv[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) kv[c] = *(const float4*)&Ks[(tx + 16 * c) * LDQ + d];
+#pragma unroll
+        for (int i = 0; i < RT; i++) {
+          float4 qv = *(const float4*)&Qs[(ty + 16 * i) * LDQ + d];
+#pragma unroll
+          for (int c = 0; c < 4; c++) {
+            s[i][c] = fmaf(qv.x, kv[c].x, s[i][c]);
+            s[i][c] = fmaf(qv.y, kv[c].y, s[i][c]);
+            s[i][c] = fmaf(qv.z, kv[c].z, s[i][c]);
+            s[i][c] = fmaf(qv.w, kv[c].w, s[i][c]);
+          }
+        }
+      }
+      /* Online softmax, row by row; per-element masking only where needed. */
+      const bool open = attn_tile_open(p, q0, BQ, k0, kKeys) && p.softcap == 0.0f;
+#pragma unroll
+      for (int i = 0; i < RT; i++) {
+        const int64_t qi = q0 + ty + 16 * i;
+        float tmax = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+          s[i][c] = open ? s[i][c] * p.scale : masked_score(p, mask, s[i][c], b, h, qi, k0 + tx + 16 * c);
+          tmax = fmaxf(tmax, s[i][c]);
+        }
+#pragma unroll
+        for (int o = 1; o < 16; o <<= 1) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, o));
+        const float m_new = fmaxf(m[i], tmax);
+        float alpha = 1.0f, rs = 0.0f;
+        if (m_new == -INFINITY) {
+#pragma unroll
+          for (int c = 0; c < 4; c++) s[i][c] = 0.0f;
+        } else {
+          alpha = expf(m[i] - m_new); /* 0 when the old max was -inf */
+#pragma unroll
+          for (int c = 0; c < 4; c++) {
+            s[i][c] = expf(s[i][c] - m_new);
+            rs += s[i][c];
+          }
+          m[i] = m_new;
+        }
+        l[i] = l[i] * alpha + rs;
+#pragma unroll
+        for (int jj = 0; jj < NJ; jj++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) acc[i][jj][e] *= alpha;
+#pragma unroll
+        for (int c = 0; c < 4; c++) Ps[(ty + 16 * i) * kPStride + tx + 16 * c] = s[i][c];
+      }
+    }
+    cp_async_wait_all(); /* V(k0) landed */
+    __syncthreads();     /* P and V visible; nobody reads K any more */
+    if (k0 + kKeys < k_end) load_rows<kKeys, D>(Ks, k, p.k_ss, k0 + kKeys, p.Sk);
+    cp_async_commit();
+    if (live) {
+#pragma unroll 1
+      for (int c = 0; c < kKeys; c += 4) {
+        float4 vv[4][NJ];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+#pragma unroll
+          for (int jj = 0; jj < NJ; jj++) vv[e][jj] = *(const float4*)&Vs[(c + e) * LDQ + jj * 64 + tx * 4];
+#pragma unroll
+        for (int i = 0; i < RT; i++) {
+          float4 pv = *(const float4*)&Ps[(ty + 16 * i) * kPStride + c];
+          float pe[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+#pragma unroll
+            for (int jj = 0; jj < NJ; jj++) {
+              acc[i][jj][0] = fmaf(pe[e], vv[e][jj].x, acc[i][jj][0]);
+              acc[i][jj][1] = fmaf(pe[e], vv[e][jj].y, acc[i][jj][1]);
+              acc[i][jj][2] = fmaf(pe[e], vv[e][jj].z, acc[i][jj][2]);
+              acc[i][jj][3] = fmaf(pe[e], vv[e][jj].w, acc[i][jj][3]);
+            }
+        }
+      }
+    }
+    cp_async_wait_all(); /* K(k0 + 64) landed */
+    __syncthreads();     /* K visible; nobody reads P / V any more */
+  }
+
+  char* o = atw(arena, p.ooff);
+#pragma unroll
+  for (int i = 0; i < RT; i++) {
+    float tot = l[i];
+#pragma unroll
+    for (int off = 1; off < 16; off <<= 1) tot += __shfl_xor_sync(0xffffffffu, tot, off);
+    const int64_t qi = q0 + ty + 16 * i;
+    if (qi >= p.Sq) continue;
+    const float inv = tot > 0.0f ? 1.0f / tot : 0.0f;
+    const int64_t ob = b * p.o_sb + qi * p.o_ss + h * p.o_sh;
+#pragma unroll
+    for (int jj = 0; jj < NJ; jj++) {
+      const int64_t col = jj * 64 + tx * 4;
+      float4 r = make_float4(acc[i][jj][0] * inv, acc[i][jj][1] * inv, acc[i][jj][2] * inv, acc[i][jj][3] * inv);
+      float* dst = (float*)o + ob + col;
+      if (p.odt == RLX_F32 && ((uintptr_t)dst & 15u) == 0) {
+        *(float4*)dst = r;
+      } else {
+        st_f32(o, p.odt, ob + col, r.x);
+        st_f32(o, p.odt, ob + col + 1, r.y);
+        st_f32(o, p.odt, ob + col + 2, r.z);
+        st_f32(o, p.odt, ob + col + 3, r.w);
+      }
+    }
+  }
+}
+
+} // namespace
+
+#define FLASH_F32(name, d, rt, min_blocks)                                                       \
+  extern "C" __global__ void __launch_bounds__(kThreads, min_blocks) name(char* a, rlxk_attn p, \
+                                                                          rlxk_state* s) {     \
+    flash_f32<d, rt>(a, p);                                                                      \
+  }
+FLASH_F32(rlx_attn_f32_d64, 64, 8, 2)
+FLASH_F32(rlx_attn_f32_d128, 128, 4, 1)
+FLASH_F32(rlx_attn_f32_d128r8, 128, 8, 1) /* the default for d128 */

@@ -85,6 +85,7 @@ static void g_gemm(rlx_graph* g, int64_t n, rlx_dtype t) {
 }
 static void b_gemm_f32(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_F32); }
 static void b_gemm_bf16(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_BF16); }
+static void b_gemm_f16(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_F16); }
 static void b_gemm_bf16_8k(rlx_graph* g, int full) { g_gemm(g, full ? 8192 : 256, RLX_BF16); }
 static double w_gemm4k(void) { return 2.0 * 4096.0 * 4096.0 * 4096.0; }
 static double w_gemm8k(void) { return 2.0 * 8192.0 * 8192.0 * 8192.0; }
@@ -143,6 +144,7 @@ static const workload WORK[] = {
     {"gemm f32-tf32 4096x4096x4096", b_gemm_f32, w_gemm4k, "flops", 1, 0},
     {"gemm f32 own-kernel 4096x4096x4096", b_gemm_f32, w_gemm4k, "flops", 0, 1},
     {"gemm bf16 4096x4096x4096", b_gemm_bf16, w_gemm4k, "flops", 0, 0},
+    {"gemm f16 4096x4096x4096", b_gemm_f16, w_gemm4k, "flops", 0, 0},
     {"gemm bf16 8192x8192x8192", b_gemm_bf16_8k, w_gemm8k, "flops", 0, 0},
     {"gemv f32 1x4096x4096", b_gemv, w_gemv, "bytes", 0, 0},
     {"add f32 64M", b_add, w_add, "bytes", 0, 0},
@@ -253,11 +255,21 @@ static void run_workload(const workload* w, const char* device) {
   double wall[ITERS], dev[ITERS];
   int ok = 1;
   for (int i = 0; i < WARMUP && ok; i++) ok = rlx_exec_run(e) == RLX_OK;
+  /* RLX_BENCH_WARMUP_MS=t: keep warming up for t ms (clocks that ramp up
+   * under load); RLX_BENCH_TRACE=1: print every timed run's wall ms. */
+  const char* warm_env = getenv("RLX_BENCH_WARMUP_MS");
+  double warm_until = now_ms() + (warm_env ? atof(warm_env) : 0);
+  while (ok && now_ms() < warm_until) ok = rlx_exec_run(e) == RLX_OK;
   for (int i = 0; i < ITERS && ok; i++) {
     double t = now_ms();
     ok = rlx_exec_run(e) == RLX_OK;
     wall[i] = now_ms() - t;
     dev[i] = device_ms();
+  }
+  if (ok && getenv("RLX_BENCH_TRACE")) {
+    printf("trace %s:", w->name);
+    for (int i = 0; i < ITERS; i++) printf(" %.3f", wall[i]);
+    printf("\n");
   }
   if (!ok) {
     printf("{\"name\": \"%s\", \"device\": \"%s\", \"error\": \"%s\"}\n", w->name, device,

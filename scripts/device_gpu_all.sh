@@ -14,10 +14,8 @@
 #   device run, carry [$CARRY]:  scripts/device_gpu_all.sh
 #   then copy $OUT/{vulkan,webgpu}_h100.md and the jsonl files into bench/results/.
 #
-# The NVIDIA ICD json the machine ships points at libGLX_nvidia, whose entry
-# fails headless; the same driver's libEGL_nvidia.so.0 works, so a json
-# naming it is written and handed to the loader (VK_ICD_FILENAMES and
-# VK_DRIVER_FILES). Dawn (libwebgpu_wrapper.so) dlopens the same loader.
+# The loader/ICD/Dawn/cuBLASLt setup on the device is scripts/device_env.sh
+# (shared with scripts/device_onnx.sh, the ONNX conformance run).
 #
 # $OUT gets at most 8 files (the device tool's limit): log.txt, parity.txt,
 # bench_{cuda,vulkan,webgpu}.jsonl, peers_torch.json, vulkan_h100.md,
@@ -61,23 +59,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 
 stage "unpack the carried build, loader, ICD json, Dawn"
 [ -f "$CARRY/bin.tar.xz" ] || { echo "no $CARRY/bin.tar.xz: run 'scripts/device_gpu_all.sh pack' here and carry $CARRY"; exit 1; }
-rm -rf $T && mkdir -p $T/lib $T/dawn
-tar -C $T -xJf "$CARRY/bin.tar.xz"
-cp "$CARRY/libvulkan.so.1" $T/lib/
-tar -C $T/dawn -xzf "$CARRY/dawn.tgz" --strip-components=1
-NV=/usr/local/nvidia/lib64
-api=$(grep -ho '"api_version"[^,}]*' /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-[ -n "$api" ] || api='"api_version" : "1.3.0"'
-printf '{ "file_format_version" : "1.0.0", "ICD" : { "library_path" : "%s", %s } }\n' \
-  "$NV/libEGL_nvidia.so.0" "$api" > $T/nvidia_icd.json
-cat $T/nvidia_icd.json
-export VK_ICD_FILENAMES=$T/nvidia_icd.json VK_DRIVER_FILES=$T/nvidia_icd.json
-export LD_LIBRARY_PATH="$T/lib:$NV:${LD_LIBRARY_PATH:-}"
-export RLX_WEBGPU_LIB=$T/dawn/libwebgpu_wrapper.so
-# cuBLASLt for the CUDA backend: the toolkit's, else the one PyTorch ships.
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
-done
+# shellcheck source=scripts/device_env.sh
+source scripts/device_env.sh
 
 stage "backend tests"
 BACKENDS="${BACKENDS:-cuda vulkan webgpu}"
@@ -111,7 +94,7 @@ stage "op benchmarks (bench_gpu; CUDA events for cuda, synchronising wall time o
 # 0.79 ms in a fresh process but 3.8 ms after the GEMM/attention rows in the
 # same process (WebGPU likewise), so rows are no longer run back to back.
 WORKLOADS=("gemm f32 4096x4096x4096" "gemm f32-tf32 4096x4096x4096" "gemm f32 own-kernel 4096x4096x4096"
-  "gemm bf16 4096x4096x4096" "gemm bf16 8192x8192x8192" "gemv f32 1x4096x4096" "add f32 64M"
+  "gemm bf16 4096x4096x4096" "gemm f16 4096x4096x4096" "gemm bf16 8192x8192x8192" "gemv f32 1x4096x4096" "add f32 64M"
   "softmax f32 16384x4096" "layernorm f32 16384x4096" "rmsnorm f32 16384x4096"
   "sdpa causal f32 B8 H16 S1024 D64" "sdpa causal bf16 B8 H16 S1024 D64" "sdpa causal f32 B4 H32 S4096 D128")
 for d in $BACKENDS; do
@@ -196,9 +179,11 @@ for name, peer, target in VK:
     vc, vt = ratio(wall(c), wall(v)), ratio(p["ms"] if p else None, wall(v))
     md.append(f"| {name} | {f(wall(v))} | {rate(v)} | {f(wall(c))} ({f(event(c))}) | {vc} | "
               f"{f(p['ms']) if p else '-'} | {vt} | {verdict(target, vc, vt)} | {v.get('check_rel_l2', '-') if v else '-'} |")
-p16 = peers.get("gemm float16 4096x4096x4096")
-md.append(f"| gemm f16 cooperative-matrix 4096^3 | not built | | | | {f(p16['ms']) if p16 else '-'} | - | "
-          ">= 0.5x cuBLAS f16: not done (see notes) | |")
+p16, v16, c16 = peers.get("gemm float16 4096x4096x4096"), vk.get("gemm f16 4096x4096x4096"), cu.get("gemm f16 4096x4096x4096")
+r16 = ratio(p16["ms"] if p16 else None, wall(v16))
+md.append(f"| gemm f16 4096x4096x4096 (cooperative matrix) | {f(wall(v16))} | {rate(v16)} | {f(wall(c16))} ({f(event(c16))}) | "
+          f"{ratio(wall(c16), wall(v16))} | {f(p16['ms']) if p16 else '-'} | {r16} | {verdict(('torch', 0.5), '-', r16)} | "
+          f"{v16.get('check_rel_l2', '-') if v16 else '-'} |")
 open(os.path.join(out, "vulkan_h100.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(md))
 

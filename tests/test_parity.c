@@ -121,6 +121,57 @@ static void c_matmul_half(pcase* c, int v) {
   outputs(c, &yf, 1);
 }
 
+/* Matmuls past one 128x128 tile and one K slab, for the GPU kernels picked
+ * by layout: the vec4 f32 kernel (plain, transposed B, transposed A,
+ * batched + bias + activation), GEMV (M = 1 and 3, both weight layouts),
+ * and shapes those refuse (odd N, odd K) for the generic kernel. */
+static int64_t pick(const int64_t* v, int n) { return v[test_rand_int(0, n - 1)]; }
+
+static void c_matmul_big(pcase* c, int v) {
+  static const int64_t mn[] = {64, 100, 128, 132, 200, 256}, kk[] = {20, 64, 132, 256};
+  int64_t M = pick(mn, 6), N = pick(mn, 6), K = pick(kk, 4), B = 1;
+  int ta = v == 2, tb = v == 1 || v == 5 || v == 7, fused = v == 3;
+  if (v == 3) B = 2;
+  if (v == 4 || v == 7) M = 1;
+  if (v == 5) M = 3;
+  if (v == 4 || v == 5) { K = 1000; N = 700; }
+  if (v == 6) N = 130;
+  if (v == 7) { K = 999; N = 260; }
+  rlx_dim as[3] = {B, ta ? K : M, ta ? M : K}, bs[2] = {tb ? N : K, tb ? K : N}, bias_s[1] = {N};
+  rlx_tensor a = input(c, RLX_F32, B > 1 ? as : as + 1, B > 1 ? 3 : 2), b = input(c, RLX_F32, bs, 2), y;
+  if (fused) {
+    rlx_tensor bias = input(c, RLX_F32, bias_s, 1);
+    rlx_graph_add_fused_matmul_bias_act(c->g, a, b, bias, ta, tb, RLX_ACT_RELU, &y);
+  } else {
+    rlx_graph_add_matmul(c->g, a, b, ta, tb, &y);
+  }
+  outputs(c, &y, 1);
+}
+
+/* f16 matmuls for the cooperative-matrix kernel: sizes that are not
+ * multiples of 16 (vector-loadable and not), transposed B, a batch with
+ * bias + activation, several K slabs. */
+static void c_matmul_half_big(pcase* c, int v) {
+  static const int64_t mn[] = {40, 72, 100, 136, 200}, kk[] = {24, 40, 96, 200};
+  int64_t M = pick(mn, 5), N = pick(mn, 5), K = pick(kk, 4), B = v == 3 ? 3 : 1;
+  if (v == 2) { M = 37; N = 45; K = 29; }
+  int tb = v == 1 || v == 3;
+  rlx_dim as[3] = {B, M, K}, bs[2] = {tb ? N : K, tb ? K : N}, bias_s[1] = {N};
+  rlx_tensor a = input(c, RLX_F32, B > 1 ? as : as + 1, B > 1 ? 3 : 2), b = input(c, RLX_F32, bs, 2);
+  rlx_tensor ah, bh, y, yf;
+  rlx_graph_add_cast(c->g, a, RLX_F16, &ah);
+  rlx_graph_add_cast(c->g, b, RLX_F16, &bh);
+  if (v == 3) {
+    rlx_tensor bias = input(c, RLX_F32, bias_s, 1), biash;
+    rlx_graph_add_cast(c->g, bias, RLX_F16, &biash);
+    rlx_graph_add_fused_matmul_bias_act(c->g, ah, bh, biash, 0, tb, RLX_ACT_GELU, &y);
+  } else {
+    rlx_graph_add_matmul(c->g, ah, bh, 0, tb, &y);
+  }
+  rlx_graph_add_cast(c->g, y, RLX_F32, &yf);
+  outputs(c, &yf, 1);
+}
+
 static void c_reduce(pcase* c, int op) {
   rlx_dim s[4];
   rshape(s, 4);
@@ -335,6 +386,8 @@ static const case_def CASES[] = {
     {"activation", c_activation, RLX_ACT_COUNT - 1},
     {"matmul", c_matmul, 8},
     {"matmul_half", c_matmul_half, 2},
+    {"matmul_big", c_matmul_big, 8},
+    {"matmul_half_big", c_matmul_half_big, 4},
     {"reduce", c_reduce, RLX_RED_COUNT},
     {"row_ops", c_rowops, 6},
     {"layout", c_layout, 12},

@@ -125,6 +125,82 @@ void rlx_step_derive_ranges(rlx_step* s) {
     add_range(s->writes, &s->n_writes, RLX_STEP_MAX_OUT, &s->out[i]);
 }
 
+/* The window starts at the step's lowest byte rounded down to the offset
+ * alignment, pulled back where needed so it stays inside the buffer. */
+int rlx_step_window(const rlx_step* s, uint64_t arena_size, uint64_t window, uint64_t align,
+                    uint64_t* base) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int32_t k = 0; k < s->n_reads; k++) {
+    if (s->reads[k].begin < lo) lo = s->reads[k].begin;
+    if (s->reads[k].end > hi) hi = s->reads[k].end;
+  }
+  for (int32_t k = 0; k < s->n_writes; k++) {
+    if (s->writes[k].begin < lo) lo = s->writes[k].begin;
+    if (s->writes[k].end > hi) hi = s->writes[k].end;
+  }
+  if (lo > hi) lo = hi = 0; /* touches nothing */
+  uint64_t b = align ? lo / align * align : lo;
+  if (window > arena_size) return 0;
+  if (b > arena_size - window) b = arena_size - window;
+  *base = b;
+  return hi <= b + window;
+}
+
+static int ranges_touch(rlx_range a, rlx_range b) { return a.begin <= b.end && b.begin <= a.end; }
+
+/* Adds r to the plan's disjoint intervals, absorbing every one it touches. */
+static void stage_add(rlx_stage_plan* sp, rlx_range r, uint8_t written) {
+  for (int32_t j = 0; j < sp->n;) {
+    if (!ranges_touch(r, sp->r[j])) { j++; continue; }
+    if (sp->r[j].begin < r.begin) r.begin = sp->r[j].begin;
+    if (sp->r[j].end > r.end) r.end = sp->r[j].end;
+    written |= sp->written[j];
+    sp->n--;
+    sp->r[j] = sp->r[sp->n];
+    sp->written[j] = sp->written[sp->n];
+    j = 0; /* the grown interval may now touch earlier ones */
+  }
+  sp->r[sp->n] = r;
+  sp->written[sp->n++] = written;
+}
+
+void rlx_step_stage_plan(const rlx_step* s, uint64_t align, rlx_stage_plan* out) {
+  memset(out, 0, sizeof *out);
+  if (align < 4) align = 4;
+  for (int32_t k = 0; k < s->n_reads + s->n_writes; k++) {
+    int w = k >= s->n_reads;
+    rlx_range r = w ? s->writes[k - s->n_reads] : s->reads[k];
+    r.begin = r.begin / align * align;
+    r.end = (r.end + 3) / 4 * 4;
+    stage_add(out, r, (uint8_t)w);
+  }
+  uint64_t at = 0;
+  for (int32_t k = 0; k < out->n; k++) {
+    out->at[k] = at;
+    at = (at + out->r[k].end - out->r[k].begin + align - 1) / align * align;
+  }
+  out->bytes = at;
+}
+
+void rlx_step_staged(const rlx_step* s, const rlx_stage_plan* sp, rlx_step* out) {
+  *out = *s;
+  rlx_view* views[RLX_STAGE_MAX];
+  int nv = 0;
+  for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[nv++] = &out->in[i];
+  for (int32_t i = 0; i < s->n_out && i < RLX_STEP_MAX_OUT; i++) views[nv++] = &out->out[i];
+  for (int v = 0; v < nv; v++) {
+    if (views[v]->rank < 0) continue;
+    rlx_range vr = rlx_view_range(views[v]);
+    uint64_t moved = 0;
+    for (int32_t k = 0; k < sp->n && vr.begin != vr.end; k++)
+      if (vr.begin >= sp->r[k].begin && vr.end <= sp->r[k].end) {
+        moved = views[v]->offset - sp->r[k].begin + sp->at[k];
+        break;
+      }
+    views[v]->offset = moved;
+  }
+}
+
 /* ------------------------------------------------------------------ helpers */
 
 static int64_t prod_range(const rlx_dim* shape, int32_t from, int32_t to) {

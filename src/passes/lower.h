@@ -209,6 +209,29 @@ rlx_range rlx_view_range(const rlx_view* v);
 int64_t rlx_view_first_non_finite(const uint8_t* base, const rlx_view* v);
 /* Fills step->reads / writes from its views. */
 void rlx_step_derive_ranges(rlx_step* s);
+/* Arena windows, for backends whose storage bindings address less than
+ * the whole arena (WebGPU, Vulkan): the start (*base, a multiple of align)
+ * of a window of `window` bytes inside a buffer of arena_size bytes that
+ * covers every byte step s reads and writes. Returns 0 when its bytes are
+ * too far apart for one window (the step then needs staging or the host). */
+int rlx_step_window(const rlx_step* s, uint64_t arena_size, uint64_t window, uint64_t align,
+                    uint64_t* base);
+/* Staging, for a step rlx_step_window cannot place: its read and write
+ * ranges merged into disjoint intervals (begins rounded down to `align`, so
+ * views keep their alignment; ends up to 4 bytes), each given a place `at`
+ * (a multiple of align) in a staging buffer of `bytes` bytes. */
+#define RLX_STAGE_MAX (RLX_STEP_MAX_IN + RLX_STEP_MAX_OUT)
+typedef struct rlx_stage_plan {
+  int32_t n;
+  rlx_range r[RLX_STAGE_MAX];
+  uint64_t at[RLX_STAGE_MAX];
+  uint8_t written[RLX_STAGE_MAX]; /* copy back after the step */
+  uint64_t bytes;
+} rlx_stage_plan;
+void rlx_step_stage_plan(const rlx_step* s, uint64_t align, rlx_stage_plan* out);
+/* Copy of step s with its views moved into the staging buffer of plan sp
+ * (views that touch no bytes get offset 0). */
+void rlx_step_staged(const rlx_step* s, const rlx_stage_plan* sp, rlx_step* out);
 const char* rlx_kernel_name(rlx_kernel k);
 
 /* Per-family lowering (lower.c: views, elementwise, layout, reduction, row

@@ -46,6 +46,10 @@ typedef struct rlx_backend {
    * after the next runs (selected[i] != 0; NULL = all), for backends that
    * read outputs back in the run's own submission (WebGPU). */
   void (*select_outputs)(rlx_backend_exec* be, const uint8_t* selected, int32_t n_outputs);
+  /* Optional (NULL: nothing to add). One line for the dispatch report about
+   * what the backend decided on its own (steps it moved to the host
+   * fallback, bind windows, ...); empty for nothing. */
+  void (*report)(const rlx_backend_exec* be, char* buf, size_t cap);
 } rlx_backend;
 
 extern const rlx_backend rlx_backend_cpu;

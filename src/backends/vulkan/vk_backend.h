@@ -15,6 +15,10 @@ typedef struct rlx_vk_stats {
   int32_t host_steps;   /* steps run on the host fallback */
   int32_t recordings;   /* step lists recorded so far (compiled + extents) */
   uint64_t submits;     /* queue submissions by run() so far */
+  uint64_t window_bytes;     /* arena bytes one step's binding covers (= arena if it fits) */
+  int32_t window_host_steps; /* steps on the host because their bytes span more than a window */
+  int32_t vec_steps;         /* steps on the vectorised kernels (eltwise_vec, rows) */
+  int32_t staged_steps;      /* steps run through the staging buffer (bytes too far apart) */
 } rlx_vk_stats;
 
 /* Stats of a backend exec (the one behind an executable's current binding). */

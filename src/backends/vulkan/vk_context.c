@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
@@ -166,6 +167,17 @@ static void detect_subgroups(rlx_vk_context* c) {
                  sp.subgroupSize <= 64 && !(off && strcmp(off, "1") == 0);
 }
 
+/* Largest single allocation and buffer: the arena is one of each. */
+static void detect_memory_limits(rlx_vk_context* c, uint32_t api_version) {
+  VkPhysicalDeviceMaintenance4Properties m4 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  if (api_version >= VK_API_VERSION_1_3) m3.pNext = &m4;
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3};
+  c->f.vkGetPhysicalDeviceProperties2(c->phys, &p2);
+  c->max_allocation = m3.maxMemoryAllocationSize;
+  c->max_buffer = api_version >= VK_API_VERSION_1_3 ? m4.maxBufferSize : 0;
+}
+
 static int pick_device(rlx_vk_context* c, char* reason, size_t cap) {
   uint32_t n = 0;
   VkResult r = c->f.vkEnumeratePhysicalDevices(c->instance, &n, NULL);
@@ -199,6 +211,8 @@ static int pick_device(rlx_vk_context* c, char* reason, size_t cap) {
   c->f.vkGetPhysicalDeviceProperties(c->phys, &p);
   c->limits = p.limits;
   detect_subgroups(c);
+  rlx_vk_coopmat_detect(c);
+  detect_memory_limits(c, p.apiVersion);
   snprintf(c->device_name, sizeof c->device_name, "%s", p.deviceName);
   c->software = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   c->f.vkGetPhysicalDeviceMemoryProperties(c->phys, &c->mem);
@@ -211,6 +225,12 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   nf.f2.features.shaderInt64 = VK_TRUE;
   nf.v11.storageBuffer16BitAccess = VK_TRUE;
   nf.v12.storageBuffer8BitAccess = VK_TRUE;
+  /* The f16 cooperative-matrix matmul, where the device has it (vk_coopmat.c). */
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop;
+  void* chain = nf.f2.pNext;
+  const char* coop_ext = rlx_vk_coopmat_enable(c, &coop, &chain);
+  nf.f2.pNext = chain;
+  if (coop_ext) nf.v12.shaderFloat16 = nf.v12.vulkanMemoryModel = VK_TRUE;
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueFamilyIndex = c->queue_family;
@@ -220,6 +240,8 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   di.pNext = &nf.f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = coop_ext ? 1 : 0;
+  di.ppEnabledExtensionNames = &coop_ext;
   VkResult r = c->f.vkCreateDevice(c->phys, &di, NULL, &c->device);
   if (r != VK_SUCCESS) {
     snprintf(reason, cap, "vkCreateDevice failed: %s", rlx_vk_result_name(r));
@@ -229,14 +251,15 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   return 0;
 }
 
-/* binding 0: arena, 1: step parameters, 2: run state; push constant: the
- * step's record index. */
+/* binding 0: the arena (dynamic: its offset places a step's window), 1: step
+ * parameters, 2: run state; push constant: the step's record index. */
 static int create_layouts(rlx_vk_context* c, char* reason, size_t cap) {
   VkDescriptorSetLayoutBinding b[3];
   memset(b, 0, sizeof b);
   for (uint32_t i = 0; i < 3; i++) {
     b[i].binding = i;
-    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorType = i == 0 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC
+                                 : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     b[i].descriptorCount = 1;
     b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
@@ -300,7 +323,9 @@ rlx_vk_context* rlx_vk_context_get(char* reason, size_t cap) {
 
 static const char* const k_pipe_names[RLX_VK_PIPE_COUNT] = {
     "eltwise", "matmul", "reduce", "softmax", "argreduce", "cumsum", "topk",
-    "gather",  "scatter", "norm", "attention", "rope",     "sample"};
+    "gather",  "scatter", "norm", "attention", "rope",     "sample",
+    "eltwise_vec", "rows",
+    "matmul_f32", "gemv", "matmul_coop"};
 
 static const rlx_vk_shader_blob* find_blob(const char* name) {
   for (int i = 0; i < rlx_vk_shader_table_count; i++)
@@ -316,6 +341,7 @@ static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err
     snprintf(sg, sizeof sg, "%s_sg", k_pipe_names[p]);
     blob = find_blob(sg);
   }
+  if (p == RLX_VK_PIPE_MATMUL_COOP) blob = find_blob(rlx_vk_coopmat_shader(c));
   if (!blob) blob = find_blob(k_pipe_names[p]);
   if (!blob)
     return rlx_fail(err, RLX_INTERNAL, "vulkan: shader '%s' was not embedded", k_pipe_names[p]);
@@ -414,7 +440,20 @@ rlx_status rlx_vk_submit_wait(rlx_vk_context* c, VkCommandBuffer cb, VkFence fen
   VkResult r = c->f.vkQueueSubmit(c->queue, 1, &si, fence);
   pthread_mutex_unlock(&c->lock);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkQueueSubmit");
-  r = c->f.vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX);
+  /* On a GPU, poll for up to ~2 ms first: a blocking wait adds the driver's
+   * wake-up latency to every synchronous run. (Not on a CPU device: the
+   * spinning thread would take a core from the device's own workers.) */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  r = VK_NOT_READY;
+  while (!c->software) {
+    r = c->f.vkGetFenceStatus(c->device, fence);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (r != VK_NOT_READY || (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 2000000L)
+      break;
+  }
+  if (r == VK_NOT_READY || r == VK_SUCCESS)
+    r = c->f.vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkWaitForFences");
   r = c->f.vkResetFences(c->device, 1, &fence);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkResetFences");

@@ -76,6 +76,12 @@
   X(vkDestroyFence)                             \
   X(vkWaitForFences)                            \
   X(vkResetFences)                              \
+  X(vkGetFenceStatus)                           \
+  X(vkCreateQueryPool)                          \
+  X(vkDestroyQueryPool)                         \
+  X(vkCmdResetQueryPool)                        \
+  X(vkCmdWriteTimestamp)                        \
+  X(vkGetQueryPoolResults)                      \
   X(vkDeviceWaitIdle)
 
 #define RLX_VK_OPTIONAL_FNS(X)                  \
@@ -126,6 +132,11 @@ typedef enum rlx_vk_pipe {
   RLX_VK_PIPE_ATTENTION,
   RLX_VK_PIPE_ROPE,
   RLX_VK_PIPE_SAMPLE,
+  RLX_VK_PIPE_ELTWISE_VEC, /* eltwise_vec.comp: dense float / raw-copy elementwise, 4 per lane */
+  RLX_VK_PIPE_ROWS,        /* rows.comp: softmax / norms over contiguous rows, vec4 loads */
+  RLX_VK_PIPE_MATMUL_F32,  /* matmul_f32.comp: vec4-loadable f32 operands */
+  RLX_VK_PIPE_GEMV,        /* gemv.comp: M <= 4 */
+  RLX_VK_PIPE_MATMUL_COOP, /* matmul_coop.comp: f16 cooperative matrices (KHR or NV build) */
   RLX_VK_PIPE_COUNT
 } rlx_vk_pipe;
 
@@ -146,6 +157,11 @@ typedef struct rlx_vk_context {
   int validation; /* the Khronos layer is on */
   int subgroups;  /* subgroup arithmetic + vote in compute (row-op reductions) */
   uint32_t subgroup_size;
+  uint64_t max_allocation; /* maxMemoryAllocationSize */
+  uint64_t max_buffer;     /* maxBufferSize (0: not reported, before Vulkan 1.3) */
+  /* f16 x f16 -> f32 16x16x16 subgroup cooperative matrices: 0 none, 1 through
+   * VK_KHR_cooperative_matrix, 2 through VK_NV_cooperative_matrix. */
+  int coopmat;
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout pipe_layout;
   VkPipeline pipes[RLX_VK_PIPE_COUNT]; /* created on first use */
@@ -157,6 +173,14 @@ typedef struct rlx_vk_context {
 rlx_vk_context* rlx_vk_context_get(char* reason, size_t cap);
 /* Pipeline for a shader family, created on first use. */
 rlx_status rlx_vk_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err, VkPipeline* out);
+/* Cooperative matrices (vk_coopmat.c): sets c->coopmat from the device's
+ * extensions, features and listed shapes; before device creation, chains
+ * the feature into *chain (storage: *feat) and returns the extension to
+ * enable (NULL: none); the embedded shader for the matmul_coop pipeline. */
+void rlx_vk_coopmat_detect(rlx_vk_context* c);
+const char* rlx_vk_coopmat_enable(const rlx_vk_context* c,
+                                  VkPhysicalDeviceCooperativeMatrixFeaturesNV* feat, void** chain);
+const char* rlx_vk_coopmat_shader(const rlx_vk_context* c);
 /* Validation messages (warnings + errors) seen since the process started. */
 uint64_t rlx_vk_validation_count(void);
 
@@ -193,6 +217,11 @@ typedef struct rlx_vk_dispatch {
  * shader addressing cannot hold). */
 int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
                        uint32_t max_groups_x, int32_t* words, rlx_vk_dispatch* out);
+/* vk_fast.c: moves a step onto a vectorised kernel (pipe, work items,
+ * per_group, its extra record words) where its views (`views`: out0 then
+ * the inputs, coalesced for elementwise kinds) allow. 1 if it did. */
+int rlx_vk_pick_fast(const rlx_step* s, const rlx_view* views, int n_views, int32_t* words,
+                     int64_t* items, int* per_group, rlx_vk_pipe* pipe);
 /* Whether the backend runs node ni natively (the vtable's supports()). */
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni);
 

@@ -82,6 +82,86 @@ static int computes_in_f64(const rlx_step* s) {
   return 0;
 }
 
+/* ------------------------------------------------------------ matmul kernels
+ *
+ * matmul.comp (generic: any dtype, any strides) is the fallback; faster
+ * kernels are picked when the views allow them:
+ *  - gemv.comp: M <= 4, no batch, f32, weights loadable as vec4;
+ *  - matmul_coop: f16 x f16 on a device with 16x16x16 f16->f32 cooperative
+ *    matrices (VK_KHR_cooperative_matrix, else the NV extension);
+ *  - matmul_f32.comp: f32 operands loadable as vec4, f32 output.
+ * RLX_VK_MATMUL=generic forces matmul.comp (bisecting); RLX_VK_COOPMAT=0
+ * keeps f16 matmuls off the cooperative-matrix kernel. */
+
+static int env_is(const char* name, const char* value) {
+  const char* v = getenv(name);
+  return v && strcmp(v, value) == 0;
+}
+
+/* An operand loads as 16-byte vectors along its unit-stride axis: that axis
+ * is a multiple of `vec` long, the other stride and every batch stride are
+ * multiples of `vec`, the view starts 16-byte aligned. fast_len: extent of
+ * the unit-stride axis. */
+static int vec_loadable(const rlx_view* v, int64_t other_stride, int64_t fast_len,
+                        const int64_t* bstride, int32_t brank, int vec) {
+  if (v->offset % 16 != 0 || fast_len % vec != 0 || other_stride % vec != 0) return 0;
+  for (int32_t d = 0; d < brank; d++)
+    if (bstride[d] % vec != 0) return 0;
+  return 1;
+}
+
+/* A (M x K) as vec: k-fast (a_cs == 1) or m-fast (a_rs == 1); the kernels
+ * tell the two apart by a_cs == 1. */
+static int a_loadable(const rlx_step* s, int vec, int allow_m_fast) {
+  const rlx_matmul_params* p = &s->p.mm;
+  if (p->a_cs == 1) return vec_loadable(&s->in[0], p->M > 1 ? p->a_rs : 0, p->K, p->a_bstride, p->batch_rank, vec);
+  if (p->a_rs == 1 && allow_m_fast)
+    return vec_loadable(&s->in[0], p->a_cs, p->M, p->a_bstride, p->batch_rank, vec);
+  return 0;
+}
+
+/* B (K x N) as vec: n-fast (b_cs == 1) or k-fast (b_rs == 1). */
+static int b_loadable(const rlx_step* s, int vec) {
+  const rlx_matmul_params* p = &s->p.mm;
+  if (p->b_cs == 1) return vec_loadable(&s->in[1], p->K > 1 ? p->b_rs : 0, p->N, p->b_bstride, p->batch_rank, vec);
+  if (p->b_rs == 1) return vec_loadable(&s->in[1], p->b_cs, p->K, p->b_bstride, p->batch_rank, vec);
+  return 0;
+}
+
+/* Dense output whose rows are 16-byte aligned. */
+static int c_vec_storable(const rlx_step* s, int vec) {
+  const rlx_matmul_params* p = &s->p.mm;
+  return s->out[0].offset % 16 == 0 && p->N % vec == 0 && p->c_rs == p->N;
+}
+
+static int coopmat_device(void) {
+  if (env_is("RLX_VK_COOPMAT", "0")) return 0;
+  rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
+  return c ? c->coopmat : 0;
+}
+
+/* Pipeline and workgroup count of a matmul step. */
+static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
+  const rlx_matmul_params* p = &s->p.mm;
+  int64_t tiles = p->batch * ((p->M + 127) / 128) * ((p->N + 127) / 128);
+  rlx_dtype at = s->in[0].dtype, bt = s->in[1].dtype, ct = s->out[0].dtype;
+  *pipe = RLX_VK_PIPE_MATMUL;
+  if (env_is("RLX_VK_MATMUL", "generic") || p->M <= 0 || p->N <= 0) return tiles;
+  if (at == RLX_F32 && bt == RLX_F32 && p->M <= 4 && p->batch == 1 && b_loadable(s, 4) &&
+      (p->b_cs == 1 || p->b_rs == 1)) {
+    *pipe = RLX_VK_PIPE_GEMV;
+    return p->b_cs == 1 ? (p->N + 15) / 16 : (p->N + 7) / 8;
+  }
+  if (at == RLX_F16 && bt == RLX_F16 && coopmat_device() && p->K > 0) {
+    *pipe = RLX_VK_PIPE_MATMUL_COOP;
+    return tiles;
+  }
+  if (at == RLX_F32 && bt == RLX_F32 && ct == RLX_F32 && a_loadable(s, 4, 1) && b_loadable(s, 4) &&
+      c_vec_storable(s, 4))
+    *pipe = RLX_VK_PIPE_MATMUL_F32;
+  return tiles;
+}
+
 /* Work items and whether they are invocations (64 per group) or groups. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   *per_group = 64;
@@ -89,12 +169,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
     case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
       *pipe = RLX_VK_PIPE_ELTWISE;
       return numel(&s->out[0]);
-    case RLX_K_MATMUL: {
-      const rlx_matmul_params* p = &s->p.mm;
-      *pipe = RLX_VK_PIPE_MATMUL;
-      *per_group = 1;
-      return p->batch * ((p->M + 127) / 128) * ((p->N + 127) / 128); /* matmul.comp's 128x128 tiles */
-    }
+    case RLX_K_MATMUL: *per_group = 1; return matmul_plan(s, pipe);
     case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:
       *pipe = RLX_VK_PIPE_SOFTMAX;
@@ -269,6 +344,9 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
     put_view(&e, RLXVK_SLOT_IN0 + i, &absent, arena_bytes);
   }
   encode_kind(&e, s);
+  /* vectorised kernels where the views allow (vk_fast.c) */
+  if (rlx_vk_pick_fast(s, views, n_views, words, &items, &per_group, &out->pipe))
+    put(&e, RLXVK_COUNT, items);
   if (!e.ok) return 1;
   if (items == 0) return 0; /* nothing to dispatch */
   uint64_t groups = per_group == 1 ? (uint64_t)items : ((uint64_t)items + 63) / 64;

@@ -1,8 +1,25 @@
 /* Vulkan backend: the arena is one device-local storage buffer; every step's
- * parameters live in one parameter buffer written at compile time (the push
- * constant carries the record's index); one descriptor set binds arena,
- * parameters and a small host-visible run-state buffer (per-run seed, first
- * run-time error). Command buffers are recorded once per step list, with a
+ * parameters live in one device-local parameter buffer uploaded at compile
+ * time (the push constant carries the record's index); one descriptor set
+ * binds arena, parameters and a small host-visible run-state buffer (per-run
+ * seed, first run-time error: only Sample and failing index checks touch
+ * it, so no hot loop reads host memory).
+ *
+ * The arena is bound as a dynamic storage buffer whose range is a window:
+ * the whole arena when one binding addresses it (maxStorageBufferRange,
+ * and our shaders' 32-bit byte offsets), else a window placed per step by
+ * its dynamic offset over the bytes it touches (rlx_step_window), with the
+ * step's view offsets rebased to the window. A step whose bytes are too far
+ * apart for one window is staged (its ranges copied into a one-window
+ * staging buffer, run there, its writes copied back, all inside the command
+ * buffer); one whose own bytes exceed a window runs on the host fallback.
+ * Dynamic offsets are 32-bit, so there is one descriptor set per 2 GiB of
+ * arena. RLX_VK_MAX_BINDING=N / RLX_VK_SET_SPAN=N shrink the window and the
+ * set spacing (tests run the whole suite windowed on lavapipe);
+ * RLX_VK_TIMING=1 prints GPU time per run (timestamps) at destroy;
+ * RLX_VK_DEBUG_PIPES=1 prints each step's kernel and window at compile.
+ *
+ * Command buffers are recorded once per step list, with a
  * pipeline barrier only where a step's byte ranges conflict with what ran
  * since the last barrier (read-after-write, write-after-read,
  * write-after-write), and resubmitted on every run.
@@ -38,18 +55,33 @@ typedef struct vk_program {
   int32_t n;
   rlx_vk_buffer params;
   VkDescriptorPool dpool;
-  VkDescriptorSet set;
+  VkDescriptorSet* sets; /* set k binds the arena from k * set_span (dynamic
+                            offsets are 32-bit, arenas may not be) */
+  uint32_t n_sets;
   vk_segment* segs;
   int32_t n_segs;
   rlx_vk_dispatch* disp;
   uint8_t* on_host;
+  uint64_t* window_at; /* per step: arena byte where its window starts */
+  rlx_stage_plan** staged; /* per step: NULL unless it runs through the staging buffer */
+  VkDescriptorSet stage_set; /* binds the staging buffer as the arena */
   rlx_step_list* host_lowered; /* per step, for RLX_K_HOST nodes (lazily) */
 } vk_program;
 
 struct rlx_backend_exec {
   rlx_vk_context* c;
   uint64_t arena_bytes;
+  uint64_t arena_size;   /* of the buffer: whole alignment units */
+  uint64_t window;       /* bytes one step's binding covers */
+  uint64_t window_align; /* dynamic offsets are multiples of this */
+  uint64_t set_span;     /* arena bytes between descriptor sets' base offsets */
   rlx_vk_buffer arena, run, staging;
+  rlx_vk_buffer stage; /* device-local, one window: steps too spread out for one */
+  /* RLX_VK_TIMING=1: GPU time of each run from timestamps around every
+   * segment, summarised on stderr when the exec is destroyed */
+  VkQueryPool timer;
+  double run_ms[64];
+  int32_t n_runs;
   VkCommandPool pool;
   VkCommandBuffer xfer;
   VkFence fence;
@@ -225,6 +257,55 @@ static void compute_barrier(rlx_backend_exec* be, VkCommandBuffer cb) {
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+/* Binds the descriptor set whose arena binding starts at window byte `at`. */
+static void bind_window(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb,
+                        uint64_t at) {
+  uint64_t k = at / be->set_span;
+  uint32_t dyn = (uint32_t)(at - k * be->set_span);
+  be->c->f.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, be->c->pipe_layout, 0, 1,
+                                   &pg->sets[k], 1, &dyn);
+}
+
+static void dispatch(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb, int32_t i) {
+  uint32_t base = (uint32_t)i * RLXVK_REC_WORDS;
+  be->c->f.vkCmdPushConstants(cb, be->c->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
+  be->c->f.vkCmdDispatch(cb, pg->disp[i].groups_x, pg->disp[i].groups_y, 1);
+  be->stats.dispatches++;
+}
+
+/* A staged step: its merged byte ranges copied into the staging buffer, the
+ * dispatch against it, its written ranges copied back; barriers on both
+ * sides order it with every step before and after. */
+static void record_staged(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb,
+                          int32_t i) {
+  rlx_vk_context* c = be->c;
+  const rlx_stage_plan* sp = pg->staged[i];
+  VkBufferCopy in[RLX_STAGE_MAX], back[RLX_STAGE_MAX];
+  uint32_t n_back = 0;
+  for (int32_t k = 0; k < sp->n; k++) {
+    uint64_t len = sp->r[k].end - sp->r[k].begin;
+    in[k] = (VkBufferCopy){sp->r[k].begin, sp->at[k], len};
+    if (sp->written[k]) back[n_back++] = (VkBufferCopy){sp->at[k], sp->r[k].begin, len};
+  }
+  const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags both = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  memory_barrier(be, cb, both, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+  c->f.vkCmdCopyBuffer(cb, be->arena.buf, be->stage.buf, (uint32_t)sp->n, in);
+  memory_barrier(be, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  uint32_t zero = 0;
+  c->f.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe_layout, 0, 1,
+                               &pg->stage_set, 1, &zero);
+  dispatch(be, pg, cb, i);
+  memory_barrier(be, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+  if (n_back) c->f.vkCmdCopyBuffer(cb, be->stage.buf, be->arena.buf, n_back, back);
+  memory_barrier(be, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, both, all);
+  be->stats.barriers += 4;
+}
+
 static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segment* seg,
                                  rlx_error* err) {
   rlx_vk_context* c = be->c;
@@ -237,32 +318,42 @@ static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segmen
   VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   r = c->f.vkBeginCommandBuffer(seg->cb, &bi);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkBeginCommandBuffer");
+  if (be->timer) {
+    c->f.vkCmdResetQueryPool(seg->cb, be->timer, 0, 2);
+    c->f.vkCmdWriteTimestamp(seg->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, be->timer, 0);
+  }
   /* Uploads, feeds and host-fallback writes before this submission. */
   memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                  VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  c->f.vkCmdBindDescriptorSets(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipe_layout, 0, 1,
-                               &pg->set, 0, NULL);
   pending p = {.nr = 0, .nw = 0};
   VkPipeline bound = VK_NULL_HANDLE;
+  uint64_t bound_at = UINT64_MAX;
   for (int32_t i = seg->first; i < seg->first + seg->count; i++) {
     const rlx_step* s = &pg->steps[i];
     const rlx_vk_dispatch* d = &pg->disp[i];
     if (d->groups_x == 0) continue;
+    VkPipeline pipe;
+    RLX_RETURN_IF_ERROR(rlx_vk_pipeline(c, d->pipe, err, &pipe));
+    if (pipe != bound) c->f.vkCmdBindPipeline(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    bound = pipe;
+    if (pg->staged[i]) { /* ordered with everything around it by its own barriers */
+      record_staged(be, pg, seg->cb, i);
+      p.nr = p.nw = 0;
+      bound_at = UINT64_MAX;
+      continue;
+    }
     if (needs_barrier(&p, s)) {
       compute_barrier(be, seg->cb);
       be->stats.barriers++;
       p.nr = p.nw = 0;
     }
-    VkPipeline pipe;
-    RLX_RETURN_IF_ERROR(rlx_vk_pipeline(c, d->pipe, err, &pipe));
-    if (pipe != bound) c->f.vkCmdBindPipeline(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    bound = pipe;
-    uint32_t base = (uint32_t)i * RLXVK_REC_WORDS;
-    c->f.vkCmdPushConstants(seg->cb, c->pipe_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &base);
-    c->f.vkCmdDispatch(seg->cb, d->groups_x, d->groups_y, 1);
-    be->stats.dispatches++;
+    if (pg->window_at[i] != bound_at) {
+      bound_at = pg->window_at[i];
+      bind_window(be, pg, seg->cb, bound_at);
+    }
+    dispatch(be, pg, seg->cb, i);
     for (int32_t k = 0; k < s->n_reads; k++) p.r[p.nr++] = s->reads[k];
     for (int32_t k = 0; k < s->n_writes; k++) p.w[p.nw++] = s->writes[k];
   }
@@ -270,40 +361,56 @@ static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segmen
   memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                  VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
+  if (be->timer) c->f.vkCmdWriteTimestamp(seg->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, be->timer, 1);
   r = c->f.vkEndCommandBuffer(seg->cb);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkEndCommandBuffer");
   return RLX_OK;
 }
 
-static rlx_status make_descriptor_set(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
+/* One descriptor set per set_span of the arena: binding 0 (dynamic) covers
+ * a window from k * set_span, 1 the records, 2 the run state. */
+static rlx_status make_descriptor_sets(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
   rlx_vk_context* c = be->c;
-  VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3};
+  pg->n_sets = (uint32_t)((be->arena_size - be->window) / be->set_span + 1);
+  /* one more (the last) for the staging buffer */
+  pg->sets = calloc(pg->n_sets + 1, sizeof *pg->sets);
+  RLX_CHECK_ALLOC(err, pg->sets);
+  uint32_t total = pg->n_sets + 1;
+  VkDescriptorPoolSize ps[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, total},
+                                {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * total}};
   VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pi.maxSets = 1;
-  pi.poolSizeCount = 1;
-  pi.pPoolSizes = &ps;
+  pi.maxSets = total;
+  pi.poolSizeCount = 2;
+  pi.pPoolSizes = ps;
   VkResult r = c->f.vkCreateDescriptorPool(c->device, &pi, NULL, &pg->dpool);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateDescriptorPool");
-  VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorPool = pg->dpool;
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &c->set_layout;
-  r = c->f.vkAllocateDescriptorSets(c->device, &ai, &pg->set);
-  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateDescriptorSets");
-  VkDescriptorBufferInfo bufs[3] = {{be->arena.buf, 0, VK_WHOLE_SIZE},
-                                    {pg->params.buf, 0, VK_WHOLE_SIZE},
-                                    {be->run.buf, 0, VK_WHOLE_SIZE}};
-  VkWriteDescriptorSet w[3];
-  memset(w, 0, sizeof w);
-  for (uint32_t i = 0; i < 3; i++) {
-    w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    w[i].dstSet = pg->set;
-    w[i].dstBinding = i;
-    w[i].descriptorCount = 1;
-    w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w[i].pBufferInfo = &bufs[i];
+  for (uint32_t k = 0; k < total; k++) {
+    int stage = k == pg->n_sets;
+    if (stage && !be->stage.buf) break;
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = pg->dpool;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &c->set_layout;
+    r = c->f.vkAllocateDescriptorSets(c->device, &ai, &pg->sets[k]);
+    if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateDescriptorSets");
+    VkDescriptorBufferInfo bufs[3] = {{stage ? be->stage.buf : be->arena.buf,
+                                       stage ? 0 : k * be->set_span, be->window},
+                                      {pg->params.buf, 0, VK_WHOLE_SIZE},
+                                      {be->run.buf, 0, VK_WHOLE_SIZE}};
+    VkWriteDescriptorSet w[3];
+    memset(w, 0, sizeof w);
+    for (uint32_t i = 0; i < 3; i++) {
+      w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      w[i].dstSet = pg->sets[k];
+      w[i].dstBinding = i;
+      w[i].descriptorCount = 1;
+      w[i].descriptorType = i == 0 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC
+                                   : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w[i].pBufferInfo = &bufs[i];
+    }
+    c->f.vkUpdateDescriptorSets(c->device, 3, w, 0, NULL);
+    if (stage) pg->stage_set = pg->sets[k];
   }
-  c->f.vkUpdateDescriptorSets(c->device, 3, w, 0, NULL);
   return RLX_OK;
 }
 
@@ -313,6 +420,11 @@ static void program_free(rlx_backend_exec* be, vk_program* pg) {
   for (int32_t i = 0; i < pg->n_segs; i++)
     if (pg->segs[i].cb) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &pg->segs[i].cb);
   if (pg->dpool) c->f.vkDestroyDescriptorPool(c->device, pg->dpool, NULL);
+  free(pg->sets);
+  free(pg->window_at);
+  if (pg->staged)
+    for (int32_t i = 0; i < pg->n; i++) free(pg->staged[i]);
+  free(pg->staged);
   rlx_vk_buffer_destroy(c, &pg->params);
   if (pg->host_lowered)
     for (int32_t i = 0; i < pg->n; i++) rlx_step_list_free(&pg->host_lowered[i]);
@@ -324,24 +436,102 @@ static void program_free(rlx_backend_exec* be, vk_program* pg) {
   free(pg);
 }
 
-/* Encodes every step into the parameter buffer and splits the list into
- * GPU segments and host steps. */
-static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
-  uint64_t bytes = (uint64_t)(pg->n > 0 ? pg->n : 1) * RLXVK_REC_WORDS * 4;
-  RLX_RETURN_IF_ERROR(rlx_vk_buffer_create(be->c, bytes, 1, err, &pg->params));
-  int32_t* words = pg->params.map;
+/* Copy of step s with every view's offset moved to window start `base`.
+ * A view that touches no bytes may lie outside the window: it gets offset 0. */
+static void rebased_step(const rlx_step* s, uint64_t base, rlx_step* out) {
+  *out = *s;
+  rlx_view* views[RLX_STEP_MAX_IN + RLX_STEP_MAX_OUT];
+  int nv = 0;
+  for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[nv++] = &out->in[i];
+  for (int32_t i = 0; i < s->n_out && i < RLX_STEP_MAX_OUT; i++) views[nv++] = &out->out[i];
+  for (int v = 0; v < nv; v++) {
+    if (views[v]->rank < 0) continue;
+    rlx_range r = rlx_view_range(views[v]);
+    views[v]->offset = r.begin == r.end || views[v]->offset < base ? 0 : views[v]->offset - base;
+  }
+}
+
+/* Encodes step i against its window (the whole arena when one binding
+ * covers it). Returns 1 if it must run on the host fallback. */
+static int encode_placed(rlx_backend_exec* be, vk_program* pg, int32_t i, int32_t* words) {
+  const rlx_step* s = &pg->steps[i];
   uint32_t max_x = be->c->limits.maxComputeWorkGroupCount[0];
   if (max_x > 65535) max_x = 65535;
+  pg->window_at[i] = 0;
+  if (be->window >= be->arena_size || s->kernel == RLX_K_HOST)
+    return rlx_vk_encode_step(s, i, be->arena_bytes, max_x, words, &pg->disp[i]);
+  uint64_t base = 0;
+  rlx_step moved;
+  if (rlx_step_window(s, be->arena_size, be->window, be->window_align, &base)) {
+    rebased_step(s, base, &moved);
+    pg->window_at[i] = base;
+    return rlx_vk_encode_step(&moved, i, be->window, max_x, words, &pg->disp[i]);
+  }
+  rlx_stage_plan sp;
+  rlx_step_stage_plan(s, be->window_align, &sp);
+  if (sp.bytes > be->window) { /* not even its own bytes fit one window */
+    memset(&pg->disp[i], 0, sizeof pg->disp[i]);
+    be->stats.window_host_steps++;
+    return 1;
+  }
+  rlx_step_staged(s, &sp, &moved);
+  if (rlx_vk_encode_step(&moved, i, be->window, max_x, words, &pg->disp[i])) return 1;
+  pg->staged[i] = malloc(sizeof sp);
+  if (!pg->staged[i]) return 1; /* out of host memory: the host fallback still works */
+  *pg->staged[i] = sp;
+  be->stats.staged_steps++;
+  return 0;
+}
+
+/* Host bytes into a device-local buffer through the staging buffer. */
+static rlx_status upload_to(rlx_backend_exec* be, VkBuffer dst, const void* src, uint64_t bytes,
+                            rlx_error* err) {
+  uint64_t chunk = bytes < STAGING_CHUNK ? bytes : STAGING_CHUNK;
+  RLX_RETURN_IF_ERROR(ensure_staging(be, chunk, err));
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+    memcpy(be->staging.map, (const uint8_t*)src + done, (size_t)n);
+    RLX_RETURN_IF_ERROR(begin_xfer(be, err));
+    VkBufferCopy region = {0, done, n};
+    be->c->f.vkCmdCopyBuffer(be->xfer, be->staging.buf, dst, 1, &region);
+    memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT);
+    RLX_RETURN_IF_ERROR(end_submit_xfer(be, err));
+  }
+  return RLX_OK;
+}
+
+/* Encodes every step's record, uploads the records into device-local
+ * memory (every invocation reads its record: host memory would put PCIe
+ * reads in every kernel) and splits the list into GPU segments and host
+ * steps. */
+static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
+  size_t n = (size_t)(pg->n > 0 ? pg->n : 1);
+  int32_t* words = calloc(n * RLXVK_REC_WORDS, sizeof *words);
+  RLX_CHECK_ALLOC(err, words);
   for (int32_t i = 0; i < pg->n; i++) {
-    pg->on_host[i] = (uint8_t)rlx_vk_encode_step(&pg->steps[i], i, be->arena_bytes, max_x,
-                                                 words + (size_t)i * RLXVK_REC_WORDS, &pg->disp[i]);
+    pg->on_host[i] = (uint8_t)encode_placed(be, pg, i, words + (size_t)i * RLXVK_REC_WORDS);
     int new_seg = pg->n_segs == 0 || pg->on_host[i] || pg->segs[pg->n_segs - 1].host ||
                   be->debug_nans;
     if (new_seg) pg->segs[pg->n_segs++] = (vk_segment){i, 0, pg->on_host[i], VK_NULL_HANDLE};
     pg->segs[pg->n_segs - 1].count++;
     if (pg->on_host[i]) be->stats.host_steps++;
+    else if (pg->disp[i].pipe == RLX_VK_PIPE_ELTWISE_VEC || pg->disp[i].pipe == RLX_VK_PIPE_ROWS)
+      be->stats.vec_steps++;
+    if (getenv("RLX_VK_DEBUG_PIPES"))
+      fprintf(stderr, "vk step %d %s pipe %d host %d window@%llu\n", i,
+              rlx_kernel_name(pg->steps[i].kernel), (int)pg->disp[i].pipe, pg->on_host[i],
+              (unsigned long long)pg->window_at[i]);
   }
-  return RLX_OK;
+  uint64_t bytes = (uint64_t)n * RLXVK_REC_WORDS * 4;
+  rlx_status s = RLX_OK;
+  int any_staged = 0;
+  for (int32_t i = 0; i < pg->n; i++) any_staged |= pg->staged[i] != NULL;
+  if (any_staged && !be->stage.buf) s = rlx_vk_buffer_create(be->c, be->window, 0, err, &be->stage);
+  if (s == RLX_OK) s = rlx_vk_buffer_create(be->c, bytes, 0, err, &pg->params);
+  if (s == RLX_OK) s = upload_to(be, pg->params.buf, words, bytes, err);
+  free(words);
+  return s;
 }
 
 static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list, rlx_error* err,
@@ -354,14 +544,17 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list,
   pg->segs = calloc(n, sizeof *pg->segs);
   pg->disp = calloc(n, sizeof *pg->disp);
   pg->on_host = calloc(n, 1);
+  pg->window_at = calloc(n, sizeof *pg->window_at);
+  pg->staged = calloc(n, sizeof *pg->staged);
   pg->host_lowered = calloc(n, sizeof *pg->host_lowered);
-  if (!pg->steps || !pg->segs || !pg->disp || !pg->on_host || !pg->host_lowered) {
+  if (!pg->steps || !pg->segs || !pg->disp || !pg->on_host || !pg->window_at || !pg->staged ||
+      !pg->host_lowered) {
     program_free(be, pg);
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   }
   if (list->n > 0) memcpy(pg->steps, list->steps, (size_t)list->n * sizeof *pg->steps);
   rlx_status s = encode_program(be, pg, err);
-  if (s == RLX_OK) s = make_descriptor_set(be, pg, err);
+  if (s == RLX_OK) s = make_descriptor_sets(be, pg, err);
   for (int32_t i = 0; i < pg->n_segs && s == RLX_OK; i++) {
     if (pg->segs[i].host) continue;
     s = record_segment(be, pg, &pg->segs[i], err);
@@ -494,6 +687,30 @@ static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* steps, 
   return RLX_OK;
 }
 
+/* Milliseconds between the last submission's two timestamps. */
+static double segment_ms(rlx_backend_exec* be) {
+  uint64_t ts[2] = {0, 0};
+  VkResult r = be->c->f.vkGetQueryPoolResults(be->c->device, be->timer, 0, 2, sizeof ts, ts, 8,
+                                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS || ts[1] < ts[0]) return 0;
+  return (double)(ts[1] - ts[0]) * be->c->limits.timestampPeriod * 1e-6;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static void print_timing(rlx_backend_exec* be) {
+  int32_t n = be->n_runs < 64 ? be->n_runs : 64;
+  if (n == 0) return;
+  double t[64];
+  memcpy(t, be->run_ms, sizeof(double) * (size_t)n);
+  qsort(t, (size_t)n, sizeof t[0], cmp_double);
+  fprintf(stderr, "rlx vulkan timing: %d runs, GPU time median %.4f ms (p10 %.4f, p90 %.4f)\n",
+          be->n_runs, t[n / 2], t[n / 10], t[n * 9 / 10]);
+}
+
 static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                          rlx_error* err) {
   vk_program* pg;
@@ -503,6 +720,7 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
   run[RLXVK_RUN_SEED_LO] = (uint32_t)seed;
   run[RLXVK_RUN_SEED_HI] = (uint32_t)(seed >> 32);
   run[RLXVK_RUN_ERR] = 0;
+  double gpu_ms = 0;
   for (int32_t i = 0; i < pg->n_segs; i++) {
     vk_segment* seg = &pg->segs[i];
     if (seg->host) {
@@ -511,11 +729,13 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
     }
     RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
     be->stats.submits++;
+    if (be->timer) gpu_ms += segment_ms(be);
     RLX_RETURN_IF_ERROR(check_run_error(be, pg, ctx, err));
     if (be->debug_nans)
       for (int32_t k = seg->first; k < seg->first + seg->count; k++)
         RLX_RETURN_IF_ERROR(check_step_finite(be, &pg->steps[k], ctx, err));
   }
+  if (be->timer) be->run_ms[be->n_runs++ % 64] = gpu_ms;
   return check_validation(be, err, "run");
 }
 
@@ -527,12 +747,15 @@ static void vk_destroy(rlx_backend_exec* be) {
   if (c) {
     /* Every submission was waited for: nothing of ours is in flight (and
      * vkDeviceWaitIdle would race other threads' queue submissions). */
+    print_timing(be);
     program_free(be, be->main);
     program_free(be, be->extent);
+    if (be->timer) c->f.vkDestroyQueryPool(c->device, be->timer, NULL);
     if (be->xfer) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &be->xfer);
     if (be->pool) c->f.vkDestroyCommandPool(c->device, be->pool, NULL);
     if (be->fence) c->f.vkDestroyFence(c->device, be->fence, NULL);
     rlx_vk_buffer_destroy(c, &be->staging);
+    rlx_vk_buffer_destroy(c, &be->stage);
     rlx_vk_buffer_destroy(c, &be->run);
     rlx_vk_buffer_destroy(c, &be->arena);
   }
@@ -553,22 +776,56 @@ static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
   ai.commandBufferCount = 1;
   r = c->f.vkAllocateCommandBuffers(c->device, &ai, &be->xfer);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateCommandBuffers");
+  const char* timing = getenv("RLX_VK_TIMING");
+  if (timing && strcmp(timing, "1") == 0) {
+    VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    r = c->f.vkCreateQueryPool(c->device, &qi, NULL, &be->timer);
+    if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateQueryPool");
+  }
   VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   r = c->f.vkCreateFence(c->device, &fi, NULL, &be->fence);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateFence");
   return RLX_OK;
 }
 
-/* The arena must fit one storage-buffer binding addressed with 32-bit byte
- * offsets; splitting it over several bindings is not implemented. */
-static rlx_status check_arena_size(const rlx_vk_context* c, uint64_t bytes, rlx_error* err) {
-  uint64_t limit = c->limits.maxStorageBufferRange;
-  if (limit > 0xfffffff0u) limit = 0xfffffff0u;
-  if (bytes > limit)
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static uint64_t env_bytes(const char* name) {
+  const char* v = getenv(name);
+  return v && *v ? strtoull(v, NULL, 0) : 0;
+}
+
+/* Sizes the arena buffer and the window one binding covers: the smaller of
+ * maxStorageBufferRange and what 32-bit byte offsets in our shaders address
+ * (RLX_VK_MAX_BINDING lowers it, for tests). The buffer itself must fit one
+ * allocation and one VkBuffer. */
+static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
+  const rlx_vk_context* c = be->c;
+  uint64_t align = c->limits.minStorageBufferOffsetAlignment;
+  /* at least the planner's alignment, so rebased views keep theirs */
+  be->window_align = align > 256 ? align : 256;
+  uint64_t binding = c->limits.maxStorageBufferRange;
+  if (binding > 0xfffffff0u) binding = 0xfffffff0u;
+  uint64_t forced = env_bytes("RLX_VK_MAX_BINDING");
+  if (forced && forced < binding) binding = forced;
+  binding = binding / be->window_align * be->window_align;
+  if (binding == 0) binding = be->window_align;
+  be->arena_size = align_up(be->arena_bytes ? be->arena_bytes : 16, be->window_align);
+  be->window = be->arena_size <= binding ? be->arena_size : binding;
+  /* descriptor sets start every 2 GiB: dynamic offsets are 32-bit
+   * (RLX_VK_SET_SPAN lowers it, for tests) */
+  uint64_t span = env_bytes("RLX_VK_SET_SPAN");
+  be->set_span = span ? align_up(span, be->window_align) : (uint64_t)1 << 31;
+  uint64_t max_alloc = c->max_allocation, max_buf = c->max_buffer;
+  if ((max_alloc && be->arena_size > max_alloc) || (max_buf && be->arena_size > max_buf))
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
-                    "vulkan: arena of %llu bytes exceeds what one storage buffer binding "
-                    "addresses on %s (%llu bytes); multi-buffer arenas are not implemented",
-                    (unsigned long long)bytes, c->device_name, (unsigned long long)limit);
+                    "vulkan: arena of %llu bytes exceeds %s's maxMemoryAllocationSize (%llu) "
+                    "or maxBufferSize (%llu%s)",
+                    (unsigned long long)be->arena_bytes, c->device_name,
+                    (unsigned long long)max_alloc, (unsigned long long)max_buf,
+                    max_buf ? "" : ": not reported");
   return RLX_OK;
 }
 
@@ -588,7 +845,6 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   char reason[256] = "";
   rlx_vk_context* c = rlx_vk_context_get(reason, sizeof reason);
   if (!c) return rlx_fail(err, RLX_UNAVAILABLE, "vulkan: %s", reason);
-  RLX_RETURN_IF_ERROR(check_arena_size(c, arena_bytes, err));
   rlx_backend_exec* be = calloc(1, sizeof *be);
   RLX_CHECK_ALLOC(err, be);
   be->c = c;
@@ -596,9 +852,14 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   be->compiled = steps;
   be->debug_nans = opt && opt->debug_nans;
   be->validation_seen = rlx_vk_validation_count();
-  /* Rounded up so 64-bit accesses at the end stay inside the buffer. */
-  uint64_t size = (arena_bytes + 15) & ~(uint64_t)15;
-  rlx_status s = rlx_vk_buffer_create(c, size ? size : 16, 0, err, &be->arena);
+  rlx_status s = size_arena(be, err);
+  be->stats.window_bytes = be->window;
+  /* whole alignment units: 64-bit accesses at the end and a window placed
+   * at the end stay inside the buffer */
+  rlx_error why;
+  if (s == RLX_OK && rlx_vk_buffer_create(c, be->arena_size, 0, &why, &be->arena) != RLX_OK)
+    s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "vulkan: arena of %llu bytes: %s",
+                 (unsigned long long)arena_bytes, why.msg);
   if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
   if (s == RLX_OK) s = create_queue_objects(be, err);
   if (s == RLX_OK) s = zero_arena(be, err);
@@ -618,6 +879,18 @@ void rlx_vk_exec_stats(const rlx_backend_exec* be, rlx_vk_stats* out) {
   if (be) *out = be->stats;
 }
 
+/* Dispatch report line: the steps this backend moved off their kernels. */
+static void vk_report(const rlx_backend_exec* be, char* buf, size_t cap) {
+  const rlx_vk_stats* st = &be->stats;
+  int n = snprintf(buf, cap, "vulkan: %d dispatches, %d on vectorised kernels, %d on the host fallback",
+                   st->dispatches, st->vec_steps, st->host_steps);
+  if (n < 0 || (size_t)n >= cap || be->window >= be->arena_size) return;
+  snprintf(buf + n, cap - (size_t)n,
+           "; arena bound through %llu-byte windows: %d step(s) staged, %d on the host because "
+           "their bytes exceed one window",
+           (unsigned long long)be->window, st->staged_steps, st->window_host_steps);
+}
+
 const rlx_backend rlx_backend_vulkan = {
     .name = "vulkan",
     .probe = vk_probe,
@@ -629,6 +902,7 @@ const rlx_backend rlx_backend_vulkan = {
     .download = vk_download,
     .copy = vk_copy,
     .run = vk_run,
+    .report = vk_report,
 };
 #else
 typedef int rlx_vk_backend_unused;

@@ -45,6 +45,8 @@
 #define RLXVK_K_COMPARE 2
 #define RLXVK_K_WHERE 3
 #define RLXVK_K_UNARY 4
+#define RLXVK_K_SOFTMAX 8 /* rows.comp */
+#define RLXVK_K_NORM 13
 
 /* Run buffer (binding 2), 32-bit words, rewritten by the host each run. */
 #define RLXVK_RUN_SEED_LO 0
@@ -141,5 +143,14 @@
 #define SM_TOPK 2
 #define SM_TOPP 3 /* float bits */
 #define SM_TEMP 4 /* float bits */
+/* eltwise_vec (dense elementwise fast path) */
+#define EV_N 0      /* elements (raw copies: 32-bit words) */
+#define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */
+#define EV_MODE 2   /* per input (3): EV_DENSE, EV_SCALAR, EV_MOD, EV_DIV */
+#define EV_PERIOD 5 /* per input (3): the modulus / divisor of EV_MOD / EV_DIV */
+#define EV_DENSE 0
+#define EV_SCALAR 1
+#define EV_MOD 2    /* input index = i % period (broadcast over leading dims) */
+#define EV_DIV 3    /* input index = i / period (broadcast over trailing dims) */
 
 #endif

@@ -327,19 +327,8 @@ static int place_step(rlx_backend_exec* be, wg_program* pg, int32_t i, uint32_t*
   rlx_wg_dispatch* d = &pg->disp[i];
   if (be->window >= be->arena_size || s->kernel == RLX_K_HOST)
     return !rlx_wg_encode_step(s, i, 0, be->window, max_groups, words, d);
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (int32_t k = 0; k < s->n_reads; k++) {
-    if (s->reads[k].begin < lo) lo = s->reads[k].begin;
-    if (s->reads[k].end > hi) hi = s->reads[k].end;
-  }
-  for (int32_t k = 0; k < s->n_writes; k++) {
-    if (s->writes[k].begin < lo) lo = s->writes[k].begin;
-    if (s->writes[k].end > hi) hi = s->writes[k].end;
-  }
-  if (lo > hi) lo = hi = 0;
-  uint64_t base = align_down(lo, be->c->offset_align);
-  if (base > be->arena_size - be->window) base = be->arena_size - be->window;
-  if (hi <= base + be->window) {
+  uint64_t base = 0;
+  if (rlx_step_window(s, be->arena_size, be->window, be->c->offset_align, &base)) {
     pg->window_at[i] = (uint32_t)base;
     return !rlx_wg_encode_step(s, i, base, be->window, max_groups, words, d);
   }
@@ -718,8 +707,13 @@ static rlx_status wg_run(rlx_backend_exec* be, const rlx_step_list* steps, const
 static int wg_probe(char* reason, size_t cap) {
   rlx_wg_context* c = rlx_wg_context_get(reason, cap);
   if (!c) return 0;
-  snprintf(reason, cap, "%s (Dawn/Vulkan)%s%s", c->adapter_name, c->has_f16 ? ", shader-f16" : "",
-           c->has_subgroups ? ", subgroups" : "");
+  /* Features the kernels use; "off" when offered but forced to the fallback. */
+  char sg[48] = "";
+  if (c->has_subgroups && !c->use_subgroups) snprintf(sg, sizeof sg, ", subgroups off");
+  if (c->use_subgroups)
+    snprintf(sg, sizeof sg, ", subgroups (%u-%u wide)", c->subgroup_min, c->subgroup_max);
+  snprintf(reason, cap, "%s (Dawn/Vulkan)%s%s", c->adapter_name,
+           c->has_f16 ? (c->use_f16 ? ", shader-f16" : ", shader-f16 off") : "", sg);
   return 1;
 }
 

@@ -150,6 +150,12 @@ static int open_adapter(rlx_wg_context* c) {
   return 1;
 }
 
+/* Set and not "0": forces a fallback path (tests run both). */
+static int env_flag(const char* name) {
+  const char* v = getenv(name);
+  return v && v[0] && strcmp(v, "0") != 0;
+}
+
 static int open_device(rlx_wg_context* c) {
   WGPULimits lim;
   memset(&lim, 0, sizeof lim);
@@ -180,6 +186,8 @@ static int open_device(rlx_wg_context* c) {
   }
   c->device = r.object;
   c->queue = c->f.wgpuDeviceGetQueue(c->device);
+  c->use_f16 = c->has_f16 && !env_flag("RLX_WG_NO_F16");
+  c->use_subgroups = c->has_subgroups && !env_flag("RLX_WG_NO_SUBGROUPS");
   memset(&c->limits, 0, sizeof c->limits);
   if (c->f.wgpuDeviceGetLimits(c->device, &c->limits) != WGPU_STATUS_SUCCESS) c->limits = lim;
   return 1;
@@ -334,51 +342,141 @@ rlx_status rlx_wg_map_read(rlx_wg_context* c, WGPUBuffer buf, void* dst, uint64_
 
 /* ------------------------------------------------------------ pipelines */
 
+/* Arena views: 32-bit words, atomic words (sub-word stores), or vec4
+ * words (fast paths: 16-byte loads and stores). */
+enum { ARENA_WORDS, ARENA_ATOMIC, ARENA_VEC4 };
+
 typedef struct kernel_source {
   const char* src;
   const char* entry;
+  int vec4;            /* the fast paths see the arena as vec4 words */
+  const char* defines; /* prepended constants (variants of one source) */
 } kernel_source;
 
 static kernel_source source_of(rlx_wg_kernel k) {
   switch (k) {
-    case RLX_WG_ELTWISE: return (kernel_source){rlx_wg_src_eltwise, "main"};
-    case RLX_WG_MATMUL: return (kernel_source){rlx_wg_src_matmul, "main"};
-    case RLX_WG_REDUCE: return (kernel_source){rlx_wg_src_reduce, "main"};
-    case RLX_WG_SOFTMAX: return (kernel_source){rlx_wg_src_rows, "softmax_main"};
-    case RLX_WG_ARG: return (kernel_source){rlx_wg_src_rows, "arg_main"};
-    case RLX_WG_CUMSUM: return (kernel_source){rlx_wg_src_rows, "cumsum_main"};
-    case RLX_WG_TOPK: return (kernel_source){rlx_wg_src_rows, "topk_main"};
-    case RLX_WG_GATHER: return (kernel_source){rlx_wg_src_index, "gather_main"};
-    case RLX_WG_SCATTER: return (kernel_source){rlx_wg_src_index, "scatter_main"};
-    case RLX_WG_NORM: return (kernel_source){rlx_wg_src_norm, "main"};
-    case RLX_WG_ATTENTION: return (kernel_source){rlx_wg_src_attention, "main"};
-    case RLX_WG_ROPE: return (kernel_source){rlx_wg_src_rope, "main"};
-    default: return (kernel_source){NULL, NULL};
+    case RLX_WG_ELTWISE: return (kernel_source){rlx_wg_src_eltwise, "main", 0, ""};
+    case RLX_WG_MATMUL: return (kernel_source){rlx_wg_src_matmul, "main", 0, ""};
+    case RLX_WG_REDUCE: return (kernel_source){rlx_wg_src_reduce, "main", 0, ""};
+    case RLX_WG_SOFTMAX: return (kernel_source){rlx_wg_src_rows, "softmax_main", 0, ""};
+    case RLX_WG_ARG: return (kernel_source){rlx_wg_src_rows, "arg_main", 0, ""};
+    case RLX_WG_CUMSUM: return (kernel_source){rlx_wg_src_rows, "cumsum_main", 0, ""};
+    case RLX_WG_TOPK: return (kernel_source){rlx_wg_src_rows, "topk_main", 0, ""};
+    case RLX_WG_GATHER: return (kernel_source){rlx_wg_src_index, "gather_main", 0, ""};
+    case RLX_WG_SCATTER: return (kernel_source){rlx_wg_src_index, "scatter_main", 0, ""};
+    case RLX_WG_NORM: return (kernel_source){rlx_wg_src_norm, "main", 0, ""};
+    case RLX_WG_ATTENTION: return (kernel_source){rlx_wg_src_attention, "main", 0, ""};
+    case RLX_WG_ROPE: return (kernel_source){rlx_wg_src_rope, "main", 0, ""};
+    case RLX_WG_ELTWISE_VEC: return (kernel_source){rlx_wg_src_fast, "eltwise_vec_main", 1, ""};
+    case RLX_WG_SOFTMAX_ROW: return (kernel_source){rlx_wg_src_fast, "softmax_row_main", 1, ""};
+    case RLX_WG_NORM_ROW: return (kernel_source){rlx_wg_src_fast, "norm_row_main", 1, ""};
+    case RLX_WG_MATMUL_TILED: return (kernel_source){rlx_wg_src_mmtile, "main", 1, ""};
+    case RLX_WG_ATTN_FLASH:
+      return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 16u;\n"};
+    default: return (kernel_source){NULL, NULL, 0, NULL};
   }
 }
 
 /* The arena binding and its word accessors. Steps that store sub-word
  * elements (f16, bf16, i8, u8, bool) share words between invocations, so
  * they see the arena as atomic words and store with atomic and/or. */
-static const char* arena_prelude(int atomic) {
-  if (atomic)
+static const char* arena_prelude(int mode) {
+  if (mode == ARENA_ATOMIC)
     return "@group(0) @binding(0) var<storage, read_write> A: array<atomic<u32>>;\n"
            "fn lw(i: u32) -> u32 { return atomicLoad(&A[i]); }\n"
            "fn sw(i: u32, v: u32) { atomicStore(&A[i], v); }\n"
            "fn sw_part(i: u32, mask: u32, bits: u32) {\n"
            "  atomicAnd(&A[i], ~mask); atomicOr(&A[i], bits & mask);\n}\n";
+  if (mode == ARENA_VEC4) /* words are components: only whole-word stores */
+    return "@group(0) @binding(0) var<storage, read_write> A: array<vec4<u32>>;\n"
+           "fn lw(i: u32) -> u32 { return A[i >> 2u][i & 3u]; }\n"
+           "fn sw(i: u32, v: u32) { A[i >> 2u][i & 3u] = v; }\n"
+           "fn sw_part(i: u32, mask: u32, bits: u32) { sw(i, (lw(i) & ~mask) | (bits & mask)); }\n"
+           /* four elements from element index e (a multiple of 4) of view
+            * `slot`: f32 at 16-byte, f16 / bf16 at 8-byte aligned offsets */
+           "fn quad4(slot: u32, e: u32) -> vec4<f32> {\n"
+           "  let dt = v_dt(slot);\n"
+           "  if (dt == DT_F32) { return bitcast<vec4<f32>>(A[(v_off(slot) >> 4u) + (e >> 2u)]); }\n"
+           "  let w = (v_off(slot) >> 2u) + (e >> 1u);\n"
+           "  let q = A[w >> 2u];\n"
+           "  let p = select(q.xy, q.zw, (w & 2u) != 0u);\n"
+           "  if (dt == DT_BF16) {\n"
+           "    return vec4<f32>(bitcast<f32>(p.x << 16u), bitcast<f32>(p.x & 0xffff0000u),\n"
+           "                     bitcast<f32>(p.y << 16u), bitcast<f32>(p.y & 0xffff0000u));\n  }\n"
+           "  return f16x4_to_f32(p);\n}\n";
   return "@group(0) @binding(0) var<storage, read_write> A: array<u32>;\n"
          "fn lw(i: u32) -> u32 { return A[i]; }\n"
          "fn sw(i: u32, v: u32) { A[i] = v; }\n"
          "fn sw_part(i: u32, mask: u32, bits: u32) { A[i] = (A[i] & ~mask) | (bits & mask); }\n";
 }
 
+/* Invocation ids (entry points take `ids: Ids` beside workgroup_id, which
+ * stays a separate parameter: a struct holding any non-uniform member is
+ * non-uniform as a whole for WGSL's uniformity analysis), the f16 load and the
+ * workgroup reductions (n invocations, a power of two <= 256), in a subgroup form and a workgroup-memory
+ * form. Both reduce in a fixed order for a given device. Max reduces
+ * order-preserving u32 keys of floats (NaN above everything), so NaN rules
+ * do not depend on the driver's subgroupMax. */
+static const char* feature_prelude_sg =
+    "struct Ids { @builtin(local_invocation_index) lid: u32,\n"
+    "  @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) ssz: u32 }\n"
+    "var<workgroup> wr_f: array<f32, 256>;\n"
+    "var<workgroup> wr_u: array<u32, 256>;\n"
+    "fn wg_sum(x: f32, ids: Ids, n: u32) -> f32 {\n"
+    "  let s = subgroupAdd(x);\n"
+    "  workgroupBarrier();\n"
+    "  if (ids.sid == 0u) { wr_f[ids.lid / ids.ssz] = s; }\n"
+    "  workgroupBarrier();\n"
+    "  var t = 0.0;\n"
+    "  for (var i = 0u; i < (n + ids.ssz - 1u) / ids.ssz; i = i + 1u) { t = t + wr_f[i]; }\n"
+    "  return t;\n}\n"
+    "fn wg_max_key(k: u32, ids: Ids, n: u32) -> u32 {\n"
+    "  let s = subgroupMax(k);\n"
+    "  workgroupBarrier();\n"
+    "  if (ids.sid == 0u) { wr_u[ids.lid / ids.ssz] = s; }\n"
+    "  workgroupBarrier();\n"
+    "  var t = 0u;\n"
+    "  for (var i = 0u; i < (n + ids.ssz - 1u) / ids.ssz; i = i + 1u) { t = max(t, wr_u[i]); }\n"
+    "  return t;\n}\n";
+
+static const char* feature_prelude_wg =
+    "struct Ids { @builtin(local_invocation_index) lid: u32 }\n"
+    "var<workgroup> wr_f: array<f32, 256>;\n"
+    "var<workgroup> wr_u: array<u32, 256>;\n"
+    "fn wg_sum(x: f32, ids: Ids, n: u32) -> f32 {\n"
+    "  workgroupBarrier();\n"
+    "  wr_f[ids.lid] = x;\n"
+    "  workgroupBarrier();\n"
+    "  for (var s = n / 2u; s > 0u; s = s >> 1u) {\n"
+    "    if (ids.lid < s) { wr_f[ids.lid] = wr_f[ids.lid] + wr_f[ids.lid + s]; }\n"
+    "    workgroupBarrier();\n  }\n"
+    "  return wr_f[0];\n}\n"
+    "fn wg_max_key(k: u32, ids: Ids, n: u32) -> u32 {\n"
+    "  workgroupBarrier();\n"
+    "  wr_u[ids.lid] = k;\n"
+    "  workgroupBarrier();\n"
+    "  for (var s = n / 2u; s > 0u; s = s >> 1u) {\n"
+    "    if (ids.lid < s) { wr_u[ids.lid] = max(wr_u[ids.lid], wr_u[ids.lid + s]); }\n"
+    "    workgroupBarrier();\n  }\n"
+    "  return wr_u[0];\n}\n";
+
+/* f16 bits -> f32: exact either way; shader-f16 converts natively. */
+static const char* f16_load_native =
+    "fn f16_to_f32(h: u32) -> f32 { return f32(bitcast<vec2<f16>>(h & 0xffffu).x); }\n"
+    "fn f16x4_to_f32(p: vec2<u32>) -> vec4<f32> { return vec4<f32>(bitcast<vec4<f16>>(p)); }\n";
+static const char* f16_load_int =
+    "fn f16_to_f32(h: u32) -> f32 { return f16_to_f32_int(h); }\n"
+    "fn f16x4_to_f32(p: vec2<u32>) -> vec4<f32> {\n"
+    "  return vec4<f32>(f16_to_f32_int(p.x), f16_to_f32_int(p.x >> 16u), f16_to_f32_int(p.y),\n"
+    "                   f16_to_f32_int(p.y >> 16u));\n}\n";
+
 /* Growable text for one module. */
-typedef struct text {
+typedef struct text text;
+struct text {
   char* s;
   size_t n, cap;
   int oom;
-} text;
+};
 
 static void add(text* t, const char* s) {
   size_t k = strlen(s);
@@ -416,7 +514,15 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   kernel_source ks = source_of(k);
   if (!ks.src) return rlx_fail(err, RLX_INTERNAL, "webgpu: no kernel %d", (int)k);
   text t = {NULL, 0, 0, 0};
-  add(&t, arena_prelude(atomic));
+  /* enable directives come before every declaration */
+  if (c->use_f16) add(&t, "enable f16;\n");
+  /* Reductions run in workgroup-uniform control flow (the row index comes
+   * from the record, which the analysis cannot prove uniform). */
+  if (c->use_subgroups) add(&t, "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n");
+  add(&t, arena_prelude(ks.vec4 ? ARENA_VEC4 : atomic ? ARENA_ATOMIC : ARENA_WORDS));
+  add(&t, c->use_subgroups ? feature_prelude_sg : feature_prelude_wg);
+  add(&t, c->use_f16 ? f16_load_native : f16_load_int);
+  add(&t, ks.defines);
   add_constants(&t);
   add(&t, rlx_wg_src_common);
   add(&t, ks.src);

@@ -4,7 +4,13 @@
  * has no f64) or needs 64-bit integer division, runs on the host fallback
  * rather than computing something wrong. Elementwise steps get their dims
  * coalesced (size-1 dims dropped, runs contiguous in every view merged), so
- * the common dense case unravels one dim per element instead of eight. */
+ * the common dense case unravels one dim per element instead of eight.
+ *
+ * Fast kernels are picked here from the views, never re-derived by the
+ * kernels: dense f32 elementwise (vec4 accesses), contiguous f32 rows
+ * (softmax, norms), the register-blocked matmul and flash attention.
+ * RLX_WG_NO_FAST=1 keeps every step on the general kernels. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/webgpu/wg_internal.h"
@@ -249,6 +255,182 @@ static void encode_kind(encoder* e, const rlx_step* s) {
   }
 }
 
+/* ------------------------------------------------------------ fast paths */
+
+static int dense(const rlx_view* v) {
+  int64_t want = 1;
+  for (int32_t d = v->rank - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->stride[d] != want) return 0;
+    want *= v->shape[d];
+  }
+  return 1;
+}
+
+static int all_zero_strides(const rlx_view* v) {
+  for (int32_t d = 0; d < v->rank; d++)
+    if (v->shape[d] != 1 && v->stride[d] != 0) return 0;
+  return 1;
+}
+
+static int at16(const rlx_view* v, uint64_t base) { return (v->offset - base) % 16 == 0; }
+
+/* How eltwise_vec_main reads input `in` (aligned to the dense output `out`,
+ * both coalesced): 0 contiguous, 1 scalar, 2 a row repeated (i % p), 3 a
+ * column repeated (i / p); -1 when none fits. */
+static int vec_mode(const rlx_view* in, const rlx_view* out, uint64_t base, int64_t* period) {
+  *period = 1;
+  if (in->offset % 4 != 0) return -1;
+  if (all_zero_strides(in)) return 1;
+  if (!at16(in, base) && !(in->rank == 2 && in->stride[0] == 1 && in->stride[1] == 0)) return -1;
+  if (dense(in)) return 0;
+  if (in->rank == 2 && out->shape[1] % 4 == 0) {
+    *period = out->shape[1];
+    if (in->stride[0] == 0 && in->stride[1] == 1) return 2;
+    if (in->stride[0] == 1 && in->stride[1] == 0) return 3;
+  }
+  return -1;
+}
+
+/* Dense f32 (or same-dtype 4-byte copy) elementwise steps: eltwise_vec_main. */
+static int pick_eltwise_vec(encoder* e, const rlx_step* s, const rlx_view* views, int n_views,
+                            uint64_t base) {
+  const rlx_view* out = &views[0];
+  int n_in = s->kernel == RLX_K_BINARY ? 2 : 1;
+  if (s->kernel == RLX_K_BINARY || s->kernel == RLX_K_UNARY) {
+    if (out->dtype != RLX_F32) return 0;
+    for (int k = 1; k <= n_in; k++)
+      if (views[k].dtype != RLX_F32) return 0;
+  } else if (s->kernel == RLX_K_COPY) {
+    if (views[1].dtype != out->dtype || rlx_dtype_size(out->dtype) != 4) return 0;
+  } else {
+    return 0;
+  }
+  if (n_views < 1 + n_in || !dense(out) || !at16(out, base) || out->rank > 2) return 0;
+  for (int k = 1; k <= n_in; k++) {
+    int64_t period;
+    int mode = vec_mode(&views[k], out, base, &period);
+    if (mode < 0) return 0;
+    put_x(e, WG_EV_MODE + (uint32_t)(k - 1), mode);
+    put_x(e, WG_EV_PERIOD + (uint32_t)(k - 1), period);
+  }
+  return 1;
+}
+
+/* Contiguous f32 rows of at most 8192 elements: softmax_row_main. */
+static int pick_softmax_row(const rlx_step* s, uint64_t base) {
+  const rlx_row_params* r = &s->p.rowop.row;
+  return r->inner == 1 && r->n % 4 == 0 && r->n <= 8192 && s->in[0].dtype == RLX_F32 &&
+         s->out[0].dtype == RLX_F32 && at16(&s->in[0], base) && at16(&s->out[0], base);
+}
+
+/* Norms without a residual over contiguous f32 rows: norm_row_main. */
+static int pick_norm_row(const rlx_step* s, uint64_t base) {
+  const rlx_norm_params* p = &s->p.norm;
+  if (p->has_residual || p->writes_sum || p->cols % 4 != 0 || p->cols > 8192) return 0;
+  if (s->out[0].dtype != RLX_F32 || !at16(&s->out[0], base)) return 0;
+  const int slots[3] = {0, 3, 4}; /* x, gamma, beta */
+  for (int k = 0; k < 3; k++) {
+    const rlx_view* v = &s->in[slots[k]];
+    if (v->rank >= 0 && (v->dtype != RLX_F32 || !at16(v, base))) return 0;
+  }
+  return 1;
+}
+
+/* quad4 can read this view: f32 at 16 bytes, f16 / bf16 at 8 (element
+ * indices of the quads are multiples of 4: callers check strides). */
+static int quad_view(const rlx_view* v, uint64_t base) {
+  if (v->dtype == RLX_F32) return at16(v, base);
+  return (v->dtype == RLX_F16 || v->dtype == RLX_BF16) && (v->offset - base) % 8 == 0;
+}
+
+static int strides4(const int64_t* st, int n) {
+  for (int i = 0; i < n; i++)
+    if (st[i] % 4 != 0) return 0;
+  return 1;
+}
+
+/* Register-blocked matmul: quad tile loads where an operand (f32, f16,
+ * bf16) has aligned quads; outputs of 4 bytes, or 2 bytes in whole words. */
+static int pick_matmul_tiled(encoder* e, const rlx_step* s, uint64_t base) {
+  const rlx_matmul_params* p = &s->p.mm;
+  if (p->M < 32 || p->N < 32 || p->K < 16) return 0;
+  const rlx_view *a = &s->in[0], *b = &s->in[1], *c = &s->out[0];
+  int pair = 0;
+  if (c->dtype == RLX_F32 && at16(c, base) && p->N % 4 == 0 && strides4(p->c_bstride, p->batch_rank))
+    pair = 2;
+  else if (rlx_dtype_size(c->dtype) == 2 && (c->offset - base) % 4 == 0 && p->N % 2 == 0)
+    pair = 1;
+  else if (rlx_dtype_size(c->dtype) != 4)
+    return 0;
+  int fa = 0, fb = 0;
+  if (quad_view(a, base) && strides4(p->a_bstride, p->batch_rank)) {
+    if (p->a_cs == 1 && p->a_rs % 4 == 0 && p->K % 4 == 0) fa = 1;
+    else if (p->a_rs == 1 && p->a_cs % 4 == 0 && p->M % 4 == 0) fa = 2;
+  }
+  if (quad_view(b, base) && strides4(p->b_bstride, p->batch_rank)) {
+    if (p->b_cs == 1 && p->b_rs % 4 == 0 && p->N % 4 == 0) fb = 1;
+    else if (p->b_rs == 1 && p->b_cs % 4 == 0 && p->K % 4 == 0) fb = 2;
+  }
+  put_x(e, WG_MM_FAST_A, fa);
+  put_x(e, WG_MM_FAST_B, fb);
+  put_x(e, WG_MM_PAIR_OUT, pair);
+  return 1;
+}
+
+/* Flash attention for query blocks (Sq >= 16), head dims <= 64: q and the
+ * accumulator live in registers. (A 128-dim variant, fully unrolled, took
+ * lavapipe's LLVM minutes to compile; wider heads keep the one-row kernel.) */
+static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kernel* k) {
+  const rlx_attention_params* p = &s->p.attn;
+  if (p->Sq < 16 || p->D > 64 || p->Dv > 64 || p->D <= 0 || p->Dv <= 0) return 0;
+  const rlx_view *kv = &s->in[1], *vv = &s->in[2], *o = &s->out[0];
+  int pair = 0;
+  if (rlx_dtype_size(o->dtype) == 2) {
+    const int64_t st[3] = {p->o_sb, p->o_ss, p->o_sh};
+    if ((o->offset - base) % 4 != 0 || p->Dv % 2 != 0) return 0;
+    for (int i = 0; i < 3; i++)
+      if (st[i] % 2 != 0) return 0;
+    pair = 1;
+  } else if (rlx_dtype_size(o->dtype) != 4) {
+    return 0;
+  }
+  const int64_t kst[6] = {p->k_sb, p->k_ss, p->k_sh, p->v_sb, p->v_ss, p->v_sh};
+  int fast = quad_view(kv, base) && quad_view(vv, base) && strides4(kst, 6) && p->D % 4 == 0 &&
+             p->Dv % 4 == 0;
+  put_x(e, WG_AT_PAIR_OUT, pair);
+  put_x(e, WG_AT_FAST_KV, fast);
+  *k = RLX_WG_ATTN_FLASH;
+  return 1;
+}
+
+/* Upgrades the step to a fast kernel where its views allow: kernel, work
+ * items and invocations per item group change; the fast kernels never need
+ * the atomic arena. */
+static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int n_views,
+                      uint64_t base, rlx_wg_dispatch* d, int64_t* items, int* per_group) {
+  rlx_wg_kernel k = d->kernel;
+  if (d->kernel == RLX_WG_ELTWISE && pick_eltwise_vec(e, s, views, n_views, base)) {
+    k = RLX_WG_ELTWISE_VEC;
+    *items = (numel(&views[0]) + 3) / 4;
+    *per_group = 256;
+  } else if (d->kernel == RLX_WG_SOFTMAX && pick_softmax_row(s, base)) {
+    k = RLX_WG_SOFTMAX_ROW;
+  } else if (d->kernel == RLX_WG_NORM && pick_norm_row(s, base)) {
+    k = RLX_WG_NORM_ROW;
+  } else if (d->kernel == RLX_WG_MATMUL && pick_matmul_tiled(e, s, base)) {
+    const rlx_matmul_params* p = &s->p.mm;
+    k = RLX_WG_MATMUL_TILED;
+    *items = p->batch * ((p->M + 127) / 128) * ((p->N + 127) / 128);
+  } else if (d->kernel == RLX_WG_ATTENTION && pick_flash(e, s, base, &k)) {
+    const rlx_attention_params* p = &s->p.attn;
+    *items = p->B * p->H * ((p->Sq + 63) / 64);
+  }
+  if (k != d->kernel) {
+    d->kernel = k;
+    d->atomic = 0;
+  }
+}
+
 int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t window,
                        uint32_t max_groups, uint32_t* words, rlx_wg_dispatch* out) {
   memset(words, 0, sizeof(uint32_t) * RLX_WG_REC_WORDS);
@@ -279,8 +461,12 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) put_view(&e, 2 + i, &absent, base, window);
   encode_kind(&e, s);
   if (!e.ok) return 1;
+  if (!getenv("RLX_WG_NO_FAST")) {
+    pick_fast(&e, s, views, n_views, base, out, &items, &per_group); /* R_COUNT stays */
+    if (!e.ok) return 1;
+  }
   if (items == 0) return 0;
-  uint64_t groups = per_group == 1 ? (uint64_t)items : ((uint64_t)items + 63) / 64;
+  uint64_t groups = ((uint64_t)items + (uint64_t)per_group - 1) / (uint64_t)per_group;
   uint64_t gx = groups < max_groups ? groups : max_groups;
   uint64_t gy = (groups + gx - 1) / gx;
   if (gy > max_groups) return 1;

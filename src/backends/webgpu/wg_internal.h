@@ -32,7 +32,9 @@
   X(RUN_ERR_HI, 5) X(RUN_ERR_LEN, 6)                                                            \
   X(MM_M, 0) X(MM_N, 1) X(MM_K, 2) X(MM_BATCH, 3) X(MM_BRANK, 4) X(MM_BSHAPE, 5) X(MM_ABS, 13)  \
   X(MM_BBS, 21) X(MM_CBS, 29) X(MM_ARS, 37) X(MM_ACS, 38) X(MM_BRS, 39) X(MM_BCS, 40)           \
-  X(MM_CRS, 41) X(MM_HAS_BIAS, 42) X(MM_ACT, 43)                                                \
+  X(MM_CRS, 41) X(MM_HAS_BIAS, 42) X(MM_ACT, 43) X(MM_FAST_A, 44) X(MM_FAST_B, 45)              \
+  X(MM_PAIR_OUT, 46)                                                                            \
+  X(EV_MODE, 0) X(EV_PERIOD, 5) X(EV_VECS, 10)                                                  \
   X(RD_NKEEP, 0) X(RD_NRED, 1) X(RD_OUTER, 2) X(RD_INNER, 3)                                    \
   X(RW_OUTER, 0) X(RW_N, 1) X(RW_INNER, 2) X(RW_EXCLUSIVE, 3) X(RW_REVERSE, 4) X(RW_K, 5)       \
   X(RW_LARGEST, 6)                                                                              \
@@ -42,7 +44,7 @@
   X(NM_HAS_GAMMA, 6) X(NM_HAS_BETA, 7) X(NM_WRITES_SUM, 8)                                      \
   X(AT_B, 0) X(AT_H, 1) X(AT_HKV, 2) X(AT_SQ, 3) X(AT_SK, 4) X(AT_D, 5) X(AT_DV, 6) X(AT_Q, 7)  \
   X(AT_K, 10) X(AT_V, 13) X(AT_O, 16) X(AT_M, 19) X(AT_MASK, 23) X(AT_WINDOW, 24)               \
-  X(AT_SCALE, 25) X(AT_SOFTCAP, 26)                                                             \
+  X(AT_SCALE, 25) X(AT_SOFTCAP, 26) X(AT_PAIR_OUT, 27) X(AT_FAST_KV, 28)                        \
   X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
   X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
   X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)
@@ -74,6 +76,12 @@ typedef enum rlx_wg_kernel {
   RLX_WG_NORM,
   RLX_WG_ATTENTION,
   RLX_WG_ROPE,
+  /* fast paths chosen at encode time (vec4 arena view, wider workgroups) */
+  RLX_WG_ELTWISE_VEC, /* dense f32 elementwise, 4 elements per access */
+  RLX_WG_MATMUL_TILED, /* 128x128 register-blocked tiles, 8x8 per invocation */
+  RLX_WG_SOFTMAX_ROW, /* contiguous f32 rows cached in registers */
+  RLX_WG_NORM_ROW,
+  RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
   RLX_WG_KERNEL_COUNT
 } rlx_wg_kernel;
 
@@ -88,6 +96,9 @@ extern const char rlx_wg_src_index[];
 extern const char rlx_wg_src_norm[];
 extern const char rlx_wg_src_attention[];
 extern const char rlx_wg_src_rope[];
+extern const char rlx_wg_src_fast[];
+extern const char rlx_wg_src_mmtile[];
+extern const char rlx_wg_src_flash[];
 
 /* ------------------------------------------------------------ context */
 
@@ -100,7 +111,9 @@ typedef struct rlx_wg_context {
   WGPUQueue queue;
   WGPULimits limits;
   char adapter_name[160];
-  int has_f16, has_subgroups;
+  int has_f16, has_subgroups; /* offered by the adapter (and requested) */
+  int use_f16, use_subgroups; /* used by the kernels: unless RLX_WG_NO_F16 /
+                                 RLX_WG_NO_SUBGROUPS force the fallbacks */
   uint32_t subgroup_min, subgroup_max;
   uint64_t max_binding;   /* arena window size: limit, or RLX_WEBGPU_MAX_BINDING */
   uint32_t offset_align;  /* minStorageBufferOffsetAlignment */

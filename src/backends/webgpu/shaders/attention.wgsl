@@ -7,27 +7,7 @@
 
 var<workgroup> at_s: array<f32, 64>;
 
-fn masked_score(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
-  var sc = dot * pf(R_X + AT_SCALE);
-  let cap = pf(R_X + AT_SOFTCAP);
-  if (cap > 0.0) { sc = cap * tanh_f(sc / cap); }
-  let last_visible = i32(i) + px(AT_SK) - px(AT_SQ);
-  let mask = px(AT_MASK);
-  if (mask == MASK_CAUSAL) {
-    if (i32(j) > last_visible) { return -inf_f(); }
-  } else if (mask == MASK_SLIDING) {
-    if (i32(j) > last_visible || i32(j) <= last_visible - px(AT_WINDOW)) { return -inf_f(); }
-  } else if (mask == MASK_CUSTOM || mask == MASK_BIAS) {
-    let m_at = i32(b) * px(AT_M + 0u) + i32(h) * px(AT_M + 1u) + i32(i) * px(AT_M + 2u) + i32(j) * px(AT_M + 3u);
-    let mv = ld_f(v_dt(5u), v_off(5u), m_at);
-    if (mask == MASK_CUSTOM) {
-      if (!(mv > 0.5)) { return -inf_f(); }
-    } else {
-      sc = sc + mv;
-    }
-  }
-  return sc;
-}
+// masked_score (common.wgsl) applies scale, softcap and the mask.
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

@@ -96,7 +96,8 @@ fn f32_to_i64(v: f32) -> vec2<u32> {
 
 // ------------------------------------------------------------ float formats
 
-fn f16_to_f32(h: u32) -> f32 {
+// Integer form; f16_to_f32 (host prelude) uses shader-f16 when enabled.
+fn f16_to_f32_int(h: u32) -> f32 {
   let sign = (h & 0x8000u) << 16u;
   let e = (h >> 10u) & 0x1fu;
   let m = h & 0x3ffu;
@@ -231,6 +232,19 @@ fn round_to(dt: u32, x: f32) -> f32 {
   if (dt == DT_F16) { return f16_to_f32(f32_to_f16(x)); }
   if (dt == DT_BF16) { return bf16_to_f32(f32_to_bf16(x)); }
   return x;
+}
+
+// ------------------------------------------------------------ float keys
+
+// Order-preserving u32 key of a float; NaN above everything.
+fn fkey(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return 0xffffffffu; }
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+fn funkey(k: u32) -> f32 {
+  if (k == 0xffffffffu) { return nan_f(); }
+  return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
 }
 
 // ------------------------------------------------------------ raw access
@@ -517,4 +531,30 @@ fn binary_f(op: u32, a: f32, b: f32) -> f32 {
     case 6u: { return pow_f(a, b); }
     default: { return nan_f(); }
   }
+}
+
+// ------------------------------------------------------------ attention
+
+// Score of key j for query row i of (b, h): scale, softcap, then the mask
+// (-inf where masked). Shared by the one-row and the flash kernels.
+fn masked_score(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
+  var sc = dot * pf(R_X + AT_SCALE);
+  let cap = pf(R_X + AT_SOFTCAP);
+  if (cap > 0.0) { sc = cap * tanh_f(sc / cap); }
+  let last_visible = i32(i) + px(AT_SK) - px(AT_SQ);
+  let mask = px(AT_MASK);
+  if (mask == MASK_CAUSAL) {
+    if (i32(j) > last_visible) { return -inf_f(); }
+  } else if (mask == MASK_SLIDING) {
+    if (i32(j) > last_visible || i32(j) <= last_visible - px(AT_WINDOW)) { return -inf_f(); }
+  } else if (mask == MASK_CUSTOM || mask == MASK_BIAS) {
+    let m_at = i32(b) * px(AT_M + 0u) + i32(h) * px(AT_M + 1u) + i32(i) * px(AT_M + 2u) + i32(j) * px(AT_M + 3u);
+    let mv = ld_f(v_dt(5u), v_off(5u), m_at);
+    if (mask == MASK_CUSTOM) {
+      if (!(mv > 0.5)) { return -inf_f(); }
+    } else {
+      sc = sc + mv;
+    }
+  }
+  return sc;
 }

@@ -1,20 +1,8 @@
 // LayerNorm / RmsNorm (optionally of x + residual [+ bias], also written
-// out): one workgroup per row. The pre-norm sum is rounded to the output
-// dtype before it is normalised, as the reference does. Slots: 0 norm out,
+// out): one 256-wide workgroup per row (subgroup or workgroup reductions).
+// The pre-norm sum is rounded to the output dtype before it is normalised,
+// as the reference does. Slots: 0 norm out,
 // 1 sum out, 2 x, 3 residual, 4 bias, 5 gamma, 6 beta.
-
-var<workgroup> nm_s: array<f32, 64>;
-
-fn nm_sum(x: f32, lid: u32) -> f32 {
-  workgroupBarrier();
-  nm_s[lid] = x;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s = s >> 1u) {
-    if (lid < s) { nm_s[lid] = nm_s[lid] + nm_s[lid + s]; }
-    workgroupBarrier();
-  }
-  return nm_s[0];
-}
 
 fn pre_norm(r: u32, c: u32) -> f32 {
   let e = i32(r * pxu(NM_COLS) + c);
@@ -27,8 +15,9 @@ fn pre_norm(r: u32, c: u32) -> f32 {
   return x;
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
+  let lid = ids.lid;
   let r = group_linear(wid);
   if (r >= pxu(NM_ROWS)) { return; }
   let cols = pxu(NM_COLS);
@@ -36,17 +25,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var mean = 0.0;
   if (!rms) {
     var s = 0.0;
-    for (var c = lid; c < cols; c = c + 64u) { s = s + pre_norm(r, c); }
-    mean = nm_sum(s, lid) / f32(cols);
+    for (var c = lid; c < cols; c = c + 256u) { s = s + pre_norm(r, c); }
+    mean = wg_sum(s, ids, 256u) / f32(cols);
   }
   var ss = 0.0;
-  for (var c = lid; c < cols; c = c + 64u) { let d = pre_norm(r, c) - mean; ss = ss + d * d; }
-  let ms = nm_sum(ss, lid) / f32(cols);
+  for (var c = lid; c < cols; c = c + 256u) { let d = pre_norm(r, c) - mean; ss = ss + d * d; }
+  let ms = wg_sum(ss, ids, 256u) / f32(cols);
   let inv = 1.0 / sqrt_f(ms + pf(R_X + NM_EPS));
   let writes_sum = px(NM_WRITES_SUM) != 0;
   // Everything is read before anything is written (outputs may alias x).
   workgroupBarrier();
-  for (var c = lid; c < cols; c = c + 64u) {
+  for (var c = lid; c < cols; c = c + 256u) {
     let x = pre_norm(r, c);
     var y = (x - mean) * inv;
     if (px(NM_HAS_GAMMA) != 0) { y = y * ld_f(v_dt(5u), v_off(5u), i32(c)); }

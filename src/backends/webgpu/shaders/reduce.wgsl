@@ -3,7 +3,6 @@
 // compensated (Kahan) sums per invocation, integers exactly in 64 bits.
 
 var<workgroup> red_f: array<f32, 64>;
-var<workgroup> red_c: array<f32, 64>;
 var<workgroup> red_i: array<vec2<u32>, 64>;
 
 fn red_elem(base: i32, r_in: u32) -> i32 {
@@ -27,8 +26,21 @@ fn pick_f(op: u32, best: f32, v: f32) -> f32 {
   return select(best, v, v < best);
 }
 
+// Key of v for a max-reduction of keys that implements op (max or min), NaN
+// winning either way; 0 (below every key) for "no value".
+fn mm_key(op: u32, v: f32) -> u32 {
+  let k = fkey(v); // non-NaN keys lie in [0x007fffff, 0xff800000]
+  if (op == RED_MAX || k == 0xffffffffu) { return k; }
+  return 0xffffffffu - k; // same range, order reversed
+}
+fn mm_unkey(op: u32, k: u32) -> f32 {
+  if (op == RED_MAX || k == 0xffffffffu) { return funkey(k); }
+  return funkey(0xffffffffu - k);
+}
+
 @compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
+  let lid = ids.lid;
   let o = group_linear(wid);
   if (o >= pxu(RD_OUTER)) { return; }
   let op = P[R_OP];
@@ -93,27 +105,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     else { acc = pick_f(op, acc, v); }
     have = true;
   }
+  // sum and max / min through wg_sum / wg_max_key (subgroups when enabled)
+  if (op == RED_SUM || op == RED_MEAN) {
+    var v = wg_sum(acc, ids, 64u);
+    if (op == RED_MEAN) { v = select(nan_f(), v / f32(inner), inner > 0u); }
+    if (lid == 0u) { st_f(odt, ooff, i32(o), v); }
+    return;
+  }
+  if (op != RED_PROD) {
+    let k = wg_max_key(select(0u, mm_key(op, acc), have), ids, 64u);
+    if (lid == 0u) { st_f(odt, ooff, i32(o), select(mm_unkey(op, k), nan_f(), inner == 0u)); }
+    return;
+  }
   red_f[lid] = acc;
-  red_c[lid] = select(0.0, 1.0, have);
   workgroupBarrier();
   for (var s = 32u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      let a = red_f[lid]; let b = red_f[lid + s];
-      let hb = red_c[lid + s] != 0.0;
-      let ha = red_c[lid] != 0.0;
-      var c = a;
-      if (op == RED_SUM || op == RED_MEAN) { c = a + b; }
-      else if (op == RED_PROD) { c = a * b; }
-      else if (hb) { c = select(b, pick_f(op, a, b), ha); }
-      red_f[lid] = c;
-      red_c[lid] = select(0.0, 1.0, ha || hb);
-    }
+    if (lid < s) { red_f[lid] = red_f[lid] * red_f[lid + s]; }
     workgroupBarrier();
   }
-  if (lid == 0u) {
-    var v = red_f[0];
-    if (op == RED_MEAN) { v = select(nan_f(), v / f32(inner), inner > 0u); }
-    if ((op == RED_MAX || op == RED_MIN) && inner == 0u) { v = nan_f(); }
-    st_f(odt, ooff, i32(o), v);
-  }
+  if (lid == 0u) { st_f(odt, ooff, i32(o), red_f[0]); }
 }

@@ -1,66 +1,40 @@
 // Row ops over a dense [outer, n, inner] view, along n: softmax / log-softmax
-// (one workgroup per row, workgroup reductions), arg-max/min and cumsum (one
+// (one workgroup per row, subgroup or workgroup reductions), arg-max/min and cumsum (one
 // invocation per row, sequential so ties and NaN rules match the reference
 // exactly), top-k (one invocation per element: its rank in the row decides
 // whether and where it is written).
 
 fn row_elem(o: u32, i: u32, j: u32) -> i32 { return i32((o * pxu(RW_N) + i) * pxu(RW_INNER) + j); }
 
-var<workgroup> sm_a: array<f32, 64>;
-var<workgroup> sm_b: array<f32, 64>;
-
-fn wg_max(x: f32, lid: u32) -> f32 {
-  workgroupBarrier();
-  sm_a[lid] = x;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      let a = sm_a[lid]; let b = sm_a[lid + s];
-      sm_a[lid] = select(select(a, b, b > a), select(a, b, is_nan(b)), is_nan(a) || is_nan(b));
-    }
-    workgroupBarrier();
-  }
-  return sm_a[0];
-}
-
-fn wg_sum(x: f32, lid: u32) -> f32 {
-  workgroupBarrier();
-  sm_b[lid] = x;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s = s >> 1u) {
-    if (lid < s) { sm_b[lid] = sm_b[lid] + sm_b[lid + s]; }
-    workgroupBarrier();
-  }
-  return sm_b[0];
-}
-
-@compute @workgroup_size(64)
-fn softmax_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+// One 256-wide workgroup per row; wg_max_key / wg_sum (host prelude) use
+// subgroups when the device has them.
+@compute @workgroup_size(256)
+fn softmax_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
+  let lid = ids.lid;
   let row = group_linear(wid);
   let inner = pxu(RW_INNER);
   if (row >= pxu(RW_OUTER) * inner) { return; }
   let o = row / inner; let j = row % inner;
   let n = pxu(RW_N);
   let dt = v_dt(2u); let off = v_off(2u);
-  var m = -inf_f();
-  for (var i = lid; i < n; i = i + 64u) {
-    let x = ld_f(dt, off, row_elem(o, i, j));
-    if (is_nan(x) || x > m) { if (!is_nan(m)) { m = x; } }
-  }
-  m = wg_max(m, lid);
+  var mk = 0u;
+  for (var i = lid; i < n; i = i + 256u) { mk = max(mk, fkey(ld_f(dt, off, row_elem(o, i, j)))); }
+  let m = funkey(wg_max_key(mk, ids, 256u));
   var sum = 0.0;
   var comp = 0.0;
-  for (var i = lid; i < n; i = i + 64u) {
+  for (var i = lid; i < n; i = i + 256u) {
     let y = exp_f(ld_f(dt, off, row_elem(o, i, j)) - m) - comp;
     let t = sum + y;
     comp = (t - sum) - y;
     sum = t;
   }
-  sum = wg_sum(sum, lid);
+  sum = wg_sum(sum, ids, 256u);
   let log_sum = log_f(sum);
   let odt = v_dt(0u); let ooff = v_off(0u);
   let logsm = P[R_OP] == 1u;
-  for (var i = lid; i < n; i = i + 64u) {
+  // Everything is read before anything is written (the output may alias).
+  workgroupBarrier();
+  for (var i = lid; i < n; i = i + 256u) {
     let e = row_elem(o, i, j);
     let x = ld_f(dt, off, e);
     st_f(odt, ooff, e, select(exp_f(x - m) / sum, x - m - log_sum, logsm));

@@ -377,6 +377,23 @@ static int pick_matmul_tiled(encoder* e, const rlx_step* s, uint64_t base) {
   return 1;
 }
 
+/* Decode-shaped f32 matmul (M <= 4, one batch) whose weight loads as
+ * vec4: gemv.wgsl, MM_FAST_B = 1 for B[K, N], 2 for B[N, K]. Returns the
+ * columns one workgroup owns, 0 when the step does not fit. */
+static int pick_gemv(encoder* e, const rlx_step* s, uint64_t base) {
+  const rlx_matmul_params* p = &s->p.mm;
+  const rlx_view *a = &s->in[0], *b = &s->in[1], *c = &s->out[0];
+  if (p->M < 1 || p->M > 4 || p->batch != 1 || p->K < 1) return 0;
+  if (a->dtype != RLX_F32 || b->dtype != RLX_F32 || c->dtype != RLX_F32 || !at16(b, base))
+    return 0;
+  int layout = 0;
+  if (p->b_cs == 1 && p->b_rs % 4 == 0 && p->N % 4 == 0) layout = 1;
+  else if (p->b_rs == 1 && p->b_cs % 4 == 0 && p->K % 4 == 0) layout = 2;
+  if (!layout) return 0;
+  put_x(e, WG_MM_FAST_B, layout);
+  return layout == 1 ? 16 : 8;
+}
+
 /* Flash attention for query blocks (Sq >= 16), head dims <= 64: q and the
  * accumulator live in registers. (A 128-dim variant, fully unrolled, took
  * lavapipe's LLVM minutes to compile; wider heads keep the one-row kernel.) */
@@ -409,6 +426,7 @@ static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kerne
 static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int n_views,
                       uint64_t base, rlx_wg_dispatch* d, int64_t* items, int* per_group) {
   rlx_wg_kernel k = d->kernel;
+  int cols;
   if (d->kernel == RLX_WG_ELTWISE && pick_eltwise_vec(e, s, views, n_views, base)) {
     k = RLX_WG_ELTWISE_VEC;
     *items = (numel(&views[0]) + 3) / 4;
@@ -417,6 +435,9 @@ static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int 
     k = RLX_WG_SOFTMAX_ROW;
   } else if (d->kernel == RLX_WG_NORM && pick_norm_row(s, base)) {
     k = RLX_WG_NORM_ROW;
+  } else if (d->kernel == RLX_WG_MATMUL && (cols = pick_gemv(e, s, base)) > 0) {
+    k = RLX_WG_GEMV;
+    *items = (s->p.mm.N + cols - 1) / cols;
   } else if (d->kernel == RLX_WG_MATMUL && pick_matmul_tiled(e, s, base)) {
     const rlx_matmul_params* p = &s->p.mm;
     k = RLX_WG_MATMUL_TILED;

@@ -82,6 +82,7 @@ typedef enum rlx_wg_kernel {
   RLX_WG_SOFTMAX_ROW, /* contiguous f32 rows cached in registers */
   RLX_WG_NORM_ROW,
   RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
+  RLX_WG_GEMV,       /* M <= 4 rows, f32, vec4 weight loads, split-K */
   RLX_WG_KERNEL_COUNT
 } rlx_wg_kernel;
 
@@ -99,6 +100,7 @@ extern const char rlx_wg_src_rope[];
 extern const char rlx_wg_src_fast[];
 extern const char rlx_wg_src_mmtile[];
 extern const char rlx_wg_src_flash[];
+extern const char rlx_wg_src_gemv[];
 
 /* ------------------------------------------------------------ context */
 

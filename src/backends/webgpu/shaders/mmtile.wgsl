@@ -1,9 +1,10 @@
 // C = act(A·B + bias), batched, register-blocked: one 128x128 output tile per
 // 256-invocation workgroup, 8x8 outputs per invocation (rows ty*4.. and
 // 64+ty*4.., columns tx*4.. and 64+tx*4..), K in slabs of 16 staged in
-// workgroup memory as vec4 rows (As[k][m], Bs[k][n]). Every output is one
-// f32 fma chain in ascending k, as in the 16x16 kernel and the CPU
-// reference, so f32 results are exact.
+// workgroup memory as vec4 rows (As[k][m], Bs[k][n]); the next slab's
+// quads are fetched into registers while the current one is multiplied.
+// Every output is one f32 fma chain in ascending k, as in the 16x16 kernel
+// and the CPU reference, so f32 results are exact.
 //
 // Tile loads: MM_FAST_A = 1 (f32 / f16 / bf16, k contiguous, aligned quads
 // along k: quad4 in the host prelude), 2 (m contiguous: quads along m), 0
@@ -31,50 +32,63 @@ fn b_elem(c: MmCtx, k: u32, n: u32) -> f32 {
 }
 fn quad(slot: u32, e: i32) -> vec4<f32> { return quad4(slot, bitcast<u32>(e)); }
 
-fn load_a(c: MmCtx, k0: u32, lid: u32) {
+// Tile loads in two halves, so the next slab's global loads can be in
+// flight while the current slab's fmas run: fetch_* reads the quad of tile
+// position q = lid + j * 256 into a register (fast layouts; zero otherwise),
+// put_* writes it to workgroup memory (the general layout loads there
+// element by element instead).
+fn fetch_a(c: MmCtx, k0: u32, q: u32) -> vec4<f32> {
   let fast = pxu(MM_FAST_A);
-  for (var j = 0u; j < 2u; j = j + 1u) {
-    let q = lid + j * 256u;
-    if (fast == 1u) { // quads along k
-      let r = q / 4u; let kq = (q % 4u) * 4u;
-      var v = vec4<f32>(0.0);
-      if (c.m0 + r < c.M && k0 + kq < c.K) { v = quad(2u, c.ao + i32(c.m0 + r) * c.ars + i32(k0 + kq)); }
-      for (var t = 0u; t < 4u; t = t + 1u) { As[(kq + t) * 32u + r / 4u][r % 4u] = v[t]; }
-    } else if (fast == 2u) { // quads along m
-      let kk = q / 32u; let mq = (q % 32u) * 4u;
-      var v = vec4<f32>(0.0);
-      if (c.m0 + mq < c.M && k0 + kk < c.K) { v = quad(2u, c.ao + i32(c.m0 + mq) + i32(k0 + kk) * c.acs); }
-      As[q] = v;
-    } else {
-      for (var t = 0u; t < 4u; t = t + 1u) {
-        let e = q * 4u + t;
-        let m = e % 128u; let kk = e / 128u;
-        As[kk * 32u + m / 4u][m % 4u] = a_elem(c, c.m0 + m, k0 + kk);
-      }
+  if (fast == 1u) { // quads along k
+    let r = q / 4u; let kq = (q % 4u) * 4u;
+    if (c.m0 + r < c.M && k0 + kq < c.K) { return quad(2u, c.ao + i32(c.m0 + r) * c.ars + i32(k0 + kq)); }
+  } else if (fast == 2u) { // quads along m
+    let kk = q / 32u; let mq = (q % 32u) * 4u;
+    if (c.m0 + mq < c.M && k0 + kk < c.K) { return quad(2u, c.ao + i32(c.m0 + mq) + i32(k0 + kk) * c.acs); }
+  }
+  return vec4<f32>(0.0);
+}
+
+fn put_a(c: MmCtx, k0: u32, q: u32, v: vec4<f32>) {
+  let fast = pxu(MM_FAST_A);
+  if (fast == 1u) {
+    let r = q / 4u; let kq = (q % 4u) * 4u;
+    for (var t = 0u; t < 4u; t = t + 1u) { As[(kq + t) * 32u + r / 4u][r % 4u] = v[t]; }
+  } else if (fast == 2u) {
+    As[q] = v;
+  } else {
+    for (var t = 0u; t < 4u; t = t + 1u) {
+      let e = q * 4u + t;
+      let m = e % 128u; let kk = e / 128u;
+      As[kk * 32u + m / 4u][m % 4u] = a_elem(c, c.m0 + m, k0 + kk);
     }
   }
 }
 
-fn load_b(c: MmCtx, k0: u32, lid: u32) {
+fn fetch_b(c: MmCtx, k0: u32, q: u32) -> vec4<f32> {
   let fast = pxu(MM_FAST_B);
-  for (var j = 0u; j < 2u; j = j + 1u) {
-    let q = lid + j * 256u;
-    if (fast == 1u) { // quads along n
-      let kk = q / 32u; let nq = (q % 32u) * 4u;
-      var v = vec4<f32>(0.0);
-      if (c.n0 + nq < c.N && k0 + kk < c.K) { v = quad(3u, c.bo + i32(k0 + kk) * c.brs + i32(c.n0 + nq)); }
-      Bs[q] = v;
-    } else if (fast == 2u) { // quads along k
-      let n = q / 4u; let kq = (q % 4u) * 4u;
-      var v = vec4<f32>(0.0);
-      if (c.n0 + n < c.N && k0 + kq < c.K) { v = quad(3u, c.bo + i32(k0 + kq) + i32(c.n0 + n) * c.bcs); }
-      for (var t = 0u; t < 4u; t = t + 1u) { Bs[(kq + t) * 32u + n / 4u][n % 4u] = v[t]; }
-    } else {
-      for (var t = 0u; t < 4u; t = t + 1u) {
-        let e = q * 4u + t;
-        let n = e % 128u; let kk = e / 128u;
-        Bs[kk * 32u + n / 4u][n % 4u] = b_elem(c, k0 + kk, c.n0 + n);
-      }
+  if (fast == 1u) { // quads along n
+    let kk = q / 32u; let nq = (q % 32u) * 4u;
+    if (c.n0 + nq < c.N && k0 + kk < c.K) { return quad(3u, c.bo + i32(k0 + kk) * c.brs + i32(c.n0 + nq)); }
+  } else if (fast == 2u) { // quads along k
+    let n = q / 4u; let kq = (q % 4u) * 4u;
+    if (c.n0 + n < c.N && k0 + kq < c.K) { return quad(3u, c.bo + i32(k0 + kq) + i32(c.n0 + n) * c.bcs); }
+  }
+  return vec4<f32>(0.0);
+}
+
+fn put_b(c: MmCtx, k0: u32, q: u32, v: vec4<f32>) {
+  let fast = pxu(MM_FAST_B);
+  if (fast == 1u) {
+    Bs[q] = v;
+  } else if (fast == 2u) {
+    let n = q / 4u; let kq = (q % 4u) * 4u;
+    for (var t = 0u; t < 4u; t = t + 1u) { Bs[(kq + t) * 32u + n / 4u][n % 4u] = v[t]; }
+  } else {
+    for (var t = 0u; t < 4u; t = t + 1u) {
+      let e = q * 4u + t;
+      let n = e % 128u; let kk = e / 128u;
+      Bs[kk * 32u + n / 4u][n % 4u] = b_elem(c, k0 + kk, c.n0 + n);
     }
   }
 }
@@ -152,25 +166,50 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   var c20 = c00; var c21 = c00; var c30 = c00; var c31 = c00;
   var c40 = c00; var c41 = c00; var c50 = c00; var c51 = c00;
   var c60 = c00; var c61 = c00; var c70 = c00; var c71 = c00;
+  var ra0 = fetch_a(c, 0u, lid); var ra1 = fetch_a(c, 0u, lid + 256u);
+  var rb0 = fetch_b(c, 0u, lid); var rb1 = fetch_b(c, 0u, lid + 256u);
   for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
-    load_a(c, k0, lid);
-    load_b(c, k0, lid);
+    put_a(c, k0, lid, ra0); put_a(c, k0, lid + 256u, ra1);
+    put_b(c, k0, lid, rb0); put_b(c, k0, lid + 256u, rb1);
     workgroupBarrier();
-    // the K tail stops at K: no padded terms (they could turn -0 into +0)
+    if (k0 + 16u < c.K) { // next slab: loads overlap this slab's fmas
+      ra0 = fetch_a(c, k0 + 16u, lid); ra1 = fetch_a(c, k0 + 16u, lid + 256u);
+      rb0 = fetch_b(c, k0 + 16u, lid); rb1 = fetch_b(c, k0 + 16u, lid + 256u);
+    }
+    // Full slabs run a loop of constant trip count, which the driver unrolls
+    // (shared loads scheduled ahead of the fmas); the K tail stops at K: no
+    // padded terms (they could turn -0 into +0).
     let kn = min(16u, c.K - k0);
-    for (var kk = 0u; kk < kn; kk = kk + 1u) {
-      let a0 = As[kk * 32u + ty];
-      let a1 = As[kk * 32u + 16u + ty];
-      let b0 = Bs[kk * 32u + tx];
-      let b1 = Bs[kk * 32u + 16u + tx];
-      c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
-      c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
-      c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
-      c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
-      c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
-      c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
-      c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
-      c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+    if (kn == 16u) {
+      for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+        let a0 = As[kk * 32u + ty];
+        let a1 = As[kk * 32u + 16u + ty];
+        let b0 = Bs[kk * 32u + tx];
+        let b1 = Bs[kk * 32u + 16u + tx];
+        c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
+        c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
+        c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
+        c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
+        c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+      }
+    } else {
+      for (var kk = 0u; kk < kn; kk = kk + 1u) {
+        let a0 = As[kk * 32u + ty];
+        let a1 = As[kk * 32u + 16u + ty];
+        let b0 = Bs[kk * 32u + tx];
+        let b1 = Bs[kk * 32u + 16u + tx];
+        c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
+        c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
+        c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
+        c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
+        c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+      }
     }
     workgroupBarrier();
   }

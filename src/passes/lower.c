@@ -626,6 +626,49 @@ rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_nod
   return RLX_OK;
 }
 
+int64_t rlx_view_numel(const rlx_view* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
+  return n;
+}
+
+int rlx_kernel_is_elementwise(rlx_kernel k) {
+  return k == RLX_K_COPY || k == RLX_K_BINARY || k == RLX_K_COMPARE || k == RLX_K_WHERE ||
+         k == RLX_K_UNARY;
+}
+
+void rlx_views_coalesce(rlx_view* views, int n) {
+  int32_t rank = views[0].rank, r = 0;
+  int64_t shape[RLX_MAX_RANK];
+  memcpy(shape, views[0].shape, sizeof shape);
+  for (int32_t d = 0; d < rank; d++) {
+    if (shape[d] == 1) continue;
+    int merge = r > 0;
+    for (int k = 0; k < n && merge; k++)
+      if (views[k].stride[r - 1] != views[k].stride[d] * shape[d]) merge = 0;
+    for (int k = 0; k < n; k++) {
+      if (merge) {
+        views[k].shape[r - 1] *= shape[d];
+        views[k].stride[r - 1] = views[k].stride[d];
+      } else {
+        views[k].shape[r] = shape[d];
+        views[k].stride[r] = views[k].stride[d];
+      }
+    }
+    if (!merge) r++;
+  }
+  for (int k = 0; k < n; k++) views[k].rank = r;
+}
+
+int rlx_step_computes_in_f64(const rlx_step* s) {
+  if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
+  for (int32_t i = 0; i < s->n_in; i++)
+    if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
+  for (int32_t i = 0; i < s->n_out; i++)
+    if (s->out[i].rank >= 0 && s->out[i].dtype == RLX_F64) return 1;
+  return 0;
+}
+
 int64_t rlx_view_first_non_finite(const uint8_t* base, const rlx_view* v) {
   if (v->rank < 0 || !rlx_dtype_is_float(v->dtype)) return -1;
   int64_t idx[RLX_MAX_RANK] = {0}, n = 1;

@@ -207,6 +207,19 @@ rlx_range rlx_view_range(const rlx_view* v);
  * element of a float view over host memory `base` (an arena or a host
  * mirror of one), or -1 if none / not a float view. Used by debug_nans. */
 int64_t rlx_view_first_non_finite(const uint8_t* base, const rlx_view* v);
+/* Elements a view addresses (the product of its shape). */
+int64_t rlx_view_numel(const rlx_view* v);
+/* Copy, binary, compare, where, unary: every view of such a step has the
+ * output's shape ("aligned"), so one index serves them all. */
+int rlx_kernel_is_elementwise(rlx_kernel k);
+/* For an elementwise step's n views (all shaped like views[0]): drops
+ * size-1 dims and merges neighbours that are contiguous in every view, so
+ * a kernel unravels as few dims per element as possible. */
+void rlx_views_coalesce(rlx_view* views, int n);
+/* Whether step s would have to compute in f64 (an f64 operand of anything
+ * but a copy or gather): shader backends have no f64 arithmetic and send
+ * such steps to the host fallback. */
+int rlx_step_computes_in_f64(const rlx_step* s);
 /* Fills step->reads / writes from its views. */
 void rlx_step_derive_ranges(rlx_step* s);
 /* Arena windows, for backends whose storage bindings address less than

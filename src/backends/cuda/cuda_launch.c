@@ -51,12 +51,6 @@ static unsigned rows_grid(int64_t rows) {
 
 static int aligned16(uint64_t off) { return (off & 15u) == 0; }
 
-static int64_t numel(const rlx_view* v) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  return n;
-}
-
 /* ------------------------------------------------------------------ elementwise */
 
 /* Fills an rlxk_ew from the step's (aligned) views, dropping size-1 dims and
@@ -64,7 +58,7 @@ static int64_t numel(const rlx_view* v) {
 static void ew_from_step(const rlx_step* s, int32_t step, rlxk_ew* p) {
   memset(p, 0, sizeof *p);
   const rlx_view* o = &s->out[0];
-  p->n = numel(o);
+  p->n = rlx_view_numel(o);
   p->kind = (int32_t)s->kernel;
   p->op = s->op;
   p->n_in = s->n_in > 3 ? 3 : s->n_in;
@@ -765,11 +759,11 @@ static rlx_status build_checks(const rlx_cuda_build* b, const rlx_step* s, int32
                                rlx_launch_list* l, rlx_error* err) {
   for (int32_t k = 0; k < s->n_out; k++) {
     const rlx_view* v = &s->out[k];
-    if (v->rank < 0 || !rlx_dtype_is_float(v->dtype) || numel(v) == 0) continue;
+    if (v->rank < 0 || !rlx_dtype_is_float(v->dtype) || rlx_view_numel(v) == 0) continue;
     rlx_launch* x = push_kernel(l, RLX_CUDA_FN_CHECK_FINITE, i, err);
     if (!x) return RLX_RESOURCE_EXHAUSTED;
     rlxk_ew* p = &x->p.ew;
-    p->n = numel(v);
+    p->n = rlx_view_numel(v);
     p->rank = v->rank > 0 ? v->rank : 1;
     p->shape[0] = 1;
     p->ostride[0] = 1;

@@ -37,12 +37,6 @@ static int quad_aligned(const rlx_view* v) {
   return v->offset % (4 * rlx_dtype_size(v->dtype)) == 0;
 }
 
-static int64_t numel(const rlx_view* v) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  return n;
-}
-
 /* Row-major strides of shape (the output's, after coalescing). */
 static void dense_strides(const rlx_view* o, int64_t* ds) {
   int64_t st = 1;
@@ -111,7 +105,7 @@ static int pick_eltwise(const rlx_step* s, const rlx_view* views, int n_views, i
                         int64_t* groups) {
   if (s->kernel != RLX_K_BINARY && s->kernel != RLX_K_UNARY && s->kernel != RLX_K_COPY) return 0;
   if (n_views < 2 || n_views > 4) return 0;
-  if (numel(&views[0]) == 0) return 0; /* empty output: classify would divide by a zero extent */
+  if (rlx_view_numel(&views[0]) == 0) return 0; /* empty output: classify would divide by a zero extent */
   int64_t ds[RLX_MAX_RANK], p;
   dense_strides(&views[0], ds);
   if (classify(&views[0], &views[0], &p) != EV_DENSE) return 0; /* strided output */
@@ -119,7 +113,7 @@ static int pick_eltwise(const rlx_step* s, const rlx_view* views, int n_views, i
   int64_t period[3] = {1, 1, 1};
   for (int k = 1; k < n_views; k++)
     if ((mode[k - 1] = classify(&views[0], &views[k], &period[k - 1])) < 0) return 0;
-  int64_t n = numel(&views[0]), count = n;
+  int64_t n = rlx_view_numel(&views[0]), count = n;
   int raw = 0;
   if (s->kernel == RLX_K_COPY && views[1].dtype == views[0].dtype) {
     if (!raw_copy_fits(views, n, mode, period, &count)) return 0;

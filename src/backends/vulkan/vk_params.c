@@ -36,52 +36,6 @@ static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t arena_byt
   }
 }
 
-static int64_t numel(const rlx_view* v) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  return n;
-}
-
-/* Drops size-1 dims and merges dims that are contiguous in every view. All
- * views share out's shape (elementwise steps are "aligned"). */
-static void coalesce(rlx_view* views, int n) {
-  rlx_view* o = &views[0];
-  int32_t r = 0;
-  for (int32_t d = 0; d < o->rank; d++) {
-    if (o->shape[d] == 1) continue;
-    int merge = r > 0;
-    for (int k = 0; k < n && merge; k++)
-      if (views[k].stride[r - 1] != views[k].stride[d] * o->shape[d]) merge = 0;
-    if (merge) {
-      for (int k = 0; k < n; k++) views[k].stride[r - 1] = views[k].stride[d];
-      for (int k = 0; k < n; k++) views[k].shape[r - 1] *= o->shape[d];
-      /* shape[r-1] of view 0 was multiplied above along with the others */
-      continue;
-    }
-    for (int k = 0; k < n; k++) {
-      views[k].shape[r] = o->shape[d];
-      views[k].stride[r] = views[k].stride[d];
-    }
-    r++;
-  }
-  for (int k = 0; k < n; k++) views[k].rank = r;
-}
-
-static int is_eltwise(rlx_kernel k) {
-  return k == RLX_K_COPY || k == RLX_K_BINARY || k == RLX_K_COMPARE || k == RLX_K_WHERE ||
-         k == RLX_K_UNARY;
-}
-
-/* f64 is moved bit-exactly by copies, but no shader computes in it. */
-static int computes_in_f64(const rlx_step* s) {
-  if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
-  for (int32_t i = 0; i < s->n_in; i++)
-    if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
-  for (int32_t i = 0; i < s->n_out; i++)
-    if (s->out[i].rank >= 0 && s->out[i].dtype == RLX_F64) return 1;
-  return 0;
-}
-
 /* ------------------------------------------------------------ matmul kernels
  *
  * matmul.comp (generic: any dtype, any strides) is the fallback; faster
@@ -168,7 +122,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
   switch (s->kernel) {
     case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
       *pipe = RLX_VK_PIPE_ELTWISE;
-      return numel(&s->out[0]);
+      return rlx_view_numel(&s->out[0]);
     case RLX_K_MATMUL: *per_group = 1; return matmul_plan(s, pipe);
     case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:
@@ -320,7 +274,7 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
                        uint32_t max_groups_x, int32_t* words, rlx_vk_dispatch* out) {
   memset(words, 0, sizeof(int32_t) * RLXVK_REC_WORDS);
   memset(out, 0, sizeof *out);
-  if (s->kernel == RLX_K_HOST || computes_in_f64(s)) return 1;
+  if (s->kernel == RLX_K_HOST || rlx_step_computes_in_f64(s)) return 1;
   int per_group;
   int64_t items = work_items(s, &per_group, &out->pipe);
   if (items < 0) return 1;
@@ -333,7 +287,7 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
   int n_views = 0;
   views[n_views++] = s->out[0];
   for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[n_views++] = s->in[i];
-  if (is_eltwise(s->kernel)) coalesce(views, n_views);
+  if (rlx_kernel_is_elementwise(s->kernel)) rlx_views_coalesce(views, n_views);
   put_view(&e, RLXVK_SLOT_OUT0, &views[0], arena_bytes);
   put_view(&e, RLXVK_SLOT_OUT1, &s->out[1], arena_bytes);
   for (int k = 1; k < n_views; k++) put_view(&e, RLXVK_SLOT_IN0 + k - 1, &views[k], arena_bytes);

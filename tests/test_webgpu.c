@@ -377,6 +377,67 @@ TEST(subword_stores) {
   rlx_graph_destroy(g);
 }
 
+/* Shapes that reach the fast kernels (vec4 elementwise, register rows of
+ * <= 4096 and of 4097..8192 elements, GEMV, tiled GEMM): each must match
+ * the CPU, and with the fast paths enabled every step must have taken one. */
+TEST(fast_kernels_match_cpu) {
+  const int64_t widths[3] = {2048, 5120, 8192};
+  for (int w = 0; w < 3; w++) {
+    const int64_t W = widths[w], R = 3, N = 160;
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim sx[2] = {R, W}, sg[1] = {W}, sv[2] = {1, W}, sw[2] = {W, N};
+    rlx_tensor x, gam, bet, v, wt, y[6];
+    rlx_graph_add_input(g, "x", RLX_F32, sx, 2, &x);
+    rlx_graph_add_input(g, "g", RLX_F32, sg, 1, &gam);
+    rlx_graph_add_input(g, "b", RLX_F32, sg, 1, &bet);
+    rlx_graph_add_input(g, "v", RLX_F32, sv, 2, &v);
+    rlx_graph_add_input(g, "w", RLX_F32, sw, 2, &wt);
+    rlx_graph_add_softmax(g, x, -1, &y[0]);
+    rlx_graph_add_log_softmax(g, x, -1, &y[1]);
+    rlx_graph_add_layer_norm(g, x, gam, bet, -1, 1e-5f, &y[2]);
+    rlx_graph_add_rms_norm(g, x, gam, 1e-5f, &y[3]);
+    rlx_graph_add_binary(g, RLX_BIN_MUL, x, gam, &y[4]);
+    rlx_graph_add_matmul(g, v, wt, 0, 0, &y[5]);
+    rlx_graph_set_outputs(g, y, 6);
+    rlx_exec *gpu = compile_on(g, "webgpu", NULL), *cpu = compile_on(g, "cpu", NULL);
+    CHECK(gpu && cpu);
+    float* xd = malloc(sizeof(float) * (size_t)(R * W + 3 * W + W * N));
+    float *gd = xd + R * W, *bd = gd + W, *vd = bd + W, *wd = vd + W;
+    test_seed(21 + w);
+    test_fill_f32(xd, R * W + 3 * W + W * N, -3, 3);
+    rlx_exec* both[2] = {gpu, cpu};
+    for (int k = 0; k < 2 && gpu && cpu; k++) {
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, sx, 2, xd, sizeof(float) * (size_t)(R * W)));
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "g", RLX_F32, sg, 1, gd, sizeof(float) * (size_t)W));
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "b", RLX_F32, sg, 1, bd, sizeof(float) * (size_t)W));
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "v", RLX_F32, sv, 2, vd, sizeof(float) * (size_t)W));
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "w", RLX_F32, sw, 2, wd, sizeof(float) * (size_t)(W * N)));
+      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
+    }
+    for (int32_t i = 0; i < 6 && gpu && cpu; i++)
+      CHECK_MSG(outputs_match(gpu, cpu, i, 1e-5), "width %lld output %d", (long long)W, i);
+#ifdef RLX_HAVE_WEBGPU
+    rlx_wg_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK(gpu && record_stats(gpu, &st));
+    const char* off = getenv("RLX_WG_NO_FAST");
+    if (getenv("RLX_WEBGPU_MAX_BINDING")) {
+      /* small forced windows: these tensors are staged or on the host */
+    } else if (!(off && *off == '1')) {
+      CHECK_MSG(st.fast_steps >= 6, "width %lld: %llu fast steps of 6", (long long)W,
+                (unsigned long long)st.fast_steps);
+    } else {
+      CHECK(st.fast_steps == 0);
+    }
+#endif
+    free(xd);
+    rlx_exec_destroy(gpu);
+    rlx_exec_destroy(cpu);
+    rlx_graph_destroy(g);
+  }
+}
+
 int main(void) {
   if (!webgpu_available()) return 77;
   RUN(windows_and_staging_match_cpu);
@@ -386,5 +447,6 @@ int main(void) {
   RUN(bad_index_is_an_error_not_a_crash);
   RUN(host_fallback_between_segments);
   RUN(subword_stores);
+  RUN(fast_kernels_match_cpu);
   return test_summary();
 }

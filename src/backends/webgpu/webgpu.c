@@ -379,6 +379,7 @@ static rlx_status encode_program(rlx_backend_exec* be, wg_program* pg, rlx_error
     int gpu = place_step(be, pg, i, words + (size_t)i * RLX_WG_REC_WORDS, &s, err);
     pg->on_host[i] = (uint8_t)!gpu;
     if (!gpu) be->stats.host_steps++;
+    if (gpu && pg->disp[i].kernel >= RLX_WG_ELTWISE_VEC) be->stats.fast_steps++;
     if (pg->staged[i]) any_staged = 1;
     /* a GPU step must have a pipeline now: compile errors surface at compile */
     if (gpu && s == RLX_OK && pg->disp[i].groups_x) {

@@ -44,54 +44,8 @@ static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t base, uin
   }
 }
 
-static int64_t numel(const rlx_view* v) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < v->rank; d++) n *= v->shape[d];
-  return n;
-}
-
-/* Drops size-1 dims and merges neighbours that are contiguous in every view
- * (all views share views[0]'s shape: elementwise steps are aligned). */
-static void coalesce(rlx_view* views, int n) {
-  int32_t rank = views[0].rank, r = 0;
-  int64_t shape[RLX_MAX_RANK];
-  memcpy(shape, views[0].shape, sizeof shape);
-  for (int32_t d = 0; d < rank; d++) {
-    if (shape[d] == 1) continue;
-    int merge = r > 0;
-    for (int k = 0; k < n && merge; k++)
-      if (views[k].stride[r - 1] != views[k].stride[d] * shape[d]) merge = 0;
-    for (int k = 0; k < n; k++) {
-      if (merge) {
-        views[k].shape[r - 1] *= shape[d];
-        views[k].stride[r - 1] = views[k].stride[d];
-      } else {
-        views[k].shape[r] = shape[d];
-        views[k].stride[r] = views[k].stride[d];
-      }
-    }
-    if (!merge) r++;
-  }
-  for (int k = 0; k < n; k++) views[k].rank = r;
-}
-
-static int is_eltwise(rlx_kernel k) {
-  return k == RLX_K_COPY || k == RLX_K_BINARY || k == RLX_K_COMPARE || k == RLX_K_WHERE ||
-         k == RLX_K_UNARY;
-}
-
 static int is_int(rlx_dtype t) {
   return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
-}
-
-/* WGSL has no f64: only data movement may touch it (converted exactly). */
-static int computes_in_f64(const rlx_step* s) {
-  if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
-  for (int32_t i = 0; i < s->n_in; i++)
-    if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
-  for (int32_t i = 0; i < s->n_out; i++)
-    if (s->out[i].rank >= 0 && s->out[i].dtype == RLX_F64) return 1;
-  return 0;
 }
 
 /* 64-bit integer division and power are not emulated. */
@@ -113,7 +67,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   switch (s->kernel) {
     case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
       *k = RLX_WG_ELTWISE;
-      return numel(&s->out[0]);
+      return rlx_view_numel(&s->out[0]);
     case RLX_K_MATMUL: {
       const rlx_matmul_params* p = &s->p.mm;
       *k = RLX_WG_MATMUL;
@@ -429,12 +383,12 @@ static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int 
   int cols;
   if (d->kernel == RLX_WG_ELTWISE && pick_eltwise_vec(e, s, views, n_views, base)) {
     k = RLX_WG_ELTWISE_VEC;
-    *items = (numel(&views[0]) + 3) / 4;
+    *items = (rlx_view_numel(&views[0]) + 3) / 4;
     *per_group = 256;
   } else if (d->kernel == RLX_WG_SOFTMAX && pick_softmax_row(s, base)) {
-    k = RLX_WG_SOFTMAX_ROW;
+    k = s->p.rowop.row.n > 4096 ? RLX_WG_SOFTMAX_ROW_LONG : RLX_WG_SOFTMAX_ROW;
   } else if (d->kernel == RLX_WG_NORM && pick_norm_row(s, base)) {
-    k = RLX_WG_NORM_ROW;
+    k = s->p.norm.cols > 4096 ? RLX_WG_NORM_ROW_LONG : RLX_WG_NORM_ROW;
   } else if (d->kernel == RLX_WG_MATMUL && (cols = pick_gemv(e, s, base)) > 0) {
     k = RLX_WG_GEMV;
     *items = (s->p.mm.N + cols - 1) / cols;
@@ -456,7 +410,7 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
                        uint32_t max_groups, uint32_t* words, rlx_wg_dispatch* out) {
   memset(words, 0, sizeof(uint32_t) * RLX_WG_REC_WORDS);
   memset(out, 0, sizeof *out);
-  if (s->kernel == RLX_K_HOST || computes_in_f64(s) || needs_i64_divpow(s)) return 1;
+  if (s->kernel == RLX_K_HOST || rlx_step_computes_in_f64(s) || needs_i64_divpow(s)) return 1;
   int per_group;
   int64_t items = work_items(s, &per_group, &out->kernel);
   if (items < 0) return 1;
@@ -472,7 +426,7 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   int n_views = 0;
   views[n_views++] = s->out[0];
   for (int32_t i = 0; i < s->n_in && i < RLX_STEP_MAX_IN; i++) views[n_views++] = s->in[i];
-  if (is_eltwise(s->kernel)) coalesce(views, n_views);
+  if (rlx_kernel_is_elementwise(s->kernel)) rlx_views_coalesce(views, n_views);
   put_view(&e, 0, &views[0], base, window);
   rlx_view absent;
   memset(&absent, 0, sizeof absent);

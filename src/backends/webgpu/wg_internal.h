@@ -81,6 +81,8 @@ typedef enum rlx_wg_kernel {
   RLX_WG_MATMUL_TILED, /* 128x128 register-blocked tiles, 8x8 per invocation */
   RLX_WG_SOFTMAX_ROW, /* contiguous f32 rows cached in registers */
   RLX_WG_NORM_ROW,
+  RLX_WG_SOFTMAX_ROW_LONG, /* the same for rows of 4097..8192 elements */
+  RLX_WG_NORM_ROW_LONG,
   RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
   RLX_WG_GEMV,       /* M <= 4 rows, f32, vec4 weight loads, split-K */
   RLX_WG_KERNEL_COUNT

@@ -5,7 +5,7 @@
 //    the output (a broadcast row: index i % p) or a broadcast column (index
 //    i / p), with p a multiple of 4;
 //  - softmax_row_main / norm_row_main: one 256-wide workgroup per contiguous
-//    f32 row of up to 8192 elements, held in registers between the passes,
+//    f32 row of up to 1024 * ROW_CACHE elements, held in registers between the passes,
 //    reduced with wg_sum / wg_max_key (subgroups when enabled).
 // View offsets of these steps are multiples of 16 bytes (host-checked).
 
@@ -65,7 +65,9 @@ fn eltwise_vec_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
 
 // ------------------------------------------------------------ rows
 
-const ROW_CACHE: u32 = 8u; // vec4 per invocation: rows up to 8192 elements
+// ROW_CACHE, vec4 per invocation (rows up to 1024 * ROW_CACHE elements),
+// comes from the host's defines: 4 or 8, one pipeline each, picked by row
+// length (fewer slots where they suffice run faster).
 
 fn max_key4(x: vec4<f32>) -> u32 { return max(max(fkey(x.x), fkey(x.y)), max(fkey(x.z), fkey(x.w))); }
 

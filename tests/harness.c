@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 int test_failures = 0, test_checks = 0;
 const char* test_current = "";
@@ -57,4 +58,37 @@ double test_max_abs(const double* a, const double* b, int64_t n) {
     if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
   }
   return m;
+}
+
+rlx_exec* test_compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o) {
+  rlx_exec* e = NULL;
+  if (rlx_compile(g, device, o, &e) != RLX_OK) {
+    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(g));
+    return NULL;
+  }
+  return e;
+}
+
+double* test_read_output_f64(rlx_exec* e, int32_t i, int64_t* n_out) {
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK], n = 1;
+  if (rlx_exec_output_type(e, i, NULL, &rank, shape) != RLX_OK) return NULL;
+  for (int32_t d = 0; d < rank; d++) n *= shape[d];
+  double* out = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (!out || rlx_exec_read_output(e, i, RLX_F64, out, sizeof(double) * (size_t)n) != RLX_OK) {
+    free(out);
+    return NULL;
+  }
+  *n_out = n;
+  return out;
+}
+
+int test_outputs_match(rlx_exec* a, rlx_exec* b, int32_t i, double tol) {
+  int64_t na = 0, nb = 0;
+  double *x = test_read_output_f64(a, i, &na), *y = test_read_output_f64(b, i, &nb);
+  int ok = x && y && na == nb && test_rel_l2(x, y, na) <= tol;
+  if (!ok && x && y) fprintf(stderr, "output %d: rel L2 %g\n", i, test_rel_l2(x, y, na));
+  free(x);
+  free(y);
+  return ok;
 }

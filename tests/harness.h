@@ -61,6 +61,12 @@ void test_fill_f32(float* x, int64_t n, double lo, double hi);
 
 /* Relative L2 error ||a-b|| / max(||b||, tiny) over n doubles. */
 double test_rel_l2(const double* a, const double* b, int64_t n);
+/* Compiles g for device; prints the graph's error and returns NULL on failure. */
+rlx_exec* test_compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o);
+/* Output i of e as doubles in a malloc'd array (*n_out elements), or NULL. */
+double* test_read_output_f64(rlx_exec* e, int32_t i, int64_t* n_out);
+/* Output i of a and b agree to relative L2 tol (prints the error if not). */
+int test_outputs_match(rlx_exec* a, rlx_exec* b, int32_t i, double tol);
 /* Max absolute difference. */
 double test_max_abs(const double* a, const double* b, int64_t n);
 

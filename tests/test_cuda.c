@@ -83,19 +83,10 @@ static int same_outputs(rlx_exec* a, rlx_exec* b, double tol, const char* what) 
   return 1;
 }
 
-static rlx_exec* compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o) {
-  rlx_exec* e = NULL;
-  if (rlx_compile(g, device, o, &e) != RLX_OK) {
-    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(g));
-    return NULL;
-  }
-  return e;
-}
-
 /* Runs case c on cuda and cpu with the same inputs; 1 if outputs agree. */
 static int agree(gcase* c, const rlx_compile_options* o, double tol, const char* what) {
-  rlx_exec* gpu = compile_on(c->g, "cuda", o);
-  rlx_exec* cpu = compile_on(c->g, "cpu", NULL);
+  rlx_exec* gpu = test_compile_on(c->g, "cuda", o);
+  rlx_exec* cpu = test_compile_on(c->g, "cpu", NULL);
   int ok = gpu && cpu && set_inputs(c, gpu, 7) == RLX_OK && set_inputs(c, cpu, 7) == RLX_OK &&
            rlx_exec_run(gpu) == RLX_OK && rlx_exec_run(cpu) == RLX_OK &&
            same_outputs(gpu, cpu, tol, what);
@@ -135,8 +126,8 @@ static gcase block_case(void) {
 /* Runs 1 (capture) and 2..3 (replay) with new inputs each time. */
 TEST(graph_replay_matches_cpu) {
   gcase c = block_case();
-  rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
-  rlx_exec* cpu = compile_on(c.g, "cpu", NULL);
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
   CHECK(gpu && cpu);
   for (uint64_t run = 0; run < 3; run++) {
     CHECK_OK_E(gpu, set_inputs(&c, gpu, 100 + run));
@@ -153,9 +144,9 @@ TEST(graph_replay_matches_cpu) {
 TEST(eager_equals_graph) {
   gcase c = block_case();
   setenv("RLX_CUDA_GRAPHS", "0", 1);
-  rlx_exec* eager = compile_on(c.g, "cuda", NULL);
+  rlx_exec* eager = test_compile_on(c.g, "cuda", NULL);
   unsetenv("RLX_CUDA_GRAPHS");
-  rlx_exec* graph = compile_on(c.g, "cuda", NULL);
+  rlx_exec* graph = test_compile_on(c.g, "cuda", NULL);
   CHECK(eager && graph);
   for (uint64_t run = 0; run < 2; run++) {
     CHECK_OK_E(eager, set_inputs(&c, eager, 5 + run));
@@ -179,8 +170,8 @@ TEST(sample_seed_per_run) {
   rlx_compile_options ref;
   rlx_compile_options_init(&ref);
   ref.reference = 1;
-  rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
-  rlx_exec* cpu = compile_on(c.g, "cpu", &ref);
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", &ref);
   CHECK(gpu && cpu);
   CHECK_OK_E(gpu, set_inputs(&c, gpu, 3));
   CHECK_OK_E(cpu, set_inputs(&c, cpu, 3));
@@ -216,7 +207,7 @@ TEST(feed_handles) {
   rlx_graph_add_binary(g, RLX_BIN_ADD, st, x, &sum);
   rlx_graph_add_activation(g, RLX_ACT_TANH, sum, &y);
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* e[2] = {compile_on(g, "cuda", NULL), compile_on(g, "cpu", NULL)};
+  rlx_exec* e[2] = {test_compile_on(g, "cuda", NULL), test_compile_on(g, "cpu", NULL)};
   CHECK(e[0] && e[1]);
   float st0[99], xd[99];
   test_seed(9);
@@ -255,7 +246,7 @@ TEST(active_extent_and_selection) {
   o.symbol_sizes = sizes;
   o.n_symbols = 1;
   o.extent_symbol = "n";
-  rlx_exec* e[2] = {compile_on(g, "cuda", &o), compile_on(g, "cpu", &o)};
+  rlx_exec* e[2] = {test_compile_on(g, "cuda", &o), test_compile_on(g, "cpu", &o)};
   CHECK(e[0] && e[1]);
   float xd[16 * 64], wd[64 * 48];
   test_seed(4);
@@ -293,7 +284,7 @@ TEST(gather_index_error_recovers) {
   rlx_graph_add_gather(g, d, i, 0, &y);
   rlx_graph_set_name(g, y, "lookup");
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* e = compile_on(g, "cuda", NULL);
+  rlx_exec* e = test_compile_on(g, "cuda", NULL);
   CHECK(e);
   float dd[80];
   test_fill_f32(dd, 80, -1, 1);
@@ -325,7 +316,7 @@ TEST(debug_nans_names_node) {
   rlx_compile_options o;
   rlx_compile_options_init(&o);
   o.debug_nans = 1;
-  rlx_exec* e = compile_on(g, "cuda", &o);
+  rlx_exec* e = test_compile_on(g, "cuda", &o);
   CHECK(e);
   float xd[16];
   for (int i = 0; i < 16; i++) xd[i] = (float)(i + 1);
@@ -342,7 +333,7 @@ TEST(debug_nans_names_node) {
 TEST(host_fallback) {
   gcase c = block_case();
   setenv("RLX_CUDA_HOST_OPS", "softmax,fused_matmul_bias_act", 1);
-  rlx_exec* e = compile_on(c.g, "cuda", NULL);
+  rlx_exec* e = test_compile_on(c.g, "cuda", NULL);
   int ok = agree(&c, NULL, 1e-5, "host fallback");
   unsetenv("RLX_CUDA_HOST_OPS");
   CHECK(e && ok);
@@ -546,8 +537,8 @@ TEST(decode_attention_and_gemv) {
     rlx_tensor x = add_in(&c, xs, 2), w = add_in(&c, ws, 2), y;
     rlx_graph_add_matmul(c.g, x, w, 0, 0, &y);
     rlx_graph_set_outputs(c.g, &y, 1);
-    rlx_exec* gpu = compile_on(c.g, "cuda", NULL);
-    rlx_exec* cpu = compile_on(c.g, "cpu", NULL);
+    rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+    rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
     for (uint64_t run = 0; run < 4 && gpu && cpu; run++) {
       CHECK(set_inputs(&c, gpu, 30 + run) == RLX_OK && set_inputs(&c, cpu, 30 + run) == RLX_OK);
       CHECK_OK_E(gpu, rlx_exec_run(gpu));
@@ -591,8 +582,8 @@ TEST(kv_state_in_place) {
   o.state_inputs = names;
   o.state_outputs = which;
   o.n_states = 1;
-  rlx_exec* gpu = compile_on(g, "cuda", &o);
-  rlx_exec* cpu = compile_on(g, "cpu", NULL);
+  rlx_exec* gpu = test_compile_on(g, "cuda", &o);
+  rlx_exec* cpu = test_compile_on(g, "cpu", NULL);
   CHECK(gpu && cpu);
   if (gpu && cpu) {
     int64_t n = T * H * D;
@@ -616,7 +607,7 @@ TEST(kv_state_in_place) {
       CHECK(same_outputs(gpu, cpu, 1e-5, "kv state step"));
     }
     rlx_memory_stats with_state, plain;
-    rlx_exec* gpu_plain = compile_on(g, "cuda", NULL);
+    rlx_exec* gpu_plain = test_compile_on(g, "cuda", NULL);
     CHECK(gpu_plain != NULL);
     CHECK_OK_E(gpu, rlx_exec_memory_stats(gpu, &with_state));
     if (gpu_plain) CHECK_OK_E(gpu_plain, rlx_exec_memory_stats(gpu_plain, &plain));

@@ -17,41 +17,6 @@
 #include "backends/vulkan/vk_backend.h"
 #endif
 
-static rlx_exec* compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o) {
-  rlx_exec* e = NULL;
-  if (rlx_compile(g, device, o, &e) != RLX_OK) {
-    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(g));
-    return NULL;
-  }
-  return e;
-}
-
-/* Reads output i as doubles (float outputs) into a malloc'd array. */
-static double* read_f64(rlx_exec* e, int32_t i, int64_t* n_out) {
-  int32_t rank;
-  int64_t shape[RLX_MAX_RANK], n = 1;
-  rlx_dtype dt;
-  if (rlx_exec_output_type(e, i, &dt, &rank, shape) != RLX_OK) return NULL;
-  for (int32_t d = 0; d < rank; d++) n *= shape[d];
-  double* out = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  if (rlx_exec_read_output(e, i, RLX_F64, out, sizeof(double) * (size_t)n) != RLX_OK) {
-    free(out);
-    return NULL;
-  }
-  *n_out = n;
-  return out;
-}
-
-static int outputs_match(rlx_exec* a, rlx_exec* b, int32_t i, double tol) {
-  int64_t na = 0, nb = 0;
-  double *x = read_f64(a, i, &na), *y = read_f64(b, i, &nb);
-  int ok = x && y && na == nb && test_rel_l2(x, y, na) <= tol;
-  if (!ok && x && y) fprintf(stderr, "output %d: rel L2 %g\n", i, test_rel_l2(x, y, na));
-  free(x);
-  free(y);
-  return ok;
-}
-
 static int vulkan_available(void) {
   for (int32_t i = 0; i < rlx_device_count(); i++) {
     rlx_device_info info;
@@ -102,7 +67,7 @@ TEST(barriers_follow_byte_ranges) {
   rlx_graph_add_binary(g, RLX_BIN_ADD, a, b, &d);
   rlx_tensor outs[2] = {c, d};
   rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec* e = compile_on(g, "vulkan", NULL);
+  rlx_exec* e = test_compile_on(g, "vulkan", NULL);
   CHECK(e != NULL);
   rlx_vk_stats st;
   CHECK(record_stats(e, &st));
@@ -125,7 +90,7 @@ TEST(chain_gets_a_barrier_per_dependency) {
   t = x;
   for (int i = 0; i < 4; i++) rlx_graph_add_activation(g, RLX_ACT_SIN, t, &t);
   rlx_graph_set_outputs(g, &t, 1);
-  rlx_exec* e = compile_on(g, "vulkan", NULL);
+  rlx_exec* e = test_compile_on(g, "vulkan", NULL);
   CHECK(e != NULL);
   rlx_vk_stats st;
   CHECK(record_stats(e, &st));
@@ -150,7 +115,7 @@ TEST(resubmit_and_selective_readback) {
   rlx_graph_add_softmax(g, h, -1, &y);
   rlx_tensor outs[2] = {h, y};
   rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *v = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *v = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(v && c);
   float xd[6 * 13], wd[13 * 9], bd[9];
   test_seed(7);
@@ -169,7 +134,7 @@ TEST(resubmit_and_selective_readback) {
       CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, xs, 2, xd, sizeof xd));
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
-    CHECK(outputs_match(v, c, 1, 1e-5));
+    CHECK(test_outputs_match(v, c, 1, 1e-5));
   }
   float tmp[6 * 9];
   CHECK(rlx_exec_read_output(v, 0, RLX_F32, tmp, sizeof tmp) == RLX_FAILED_PRECONDITION);
@@ -198,7 +163,7 @@ TEST(feeds_device_to_device) {
   rlx_graph_add_expand(g, rr, s34, 2, &big);
   rlx_tensor outs[2] = {y, big};
   rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *v = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *v = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(v && c);
   float st0[4] = {1, 2, 3, 4}, x0[4] = {0.25f, -1, 3, 0.5f}, row0[4] = {5, 6, 7, 8};
   rlx_exec* both[2] = {v, c};
@@ -210,8 +175,8 @@ TEST(feeds_device_to_device) {
     CHECK_OK_E(both[k], rlx_exec_feed(both[k], "row", 1, 1));
     for (int i = 0; i < 4; i++) CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  CHECK(outputs_match(v, c, 0, 0));
-  CHECK(outputs_match(v, c, 1, 0));
+  CHECK(test_outputs_match(v, c, 0, 0));
+  CHECK(test_outputs_match(v, c, 1, 0));
   float row[4];
   CHECK_OK_E(v, rlx_exec_read_output_row(v, 1, 2, RLX_F32, row, 16));
   for (int i = 0; i < 4; i++) CHECK(row[i] == row0[i]); /* negated an even number of times */
@@ -242,7 +207,7 @@ TEST(active_extent_recordings) {
   o.symbol_sizes = sizes;
   o.n_symbols = 1;
   o.extent_symbol = "n";
-  rlx_exec *v = compile_on(g, "vulkan", &o), *c = compile_on(g, "cpu", &o);
+  rlx_exec *v = test_compile_on(g, "vulkan", &o), *c = test_compile_on(g, "cpu", &o);
   CHECK(v && c);
   const int64_t extents[4] = {3, 5, 8, 3};
   float xd[8 * 6];
@@ -260,8 +225,8 @@ TEST(active_extent_recordings) {
     int32_t rank;
     CHECK_OK_E(v, rlx_exec_output_type(v, 1, NULL, &rank, shape));
     CHECK(rank == 1 && shape[0] == m);
-    CHECK(outputs_match(v, c, 0, 1e-5));
-    CHECK(outputs_match(v, c, 1, 1e-5));
+    CHECK(test_outputs_match(v, c, 0, 1e-5));
+    CHECK(test_outputs_match(v, c, 1, 1e-5));
   }
   rlx_exec_destroy(v);
   rlx_exec_destroy(c);
@@ -277,7 +242,7 @@ TEST(sample_seed_per_run) {
   rlx_graph_add_input(g, "logits", RLX_F32, s, 2, &x);
   rlx_graph_add_sample(g, x, 10, 0.9f, 0.8f, &y);
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec *v = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *v = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(v && c);
   float xd[16 * 50];
   test_seed(3);
@@ -316,7 +281,7 @@ TEST(bad_index_is_an_error_not_a_crash) {
   rlx_graph_add_gather(g, d, i, 0, &y);
   rlx_graph_set_name(g, y, "lookup");
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* v = compile_on(g, "vulkan", NULL);
+  rlx_exec* v = test_compile_on(g, "vulkan", NULL);
   CHECK(v != NULL);
   float dd[15];
   for (int k = 0; k < 15; k++) dd[k] = (float)k;
@@ -349,7 +314,7 @@ TEST(host_fallback_between_segments) {
   rlx_graph_add_cast(g, m, RLX_F32, &back);
   rlx_graph_add_softmax(g, back, -1, &y);
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec *v = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *v = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(v && c);
   float xd[36];
   test_fill_f32(xd, 36, -2, 2);
@@ -359,7 +324,7 @@ TEST(host_fallback_between_segments) {
     CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  CHECK(outputs_match(v, c, 0, 1e-6));
+  CHECK(test_outputs_match(v, c, 0, 1e-6));
   const rlx_step_list* steps = NULL;
   const rlx_plan* plan = NULL;
   CHECK_OK_E(v, rlx_exec_steps(v, &steps, &plan));
@@ -392,7 +357,7 @@ TEST(half_storage_chain) {
     rlx_graph_add_activation(g, RLX_ACT_SILU, h, &r);
     rlx_graph_add_cast(g, r, RLX_F32, &y);
     rlx_graph_set_outputs(g, &y, 1);
-    rlx_exec *v = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+    rlx_exec *v = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
     CHECK(v && c);
     float xd[160], wd[128];
     test_fill_f32(xd, 160, -1, 1);
@@ -403,7 +368,7 @@ TEST(half_storage_chain) {
       CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "w", RLX_F32, ws, 2, wd, sizeof wd));
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
-    CHECK(outputs_match(v, c, 0, 1e-2));
+    CHECK(test_outputs_match(v, c, 0, 1e-2));
     rlx_exec_destroy(v);
     rlx_exec_destroy(c);
     rlx_graph_destroy(g);
@@ -437,7 +402,7 @@ TEST(clone_has_its_own_arena) {
   rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
   rlx_graph_add_activation(g, RLX_ACT_SQRT, x, &y);
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec *v = compile_on(g, "vulkan", NULL), *w = NULL;
+  rlx_exec *v = test_compile_on(g, "vulkan", NULL), *w = NULL;
   CHECK(v != NULL);
   CHECK_OK_E(v, rlx_exec_clone(v, &w));
   float a[10], b[10], oa[10], ob[10];
@@ -468,7 +433,7 @@ TEST(matmul_multi_tile) {
     rlx_graph_add_input(g, "bias", RLX_F32, cs, 1, &bias);
     rlx_graph_add_fused_matmul_bias_act(g, a, b, bias, v, v, RLX_ACT_GELU, &y);
     rlx_graph_set_outputs(g, &y, 1);
-    rlx_exec *e = compile_on(g, "vulkan", NULL), *c = compile_on(g, "cpu", NULL);
+    rlx_exec *e = test_compile_on(g, "vulkan", NULL), *c = test_compile_on(g, "cpu", NULL);
     CHECK(e && c);
     size_t na = (size_t)(2 * M * K), nb = (size_t)(K * N);
     float *ad = malloc(na * 4), *bd = malloc(nb * 4), cd[71];
@@ -484,7 +449,7 @@ TEST(matmul_multi_tile) {
     }
     free(ad);
     free(bd);
-    CHECK(outputs_match(e, c, 0, 1e-5));
+    CHECK(test_outputs_match(e, c, 0, 1e-5));
     rlx_exec_destroy(e);
     rlx_exec_destroy(c);
     rlx_graph_destroy(g);
@@ -505,7 +470,7 @@ TEST(debug_nans_names_node) {
   rlx_compile_options o;
   rlx_compile_options_init(&o);
   o.debug_nans = 1;
-  rlx_exec* e = compile_on(g, "vulkan", &o);
+  rlx_exec* e = test_compile_on(g, "vulkan", &o);
   CHECK(e);
   float xd[16];
   for (int i = 0; i < 16; i++) xd[i] = (float)(i + 1);
@@ -555,9 +520,9 @@ TEST(forced_host_ops_and_report) {
   rlx_tensor outs[2] = {sm, sc};
   rlx_graph_set_outputs(g, outs, 2);
   setenv("RLX_VK_HOST_OPS", "concat,scatter_add", 1);
-  rlx_exec* v = compile_on(g, "vulkan", NULL);
+  rlx_exec* v = test_compile_on(g, "vulkan", NULL);
   unsetenv("RLX_VK_HOST_OPS");
-  rlx_exec* c = compile_on(g, "cpu", NULL);
+  rlx_exec* c = test_compile_on(g, "cpu", NULL);
   CHECK(v && c);
   float xd[30], yd[30], sd[12];
   test_fill_f32(xd, 30, -2, 2);
@@ -570,8 +535,8 @@ TEST(forced_host_ops_and_report) {
     CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "src", RLX_F32, is, 2, sd, sizeof sd));
     CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  CHECK(outputs_match(v, c, 0, 1e-6));
-  CHECK(outputs_match(v, c, 1, 1e-6));
+  CHECK(test_outputs_match(v, c, 0, 1e-6));
+  CHECK(test_outputs_match(v, c, 1, 1e-6));
   CHECK_MSG(report_host_count(v, "concat") == 1, "concat host %d", report_host_count(v, "concat"));
   CHECK(report_host_count(v, "scatter_add") == 1);
   CHECK(report_host_count(v, "softmax") == 0);

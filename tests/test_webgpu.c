@@ -17,39 +17,6 @@
 #include "backends/webgpu/wg_backend.h"
 #endif
 
-static rlx_exec* compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o) {
-  rlx_exec* e = NULL;
-  if (rlx_compile(g, device, o, &e) != RLX_OK) {
-    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(g));
-    return NULL;
-  }
-  return e;
-}
-
-static double* read_f64(rlx_exec* e, int32_t i, int64_t* n_out) {
-  int32_t rank;
-  int64_t shape[RLX_MAX_RANK], n = 1;
-  if (rlx_exec_output_type(e, i, NULL, &rank, shape) != RLX_OK) return NULL;
-  for (int32_t d = 0; d < rank; d++) n *= shape[d];
-  double* out = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  if (rlx_exec_read_output(e, i, RLX_F64, out, sizeof(double) * (size_t)n) != RLX_OK) {
-    free(out);
-    return NULL;
-  }
-  *n_out = n;
-  return out;
-}
-
-static int outputs_match(rlx_exec* a, rlx_exec* b, int32_t i, double tol) {
-  int64_t na = 0, nb = 0;
-  double *x = read_f64(a, i, &na), *y = read_f64(b, i, &nb);
-  int ok = x && y && na == nb && test_rel_l2(x, y, na) <= tol;
-  if (!ok && x && y) fprintf(stderr, "output %d: rel L2 %g\n", i, test_rel_l2(x, y, na));
-  free(x);
-  free(y);
-  return ok;
-}
-
 static int webgpu_available(void) {
   for (int32_t i = 0; i < rlx_device_count(); i++) {
     rlx_device_info info;
@@ -101,7 +68,7 @@ TEST(windows_and_staging_match_cpu) {
   /* every value an output: all stay live, so the arena spans many windows */
   rlx_tensor outs[8] = {y, t[1], t[2], t[3], t[4], t[5], t[6], t[7]};
   rlx_graph_set_outputs(g, outs, 8);
-  rlx_exec *w = compile_on(g, "webgpu", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(w && c);
   float xd[256];
   test_seed(11);
@@ -111,7 +78,7 @@ TEST(windows_and_staging_match_cpu) {
     CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s, 1, xd, sizeof xd));
     CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  for (int32_t i = 0; i < 8; i++) CHECK(outputs_match(w, c, i, 1e-5));
+  for (int32_t i = 0; i < 8; i++) CHECK(test_outputs_match(w, c, i, 1e-5));
 #ifdef RLX_HAVE_WEBGPU
   rlx_wg_stats st;
   CHECK(record_stats(w, &st));
@@ -147,7 +114,7 @@ TEST(reruns_and_selective_readback) {
   rlx_graph_add_softmax(g, h, -1, &y);
   rlx_tensor outs[2] = {h, y};
   rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *w = compile_on(g, "webgpu", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(w && c);
   float xd[6 * 13], wd[13 * 9], bd[9];
   test_seed(7);
@@ -166,7 +133,7 @@ TEST(reruns_and_selective_readback) {
       CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, xs, 2, xd, sizeof xd));
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
-    CHECK(outputs_match(w, c, 1, 1e-5));
+    CHECK(test_outputs_match(w, c, 1, 1e-5));
   }
   float tmp[6 * 9];
   CHECK(rlx_exec_read_output(w, 0, RLX_F32, tmp, sizeof tmp) == RLX_FAILED_PRECONDITION);
@@ -193,7 +160,7 @@ TEST(feeds_on_the_device) {
   rlx_graph_add_expand(g, rr, s34, 2, &big);
   rlx_tensor outs[2] = {y, big};
   rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *w = compile_on(g, "webgpu", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(w && c);
   float st0[4] = {1, 2, 3, 4}, x0[4] = {0.25f, -1, 3, 0.5f}, row0[4] = {5, 6, 7, 8};
   rlx_exec* both[2] = {w, c};
@@ -205,8 +172,8 @@ TEST(feeds_on_the_device) {
     CHECK_OK_E(both[k], rlx_exec_feed(both[k], "row", 1, 1));
     for (int i = 0; i < 5; i++) CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  CHECK(outputs_match(w, c, 0, 0));
-  CHECK(outputs_match(w, c, 1, 0));
+  CHECK(test_outputs_match(w, c, 0, 0));
+  CHECK(test_outputs_match(w, c, 1, 0));
   float row[4];
   CHECK_OK_E(w, rlx_exec_read_output_row(w, 1, 2, RLX_F32, row, 16));
   for (int i = 0; i < 4; i++) CHECK(row[i] == -row0[i]); /* negated an odd number of times */
@@ -237,7 +204,7 @@ TEST(active_extent) {
   o.symbol_sizes = sizes;
   o.n_symbols = 1;
   o.extent_symbol = "n";
-  rlx_exec *w = compile_on(g, "webgpu", &o), *c = compile_on(g, "cpu", &o);
+  rlx_exec *w = test_compile_on(g, "webgpu", &o), *c = test_compile_on(g, "cpu", &o);
   CHECK(w && c);
   const int64_t extents[4] = {3, 5, 8, 3};
   float xd[8 * 6];
@@ -256,8 +223,8 @@ TEST(active_extent) {
     int32_t rank;
     CHECK_OK_E(w, rlx_exec_output_type(w, 1, NULL, &rank, shape));
     CHECK(rank == 1 && shape[0] == m);
-    CHECK(outputs_match(w, c, 0, 1e-5));
-    CHECK(outputs_match(w, c, 1, 1e-5));
+    CHECK(test_outputs_match(w, c, 0, 1e-5));
+    CHECK(test_outputs_match(w, c, 1, 1e-5));
   }
   rlx_exec_destroy(w);
   rlx_exec_destroy(c);
@@ -276,7 +243,7 @@ TEST(bad_index_is_an_error_not_a_crash) {
   rlx_graph_add_gather(g, d, i, 0, &y);
   rlx_graph_set_name(g, y, "lookup");
   rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* w = compile_on(g, "webgpu", NULL);
+  rlx_exec* w = test_compile_on(g, "webgpu", NULL);
   CHECK(w != NULL);
   float dd[15];
   for (int k = 0; k < 15; k++) dd[k] = (float)k;
@@ -308,7 +275,7 @@ TEST(host_fallback_between_segments) {
   rlx_graph_add_sample(g, p, 8, 0.9f, 0.7f, &tok);
   rlx_graph_add_cast(g, tok, RLX_F32, &tf);
   rlx_graph_set_outputs(g, &tf, 1);
-  rlx_exec *w = compile_on(g, "webgpu", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(w && c);
   char* report = NULL;
   CHECK_OK_E(w, rlx_exec_report(w, &report));
@@ -328,7 +295,7 @@ TEST(host_fallback_between_segments) {
       CHECK_OK_E(both[k], rlx_exec_set_seed(both[k], seed * 104729));
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
-    CHECK(outputs_match(w, c, 0, 0));
+    CHECK(test_outputs_match(w, c, 0, 0));
   }
   rlx_exec_destroy(w);
   rlx_exec_destroy(c);
@@ -349,7 +316,7 @@ TEST(subword_stores) {
   rlx_graph_add_cast(g, sq, RLX_F32, &back);
   rlx_tensor outs[3] = {back, m, sq};
   rlx_graph_set_outputs(g, outs, 3);
-  rlx_exec *w = compile_on(g, "webgpu", NULL), *c = compile_on(g, "cpu", NULL);
+  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
   CHECK(w && c);
   float xd[3 * 37];
   test_seed(9);
@@ -359,7 +326,7 @@ TEST(subword_stores) {
     CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s, 2, xd, sizeof xd));
     CHECK_OK_E(both[k], rlx_exec_run(both[k]));
   }
-  CHECK(outputs_match(w, c, 0, 0));
+  CHECK(test_outputs_match(w, c, 0, 0));
   uint8_t mw[3 * 37], mc[3 * 37];
   uint16_t hw[3 * 37], hc[3 * 37];
   CHECK_OK_E(w, rlx_exec_read_output(w, 1, RLX_BOOL, mw, sizeof mw));
@@ -400,7 +367,7 @@ TEST(fast_kernels_match_cpu) {
     rlx_graph_add_binary(g, RLX_BIN_MUL, x, gam, &y[4]);
     rlx_graph_add_matmul(g, v, wt, 0, 0, &y[5]);
     rlx_graph_set_outputs(g, y, 6);
-    rlx_exec *gpu = compile_on(g, "webgpu", NULL), *cpu = compile_on(g, "cpu", NULL);
+    rlx_exec *gpu = test_compile_on(g, "webgpu", NULL), *cpu = test_compile_on(g, "cpu", NULL);
     CHECK(gpu && cpu);
     float* xd = malloc(sizeof(float) * (size_t)(R * W + 3 * W + W * N));
     float *gd = xd + R * W, *bd = gd + W, *vd = bd + W, *wd = vd + W;
@@ -416,7 +383,7 @@ TEST(fast_kernels_match_cpu) {
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
     for (int32_t i = 0; i < 6 && gpu && cpu; i++)
-      CHECK_MSG(outputs_match(gpu, cpu, i, 1e-5), "width %lld output %d", (long long)W, i);
+      CHECK_MSG(test_outputs_match(gpu, cpu, i, 1e-5), "width %lld output %d", (long long)W, i);
 #ifdef RLX_HAVE_WEBGPU
     rlx_wg_stats st;
     memset(&st, 0, sizeof st);

@@ -78,6 +78,11 @@ static rlx_tensor in(rlx_graph* g, const char* name, rlx_dtype t, int64_t a, int
 
 static void out1(rlx_graph* g, rlx_tensor t) { rlx_graph_set_outputs(g, &t, 1); }
 
+static void g_gemm_t(rlx_graph* g, int64_t n, rlx_dtype t, int tb) {
+  rlx_tensor a = in(g, "a", t, n, n, 0, 0, 2), b = in(g, "b", t, n, n, 0, 0, 2), y;
+  rlx_graph_add_matmul(g, a, b, 0, tb, &y);
+  out1(g, y);
+}
 static void g_gemm(rlx_graph* g, int64_t n, rlx_dtype t) {
   rlx_tensor a = in(g, "a", t, n, n, 0, 0, 2), b = in(g, "b", t, n, n, 0, 0, 2), y;
   rlx_graph_add_matmul(g, a, b, 0, 0, &y);
@@ -86,6 +91,7 @@ static void g_gemm(rlx_graph* g, int64_t n, rlx_dtype t) {
 static void b_gemm_f32(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_F32); }
 static void b_gemm_bf16(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_BF16); }
 static void b_gemm_f16(rlx_graph* g, int full) { g_gemm(g, full ? 4096 : 256, RLX_F16); }
+static void b_gemm_f16_bt(rlx_graph* g, int full) { g_gemm_t(g, full ? 4096 : 256, RLX_F16, 1); }
 static void b_gemm_bf16_8k(rlx_graph* g, int full) { g_gemm(g, full ? 8192 : 256, RLX_BF16); }
 static double w_gemm4k(void) { return 2.0 * 4096.0 * 4096.0 * 4096.0; }
 static double w_gemm8k(void) { return 2.0 * 8192.0 * 8192.0 * 8192.0; }
@@ -105,6 +111,14 @@ static void b_add(rlx_graph* g, int full) {
   out1(g, y);
 }
 static double w_add(void) { return 3.0 * 4.0 * (double)(1 << 26); }
+/* 4096 elements: the time is the backend's fixed cost of one synchronising run. */
+static void b_add_small(rlx_graph* g, int full) {
+  (void)full;
+  rlx_tensor a = in(g, "a", RLX_F32, 4096, 0, 0, 0, 1), b = in(g, "b", RLX_F32, 4096, 0, 0, 0, 1), y;
+  rlx_graph_add_binary(g, RLX_BIN_ADD, a, b, &y);
+  out1(g, y);
+}
+static double w_add_small(void) { return 3.0 * 4.0 * 4096.0; }
 
 static int64_t rows(int full) { return full ? 16384 : 64; }
 static double w_rows(void) { return 2.0 * 4.0 * 16384.0 * 4096.0; }
@@ -145,9 +159,11 @@ static const workload WORK[] = {
     {"gemm f32 own-kernel 4096x4096x4096", b_gemm_f32, w_gemm4k, "flops", 0, 1},
     {"gemm bf16 4096x4096x4096", b_gemm_bf16, w_gemm4k, "flops", 0, 0},
     {"gemm f16 4096x4096x4096", b_gemm_f16, w_gemm4k, "flops", 0, 0},
+    {"gemm f16 4096x4096x4096 transposed B", b_gemm_f16_bt, w_gemm4k, "flops", 0, 0},
     {"gemm bf16 8192x8192x8192", b_gemm_bf16_8k, w_gemm8k, "flops", 0, 0},
     {"gemv f32 1x4096x4096", b_gemv, w_gemv, "bytes", 0, 0},
     {"add f32 64M", b_add, w_add, "bytes", 0, 0},
+    {"add f32 4K (run overhead)", b_add_small, w_add_small, "bytes", 0, 0},
     {"softmax f32 16384x4096", b_softmax, w_rows, "bytes", 0, 0},
     {"layernorm f32 16384x4096", b_layernorm, w_rows, "bytes", 0, 0},
     {"rmsnorm f32 16384x4096", b_rmsnorm, w_rows, "bytes", 0, 0},

@@ -540,8 +540,10 @@ int main(int argc, char** argv) {
   }
   const char* env = getenv("RLX_PARITY_ROUNDS");
   int rounds = env ? atoi(env) : 3;
+  const char* only = getenv("RLX_PARITY_ONLY"); /* substring of the case names to run */
   int ref_failures = 0;
   for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
+    if (only && only[0] && !strstr(CASES[ci].name, only)) continue;
     for (int var = 0; var < CASES[ci].variants; var++) {
       for (int round = 0; round < rounds; round++) {
         uint64_t seed = (uint64_t)(ci * 1000 + (size_t)var * 10 + (size_t)round + 1);

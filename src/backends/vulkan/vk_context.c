@@ -231,6 +231,20 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   const char* coop_ext = rlx_vk_coopmat_enable(c, &coop, &chain);
   nf.f2.pNext = chain;
   if (coop_ext) nf.v12.shaderFloat16 = nf.v12.vulkanMemoryModel = VK_TRUE;
+  const char* exts[2];
+  uint32_t n_ext = 0;
+  if (coop_ext) exts[n_ext++] = coop_ext;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+      .pipelineExecutableInfo = VK_TRUE};
+  const char* stats_env = getenv("RLX_VK_PIPELINE_STATS");
+  c->pipeline_stats = stats_env && strcmp(stats_env, "0") != 0 &&
+                      rlx_vk_has_device_extension(c, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (c->pipeline_stats) {
+    pe.pNext = nf.f2.pNext;
+    nf.f2.pNext = &pe;
+    exts[n_ext++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+  }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueFamilyIndex = c->queue_family;
@@ -240,8 +254,8 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   di.pNext = &nf.f2;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
-  di.enabledExtensionCount = coop_ext ? 1 : 0;
-  di.ppEnabledExtensionNames = &coop_ext;
+  di.enabledExtensionCount = n_ext;
+  di.ppEnabledExtensionNames = exts;
   VkResult r = c->f.vkCreateDevice(c->phys, &di, NULL, &c->device);
   if (r != VK_SUCCESS) {
     snprintf(reason, cap, "vkCreateDevice failed: %s", rlx_vk_result_name(r));
@@ -333,6 +347,41 @@ static const rlx_vk_shader_blob* find_blob(const char* name) {
   return NULL;
 }
 
+static void print_statistic(const VkPipelineExecutableStatisticKHR* st) {
+  switch (st->format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: fprintf(stderr, " %s=%u", st->name, st->value.b32); break;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: fprintf(stderr, " %s=%lld", st->name, (long long)st->value.i64); break;
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: fprintf(stderr, " %s=%llu", st->name, (unsigned long long)st->value.u64); break;
+    default: fprintf(stderr, " %s=%g", st->name, st->value.f64); break;
+  }
+}
+
+/* The driver's statistics of a pipeline's executables, one line each
+ * (RLX_VK_PIPELINE_STATS: kernel tuning). */
+static void print_pipeline_stats(rlx_vk_context* c, VkPipeline pipe, const char* name) {
+  PFN_vkGetPipelineExecutablePropertiesKHR props = (PFN_vkGetPipelineExecutablePropertiesKHR)
+      c->f.vkGetInstanceProcAddr(c->instance, "vkGetPipelineExecutablePropertiesKHR");
+  PFN_vkGetPipelineExecutableStatisticsKHR stats = (PFN_vkGetPipelineExecutableStatisticsKHR)
+      c->f.vkGetInstanceProcAddr(c->instance, "vkGetPipelineExecutableStatisticsKHR");
+  if (!props || !stats) return;
+  VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = pipe};
+  uint32_t n = 0;
+  if (props(c->device, &pi, &n, NULL) != VK_SUCCESS) return;
+  for (uint32_t x = 0; x < n && x < 4; x++) {
+    VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                      .pipeline = pipe, .executableIndex = x};
+    VkPipelineExecutableStatisticKHR st[32];
+    uint32_t ns = 32;
+    for (uint32_t i = 0; i < ns; i++)
+      st[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult r = stats(c->device, &ei, &ns, st);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) continue;
+    fprintf(stderr, "vulkan pipeline %s[%u]:", name, x);
+    for (uint32_t i = 0; i < ns; i++) print_statistic(&st[i]);
+    fprintf(stderr, "\n");
+  }
+}
+
 static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err,
                                 VkPipeline* out) {
   const rlx_vk_shader_blob* blob = NULL;
@@ -357,9 +406,11 @@ static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err
   ci.stage.module = mod;
   ci.stage.pName = "main";
   ci.layout = c->pipe_layout;
+  if (c->pipeline_stats) ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   r = c->f.vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, out);
   c->f.vkDestroyShaderModule(c->device, mod, NULL);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateComputePipelines");
+  if (c->pipeline_stats) print_pipeline_stats(c, *out, blob->name);
   return RLX_OK;
 }
 

@@ -34,7 +34,7 @@ typedef struct khr_coopmat_properties {
 
 typedef VkResult(VKAPI_PTR* khr_props_fn)(VkPhysicalDevice, uint32_t*, khr_coopmat_properties*);
 
-static int has_device_extension(rlx_vk_context* c, const char* name) {
+int rlx_vk_has_device_extension(rlx_vk_context* c, const char* name) {
   uint32_t n = 0;
   if (c->f.vkEnumerateDeviceExtensionProperties(c->phys, NULL, &n, NULL) != VK_SUCCESS || !n)
     return 0;
@@ -115,8 +115,8 @@ void rlx_vk_coopmat_detect(rlx_vk_context* c) {
   c->f.vkGetPhysicalDeviceFeatures2(c->phys, &f2);
   if (c->subgroup_size != 32 || !v12.shaderFloat16 || !v12.vulkanMemoryModel) return;
   int prefer_nv = env && strcmp(env, "nv") == 0;
-  int khr = embedded("matmul_coop_khr") && has_device_extension(c, KHR_EXT_NAME) && feature_on(c, 1) && khr_lists_shape(c);
-  int nv = embedded("matmul_coop_nv") && has_device_extension(c, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && feature_on(c, 2) &&
+  int khr = embedded("matmul_coop_khr") && rlx_vk_has_device_extension(c, KHR_EXT_NAME) && feature_on(c, 1) && khr_lists_shape(c);
+  int nv = embedded("matmul_coop_nv") && rlx_vk_has_device_extension(c, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && feature_on(c, 2) &&
            nv_lists_shape(c);
   if (khr && !(prefer_nv && nv)) c->coopmat = 1;
   else if (nv) c->coopmat = 2;

@@ -162,6 +162,9 @@ typedef struct rlx_vk_context {
   /* f16 x f16 -> f32 16x16x16 subgroup cooperative matrices: 0 none, 1 through
    * VK_KHR_cooperative_matrix, 2 through VK_NV_cooperative_matrix. */
   int coopmat;
+  /* RLX_VK_PIPELINE_STATS=1 on a device with VK_KHR_pipeline_executable_properties:
+   * every pipeline's compiler statistics (registers, spills...) go to stderr. */
+  int pipeline_stats;
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout pipe_layout;
   VkPipeline pipes[RLX_VK_PIPE_COUNT]; /* created on first use */
@@ -181,6 +184,7 @@ void rlx_vk_coopmat_detect(rlx_vk_context* c);
 const char* rlx_vk_coopmat_enable(const rlx_vk_context* c,
                                   VkPhysicalDeviceCooperativeMatrixFeaturesNV* feat, void** chain);
 const char* rlx_vk_coopmat_shader(const rlx_vk_context* c);
+int rlx_vk_has_device_extension(rlx_vk_context* c, const char* name);
 /* Validation messages (warnings + errors) seen since the process started. */
 uint64_t rlx_vk_validation_count(void);
 

@@ -8,6 +8,7 @@
  * compared with the CPU backend on the same inputs.
  *
  * Exit 77 (ctest SKIP) when the backend is not built or cannot start. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,6 +406,238 @@ TEST(fast_kernels_match_cpu) {
   }
 }
 
+/* Softmax / log-softmax rows on the fast row kernels (rows of <= 4096 and
+ * of 4097..8192 elements) with the values their exp and max shortcuts must
+ * get right: large magnitudes, a +inf, a NaN, a row of -inf, a row mostly
+ * -inf (whole invocations see only -inf). NaN where the CPU has NaN, the
+ * rest within f32 rounding of the CPU. */
+TEST(softmax_rows_special_values) {
+  const int64_t widths[2] = {2048, 5120};
+  for (int w = 0; w < 2; w++) {
+    const int64_t W = widths[w], R = 6;
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim sx[2] = {R, W};
+    rlx_tensor x, y[2];
+    rlx_graph_add_input(g, "x", RLX_F32, sx, 2, &x);
+    rlx_graph_add_softmax(g, x, -1, &y[0]);
+    rlx_graph_add_log_softmax(g, x, -1, &y[1]);
+    rlx_graph_set_outputs(g, y, 2);
+    rlx_exec *gpu = test_compile_on(g, "webgpu", NULL), *cpu = test_compile_on(g, "cpu", NULL);
+    CHECK(gpu && cpu);
+    float* xd = malloc(sizeof(float) * (size_t)(R * W));
+    CHECK(xd != NULL);
+    test_seed(40 + w);
+    test_fill_f32(xd, R * W, -3, 3);
+    float* r = xd + W;
+    for (int64_t i = 0; i < W; i++) r[i] *= 30.0f; /* row 1: exp down to e^-180 */
+    xd[2 * W + W / 3] = INFINITY;                   /* row 2: NaN everywhere */
+    xd[3 * W + W / 2] = NAN;                        /* row 3: NaN everywhere */
+    for (int64_t i = 0; i < W; i++) xd[4 * W + i] = -INFINITY; /* row 4: NaN */
+    for (int64_t i = 0; i < W * 3 / 4; i++) xd[5 * W + i] = -INFINITY; /* row 5: masked */
+    rlx_exec* both[2] = {gpu, cpu};
+    for (int k = 0; k < 2; k++) {
+      size_t bytes = sizeof(float) * (size_t)(R * W);
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, sx, 2, xd, bytes));
+      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
+    }
+    for (int32_t i = 0; i < 2; i++)
+      CHECK_MSG(test_outputs_match(gpu, cpu, i, 1e-5), "width %lld output %d", (long long)W, i);
+    free(xd);
+    rlx_exec_destroy(gpu);
+    rlx_exec_destroy(cpu);
+    rlx_graph_destroy(g);
+  }
+}
+
+/* GEMV (M <= 4 rows, f32, B[K, N]) at shapes that leave partial trips and a
+ * partial last workgroup, M = 1 and 3, activations loaded as quads (K % 4
+ * == 0) or one by one (K = 1001): matches the CPU. */
+TEST(gemv_shapes_match_cpu) {
+  const int64_t Ms[2] = {1, 3}, Ks[3] = {1000, 1001, 4096}, N = 200;
+  for (int c = 0; c < 6; c++) {
+    const int64_t M = Ms[c & 1], K = Ks[c >> 1];
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim sa[2] = {M, K}, sb[2] = {K, N};
+    rlx_tensor a, b, y;
+    rlx_graph_add_input(g, "a", RLX_F32, sa, 2, &a);
+    rlx_graph_add_input(g, "b", RLX_F32, sb, 2, &b);
+    rlx_graph_add_matmul(g, a, b, 0, 0, &y);
+    rlx_graph_set_outputs(g, &y, 1);
+    rlx_exec *gpu = test_compile_on(g, "webgpu", NULL), *cpu = test_compile_on(g, "cpu", NULL);
+    CHECK(gpu && cpu);
+    float* d = malloc(sizeof(float) * (size_t)(M * K + K * N));
+    CHECK(d != NULL);
+    test_seed(60 + c);
+    test_fill_f32(d, M * K + K * N, -2, 2);
+    rlx_exec* both[2] = {gpu, cpu};
+    for (int k = 0; k < 2; k++) {
+      size_t na = sizeof(float) * (size_t)(M * K), nb = sizeof(float) * (size_t)(K * N);
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "a", RLX_F32, sa, 2, d, na));
+      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "b", RLX_F32, sb, 2, d + M * K, nb));
+      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
+    }
+    CHECK_MSG(test_outputs_match(gpu, cpu, 0, 1e-5), "M %lld K %lld", (long long)M, (long long)K);
+    free(d);
+    rlx_exec_destroy(gpu);
+    rlx_exec_destroy(cpu);
+    rlx_graph_destroy(g);
+  }
+}
+
+#ifdef RLX_HAVE_WEBGPU
+#include "backends/webgpu/wg_internal.h"
+#endif
+
+/* One tiled-GEMM shape: A [batch?, M, K] (or [K, M] with ta), stored with
+ * `pad` extra columns and narrowed from column `start` (a strided view),
+ * B [batch?, K, N] (or [N, K] with tb), optional bias + ReLU. */
+typedef struct mm_shape {
+  int64_t M, N, K, batch, pad, start;
+  int ta, tb, fused;
+} mm_shape;
+
+typedef struct mm_data {
+  rlx_dim as[3], bs[3], ns[1];
+  int rank;
+  int64_t na, nb;
+  float* d; /* a, then b, then bias */
+} mm_data;
+
+static rlx_graph* mm_graph(const mm_shape* c, mm_data* m) {
+  int64_t rows = c->ta ? c->K : c->M, cols = c->ta ? c->M : c->K;
+  int64_t brows = c->tb ? c->N : c->K, bcols = c->tb ? c->K : c->N;
+  int o = c->batch > 1 ? 0 : 1; /* rank 2: drop the batch dim */
+  m->rank = 3 - o;
+  for (int i = o; i < 3; i++) {
+    const rlx_dim a[3] = {c->batch, rows, cols + c->pad}, b[3] = {c->batch, brows, bcols};
+    m->as[i - o] = a[i];
+    m->bs[i - o] = b[i];
+  }
+  m->ns[0] = c->N;
+  m->na = c->batch * rows * (cols + c->pad);
+  m->nb = c->batch * brows * bcols;
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_tensor a, b, bias, y;
+  rlx_graph_add_input(g, "a", RLX_F32, m->as, m->rank, &a);
+  rlx_graph_add_input(g, "b", RLX_F32, m->bs, m->rank, &b);
+  if (c->pad) rlx_graph_add_narrow(g, a, m->rank - 1, c->start, cols, &a);
+  if (c->fused) {
+    rlx_graph_add_input(g, "bias", RLX_F32, m->ns, 1, &bias);
+    rlx_graph_add_fused_matmul_bias_act(g, a, b, bias, c->ta, c->tb, RLX_ACT_RELU, &y);
+  } else {
+    rlx_graph_add_matmul(g, a, b, c->ta, c->tb, &y);
+  }
+  rlx_graph_set_outputs(g, &y, 1);
+  return g;
+}
+
+/* Runs e on m's data and returns its output as doubles (NULL on failure). */
+static double* mm_run(rlx_exec* e, const mm_shape* c, const mm_data* m, int64_t* n) {
+  if (!e) return NULL;
+  size_t fa = sizeof(float) * (size_t)m->na, fb = sizeof(float) * (size_t)m->nb;
+  if (rlx_exec_set_input(e, "a", RLX_F32, m->as, m->rank, m->d, fa) != RLX_OK ||
+      rlx_exec_set_input(e, "b", RLX_F32, m->bs, m->rank, m->d + m->na, fb) != RLX_OK ||
+      (c->fused && rlx_exec_set_input(e, "bias", RLX_F32, m->ns, 1, m->d + m->na + m->nb,
+                                      sizeof(float) * (size_t)c->N) != RLX_OK) ||
+      rlx_exec_run(e) != RLX_OK) {
+    fprintf(stderr, "matmul run: %s\n", rlx_exec_last_error(e));
+    return NULL;
+  }
+  return test_read_output_f64(e, 0, n);
+}
+
+/* The generic 16x16 kernel (fast paths off while it is compiled and run). */
+static double* mm_run_generic(rlx_graph* g, const mm_shape* c, const mm_data* m, int64_t* n) {
+  const char* was = getenv("RLX_WG_NO_FAST");
+  char keep[16];
+  snprintf(keep, sizeof keep, "%s", was ? was : "");
+  setenv("RLX_WG_NO_FAST", "1", 1);
+  rlx_exec* e = test_compile_on(g, "webgpu", NULL);
+  double* out = mm_run(e, c, m, n);
+  rlx_exec_destroy(e);
+  if (was) setenv("RLX_WG_NO_FAST", keep, 1);
+  else unsetenv("RLX_WG_NO_FAST");
+  return out;
+}
+
+#ifdef RLX_HAVE_WEBGPU
+/* Matmul steps of e and how many of them the encoder gives the tiled kernel. */
+static void count_tiled(rlx_exec* e, int* matmuls, int* tiled) {
+  const rlx_step_list* steps = NULL;
+  const rlx_plan* plan = NULL;
+  *matmuls = *tiled = 0;
+  if (!e || rlx_exec_steps(e, &steps, &plan) != RLX_OK || !steps) return;
+  uint32_t words[RLX_WG_REC_WORDS];
+  for (int32_t i = 0; i < steps->n; i++) {
+    if (steps->steps[i].kernel != RLX_K_MATMUL) continue;
+    rlx_wg_dispatch disp;
+    (*matmuls)++;
+    if (rlx_wg_encode_step(&steps->steps[i], i, 0, plan->arena_bytes, 65535, words, &disp) == 0 &&
+        (disp.kernel == RLX_WG_MATMUL_TILED || disp.kernel == RLX_WG_MATMUL_TILED_F32))
+      (*tiled)++;
+  }
+}
+#endif
+
+/* The tiled result must match the CPU reference (f64 accumulation) to f32
+ * rounding, equal the generic kernel bit for bit (both are one f32 fma
+ * chain per output in ascending k), and come from the tiled kernel. */
+static void check_tiled_matmul(const mm_shape* c) {
+  mm_data m;
+  rlx_graph* g = mm_graph(c, &m);
+  m.d = malloc(sizeof(float) * (size_t)(m.na + m.nb + c->N));
+  test_fill_f32(m.d, m.na + m.nb + c->N, -2, 2);
+  rlx_compile_options ref;
+  rlx_compile_options_init(&ref);
+  ref.reference = 1;
+  rlx_exec *gpu = test_compile_on(g, "webgpu", NULL), *cpu = test_compile_on(g, "cpu", &ref);
+  int64_t n1 = 0, n2 = 0, n3 = 0;
+  double *x = mm_run(gpu, c, &m, &n1), *r = mm_run(cpu, c, &m, &n2);
+  double* gen = mm_run_generic(g, c, &m, &n3);
+  int sizes = x && r && gen && n1 == c->batch * c->M * c->N && n2 == n1 && n3 == n1;
+  CHECK_MSG(sizes && test_rel_l2(x, r, n1) <= 1e-5 && test_max_abs(x, gen, n1) == 0.0,
+            "M %lld N %lld K %lld: rel L2 vs CPU %g, max |diff| vs generic %g", (long long)c->M,
+            (long long)c->N, (long long)c->K, sizes ? test_rel_l2(x, r, n1) : -1.0,
+            sizes ? test_max_abs(x, gen, n1) : -1.0);
+#ifdef RLX_HAVE_WEBGPU
+  const char* off = getenv("RLX_WG_NO_FAST");
+  if (!(off && *off == '1')) {
+    int matmuls, tiled;
+    count_tiled(gpu, &matmuls, &tiled);
+    CHECK_MSG(matmuls == 1 && tiled == 1, "M %lld N %lld K %lld: %d matmul step(s), %d tiled",
+              (long long)c->M, (long long)c->N, (long long)c->K, matmuls, tiled);
+  }
+#endif
+  free(x);
+  free(r);
+  free(gen);
+  free(m.d);
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(g);
+}
+
+/* Tiled GEMM across its load paths: quads along k / along m / n / scalar,
+ * K tails, partial tiles, batches of both operands, strided and misaligned
+ * views, vec4 and scalar stores, bias + activation. */
+TEST(tiled_matmul_exact) {
+  const mm_shape shapes[] = {
+      {200, 136, 100, 1, 0, 0, 0, 0, 0}, /* quads along k (A) and n (B), K tail of 4 */
+      {130, 260, 64, 1, 0, 0, 0, 1, 0},  /* B transposed: quads along k */
+      {96, 200, 52, 1, 0, 0, 1, 0, 1},   /* A transposed: quads along m; bias + ReLU */
+      {70, 130, 33, 3, 0, 0, 0, 0, 1},   /* batched A and B, odd K and N: scalar loads */
+      {144, 132, 40, 1, 4, 4, 0, 0, 0},  /* A rows strided 44, aligned: quads */
+      {64, 96, 37, 1, 3, 1, 0, 1, 0},    /* A misaligned view, odd K: scalar loads */
+      {33, 257, 17, 1, 0, 0, 0, 0, 0},   /* one row and one column past a tile */
+      {256, 256, 256, 2, 0, 0, 1, 1, 0}, /* both transposed, batched, whole tiles */
+  };
+  test_seed(77);
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_tiled_matmul(&shapes[i]);
+}
+
 int main(void) {
   if (!webgpu_available()) return 77;
   RUN(windows_and_staging_match_cpu);
@@ -415,5 +648,8 @@ int main(void) {
   RUN(host_fallback_between_segments);
   RUN(subword_stores);
   RUN(fast_kernels_match_cpu);
+  RUN(softmax_rows_special_values);
+  RUN(gemv_shapes_match_cpu);
+  RUN(tiled_matmul_exact);
   return test_summary();
 }

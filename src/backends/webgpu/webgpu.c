@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cpu/cpu.h"
 #include "backends/webgpu/wg_backend.h"
@@ -58,6 +59,42 @@ typedef struct snapshot {
   uint64_t buf_size;
 } snapshot;
 
+/* RLX_WG_PROFILE=1: where the fixed cost of a run goes, as the mean time of
+ * each part over the runs, printed to stderr when the executable goes. */
+enum { PH_PREPARE, PH_ENCODE, PH_SUBMIT, PH_SCOPE, PH_WAIT, PH_COPY, PH_COUNT };
+static const char* const phase_name[PH_COUNT] = {"prepare", "encode", "submit",
+                                                 "error scope", "wait+map", "finish"};
+typedef struct run_profile {
+  int on;
+  double t, us[PH_COUNT];
+  uint64_t runs;
+} run_profile;
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Charges the time since the last mark to phase ph. */
+static void mark(run_profile* p, int ph) {
+  if (!p->on) return;
+  double t = now_us();
+  p->us[ph] += t - p->t;
+  p->t = t;
+}
+
+static void print_profile(const run_profile* p) {
+  if (!p->on || p->runs == 0) return;
+  double total = 0;
+  fprintf(stderr, "webgpu run profile (%llu runs, mean us):", (unsigned long long)p->runs);
+  for (int k = 0; k < PH_COUNT; k++) {
+    fprintf(stderr, " %s %.1f,", phase_name[k], p->us[k] / (double)p->runs);
+    total += p->us[k];
+  }
+  fprintf(stderr, " total %.1f\n", total / (double)p->runs);
+}
+
 struct rlx_backend_exec {
   rlx_wg_context* c;
   uint64_t arena_bytes, arena_size, window;
@@ -73,6 +110,7 @@ struct rlx_backend_exec {
   uint8_t* selected; /* per graph output, from select_outputs (NULL = all) */
   int32_t n_selected;
   rlx_wg_stats stats;
+  run_profile prof;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -646,9 +684,11 @@ static void encode_readback(rlx_backend_exec* be, WGPUCommandEncoder enc) {
 static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run_ctx* ctx,
                              rlx_error* err) {
   rlx_wg_context* c = be->c;
+  run_profile* prof = &be->prof;
   RLX_RETURN_IF_ERROR(plan_readback(be, ctx, err));
   rlx_wg_scope_push(c);
   write_run_state(be, ctx);
+  mark(prof, PH_PREPARE);
   rlx_status s = RLX_OK;
   int readback_encoded = 0;
   int32_t i = 0;
@@ -666,7 +706,9 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
       encode_readback(be, enc);
       readback_encoded = 1;
     }
+    mark(prof, PH_ENCODE);
     submit(be, enc); /* before a host step, which reads what this wrote */
+    mark(prof, PH_SUBMIT);
     i = end;
   }
   if (s == RLX_OK && !readback_encoded) { /* ended on a host step (or no steps) */
@@ -676,11 +718,14 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
   }
   rlx_status s2 = rlx_wg_scope_pop(c, err, "run");
   if (s == RLX_OK) s = s2;
+  mark(prof, PH_SCOPE);
   if (s) return s;
   snapshot* sn = &be->snap;
   uint64_t total = sn->n ? sn->at[sn->n - 1] + (sn->r[sn->n - 1].end - sn->r[sn->n - 1].begin)
                          : RLX_WG_RUN_WORDS * 4;
-  RLX_RETURN_IF_ERROR(rlx_wg_map_read(c, sn->buf, sn->data, total, err));
+  s = rlx_wg_map_read(c, sn->buf, sn->data, total, err);
+  mark(prof, PH_WAIT);
+  if (s) return s;
   be->stats.readbacks++;
   const uint32_t* run = (const uint32_t*)sn->data;
   if (run[WG_RUN_ERR]) {
@@ -693,12 +738,15 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
 
 static rlx_status wg_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                          rlx_error* err) {
+  if (be->prof.on) be->prof.t = now_us();
   wg_program* pg;
   RLX_RETURN_IF_ERROR(program_for(be, steps, err, &pg));
   for (int k = 0; k < be->snap.n; k++) be->snap.valid[k] = 0;
   pthread_mutex_lock(&be->c->lock);
   rlx_status s = run_locked(be, pg, ctx, err);
   pthread_mutex_unlock(&be->c->lock);
+  mark(&be->prof, PH_COPY);
+  be->prof.runs++;
   be->stats.runs++;
   return s;
 }
@@ -713,8 +761,9 @@ static int wg_probe(char* reason, size_t cap) {
   if (c->has_subgroups && !c->use_subgroups) snprintf(sg, sizeof sg, ", subgroups off");
   if (c->use_subgroups)
     snprintf(sg, sizeof sg, ", subgroups (%u-%u wide)", c->subgroup_min, c->subgroup_max);
-  snprintf(reason, cap, "%s (Dawn/Vulkan)%s%s", c->adapter_name,
-           c->has_f16 ? (c->use_f16 ? ", shader-f16" : ", shader-f16 off") : "", sg);
+  snprintf(reason, cap, "%s (Dawn/Vulkan)%s%s; Dawn toggles: %s", c->adapter_name,
+           c->has_f16 ? (c->use_f16 ? ", shader-f16" : ", shader-f16 off") : "", sg,
+           c->toggles[0] ? c->toggles : "none");
   return 1;
 }
 
@@ -733,6 +782,7 @@ static void wg_select_outputs(rlx_backend_exec* be, const uint8_t* selected, int
 
 static void wg_destroy(rlx_backend_exec* be) {
   if (!be) return;
+  print_profile(&be->prof);
   rlx_wg_context* c = be->c;
   if (c) {
     pthread_mutex_lock(&c->lock);
@@ -787,6 +837,7 @@ static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
   rlx_backend_exec* be = calloc(1, sizeof *be);
   RLX_CHECK_ALLOC(err, be);
   be->c = c;
+  be->prof.on = getenv("RLX_WG_PROFILE") != NULL;
   be->arena_bytes = arena_bytes;
   be->compiled = steps;
   /* Whole offset-alignment units, at least one window when windowed, so

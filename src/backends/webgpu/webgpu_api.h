@@ -38,6 +38,7 @@ enum {
   WGPU_FEATURE_SUBGROUPS = 17,
   WGPU_STYPE_SHADER_SOURCE_WGSL = 2,
   WGPU_WAIT_STATUS_SUCCESS = 1,
+  WGPU_WAIT_STATUS_TIMED_OUT = 2,
   WGPU_REQUEST_STATUS_SUCCESS = 1, /* adapter, device, map, pop error scope */
   WGPU_ERROR_FILTER_VALIDATION = 1,
   WGPU_ERROR_FILTER_OUT_OF_MEMORY = 2,
@@ -46,6 +47,8 @@ enum {
   WGPU_BUFFER_BINDING_STORAGE = 3,
   WGPU_BUFFER_BINDING_READ_ONLY_STORAGE = 4,
   WGPU_SHADER_STAGE_COMPUTE = 4,
+  WGPU_ADAPTER_TYPE_CPU = 3,
+  WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR = 0x0005000A, /* Dawn's extension range */
 };
 
 enum {
@@ -141,6 +144,22 @@ typedef struct WGPUSupportedFeatures {
   size_t featureCount;
   const uint32_t* features;
 } WGPUSupportedFeatures;
+
+/* Dawn toggles by name, chained on the device descriptor. */
+typedef struct WGPUDawnTogglesDescriptor {
+  WGPUChainedStruct chain;
+  size_t enabledToggleCount;
+  const char* const* enabledToggles;
+  size_t disabledToggleCount;
+  const char* const* disabledToggles;
+} WGPUDawnTogglesDescriptor;
+
+typedef struct WGPULoggingCallbackInfo {
+  WGPUChainedStruct* nextInChain;
+  void* callback;
+  void* userdata1;
+  void* userdata2;
+} WGPULoggingCallbackInfo;
 
 typedef struct WGPUQueueDescriptor {
   WGPUChainedStruct* nextInChain;
@@ -254,6 +273,7 @@ typedef void (*WGPUPopErrorScopeCallback)(uint32_t status, uint32_t type,
 typedef void (*WGPUQueueWorkDoneCallback)(uint32_t status, void* u1, void* u2);
 typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice* device, uint32_t type,
                                             WGPUStringView message, void* u1, void* u2);
+typedef void (*WGPULoggingCallback)(uint32_t type, WGPUStringView message, void* u1, void* u2);
 typedef void (*WGPUDeviceLostCallback)(const WGPUDevice* device, uint32_t reason,
                                        WGPUStringView message, void* u1, void* u2);
 
@@ -311,6 +331,7 @@ typedef void (*WGPUDeviceLostCallback)(const WGPUDevice* device, uint32_t reason
   X(void, wgpuQueueWriteBuffer, (WGPUQueue, WGPUBuffer, uint64_t, const void*, size_t))       \
   X(void, wgpuQueueSubmit, (WGPUQueue, size_t, const WGPUCommandBuffer*))                     \
   X(WGPUFuture, wgpuQueueOnSubmittedWorkDone, (WGPUQueue, WGPUCallbackInfo))                  \
+  X(void, wgpuDeviceSetLoggingCallback, (WGPUDevice, WGPULoggingCallbackInfo))                \
   X(void, wgpuDevicePushErrorScope, (WGPUDevice, uint32_t))                                   \
   X(WGPUFuture, wgpuDevicePopErrorScope, (WGPUDevice, WGPUCallbackInfo))
 

@@ -85,6 +85,7 @@ typedef enum rlx_wg_kernel {
   RLX_WG_NORM_ROW_LONG,
   RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
   RLX_WG_GEMV,       /* M <= 4 rows, f32, vec4 weight loads, split-K */
+  RLX_WG_MATMUL_TILED_F32, /* the same for f32 with quad loads of A and B */
   RLX_WG_KERNEL_COUNT
 } rlx_wg_kernel;
 
@@ -119,6 +120,9 @@ typedef struct rlx_wg_context {
   int use_f16, use_subgroups; /* used by the kernels: unless RLX_WG_NO_F16 /
                                  RLX_WG_NO_SUBGROUPS force the fallbacks */
   uint32_t subgroup_min, subgroup_max;
+  int spin_waits;        /* poll GPU futures before blocking: not on a CPU adapter
+                            (lavapipe) nor with RLX_WG_WAIT=block */
+  char toggles[160];     /* Dawn device toggles enabled, comma-separated ("" none) */
   uint64_t max_binding;   /* arena window size: limit, or RLX_WEBGPU_MAX_BINDING */
   uint32_t offset_align;  /* minStorageBufferOffsetAlignment */
   WGPUBindGroupLayout bgl;
@@ -142,6 +146,10 @@ void rlx_wg_scope_push(rlx_wg_context* c);
 rlx_status rlx_wg_scope_pop(rlx_wg_context* c, rlx_error* err, const char* what);
 /* Waits for a future (WaitAny, no timeout). */
 rlx_status rlx_wg_wait(rlx_wg_context* c, WGPUFuture fut, rlx_error* err, const char* what);
+/* The same for a future that completes with GPU work: with spin_waits it
+ * polls for up to 2 ms before blocking (a blocking wait adds the driver's
+ * wake-up latency to every synchronous run). */
+rlx_status rlx_wg_wait_gpu(rlx_wg_context* c, WGPUFuture fut, rlx_error* err, const char* what);
 /* Creates a buffer; NULL with a message on failure. */
 rlx_status rlx_wg_buffer(rlx_wg_context* c, uint64_t size, WGPUFlags usage, rlx_error* err,
                          const char* what, WGPUBuffer* out);

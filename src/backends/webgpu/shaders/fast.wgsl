@@ -69,11 +69,32 @@ fn eltwise_vec_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
 // comes from the host's defines: 4 or 8, one pipeline each, picked by row
 // length (fewer slots where they suffice run faster).
 
-fn max_key4(x: vec4<f32>) -> u32 { return max(max(fkey(x.x), fkey(x.y)), max(fkey(x.z), fkey(x.w))); }
+// exp(x) for x <= 0 (an element minus a max) to a few ulp: k = round(x /
+// ln2) and r = x - k ln2 (ln2 in two parts, exact products), then the
+// hardware exp2 on |r / ln2| <= 1/2, where its error stays at an ulp or two,
+// times 2^k built from exponent bits. Below -87 (results under 2^-125,
+// which only ever add to a sum of at least 1) it returns 0, also for -inf;
+// NaN stays NaN.
+fn exp_row(x: f32) -> f32 {
+  let k = round(x * 1.4426950408889634);
+  let r = (x - k * 0.693145751953125) - k * 1.428606765330187e-06;
+  let scale = bitcast<f32>(u32(i32(max(k, -126.0)) + 127) << 23u);
+  return select(exp2(r * 1.4426950408889634) * scale, 0.0, x < -87.0);
+}
 
-fn exp4(x: vec4<f32>) -> vec4<f32> { return vec4<f32>(exp_f(x.x), exp_f(x.y), exp_f(x.z), exp_f(x.w)); }
+fn exp_row4(x: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(exp_row(x.x), exp_row(x.y), exp_row(x.z), exp_row(x.w));
+}
 
-// Softmax / log-softmax along contiguous f32 rows (inner == 1).
+// Softmax / log-softmax along contiguous f32 rows (inner == 1): the row's
+// max (a float max per invocation, one order-preserving key each for the
+// workgroup), then the sum of exp(x - max) (per invocation a plain sum of
+// at most 4 * ROW_CACHE terms), each a workgroup reduction. A NaN element
+// (whether or not a max kept it), or a +inf max (inf - inf), makes the sum
+// NaN and so every output, as in the reference; a row of -inf gives NaN too
+// (-inf - -inf). On the H100 at 16384x4096 this runs 0.22 ms where
+// per-element keys, Kahan sums and the polynomial exp_f took 0.24 ms, and
+// one (max, sum) reduction with a rescaled sum per invocation also 0.24.
 @compute @workgroup_size(256)
 fn softmax_row_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let row = group_linear(wid);
@@ -83,38 +104,32 @@ fn softmax_row_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let ob = (v_off(0u) >> 4u) + row * n4;
   let lid = ids.lid;
   var x: array<vec4<f32>, ROW_CACHE>;
-  var mk = 0u;
+  var mv = vec4<f32>(-inf_f());
   for (var k = 0u; k < ROW_CACHE; k = k + 1u) {
     let v = lid + k * 256u;
     if (v < n4) {
       x[k] = bitcast<vec4<f32>>(A[ib + v]);
-      mk = max(mk, max_key4(x[k]));
+      mv = max(mv, x[k]);
     }
   }
-  let m = funkey(wg_max_key(mk, ids, 256u));
+  let m = funkey(wg_max_key(fkey(max(max(mv.x, mv.y), max(mv.z, mv.w))), ids, 256u));
   let logsm = P[R_OP] == 1u;
-  var sum = 0.0;
-  var comp = 0.0; // Kahan: rows are long
+  var s4 = vec4<f32>(0.0);
   for (var k = 0u; k < ROW_CACHE; k = k + 1u) {
-    let v = lid + k * 256u;
-    if (v < n4) {
-      let e = exp4(x[k] - vec4<f32>(m));
+    if (lid + k * 256u < n4) {
+      let e = exp_row4(x[k] - vec4<f32>(m));
+      s4 = s4 + e;
       if (!logsm) { x[k] = e; }
-      for (var c = 0u; c < 4u; c = c + 1u) {
-        let y = e[c] - comp;
-        let t = sum + y;
-        comp = (t - sum) - y;
-        sum = t;
-      }
     }
   }
-  sum = wg_sum(sum, ids, 256u);
+  let sum = wg_sum((s4.x + s4.y) + (s4.z + s4.w), ids, 256u);
   let log_sum = log_f(sum);
+  let inv = 1.0 / sum;
   for (var k = 0u; k < ROW_CACHE; k = k + 1u) {
     let v = lid + k * 256u;
     if (v < n4) {
       var y: vec4<f32>;
-      if (logsm) { y = x[k] - vec4<f32>(m) - vec4<f32>(log_sum); } else { y = x[k] / vec4<f32>(sum); }
+      if (logsm) { y = x[k] - vec4<f32>(m) - vec4<f32>(log_sum); } else { y = x[k] * inv; }
       A[ob + v] = bitcast<vec4<u32>>(y);
     }
   }

@@ -59,29 +59,67 @@ fn gv_fma_kn(c: GvCtx, s: GvAcc, k: u32, w: vec4<f32>) -> GvAcc {
   return r;
 }
 
-// B[K, N]: 4 column quads x 64 k lanes. Four weight rows per trip, loaded
-// before any is used, keep four 16-byte loads in flight per invocation.
-fn gemv_kn(c: GvCtx, g: u32, t: u32) {
-  let q = t & 3u; let lane = t >> 2u;
-  let n = g * 16u + 4u * q;
+// Weight quad of row k at column n (B[K, N]).
+fn gv_w(b_base: u32, brs: u32, k: u32, n: u32) -> vec4<f32> {
+  return bitcast<vec4<f32>>(A[(b_base + k * brs + n) >> 2u]);
+}
+
+// Lane l of columns n..n+3 over k = l, l + 64, ...: four weight rows per
+// trip, loaded before any is used, keep four 16-byte loads in flight.
+fn gv_sum_kn(c: GvCtx, n: u32, lane: u32) -> GvAcc {
   let b_base = v_off(3u) >> 2u;
   let brs = pxu(MM_BRS);
   var s = GvAcc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  var k = lane;
+  for (; k + 192u < c.K; k = k + 256u) {
+    let w0 = gv_w(b_base, brs, k, n); let w1 = gv_w(b_base, brs, k + 64u, n);
+    let w2 = gv_w(b_base, brs, k + 128u, n); let w3 = gv_w(b_base, brs, k + 192u, n);
+    s = gv_fma_kn(c, s, k, w0);
+    s = gv_fma_kn(c, s, k + 64u, w1);
+    s = gv_fma_kn(c, s, k + 128u, w2);
+    s = gv_fma_kn(c, s, k + 192u, w3);
+  }
+  for (; k < c.K; k = k + 64u) { s = gv_fma_kn(c, s, k, gv_w(b_base, brs, k, n)); }
+  return s;
+}
+
+// acc + x . (w0, w1, w2, w3): four weight rows scaled by one activation quad.
+fn gv_fma4(acc: vec4<f32>, x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>,
+           w3: vec4<f32>) -> vec4<f32> {
+  return fma(vec4<f32>(x.w), w3, fma(vec4<f32>(x.z), w2, fma(vec4<f32>(x.y), w1,
+             fma(vec4<f32>(x.x), w0, acc))));
+}
+
+fn gv_a_quad(c: GvCtx, m: u32, k: u32) -> vec4<f32> {
+  return bitcast<vec4<f32>>(A[(c.a_base + m * c.ars + k) >> 2u]);
+}
+
+// The same when A's rows load as quads (MM_FAST_A = 1: K % 4 == 0, rows
+// contiguous at 16-byte offsets): lane l owns the k quads 4l, 4l + 256, ...,
+// one 16-byte activation load per four weight rows.
+fn gv_sum_kn4(c: GvCtx, n: u32, lane: u32) -> GvAcc {
+  let b_base = v_off(3u) >> 2u;
+  let brs = pxu(MM_BRS);
+  var s = GvAcc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  for (var k = 4u * lane; k < c.K; k = k + 256u) {
+    let w0 = gv_w(b_base, brs, k, n); let w1 = gv_w(b_base, brs, k + 1u, n);
+    let w2 = gv_w(b_base, brs, k + 2u, n); let w3 = gv_w(b_base, brs, k + 3u, n);
+    s.a0 = gv_fma4(s.a0, gv_a_quad(c, 0u, k), w0, w1, w2, w3);
+    if (c.M > 1u) { s.a1 = gv_fma4(s.a1, gv_a_quad(c, 1u, k), w0, w1, w2, w3); }
+    if (c.M > 2u) { s.a2 = gv_fma4(s.a2, gv_a_quad(c, 2u, k), w0, w1, w2, w3); }
+    if (c.M > 3u) { s.a3 = gv_fma4(s.a3, gv_a_quad(c, 3u, k), w0, w1, w2, w3); }
+  }
+  return s;
+}
+
+// B[K, N]: 4 column quads x 64 k lanes; the 64 partials of a quad are summed
+// in workgroup memory.
+fn gemv_kn(c: GvCtx, g: u32, t: u32) {
+  let q = t & 3u; let lane = t >> 2u;
+  let n = g * 16u + 4u * q;
+  var s = GvAcc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
   if (n < c.N) {
-    var k = lane;
-    for (; k + 192u < c.K; k = k + 256u) {
-      let w0 = bitcast<vec4<f32>>(A[(b_base + k * brs + n) >> 2u]);
-      let w1 = bitcast<vec4<f32>>(A[(b_base + (k + 64u) * brs + n) >> 2u]);
-      let w2 = bitcast<vec4<f32>>(A[(b_base + (k + 128u) * brs + n) >> 2u]);
-      let w3 = bitcast<vec4<f32>>(A[(b_base + (k + 192u) * brs + n) >> 2u]);
-      s = gv_fma_kn(c, s, k, w0);
-      s = gv_fma_kn(c, s, k + 64u, w1);
-      s = gv_fma_kn(c, s, k + 128u, w2);
-      s = gv_fma_kn(c, s, k + 192u, w3);
-    }
-    for (; k < c.K; k = k + 64u) {
-      s = gv_fma_kn(c, s, k, bitcast<vec4<f32>>(A[(b_base + k * brs + n) >> 2u]));
-    }
+    if (pxu(MM_FAST_A) == 1u) { s = gv_sum_kn4(c, n, lane); } else { s = gv_sum_kn(c, n, lane); }
   }
   let a0 = s.a0; let a1 = s.a1; let a2 = s.a2; let a3 = s.a3;
   gv_stash(t, a0, a1, a2, a3);

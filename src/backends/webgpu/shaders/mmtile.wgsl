@@ -3,8 +3,8 @@
 // 64+ty*4.., columns tx*4.. and 64+tx*4..), K in slabs of 16 staged in
 // workgroup memory as vec4 rows (As[k][m], Bs[k][n]); the next slab's
 // quads are fetched into registers while the current one is multiplied.
-// Every output is one f32 fma chain in ascending k, as in the 16x16 kernel
-// and the CPU reference, so f32 results are exact.
+// Every output is one f32 fma chain in ascending k, as in the 16x16 kernel,
+// so f32 results are exact (and equal that kernel's bit for bit).
 //
 // Tile loads: MM_FAST_A = 1 (f32 / f16 / bf16, k contiguous, aligned quads
 // along k: quad4 in the host prelude), 2 (m contiguous: quads along m), 0
@@ -12,6 +12,14 @@
 // contiguous. Stores: MM_PAIR_OUT = 2 (f32, vec4 stores), 1 (f16/bf16, two
 // elements per word: an invocation owns whole words), 0 (one at a time,
 // 4-byte dtypes).
+//
+// MM_F32 (prepended by the host; true in the RLX_WG_MATMUL_TILED_F32 form):
+// f32 operands and output, quad loads on both sides (the host checks), so
+// the dtype checks and the general-layout paths are compiled out. On the
+// H100 (2026-11-23) that form ran f32 4096^3 in 5.59 ms against 6.03 ms for
+// the general one. Measured there and left out: double-buffered slabs with
+// one barrier each (7.4-7.9 ms), an XOR-swizzled workgroup layout (no
+// gain), tile rows walked in groups of 8 for L2 reuse (5.63 ms).
 
 var<workgroup> As: array<vec4<f32>, 512>; // [16 k][32 quads of m]
 var<workgroup> Bs: array<vec4<f32>, 512>; // [16 k][32 quads of n]
@@ -30,7 +38,10 @@ fn b_elem(c: MmCtx, k: u32, n: u32) -> f32 {
   if (k >= c.K || n >= c.N) { return 0.0; }
   return ld_f(v_dt(3u), v_off(3u), c.bo + i32(k) * c.brs + i32(n) * c.bcs);
 }
-fn quad(slot: u32, e: i32) -> vec4<f32> { return quad4(slot, bitcast<u32>(e)); }
+fn quad(slot: u32, e: i32) -> vec4<f32> {
+  if (MM_F32) { return bitcast<vec4<f32>>(A[(v_off(slot) >> 4u) + (bitcast<u32>(e) >> 2u)]); }
+  return quad4(slot, bitcast<u32>(e));
+}
 
 // Tile loads in two halves, so the next slab's global loads can be in
 // flight while the current slab's fmas run: fetch_* reads the quad of tile
@@ -42,7 +53,7 @@ fn fetch_a(c: MmCtx, k0: u32, q: u32) -> vec4<f32> {
   if (fast == 1u) { // quads along k
     let r = q / 4u; let kq = (q % 4u) * 4u;
     if (c.m0 + r < c.M && k0 + kq < c.K) { return quad(2u, c.ao + i32(c.m0 + r) * c.ars + i32(k0 + kq)); }
-  } else if (fast == 2u) { // quads along m
+  } else if (MM_F32 || fast == 2u) { // quads along m
     let kk = q / 32u; let mq = (q % 32u) * 4u;
     if (c.m0 + mq < c.M && k0 + kk < c.K) { return quad(2u, c.ao + i32(c.m0 + mq) + i32(k0 + kk) * c.acs); }
   }
@@ -54,7 +65,7 @@ fn put_a(c: MmCtx, k0: u32, q: u32, v: vec4<f32>) {
   if (fast == 1u) {
     let r = q / 4u; let kq = (q % 4u) * 4u;
     for (var t = 0u; t < 4u; t = t + 1u) { As[(kq + t) * 32u + r / 4u][r % 4u] = v[t]; }
-  } else if (fast == 2u) {
+  } else if (MM_F32 || fast == 2u) {
     As[q] = v;
   } else {
     for (var t = 0u; t < 4u; t = t + 1u) {
@@ -70,7 +81,7 @@ fn fetch_b(c: MmCtx, k0: u32, q: u32) -> vec4<f32> {
   if (fast == 1u) { // quads along n
     let kk = q / 32u; let nq = (q % 32u) * 4u;
     if (c.n0 + nq < c.N && k0 + kk < c.K) { return quad(3u, c.bo + i32(k0 + kk) * c.brs + i32(c.n0 + nq)); }
-  } else if (fast == 2u) { // quads along k
+  } else if (MM_F32 || fast == 2u) { // quads along k
     let n = q / 4u; let kq = (q % 4u) * 4u;
     if (c.n0 + n < c.N && k0 + kq < c.K) { return quad(3u, c.bo + i32(k0 + kq) + i32(c.n0 + n) * c.bcs); }
   }
@@ -81,7 +92,7 @@ fn put_b(c: MmCtx, k0: u32, q: u32, v: vec4<f32>) {
   let fast = pxu(MM_FAST_B);
   if (fast == 1u) {
     Bs[q] = v;
-  } else if (fast == 2u) {
+  } else if (MM_F32 || fast == 2u) {
     let n = q / 4u; let kq = (q % 4u) * 4u;
     for (var t = 0u; t < 4u; t = t + 1u) { Bs[(kq + t) * 32u + n / 4u][n % 4u] = v[t]; }
   } else {
@@ -108,7 +119,7 @@ fn store4(c: MmCtx, m: u32, n: u32, v: vec4<f32>) {
   let e = c.co + i32(m) * px(MM_CRS) + i32(n);
   let mode = pxu(MM_PAIR_OUT);
   let dt = v_dt(0u); let off = v_off(0u);
-  if (mode == 2u && n + 4u <= c.N) {
+  if (MM_F32 || (mode == 2u && n + 4u <= c.N)) { // MM_F32: N % 4 == 0
     A[(off >> 4u) + (bitcast<u32>(e) >> 2u)] = bitcast<vec4<u32>>(v);
   } else if (mode == 1u) { // N even: pairs are wholly in or out
     let w = (off >> 2u) + (bitcast<u32>(e) >> 1u);

@@ -123,7 +123,7 @@ static int run_and_compare(rlx_graph* g, const input_spec* ins, int n_ins, doubl
 /* Elementwise steps of every shape class the vectorised kernel takes. */
 TEST(eltwise_vec_matches_cpu) {
 #ifdef RLX_HAVE_VULKAN
-  for (int cs = 0; cs < 9; cs++) {
+  for (int cs = 0; cs < 10; cs++) {
     rlx_graph* g = NULL;
     rlx_graph_create(&g);
     input_spec in[2] = {{"a", 2, {37, 64}}, {"b", 2, {37, 64}}};
@@ -170,6 +170,11 @@ TEST(eltwise_vec_matches_cpu) {
       tol = 1e-3;
       want_vec = 3;
       y = RLX_NONE;
+    } else if (cs == 9) { /* a column expanded 13 wide: quads straddle values (raw copy refused) */
+      rlx_dim wide[2] = {37, 13};
+      rlx_graph_add_narrow(g, a, 1, 3, 1, &t);
+      rlx_graph_add_expand(g, t, wide, 2, &y);
+      want_vec = 0;
     } else { /* i64 raw copy (8-byte words) through casts */
       rlx_dim big[2] = {37, 64}, rowsz[2] = {1, 64};
       rlx_tensor i, r, e;

@@ -74,15 +74,17 @@ static int classify(const rlx_view* o, const rlx_view* v, int64_t* period) {
 }
 
 /* Same-dtype copy moved as 32-bit words: the byte counts must split into
- * words, and broadcast patterns must repeat in whole 16-byte units (or be
- * per element for 4-byte elements). Fills mode / period in words. */
+ * words, and broadcast patterns must repeat in whole 16-byte units (or, for
+ * 4-byte elements, hold each value over whole quads). Fills mode / period in words. */
 static int raw_copy_fits(const rlx_view* views, int64_t n, int* mode, int64_t* period,
                          int64_t* words) {
   uint64_t es = rlx_dtype_size(views[0].dtype);
   if (views[1].dtype != views[0].dtype || (n * (int64_t)es) % 4 != 0) return 0;
   if (views[0].offset % 16 || views[1].offset % 16) return 0;
-  if (mode[0] == EV_SCALAR || mode[0] == EV_DIV) {
+  if (mode[0] == EV_SCALAR) {
     if (es != 4) return 0;
+  } else if (mode[0] == EV_DIV) { /* one value per quad: a quad must not straddle two periods */
+    if (es != 4 || period[0] % 4 != 0) return 0;
   } else if (mode[0] == EV_MOD) {
     if ((period[0] * (int64_t)es) % 16 != 0) return 0;
     period[0] = period[0] * (int64_t)es / 4;

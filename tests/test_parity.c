@@ -172,6 +172,23 @@ static void c_matmul_half_big(pcase* c, int v) {
   outputs(c, &yf, 1);
 }
 
+/* f16 matmuls in whole 256x256x64 tiles, for the workgroup-scope
+ * cooperative-matrix kernel (matmul_cm2): plain, transposed B, transposed
+ * A, and a batch over a shared B. */
+static void c_matmul_half_tiles(pcase* c, int v) {
+  static const int64_t mn[] = {256, 512}, kk[] = {64, 128, 256};
+  int64_t M = pick(mn, 2), N = pick(mn, 2), K = pick(kk, 3), B = v == 3 ? 2 : 1;
+  int ta = v == 2, tb = v == 1;
+  rlx_dim as[3] = {B, ta ? K : M, ta ? M : K}, bs[2] = {tb ? N : K, tb ? K : N};
+  rlx_tensor a = input(c, RLX_F32, B > 1 ? as : as + 1, B > 1 ? 3 : 2), b = input(c, RLX_F32, bs, 2);
+  rlx_tensor ah, bh, y, yf;
+  rlx_graph_add_cast(c->g, a, RLX_F16, &ah);
+  rlx_graph_add_cast(c->g, b, RLX_F16, &bh);
+  rlx_graph_add_matmul(c->g, ah, bh, ta, tb, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &yf);
+  outputs(c, &yf, 1);
+}
+
 static void c_reduce(pcase* c, int op) {
   rlx_dim s[4];
   rshape(s, 4);
@@ -388,6 +405,7 @@ static const case_def CASES[] = {
     {"matmul_half", c_matmul_half, 2},
     {"matmul_big", c_matmul_big, 8},
     {"matmul_half_big", c_matmul_half_big, 4},
+    {"matmul_half_tiles", c_matmul_half_tiles, 4},
     {"reduce", c_reduce, RLX_RED_COUNT},
     {"row_ops", c_rowops, 6},
     {"layout", c_layout, 12},

@@ -70,7 +70,8 @@ static int create_instance(rlx_vk_context* c, char* reason, size_t cap) {
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "rlx";
   app.pEngineName = "rlx";
-  app.apiVersion = VK_API_VERSION_1_2;
+  /* 1.3 where the loader has it: the SPIR-V 1.6 build of matmul_cm2 needs it. */
+  app.apiVersion = version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
   const char* layers[1] = {"VK_LAYER_KHRONOS_validation"};
   const char* exts[1] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
@@ -212,6 +213,7 @@ static int pick_device(rlx_vk_context* c, char* reason, size_t cap) {
   c->limits = p.limits;
   detect_subgroups(c);
   rlx_vk_coopmat_detect(c);
+  rlx_vk_cm2_detect(c);
   detect_memory_limits(c, p.apiVersion);
   snprintf(c->device_name, sizeof c->device_name, "%s", p.deviceName);
   c->software = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -230,10 +232,14 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   void* chain = nf.f2.pNext;
   const char* coop_ext = rlx_vk_coopmat_enable(c, &coop, &chain);
   nf.f2.pNext = chain;
+  rlx_vk_cm2_features cm2;
+  const char* cm2_ext = rlx_vk_cm2_enable(c, &cm2, &chain);
+  nf.f2.pNext = chain;
   if (coop_ext) nf.v12.shaderFloat16 = nf.v12.vulkanMemoryModel = VK_TRUE;
-  const char* exts[2];
+  const char* exts[3];
   uint32_t n_ext = 0;
   if (coop_ext) exts[n_ext++] = coop_ext;
+  if (cm2_ext) exts[n_ext++] = cm2_ext;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
       .pipelineExecutableInfo = VK_TRUE};
@@ -339,7 +345,7 @@ static const char* const k_pipe_names[RLX_VK_PIPE_COUNT] = {
     "eltwise", "matmul", "reduce", "softmax", "argreduce", "cumsum", "topk",
     "gather",  "scatter", "norm", "attention", "rope",     "sample",
     "eltwise_vec", "rows",
-    "matmul_f32", "gemv", "matmul_coop"};
+    "matmul_f32", "gemv", "matmul_coop", "matmul_cm2"};
 
 static const rlx_vk_shader_blob* find_blob(const char* name) {
   for (int i = 0; i < rlx_vk_shader_table_count; i++)
@@ -391,6 +397,7 @@ static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err
     blob = find_blob(sg);
   }
   if (p == RLX_VK_PIPE_MATMUL_COOP) blob = find_blob(rlx_vk_coopmat_shader(c));
+  if (p == RLX_VK_PIPE_MATMUL_CM2 && c->cm2_shader) blob = find_blob(c->cm2_shader);
   if (!blob) blob = find_blob(k_pipe_names[p]);
   if (!blob)
     return rlx_fail(err, RLX_INTERNAL, "vulkan: shader '%s' was not embedded", k_pipe_names[p]);
@@ -405,6 +412,11 @@ static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = mod;
   ci.stage.pName = "main";
+  /* matmul_cm2's workgroup size is the device's (specialization constant 0). */
+  VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = sizeof(uint32_t)};
+  VkSpecializationInfo spec = {.mapEntryCount = 1, .pMapEntries = &entry, .dataSize = sizeof(uint32_t),
+                               .pData = &c->cm2_invocations};
+  if (p == RLX_VK_PIPE_MATMUL_CM2) ci.stage.pSpecializationInfo = &spec;
   ci.layout = c->pipe_layout;
   if (c->pipeline_stats) ci.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   r = c->f.vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &ci, NULL, out);

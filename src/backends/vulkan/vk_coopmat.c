@@ -8,6 +8,7 @@
  * the field layout is the registry's. RLX_VK_COOPMAT=0 turns the kernel off,
  * RLX_VK_COOPMAT=nv prefers the NV extension where both exist. */
 #ifdef RLX_HAVE_VULKAN
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,136 @@ const char* rlx_vk_coopmat_enable(const rlx_vk_context* c, VkPhysicalDeviceCoope
 
 const char* rlx_vk_coopmat_shader(const rlx_vk_context* c) {
   return c->coopmat == 2 ? "matmul_coop_nv" : "matmul_coop_khr";
+}
+
+/* ------------------------------------------- workgroup-scope (cm2) matrices
+ *
+ * VK_NV_cooperative_matrix2 lets a whole workgroup own one large matrix
+ * (shaders/matmul_cm2.comp). The device lists, per type combination, the
+ * granularity of M, N and K and the one workgroup size it runs them at
+ * (VkCooperativeMatrixFlexibleDimensionsPropertiesNV). RLX_VK_CM2=0 turns
+ * the kernel off; RLX_VK_CM2=<TMxTNxTK>[_s16] picks one of the embedded
+ * tile builds (tuning; "_s16": the SPIR-V 1.6 build). */
+
+#define CM2_EXT_NAME "VK_NV_cooperative_matrix2"
+#define CM2_STYPE_FEATURES ((VkStructureType)1000593000)
+#define CM2_STYPE_FLEXIBLE ((VkStructureType)1000593001)
+#define CM2_STYPE_PROPERTIES ((VkStructureType)1000593002)
+enum { SCOPE_WORKGROUP = 2 };
+
+typedef struct cm2_flexible_properties {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MGranularity, NGranularity, KGranularity;
+  uint32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+  VkBool32 saturatingAccumulation;
+  uint32_t scope; /* VkScopeKHR */
+  uint32_t workgroupInvocations;
+} cm2_flexible_properties;
+
+typedef struct cm2_properties {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t workgroupScopeMaxWorkgroupSize;
+  uint32_t flexibleDimensionsMaxDimension;
+  uint32_t workgroupScopeReservedSharedMemory;
+} cm2_properties;
+
+typedef VkResult(VKAPI_PTR* cm2_flexible_fn)(VkPhysicalDevice, uint32_t*, cm2_flexible_properties*);
+
+/* The embedded tile builds, preferred first (CMakeLists.txt builds them). */
+static const struct cm2_build {
+  const char* name;
+  int tm, tn, tk;
+} k_cm2_builds[] = {
+    {"matmul_cm2_128x128x32", 128, 128, 32},
+    {"matmul_cm2_128x256x32", 128, 256, 32},
+    {"matmul_cm2_256x128x32", 256, 128, 32},
+    {"matmul_cm2_128x128x64", 128, 128, 64},
+    {"matmul_cm2_128x128x32_s16", 128, 128, 32},
+};
+
+/* The device's f16 x f16 -> f32 workgroup-scope entry: 1 and *out when
+ * listed. */
+static int cm2_listed(rlx_vk_context* c, cm2_flexible_properties* out) {
+  cm2_flexible_fn get = (cm2_flexible_fn)c->f.vkGetInstanceProcAddr(
+      c->instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  uint32_t n = 0;
+  if (!get || get(c->phys, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+  cm2_flexible_properties* p = calloc(n, sizeof *p);
+  if (!p) return 0;
+  for (uint32_t i = 0; i < n; i++) p[i].sType = CM2_STYPE_FLEXIBLE;
+  int ok = 0;
+  if (get(c->phys, &n, p) == VK_SUCCESS)
+    for (uint32_t i = 0; i < n && !ok; i++) {
+      ok = p[i].AType == COMPONENT_F16 && p[i].BType == COMPONENT_F16 && p[i].CType == COMPONENT_F32 &&
+           p[i].ResultType == COMPONENT_F32 && p[i].scope == SCOPE_WORKGROUP && !p[i].saturatingAccumulation;
+      if (ok) *out = p[i];
+    }
+  free(p);
+  return ok;
+}
+
+static int cm2_features_on(rlx_vk_context* c) {
+  rlx_vk_cm2_features f = {.sType = CM2_STYPE_FEATURES};
+  VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f};
+  c->f.vkGetPhysicalDeviceFeatures2(c->phys, &f2);
+  return f.workgroup_scope && f.flexible_dimensions;
+}
+
+static cm2_properties cm2_limits(rlx_vk_context* c) {
+  cm2_properties p = {.sType = CM2_STYPE_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
+  c->f.vkGetPhysicalDeviceProperties2(c->phys, &p2);
+  return p;
+}
+
+static int cm2_build_fits(const struct cm2_build* b, const cm2_flexible_properties* fp,
+                          const cm2_properties* lim) {
+  if (!fp->MGranularity || !fp->NGranularity || !fp->KGranularity) return 0;
+  if (b->tm % (int)fp->MGranularity || b->tn % (int)fp->NGranularity || b->tk % (int)fp->KGranularity)
+    return 0;
+  uint32_t most = lim->flexibleDimensionsMaxDimension;
+  return most == 0 || ((uint32_t)b->tm <= most && (uint32_t)b->tn <= most && (uint32_t)b->tk <= most);
+}
+
+void rlx_vk_cm2_detect(rlx_vk_context* c) {
+  c->cm2_shader = NULL;
+  const char* env = getenv("RLX_VK_CM2");
+  if (c->coopmat != 1 || (env && strcmp(env, "0") == 0)) return;
+  cm2_flexible_properties fp;
+  if (!rlx_vk_has_device_extension(c, CM2_EXT_NAME) || !cm2_features_on(c) || !cm2_listed(c, &fp)) return;
+  cm2_properties lim = cm2_limits(c);
+  if (getenv("RLX_VK_COOPMAT_INFO"))
+    fprintf(stderr,
+            "vulkan cm2: granularity M %u N %u K %u, %u invocations, max dimension %u, "
+            "max workgroup %u, reserved shared memory %u bytes\n",
+            fp.MGranularity, fp.NGranularity, fp.KGranularity, fp.workgroupInvocations,
+            lim.flexibleDimensionsMaxDimension, lim.workgroupScopeMaxWorkgroupSize,
+            lim.workgroupScopeReservedSharedMemory);
+  if (fp.workgroupInvocations == 0 || fp.workgroupInvocations > c->limits.maxComputeWorkGroupSize[0])
+    return;
+  for (size_t i = 0; i < sizeof k_cm2_builds / sizeof k_cm2_builds[0]; i++) {
+    const struct cm2_build* b = &k_cm2_builds[i];
+    int wanted = env ? strcmp(b->name + strlen("matmul_cm2_"), env) == 0 : 1;
+    if (!wanted || !embedded(b->name) || !cm2_build_fits(b, &fp, &lim)) continue;
+    c->cm2_shader = b->name;
+    c->cm2_tile[0] = b->tm;
+    c->cm2_tile[1] = b->tn;
+    c->cm2_tile[2] = b->tk;
+    c->cm2_invocations = fp.workgroupInvocations;
+    return;
+  }
+}
+
+const char* rlx_vk_cm2_enable(const rlx_vk_context* c, rlx_vk_cm2_features* feat, void** chain) {
+  if (!c->cm2_shader) return NULL;
+  memset(feat, 0, sizeof *feat);
+  feat->sType = CM2_STYPE_FEATURES;
+  feat->workgroup_scope = feat->flexible_dimensions = VK_TRUE;
+  feat->pNext = *chain;
+  *chain = feat;
+  return CM2_EXT_NAME;
 }
 #else
 typedef int rlx_vk_coopmat_unused;

@@ -137,6 +137,7 @@ typedef enum rlx_vk_pipe {
   RLX_VK_PIPE_MATMUL_F32,  /* matmul_f32.comp: vec4-loadable f32 operands */
   RLX_VK_PIPE_GEMV,        /* gemv.comp: M <= 4 */
   RLX_VK_PIPE_MATMUL_COOP, /* matmul_coop.comp: f16 cooperative matrices (KHR or NV build) */
+  RLX_VK_PIPE_MATMUL_CM2,  /* matmul_cm2.comp: f16 workgroup-scope cooperative matrices, whole tiles */
   RLX_VK_PIPE_COUNT
 } rlx_vk_pipe;
 
@@ -162,6 +163,12 @@ typedef struct rlx_vk_context {
   /* f16 x f16 -> f32 16x16x16 subgroup cooperative matrices: 0 none, 1 through
    * VK_KHR_cooperative_matrix, 2 through VK_NV_cooperative_matrix. */
   int coopmat;
+  /* Workgroup-scope f16 cooperative matrices (VK_NV_cooperative_matrix2,
+   * vk_coopmat.c): the matmul_cm2 build in use (NULL: none), its tile
+   * (TM, TN, TK) and the workgroup size the device runs it at. */
+  const char* cm2_shader;
+  int cm2_tile[3];
+  uint32_t cm2_invocations;
   /* RLX_VK_PIPELINE_STATS=1 on a device with VK_KHR_pipeline_executable_properties:
    * every pipeline's compiler statistics (registers, spills...) go to stderr. */
   int pipeline_stats;
@@ -184,6 +191,18 @@ void rlx_vk_coopmat_detect(rlx_vk_context* c);
 const char* rlx_vk_coopmat_enable(const rlx_vk_context* c,
                                   VkPhysicalDeviceCooperativeMatrixFeaturesNV* feat, void** chain);
 const char* rlx_vk_coopmat_shader(const rlx_vk_context* c);
+/* VkPhysicalDeviceCooperativeMatrix2FeaturesNV (VK_NV_cooperative_matrix2
+ * postdates the installed headers; the registry's layout). */
+typedef struct rlx_vk_cm2_features {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 workgroup_scope, flexible_dimensions, reductions, conversions, per_element_operations,
+      tensor_addressing, block_loads;
+} rlx_vk_cm2_features;
+/* The same for workgroup-scope matrices (after rlx_vk_coopmat_detect):
+ * sets c->cm2_*, and before device creation chains the features. */
+void rlx_vk_cm2_detect(rlx_vk_context* c);
+const char* rlx_vk_cm2_enable(const rlx_vk_context* c, rlx_vk_cm2_features* feat, void** chain);
 int rlx_vk_has_device_extension(rlx_vk_context* c, const char* name);
 /* Validation messages (warnings + errors) seen since the process started. */
 uint64_t rlx_vk_validation_count(void);

@@ -41,8 +41,10 @@ static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t arena_byt
  * matmul.comp (generic: any dtype, any strides) is the fallback; faster
  * kernels are picked when the views allow them:
  *  - gemv.comp: M <= 4, no batch, f32, weights loadable as vec4;
- *  - matmul_coop: f16 x f16 on a device with 16x16x16 f16->f32 cooperative
- *    matrices (VK_KHR_cooperative_matrix, else the NV extension);
+ *  - matmul_cm2: f16 x f16 in whole tiles on a device with workgroup-scope
+ *    cooperative matrices (VK_NV_cooperative_matrix2; see cm2_fits);
+ *  - matmul_coop: other f16 x f16 on a device with 16x16x16 f16->f32
+ *    cooperative matrices (VK_KHR_cooperative_matrix, else the NV extension);
  *  - matmul_f32.comp: f32 operands loadable as vec4, f32 output.
  * RLX_VK_MATMUL=generic forces matmul.comp (bisecting); RLX_VK_COOPMAT=0
  * keeps f16 matmuls off the cooperative-matrix kernel. */
@@ -94,6 +96,31 @@ static int coopmat_device(void) {
   return c ? c->coopmat : 0;
 }
 
+/* Strides are nonzero (no broadcast rows) and multiples of vec. */
+static int strides_fit(int64_t a, int64_t b, const int64_t* bstride, int32_t brank, int vec) {
+  if (a == 0 || b == 0) return 0;
+  for (int32_t d = 0; d < brank; d++)
+    if (bstride[d] % vec != 0) return 0;
+  return 1;
+}
+
+/* matmul_cm2.comp takes whole tiles only: M, N and K multiples of the
+ * device's tile, f16 operands moving as 16-byte rows along a unit-stride
+ * axis, an f16 C with 16-byte aligned rows, no bias or activation. */
+static int cm2_fits(const rlx_step* s) {
+  const rlx_matmul_params* p = &s->p.mm;
+  rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
+  if (!c || !c->cm2_shader || env_is("RLX_VK_COOPMAT", "0") || p->has_bias || p->act != RLX_ACT_NONE)
+    return 0;
+  if (p->M % c->cm2_tile[0] || p->N % c->cm2_tile[1] || p->K % c->cm2_tile[2]) return 0;
+  if (s->out[0].dtype != RLX_F16 || !c_vec_storable(s, 8) ||
+      !strides_fit(p->c_rs, 1, p->c_bstride, p->batch_rank, 8))
+    return 0;
+  return strides_fit(p->a_rs, p->a_cs, p->a_bstride, p->batch_rank, 8) &&
+         strides_fit(p->b_rs, p->b_cs, p->b_bstride, p->batch_rank, 8) && a_loadable(s, 8, 1) &&
+         b_loadable(s, 8);
+}
+
 /* Pipeline and workgroup count of a matmul step. */
 static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   const rlx_matmul_params* p = &s->p.mm;
@@ -105,6 +132,11 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
       (p->b_cs == 1 || p->b_rs == 1)) {
     *pipe = RLX_VK_PIPE_GEMV;
     return p->b_cs == 1 ? (p->N + 15) / 16 : (p->N + 7) / 8;
+  }
+  if (at == RLX_F16 && bt == RLX_F16 && p->K > 0 && cm2_fits(s)) {
+    const rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
+    *pipe = RLX_VK_PIPE_MATMUL_CM2;
+    return p->batch * (p->M / c->cm2_tile[0]) * (p->N / c->cm2_tile[1]);
   }
   if (at == RLX_F16 && bt == RLX_F16 && coopmat_device() && p->K > 0) {
     *pipe = RLX_VK_PIPE_MATMUL_COOP;

@@ -70,8 +70,8 @@ static int create_instance(rlx_vk_context* c, char* reason, size_t cap) {
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "rlx";
   app.pEngineName = "rlx";
-  /* 1.3 where the loader has it: the SPIR-V 1.6 build of matmul_cm2 needs it. */
-  app.apiVersion = version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+  /* 1.3 where the loader has it: the matmul_cm2 builds are SPIR-V 1.6. */
+  c->instance_api = app.apiVersion = version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
   const char* layers[1] = {"VK_LAYER_KHRONOS_validation"};
   const char* exts[1] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};

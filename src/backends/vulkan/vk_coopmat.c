@@ -1,7 +1,9 @@
-/* Cooperative matrices for the f16 matmul kernel (shaders/matmul_coop.comp):
- * whether the device multiplies 16x16x16 f16 x f16 -> f32 subgroup-scope
- * matrices through VK_KHR_cooperative_matrix (preferred) or
- * VK_NV_cooperative_matrix, and what device creation must then enable.
+/* Cooperative matrices for the f16 matmul kernels: whether the device
+ * multiplies 16x16x16 f16 x f16 -> f32 subgroup-scope matrices through
+ * VK_KHR_cooperative_matrix (preferred) or VK_NV_cooperative_matrix
+ * (shaders/matmul_coop.comp), whether it also has VK_NV_cooperative_matrix2's
+ * workgroup-scope matrices at the size shaders/matmul_cm2.comp needs, and
+ * what device creation must then enable.
  *
  * The installed Vulkan headers (1.3.239) predate the KHR extension, so its
  * few structures and enums are declared here with the registry's values;
@@ -145,17 +147,24 @@ const char* rlx_vk_coopmat_shader(const rlx_vk_context* c) {
 /* ------------------------------------------- workgroup-scope (cm2) matrices
  *
  * VK_NV_cooperative_matrix2 lets a whole workgroup own one large matrix
- * (shaders/matmul_cm2.comp). The device lists, per type combination, the
- * granularity of M, N and K and the one workgroup size it runs them at
- * (VkCooperativeMatrixFlexibleDimensionsPropertiesNV). RLX_VK_CM2=0 turns
- * the kernel off; RLX_VK_CM2=<TMxTNxTK>[_s16] picks one of the embedded
- * tile builds (tuning; "_s16": the SPIR-V 1.6 build). */
+ * (shaders/matmul_cm2.comp). The device lists, per type combination and
+ * workgroup size, the granularity of M, N and K
+ * (VkCooperativeMatrixFlexibleDimensionsPropertiesNV); the kernel needs
+ * f16 x f16 -> f32 at its own workgroup size and tile, and its shared
+ * memory plus the driver's reserve within the device's limit.
+ * RLX_VK_CM2=0 turns the kernel off (matmul_coop takes its matmuls);
+ * RLX_VK_COOPMAT_INFO=1 prints what the device lists. */
 
 #define CM2_EXT_NAME "VK_NV_cooperative_matrix2"
 #define CM2_STYPE_FEATURES ((VkStructureType)1000593000)
 #define CM2_STYPE_FLEXIBLE ((VkStructureType)1000593001)
 #define CM2_STYPE_PROPERTIES ((VkStructureType)1000593002)
 enum { SCOPE_WORKGROUP = 2 };
+/* matmul_cm2.comp's tile, workgroup size and shared memory (two slabs of
+ * A[m][k] and of B[k][n] or B[n][k], rows of 16-byte words padded by one). */
+enum { CM2_TM = 128, CM2_TN = 128, CM2_TK = 32, CM2_NT = 256 };
+#define CM2_B_ROWS_WORDS (CM2_TN * (CM2_TK / 8 + 1) > CM2_TK * (CM2_TN / 8 + 1) ? CM2_TN * (CM2_TK / 8 + 1) : CM2_TK * (CM2_TN / 8 + 1))
+#define CM2_SHARED_BYTES (2u * (CM2_TM * (CM2_TK / 8 + 1) + CM2_B_ROWS_WORDS) * 16u)
 
 typedef struct cm2_flexible_properties {
   VkStructureType sType;
@@ -177,21 +186,16 @@ typedef struct cm2_properties {
 
 typedef VkResult(VKAPI_PTR* cm2_flexible_fn)(VkPhysicalDevice, uint32_t*, cm2_flexible_properties*);
 
-/* The embedded tile builds, preferred first (CMakeLists.txt builds them). */
-static const struct cm2_build {
-  const char* name;
-  int tm, tn, tk;
-} k_cm2_builds[] = {
-    {"matmul_cm2_128x128x32", 128, 128, 32},
-    {"matmul_cm2_128x256x32", 128, 256, 32},
-    {"matmul_cm2_256x128x32", 256, 128, 32},
-    {"matmul_cm2_128x128x64", 128, 128, 64},
-    {"matmul_cm2_128x128x32_s16", 128, 128, 32},
-};
+static int cm2_entry_fits(const cm2_flexible_properties* p) {
+  return p->AType == COMPONENT_F16 && p->BType == COMPONENT_F16 && p->CType == COMPONENT_F32 &&
+         p->ResultType == COMPONENT_F32 && p->scope == SCOPE_WORKGROUP && !p->saturatingAccumulation &&
+         p->workgroupInvocations == CM2_NT && p->MGranularity && p->NGranularity && p->KGranularity &&
+         CM2_TM % p->MGranularity == 0 && CM2_TN % p->NGranularity == 0 && CM2_TK % p->KGranularity == 0;
+}
 
-/* The device's f16 x f16 -> f32 workgroup-scope entry: 1 and *out when
- * listed. */
-static int cm2_listed(rlx_vk_context* c, cm2_flexible_properties* out) {
+/* Whether the device lists the kernel's types at its workgroup size and
+ * tile. */
+static int cm2_listed(rlx_vk_context* c) {
   cm2_flexible_fn get = (cm2_flexible_fn)c->f.vkGetInstanceProcAddr(
       c->instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
   uint32_t n = 0;
@@ -201,10 +205,12 @@ static int cm2_listed(rlx_vk_context* c, cm2_flexible_properties* out) {
   for (uint32_t i = 0; i < n; i++) p[i].sType = CM2_STYPE_FLEXIBLE;
   int ok = 0;
   if (get(c->phys, &n, p) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n && !ok; i++) {
-      ok = p[i].AType == COMPONENT_F16 && p[i].BType == COMPONENT_F16 && p[i].CType == COMPONENT_F32 &&
-           p[i].ResultType == COMPONENT_F32 && p[i].scope == SCOPE_WORKGROUP && !p[i].saturatingAccumulation;
-      if (ok) *out = p[i];
+    for (uint32_t i = 0; i < n; i++) {
+      if (getenv("RLX_VK_COOPMAT_INFO"))
+        fprintf(stderr, "vulkan cm2 entry %u: types %u %u %u %u scope %u, granularity %u %u %u, %u invocations\n", i,
+                p[i].AType, p[i].BType, p[i].CType, p[i].ResultType, p[i].scope, p[i].MGranularity,
+                p[i].NGranularity, p[i].KGranularity, p[i].workgroupInvocations);
+      ok |= cm2_entry_fits(&p[i]);
     }
   free(p);
   return ok;
@@ -217,49 +223,35 @@ static int cm2_features_on(rlx_vk_context* c) {
   return f.workgroup_scope && f.flexible_dimensions;
 }
 
-static cm2_properties cm2_limits(rlx_vk_context* c) {
+/* The kernel's dimensions and shared memory within the device's limits.
+ * Past the shared-memory limit the NVIDIA driver still builds the pipeline
+ * and the submit loses the device, so this is checked here. */
+static int cm2_limits_fit(rlx_vk_context* c) {
   cm2_properties p = {.sType = CM2_STYPE_PROPERTIES};
   VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p};
   c->f.vkGetPhysicalDeviceProperties2(c->phys, &p2);
-  return p;
-}
-
-static int cm2_build_fits(const struct cm2_build* b, const cm2_flexible_properties* fp,
-                          const cm2_properties* lim) {
-  if (!fp->MGranularity || !fp->NGranularity || !fp->KGranularity) return 0;
-  if (b->tm % (int)fp->MGranularity || b->tn % (int)fp->NGranularity || b->tk % (int)fp->KGranularity)
-    return 0;
-  uint32_t most = lim->flexibleDimensionsMaxDimension;
-  return most == 0 || ((uint32_t)b->tm <= most && (uint32_t)b->tn <= most && (uint32_t)b->tk <= most);
+  uint32_t most = p.flexibleDimensionsMaxDimension;
+  if (most && (CM2_TM > most || CM2_TN > most || CM2_TK > most)) return 0;
+  if (p.workgroupScopeMaxWorkgroupSize && CM2_NT > p.workgroupScopeMaxWorkgroupSize) return 0;
+  return CM2_SHARED_BYTES + p.workgroupScopeReservedSharedMemory <= c->limits.maxComputeSharedMemorySize &&
+         CM2_NT <= c->limits.maxComputeWorkGroupSize[0];
 }
 
 void rlx_vk_cm2_detect(rlx_vk_context* c) {
   c->cm2_shader = NULL;
   const char* env = getenv("RLX_VK_CM2");
-  if (c->coopmat != 1 || (env && strcmp(env, "0") == 0)) return;
-  cm2_flexible_properties fp;
-  if (!rlx_vk_has_device_extension(c, CM2_EXT_NAME) || !cm2_features_on(c) || !cm2_listed(c, &fp)) return;
-  cm2_properties lim = cm2_limits(c);
-  if (getenv("RLX_VK_COOPMAT_INFO"))
-    fprintf(stderr,
-            "vulkan cm2: granularity M %u N %u K %u, %u invocations, max dimension %u, "
-            "max workgroup %u, reserved shared memory %u bytes\n",
-            fp.MGranularity, fp.NGranularity, fp.KGranularity, fp.workgroupInvocations,
-            lim.flexibleDimensionsMaxDimension, lim.workgroupScopeMaxWorkgroupSize,
-            lim.workgroupScopeReservedSharedMemory);
-  if (fp.workgroupInvocations == 0 || fp.workgroupInvocations > c->limits.maxComputeWorkGroupSize[0])
+  if (c->coopmat != 1 || (env && strcmp(env, "0") == 0) || !embedded("matmul_cm2")) return;
+  VkPhysicalDeviceProperties dp;
+  c->f.vkGetPhysicalDeviceProperties(c->phys, &dp);
+  if (c->instance_api < VK_API_VERSION_1_3 || dp.apiVersion < VK_API_VERSION_1_3) return; /* SPIR-V 1.6 */
+  if (!rlx_vk_has_device_extension(c, CM2_EXT_NAME) || !cm2_features_on(c) || !cm2_listed(c) ||
+      !cm2_limits_fit(c))
     return;
-  for (size_t i = 0; i < sizeof k_cm2_builds / sizeof k_cm2_builds[0]; i++) {
-    const struct cm2_build* b = &k_cm2_builds[i];
-    int wanted = env ? strcmp(b->name + strlen("matmul_cm2_"), env) == 0 : 1;
-    if (!wanted || !embedded(b->name) || !cm2_build_fits(b, &fp, &lim)) continue;
-    c->cm2_shader = b->name;
-    c->cm2_tile[0] = b->tm;
-    c->cm2_tile[1] = b->tn;
-    c->cm2_tile[2] = b->tk;
-    c->cm2_invocations = fp.workgroupInvocations;
-    return;
-  }
+  c->cm2_shader = "matmul_cm2";
+  c->cm2_tile[0] = CM2_TM;
+  c->cm2_tile[1] = CM2_TN;
+  c->cm2_tile[2] = CM2_TK;
+  c->cm2_invocations = CM2_NT;
 }
 
 const char* rlx_vk_cm2_enable(const rlx_vk_context* c, rlx_vk_cm2_features* feat, void** chain) {

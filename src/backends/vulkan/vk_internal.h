@@ -151,6 +151,7 @@ typedef struct rlx_vk_context {
   VkDevice device;
   VkQueue queue;
   uint32_t queue_family;
+  uint32_t instance_api; /* the apiVersion the instance was created with */
   VkPhysicalDeviceMemoryProperties mem;
   VkPhysicalDeviceLimits limits;
   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];

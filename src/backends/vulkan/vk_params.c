@@ -104,9 +104,9 @@ static int strides_fit(int64_t a, int64_t b, const int64_t* bstride, int32_t bra
   return 1;
 }
 
-/* matmul_cm2.comp takes whole tiles only: M, N and K multiples of the
- * device's tile, f16 operands moving as 16-byte rows along a unit-stride
- * axis, an f16 C with 16-byte aligned rows, no bias or activation. */
+/* matmul_cm2.comp takes whole tiles only: M, N and K multiples of its
+ * tile, a row-major A and a row- or column-major B moving as 16-byte rows,
+ * an f16 C with 16-byte aligned rows, no bias or activation. */
 static int cm2_fits(const rlx_step* s) {
   const rlx_matmul_params* p = &s->p.mm;
   rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
@@ -116,8 +116,8 @@ static int cm2_fits(const rlx_step* s) {
   if (s->out[0].dtype != RLX_F16 || !c_vec_storable(s, 8) ||
       !strides_fit(p->c_rs, 1, p->c_bstride, p->batch_rank, 8))
     return 0;
-  return strides_fit(p->a_rs, p->a_cs, p->a_bstride, p->batch_rank, 8) &&
-         strides_fit(p->b_rs, p->b_cs, p->b_bstride, p->batch_rank, 8) && a_loadable(s, 8, 1) &&
+  return p->a_cs == 1 && strides_fit(p->a_rs, p->a_cs, p->a_bstride, p->batch_rank, 8) &&
+         strides_fit(p->b_rs, p->b_cs, p->b_bstride, p->batch_rank, 8) && a_loadable(s, 8, 0) &&
          b_loadable(s, 8);
 }
 

@@ -104,6 +104,11 @@ static int vk_probe(char* reason, size_t cap) {
     size_t len = strlen(reason);
     snprintf(reason + len, cap - len, ", subgroup %u", c->subgroup_size);
   }
+  if (c->coopmat) {
+    size_t len = strlen(reason);
+    snprintf(reason + len, cap - len, ", f16 cooperative matrices (%s%s)",
+             c->coopmat == 1 ? "KHR" : "NV", c->cm2_shader ? " + workgroup scope" : "");
+  }
   return c->software ? RLX_PROBE_SOFTWARE : RLX_PROBE_HARDWARE;
 }
 

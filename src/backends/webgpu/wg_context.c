@@ -475,7 +475,7 @@ static kernel_source source_of(rlx_wg_kernel k) {
     case RLX_WG_MATMUL_TILED:
       return (kernel_source){rlx_wg_src_mmtile, "main", 1, "const MM_F32 = false;\n"};
     case RLX_WG_MATMUL_TILED_F32:
-      return (kernel_source){rlx_wg_src_mmtile, "main", 1, "const MM_F32 = true;\n"};
+      return (kernel_source){rlx_wg_src_mmtile, "main_f32", 1, "const MM_F32 = true;\n"};
     case RLX_WG_ATTN_FLASH:
       return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 16u;\n"};
     case RLX_WG_GEMV: return (kernel_source){rlx_wg_src_gemv, "main", 1, ""};

@@ -1,12 +1,15 @@
 /* Minimal test harness shared by tests/test_*.c.
  *   TEST(name) { CHECK(cond); CHECK_OK(status_expr); ... }
  *   int main(void) { RUN(name); ...; return test_summary(); }
- * A failed CHECK records the failure and returns from the test function. */
+ * A failed CHECK records the failure and returns from the test function.
+ * RLX_TEST_ONLY=<substring> runs only the tests whose names contain it. */
 #ifndef RLX_TESTS_HARNESS_H
 #define RLX_TESTS_HARNESS_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "rlx.h"
 
 extern int test_failures, test_checks;
@@ -15,6 +18,8 @@ extern const char* test_current;
 #define TEST(name) static void name(void)
 #define RUN(name)                                   \
   do {                                              \
+    const char* only_ = getenv("RLX_TEST_ONLY");    \
+    if (only_ && !strstr(#name, only_)) break;      \
     int before_ = test_failures;                    \
     test_current = #name;                           \
     name();                                         \

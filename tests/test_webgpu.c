@@ -638,6 +638,60 @@ TEST(tiled_matmul_exact) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_tiled_matmul(&shapes[i]);
 }
 
+/* Causal attention with heads of 96 and 128 dims (two 64-row query blocks,
+ * grouped KV heads), within f32 rounding of the CPU: on the 128-dim flash
+ * kernel on a GPU adapter, the one-row kernel on lavapipe unless
+ * RLX_WG_FLASH128=1 (the ctest entry test_webgpu_flash128; lavapipe takes
+ * minutes to compile that kernel, so only that entry runs it there). */
+TEST(flash_attention_wide_heads) {
+  const int32_t dims[2] = {96, 128};
+  const char* forced = getenv("RLX_WG_FLASH128");
+  for (int t = 0; t < 2; t++) {
+    const int64_t B = 1, S = 70, H = 2, D = dims[t];
+    rlx_attention_desc d = {0};
+    d.num_heads = (int32_t)H;
+    d.num_kv_heads = 1;
+    d.head_dim = (int32_t)D;
+    d.layout = RLX_LAYOUT_BSHD;
+    d.mask = RLX_MASK_CAUSAL;
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim qs[4] = {B, S, H, D}, ks[4] = {B, S, 1, D};
+    rlx_tensor q, k, v, y;
+    rlx_graph_add_input(g, "q", RLX_F32, qs, 4, &q);
+    rlx_graph_add_input(g, "k", RLX_F32, ks, 4, &k);
+    rlx_graph_add_input(g, "v", RLX_F32, ks, 4, &v);
+    rlx_graph_add_attention(g, q, k, v, RLX_NONE, &d, &y);
+    rlx_graph_set_outputs(g, &y, 1);
+    rlx_exec *gpu = test_compile_on(g, "webgpu", NULL), *cpu = test_compile_on(g, "cpu", NULL);
+    CHECK(gpu && cpu);
+    const int64_t nq = B * S * H * D, nk = B * S * D;
+    float* data = malloc(sizeof(float) * (size_t)(nq + 2 * nk));
+    test_seed(90 + t);
+    test_fill_f32(data, nq + 2 * nk, -2, 2);
+    rlx_exec* both[2] = {gpu, cpu};
+    for (int e = 0; e < 2 && gpu && cpu; e++) {
+      CHECK_OK_E(both[e], rlx_exec_set_input(both[e], "q", RLX_F32, qs, 4, data, sizeof(float) * (size_t)nq));
+      CHECK_OK_E(both[e], rlx_exec_set_input(both[e], "k", RLX_F32, ks, 4, data + nq, sizeof(float) * (size_t)nk));
+      CHECK_OK_E(both[e], rlx_exec_set_input(both[e], "v", RLX_F32, ks, 4, data + nq + nk, sizeof(float) * (size_t)nk));
+      CHECK_OK_E(both[e], rlx_exec_run(both[e]));
+    }
+    if (gpu && cpu) CHECK_MSG(test_outputs_match(gpu, cpu, 0, 1e-5), "head dim %d", dims[t]);
+#ifdef RLX_HAVE_WEBGPU
+    rlx_wg_stats st;
+    memset(&st, 0, sizeof st);
+    const char* off = getenv("RLX_WG_NO_FAST");
+    CHECK(gpu && record_stats(gpu, &st));
+    if (!(off && *off == '1') && !getenv("RLX_WEBGPU_MAX_BINDING") && forced && strcmp(forced, "1") == 0)
+      CHECK_MSG(st.fast_steps >= 1, "head dim %d: attention not on the flash kernel", dims[t]);
+#endif
+    free(data);
+    rlx_exec_destroy(gpu);
+    rlx_exec_destroy(cpu);
+    rlx_graph_destroy(g);
+  }
+}
+
 int main(void) {
   if (!webgpu_available()) return 77;
   RUN(windows_and_staging_match_cpu);
@@ -651,5 +705,6 @@ int main(void) {
   RUN(softmax_rows_special_values);
   RUN(gemv_shapes_match_cpu);
   RUN(tiled_matmul_exact);
+  RUN(flash_attention_wide_heads);
   return test_summary();
 }

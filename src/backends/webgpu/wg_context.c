@@ -154,6 +154,7 @@ static int open_adapter(rlx_wg_context* c) {
     snprintf(c->adapter_name, sizeof c->adapter_name, "%s", dev[0] ? dev : "unnamed adapter");
     /* a spinning thread would take a core from a CPU device's own workers */
     const char* wait = getenv("RLX_WG_WAIT");
+    c->cpu_adapter = info.adapterType == WGPU_ADAPTER_TYPE_CPU;
     c->spin_waits =
         info.adapterType != WGPU_ADAPTER_TYPE_CPU && !(wait && strcmp(wait, "block") == 0);
     c->subgroup_min = info.subgroupMinSize;
@@ -478,6 +479,8 @@ static kernel_source source_of(rlx_wg_kernel k) {
       return (kernel_source){rlx_wg_src_mmtile, "main_f32", 1, "const MM_F32 = true;\n"};
     case RLX_WG_ATTN_FLASH:
       return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 16u;\n"};
+    case RLX_WG_ATTN_FLASH128:
+      return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 32u;\n"};
     case RLX_WG_GEMV: return (kernel_source){rlx_wg_src_gemv, "main", 1, ""};
     default: return (kernel_source){NULL, NULL, 0, NULL};
   }

@@ -355,12 +355,22 @@ static int pick_gemv(encoder* e, const rlx_step* s, uint64_t base) {
   return layout == 1 ? 16 : 8;
 }
 
-/* Flash attention for query blocks (Sq >= 16), head dims <= 64: q and the
- * accumulator live in registers. (A 128-dim variant, fully unrolled, took
- * lavapipe's LLVM minutes to compile; wider heads keep the one-row kernel.) */
+/* Flash attention for query blocks (Sq >= 16), head dims <= 64, or <= 128
+ * on a GPU adapter: q and the accumulator live in registers. The 128-dim
+ * build is left to GPUs because lavapipe's LLVM compiles it for minutes
+ * (RLX_WG_FLASH128=1 forces it there, for testing; =0 keeps wider heads on
+ * the one-row kernel everywhere). */
+static int flash128_allowed(void) {
+  const char* env = getenv("RLX_WG_FLASH128");
+  if (env) return strcmp(env, "1") == 0;
+  rlx_wg_context* c = rlx_wg_context_get(NULL, 0);
+  return c && !c->cpu_adapter;
+}
+
 static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kernel* k) {
   const rlx_attention_params* p = &s->p.attn;
-  if (p->Sq < 16 || p->D > 64 || p->Dv > 64 || p->D <= 0 || p->Dv <= 0) return 0;
+  int dims = p->D > p->Dv ? (int)p->D : (int)p->Dv;
+  if (p->Sq < 16 || p->D <= 0 || p->Dv <= 0 || dims > 128 || (dims > 64 && !flash128_allowed())) return 0;
   const rlx_view *kv = &s->in[1], *vv = &s->in[2], *o = &s->out[0];
   int pair = 0;
   if (rlx_dtype_size(o->dtype) == 2) {
@@ -377,7 +387,7 @@ static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kerne
              p->Dv % 4 == 0;
   put_x(e, WG_AT_PAIR_OUT, pair);
   put_x(e, WG_AT_FAST_KV, fast);
-  *k = RLX_WG_ATTN_FLASH;
+  *k = dims > 64 ? RLX_WG_ATTN_FLASH128 : RLX_WG_ATTN_FLASH;
   return 1;
 }
 

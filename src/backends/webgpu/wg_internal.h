@@ -86,6 +86,7 @@ typedef enum rlx_wg_kernel {
   RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
   RLX_WG_GEMV,       /* M <= 4 rows, f32, vec4 weight loads, split-K */
   RLX_WG_MATMUL_TILED_F32, /* the same for f32 with quad loads of A and B */
+  RLX_WG_ATTN_FLASH128,    /* RLX_WG_ATTN_FLASH for head dims 65..128 */
   RLX_WG_KERNEL_COUNT
 } rlx_wg_kernel;
 
@@ -120,6 +121,7 @@ typedef struct rlx_wg_context {
   int use_f16, use_subgroups; /* used by the kernels: unless RLX_WG_NO_F16 /
                                  RLX_WG_NO_SUBGROUPS force the fallbacks */
   uint32_t subgroup_min, subgroup_max;
+  int cpu_adapter;       /* a CPU implementation (lavapipe) */
   int spin_waits;        /* poll GPU futures before blocking: not on a CPU adapter
                             (lavapipe) nor with RLX_WG_WAIT=block */
   char toggles[160];     /* Dawn device toggles enabled, comma-separated ("" none) */

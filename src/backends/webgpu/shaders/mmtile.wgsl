@@ -187,13 +187,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   if (c.M == 0u) { return; } // uniform per workgroup
   let lid = ids.lid;
   let tx = lid % 16u; let ty = lid / 16u;
-  // 8x8 accumulators as named vec4s, never an array: an array indexed in a
-  // loop may be placed in local memory (the array form ran 1.9 TFLOP/s on
-  // the H100).
-  var c00 = vec4<f32>(0.0); var c01 = c00; var c10 = c00; var c11 = c00;
-  var c20 = c00; var c21 = c00; var c30 = c00; var c31 = c00;
-  var c40 = c00; var c41 = c00; var c50 = c00; var c51 = c00;
-  var c60 = c00; var c61 = c00; var c70 = c00; var c71 = c00;
+  // 8x8 accumulators as named vec4s (Acc, below), never an array: an array
+  // indexed in a loop may be placed in local memory (the array form ran 1.9
+  // TFLOP/s on the H100).
+  let z = vec4<f32>(0.0);
+  var acc = Acc(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
   var ra0 = fetch_a(c, 0u, lid); var ra1 = fetch_a(c, 0u, lid + 256u);
   var rb0 = fetch_b(c, 0u, lid); var rb1 = fetch_b(c, 0u, lid + 256u);
   for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
@@ -210,49 +208,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
     let kn = min(16u, c.K - k0);
     if (kn == 16u) {
       for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-        let a0 = As[kk * 32u + ty];
-        let a1 = As[kk * 32u + 16u + ty];
-        let b0 = Bs[kk * 32u + tx];
-        let b1 = Bs[kk * 32u + 16u + tx];
-        c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
-        c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
-        c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
-        c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
-        c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
-        c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
-        c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
-        c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+        acc = mac(acc, As[kk * 32u + ty], As[kk * 32u + 16u + ty], Bs[kk * 32u + tx], Bs[kk * 32u + 16u + tx]);
       }
     } else {
       for (var kk = 0u; kk < kn; kk = kk + 1u) {
-        let a0 = As[kk * 32u + ty];
-        let a1 = As[kk * 32u + 16u + ty];
-        let b0 = Bs[kk * 32u + tx];
-        let b1 = Bs[kk * 32u + 16u + tx];
-        c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
-        c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
-        c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
-        c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
-        c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
-        c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
-        c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
-        c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+        acc = mac(acc, As[kk * 32u + ty], As[kk * 32u + 16u + ty], Bs[kk * 32u + tx], Bs[kk * 32u + 16u + tx]);
       }
     }
     workgroupBarrier();
   }
-  let m0 = c.m0 + ty * 4u;
-  let m1 = c.m0 + 64u + ty * 4u;
-  let n0 = c.n0 + tx * 4u;
-  let n1 = c.n0 + 64u + tx * 4u;
-  store_row(c, m0, n0, n1, c00, c01);
-  store_row(c, m0 + 1u, n0, n1, c10, c11);
-  store_row(c, m0 + 2u, n0, n1, c20, c21);
-  store_row(c, m0 + 3u, n0, n1, c30, c31);
-  store_row(c, m1, n0, n1, c40, c41);
-  store_row(c, m1 + 1u, n0, n1, c50, c51);
-  store_row(c, m1 + 2u, n0, n1, c60, c61);
-  store_row(c, m1 + 3u, n0, n1, c70, c71);
+  store_acc(c, acc, tx, ty);
 }
 
 // ------------------------------------------------------------ f32 form

@@ -35,7 +35,28 @@ typedef struct khr_coopmat_properties {
   uint32_t scope; /* VkScopeKHR */
 } khr_coopmat_properties;
 
-typedef VkResult(VKAPI_PTR* khr_props_fn)(VkPhysicalDevice, uint32_t*, khr_coopmat_properties*);
+/* The three cooperative-matrix property queries (KHR, NV, NV flexible
+ * dimensions) share this shape; each element starts with sType / pNext. */
+typedef VkResult(VKAPI_PTR* list_query_fn)(VkPhysicalDevice, uint32_t*, void*);
+
+/* The device's list from query `fn_name`: *count elements of `size` bytes
+ * with sType `stype`; NULL when the query is missing, fails or lists
+ * nothing. The caller frees it. */
+static void* query_list(rlx_vk_context* c, const char* fn_name, size_t size, VkStructureType stype,
+                        uint32_t* count) {
+  list_query_fn get = (list_query_fn)c->f.vkGetInstanceProcAddr(c->instance, fn_name);
+  uint32_t n = 0;
+  if (!get || get(c->phys, &n, NULL) != VK_SUCCESS || n == 0) return NULL;
+  unsigned char* p = calloc(n, size);
+  if (!p) return NULL;
+  for (uint32_t i = 0; i < n; i++) memcpy(p + i * size, &stype, sizeof stype);
+  if (get(c->phys, &n, p) != VK_SUCCESS) {
+    free(p);
+    return NULL;
+  }
+  *count = n;
+  return p;
+}
 
 int rlx_vk_has_device_extension(rlx_vk_context* c, const char* name) {
   uint32_t n = 0;
@@ -57,37 +78,26 @@ static int shape_fits(uint32_t m, uint32_t n, uint32_t k, uint32_t a, uint32_t b
 }
 
 static int khr_lists_shape(rlx_vk_context* c) {
-  khr_props_fn get = (khr_props_fn)c->f.vkGetInstanceProcAddr(
-      c->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
   uint32_t n = 0;
-  if (!get || get(c->phys, &n, NULL) != VK_SUCCESS || n == 0) return 0;
-  khr_coopmat_properties* p = calloc(n, sizeof *p);
-  if (!p) return 0;
-  for (uint32_t i = 0; i < n; i++) p[i].sType = KHR_STYPE_PROPERTIES;
+  khr_coopmat_properties* p = query_list(c, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR",
+                                         sizeof *p, KHR_STYPE_PROPERTIES, &n);
   int ok = 0;
-  if (get(c->phys, &n, p) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n && !ok; i++)
-      ok = shape_fits(p[i].MSize, p[i].NSize, p[i].KSize, p[i].AType, p[i].BType, p[i].CType,
-                      p[i].ResultType, p[i].scope);
+  for (uint32_t i = 0; p && i < n && !ok; i++)
+    ok = shape_fits(p[i].MSize, p[i].NSize, p[i].KSize, p[i].AType, p[i].BType, p[i].CType,
+                    p[i].ResultType, p[i].scope);
   free(p);
   return ok;
 }
 
 static int nv_lists_shape(rlx_vk_context* c) {
-  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
-      (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)c->f.vkGetInstanceProcAddr(
-          c->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
   uint32_t n = 0;
-  if (!get || get(c->phys, &n, NULL) != VK_SUCCESS || n == 0) return 0;
-  VkCooperativeMatrixPropertiesNV* p = calloc(n, sizeof *p);
-  if (!p) return 0;
-  for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  VkCooperativeMatrixPropertiesNV* p =
+      query_list(c, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", sizeof *p,
+                 VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV, &n);
   int ok = 0;
-  if (get(c->phys, &n, p) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n && !ok; i++)
-      ok = shape_fits(p[i].MSize, p[i].NSize, p[i].KSize, (uint32_t)p[i].AType,
-                      (uint32_t)p[i].BType, (uint32_t)p[i].CType, (uint32_t)p[i].DType,
-                      (uint32_t)p[i].scope);
+  for (uint32_t i = 0; p && i < n && !ok; i++)
+    ok = shape_fits(p[i].MSize, p[i].NSize, p[i].KSize, (uint32_t)p[i].AType, (uint32_t)p[i].BType,
+                    (uint32_t)p[i].CType, (uint32_t)p[i].DType, (uint32_t)p[i].scope);
   free(p);
   return ok;
 }
@@ -184,8 +194,6 @@ typedef struct cm2_properties {
   uint32_t workgroupScopeReservedSharedMemory;
 } cm2_properties;
 
-typedef VkResult(VKAPI_PTR* cm2_flexible_fn)(VkPhysicalDevice, uint32_t*, cm2_flexible_properties*);
-
 static int cm2_entry_fits(const cm2_flexible_properties* p) {
   return p->AType == COMPONENT_F16 && p->BType == COMPONENT_F16 && p->CType == COMPONENT_F32 &&
          p->ResultType == COMPONENT_F32 && p->scope == SCOPE_WORKGROUP && !p->saturatingAccumulation &&
@@ -196,22 +204,17 @@ static int cm2_entry_fits(const cm2_flexible_properties* p) {
 /* Whether the device lists the kernel's types at its workgroup size and
  * tile. */
 static int cm2_listed(rlx_vk_context* c) {
-  cm2_flexible_fn get = (cm2_flexible_fn)c->f.vkGetInstanceProcAddr(
-      c->instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
   uint32_t n = 0;
-  if (!get || get(c->phys, &n, NULL) != VK_SUCCESS || n == 0) return 0;
-  cm2_flexible_properties* p = calloc(n, sizeof *p);
-  if (!p) return 0;
-  for (uint32_t i = 0; i < n; i++) p[i].sType = CM2_STYPE_FLEXIBLE;
+  cm2_flexible_properties* p = query_list(c, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV",
+                                          sizeof *p, CM2_STYPE_FLEXIBLE, &n);
   int ok = 0;
-  if (get(c->phys, &n, p) == VK_SUCCESS)
-    for (uint32_t i = 0; i < n; i++) {
-      if (getenv("RLX_VK_COOPMAT_INFO"))
-        fprintf(stderr, "vulkan cm2 entry %u: types %u %u %u %u scope %u, granularity %u %u %u, %u invocations\n", i,
-                p[i].AType, p[i].BType, p[i].CType, p[i].ResultType, p[i].scope, p[i].MGranularity,
-                p[i].NGranularity, p[i].KGranularity, p[i].workgroupInvocations);
-      ok |= cm2_entry_fits(&p[i]);
-    }
+  for (uint32_t i = 0; p && i < n; i++) {
+    if (getenv("RLX_VK_COOPMAT_INFO"))
+      fprintf(stderr, "vulkan cm2 entry %u: types %u %u %u %u scope %u, granularity %u %u %u, %u invocations\n", i,
+              p[i].AType, p[i].BType, p[i].CType, p[i].ResultType, p[i].scope, p[i].MGranularity,
+              p[i].NGranularity, p[i].KGranularity, p[i].workgroupInvocations);
+    ok |= cm2_entry_fits(&p[i]);
+  }
   free(p);
   return ok;
 }

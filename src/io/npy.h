@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "rlx.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* Reads a whole .npy file. On success *out_data is malloc'd (free() it; never
  * NULL, even for an empty array) and holds *out_bytes bytes; out_shape has

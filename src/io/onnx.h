@@ -18,7 +18,7 @@
 
 #include "ir/graph.h"
 #include "rlx.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 /* ------------------------------------------------------------------ host tensors */
 

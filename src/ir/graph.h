@@ -4,7 +4,7 @@
 #define RLX_IR_GRAPH_H
 
 #include "rlx.h"
-#include "runtime/error.h"
+#include "base/error.h"
 
 typedef enum rlx_op {
 #define OP(e, text, min_in, max_in, n_out, attrs, flags) RLX_OP_##e,

@@ -1,6 +1,6 @@
 /* Error messages carried by the object that failed (graph, executable). */
-#ifndef RLX_RUNTIME_ERROR_H
-#define RLX_RUNTIME_ERROR_H
+#ifndef RLX_BASE_ERROR_H
+#define RLX_BASE_ERROR_H
 
 #include <stdarg.h>
 #include "rlx.h"

@@ -125,6 +125,60 @@ void rlx_step_derive_ranges(rlx_step* s) {
     add_range(s->writes, &s->n_writes, RLX_STEP_MAX_OUT, &s->out[i]);
 }
 
+static rlx_work work_of(int64_t items, rlx_work_unit unit) {
+  rlx_work w = {items, unit};
+  return w;
+}
+
+rlx_work rlx_step_work(const rlx_step* s) {
+  switch (s->kernel) {
+    case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
+      return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_MATMUL: {
+      const rlx_matmul_params* p = &s->p.mm;
+      int64_t tiles_m = (p->M + RLX_MM_TILE - 1) / RLX_MM_TILE;
+      int64_t tiles_n = (p->N + RLX_MM_TILE - 1) / RLX_MM_TILE;
+      return work_of(p->batch * tiles_m * tiles_n, RLX_WORK_GROUP);
+    }
+    case RLX_K_REDUCE: return work_of(s->p.reduce.outer, RLX_WORK_GROUP);
+    case RLX_K_SOFTMAX:
+      return work_of(s->p.rowop.row.outer * s->p.rowop.row.inner, RLX_WORK_GROUP);
+    case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
+      return work_of(s->p.rowop.row.outer * s->p.rowop.row.inner, RLX_WORK_LANE);
+    case RLX_K_TOPK: {
+      const rlx_row_params* r = &s->p.rowop.row;
+      return work_of(r->outer * r->n * r->inner, RLX_WORK_LANE);
+    }
+    case RLX_K_GATHER: {
+      const rlx_gather_params* p = &s->p.gather;
+      return work_of(p->outer * p->n_idx * p->inner, RLX_WORK_LANE);
+    }
+    case RLX_K_SCATTER_ADD: {
+      const rlx_scatter_params* p = &s->p.scatter;
+      int64_t n = 1;
+      for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
+      return work_of(n, RLX_WORK_LANE);
+    }
+    case RLX_K_NORM: return work_of(s->p.norm.rows, RLX_WORK_GROUP);
+    case RLX_K_ATTENTION: {
+      const rlx_attention_params* p = &s->p.attn;
+      return work_of(p->B * p->H * p->Sq, RLX_WORK_GROUP);
+    }
+    case RLX_K_ROPE: {
+      /* n_rot/2 rotated pairs plus D - n_rot copied dims per (b, s, h) */
+      const rlx_rope_params* p = &s->p.rope;
+      return work_of(p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot), RLX_WORK_LANE);
+    }
+    case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
+    default: return work_of(0, RLX_WORK_NONE);
+  }
+}
+
+void rlx_step_finish(rlx_step* s) {
+  rlx_step_derive_ranges(s);
+  s->work = rlx_step_work(s);
+}
+
 /* The window starts at the step's lowest byte rounded down to the offset
  * alignment, pulled back where needed so it stays inside the buffer. */
 int rlx_step_window(const rlx_step* s, uint64_t arena_size, uint64_t window, uint64_t align,
@@ -209,16 +263,16 @@ static int64_t prod_range(const rlx_dim* shape, int32_t from, int32_t to) {
   return p;
 }
 
-static rlx_status push(rlx_graph* g, rlx_step_list* out, rlx_kernel k, int32_t ni,
-                       rlx_step** s) {
+static rlx_status push(rlx_step_list* out, rlx_kernel k, int32_t ni, rlx_step** s) {
   *s = rlx_step_push(out, k, ni);
-  RLX_CHECK_ALLOC(&g->err, *s);
+  RLX_CHECK_ALLOC(out->err, *s);
   return RLX_OK;
 }
 
-static rlx_status fail_node(rlx_graph* g, int32_t ni, rlx_status st, const char* what) {
+static rlx_status fail_node(const rlx_step_list* out, const rlx_graph* g, int32_t ni,
+                            rlx_status st, const char* what) {
   char buf[128];
-  return rlx_fail(&g->err, st, "lower: %s: %s", rlx_node_str(g, ni, buf, sizeof buf), what);
+  return rlx_fail(out->err, st, "lower: %s: %s", rlx_node_str(g, ni, buf, sizeof buf), what);
 }
 
 static const rlx_type* in_type(const rlx_graph* g, const rlx_node* n, int i) {
@@ -242,10 +296,10 @@ static rlx_row_params row_params(const rlx_type* t, int32_t axis) {
 
 /* A plain copy of value `src` into value `dst`, both seen with dst's shape
  * (used when the plan did not alias a view with its source). */
-static rlx_status lower_alias_copy(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_alias_copy(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                    rlx_tensor src, rlx_tensor dst, rlx_step_list* out) {
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
   s->n_in = s->n_out = 1;
   s->out[0] = rlx_view_of(g, plan, dst);
   s->in[0] = s->out[0];
@@ -256,44 +310,44 @@ static rlx_status lower_alias_copy(rlx_graph* g, const rlx_plan* plan, int32_t n
 
 /* ------------------------------------------------------------------ layout */
 
-static rlx_status lower_copy_like(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_copy_like(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                   rlx_view in0, rlx_step_list* out) {
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
   s->n_in = s->n_out = 1;
   s->in[0] = in0;
   s->out[0] = rlx_view_of(g, plan, g->nodes[ni].out[0]);
   return RLX_OK;
 }
 
-static rlx_status lower_transpose(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_transpose(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                   rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view src = rlx_view_of(g, plan, n->in[0]);
   rlx_view v = src;
   for (int32_t d = 0; d < src.rank; d++) {
     int32_t p = n->a.perm[d];
-    if (p < 0 || p >= src.rank) return fail_node(g, ni, RLX_INVALID_ARGUMENT, "bad perm");
+    if (p < 0 || p >= src.rank) return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "bad perm");
     v.shape[d] = src.shape[p];
     v.stride[d] = src.stride[p];
   }
   return lower_copy_like(g, plan, ni, v, out);
 }
 
-static rlx_status lower_narrow(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_narrow(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view v = rlx_view_of(g, plan, n->in[0]);
   int32_t ax = n->a.axis;
   if (ax < 0 || ax >= v.rank || n->a.start < 0 || n->a.len < 0 ||
       n->a.start + n->a.len > v.shape[ax])
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "narrow window outside the input");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "narrow window outside the input");
   v.offset += (uint64_t)(n->a.start * v.stride[ax]) * rlx_dtype_size(v.dtype);
   v.shape[ax] = n->a.len;
   return lower_copy_like(g, plan, ni, v, out);
 }
 
-static rlx_status lower_reverse(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_reverse(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                 rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view v = rlx_view_of(g, plan, n->in[0]);
@@ -306,22 +360,22 @@ static rlx_status lower_reverse(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   return lower_copy_like(g, plan, ni, v, out);
 }
 
-static rlx_status lower_concat(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_concat(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view whole = rlx_view_of(g, plan, n->out[0]);
   int32_t ax = n->a.axis;
   if (ax < 0 || ax >= whole.rank)
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "concat axis out of range");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "concat axis out of range");
   int64_t pos = 0;
   for (int32_t i = 0; i < n->n_in; i++) {
     rlx_view src = rlx_view_of(g, plan, n->in[i]);
     int64_t len = src.rank > ax ? src.shape[ax] : 0;
     if (src.rank != whole.rank || pos + len > whole.shape[ax])
-      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "concat input does not fit the output");
+      return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "concat input does not fit the output");
     if (view_numel(&src) > 0) {
       rlx_step* s;
-      RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+      RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
       s->n_in = s->n_out = 1;
       s->in[0] = src;
       /* The input-shaped window of the output, at this input's position. */
@@ -334,15 +388,15 @@ static rlx_status lower_concat(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   return RLX_OK;
 }
 
-static rlx_status lower_gather(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_gather(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   const rlx_type* data = in_type(g, n, 0);
   int32_t ax = n->a.axis;
   if (ax < 0 || ax >= data->rank)
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "gather axis out of range");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "gather axis out of range");
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_GATHER, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_GATHER, ni, &s));
   s->n_in = 2;
   s->n_out = 1;
   s->in[0] = rlx_view_of(g, plan, n->in[0]);
@@ -355,7 +409,7 @@ static rlx_status lower_gather(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   return RLX_OK;
 }
 
-static rlx_status lower_scatter_add(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_scatter_add(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                     rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view base = rlx_view_of(g, plan, n->in[0]);
@@ -364,17 +418,17 @@ static rlx_status lower_scatter_add(rlx_graph* g, const rlx_plan* plan, int32_t 
   rlx_view dst = rlx_view_of(g, plan, n->out[0]);
   int32_t ax = n->a.axis;
   if (ax < 0 || ax >= base.rank || idx.rank != base.rank || src.rank != base.rank)
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "scatter_add axis or ranks disagree");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "scatter_add axis or ranks disagree");
   for (int32_t d = 0; d < base.rank; d++) {
     if (src.shape[d] < idx.shape[d] || (d != ax && idx.shape[d] > base.shape[d]))
-      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "scatter_add index shape exceeds base/src");
+      return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "scatter_add index shape exceeds base/src");
   }
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_COPY, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
   s->n_in = s->n_out = 1;
   s->in[0] = base;
   s->out[0] = dst;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_SCATTER_ADD, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_SCATTER_ADD, ni, &s));
   s->n_in = 2;
   s->n_out = 1;
   s->in[0] = idx;
@@ -394,25 +448,25 @@ static rlx_status lower_scatter_add(rlx_graph* g, const rlx_plan* plan, int32_t 
 
 /* ------------------------------------------------------------------ elementwise */
 
-static rlx_status lower_elementwise(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_elementwise(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                     rlx_kernel k, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   const rlx_type* ot = rlx_tensor_type(g, n->out[0]);
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, k, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, k, ni, &s));
   s->op = n->a.kind;
   s->n_in = n->n_in;
   s->n_out = 1;
   for (int32_t i = 0; i < n->n_in; i++) {
     if (rlx_tensor_type(g, n->in[i])->rank > ot->rank)
-      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "operand rank exceeds the output's");
+      return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "operand rank exceeds the output's");
     s->in[i] = rlx_view_broadcast(g, plan, n->in[i], ot);
   }
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   return RLX_OK;
 }
 
-static rlx_status lower_cast(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_cast(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                              rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view v = rlx_view_of(g, plan, n->in[0]);
@@ -426,7 +480,7 @@ static rlx_status lower_cast(rlx_graph* g, const rlx_plan* plan, int32_t ni,
 
 /* ------------------------------------------------------------------ reductions */
 
-static rlx_status lower_reduce(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_reduce(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view src = rlx_view_of(g, plan, n->in[0]);
@@ -434,7 +488,7 @@ static rlx_status lower_reduce(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   uint32_t red = n->a.axes & all;
   if (red == 0) red = all; /* no axes means every axis */
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_REDUCE, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_REDUCE, ni, &s));
   s->op = n->a.kind;
   s->n_in = s->n_out = 1;
   rlx_view v = src;
@@ -456,21 +510,21 @@ static rlx_status lower_reduce(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   s->in[0] = v;
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   if (view_numel(&s->out[0]) != s->p.reduce.outer)
-    return fail_node(g, ni, RLX_INTERNAL, "reduce output size disagrees with its axes");
+    return fail_node(out, g, ni, RLX_INTERNAL, "reduce output size disagrees with its axes");
   s->out[0].rank = 1;
   s->out[0].shape[0] = s->p.reduce.outer;
   s->out[0].stride[0] = 1;
   return RLX_OK;
 }
 
-static rlx_status lower_row_op(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_kernel k,
+static rlx_status lower_row_op(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_kernel k,
                                int32_t op, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   const rlx_type* t = in_type(g, n, 0);
   if (t->rank > 0 && (n->a.axis < 0 || n->a.axis >= t->rank))
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "axis out of range");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "axis out of range");
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, k, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, k, ni, &s));
   s->op = op;
   s->n_in = 1;
   s->n_out = n->n_out;
@@ -484,15 +538,15 @@ static rlx_status lower_row_op(rlx_graph* g, const rlx_plan* plan, int32_t ni, r
   /* An arg-reduction over nothing has no answer (torch raises too). */
   const rlx_row_params* row = &s->p.rowop.row;
   if (k == RLX_K_ARG_REDUCE && row->n == 0 && row->outer * row->inner != 0)
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "argmax/argmin over an empty axis");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "argmax/argmin over an empty axis");
   if (k == RLX_K_TOPK && (n->a.k < 0 || n->a.k > s->p.rowop.row.n))
-    return fail_node(g, ni, RLX_INVALID_ARGUMENT, "topk k exceeds the axis size");
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "topk k exceeds the axis size");
   return RLX_OK;
 }
 
 /* ------------------------------------------------------------------ dispatch */
 
-rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   int32_t first = out->n;
   rlx_status st;
@@ -527,13 +581,13 @@ rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_s
     case RLX_OP_LOG_SOFTMAX: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX, 1, out); break;
     case RLX_OP_CUMSUM: st = lower_row_op(g, plan, ni, RLX_K_CUMSUM, 0, out); break;
     case RLX_OP_TOPK: st = lower_row_op(g, plan, ni, RLX_K_TOPK, 0, out); break;
-    default: return fail_node(g, ni, RLX_UNIMPLEMENTED, "no basic lowering for this op");
+    default: return fail_node(out, g, ni, RLX_UNIMPLEMENTED, "no basic lowering for this op");
   }
   if (st != RLX_OK) {
     out->n = first; /* drop a half-built node */
     return st;
   }
-  for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+  for (int32_t i = first; i < out->n; i++) rlx_step_finish(&out->steps[i]);
   return RLX_OK;
 }
 
@@ -565,11 +619,11 @@ static rlx_view hull_view(uint64_t begin, uint64_t end) {
   return v;
 }
 
-static rlx_status lower_host(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_host(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                              rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step* s;
-  RLX_RETURN_IF_ERROR(push(g, out, RLX_K_HOST, ni, &s));
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_HOST, ni, &s));
   int32_t direct = n->n_in <= RLX_STEP_MAX_IN ? n->n_in : RLX_STEP_MAX_IN - 1;
   for (int32_t i = 0; i < direct; i++)
     if (n->in[i] != RLX_NONE) s->in[i] = rlx_view_of(g, plan, n->in[i]);
@@ -599,31 +653,53 @@ static int node_is_static(const rlx_graph* g, const rlx_node* n) {
   return 1;
 }
 
-rlx_status rlx_lower_node(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+/* The lowering functions report failures into out->err; the entry points
+ * point it at the caller's error for the duration of the call, so the graph
+ * stays const. */
+static rlx_status lower_node(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                             rlx_step_list* out) {
   int32_t first = out->n;
   rlx_status st = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, plan, ni, out)
                                             : rlx_lower_basic(g, plan, ni, out);
   if (st != RLX_OK) return st;
-  for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+  for (int32_t i = first; i < out->n; i++) rlx_step_finish(&out->steps[i]);
   return RLX_OK;
 }
 
-rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
-                     rlx_step_list* out) {
+static rlx_status lower_graph(const rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
+                              rlx_step_list* out) {
   for (int32_t ni = 0; ni < g->n_nodes; ni++) {
     const rlx_node* n = &g->nodes[ni];
     if (rlx_op_table[n->op].flags & OPF_LEAF) continue;
     if (!node_is_static(g, n))
-      return fail_node(g, ni, RLX_INVALID_ARGUMENT, "symbolic dims must be bound before lowering");
+      return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "symbolic dims must be bound before lowering");
     if (!(host_node && host_node[ni])) {
-      RLX_RETURN_IF_ERROR(rlx_lower_node(g, plan, ni, out));
+      RLX_RETURN_IF_ERROR(lower_node(g, plan, ni, out));
       continue;
     }
     int32_t first = out->n;
     RLX_RETURN_IF_ERROR(lower_host(g, plan, ni, out));
-    for (int32_t i = first; i < out->n; i++) rlx_step_derive_ranges(&out->steps[i]);
+    for (int32_t i = first; i < out->n; i++) rlx_step_finish(&out->steps[i]);
   }
   return RLX_OK;
+}
+
+rlx_status rlx_lower_node(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                          rlx_step_list* out, rlx_error* err) {
+  rlx_error* saved = out->err;
+  out->err = err;
+  rlx_status st = lower_node(g, plan, ni, out);
+  out->err = saved;
+  return st;
+}
+
+rlx_status rlx_lower(const rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
+                     rlx_step_list* out, rlx_error* err) {
+  rlx_error* saved = out->err;
+  out->err = err;
+  rlx_status st = lower_graph(g, plan, host_node, out);
+  out->err = saved;
+  return st;
 }
 
 int64_t rlx_view_numel(const rlx_view* v) {

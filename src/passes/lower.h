@@ -156,6 +156,30 @@ typedef struct rlx_sample_params {
   float top_p, temperature;
 } rlx_sample_params;
 
+/* Work geometry of a step's portable kernel, computed once here for every
+ * backend (rlx_step_finish): `items` independent units of work, each taken
+ * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
+ * block (RLX_WORK_GROUP). What an item is, per kind:
+ *   copy, binary, compare, where, unary: one output element (lane);
+ *   matmul: one RLX_MM_TILE x RLX_MM_TILE output tile of one batch (group);
+ *   reduce: one output element (group: the reduced values are shared out);
+ *   softmax: one row (outer x inner of them; group);
+ *   arg_reduce, cumsum: one row (lane);  topk: one input element (lane);
+ *   gather: one output element (lane);  scatter_add: one destination
+ *   element of the scattered window, idx's shape with the axis at the
+ *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
+ *   (group);  rope: one rotated pair or one pass-through element (lane);
+ *   sample: one row of logits (group);  host: none.
+ * Backends with faster kernels (vectorised, tiled differently) may launch
+ * them instead, but the portable geometry is never re-derived. */
+typedef enum rlx_work_unit { RLX_WORK_NONE, RLX_WORK_LANE, RLX_WORK_GROUP } rlx_work_unit;
+#define RLX_MM_TILE 16
+
+typedef struct rlx_work {
+  int64_t items;
+  int32_t unit; /* rlx_work_unit */
+} rlx_work;
+
 typedef struct rlx_step {
   rlx_kernel kernel;
   int32_t node;   /* IR node this step implements (for reports and errors) */
@@ -182,17 +206,20 @@ typedef struct rlx_step {
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];
   rlx_range writes[RLX_STEP_MAX_OUT];
+  rlx_work work;
 } rlx_step;
 
 typedef struct rlx_step_list {
   rlx_step* steps;
   int32_t n, cap;
+  rlx_error* err; /* where the lowering functions report (set by rlx_lower*) */
 } rlx_step_list;
 
 /* Which nodes become which steps is decided here; `host_node[i]` != 0 forces
- * node i to RLX_K_HOST (the backend lacks a kernel). Appends to out. */
-rlx_status rlx_lower(rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
-                     rlx_step_list* out);
+ * node i to RLX_K_HOST (the backend lacks a kernel). Appends to out; a
+ * failure names the node in err. */
+rlx_status rlx_lower(const rlx_graph* g, const rlx_plan* plan, const uint8_t* host_node,
+                     rlx_step_list* out, rlx_error* err);
 void rlx_step_list_free(rlx_step_list* l);
 
 /* Dense row-major view of value t at its planned offset. */
@@ -222,6 +249,10 @@ void rlx_views_coalesce(rlx_view* views, int n);
 int rlx_step_computes_in_f64(const rlx_step* s);
 /* Fills step->reads / writes from its views. */
 void rlx_step_derive_ranges(rlx_step* s);
+/* The portable work geometry of step s (see rlx_work). */
+rlx_work rlx_step_work(const rlx_step* s);
+/* Completes a lowered step: ranges and work geometry. */
+void rlx_step_finish(rlx_step* s);
 /* Arena windows, for backends whose storage bindings address less than
  * the whole arena (WebGPU, Vulkan): the start (*base, a multiple of align)
  * of a window of `window` bytes inside a buffer of arena_size bytes that
@@ -250,12 +281,13 @@ const char* rlx_kernel_name(rlx_kernel k);
 /* Per-family lowering (lower.c: views, elementwise, layout, reduction, row
  * ops; lower_nn.c: matmul, norms, attention, rope, sample). Each appends the
  * steps for node `ni`. */
-rlx_status rlx_lower_basic(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
-rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 /* The native steps of node ni (the dispatch rlx_lower uses), ranges
  * derived. Host fallbacks use it to run a RLX_K_HOST node's own steps with
  * the CPU reference against a host mirror of the arena. */
-rlx_status rlx_lower_node(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+rlx_status rlx_lower_node(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                          rlx_step_list* out, rlx_error* err);
 /* Appends a zeroed step for node ni and returns it (NULL on allocation failure). */
 rlx_step* rlx_step_push(rlx_step_list* l, rlx_kernel k, int32_t ni);
 

@@ -30,9 +30,10 @@ static int64_t view_numel(const rlx_view* v) {
   return n;
 }
 
-static rlx_status fail_node(rlx_graph* g, int32_t ni, const char* what) {
+static rlx_status fail_node(const rlx_step_list* out, const rlx_graph* g, int32_t ni,
+                            const char* what) {
   char buf[160];
-  return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "lowering %s: %s",
+  return rlx_fail(out->err, RLX_INVALID_ARGUMENT, "lowering %s: %s",
                   rlx_node_str(g, ni, buf, sizeof buf), what);
 }
 
@@ -56,11 +57,11 @@ static int views_static(const rlx_step* s) {
   return 1;
 }
 
-static rlx_status finish_step(rlx_graph* g, rlx_step* s, rlx_step_list* out) {
-  if (!views_static(s)) return fail_node(g, s->node, "symbolic dims must be bound before lowering");
+static rlx_status finish_step(const rlx_graph* g, rlx_step* s, rlx_step_list* out) {
+  if (!views_static(s)) return fail_node(out, g, s->node, "symbolic dims must be bound before lowering");
   rlx_step_derive_ranges(s);
   rlx_step* slot = rlx_step_push(out, s->kernel, s->node);
-  if (!slot) return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory lowering node %d", s->node);
+  if (!slot) return rlx_fail(out->err, RLX_RESOURCE_EXHAUSTED, "out of host memory lowering node %d", s->node);
   *slot = *s;
   return RLX_OK;
 }
@@ -77,7 +78,7 @@ static void batch_strides(const rlx_view* v, const rlx_matmul_params* mm, int64_
   }
 }
 
-static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_matmul(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view a = rlx_view_of(g, plan, n->in[0]);
@@ -85,8 +86,8 @@ static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   rlx_view c = rlx_view_of(g, plan, n->out[0]);
   rlx_view bias = n->op == RLX_OP_FUSED_MATMUL_BIAS_ACT ? optional_input(g, plan, n, 2)
                                                           : absent_view();
-  if (a.rank < 2 || b.rank < 2 || c.rank < 2) return fail_node(g, ni, "operands must have rank >= 2");
-  if (a.rank > c.rank || b.rank > c.rank) return fail_node(g, ni, "operand rank exceeds output rank");
+  if (a.rank < 2 || b.rank < 2 || c.rank < 2) return fail_node(out, g, ni, "operands must have rank >= 2");
+  if (a.rank > c.rank || b.rank > c.rank) return fail_node(out, g, ni, "operand rank exceeds output rank");
 
   rlx_step st, *s = &st;
   start_step(s, RLX_K_MATMUL, ni);
@@ -100,7 +101,7 @@ static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   int64_t b_k = tb ? b.shape[rb - 1] : b.shape[rb - 2];
   int64_t b_n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
   if (a_m != mm->M || b_n != mm->N || b_k != mm->K)
-    return fail_node(g, ni, "matmul operand dims do not match the output");
+    return fail_node(out, g, ni, "matmul operand dims do not match the output");
   /* A's element (m, k): transposed A is stored [K, M]. */
   mm->a_rs = ta ? a.stride[ra - 1] : a.stride[ra - 2];
   mm->a_cs = ta ? a.stride[ra - 2] : a.stride[ra - 1];
@@ -120,9 +121,9 @@ static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
   batch_strides(&b, mm, mm->b_bstride);
 
   mm->has_bias = bias.rank >= 0;
-  if (mm->has_bias && view_numel(&bias) != mm->N) return fail_node(g, ni, "bias must have N elements");
+  if (mm->has_bias && view_numel(&bias) != mm->N) return fail_node(out, g, ni, "bias must have N elements");
   mm->act = n->op == RLX_OP_FUSED_MATMUL_BIAS_ACT ? n->a.act : RLX_ACT_NONE;
-  if (mm->act < 0 || mm->act >= RLX_ACT_COUNT) return fail_node(g, ni, "activation out of range");
+  if (mm->act < 0 || mm->act >= RLX_ACT_COUNT) return fail_node(out, g, ni, "activation out of range");
 
   s->n_in = 3;
   s->in[0] = a;
@@ -137,7 +138,7 @@ static rlx_status lower_matmul(rlx_graph* g, const rlx_plan* plan, int32_t ni,
 
 enum { NORM_X, NORM_RESIDUAL, NORM_BIAS, NORM_GAMMA, NORM_BETA };
 
-static rlx_status lower_norm(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+static rlx_status lower_norm(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_view x = rlx_view_of(g, plan, n->in[0]);
   rlx_view slots[5];
@@ -162,9 +163,9 @@ static rlx_status lower_norm(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx
       slots[NORM_GAMMA] = optional_input(g, plan, n, 3);
       break;
     default:
-      return fail_node(g, ni, "not a norm op");
+      return fail_node(out, g, ni, "not a norm op");
   }
-  if (x.rank < 1 || axis < 0 || axis >= x.rank) return fail_node(g, ni, "norm axis out of range");
+  if (x.rank < 1 || axis < 0 || axis >= x.rank) return fail_node(out, g, ni, "norm axis out of range");
 
   rlx_step st, *s = &st;
   start_step(s, RLX_K_NORM, ni);
@@ -181,10 +182,10 @@ static rlx_status lower_norm(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx
   p->has_beta = slots[NORM_BETA].rank >= 0;
   p->writes_sum = n->n_out > 1;
   if (p->has_residual && view_numel(&slots[NORM_RESIDUAL]) != numel)
-    return fail_node(g, ni, "residual must match x");
+    return fail_node(out, g, ni, "residual must match x");
   for (int i = NORM_BIAS; i <= NORM_BETA; i++)
     if (slots[i].rank >= 0 && view_numel(&slots[i]) != p->cols)
-      return fail_node(g, ni, "bias/gamma/beta must have one element per normalised column");
+      return fail_node(out, g, ni, "bias/gamma/beta must have one element per normalised column");
 
   s->n_in = 5;
   memcpy(s->in, slots, sizeof slots);
@@ -216,18 +217,18 @@ static int split_layout(const rlx_view* v, int32_t layout, bshd* o) {
   return 1;
 }
 
-static rlx_status attention_geometry(rlx_graph* g, int32_t ni, const rlx_step* s,
+static rlx_status attention_geometry(const rlx_step_list* out, const rlx_graph* g, int32_t ni, const rlx_step* s,
                                      rlx_attention_params* p) {
   int32_t layout = g->nodes[ni].a.layout;
   bshd q, k, v, o;
   if (!split_layout(&s->in[0], layout, &q) || !split_layout(&s->in[1], layout, &k) ||
       !split_layout(&s->in[2], layout, &v) || !split_layout(&s->out[0], layout, &o))
-    return fail_node(g, ni, "q, k, v and out must be rank 4 with a contiguous head dim");
+    return fail_node(out, g, ni, "q, k, v and out must be rank 4 with a contiguous head dim");
   if (k.B != q.B || v.B != q.B || v.S != k.S || v.H != k.H || k.D != q.D)
-    return fail_node(g, ni, "q, k and v disagree on batch, kv length, kv heads or head_dim");
-  if (k.H <= 0 || q.H % k.H != 0) return fail_node(g, ni, "num_heads must be a multiple of num_kv_heads");
+    return fail_node(out, g, ni, "q, k and v disagree on batch, kv length, kv heads or head_dim");
+  if (k.H <= 0 || q.H % k.H != 0) return fail_node(out, g, ni, "num_heads must be a multiple of num_kv_heads");
   if (o.B != q.B || o.S != q.S || o.H != q.H || o.D != v.D)
-    return fail_node(g, ni, "output must be q's shape with v's head dim");
+    return fail_node(out, g, ni, "output must be q's shape with v's head dim");
   p->B = q.B;
   p->H = q.H;
   p->Hkv = k.H;
@@ -242,7 +243,7 @@ static rlx_status attention_geometry(rlx_graph* g, int32_t ni, const rlx_step* s
   return RLX_OK;
 }
 
-static rlx_status lower_attention(rlx_graph* g, const rlx_plan* plan, int32_t ni,
+static rlx_status lower_attention(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                   rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step st, *s = &st;
@@ -253,19 +254,19 @@ static rlx_status lower_attention(rlx_graph* g, const rlx_plan* plan, int32_t ni
   s->n_out = 1;
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   rlx_attention_params* p = &s->p.attn;
-  RLX_RETURN_IF_ERROR(attention_geometry(g, ni, s, p));
+  RLX_RETURN_IF_ERROR(attention_geometry(out, g, ni, s, p));
 
   p->mask = n->a.mask;
   p->window = n->a.window;
   p->softcap = n->a.softcap;
   p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
   int needs_tensor = p->mask == RLX_MASK_CUSTOM || p->mask == RLX_MASK_BIAS;
-  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(g, ni, "unknown mask kind");
-  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(g, ni, "sliding window must be >= 1");
+  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
+  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
   if (needs_tensor) {
-    if (n->n_in < 4 || n->in[3] == RLX_NONE) return fail_node(g, ni, "mask kind needs a mask tensor");
+    if (n->n_in < 4 || n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
     const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
-    if (mt->rank > 4) return fail_node(g, ni, "mask rank must be <= 4");
+    if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
     /* The mask is addressed in the [B, H, Sq, Sk] score space. */
     rlx_type scores;
     memset(&scores, 0, sizeof scores);
@@ -274,7 +275,7 @@ static rlx_status lower_attention(rlx_graph* g, const rlx_plan* plan, int32_t ni
     scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
     for (int32_t i = 0; i < mt->rank; i++) {
       rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
-      if (d != 1 && d != want) return fail_node(g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
+      if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
     }
     s->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
     p->m_sb = s->in[3].stride[0];
@@ -287,7 +288,7 @@ static rlx_status lower_attention(rlx_graph* g, const rlx_plan* plan, int32_t ni
 
 /* ------------------------------------------------------------------ rope */
 
-static rlx_status lower_rope(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+static rlx_status lower_rope(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step st, *s = &st;
   start_step(s, RLX_K_ROPE, ni);
@@ -297,29 +298,29 @@ static rlx_status lower_rope(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   bshd x, o;
   if (!split_layout(&s->in[0], n->a.layout, &x) || !split_layout(&s->out[0], n->a.layout, &o))
-    return fail_node(g, ni, "x and out must be rank 4 with a contiguous head dim");
+    return fail_node(out, g, ni, "x and out must be rank 4 with a contiguous head dim");
   rlx_rope_params* p = &s->p.rope;
   p->B = x.B, p->S = x.S, p->H = x.H, p->D = x.D;
   p->x_sb = x.sb, p->x_ss = x.ss, p->x_sh = x.sh;
   p->o_sb = o.sb, p->o_ss = o.ss, p->o_sh = o.sh;
   p->n_rot = n->a.n_rot;
   p->style = n->a.style;
-  if (p->n_rot < 2 || p->n_rot % 2 || p->n_rot > p->D) return fail_node(g, ni, "n_rot must be even, 2..head_dim");
-  if (p->style != RLX_ROPE_NEOX && p->style != RLX_ROPE_GPTJ) return fail_node(g, ni, "unknown rope style");
+  if (p->n_rot < 2 || p->n_rot % 2 || p->n_rot > p->D) return fail_node(out, g, ni, "n_rot must be even, 2..head_dim");
+  if (p->style != RLX_ROPE_NEOX && p->style != RLX_ROPE_GPTJ) return fail_node(out, g, ni, "unknown rope style");
   const rlx_view* cs = &s->in[1];
   const rlx_view* sn = &s->in[2];
   if (cs->rank != 2 || sn->rank != 2 || cs->shape[0] != sn->shape[0] ||
       cs->shape[1] != p->n_rot / 2 || sn->shape[1] != p->n_rot / 2)
-    return fail_node(g, ni, "cos/sin must both be [S or B*S, n_rot/2]");
+    return fail_node(out, g, ni, "cos/sin must both be [S or B*S, n_rot/2]");
   /* A table of B*S rows is per token; with B == 1 both readings coincide. */
   if (cs->shape[0] == p->B * p->S) p->per_token = 1;
-  else if (cs->shape[0] != p->S) return fail_node(g, ni, "cos/sin rows must be S or B*S");
+  else if (cs->shape[0] != p->S) return fail_node(out, g, ni, "cos/sin rows must be S or B*S");
   return finish_step(g, s, out);
 }
 
 /* ------------------------------------------------------------------ sample */
 
-static rlx_status lower_sample(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+static rlx_status lower_sample(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step st, *s = &st;
   start_step(s, RLX_K_SAMPLE, ni);
@@ -328,19 +329,19 @@ static rlx_status lower_sample(rlx_graph* g, const rlx_plan* plan, int32_t ni, r
   s->n_out = 1;
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   const rlx_view* l = &s->in[0];
-  if (l->rank < 1 || l->shape[l->rank - 1] < 1) return fail_node(g, ni, "logits need a non-empty last (vocab) dim");
+  if (l->rank < 1 || l->shape[l->rank - 1] < 1) return fail_node(out, g, ni, "logits need a non-empty last (vocab) dim");
   rlx_sample_params* p = &s->p.sample;
   p->vocab = l->shape[l->rank - 1];
   p->rows = view_numel(l) / p->vocab;
   p->top_k = n->a.top_k;
   p->top_p = n->a.top_p;
   p->temperature = n->a.temperature;
-  if (p->top_k < 0) return fail_node(g, ni, "top_k must be >= 0");
-  if (view_numel(&s->out[0]) != p->rows) return fail_node(g, ni, "output must have one token per row");
+  if (p->top_k < 0) return fail_node(out, g, ni, "top_k must be >= 0");
+  if (view_numel(&s->out[0]) != p->rows) return fail_node(out, g, ni, "output must have one token per row");
   return finish_step(g, s, out);
 }
 
-rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
     case RLX_OP_FUSED_MATMUL_BIAS_ACT: return lower_matmul(g, plan, ni, out);
@@ -351,6 +352,6 @@ rlx_status rlx_lower_nn(rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step
     case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
     case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
-    default: return fail_node(g, ni, "op is not lowered by rlx_lower_nn");
+    default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

@@ -194,8 +194,8 @@ static rlx_status variant_build(rlx_exec* e, const int64_t* sizes, variant** out
   rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
   s = plan_with_states(e, v->g, &po, &v->plan);
   if (s) { e->err = v->g->err; goto fail; }
-  s = rlx_lower(v->g, &v->plan, v->host_node, &v->steps);
-  if (s) { e->err = v->g->err; goto fail; }
+  s = rlx_lower(v->g, &v->plan, v->host_node, &v->steps, &e->err);
+  if (s) goto fail;
   s = e->backend->create(&v->steps, v->plan.arena_bytes, &e->opt, &e->err, &v->be);
   if (s) goto fail;
   /* Constants live in the arena from the start. */
@@ -695,8 +695,9 @@ static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** ou
   s = rlx_decompose(spec, sup, &dec, NULL);
   if (s == RLX_OK && dec->n_values != v->g->n_values)
     s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
-  if (s == RLX_OK) s = rlx_lower(dec, &v->plan, v->host_node, &v->extent_steps);
-  if (s) rlx_fail(&e->err, s, "%s", dec ? dec->err.msg : spec->err.msg);
+  rlx_error why = {{0}};
+  if (s == RLX_OK) s = rlx_lower(dec, &v->plan, v->host_node, &v->extent_steps, &why);
+  if (s) rlx_fail(&e->err, s, "%s", why.msg[0] ? why.msg : dec ? dec->err.msg : spec->err.msg);
   rlx_graph_destroy(dec);
   rlx_graph_destroy(spec);
   if (s) return s;

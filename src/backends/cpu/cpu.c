@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "backends/common/common.h"
 #include "backends/cpu/cpu.h"
 #include "ir/dtype.h"
 
@@ -108,11 +109,7 @@ static rlx_status check_step_finite(const rlx_backend_exec* be, const rlx_step* 
                                     const rlx_run_ctx* ctx, rlx_error* err) {
   for (int32_t k = 0; k < s->n_out; k++) {
     int64_t bad = rlx_view_first_non_finite(be->arena, &s->out[k]);
-    if (bad < 0) continue;
-    char nb[160] = "?";
-    if (ctx->graph) rlx_node_str(ctx->graph, s->node, nb, sizeof nb);
-    return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %d element %lld is not finite",
-                    nb, k, (long long)bad);
+    if (bad >= 0) return rlx_fail_non_finite(err, ctx, s->node, k, bad);
   }
   return RLX_OK;
 }

@@ -20,14 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu.h"
+#include "backends/common/common.h"
 #include "backends/cuda/cuda_internal.h"
 #include "ir/dtype.h"
 
 #define MAX_STREAMS 8
 #define STAGING_BYTES ((size_t)8 << 20)
 #define WORKSPACE_BYTES ((size_t)32 << 20)
-#define EXTRA_PROGRAMS 4
 
 /* Stream assignment and cross-stream waits, per step. */
 typedef struct schedule {
@@ -38,8 +37,6 @@ typedef struct schedule {
 } schedule;
 
 typedef struct program {
-  const rlx_step_list* src; /* identity of the step list it was built from */
-  uint64_t hash;
   int32_t n_steps;
   rlx_launch_list launches;
   CUdeviceptr scratch;
@@ -47,7 +44,6 @@ typedef struct program {
   schedule sched;
   CUgraphExec graph;
   int no_graph; /* capture failed or unsafe: run eagerly */
-  uint64_t age;
 } program;
 
 struct rlx_backend_exec {
@@ -64,11 +60,8 @@ struct rlx_backend_exec {
   CUdeviceptr workspace; /* n_streams x WORKSPACE_BYTES, made on first matmul */
   size_t workspace_bytes;
   rlx_cuda_build build;
-  const rlx_step_list* main_steps;
-  program main;
-  program extra[EXTRA_PROGRAMS];
-  uint64_t clock;
-  uint8_t* mirror; /* host copy of the arena for fallback steps (lazy) */
+  rlx_program_cache programs; /* program* for the compiled list and active extents */
+  rlx_host_mirror mirror;      /* host copy of the arena for fallback steps (lazy) */
   int use_graphs;
   CUevent t0, t1; /* RLX_CUDA_TIMING */
   /* RLX_CUDA_PROFILE: one event before each launch of the last run, and the
@@ -160,27 +153,10 @@ static int cuda_probe(char* reason, size_t cap) {
 /* Every op of the IR has a kernel; RLX_CUDA_HOST_OPS lists ops to force onto
  * the host fallback (to test that path). */
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
-  const char* env = getenv("RLX_CUDA_HOST_OPS");
-  if (!env || !env[0]) return 1;
-  const char* name = rlx_op_table[g->nodes[ni].op].text;
-  size_t n = strlen(name);
-  for (const char* p = env; (p = strstr(p, name)) != NULL; p += n) {
-    int starts = p == env || p[-1] == ',';
-    int ends = p[n] == '\0' || p[n] == ',';
-    if (starts && ends) return 0;
-  }
-  return 1;
+  return !rlx_op_listed(getenv("RLX_CUDA_HOST_OPS"), g->nodes[ni].op);
 }
 
 /* ------------------------------------------------------------------ programs */
-
-static uint64_t hash_steps(const rlx_step_list* l) {
-  const uint8_t* p = (const uint8_t*)l->steps;
-  size_t n = (size_t)l->n * sizeof(rlx_step);
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 static void schedule_free(rlx_backend_exec* be, schedule* s, int32_t n_steps) {
   if (s->events)
@@ -259,7 +235,6 @@ static rlx_status schedule_build(rlx_backend_exec* be, const rlx_step_list* l, s
 static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, program* p,
                                 rlx_error* err) {
   memset(p, 0, sizeof *p);
-  p->src = l;
   p->n_steps = l->n;
   for (int32_t i = 0; i < l->n; i++)
     if (l->steps[i].kernel == RLX_K_MATMUL && !be->workspace && be->d->have_lt) {
@@ -286,36 +261,23 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   return RLX_OK;
 }
 
-/* The program for a step list: the compiled one, or a cached one built for a
- * list lowered at an active extent (keyed by its contents). */
-static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* l, program** out,
-                              rlx_error* err) {
-  be->clock++;
-  if (l == be->main_steps && be->main.src == l && be->main.n_steps == l->n) {
-    *out = &be->main;
-    return RLX_OK;
-  }
-  uint64_t h = hash_steps(l);
-  program* victim = &be->extra[0];
-  for (int i = 0; i < EXTRA_PROGRAMS; i++) {
-    program* p = &be->extra[i];
-    if (p->src && p->hash == h && p->n_steps == l->n) {
-      p->age = be->clock;
-      *out = p;
-      return RLX_OK;
-    }
-    if (!p->src || p->age < victim->age) victim = p;
-  }
-  program_free(be, victim);
-  rlx_status s = program_build(be, l, victim, err);
+/* Program cache callbacks (backends/common): programs live on the heap. */
+static rlx_status build_program(void* be, const rlx_step_list* l, rlx_error* err, void** out) {
+  program* p = calloc(1, sizeof *p);
+  RLX_CHECK_ALLOC(err, p);
+  rlx_status s = program_build(be, l, p, err);
   if (s) {
-    program_free(be, victim);
+    program_free(be, p);
+    free(p);
     return s;
   }
-  victim->hash = h;
-  victim->age = be->clock;
-  *out = victim;
+  *out = p;
   return RLX_OK;
+}
+
+static void free_program(void* be, void* p) {
+  program_free(be, p);
+  free(p);
 }
 
 /* ------------------------------------------------------------------ issuing launches */
@@ -392,43 +354,21 @@ static rlx_status sync_all(rlx_backend_exec* be, rlx_error* err) {
 static rlx_status dtoh(rlx_backend_exec* be, void* dst, uint64_t off, uint64_t bytes, rlx_error* err);
 static rlx_status htod(rlx_backend_exec* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err);
 
-/* Runs step s with the CPU reference against a host mirror of the arena:
- * download what it reads, run the node's reference steps, upload what it
- * writes. */
+static rlx_status io_read(void* be, uint64_t off, void* dst, uint64_t bytes, rlx_error* err) {
+  return dtoh(be, dst, off, bytes, err);
+}
+
+static rlx_status io_write(void* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err) {
+  return htod(be, off, src, bytes, err);
+}
+
+/* Runs step s with the CPU reference against the host mirror (common.h),
+ * once every stream has finished what it was given. */
 static rlx_status run_host_step(rlx_backend_exec* be, const rlx_step* s, const rlx_run_ctx* ctx,
                                 rlx_error* err) {
-  if (!ctx || !ctx->graph || !ctx->plan)
-    return rlx_fail(err, RLX_INTERNAL, "cuda: host step of node %d without a graph", s->node);
-  if (!be->mirror) {
-    be->mirror = malloc((size_t)(be->arena_bytes ? be->arena_bytes : 1));
-    RLX_CHECK_ALLOC(err, be->mirror);
-  }
   RLX_RETURN_IF_ERROR(sync_all(be, err));
-  for (int32_t k = 0; k < s->n_reads; k++)
-    RLX_RETURN_IF_ERROR(dtoh(be, be->mirror + s->reads[k].begin, s->reads[k].begin,
-                             s->reads[k].end - s->reads[k].begin, err));
-  /* Written ranges are fetched too: a strided output (a Concat slot) only
-   * rewrites some of the bytes its range spans, and all of them go back. */
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(dtoh(be, be->mirror + s->writes[k].begin, s->writes[k].begin,
-                             s->writes[k].end - s->writes[k].begin, err));
-  rlx_status st = RLX_OK;
-  if (s->kernel != RLX_K_HOST) {
-    st = rlx_ref_run_step(be->mirror, s, ctx, err);
-  } else {
-    /* The node's own steps, lowered against the same plan. */
-    rlx_step_list tmp = {0};
-    rlx_graph* g = (rlx_graph*)ctx->graph;
-    st = rlx_lower_node(g, ctx->plan, s->node, &tmp);
-    if (st) rlx_fail(err, st, "%s", g->err.msg);
-    for (int32_t i = 0; i < tmp.n && st == RLX_OK; i++) st = rlx_ref_run_step(be->mirror, &tmp.steps[i], ctx, err);
-    rlx_step_list_free(&tmp);
-  }
-  RLX_RETURN_IF_ERROR(st);
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(htod(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                             s->writes[k].end - s->writes[k].begin, err));
-  return RLX_OK;
+  rlx_arena_io io = {be, io_read, io_write};
+  return rlx_host_run_step(&be->mirror, &io, s, NULL, ctx, err);
 }
 
 /* ------------------------------------------------------------------ run */
@@ -496,21 +436,13 @@ static rlx_status report_kernel_error(rlx_backend_exec* be, const rlx_step_list*
   const rlxk_state* st = be->state_host;
   int32_t step = (int32_t)(st->err_key >> 8) - 1;
   int code = (int)(st->err_key & 0xff);
-  char nb[160] = "?";
   int32_t node = step >= 0 && step < l->n ? l->steps[step].node : -1;
-  if (ctx && ctx->graph && node >= 0 && node < ctx->graph->n_nodes)
-    rlx_node_str(ctx->graph, node, nb, sizeof nb);
-  else
-    snprintf(nb, sizeof nb, "node %d", node);
   switch (code) {
     case RLXK_ERR_GATHER:
     case RLXK_ERR_SCATTER:
-      return rlx_fail(err, RLX_OUT_OF_RANGE, "%s: %s index %lld out of range for an axis of size %lld",
-                      nb, code == RLXK_ERR_GATHER ? "gather" : "scatter_add", (long long)st->err_a,
-                      (long long)st->err_b);
-    case RLXK_ERR_NONFINITE:
-      return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %lld element %lld is not finite",
-                      nb, (long long)st->err_b, (long long)st->err_a);
+      return rlx_fail_index(err, ctx, node, code == RLXK_ERR_GATHER ? "gather" : "scatter_add",
+                            st->err_a, st->err_b);
+    case RLXK_ERR_NONFINITE: return rlx_fail_non_finite(err, ctx, node, st->err_b, st->err_a);
     default:
       return rlx_fail(err, RLX_INTERNAL, "cuda: step %d reported error code %d", step, code);
   }
@@ -520,8 +452,9 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
                            rlx_error* err) {
   const rlx_cuda_dev* d = be->d;
   RLX_CU(d, err, "cuCtxSetCurrent", d->cu.ctx_set_current(d->ctx));
-  program* pr = NULL;
-  RLX_RETURN_IF_ERROR(program_for(be, steps, &pr, err));
+  void* cached = NULL;
+  RLX_RETURN_IF_ERROR(rlx_program_cache_get(&be->programs, steps, err, &cached));
+  program* pr = cached;
   /* Per-run state: the seed goes in through device memory, so a captured
    * graph replays with each run's seed. */
   memset(be->state_host, 0, sizeof *be->state_host);
@@ -655,8 +588,7 @@ static void cuda_destroy(rlx_backend_exec* be) {
   d->cu.ctx_set_current(d->ctx);
   for (int t = 0; t < be->n_streams; t++)
     if (be->streams[t]) d->cu.stream_synchronize(be->streams[t]);
-  program_free(be, &be->main);
-  for (int i = 0; i < EXTRA_PROGRAMS; i++) program_free(be, &be->extra[i]);
+  rlx_program_cache_free(&be->programs);
   if (be->profile) prof_print(be);
   for (int32_t i = 0; i < be->prof_n; i++)
     if (be->prof_ev[i]) d->cu.event_destroy(be->prof_ev[i]);
@@ -673,7 +605,7 @@ static void cuda_destroy(rlx_backend_exec* be) {
     if (be->joins[t]) d->cu.event_destroy(be->joins[t]);
   for (int t = 0; t < be->n_streams; t++)
     if (be->streams[t]) d->cu.stream_destroy(be->streams[t]);
-  free(be->mirror);
+  rlx_host_mirror_free(&be->mirror);
   free(be);
 }
 
@@ -725,7 +657,8 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   if (be->n_streams > MAX_STREAMS) be->n_streams = MAX_STREAMS;
   be->use_graphs = env_int("RLX_CUDA_GRAPHS", 1) != 0;
   be->profile = env_int("RLX_CUDA_PROFILE", 0) != 0;
-  be->main_steps = steps;
+  be->mirror.backend = "cuda";
+  be->mirror.arena_bytes = arena_bytes;
   rlx_status s = create_resources(be, arena_bytes, err);
   if (s == RLX_OK) {
     be->build.d = d;
@@ -733,7 +666,8 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
     be->build.allow_tf32 = opt && opt->allow_tf32;
     be->build.debug_nans = opt && opt->debug_nans;
     be->build.no_lt = env_int("RLX_CUDA_NO_CUBLASLT", 0);
-    s = program_build(be, steps, &be->main, err);
+    rlx_program_ops ops = {be, build_program, free_program};
+    s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   }
   if (s) {
     cuda_destroy(be);

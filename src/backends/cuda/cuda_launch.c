@@ -265,7 +265,7 @@ static rlx_status build_row(const rlx_cuda_build* b, const rlx_step* s, int32_t 
   switch (s->kernel) {
     case RLX_K_ARG_REDUCE:
       if (!(x = push_kernel(l, RLX_CUDA_FN_ARG_REDUCE, i, err))) return RLX_RESOURCE_EXHAUSTED;
-      x->grid[0] = grid_for(b, cols * 32, 256);
+      x->grid[0] = grid_for(b, s->work.items * 32, 256); /* a warp per row */
       break;
     case RLX_K_SOFTMAX: {
       unsigned threads = 256;
@@ -283,12 +283,12 @@ static rlx_status build_row(const rlx_cuda_build* b, const rlx_step* s, int32_t 
     }
     case RLX_K_CUMSUM:
       if (!(x = push_kernel(l, RLX_CUDA_FN_CUMSUM, i, err))) return RLX_RESOURCE_EXHAUSTED;
-      x->grid[0] = grid_for(b, cols, 256);
+      x->grid[0] = grid_for(b, s->work.items, 256);
       break;
     default: /* TOPK */
       if (p.k == 0) return RLX_OK;
       if (!(x = push_kernel(l, RLX_CUDA_FN_TOPK, i, err))) return RLX_RESOURCE_EXHAUSTED;
-      x->grid[0] = grid_for(b, cols * p.n, 256);
+      x->grid[0] = grid_for(b, s->work.items, 256);
       break;
   }
   x->p.row = p;
@@ -317,7 +317,7 @@ static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.gather = p;
   x->grid[0] = grid_for(b, p.n_idx, 256);
-  int64_t total = p.outer * p.n_idx * p.inner;
+  int64_t total = s->work.items; /* output elements */
   if (total == 0) return RLX_OK;
   int rows = p.ddt == RLX_F32 && p.odt == RLX_F32 && p.inner >= 32;
   if (!(x = push_kernel(l, rows ? RLX_CUDA_FN_GATHER_ROWS_F32 : RLX_CUDA_FN_GATHER, i, err)))
@@ -592,7 +592,7 @@ static void attn_fill(const rlx_step* s, rlxk_attn* p) {
 static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                              rlx_launch_list* l, rlx_error* err) {
   const rlx_rope_params* r = &s->p.rope;
-  int64_t total = r->B * r->S * r->H * (r->n_rot / 2 + (r->D - r->n_rot));
+  int64_t total = s->work.items; /* rotated pairs + pass-through dims */
   if (total == 0) return RLX_OK;
   rlx_launch* x = push_kernel(l, RLX_CUDA_FN_ROPE, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/common/common.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
 
@@ -148,50 +149,27 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   return tiles;
 }
 
-/* Work items and whether they are invocations (64 per group) or groups. */
+/* The pipeline of a step's portable kernel (-1: none). Work items come
+ * from the shared lowering (step->work); only matmul picks its own grid,
+ * since each of its kernels tiles the output its own way. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
-  *per_group = 64;
-  switch (s->kernel) {
-    case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
-      *pipe = RLX_VK_PIPE_ELTWISE;
-      return rlx_view_numel(&s->out[0]);
-    case RLX_K_MATMUL: *per_group = 1; return matmul_plan(s, pipe);
-    case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
-    case RLX_K_SOFTMAX:
-      *pipe = RLX_VK_PIPE_SOFTMAX;
-      *per_group = 1;
-      return s->p.rowop.row.outer * s->p.rowop.row.inner;
-    case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
-      *pipe = s->kernel == RLX_K_CUMSUM ? RLX_VK_PIPE_CUMSUM : RLX_VK_PIPE_ARGREDUCE;
-      return s->p.rowop.row.outer * s->p.rowop.row.inner;
-    case RLX_K_TOPK:
-      *pipe = RLX_VK_PIPE_TOPK;
-      return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
-    case RLX_K_GATHER:
-      *pipe = RLX_VK_PIPE_GATHER;
-      return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
-    case RLX_K_SCATTER_ADD: {
-      const rlx_scatter_params* p = &s->p.scatter;
-      int64_t n = 1;
-      for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
-      *pipe = RLX_VK_PIPE_SCATTER;
-      return n;
-    }
-    case RLX_K_NORM: *pipe = RLX_VK_PIPE_NORM; *per_group = 1; return s->p.norm.rows;
-    case RLX_K_ATTENTION: {
-      const rlx_attention_params* p = &s->p.attn;
-      *pipe = RLX_VK_PIPE_ATTENTION;
-      *per_group = 1;
-      return p->B * p->H * p->Sq;
-    }
-    case RLX_K_ROPE: {
-      const rlx_rope_params* p = &s->p.rope;
-      *pipe = RLX_VK_PIPE_ROPE;
-      return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
-    }
-    case RLX_K_SAMPLE: *pipe = RLX_VK_PIPE_SAMPLE; *per_group = 1; return s->p.sample.rows;
-    default: return -1;
+  static const rlx_vk_pipe pipe_of[RLX_K_COUNT] = {
+      [RLX_K_COPY] = RLX_VK_PIPE_ELTWISE,        [RLX_K_BINARY] = RLX_VK_PIPE_ELTWISE,
+      [RLX_K_COMPARE] = RLX_VK_PIPE_ELTWISE,     [RLX_K_WHERE] = RLX_VK_PIPE_ELTWISE,
+      [RLX_K_UNARY] = RLX_VK_PIPE_ELTWISE,       [RLX_K_REDUCE] = RLX_VK_PIPE_REDUCE,
+      [RLX_K_SOFTMAX] = RLX_VK_PIPE_SOFTMAX,     [RLX_K_ARG_REDUCE] = RLX_VK_PIPE_ARGREDUCE,
+      [RLX_K_CUMSUM] = RLX_VK_PIPE_CUMSUM,       [RLX_K_TOPK] = RLX_VK_PIPE_TOPK,
+      [RLX_K_GATHER] = RLX_VK_PIPE_GATHER,       [RLX_K_SCATTER_ADD] = RLX_VK_PIPE_SCATTER,
+      [RLX_K_NORM] = RLX_VK_PIPE_NORM,           [RLX_K_ATTENTION] = RLX_VK_PIPE_ATTENTION,
+      [RLX_K_ROPE] = RLX_VK_PIPE_ROPE,           [RLX_K_SAMPLE] = RLX_VK_PIPE_SAMPLE};
+  if (s->kernel == RLX_K_MATMUL) {
+    *per_group = 1;
+    return matmul_plan(s, pipe);
   }
+  if (s->work.unit == RLX_WORK_NONE) return -1;
+  *pipe = pipe_of[s->kernel];
+  *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
+  return s->work.items;
 }
 
 static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
@@ -344,38 +322,14 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
   return 0;
 }
 
-/* RLX_VK_HOST_OPS="softmax,matmul": ops (ops.def names) forced to the host
- * fallback, to test it and to bisect a suspect kernel. */
-static int forced_to_host(rlx_op op) {
-  const char* list = getenv("RLX_VK_HOST_OPS");
-  if (!list || !*list) return 0;
-  const char* name = rlx_op_table[op].text;
-  size_t len = strlen(name);
-  for (const char* p = list; (p = strstr(p, name)) != NULL; p += len) {
-    int starts = p == list || p[-1] == ',';
-    int ends = p[len] == '\0' || p[len] == ',';
-    if (starts && ends) return 1;
-  }
-  return 0;
-}
-
-/* Node-level answer for the dispatch report: f64 arithmetic and attention
- * heads wider than the kernel holds go to the host fallback; everything
- * else in Tier 1 runs natively. */
+/* Node-level answer for the dispatch report: the shader backends' shared
+ * rule (common.h: no f64 arithmetic), attention heads wider than the kernel
+ * holds go to the host fallback, and RLX_VK_HOST_OPS="softmax,matmul"
+ * forces ops there (to test it and to bisect a suspect kernel). */
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
-  if (forced_to_host(n->op)) return 0;
-  switch (n->op) {
-    case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
-    case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:
-    case RLX_OP_GATHER:
-      return 1; /* pure data movement: any dtype */
-    default: break;
-  }
-  for (int32_t i = 0; i < n->n_in; i++)
-    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
-  for (int32_t i = 0; i < n->n_out; i++)
-    if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
+  if (rlx_op_listed(getenv("RLX_VK_HOST_OPS"), n->op)) return 0;
+  if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_ATTENTION) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);
     int64_t dv = v->rank > 0 ? v->shape[v->rank - 1] : 0;

@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu.h"
 #include "ir/dtype.h"
 #include "backends/vulkan/shaders/layout.h"
+#include "backends/common/common.h"
 #include "backends/vulkan/vk_internal.h"
 
 enum { MAX_PENDING = 64 };
@@ -85,10 +85,8 @@ struct rlx_backend_exec {
   VkCommandPool pool;
   VkCommandBuffer xfer;
   VkFence fence;
-  const rlx_step_list* compiled; /* the list given to create() */
-  vk_program* main;
-  vk_program* extent;
-  uint8_t* mirror; /* host fallback's copy of the arena (and debug_nans checks) */
+  rlx_program_cache programs; /* vk_program* for the compiled list and active extents */
+  rlx_host_mirror mirror;      /* host fallback's copy of the arena (and debug_nans checks) */
   int debug_nans;  /* one step per submission, outputs checked after each */
   uint64_t validation_seen;
   rlx_vk_stats stats;
@@ -574,61 +572,28 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list,
   return RLX_OK;
 }
 
+static rlx_status build_program(void* be, const rlx_step_list* steps, rlx_error* err, void** out) {
+  vk_program* pg = NULL;
+  RLX_RETURN_IF_ERROR(program_build(be, steps, err, &pg));
+  *out = pg;
+  return RLX_OK;
+}
+
+static void free_program(void* be, void* pg) { program_free(be, pg); }
+
 /* ------------------------------------------------------------ host fallback */
 
-/* The native steps of a host node, lowered once against the same plan. */
-static rlx_status host_steps_of(vk_program* pg, int32_t i, const rlx_run_ctx* ctx,
-                                rlx_error* err, const rlx_step_list** out) {
-  rlx_step_list* l = &pg->host_lowered[i];
-  if (l->n == 0) {
-    if (!ctx || !ctx->graph || !ctx->plan)
-      return rlx_fail(err, RLX_INTERNAL, "vulkan: host step of node %d run without its graph",
-                      pg->steps[i].node);
-    /* The lowering API takes a mutable graph only to leave an error message
-     * in it; nothing else is written. */
-    rlx_graph* g = (rlx_graph*)ctx->graph;
-    int32_t ni = pg->steps[i].node;
-    rlx_status s = rlx_lower_node(g, ctx->plan, ni, l);
-    if (s) return rlx_fail(err, s, "vulkan host fallback: %s", g->err.msg);
-  }
-  *out = l;
-  return RLX_OK;
+static rlx_status io_read(void* be, uint64_t off, void* dst, uint64_t bytes, rlx_error* err) {
+  return transfer(be, off, dst, bytes, 0, err);
 }
 
-static rlx_status ensure_mirror(rlx_backend_exec* be, rlx_error* err) {
-  if (be->mirror) return RLX_OK;
-  be->mirror = calloc(1, (size_t)(be->arena_bytes ? be->arena_bytes : 1));
-  if (!be->mirror)
-    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
-                    "vulkan: no host memory for a %llu-byte arena mirror",
-                    (unsigned long long)be->arena_bytes);
-  return RLX_OK;
+static rlx_status io_write(void* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err) {
+  return transfer(be, off, (void*)src, bytes, 1, err);
 }
 
-static rlx_status run_host_step(rlx_backend_exec* be, vk_program* pg, int32_t i,
-                                const rlx_run_ctx* ctx, rlx_error* err) {
-  const rlx_step* s = &pg->steps[i];
-  RLX_RETURN_IF_ERROR(ensure_mirror(be, err));
-  /* Written ranges are fetched too: a strided output (a Concat slot) only
-   * rewrites some of the bytes its range spans. */
-  for (int32_t k = 0; k < s->n_reads; k++)
-    RLX_RETURN_IF_ERROR(transfer(be, s->reads[k].begin, be->mirror + s->reads[k].begin,
-                                 s->reads[k].end - s->reads[k].begin, 0, err));
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                                 s->writes[k].end - s->writes[k].begin, 0, err));
-  if (s->kernel == RLX_K_HOST) {
-    const rlx_step_list* l = NULL;
-    RLX_RETURN_IF_ERROR(host_steps_of(pg, i, ctx, err, &l));
-    for (int32_t k = 0; k < l->n; k++)
-      RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, &l->steps[k], ctx, err));
-  } else {
-    RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, s, ctx, err));
-  }
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                                 s->writes[k].end - s->writes[k].begin, 1, err));
-  return RLX_OK;
+static rlx_arena_io arena_io(rlx_backend_exec* be) {
+  rlx_arena_io io = {be, io_read, io_write};
+  return io;
 }
 
 /* ------------------------------------------------------------ run */
@@ -642,54 +607,7 @@ static rlx_status check_run_error(rlx_backend_exec* be, const vk_program* pg,
                             ((uint64_t)run[RLXVK_RUN_ERR_VAL_HI] << 32));
   int32_t node = step < (uint32_t)pg->n ? pg->steps[step].node : -1;
   rlx_kernel kind = step < (uint32_t)pg->n ? pg->steps[step].kernel : RLX_K_COUNT;
-  char nb[160];
-  if (ctx && ctx->graph && node >= 0 && node < ctx->graph->n_nodes)
-    rlx_node_str(ctx->graph, node, nb, sizeof nb);
-  else
-    snprintf(nb, sizeof nb, "node %d", node);
-  return rlx_fail(err, RLX_OUT_OF_RANGE, "%s: %s index %lld out of range for an axis of size %u",
-                  nb, rlx_kernel_name(kind), (long long)value, run[RLXVK_RUN_ERR_LEN]);
-}
-
-/* debug_nans: fails naming step i's node if an output holds NaN/Inf. */
-static rlx_status check_step_finite(rlx_backend_exec* be, const rlx_step* s,
-                                    const rlx_run_ctx* ctx, rlx_error* err) {
-  RLX_RETURN_IF_ERROR(ensure_mirror(be, err));
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(transfer(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                                 s->writes[k].end - s->writes[k].begin, 0, err));
-  for (int32_t k = 0; k < s->n_out; k++) {
-    int64_t bad = rlx_view_first_non_finite(be->mirror, &s->out[k]);
-    if (bad < 0) continue;
-    char nb[160];
-    if (ctx && ctx->graph && s->node >= 0 && s->node < ctx->graph->n_nodes)
-      rlx_node_str(ctx->graph, s->node, nb, sizeof nb);
-    else
-      snprintf(nb, sizeof nb, "node %d", s->node);
-    return rlx_fail(err, RLX_OUT_OF_RANGE, "debug_nans: %s output %d element %lld is not finite",
-                    nb, k, (long long)bad);
-  }
-  return RLX_OK;
-}
-
-static int same_list(const vk_program* pg, const rlx_step_list* l) {
-  return pg && pg->n == l->n &&
-         (l->n == 0 || memcmp(pg->steps, l->steps, (size_t)l->n * sizeof *l->steps) == 0);
-}
-
-static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* steps, rlx_error* err,
-                              vk_program** out) {
-  if (steps == be->compiled || same_list(be->main, steps)) {
-    *out = be->main;
-    return RLX_OK;
-  }
-  if (!same_list(be->extent, steps)) {
-    program_free(be, be->extent);
-    be->extent = NULL;
-    RLX_RETURN_IF_ERROR(program_build(be, steps, err, &be->extent));
-  }
-  *out = be->extent;
-  return RLX_OK;
+  return rlx_fail_index(err, ctx, node, rlx_kernel_name(kind), value, run[RLXVK_RUN_ERR_LEN]);
 }
 
 /* Milliseconds between the last submission's two timestamps. */
@@ -718,8 +636,10 @@ static void print_timing(rlx_backend_exec* be) {
 
 static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                          rlx_error* err) {
-  vk_program* pg;
-  RLX_RETURN_IF_ERROR(program_for(be, steps, err, &pg));
+  void* cached;
+  RLX_RETURN_IF_ERROR(rlx_program_cache_get(&be->programs, steps, err, &cached));
+  vk_program* pg = cached;
+  rlx_arena_io io = arena_io(be);
   volatile uint32_t* run = be->run.map;
   uint64_t seed = ctx ? ctx->seed : 0;
   run[RLXVK_RUN_SEED_LO] = (uint32_t)seed;
@@ -729,7 +649,8 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
   for (int32_t i = 0; i < pg->n_segs; i++) {
     vk_segment* seg = &pg->segs[i];
     if (seg->host) {
-      RLX_RETURN_IF_ERROR(run_host_step(be, pg, seg->first, ctx, err));
+      RLX_RETURN_IF_ERROR(rlx_host_run_step(&be->mirror, &io, &pg->steps[seg->first],
+                                            &pg->host_lowered[seg->first], ctx, err));
       continue;
     }
     RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
@@ -738,7 +659,7 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
     RLX_RETURN_IF_ERROR(check_run_error(be, pg, ctx, err));
     if (be->debug_nans)
       for (int32_t k = seg->first; k < seg->first + seg->count; k++)
-        RLX_RETURN_IF_ERROR(check_step_finite(be, &pg->steps[k], ctx, err));
+        RLX_RETURN_IF_ERROR(rlx_host_check_finite(&be->mirror, &io, &pg->steps[k], ctx, err));
   }
   if (be->timer) be->run_ms[be->n_runs++ % 64] = gpu_ms;
   return check_validation(be, err, "run");
@@ -753,8 +674,7 @@ static void vk_destroy(rlx_backend_exec* be) {
     /* Every submission was waited for: nothing of ours is in flight (and
      * vkDeviceWaitIdle would race other threads' queue submissions). */
     print_timing(be);
-    program_free(be, be->main);
-    program_free(be, be->extent);
+    rlx_program_cache_free(&be->programs);
     if (be->timer) c->f.vkDestroyQueryPool(c->device, be->timer, NULL);
     if (be->xfer) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &be->xfer);
     if (be->pool) c->f.vkDestroyCommandPool(c->device, be->pool, NULL);
@@ -764,7 +684,7 @@ static void vk_destroy(rlx_backend_exec* be) {
     rlx_vk_buffer_destroy(c, &be->run);
     rlx_vk_buffer_destroy(c, &be->arena);
   }
-  free(be->mirror);
+  rlx_host_mirror_free(&be->mirror);
   free(be);
 }
 
@@ -854,7 +774,8 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   RLX_CHECK_ALLOC(err, be);
   be->c = c;
   be->arena_bytes = arena_bytes;
-  be->compiled = steps;
+  be->mirror.backend = "vulkan";
+  be->mirror.arena_bytes = arena_bytes;
   be->debug_nans = opt && opt->debug_nans;
   be->validation_seen = rlx_vk_validation_count();
   rlx_status s = size_arena(be, err);
@@ -868,7 +789,8 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
   if (s == RLX_OK) s = create_queue_objects(be, err);
   if (s == RLX_OK) s = zero_arena(be, err);
-  if (s == RLX_OK) s = program_build(be, steps, err, &be->main);
+  rlx_program_ops ops = {be, build_program, free_program};
+  if (s == RLX_OK) s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   if (s == RLX_OK) s = check_validation(be, err, "compile");
   if (s) {
     vk_destroy(be);

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/cpu.h"
+#include "backends/common/common.h"
 #include "backends/webgpu/wg_backend.h"
 #include "backends/webgpu/wg_internal.h"
 
@@ -100,10 +100,9 @@ struct rlx_backend_exec {
   uint64_t arena_bytes, arena_size, window;
   WGPUBuffer arena, run, staging, scratch, readback;
   uint64_t staging_size, scratch_size, readback_size;
-  const rlx_step_list* compiled;
-  wg_program* main;
-  wg_program* extent;
-  uint8_t* mirror;
+  rlx_program_cache programs; /* wg_program* for the compiled list and active extents */
+  rlx_host_mirror mirror;      /* host fallback's copy of the arena (and debug_nans checks) */
+  int debug_nans;              /* one step per submission, outputs checked after each */
   snapshot snap;
   uint64_t seed;
   int seed_written, err_dirty;
@@ -472,77 +471,28 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list,
   return RLX_OK;
 }
 
-static int same_list(const wg_program* pg, const rlx_step_list* l) {
-  return pg && pg->n == l->n &&
-         (l->n == 0 || memcmp(pg->steps, l->steps, (size_t)l->n * sizeof *l->steps) == 0);
-}
-
-static rlx_status program_for(rlx_backend_exec* be, const rlx_step_list* steps, rlx_error* err,
-                              wg_program** out) {
-  if (steps == be->compiled || same_list(be->main, steps)) {
-    *out = be->main;
-    return RLX_OK;
-  }
-  if (!same_list(be->extent, steps)) {
-    program_free(be, be->extent);
-    be->extent = NULL;
-    RLX_RETURN_IF_ERROR(program_build(be, steps, err, &be->extent));
-  }
-  *out = be->extent;
+static rlx_status build_program(void* be, const rlx_step_list* steps, rlx_error* err, void** out) {
+  wg_program* pg = NULL;
+  RLX_RETURN_IF_ERROR(program_build(be, steps, err, &pg));
+  *out = pg;
   return RLX_OK;
 }
+
+static void free_program(void* be, void* pg) { program_free(be, pg); }
 
 /* ------------------------------------------------------------ host fallback */
 
-/* The native steps of a host node, lowered once against the same plan. */
-static rlx_status host_steps_of(wg_program* pg, int32_t i, const rlx_run_ctx* ctx, rlx_error* err,
-                                const rlx_step_list** out) {
-  rlx_step_list* l = &pg->host_lowered[i];
-  if (l->n == 0) {
-    if (!ctx || !ctx->graph || !ctx->plan)
-      return rlx_fail(err, RLX_INTERNAL, "webgpu: host step of node %d run without its graph",
-                      pg->steps[i].node);
-    /* The lowering takes a mutable graph only to leave a message in it. */
-    rlx_graph* g = (rlx_graph*)ctx->graph;
-    int32_t ni = pg->steps[i].node;
-    rlx_status s = rlx_lower_node(g, ctx->plan, ni, l);
-    if (s) return rlx_fail(err, s, "webgpu host fallback: %s", g->err.msg);
-  }
-  *out = l;
-  return RLX_OK;
+static rlx_status io_read(void* be, uint64_t off, void* dst, uint64_t bytes, rlx_error* err) {
+  return read_arena(be, off, dst, bytes, err);
 }
 
-/* Caller holds the lock; everything submitted before has been submitted. */
-static rlx_status run_host_step(rlx_backend_exec* be, wg_program* pg, int32_t i,
-                                const rlx_run_ctx* ctx, rlx_error* err) {
-  const rlx_step* s = &pg->steps[i];
-  if (!be->mirror) {
-    be->mirror = calloc(1, (size_t)(be->arena_size ? be->arena_size : 1));
-    if (!be->mirror)
-      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
-                      "webgpu host fallback: no host memory for a %llu-byte arena mirror",
-                      (unsigned long long)be->arena_bytes);
-  }
-  /* Written ranges are fetched too: a strided output (a Concat slot) only
-   * rewrites some of the bytes its range spans. */
-  for (int32_t k = 0; k < s->n_reads; k++)
-    RLX_RETURN_IF_ERROR(read_arena(be, s->reads[k].begin, be->mirror + s->reads[k].begin,
-                                   s->reads[k].end - s->reads[k].begin, err));
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(read_arena(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                                   s->writes[k].end - s->writes[k].begin, err));
-  if (s->kernel == RLX_K_HOST) {
-    const rlx_step_list* l = NULL;
-    RLX_RETURN_IF_ERROR(host_steps_of(pg, i, ctx, err, &l));
-    for (int32_t k = 0; k < l->n; k++)
-      RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, &l->steps[k], ctx, err));
-  } else {
-    RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->mirror, s, ctx, err));
-  }
-  for (int32_t k = 0; k < s->n_writes; k++)
-    RLX_RETURN_IF_ERROR(write_arena(be, s->writes[k].begin, be->mirror + s->writes[k].begin,
-                                    s->writes[k].end - s->writes[k].begin, err));
-  return RLX_OK;
+static rlx_status io_write(void* be, uint64_t off, const void* src, uint64_t bytes, rlx_error* err) {
+  return write_arena(be, off, src, bytes, err);
+}
+
+static rlx_arena_io arena_io(rlx_backend_exec* be) {
+  rlx_arena_io io = {be, io_read, io_write};
+  return io;
 }
 
 /* ------------------------------------------------------------ run */
@@ -651,13 +601,7 @@ static rlx_status check_run_error(const wg_program* pg, const uint32_t* run,
   int64_t value = (int64_t)((uint64_t)run[WG_RUN_ERR_LO] | ((uint64_t)run[WG_RUN_ERR_HI] << 32));
   int32_t node = step < (uint32_t)pg->n ? pg->steps[step].node : -1;
   rlx_kernel kind = step < (uint32_t)pg->n ? pg->steps[step].kernel : RLX_K_COUNT;
-  char nb[160];
-  if (ctx && ctx->graph && node >= 0 && node < ctx->graph->n_nodes)
-    rlx_node_str(ctx->graph, node, nb, sizeof nb);
-  else
-    snprintf(nb, sizeof nb, "node %d", node);
-  return rlx_fail(err, RLX_OUT_OF_RANGE, "%s: %s index %lld out of range for an axis of size %u",
-                  nb, rlx_kernel_name(kind), (long long)value, run[WG_RUN_ERR_LEN]);
+  return rlx_fail_index(err, ctx, node, rlx_kernel_name(kind), value, run[WG_RUN_ERR_LEN]);
 }
 
 /* Seed and error word, written only when they change. */
@@ -691,15 +635,18 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
   mark(prof, PH_PREPARE);
   rlx_status s = RLX_OK;
   int readback_encoded = 0;
+  rlx_arena_io io = arena_io(be);
   int32_t i = 0;
   while (i < pg->n && s == RLX_OK) {
     if (pg->on_host[i]) {
-      s = run_host_step(be, pg, i, ctx, err);
+      s = rlx_host_run_step(&be->mirror, &io, &pg->steps[i], &pg->host_lowered[i], ctx, err);
+      if (s == RLX_OK && be->debug_nans)
+        s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
       i++;
       continue;
     }
     int32_t end = i;
-    while (end < pg->n && !pg->on_host[end]) end++;
+    while (end < pg->n && !pg->on_host[end] && !(be->debug_nans && end > i)) end++;
     WGPUCommandEncoder enc = new_encoder(be);
     encode_segment(be, pg, enc, i, end);
     if (end == pg->n) { /* the last segment carries the readback: one submission */
@@ -709,6 +656,8 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
     mark(prof, PH_ENCODE);
     submit(be, enc); /* before a host step, which reads what this wrote */
     mark(prof, PH_SUBMIT);
+    if (be->debug_nans) /* one step per submission: check it before the arena moves on */
+      s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
     i = end;
   }
   if (s == RLX_OK && !readback_encoded) { /* ended on a host step (or no steps) */
@@ -739,8 +688,9 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
 static rlx_status wg_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                          rlx_error* err) {
   if (be->prof.on) be->prof.t = now_us();
-  wg_program* pg;
-  RLX_RETURN_IF_ERROR(program_for(be, steps, err, &pg));
+  void* cached;
+  RLX_RETURN_IF_ERROR(rlx_program_cache_get(&be->programs, steps, err, &cached));
+  wg_program* pg = cached;
   for (int k = 0; k < be->snap.n; k++) be->snap.valid[k] = 0;
   pthread_mutex_lock(&be->c->lock);
   rlx_status s = run_locked(be, pg, ctx, err);
@@ -786,8 +736,7 @@ static void wg_destroy(rlx_backend_exec* be) {
   rlx_wg_context* c = be->c;
   if (c) {
     pthread_mutex_lock(&c->lock);
-    program_free(be, be->main);
-    program_free(be, be->extent);
+    rlx_program_cache_free(&be->programs);
     release_buffer(c, &be->snap.buf);
     release_buffer(c, &be->readback);
     release_buffer(c, &be->scratch);
@@ -800,7 +749,7 @@ static void wg_destroy(rlx_backend_exec* be) {
   free(be->snap.valid);
   free(be->snap.at);
   free(be->snap.data);
-  free(be->mirror);
+  rlx_host_mirror_free(&be->mirror);
   free(be->selected);
   free(be);
 }
@@ -830,7 +779,6 @@ static rlx_status create_buffers(rlx_backend_exec* be, rlx_error* err) {
 static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
                             const rlx_compile_options* opt, rlx_error* err,
                             rlx_backend_exec** out) {
-  (void)opt;
   char reason[256] = "";
   rlx_wg_context* c = rlx_wg_context_get(reason, sizeof reason);
   if (!c) return rlx_fail(err, RLX_UNAVAILABLE, "webgpu: unavailable: %s", reason);
@@ -839,15 +787,18 @@ static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
   be->c = c;
   be->prof.on = getenv("RLX_WG_PROFILE") != NULL;
   be->arena_bytes = arena_bytes;
-  be->compiled = steps;
+  be->debug_nans = opt && opt->debug_nans;
   /* Whole offset-alignment units, at least one window when windowed, so
    * a window placed at the end stays inside the buffer. */
   be->arena_size = align_up(arena_bytes ? arena_bytes : 16, c->offset_align);
   be->window = be->arena_size <= c->max_binding ? be->arena_size : c->max_binding;
+  be->mirror.backend = "webgpu";
+  be->mirror.arena_bytes = be->arena_size;
   pthread_mutex_lock(&c->lock);
   rlx_status s = create_buffers(be, err);
   pthread_mutex_unlock(&c->lock);
-  if (s == RLX_OK) s = program_build(be, steps, err, &be->main);
+  rlx_program_ops ops = {be, build_program, free_program};
+  if (s == RLX_OK) s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   if (s) {
     wg_destroy(be);
     return s;

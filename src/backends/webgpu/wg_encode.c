@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/common/common.h"
 #include "backends/webgpu/wg_internal.h"
 
 typedef struct encoder {
@@ -60,58 +61,24 @@ static int stores_subword(const rlx_step* s) {
   return 0;
 }
 
-/* Work items of the step and whether each is one invocation (64 per
- * workgroup) or one workgroup. -1: no kernel for this kind. */
+/* The portable kernel of a step (-1: none, e.g. sample and host steps);
+ * its work items come from the shared lowering (step->work): one
+ * invocation each (64 per workgroup) or one workgroup each. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
-  *per_group = 64;
-  switch (s->kernel) {
-    case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
-      *k = RLX_WG_ELTWISE;
-      return rlx_view_numel(&s->out[0]);
-    case RLX_K_MATMUL: {
-      const rlx_matmul_params* p = &s->p.mm;
-      *k = RLX_WG_MATMUL;
-      *per_group = 1;
-      return p->batch * ((p->M + 15) / 16) * ((p->N + 15) / 16);
-    }
-    case RLX_K_REDUCE: *k = RLX_WG_REDUCE; *per_group = 1; return s->p.reduce.outer;
-    case RLX_K_SOFTMAX:
-      *k = RLX_WG_SOFTMAX;
-      *per_group = 1;
-      return s->p.rowop.row.outer * s->p.rowop.row.inner;
-    case RLX_K_ARG_REDUCE:
-      *k = RLX_WG_ARG;
-      return s->p.rowop.row.outer * s->p.rowop.row.inner;
-    case RLX_K_CUMSUM:
-      *k = RLX_WG_CUMSUM;
-      return s->p.rowop.row.outer * s->p.rowop.row.inner;
-    case RLX_K_TOPK:
-      *k = RLX_WG_TOPK;
-      return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
-    case RLX_K_GATHER:
-      *k = RLX_WG_GATHER;
-      return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
-    case RLX_K_SCATTER_ADD: {
-      const rlx_scatter_params* p = &s->p.scatter;
-      int64_t n = 1;
-      for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
-      *k = RLX_WG_SCATTER;
-      return n;
-    }
-    case RLX_K_NORM: *k = RLX_WG_NORM; *per_group = 1; return s->p.norm.rows;
-    case RLX_K_ATTENTION: {
-      const rlx_attention_params* p = &s->p.attn;
-      *k = RLX_WG_ATTENTION;
-      *per_group = 1;
-      return p->B * p->H * p->Sq;
-    }
-    case RLX_K_ROPE: {
-      const rlx_rope_params* p = &s->p.rope;
-      *k = RLX_WG_ROPE;
-      return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
-    }
-    default: return -1; /* RLX_K_SAMPLE, RLX_K_HOST */
-  }
+  static const int kernel_of[RLX_K_COUNT] = {
+      [RLX_K_COPY] = RLX_WG_ELTWISE,     [RLX_K_BINARY] = RLX_WG_ELTWISE,
+      [RLX_K_COMPARE] = RLX_WG_ELTWISE,  [RLX_K_WHERE] = RLX_WG_ELTWISE,
+      [RLX_K_UNARY] = RLX_WG_ELTWISE,    [RLX_K_MATMUL] = RLX_WG_MATMUL,
+      [RLX_K_REDUCE] = RLX_WG_REDUCE,    [RLX_K_SOFTMAX] = RLX_WG_SOFTMAX,
+      [RLX_K_ARG_REDUCE] = RLX_WG_ARG,   [RLX_K_CUMSUM] = RLX_WG_CUMSUM,
+      [RLX_K_TOPK] = RLX_WG_TOPK,        [RLX_K_GATHER] = RLX_WG_GATHER,
+      [RLX_K_SCATTER_ADD] = RLX_WG_SCATTER, [RLX_K_NORM] = RLX_WG_NORM,
+      [RLX_K_ATTENTION] = RLX_WG_ATTENTION, [RLX_K_ROPE] = RLX_WG_ROPE,
+      [RLX_K_SAMPLE] = -1,               [RLX_K_HOST] = -1};
+  if (s->work.unit == RLX_WORK_NONE || kernel_of[s->kernel] < 0) return -1;
+  *k = (rlx_wg_kernel)kernel_of[s->kernel];
+  *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
+  return s->work.items;
 }
 
 static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
@@ -473,19 +440,8 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
  * fallback; the rest of Tier 1 runs natively. */
 int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
-  switch (n->op) {
-    case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
-    case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:
-    case RLX_OP_GATHER:
-      return 1; /* data movement: any dtype, converted exactly */
-    case RLX_OP_SAMPLE:
-      return 0;
-    default: break;
-  }
-  for (int32_t i = 0; i < n->n_in; i++)
-    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
-  for (int32_t i = 0; i < n->n_out; i++)
-    if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
+  if (n->op == RLX_OP_SAMPLE) return 0;
+  if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&
       rlx_tensor_type(g, n->out[0])->dtype == RLX_I64)
     return 0;

@@ -417,7 +417,10 @@ static rlx_status make_descriptor_sets(rlx_backend_exec* be, vk_program* pg, rlx
   return RLX_OK;
 }
 
-static void program_free(rlx_backend_exec* be, vk_program* pg) {
+/* (program cache callback) */
+static void program_free(void* be_, void* program) {
+  rlx_backend_exec* be = be_;
+  vk_program* pg = program;
   if (!pg) return;
   rlx_vk_context* c = be->c;
   for (int32_t i = 0; i < pg->n_segs; i++)
@@ -537,8 +540,10 @@ static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error
   return s;
 }
 
-static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list, rlx_error* err,
-                                vk_program** out) {
+/* (program cache callback) */
+static rlx_status program_build(void* be_, const rlx_step_list* list, rlx_error* err,
+                                void** out) {
+  rlx_backend_exec* be = be_;
   vk_program* pg = calloc(1, sizeof *pg);
   RLX_CHECK_ALLOC(err, pg);
   size_t n = (size_t)(list->n > 0 ? list->n : 1);
@@ -571,15 +576,6 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list,
   *out = pg;
   return RLX_OK;
 }
-
-static rlx_status build_program(void* be, const rlx_step_list* steps, rlx_error* err, void** out) {
-  vk_program* pg = NULL;
-  RLX_RETURN_IF_ERROR(program_build(be, steps, err, &pg));
-  *out = pg;
-  return RLX_OK;
-}
-
-static void free_program(void* be, void* pg) { program_free(be, pg); }
 
 /* ------------------------------------------------------------ host fallback */
 
@@ -789,7 +785,7 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
   if (s == RLX_OK) s = create_queue_objects(be, err);
   if (s == RLX_OK) s = zero_arena(be, err);
-  rlx_program_ops ops = {be, build_program, free_program};
+  rlx_program_ops ops = {be, program_build, program_free};
   if (s == RLX_OK) s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   if (s == RLX_OK) s = check_validation(be, err, "compile");
   if (s) {

@@ -286,7 +286,10 @@ static rlx_status wg_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint
 
 /* ------------------------------------------------------------ programs */
 
-static void program_free(rlx_backend_exec* be, wg_program* pg) {
+/* (program cache callback) */
+static void program_free(void* be_, void* program) {
+  rlx_backend_exec* be = be_;
+  wg_program* pg = program;
   if (!pg) return;
   rlx_wg_context* c = be->c;
   if (pg->bg) c->f.wgpuBindGroupRelease(pg->bg);
@@ -442,8 +445,10 @@ static rlx_status encode_program(rlx_backend_exec* be, wg_program* pg, rlx_error
   return s;
 }
 
-static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list, rlx_error* err,
-                                wg_program** out) {
+/* (program cache callback) */
+static rlx_status program_build(void* be_, const rlx_step_list* list, rlx_error* err,
+                                void** out) {
+  rlx_backend_exec* be = be_;
   wg_program* pg = calloc(1, sizeof *pg);
   RLX_CHECK_ALLOC(err, pg);
   size_t n = (size_t)(list->n > 0 ? list->n : 1);
@@ -470,15 +475,6 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* list,
   *out = pg;
   return RLX_OK;
 }
-
-static rlx_status build_program(void* be, const rlx_step_list* steps, rlx_error* err, void** out) {
-  wg_program* pg = NULL;
-  RLX_RETURN_IF_ERROR(program_build(be, steps, err, &pg));
-  *out = pg;
-  return RLX_OK;
-}
-
-static void free_program(void* be, void* pg) { program_free(be, pg); }
 
 /* ------------------------------------------------------------ host fallback */
 
@@ -797,7 +793,7 @@ static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
   pthread_mutex_lock(&c->lock);
   rlx_status s = create_buffers(be, err);
   pthread_mutex_unlock(&c->lock);
-  rlx_program_ops ops = {be, build_program, free_program};
+  rlx_program_ops ops = {be, program_build, program_free};
   if (s == RLX_OK) s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   if (s) {
     wg_destroy(be);

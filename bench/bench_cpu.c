@@ -17,6 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Private on purpose: this program times the CPU backend's own kernels (the
+ * SGEMM, the fast-path softmax/layernorm steps) in isolation against
+ * OpenBLAS, below the level the public API exposes (a graph run would time
+ * planning, dispatch and copies too). It is a kernel-lab program, not a user
+ * of the library. */
 #include "backends/cpu/cpu.h"
 
 #define MAX_SAMPLES 400

@@ -18,11 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ir/dtype.h"
 #include "rlx.h"
-#ifdef RLX_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#endif
 
 #define WARMUP 5
 #define ITERS 30
@@ -188,8 +184,7 @@ static int set_random_inputs(rlx_graph* g, rlx_exec* e) {
     if (!buf) return 0;
     for (int64_t j = 0; j < n; j++) {
       float f = rand_float();
-      if (dt == RLX_F32) ((float*)buf)[j] = f;
-      else ((uint16_t*)buf)[j] = dt == RLX_BF16 ? rlx_f32_to_bf16(f) : rlx_f32_to_f16(f);
+      rlx_dtype_convert((char*)buf + (size_t)j * es, dt, &f, RLX_F32, 1);
     }
     rlx_status s = rlx_exec_set_input(e, input_name[k], dt, shape, rank, buf, es * (size_t)n);
     free(buf);
@@ -239,12 +234,12 @@ static double check(const workload* w, const char* device) {
   return err;
 }
 
-static double device_ms(void) {
-#ifdef RLX_HAVE_CUDA
-  return rlx_cuda_last_run_ms();
-#else
-  return -1;
-#endif
+/* Device time of e's last run where the backend measures it (CUDA events
+ * with RLX_CUDA_TIMING=1), else -1. */
+static double device_ms(const rlx_exec* e) {
+  double ms = -1;
+  rlx_exec_last_device_ms(e, &ms);
+  return ms;
 }
 
 static void run_workload(const workload* w, const char* device) {
@@ -280,7 +275,7 @@ static void run_workload(const workload* w, const char* device) {
     double t = now_ms();
     ok = rlx_exec_run(e) == RLX_OK;
     wall[i] = now_ms() - t;
-    dev[i] = device_ms();
+    dev[i] = device_ms(e);
   }
   if (ok && getenv("RLX_BENCH_TRACE")) {
     printf("trace %s:", w->name);

@@ -20,9 +20,6 @@
 #include <time.h>
 
 #include "rlx.h"
-#ifdef RLX_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#endif
 
 typedef struct cfg {
   int64_t L, C, H, V, T; /* layers, width, heads, vocab, max positions */
@@ -34,12 +31,12 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
 }
 
-static double device_ms(void) {
-#ifdef RLX_HAVE_CUDA
-  return rlx_cuda_last_run_ms();
-#else
-  return -1;
-#endif
+/* Device time of e's last run where the backend measures it (CUDA events
+ * with RLX_CUDA_TIMING=1), else -1. */
+static double device_ms(const rlx_exec* e) {
+  double ms = -1;
+  rlx_exec_last_device_ms(e, &ms);
+  return ms;
 }
 
 static uint64_t rng = 0x853c49e6748fea9bull;
@@ -404,7 +401,7 @@ int main(int argc, char** argv) {
     double t = now_ms();
     ok = rlx_exec_run(e) == RLX_OK;
     wall[i] = now_ms() - t;
-    dev[i] = device_ms();
+    dev[i] = device_ms(e);
   }
   if (!ok) printf("{\"name\": \"gpt2-124M forward f32 B4 T1024\", \"error\": \"%s\"}\n", rlx_exec_last_error(e));
   else print_row("gpt2-124M forward f32 B4 T1024", device, wall, dev, 10, 4 * 1024, fwd_err);
@@ -436,7 +433,7 @@ decode:
     double t = now_ms();
     ok = rlx_exec_run(e) == RLX_OK;
     wall[i] = now_ms() - t;
-    dev[i] = device_ms();
+    dev[i] = device_ms(e);
   }
   if (!ok) printf("{\"name\": \"gpt2-124M decode-step f32 B1 ctx~520\", \"error\": \"%s\"}\n", rlx_exec_last_error(e));
   else print_row("gpt2-124M decode-step f32 B1 ctx~520", device, wall, dev, 20, 1, dec_err);

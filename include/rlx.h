@@ -73,6 +73,14 @@ typedef enum rlx_dtype {
 size_t rlx_dtype_size(rlx_dtype t);
 /* Lower-case name ("f32", "bf16", "bool"); "?" for an invalid value. */
 const char* rlx_dtype_name(rlx_dtype t);
+/* 1 for f32, f16, bf16 and f64; 0 otherwise (integers, bool, invalid). */
+int32_t rlx_dtype_is_float(rlx_dtype t);
+/* Converts n elements of src_dtype at src into dst_dtype at dst (the rules
+ * of Cast: float -> integer truncates toward zero and saturates, NaN -> 0;
+ * anything -> bool is != 0). The buffers must not overlap. INVALID_ARGUMENT
+ * for an invalid dtype, n < 0, or a NULL buffer with n > 0. */
+rlx_status rlx_dtype_convert(void* dst, rlx_dtype dst_dtype, const void* src,
+                             rlx_dtype src_dtype, int64_t n);
 
 /* ------------------------------------------------------------------ graph */
 
@@ -100,6 +108,38 @@ rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim);
 rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
                                  int32_t* out_rank, rlx_dim* out_shape);
 int32_t rlx_graph_node_count(const rlx_graph* g);
+
+/* --- what a graph takes and gives: inputs, params, outputs, symbols */
+
+/* One graph input, param or output. A symbolic dim is reported as its dim
+ * code (< 0, as rlx_graph_symbol returns it) in shape[d], with the symbol's
+ * name in dim_names[d]; a static dim has dim_names[d] == NULL. The strings
+ * belong to the graph: valid until the graph is changed or destroyed. */
+typedef struct rlx_value_info {
+  const char* name;  /* input/param name; an output's label (rlx_graph_set_name) or NULL */
+  rlx_tensor tensor; /* the value in the graph */
+  rlx_dtype dtype;
+  int32_t rank;
+  rlx_dim shape[RLX_MAX_RANK];
+  const char* dim_names[RLX_MAX_RANK];
+} rlx_value_info;
+
+/* Inputs and params are counted in the order they were added; outputs in
+ * the order of rlx_graph_set_outputs. A count on a NULL graph is 0. */
+int32_t rlx_graph_input_count(const rlx_graph* g);
+int32_t rlx_graph_param_count(const rlx_graph* g);
+int32_t rlx_graph_output_count(const rlx_graph* g);
+/* Fills *out_info for input/param/output `index`; RLX_OUT_OF_RANGE (message
+ * on the graph) when index is outside [0, count), INVALID_ARGUMENT for a NULL
+ * graph or out_info. */
+rlx_status rlx_graph_get_input(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+rlx_status rlx_graph_get_param(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+rlx_status rlx_graph_get_output(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+/* Number of symbols made by rlx_graph_symbol (or the text/ONNX loaders). */
+int32_t rlx_graph_symbol_count(const rlx_graph* g);
+/* Name of the symbol behind a symbolic dim code (dim < 0); NOT_FOUND when
+ * the graph has no such symbol, INVALID_ARGUMENT for a static dim. */
+rlx_status rlx_graph_symbol_name(const rlx_graph* g, rlx_dim dim, const char** out_name);
 
 /* Names the node that produces t (used in errors, dot and text output). */
 rlx_status rlx_graph_set_name(rlx_graph* g, rlx_tensor t, const char* name);
@@ -274,6 +314,24 @@ rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
  * out_error is not NULL, a malloc'd message "line:col: what" (rlx_free it). */
 rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
 void rlx_free(void* p);
+/* A Graphviz digraph of the graph (render with `dot -Tsvg`): one box per
+ * node with its op, label and output type; leaves and graph outputs drawn
+ * apart. title may be NULL. *out_text is malloc'd (rlx_free). */
+rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out_text);
+
+/* --- NumPy .npy files (versions 1-3, little-endian, C order; <f4 <f2 <f8 |i1
+ * |u1 <i4 <i8 |b1: bf16 has no .npy dtype, save it as f32) */
+/* Reads a whole .npy file. out_shape has room for RLX_MAX_RANK dims;
+ * *out_data is malloc'd (rlx_free it; never NULL, even for no elements) and
+ * holds *out_bytes bytes. On failure nothing is allocated and, if out_error
+ * is not NULL, it receives a malloc'd message naming the file (rlx_free). */
+rlx_status rlx_npy_load(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
+                        int64_t* out_shape, void** out_data, size_t* out_bytes,
+                        char** out_error);
+/* Writes a version 1.0 .npy file. Dims must be static and bytes must equal
+ * numel x dtype size. out_error as in rlx_npy_load. */
+rlx_status rlx_npy_save(const char* path, rlx_dtype dtype, int32_t rank, const int64_t* shape,
+                        const void* data, size_t bytes, char** out_error);
 
 /* --- ONNX import (built when protobuf-c is found; otherwise these return
  * RLX_UNIMPLEMENTED with "ONNX import not built") */
@@ -311,6 +369,14 @@ rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* f
 rlx_status rlx_onnx_set_params_frozen(struct rlx_exec* e, const char* path,
                                       const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
                                       char** out_error);
+/* rlx_onnx_load_frozen that also names what is missing: when the import
+ * fails with RLX_FAILED_PRECONDITION because a value needed at import time
+ * derives from a graph input that is not frozen, *out_needed_input receives
+ * that input's name (malloc'd, rlx_free), else NULL; a caller may freeze it
+ * and load again (as `rlx run --input` does). */
+rlx_status rlx_onnx_load_frozen_ex(const char* path, const rlx_onnx_frozen_input* frozen,
+                                   int32_t n_frozen, rlx_graph** out_graph,
+                                   char** out_needed_input, char** out_error);
 /* Reads an ONNX TensorProto file (.pb, as in the ONNX test data). out_shape
  * has room for RLX_MAX_RANK dims; *out_data is malloc'd (rlx_free it; never
  * NULL) and holds *out_bytes bytes. */
@@ -405,6 +471,23 @@ rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out
  * from a float output); bytes must be at least the converted size. */
 rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype, void* dst,
                                 size_t bytes);
+/* The graph's inputs and params as compiled (see rlx_graph_get_input); the
+ * strings belong to the executable. */
+int32_t rlx_exec_input_count(const rlx_exec* e);
+rlx_status rlx_exec_get_input(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
+int32_t rlx_exec_param_count(const rlx_exec* e);
+rlx_status rlx_exec_get_param(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
+/* Graphviz view (as rlx_graph_print_dot) of the graph after the compiler's
+ * passes (decomposition, fusion) at the current binding;
+ * RLX_FAILED_PRECONDITION while a symbol is still unbound. */
+rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_text);
+/* Device milliseconds of the last rlx_exec_run on the calling thread, where
+ * the backend measures them (CUDA with RLX_CUDA_TIMING=1 at compile time:
+ * CUDA events around the run's device work); -1 when none was measured.
+ * RLX_UNIMPLEMENTED (*out_ms = -1) on backends that never measure. For
+ * benchmarks. */
+rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms);
+
 /* Copies row `row` (along dim 0) of output `index`. */
 rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
                                     rlx_dtype dtype, void* dst, size_t bytes);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ir/dot.h"
 #include "ir/dtype.h"
 #include "ir/graph.h"
 
@@ -729,7 +728,7 @@ TEST(dot_contains_every_node_and_edge) {
   char* err = NULL;
   CHECK_MSG(rlx_graph_parse(spec_example, &g, &err) == RLX_OK, "%s", err ? err : "");
   char* dot = NULL;
-  CHECK(rlx_graph_to_dot(g, "before \"passes\"", &dot) == RLX_OK && dot);
+  CHECK(rlx_graph_print_dot(g, "before \"passes\"", &dot) == RLX_OK && dot);
   const char* head = "digraph \"before \\\"passes\\\"\" {\n";
   int ok = strncmp(dot, head, strlen(head)) == 0;
   for (int32_t i = 0; ok && i < g->n_nodes; i++) {
@@ -751,7 +750,7 @@ TEST(dot_contains_every_node_and_edge) {
   int edges = 0;
   for (const char* p = dot; (p = strstr(p, " -> ")); p++) edges++;
   rlx_free(dot);
-  CHECK(rlx_graph_to_dot(g, NULL, &dot) == RLX_OK && strncmp(dot, "digraph \"rlx\"", 13) == 0);
+  CHECK(rlx_graph_print_dot(g, NULL, &dot) == RLX_OK && strncmp(dot, "digraph \"rlx\"", 13) == 0);
   rlx_free(dot);
   rlx_graph_destroy(g);
   CHECK(ok);

@@ -10,8 +10,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "io/npy.h"
-#include "ir/dtype.h"
 
 /* ------------------------------------------------------------ diagnostics */
 
@@ -214,20 +212,14 @@ int cli_bindings_parse(const char* cmd, cli_bindings* b, const char* text) {
   return cli_bindings_add(cmd, b, name, size) == CLI_OK ? CLI_OK : CLI_USAGE;
 }
 
-static const char* symbol_name(const rlx_graph* g, rlx_dim d) {
-  int64_t idx = -(d + 1);
-  if (idx < 0 || idx >= g->n_symbols) return "?";
-  return g->symbols[idx];
-}
-
-int cli_concrete_shape(const char* cmd, const rlx_graph* g, const cli_bindings* b,
-                       const rlx_type* t, const char* what, int64_t* out_shape) {
+int cli_concrete_shape(const char* cmd, const cli_bindings* b, const rlx_value_info* t,
+                       const char* what, int64_t* out_shape) {
   for (int32_t d = 0; d < t->rank; d++) {
     if (t->shape[d] >= 0) {
       out_shape[d] = t->shape[d];
       continue;
     }
-    const char* sym = symbol_name(g, t->shape[d]);
+    const char* sym = t->dim_names[d] ? t->dim_names[d] : "?";
     int64_t size = cli_bindings_find(b, sym);
     if (size < 0) {
       cli_error(cmd, "%s: symbol '%s' is unbound: give it with --bind %s=N or an --input .npy",
@@ -239,18 +231,45 @@ int cli_concrete_shape(const char* cmd, const rlx_graph* g, const cli_bindings* 
   return CLI_OK;
 }
 
-/* ------------------------------------------------------------ leaves */
-
-/* Index of the leaf node (Input or Param, by op) named `name`, or -1. */
-static int32_t find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op == op && g->nodes[i].a.name && strcmp(g->nodes[i].a.name, name) == 0)
-      return i;
-  return -1;
+const char* cli_format_type(const rlx_value_info* t, char* buf, size_t cap) {
+  size_t at = 0;
+  int n = snprintf(buf, cap, "%s[", rlx_dtype_name(t->dtype));
+  at = n > 0 ? (size_t)n : 0;
+  for (int32_t d = 0; d < t->rank && at < cap; d++) {
+    const char* sep = d ? "," : "";
+    if (t->shape[d] >= 0) n = snprintf(buf + at, cap - at, "%s%lld", sep, (long long)t->shape[d]);
+    else n = snprintf(buf + at, cap - at, "%s%s", sep, t->dim_names[d] ? t->dim_names[d] : "?");
+    at += n > 0 ? (size_t)n : 0;
+  }
+  if (at < cap) snprintf(buf + at, cap - at, "]");
+  return buf;
 }
 
-static const rlx_type* leaf_type(const rlx_graph* g, int32_t node) {
-  return &g->values[g->nodes[node].out[0]].type;
+/* ------------------------------------------------------------ elements */
+
+double cli_load_f64(const void* base, rlx_dtype dt, int64_t i) {
+  double v = 0;
+  rlx_dtype_convert(&v, RLX_F64, (const char*)base + (size_t)i * rlx_dtype_size(dt), dt, 1);
+  return v;
+}
+
+int64_t cli_load_i64(const void* base, rlx_dtype dt, int64_t i) {
+  int64_t v = 0;
+  rlx_dtype_convert(&v, RLX_I64, (const char*)base + (size_t)i * rlx_dtype_size(dt), dt, 1);
+  return v;
+}
+
+void cli_store_f64(void* base, rlx_dtype dt, int64_t i, double v) {
+  rlx_dtype_convert((char*)base + (size_t)i * rlx_dtype_size(dt), dt, &v, RLX_F64, 1);
+}
+
+/* ------------------------------------------------------------ leaves */
+
+/* The graph input named `name` into *out; 0 if there is none. */
+static int find_input(const rlx_graph* g, const char* name, rlx_value_info* out) {
+  for (int32_t i = 0; i < rlx_graph_input_count(g); i++)
+    if (rlx_graph_get_input(g, i, out) == RLX_OK && strcmp(out->name, name) == 0) return 1;
+  return 0;
 }
 
 static int64_t shape_numel(const int64_t* shape, int32_t rank) {
@@ -268,17 +287,15 @@ void cli_inputs_free(cli_inputs* in) {
   for (int32_t i = 0; i < in->n; i++) {
     free(in->items[i].name);
     free(in->items[i].path);
-    free(in->items[i].data);
+    rlx_free(in->items[i].data);
   }
   in->n = 0;
 }
 
-/* An ONNX TensorProto file (the .pb files of the ONNX test data). Its data
- * is copied so every input's buffer is free()d the same way. */
+/* An ONNX TensorProto file (the .pb files of the ONNX test data). */
 static int read_tensor_pb(const char* cmd, cli_input* it) {
-  void* data = NULL;
   char* msg = NULL;
-  rlx_status s = rlx_onnx_read_tensor(it->path, &it->dtype, &it->rank, it->shape, &data,
+  rlx_status s = rlx_onnx_read_tensor(it->path, &it->dtype, &it->rank, it->shape, &it->data,
                                       &it->bytes, &msg);
   if (s != RLX_OK) {
     cli_error(cmd, "input '%s': %s: %s", it->name, it->path, msg ? msg : rlx_status_name(s));
@@ -286,13 +303,6 @@ static int read_tensor_pb(const char* cmd, cli_input* it) {
     return CLI_FAIL;
   }
   rlx_free(msg);
-  it->data = malloc(it->bytes ? it->bytes : 1);
-  if (it->data) memcpy(it->data, data, it->bytes);
-  rlx_free(data);
-  if (!it->data) {
-    cli_error(cmd, "input '%s': out of memory", it->name);
-    return CLI_FAIL;
-  }
   return CLI_OK;
 }
 
@@ -323,10 +333,11 @@ int cli_inputs_add(const char* cmd, cli_inputs* in, const char* text) {
       return CLI_USAGE;
     }
   if (ends_with(it->path, ".pb")) return read_tensor_pb(cmd, it);
-  rlx_error err = {{0}};
-  if (rlx_npy_read(it->path, &err, &it->dtype, &it->rank, it->shape, &it->data, &it->bytes) !=
+  char* msg = NULL;
+  if (rlx_npy_load(it->path, &it->dtype, &it->rank, it->shape, &it->data, &it->bytes, &msg) !=
       RLX_OK) {
-    cli_error(cmd, "input '%s': %s", it->name, err.msg[0] ? err.msg : "cannot read .npy");
+    cli_error(cmd, "input '%s': %s", it->name, msg ? msg : "cannot read .npy");
+    rlx_free(msg);
     return CLI_FAIL;
   }
   return CLI_OK;
@@ -336,12 +347,12 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
                          cli_bindings* b) {
   for (int32_t i = 0; i < in->n; i++) {
     const cli_input* it = &in->items[i];
-    int32_t node = find_leaf(g, RLX_OP_INPUT, it->name);
-    if (node < 0) {
+    rlx_value_info info;
+    if (!find_input(g, it->name, &info)) {
       cli_error(cmd, "--input %s: the graph has no input named '%s'", it->path, it->name);
       return CLI_FAIL;
     }
-    const rlx_type* t = leaf_type(g, node);
+    const rlx_value_info* t = &info;
     if (t->rank != it->rank) {
       cli_error(cmd, "input '%s': the graph declares rank %d, %s has rank %d", it->name,
                 (int)t->rank, it->path, (int)it->rank);
@@ -356,7 +367,7 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
         }
         continue;
       }
-      if (cli_bindings_add(cmd, b, symbol_name(g, t->shape[d]), it->shape[d]) != CLI_OK)
+      if (cli_bindings_add(cmd, b, t->dim_names[d] ? t->dim_names[d] : "?", it->shape[d]) != CLI_OK)
         return CLI_FAIL;
     }
   }
@@ -466,7 +477,7 @@ static int init_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dt
     if (!is_float) v = (double)(cli_rng_next(&state) % (dt == RLX_BOOL ? 2 : 4));
     else if (isnan(fill)) v = 0.02 * cli_rng_normal(&state);
     else v = fill;
-    rlx_store_f64(buf, src, i, v);
+    cli_store_f64(buf, src, i, v);
   }
   rlx_status s = rlx_exec_set_param(e, name, src, buf, bytes);
   free(buf);
@@ -494,14 +505,15 @@ static int file_exists(const char* path) {
 
 static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dtype want,
                           const char* path) {
-  rlx_error err = {{0}};
+  char* msg = NULL;
   rlx_dtype dt;
   int32_t rank;
   int64_t shape[RLX_MAX_RANK];
   void* data = NULL;
   size_t bytes = 0;
-  if (rlx_npy_read(path, &err, &dt, &rank, shape, &data, &bytes) != RLX_OK) {
-    cli_error(cmd, "param '%s': %s", name, err.msg[0] ? err.msg : "cannot read .npy");
+  if (rlx_npy_load(path, &dt, &rank, shape, &data, &bytes, &msg) != RLX_OK) {
+    cli_error(cmd, "param '%s': %s", name, msg ? msg : "cannot read .npy");
+    rlx_free(msg);
     return CLI_FAIL;
   }
   /* A float file of another float dtype (an f64 or f16 checkpoint) goes in
@@ -510,18 +522,18 @@ static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dt
     int64_t n = (int64_t)(bytes / rlx_dtype_size(dt));
     float* f = malloc((size_t)(n ? n : 1) * sizeof(float));
     if (!f) {
-      free(data);
+      rlx_free(data);
       cli_error(cmd, "param '%s': out of memory", name);
       return CLI_FAIL;
     }
-    rlx_convert(f, RLX_F32, data, dt, n);
-    free(data);
+    rlx_dtype_convert(f, RLX_F32, data, dt, n);
+    rlx_free(data);
     data = f;
     dt = RLX_F32;
     bytes = (size_t)n * sizeof(float);
   }
   rlx_status s = rlx_exec_set_param(e, name, dt, data, bytes);
-  free(data);
+  rlx_free(data);
   if (s != RLX_OK) {
     cli_error(cmd, "param '%s' from %s: %s", name, path, rlx_exec_last_error(e));
     return CLI_FAIL;
@@ -534,10 +546,11 @@ static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dt
 int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
                    uint64_t init_seed, const char* params_dir, const char* onnx_path) {
   char path[4096];
-  for (int32_t i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op != RLX_OP_PARAM) continue;
-    const char* name = g->nodes[i].a.name;
-    const rlx_type* t = leaf_type(g, i);
+  for (int32_t i = 0; i < rlx_graph_param_count(g); i++) {
+    rlx_value_info info;
+    if (rlx_graph_get_param(g, i, &info) != RLX_OK) return CLI_FAIL;
+    const char* name = info.name;
+    const rlx_value_info* t = &info;
     if (params_dir) {
       param_file_path(params_dir, name, path, sizeof path);
       if (file_exists(path)) continue; /* loaded below */
@@ -545,7 +558,7 @@ int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
     char what[300];
     snprintf(what, sizeof what, "param '%s'", name);
     int64_t shape[RLX_MAX_RANK];
-    if (cli_concrete_shape(cmd, g, b, t, what, shape) != CLI_OK) return CLI_FAIL;
+    if (cli_concrete_shape(cmd, b, t, what, shape) != CLI_OK) return CLI_FAIL;
     int64_t numel = shape_numel(shape, t->rank);
     if (numel < 0) {
       cli_error(cmd, "%s: element count overflows", what);
@@ -563,11 +576,11 @@ int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
     }
     rlx_free(msg);
   }
-  for (int32_t i = 0; params_dir && i < g->n_nodes; i++) {
-    if (g->nodes[i].op != RLX_OP_PARAM) continue;
-    const char* name = g->nodes[i].a.name;
-    param_file_path(params_dir, name, path, sizeof path);
-    if (file_exists(path) && load_one_param(cmd, e, name, leaf_type(g, i)->dtype, path) != CLI_OK)
+  for (int32_t i = 0; params_dir && i < rlx_graph_param_count(g); i++) {
+    rlx_value_info info;
+    if (rlx_graph_get_param(g, i, &info) != RLX_OK) return CLI_FAIL;
+    param_file_path(params_dir, info.name, path, sizeof path);
+    if (file_exists(path) && load_one_param(cmd, e, info.name, info.dtype, path) != CLI_OK)
       return CLI_FAIL;
   }
   return CLI_OK;
@@ -583,14 +596,13 @@ static const cli_input* find_given(const cli_inputs* given, const char* name) {
 
 /* Random data for an input nobody gave: floats uniform [-1, 1), integers in
  * [0, 4) (valid indices for any dim >= 4), bools 0/1. */
-static int set_random_input(const char* cmd, const rlx_graph* g, rlx_exec* e,
-                            const cli_bindings* b, int32_t node, uint64_t seed) {
-  const char* name = g->nodes[node].a.name;
-  const rlx_type* t = leaf_type(g, node);
+static int set_random_input(const char* cmd, rlx_exec* e, const cli_bindings* b,
+                            const rlx_value_info* t, uint64_t seed) {
+  const char* name = t->name;
   char what[300];
   snprintf(what, sizeof what, "input '%s'", name);
   int64_t shape[RLX_MAX_RANK];
-  if (cli_concrete_shape(cmd, g, b, t, what, shape) != CLI_OK) return CLI_FAIL;
+  if (cli_concrete_shape(cmd, b, t, what, shape) != CLI_OK) return CLI_FAIL;
   int64_t numel = shape_numel(shape, t->rank);
   size_t esize = rlx_dtype_size(t->dtype);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / (esize ? esize : 1)) {
@@ -608,7 +620,7 @@ static int set_random_input(const char* cmd, const rlx_graph* g, rlx_exec* e,
   for (int64_t i = 0; i < numel; i++) {
     double v = is_float ? 2.0 * cli_rng_uniform(&state) - 1.0
                         : (double)(cli_rng_next(&state) % (t->dtype == RLX_BOOL ? 2 : 4));
-    rlx_store_f64(buf, t->dtype, i, v);
+    cli_store_f64(buf, t->dtype, i, v);
   }
   rlx_status s = rlx_exec_set_input(e, name, t->dtype, shape, t->rank, buf, bytes);
   free(buf);
@@ -621,11 +633,12 @@ static int set_random_input(const char* cmd, const rlx_graph* g, rlx_exec* e,
 
 int cli_set_inputs(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
                    const cli_inputs* given, uint64_t seed) {
-  for (int32_t i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op != RLX_OP_INPUT) continue;
-    const cli_input* it = find_given(given, g->nodes[i].a.name);
+  for (int32_t i = 0; i < rlx_graph_input_count(g); i++) {
+    rlx_value_info info;
+    if (rlx_graph_get_input(g, i, &info) != RLX_OK) return CLI_FAIL;
+    const cli_input* it = find_given(given, info.name);
     if (!it) {
-      if (set_random_input(cmd, g, e, b, i, seed) != CLI_OK) return CLI_FAIL;
+      if (set_random_input(cmd, e, b, &info, seed) != CLI_OK) return CLI_FAIL;
       continue;
     }
     if (rlx_exec_set_input(e, it->name, it->dtype, it->shape, it->rank, it->data, it->bytes) !=
@@ -640,10 +653,10 @@ int cli_set_inputs(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
 /* ------------------------------------------------------------ outputs */
 
 const char* cli_output_name(const rlx_graph* g, int32_t i, char* buf, size_t cap) {
-  if (i >= 0 && i < g->n_outputs) {
-    const rlx_node* n = rlx_producer(g, g->outputs[i]);
-    if (n->label && n->label[0]) return n->label;
-  }
+  rlx_value_info info;
+  if (i >= 0 && i < rlx_graph_output_count(g) && rlx_graph_get_output(g, i, &info) == RLX_OK &&
+      info.name)
+    return info.name;
   snprintf(buf, cap, "out%d", (int)i);
   return buf;
 }
@@ -698,12 +711,12 @@ int cli_print_outputs(const char* cmd, const rlx_graph* g, const rlx_exec* e) {
     int is_float = rlx_dtype_is_float(dt);
     double sum = 0, abs_sum = 0;
     for (int64_t k = 0; k < numel; k++) {
-      double v = rlx_load_f64(data, dt, k);
+      double v = cli_load_f64(data, dt, k);
       sum += v;
       abs_sum += fabs(v);
       if (k < PREVIEW_VALUES) {
         if (is_float) printf(" %.6g", v);
-        else printf(" %lld", (long long)rlx_load_i64(data, dt, k));
+        else printf(" %lld", (long long)cli_load_i64(data, dt, k));
       }
     }
     if (numel > PREVIEW_VALUES) printf(" ... (%lld values)", (long long)numel);
@@ -727,11 +740,13 @@ int cli_save_outputs(const char* cmd, const rlx_exec* e, const char* dir) {
     if (read_output(cmd, e, i, 1, &dt, &rank, shape, &numel, &data) != CLI_OK) return CLI_FAIL;
     char path[4096];
     snprintf(path, sizeof path, "%s/out%d.npy", dir, (int)i);
-    rlx_error err = {{0}};
-    rlx_status s = rlx_npy_write(path, dt, rank, shape, data, &err);
+    char* msg = NULL;
+    size_t bytes = (size_t)(numel > 0 ? numel : 0) * rlx_dtype_size(dt);
+    rlx_status s = rlx_npy_save(path, dt, rank, shape, data, bytes, &msg);
     free(data);
     if (s != RLX_OK) {
-      cli_error(cmd, "cannot write %s: %s", path, err.msg);
+      cli_error(cmd, "cannot write %s: %s", path, msg ? msg : rlx_status_name(s));
+      rlx_free(msg);
       return CLI_FAIL;
     }
     printf("saved output %d to %s\n", (int)i, path);
@@ -871,8 +886,11 @@ static int check_bound_symbols_exist(const char* cmd, const rlx_graph* g,
                                      const cli_bindings* b) {
   for (int32_t i = 0; i < b->n; i++) {
     int found = 0;
-    for (int32_t s = 0; s < g->n_symbols && !found; s++)
-      found = strcmp(g->symbols[s], b->names[i]) == 0;
+    for (int32_t s = 0; s < rlx_graph_symbol_count(g) && !found; s++) {
+      const char* name = NULL;
+      found = rlx_graph_symbol_name(g, -(rlx_dim)s - 1, &name) == RLX_OK &&
+              strcmp(name, b->names[i]) == 0;
+    }
     if (!found) {
       cli_error(cmd, "--bind %s: the graph has no symbol '%s'", b->names[i], b->names[i]);
       return CLI_FAIL;

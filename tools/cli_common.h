@@ -11,7 +11,6 @@
 #include <stdio.h>
 
 #include "rlx.h"
-#include "ir/graph.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -66,8 +65,18 @@ int cli_bindings_add(const char* cmd, cli_bindings* b, const char* name, int64_t
 int64_t cli_bindings_find(const cli_bindings* b, const char* name);
 /* Resolves a declared type to concrete dims using the bindings; error names
  * `what` and the unbound symbol. */
-int cli_concrete_shape(const char* cmd, const rlx_graph* g, const cli_bindings* b,
-                       const rlx_type* t, const char* what, int64_t* out_shape);
+int cli_concrete_shape(const char* cmd, const cli_bindings* b, const rlx_value_info* t,
+                       const char* what, int64_t* out_shape);
+/* "f32[4,seq]": dtype and dims, symbols by name (as the text format writes them). */
+const char* cli_format_type(const rlx_value_info* t, char* buf, size_t cap);
+
+/* ------------------------------------------------------------ elements */
+
+/* Element i of a buffer of dtype dt, as a double / as an exact integer, and
+ * the store of a double with Cast's rules (through rlx_dtype_convert). */
+double cli_load_f64(const void* base, rlx_dtype dt, int64_t i);
+int64_t cli_load_i64(const void* base, rlx_dtype dt, int64_t i);
+void cli_store_f64(void* base, rlx_dtype dt, int64_t i, double v);
 
 /* ------------------------------------------------------------ inputs */
 
@@ -78,7 +87,7 @@ typedef struct cli_input {
   rlx_dtype dtype;
   int32_t rank;
   int64_t shape[RLX_MAX_RANK];
-  void* data;  /* owned, malloc'd by the npy reader */
+  void* data;  /* owned, from rlx_npy_load / rlx_onnx_read_tensor (rlx_free) */
   size_t bytes;
 } cli_input;
 

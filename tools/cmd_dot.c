@@ -3,8 +3,6 @@
 #include <string.h>
 
 #include "cli_common.h"
-#include "ir/dot.h"
-#include "runtime/executable.h"
 
 static void usage(FILE* f) {
   fprintf(f,
@@ -22,7 +20,7 @@ static void usage(FILE* f) {
 
 static int print_dot(const char* cmd, const rlx_graph* g, const char* title) {
   char* text = NULL;
-  if (rlx_graph_to_dot(g, title, &text) != RLX_OK) {
+  if (rlx_graph_print_dot(g, title, &text) != RLX_OK) {
     cli_error(cmd, "cannot draw the graph: %s", rlx_graph_last_error(g));
     return CLI_FAIL;
   }
@@ -34,18 +32,19 @@ static int print_dot(const char* cmd, const rlx_graph* g, const char* title) {
 static int dot_after_passes(const char* cmd, cli_model_opts* o, rlx_graph* g) {
   rlx_exec* e = NULL;
   if (cli_compile(cmd, g, o->device, o->strict, &o->bindings, &e) != CLI_OK) return CLI_FAIL;
-  const rlx_graph* after = NULL;
+  const char* device = o->device;
+  rlx_device_resolve(o->device, &device);
+  char title[1024];
+  snprintf(title, sizeof title, "%s after passes (%s)", o->file, device);
+  char* text = NULL;
   int rc = CLI_OK;
-  if (rlx_exec_graph(e, &after) != RLX_OK || !after) {
+  if (rlx_exec_print_dot(e, title, &text) != RLX_OK) {
     cli_error(cmd, "%s: no compiled graph yet (bind every symbolic dim with --bind)", o->file);
     rc = CLI_FAIL;
   } else {
-    const char* device = o->device;
-    rlx_device_resolve(o->device, &device);
-    char title[1024];
-    snprintf(title, sizeof title, "%s after passes (%s)", o->file, device);
-    rc = print_dot(cmd, after, title);
+    fputs(text, stdout);
   }
+  rlx_free(text);
   rlx_exec_destroy(e);
   return rc;
 }

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli_common.h"
-#include "ir/dtype.h"
 
 enum { GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND };
 
@@ -132,28 +131,30 @@ static int parse_prompt(const char* cmd, const char* text, int64_t vocab, int64_
  * output 0 of shape [ctx, vocab]. */
 static int inspect_model(const char* cmd, const rlx_graph* g, const rlx_exec* e,
                          const cli_bindings* b, gen_model* m) {
-  int32_t tokens_node = -1;
-  for (int32_t i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op != RLX_OP_INPUT) continue;
-    if (strcmp(g->nodes[i].a.name, "tokens") != 0) {
-      cli_error(cmd, "the graph has an input '%s': generate feeds only \"tokens\"",
-                g->nodes[i].a.name);
+  rlx_value_info tokens = {0};
+  int found = 0;
+  for (int32_t i = 0; i < rlx_graph_input_count(g); i++) {
+    rlx_value_info info;
+    if (rlx_graph_get_input(g, i, &info) != RLX_OK) return CLI_FAIL;
+    if (strcmp(info.name, "tokens") != 0) {
+      cli_error(cmd, "the graph has an input '%s': generate feeds only \"tokens\"", info.name);
       return CLI_FAIL;
     }
-    tokens_node = i;
+    tokens = info;
+    found = 1;
   }
-  if (tokens_node < 0) {
+  if (!found) {
     cli_error(cmd, "the graph has no input named \"tokens\"");
     return CLI_FAIL;
   }
-  const rlx_type* t = &g->values[g->nodes[tokens_node].out[0]].type;
+  const rlx_value_info* t = &tokens;
   if (t->rank != 1 || (t->dtype != RLX_I64 && t->dtype != RLX_I32)) {
     char buf[128];
     cli_error(cmd, "input \"tokens\" is %s: expected i64[ctx] or i32[ctx]",
-              rlx_type_str(g, t, buf, sizeof buf));
+              cli_format_type(t, buf, sizeof buf));
     return CLI_FAIL;
   }
-  if (cli_concrete_shape(cmd, g, b, t, "input \"tokens\"", &m->ctx) != CLI_OK) return CLI_FAIL;
+  if (cli_concrete_shape(cmd, b, t, "input \"tokens\"", &m->ctx) != CLI_OK) return CLI_FAIL;
   m->token_dtype = t->dtype;
   rlx_dtype dt;
   int32_t rank;
@@ -197,7 +198,11 @@ static int64_t sample_row(const float* row, int64_t n, double temperature, uint6
 
 static int set_tokens(const char* cmd, rlx_exec* e, const gen_model* m, const int64_t* ids,
                       void* staging) {
-  for (int64_t i = 0; i < m->ctx; i++) rlx_store_i64(staging, m->token_dtype, i, ids[i]);
+  /* Token ids are exact integers: convert from i64, never through a double. */
+  if (rlx_dtype_convert(staging, m->token_dtype, ids, RLX_I64, m->ctx) != RLX_OK) {
+    cli_error(cmd, "input \"tokens\": cannot convert the ids");
+    return CLI_FAIL;
+  }
   size_t bytes = (size_t)m->ctx * rlx_dtype_size(m->token_dtype);
   rlx_dim shape[1] = {m->ctx};
   if (rlx_exec_set_input(e, "tokens", m->token_dtype, shape, 1, staging, bytes) != RLX_OK) {

@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "cli_common.h"
-#include "io/npy.h"
-#include "io/onnx.h"
-#include "ir/dtype.h"
 
 #define EXPECT_RTOL 1e-3
 #define EXPECT_ATOL 1e-5
@@ -37,28 +34,51 @@ static void usage(FILE* f) {
 
 /* ------------------------------------------------------------ --expect */
 
-static int read_expected(const char* cmd, const char* path, rlx_host_tensor* t) {
+/* A tensor read from a file (data from rlx_npy_load / rlx_onnx_read_tensor,
+ * or malloc'd: both are freed with rlx_free). */
+typedef struct host_tensor {
+  rlx_dtype dtype;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  void* data;
+  size_t bytes;
+} host_tensor;
+
+static int64_t host_numel(const host_tensor* t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= t->shape[d];
+  return n;
+}
+
+static int read_expected(const char* cmd, const char* path, host_tensor* t) {
   size_t n = strlen(path);
   memset(t, 0, sizeof *t);
-  if (n > 4 && strcmp(path + n - 4, ".npy") == 0) {
-    rlx_error err = {{0}};
-    if (rlx_npy_read(path, &err, &t->dtype, &t->rank, t->shape, &t->data, &t->bytes) == RLX_OK)
-      return CLI_OK;
-    cli_error(cmd, "--expect %s: %s", path, err.msg);
-    return CLI_FAIL;
-  }
   char* msg = NULL;
-  rlx_status s = rlx_onnx_read_tensor(path, &t->dtype, &t->rank, t->shape, &t->data, &t->bytes,
-                                      &msg);
+  rlx_status s;
+  if (n > 4 && strcmp(path + n - 4, ".npy") == 0)
+    s = rlx_npy_load(path, &t->dtype, &t->rank, t->shape, &t->data, &t->bytes, &msg);
+  else
+    s = rlx_onnx_read_tensor(path, &t->dtype, &t->rank, t->shape, &t->data, &t->bytes, &msg);
   if (s != RLX_OK) cli_error(cmd, "--expect %s: %s", path, msg ? msg : rlx_status_name(s));
   rlx_free(msg);
   return s == RLX_OK ? CLI_OK : CLI_FAIL;
 }
 
+/* Zeroed data for a tensor of that type (the output's shape is static). */
+static int alloc_like(host_tensor* t, rlx_dtype dt, int32_t rank, const int64_t* shape) {
+  t->dtype = dt;
+  t->rank = rank;
+  memcpy(t->shape, shape, sizeof(int64_t) * (size_t)rank);
+  int64_t n = host_numel(t);
+  t->bytes = (size_t)(n > 0 ? n : 0) * rlx_dtype_size(dt);
+  t->data = calloc(t->bytes ? t->bytes : 1, 1);
+  return t->data ? CLI_OK : CLI_FAIL;
+}
+
 /* Compares output k with the tensor in path; prints one line either way. */
 static int expect_output(const char* cmd, const rlx_exec* e, int32_t k, const char* path) {
-  rlx_host_tensor want, got;
-  rlx_error err = {{0}};
+  host_tensor want, got;
+  memset(&got, 0, sizeof got);
   if (read_expected(cmd, path, &want) != CLI_OK) return CLI_FAIL;
   rlx_dtype dt;
   int32_t rank;
@@ -66,9 +86,10 @@ static int expect_output(const char* cmd, const rlx_exec* e, int32_t k, const ch
   int rc = CLI_FAIL;
   if (k >= rlx_exec_output_count(e)) {
     cli_error(cmd, "--expect %s: the graph has no output %d", path, (int)k);
-  } else if (rlx_exec_output_type(e, k, &dt, &rank, shape) != RLX_OK ||
-             rlx_host_alloc(&got, dt, rank, shape, &err) != RLX_OK) {
-    cli_error(cmd, "output %d: %s", (int)k, err.msg[0] ? err.msg : rlx_exec_last_error(e));
+  } else if (rlx_exec_output_type(e, k, &dt, &rank, shape) != RLX_OK) {
+    cli_error(cmd, "output %d: %s", (int)k, rlx_exec_last_error(e));
+  } else if (alloc_like(&got, dt, rank, shape) != CLI_OK) {
+    cli_error(cmd, "output %d: out of memory", (int)k);
   } else {
     int same = dt == want.dtype && rank == want.rank;
     for (int32_t i = 0; same && i < rank; i++) same = shape[i] == want.shape[i];
@@ -78,14 +99,14 @@ static int expect_output(const char* cmd, const rlx_exec* e, int32_t k, const ch
     } else if (got.bytes && rlx_exec_read_output(e, k, dt, got.data, got.bytes) != RLX_OK) {
       cli_error(cmd, "output %d: %s", (int)k, rlx_exec_last_error(e));
     } else {
-      int64_t n = rlx_host_numel(&got), bad = 0;
+      int64_t n = host_numel(&got), bad = 0;
       double worst = 0;
       for (int64_t i = 0; i < n; i++) {
-        double a = rlx_load_f64(got.data, dt, i), b = rlx_load_f64(want.data, dt, i);
+        double a = cli_load_f64(got.data, dt, i), b = cli_load_f64(want.data, dt, i);
         int ok = rlx_dtype_is_float(dt)
                      ? (isnan(a) && isnan(b)) || a == b ||
                            fabs(a - b) <= EXPECT_ATOL + EXPECT_RTOL * fabs(b)
-                     : rlx_load_i64(got.data, dt, i) == rlx_load_i64(want.data, dt, i);
+                     : cli_load_i64(got.data, dt, i) == cli_load_i64(want.data, dt, i);
         if (!ok) bad++;
         if (!isnan(a - b) && fabs(a - b) > worst) worst = fabs(a - b);
       }
@@ -94,9 +115,9 @@ static int expect_output(const char* cmd, const rlx_exec* e, int32_t k, const ch
              (long long)n, worst, EXPECT_RTOL, EXPECT_ATOL);
       rc = bad ? CLI_FAIL : CLI_OK;
     }
-    rlx_host_free(&got);
+    rlx_free(got.data);
   }
-  free(want.data);
+  rlx_free(want.data);
   return rc;
 }
 
@@ -113,66 +134,63 @@ static const cli_input* find_input(const cli_inputs* in, const char* name) {
  * --input become constants, the rest stay inputs. Then the usual flow. */
 static int prepare_frozen_onnx(const char* cmd, cli_model_opts* o, rlx_graph** out_graph,
                                rlx_exec** out_exec) {
-  const char* names[CLI_MAX_INPUTS];
-  rlx_host_tensor values[CLI_MAX_INPUTS];
-  char needs[256];
-  rlx_onnx_options opt;
-  memset(&opt, 0, sizeof opt);
-  opt.frozen_names = names;
-  opt.frozen_values = values;
-  opt.needs_input = needs;
-  opt.needs_input_cap = sizeof needs;
-  rlx_onnx_model* m = NULL;
+  rlx_onnx_frozen_input frozen[CLI_MAX_INPUTS];
+  int32_t n_frozen = 0;
+  rlx_graph* g = NULL;
   for (;;) {
-    rlx_error err = {{0}};
-    rlx_status s = rlx_onnx_import_file(o->file, &opt, &m, &err);
-    if (s == RLX_OK) break;
-    const cli_input* it = s == RLX_FAILED_PRECONDITION && needs[0] ? find_input(&o->inputs, needs)
-                                                                  : NULL;
-    if (!it || opt.n_frozen >= CLI_MAX_INPUTS) {
-      cli_error(cmd, "%s: %s%s", o->file, err.msg,
+    char *needs = NULL, *msg = NULL;
+    rlx_status s = rlx_onnx_load_frozen_ex(o->file, frozen, n_frozen, &g, &needs, &msg);
+    if (s == RLX_OK) {
+      rlx_free(msg);
+      break;
+    }
+    const cli_input* it = s == RLX_FAILED_PRECONDITION && needs ? find_input(&o->inputs, needs)
+                                                                : NULL;
+    rlx_free(needs);
+    if (!it || n_frozen >= CLI_MAX_INPUTS) {
+      cli_error(cmd, "%s: %s%s", o->file, msg ? msg : rlx_status_name(s),
                 s == RLX_FAILED_PRECONDITION ? " (give it with --input NAME=FILE)" : "");
+      rlx_free(msg);
       return CLI_FAIL;
     }
-    rlx_host_tensor* v = &values[opt.n_frozen];
-    memset(v, 0, sizeof *v);
-    v->dtype = it->dtype;
-    v->rank = it->rank;
-    memcpy(v->shape, it->shape, sizeof(int64_t) * (size_t)it->rank);
-    v->data = it->data;
-    v->bytes = it->bytes;
-    names[opt.n_frozen++] = it->name;
+    rlx_free(msg);
+    rlx_onnx_frozen_input* f = &frozen[n_frozen++];
+    f->name = it->name;
+    f->dtype = it->dtype;
+    f->rank = it->rank;
+    f->shape = it->shape;
+    f->data = it->data;
+    f->bytes = it->bytes;
   }
   cli_inputs rest; /* shallow: the items stay owned by o->inputs */
   rest.n = 0;
   for (int32_t i = 0; i < o->inputs.n; i++) {
-    int frozen = 0;
-    for (int32_t j = 0; j < opt.n_frozen; j++) frozen |= strcmp(names[j], o->inputs.items[i].name) == 0;
-    if (!frozen) rest.items[rest.n++] = o->inputs.items[i];
+    int is_frozen = 0;
+    for (int32_t j = 0; j < n_frozen; j++)
+      is_frozen |= strcmp(frozen[j].name, o->inputs.items[i].name) == 0;
+    if (!is_frozen) rest.items[rest.n++] = o->inputs.items[i];
   }
-  rlx_graph* g = m->graph;
-  m->graph = NULL;
   rlx_exec* e = NULL;
-  rlx_error err = {{0}};
+  char* msg = NULL;
   int rc = CLI_OK;
   if (cli_bind_from_inputs(cmd, g, &rest, &o->bindings) != CLI_OK ||
       cli_compile(cmd, g, o->device, o->strict, &o->bindings, &e) != CLI_OK ||
       cli_set_params(cmd, g, e, &o->bindings, o->init_seed, o->params_dir, NULL) != CLI_OK) {
     rc = CLI_FAIL;
-  } else if (rlx_onnx_model_set_params(m, e, &err) != RLX_OK) {
-    cli_error(cmd, "%s: initializers: %s", o->file, err.msg);
+  } else if (rlx_onnx_set_params_frozen(e, o->file, frozen, n_frozen, &msg) != RLX_OK) {
+    cli_error(cmd, "%s: initializers: %s", o->file, msg ? msg : "failed");
     rc = CLI_FAIL;
   } else if (cli_set_inputs(cmd, g, e, &o->bindings, &rest, o->seed) != CLI_OK) {
     rc = CLI_FAIL;
   }
-  rlx_onnx_model_destroy(m);
+  rlx_free(msg);
   if (rc != CLI_OK) {
     rlx_exec_destroy(e);
     rlx_graph_destroy(g);
     return rc;
   }
-  fprintf(stderr, "rlx %s: %d input(s) given a value at import time:", cmd, (int)opt.n_frozen);
-  for (int32_t j = 0; j < opt.n_frozen; j++) fprintf(stderr, " %s", names[j]);
+  fprintf(stderr, "rlx %s: %d input(s) given a value at import time:", cmd, (int)n_frozen);
+  for (int32_t j = 0; j < n_frozen; j++) fprintf(stderr, " %s", frozen[j].name);
   fprintf(stderr, "\n");
   *out_graph = g;
   *out_exec = e;
@@ -183,17 +201,13 @@ static int prepare_frozen_onnx(const char* cmd, cli_model_opts* o, rlx_graph** o
 static int prepare(const char* cmd, cli_model_opts* o, rlx_graph** out_graph,
                    rlx_exec** out_exec) {
   if (cli_is_onnx(o->file)) {
-    char needs[256];
-    rlx_onnx_options opt;
-    memset(&opt, 0, sizeof opt);
-    opt.needs_input = needs;
-    opt.needs_input_cap = sizeof needs;
-    rlx_onnx_model* m = NULL;
-    rlx_error err = {{0}};
-    rlx_status s = rlx_onnx_import_file(o->file, &opt, &m, &err);
-    rlx_onnx_model_destroy(m);
-    if (s == RLX_FAILED_PRECONDITION && needs[0])
-      return prepare_frozen_onnx(cmd, o, out_graph, out_exec);
+    char* needs = NULL;
+    rlx_graph* g = NULL;
+    rlx_status s = rlx_onnx_load_frozen_ex(o->file, NULL, 0, &g, &needs, NULL);
+    rlx_graph_destroy(g);
+    int needs_frozen = s == RLX_FAILED_PRECONDITION && needs;
+    rlx_free(needs);
+    if (needs_frozen) return prepare_frozen_onnx(cmd, o, out_graph, out_exec);
   }
   return cli_prepare(cmd, o, 1, out_graph, out_exec);
 }

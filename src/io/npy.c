@@ -396,3 +396,45 @@ rlx_status rlx_npy_write(const char* path, rlx_dtype dtype, int32_t rank, const 
   if (!ok) return rlx_fail(err, RLX_INTERNAL, "npy '%s': write failed", path);
   return RLX_OK;
 }
+
+/* ------------------------------------------------------------------ public API */
+
+/* A copy of the message for the caller (NULL on success or no memory). */
+static rlx_status npy_report(rlx_status s, const rlx_error* err, char** out_error) {
+  if (!out_error) return s;
+  *out_error = NULL;
+  if (s == RLX_OK) return s;
+  const char* msg = err->msg[0] ? err->msg : rlx_status_name(s);
+  size_t n = strlen(msg) + 1;
+  *out_error = malloc(n);
+  if (*out_error) memcpy(*out_error, msg, n);
+  return s;
+}
+
+rlx_status rlx_npy_load(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
+                        int64_t* out_shape, void** out_data, size_t* out_bytes,
+                        char** out_error) {
+  rlx_error err = {{0}};
+  if (!path || !out_dtype || !out_rank || !out_shape || !out_data || !out_bytes)
+    return npy_report(rlx_fail(&err, RLX_INVALID_ARGUMENT, "npy: path and every out-parameter are required"),
+                      &err, out_error);
+  rlx_status s = rlx_npy_read(path, &err, out_dtype, out_rank, out_shape, out_data, out_bytes);
+  return npy_report(s, &err, out_error);
+}
+
+rlx_status rlx_npy_save(const char* path, rlx_dtype dtype, int32_t rank, const int64_t* shape,
+                        const void* data, size_t bytes, char** out_error) {
+  rlx_error err = {{0}};
+  uint64_t numel = 1;
+  for (int32_t i = 0; shape && i < rank && i < RLX_MAX_RANK; i++)
+    numel = shape[i] >= 0 ? numel * (uint64_t)shape[i] : 0;
+  rlx_status s;
+  if ((unsigned)dtype < RLX_DTYPE_COUNT && rank >= 0 && rank <= RLX_MAX_RANK &&
+      (rank == 0 || shape) && numel * rlx_dtype_size(dtype) != bytes)
+    s = rlx_fail(&err, RLX_INVALID_ARGUMENT, "npy '%s': %zu bytes given, the shape needs %llu",
+                 path ? path : "(null)", bytes,
+                 (unsigned long long)(numel * rlx_dtype_size(dtype)));
+  else
+    s = rlx_npy_write(path, dtype, rank, shape, data, &err);
+  return npy_report(s, &err, out_error);
+}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ir/dtype.h"
+#include "passes/fold.h"
 
 /* ------------------------------------------------------------------ host tensors */
 
@@ -850,8 +851,9 @@ static int constant_data(const rlx_graph* g, rlx_tensor t, const void** data, si
   return 1;
 }
 
-/* Compiles the scratch graph's tensor outputs on the CPU reference, runs it
- * once, and turns them into known values. */
+/* Evaluates the scratch graph's tensor outputs with the constant-folding
+ * pass (the CPU reference kernels, without compiling an executable) and
+ * turns them into known values. */
 static rlx_status evaluate_scratch(rlx_ox_ctx* c, rlx_graph* g2) {
   rlx_tensor outs[MAX_NODE_IO];
   int32_t which[MAX_NODE_IO], n = 0;
@@ -880,29 +882,23 @@ static rlx_status evaluate_scratch(rlx_ox_ctx* c, rlx_graph* g2) {
   }
   if (n == 0) return RLX_OK;
   RLX_RETURN_IF_ERROR(rlx_ox_check(c, rlx_graph_set_outputs(g2, outs, n)));
-  rlx_compile_options o;
-  rlx_compile_options_init(&o);
-  o.reference = 1;
-  o.threads = 1;
-  rlx_exec* e = NULL;
-  rlx_status s = rlx_compile(g2, "cpu", &o, &e);
-  if (s != RLX_OK) return rlx_ox_check(c, s);
-  s = rlx_exec_run(e);
-  for (int32_t j = 0; s == RLX_OK && j < n; j++) {
-    rlx_host_tensor h;
-    rlx_dtype dt;
-    int32_t rank;
-    int64_t shape[RLX_MAX_RANK];
-    s = rlx_exec_output_type(e, j, &dt, &rank, shape);
-    if (s == RLX_OK) s = rlx_host_alloc(&h, dt, rank, shape, err);
-    if (s == RLX_OK) s = rlx_exec_read_output(e, j, dt, h.data, h.bytes);
-    if (s == RLX_OK) s = rlx_ox_set_known(c, which[j], &h);
-    else rlx_host_free(&h);
+  rlx_fold_value vals[MAX_NODE_IO];
+  rlx_status s = rlx_fold_evaluate(g2, vals);
+  if (s != RLX_OK) {
+    if (s == RLX_RESOURCE_EXHAUSTED) return rlx_fail(err, s, "%s", g2->err.msg);
+    return rlx_fail(err, s, "ONNX %s node '%s': evaluating at import time: %s", c->p->op_type,
+                    node_name(c), g2->err.msg);
   }
-  if (s != RLX_OK && s != RLX_RESOURCE_EXHAUSTED)
-    s = rlx_fail(err, s, "ONNX %s node '%s': evaluating at import time: %s", c->p->op_type,
-                 node_name(c), rlx_exec_last_error(e));
-  rlx_exec_destroy(e);
+  for (int32_t j = 0; j < n; j++) {
+    rlx_host_tensor h;
+    const rlx_type* ty = &vals[j].type;
+    if (s == RLX_OK) s = rlx_host_alloc(&h, ty->dtype, ty->rank, ty->shape, err);
+    if (s == RLX_OK) {
+      if (h.bytes) memcpy(h.data, vals[j].data, h.bytes);
+      s = rlx_ox_set_known(c, which[j], &h);
+    }
+    rlx_fold_value_free(&vals[j]);
+  }
   return s;
 }
 
@@ -1296,9 +1292,14 @@ static rlx_status frozen_options(const rlx_onnx_frozen_input* frozen, int32_t n,
 
 /* Imports path with the given inputs frozen; the graph goes to out_graph
  * (if not NULL) and the params to e (if not NULL). */
+/* When out_needed is not NULL it receives the name of the graph input the
+ * import needs a value of (malloc'd), or NULL. */
 static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* frozen, int32_t n,
-                              rlx_graph** out_graph, rlx_exec* e, char** out_error) {
+                              rlx_graph** out_graph, rlx_exec* e, char** out_needed,
+                              char** out_error) {
   rlx_error err = {{0}};
+  char needs[256] = "";
+  if (out_needed) *out_needed = NULL;
   if (!path || (!out_graph && !e))
     return report(rlx_fail(&err, RLX_INVALID_ARGUMENT, "path and a graph or executable are required"),
                   &err, out_error);
@@ -1308,7 +1309,12 @@ static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* fro
   rlx_host_tensor* values = NULL;
   rlx_onnx_model* m = NULL;
   rlx_status s = frozen_options(frozen, n, &opt, &names, &values, &err);
-  if (s == RLX_OK) s = rlx_onnx_import_file(path, n > 0 ? &opt : NULL, &m, &err);
+  if (s == RLX_OK && out_needed) {
+    opt.needs_input = needs;
+    opt.needs_input_cap = sizeof needs;
+  }
+  if (s == RLX_OK) s = rlx_onnx_import_file(path, n > 0 || out_needed ? &opt : NULL, &m, &err);
+  if (s == RLX_FAILED_PRECONDITION && out_needed && needs[0]) *out_needed = dup_message(needs);
   if (s == RLX_OK && e) s = rlx_onnx_model_set_params(m, e, &err);
   if (s == RLX_OK && out_graph) {
     *out_graph = m->graph;
@@ -1320,26 +1326,33 @@ static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* fro
   return report(s, &err, out_error);
 }
 
+rlx_status rlx_onnx_load_frozen_ex(const char* path, const rlx_onnx_frozen_input* frozen,
+                                   int32_t n_frozen, rlx_graph** out_graph,
+                                   char** out_needed_input, char** out_error) {
+  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, out_needed_input, out_error);
+  return load_frozen(path, frozen, n_frozen, out_graph, NULL, out_needed_input, out_error);
+}
+
 rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error) {
-  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
-  return load_frozen(path, NULL, 0, out_graph, NULL, out_error);
+  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, NULL, out_error);
+  return load_frozen(path, NULL, 0, out_graph, NULL, NULL, out_error);
 }
 
 rlx_status rlx_onnx_set_params(rlx_exec* e, const char* path, char** out_error) {
-  return load_frozen(path, NULL, 0, NULL, e, out_error);
+  return load_frozen(path, NULL, 0, NULL, e, NULL, out_error);
 }
 
 rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* frozen,
                                 int32_t n_frozen, rlx_graph** out_graph, char** out_error) {
-  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
-  return load_frozen(path, frozen, n_frozen, out_graph, NULL, out_error);
+  if (!out_graph) return load_frozen(path, NULL, 0, NULL, NULL, NULL, out_error);
+  return load_frozen(path, frozen, n_frozen, out_graph, NULL, NULL, out_error);
 }
 
 rlx_status rlx_onnx_set_params_frozen(rlx_exec* e, const char* path,
                                       const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
                                       char** out_error) {
-  if (!e) return load_frozen(path, NULL, 0, NULL, NULL, out_error);
-  return load_frozen(path, frozen, n_frozen, NULL, e, out_error);
+  if (!e) return load_frozen(path, NULL, 0, NULL, NULL, NULL, out_error);
+  return load_frozen(path, frozen, n_frozen, NULL, e, NULL, out_error);
 }
 
 rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,

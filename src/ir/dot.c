@@ -1,7 +1,7 @@
-/* Graphviz export: one box per node (op, label, output types), an edge per
- * use. Leaves get their own shapes and colours so the weights and the
+/* Graphviz export (rlx_graph_print_dot, public in rlx.h): one box per node
+ * (op, label, output types), an edge per use. Leaves get their own shapes and colours so the weights and the
  * data entering the graph stand out from the computation. */
-#include "ir/dot.h"
+#include "ir/graph.h" /* rlx_graph_print_dot is declared in rlx.h */
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -116,7 +116,7 @@ static void db_edges(dbuf* b, const rlx_graph* g, int32_t idx) {
   }
 }
 
-rlx_status rlx_graph_to_dot(const rlx_graph* g, const char* title, char** out_text) {
+rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out_text) {
   if (!out_text) return RLX_INVALID_ARGUMENT;
   *out_text = NULL;
   if (!g) return RLX_INVALID_ARGUMENT;

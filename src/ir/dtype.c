@@ -132,3 +132,12 @@ void rlx_convert(void* dst, rlx_dtype dt, const void* src, rlx_dtype st, int64_t
   }
   for (int64_t i = 0; i < n; i++) rlx_store_f64(dst, dt, i, rlx_load_f64(src, st, i));
 }
+
+rlx_status rlx_dtype_convert(void* dst, rlx_dtype dst_dtype, const void* src,
+                             rlx_dtype src_dtype, int64_t n) {
+  if ((unsigned)dst_dtype >= RLX_DTYPE_COUNT || (unsigned)src_dtype >= RLX_DTYPE_COUNT || n < 0 ||
+      (n > 0 && (!dst || !src)))
+    return RLX_INVALID_ARGUMENT;
+  if (n > 0) rlx_convert(dst, dst_dtype, src, src_dtype, n);
+  return RLX_OK;
+}

@@ -813,3 +813,87 @@ rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, 
   a.temperature = temperature;
   return add1(g, RLX_OP_SAMPLE, &a, &logits, 1, out);
 }
+
+/* ------------------------------------------------------------------ introspection */
+
+/* The k-th leaf of op `op` in node order, or -1. Leaves are few and these
+ * queries are not on a hot path, so a scan keeps the graph free of indexes
+ * that every builder call would have to maintain. */
+static int32_t nth_leaf(const rlx_graph* g, rlx_op op, int32_t k) {
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == op && k-- == 0) return i;
+  return -1;
+}
+
+static int32_t count_leaves(const rlx_graph* g, rlx_op op) {
+  int32_t n = 0;
+  for (int32_t i = 0; g && i < g->n_nodes; i++) n += g->nodes[i].op == op;
+  return n;
+}
+
+int32_t rlx_graph_input_count(const rlx_graph* g) { return count_leaves(g, RLX_OP_INPUT); }
+int32_t rlx_graph_param_count(const rlx_graph* g) { return count_leaves(g, RLX_OP_PARAM); }
+int32_t rlx_graph_output_count(const rlx_graph* g) { return g ? g->n_outputs : 0; }
+int32_t rlx_graph_symbol_count(const rlx_graph* g) { return g ? g->n_symbols : 0; }
+
+rlx_status rlx_graph_symbol_name(const rlx_graph* g, rlx_dim dim, const char** out_name) {
+  if (!g || !out_name) return RLX_INVALID_ARGUMENT;
+  *out_name = NULL;
+  if (dim >= 0)
+    return rlx_fail((rlx_error*)&g->err, RLX_INVALID_ARGUMENT,
+                    "dim %lld is static, not a symbol", (long long)dim);
+  int64_t idx = -(dim + 1);
+  if (idx >= g->n_symbols)
+    return rlx_fail((rlx_error*)&g->err, RLX_NOT_FOUND,
+                    "dim code %lld names symbol %lld; the graph has %d symbols",
+                    (long long)dim, (long long)idx, (int)g->n_symbols);
+  *out_name = g->symbols[idx];
+  return RLX_OK;
+}
+
+static void fill_info(const rlx_graph* g, rlx_tensor t, const char* name,
+                      rlx_value_info* out) {
+  const rlx_type* ty = &g->values[t].type;
+  memset(out, 0, sizeof *out);
+  out->name = name;
+  out->tensor = t;
+  out->dtype = ty->dtype;
+  out->rank = ty->rank;
+  for (int32_t d = 0; d < ty->rank; d++) {
+    out->shape[d] = ty->shape[d];
+    int64_t idx = -(ty->shape[d] + 1);
+    if (ty->shape[d] < 0 && idx < g->n_symbols) out->dim_names[d] = g->symbols[idx];
+  }
+}
+
+/* `what` ("input", "param") names the list in the range error. */
+static rlx_status get_leaf(const rlx_graph* g, rlx_op op, const char* what, int32_t index,
+                           rlx_value_info* out) {
+  if (!g || !out) return RLX_INVALID_ARGUMENT;
+  int32_t ni = index >= 0 ? nth_leaf(g, op, index) : -1;
+  if (ni < 0)
+    return rlx_fail((rlx_error*)&g->err, RLX_OUT_OF_RANGE, "%s index %d is out of range (the graph has %d)",
+                    what, (int)index, (int)count_leaves(g, op));
+  fill_info(g, g->nodes[ni].out[0], g->nodes[ni].a.name, out);
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_get_input(const rlx_graph* g, int32_t index, rlx_value_info* out_info) {
+  return get_leaf(g, RLX_OP_INPUT, "input", index, out_info);
+}
+
+rlx_status rlx_graph_get_param(const rlx_graph* g, int32_t index, rlx_value_info* out_info) {
+  return get_leaf(g, RLX_OP_PARAM, "param", index, out_info);
+}
+
+rlx_status rlx_graph_get_output(const rlx_graph* g, int32_t index, rlx_value_info* out_info) {
+  if (!g || !out_info) return RLX_INVALID_ARGUMENT;
+  if (index < 0 || index >= g->n_outputs)
+    return rlx_fail((rlx_error*)&g->err, RLX_OUT_OF_RANGE,
+                    "output index %d is out of range (the graph has %d)", (int)index,
+                    (int)g->n_outputs);
+  rlx_tensor t = g->outputs[index];
+  const char* label = rlx_producer(g, t)->label;
+  fill_info(g, t, label && label[0] ? label : NULL, out_info);
+  return RLX_OK;
+}

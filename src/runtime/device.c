@@ -106,3 +106,13 @@ const char* rlx_device_detail(const char* name) {
     if (strcmp(name, g_devices[i].name) == 0) return probed(i)->detail;
   return "unknown device";
 }
+
+/* Which backends time their runs is known here, where the backends are
+ * linked in; only CUDA records device time (events) so far. */
+double rlx_device_last_run_ms(const rlx_backend* b) {
+#ifdef RLX_HAVE_CUDA
+  if (b == &rlx_backend_cuda) return rlx_cuda_last_run_ms();
+#endif
+  (void)b;
+  return -2;
+}

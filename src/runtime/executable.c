@@ -929,3 +929,45 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
   *out_text = b.s;
   return RLX_OK;
 }
+
+/* ------------------------------------------------------------ public introspection */
+
+int32_t rlx_exec_input_count(const rlx_exec* e) { return e ? rlx_graph_input_count(e->src) : 0; }
+int32_t rlx_exec_param_count(const rlx_exec* e) { return e ? rlx_graph_param_count(e->src) : 0; }
+
+/* The graph query's message moves to the executable, where callers look. */
+static rlx_status exec_info(const rlx_exec* e, int is_param, int32_t index,
+                            rlx_value_info* out_info) {
+  if (!e || !out_info) return RLX_INVALID_ARGUMENT;
+  rlx_status s = is_param ? rlx_graph_get_param(e->src, index, out_info)
+                          : rlx_graph_get_input(e->src, index, out_info);
+  if (s != RLX_OK) ((rlx_exec*)e)->err = e->src->err;
+  return s;
+}
+
+rlx_status rlx_exec_get_input(const rlx_exec* e, int32_t index, rlx_value_info* out_info) {
+  return exec_info(e, 0, index, out_info);
+}
+
+rlx_status rlx_exec_get_param(const rlx_exec* e, int32_t index, rlx_value_info* out_info) {
+  return exec_info(e, 1, index, out_info);
+}
+
+rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_text) {
+  if (!e || !out_text) return RLX_INVALID_ARGUMENT;
+  *out_text = NULL;
+  if (!e->cur)
+    return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
+                    "not compiled yet: bind every symbolic dim first");
+  return rlx_graph_print_dot(e->cur->g, title, out_text);
+}
+
+rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms) {
+  if (!out_ms) return RLX_INVALID_ARGUMENT;
+  *out_ms = -1;
+  if (!e) return RLX_INVALID_ARGUMENT;
+  double ms = rlx_device_last_run_ms(e->backend);
+  if (ms <= -2) return RLX_UNIMPLEMENTED;
+  *out_ms = ms;
+  return RLX_OK;
+}

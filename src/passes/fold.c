@@ -108,7 +108,7 @@ rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values) {
   if (s == RLX_OK) {
     rlx_plan_options po = {FOLD_ALIGNMENT, 1};
     s = rlx_plan_memory(dec, &po, &plan);
-    if (s == RLX_OK) s = rlx_lower(dec, &plan, NULL, &steps);
+    if (s == RLX_OK) s = rlx_lower(dec, &plan, NULL, &steps, &dec->err);
     if (s == RLX_OK) s = run_steps(dec, &plan, &steps, &arena);
     if (s == RLX_OK) s = read_outputs(dec, &plan, arena, out_values);
     if (s != RLX_OK) g->err = dec->err;

@@ -5,7 +5,9 @@
 #  2. nothing in src/ calls getenv( except src/base/env.c;
 #  3. every RLX_* variable the tests, benchmarks, scripts and CMake set or
 #     read is registered;
-#  4. no renamed or removed switch is still used.
+#  4. no renamed or removed switch is still used;
+#  5. the keys are typed: reading an unregistered switch, or one of another
+#     kind, does not compile ($CC, default cc).
 # --write regenerates the table in docs/ENV.md instead of checking it.
 set -u
 cd "$(dirname "$0")/.."
@@ -81,6 +83,23 @@ done
 left=$(grep -rnE "$old" src tests tools bench scripts CMakeLists.txt README.md 2>/dev/null |
        grep -v '^bench/results/' | grep -v '^bench/kernels/' | grep -v '^tests/env_check.sh:')
 [ -z "$left" ] || bad "old switch names still used:"$'\n'"$left"
+
+# 5. typed keys (a control that must compile, then three that must not)
+cc=${CC:-cc}
+try_cc() {
+  printf '#include "base/env.h"\nlong long f(void) { return (long long)%s; }\n' "$1" |
+    "$cc" -std=c11 -fsyntax-only -Werror -Isrc -Iinclude -x c - 2>/dev/null
+}
+if command -v "$cc" >/dev/null; then
+  try_cc 'rlx_env_flag(RLX_ENV_VK_VALIDATION) + rlx_env_int(RLX_ENV_CUDA_STREAMS)' ||
+    bad "the control read of two registered switches does not compile"
+  for wrong in 'rlx_env_flag(RLX_ENV_VK_NOT_A_SWITCH)' 'rlx_env_int(RLX_ENV_VK_VALIDATION)' \
+               'rlx_env_flag(RLX_ENV_CUDA_STREAMS)'; do
+    try_cc "$wrong" && bad "$wrong compiles"
+  done
+else
+  echo "note: no C compiler ($cc): typed-key check not run"
+fi
 
 [ $fail -eq 0 ] && echo "env registry: $n_rows switches, docs and sources agree"
 exit $fail

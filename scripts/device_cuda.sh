@@ -5,7 +5,7 @@
 #   parity suite -> op benchmarks and GPT-2 124M (forward B4 T1024, decode
 #   step with KV cache) -> PyTorch peers in the same call -> ratios table.
 # Outputs go to $OUT (or bench/results/device-run when $OUT is unset):
-#   log.txt, parity.txt, sanitizer.txt, bench_gpu.jsonl, gpt2.jsonl,
+#   log.txt, parity.txt, sanitizer.txt, bench_gpu.jsonl, lab_gemv.txt, gpt2.jsonl,
 #   peers_torch.json, cuda_h100.md (copy the last into bench/results/).
 #   SKIP_PEERS=1 / SKIP_SANITIZER=1 leave those stages out.
 set -uo pipefail
@@ -28,7 +28,7 @@ done
 
 stage "build"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DRLX_WERROR=OFF >/dev/null || exit 1
-cmake --build build-cuda -j"$jobs" --target rlx test_cuda test_parity test_exec bench_gpu gpt2 2>&1 | grep -E "error|warning|nvcc" || true
+cmake --build build-cuda -j"$jobs" --target rlx test_cuda test_parity test_exec bench_gpu gpt2 lab_gemv 2>&1 | grep -E "error|warning|nvcc" || true
 [ -x build-cuda/test_parity ] || { echo "build failed"; exit 1; }
 build-cuda/rlx devices
 
@@ -165,6 +165,9 @@ tail -3 "$OUT/parity.txt"
 
 stage "op benchmarks (rlx, CUDA events)"
 timeout 240 build-cuda/bench_gpu cuda | tee "$OUT/bench_gpu.jsonl"
+
+stage "kernel lab: GEMV variants (bench/kernels/gemv.cu)"
+timeout 120 build-cuda/lab_gemv | tee "$OUT/lab_gemv.txt"
 
 stage "GPT-2 124M (rlx)"
 timeout 240 build-cuda/gpt2 cuda | tee "$OUT/gpt2.jsonl"

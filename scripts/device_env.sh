@@ -8,7 +8,7 @@
 #      T      scratch folder on the device machine (emptied first)
 # Out: $T/bin (from $CARRY/bin.tar.xz, when carried), $T/lib/libvulkan.so.1,
 #      $T/dawn (Dawn's libwebgpu_wrapper.so), $T/nvidia_icd.json, and
-#      VK_ICD_FILENAMES, VK_DRIVER_FILES, LD_LIBRARY_PATH, RLX_WEBGPU_LIB,
+#      VK_ICD_FILENAMES, VK_DRIVER_FILES, LD_LIBRARY_PATH, RLX_WG_LIB,
 #      XDG_RUNTIME_DIR exported.
 #
 # The NVIDIA ICD json the machine ships points at libGLX_nvidia, whose entry
@@ -27,7 +27,7 @@ printf '{ "file_format_version" : "1.0.0", "ICD" : { "library_path" : "%s", %s }
 cat "$T/nvidia_icd.json"
 export VK_ICD_FILENAMES=$T/nvidia_icd.json VK_DRIVER_FILES=$T/nvidia_icd.json
 export LD_LIBRARY_PATH="$T/lib:$NV:${LD_LIBRARY_PATH:-}"
-export RLX_WEBGPU_LIB=$T/dawn/libwebgpu_wrapper.so
+export RLX_WG_LIB=$T/dawn/libwebgpu_wrapper.so
 # The Vulkan loader and drivers want a runtime dir.
 if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
   export XDG_RUNTIME_DIR=$T/xdg

@@ -19,10 +19,10 @@ case "$device" in
   vulkan) export RLX_VK_VALIDATION=1 ;;
   webgpu)
     tp="$(pwd)/third_party"
-    export RLX_WEBGPU_LIB="$tp/bun-webgpu-linux-x64/libwebgpu_wrapper.so"
+    export RLX_WG_LIB="$tp/bun-webgpu-linux-x64/libwebgpu_wrapper.so"
     export VK_DRIVER_FILES="$tp/mesa25/lvp_icd.json"
     export LD_LIBRARY_PATH="$tp/mesa25/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    if [ ! -f "$RLX_WEBGPU_LIB" ] || [ ! -f "$VK_DRIVER_FILES" ]; then
+    if [ ! -f "$RLX_WG_LIB" ] || [ ! -f "$VK_DRIVER_FILES" ]; then
       echo "webgpu: run scripts/setup_webgpu.sh first"
       exit 1
     fi

@@ -496,7 +496,7 @@ static int gemv_case(int64_t K, int64_t N, int bias, rlx_activation act) {
 }
 
 /* Prefill flash kernels at sizes that fill the GPU without split-K: the
- * exact-f32 SIMT kernel (attention_f32.cu, d64 and both d128 tilings) and
+ * exact-f32 SIMT kernel (attention_f32.cu, d64 and d128) and
  * the tensor-core kernel (attention_mma.cu): lengths not a multiple of the
  * tiles, Sq != Sk, GQA, every mask kind, softcap and scale. */
 TEST(flash_attention_prefill) {
@@ -504,9 +504,7 @@ TEST(flash_attention_prefill) {
   CHECK(attn_case("f32 d128 gqa sliding Sq<Sk", RLX_F32, 2, 8, 2, 520, 700, 128, RLX_LAYOUT_BSHD, RLX_MASK_SLIDING, 150, 0, 0));
   CHECK(attn_case("f32 d64 custom Sq>Sk", RLX_F32, 2, 8, 8, 550, 333, 64, RLX_LAYOUT_BSHD, RLX_MASK_CUSTOM, 0, 0, 0));
   CHECK(attn_case("f32 d128 bias softcap scale", RLX_F32, 1, 16, 16, 530, 530, 128, RLX_LAYOUT_BHSD, RLX_MASK_BIAS, 0, 0.2f, 15.0f));
-  setenv("RLX_CUDA_ATTN_F32_RT", "4", 1);
-  CHECK(attn_case("f32 d128 64-row causal", RLX_F32, 2, 8, 8, 600, 640, 128, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0));
-  unsetenv("RLX_CUDA_ATTN_F32_RT");
+  CHECK(attn_case("f32 d128 causal", RLX_F32, 2, 8, 8, 600, 640, 128, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0));
   CHECK(attn_case("bf16 d64 causal Sq<Sk", RLX_BF16, 2, 8, 8, 600, 650, 64, RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0));
   CHECK(attn_case("f16 d128 gqa sliding", RLX_F16, 2, 8, 4, 530, 530, 128, RLX_LAYOUT_BHSD, RLX_MASK_SLIDING, 200, 0, 0));
   CHECK(attn_case("bf16 d128 none softcap Sq>Sk", RLX_BF16, 2, 8, 8, 520, 300, 128, RLX_LAYOUT_BSHD, RLX_MASK_NONE, 0, 0, 10.0f));

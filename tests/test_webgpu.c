@@ -1,6 +1,6 @@
 /* WebGPU backend specifics (op-by-op numerics are test_parity's job): arena
  * binding windows and staged steps (run this binary with
- * RLX_WEBGPU_MAX_BINDING=4096 to force them: ctest's webgpu_windowed),
+ * RLX_WG_MAX_BINDING=4096 to force them: ctest's webgpu_windowed),
  * reruns with selective readback, handles fed on the device (whole output
  * and one row), active extent, run-time index errors that leave the
  * executable usable, the host fallback between GPU segments (reported in
@@ -84,7 +84,7 @@ TEST(windows_and_staging_match_cpu) {
   rlx_wg_stats st;
   CHECK(record_stats(w, &st));
   CHECK_MSG(st.host_steps == 0, "host steps %llu", (unsigned long long)st.host_steps);
-  const char* forced = getenv("RLX_WEBGPU_MAX_BINDING");
+  const char* forced = getenv("RLX_WG_MAX_BINDING");
   if (forced && atoll(forced) == 4096) {
     CHECK_MSG(st.window_bytes == 4096 && st.arena_bytes > 4096, "window %llu arena %llu",
               (unsigned long long)st.window_bytes, (unsigned long long)st.arena_bytes);
@@ -390,7 +390,7 @@ TEST(fast_kernels_match_cpu) {
     memset(&st, 0, sizeof st);
     CHECK(gpu && record_stats(gpu, &st));
     const char* off = getenv("RLX_WG_NO_FAST");
-    if (getenv("RLX_WEBGPU_MAX_BINDING")) {
+    if (getenv("RLX_WG_MAX_BINDING")) {
       /* small forced windows: these tensors are staged or on the host */
     } else if (!(off && *off == '1')) {
       CHECK_MSG(st.fast_steps >= 6, "width %lld: %llu fast steps of 6", (long long)W,
@@ -682,7 +682,7 @@ TEST(flash_attention_wide_heads) {
     memset(&st, 0, sizeof st);
     const char* off = getenv("RLX_WG_NO_FAST");
     CHECK(gpu && record_stats(gpu, &st));
-    if (!(off && *off == '1') && !getenv("RLX_WEBGPU_MAX_BINDING") && forced && strcmp(forced, "1") == 0)
+    if (!(off && *off == '1') && !getenv("RLX_WG_MAX_BINDING") && forced && strcmp(forced, "1") == 0)
       CHECK_MSG(st.fast_steps >= 1, "head dim %d: attention not on the flash kernel", dims[t]);
 #endif
     free(data);

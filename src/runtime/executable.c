@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "ir/dtype.h"
 #include "passes/decompose.h"
 #include "runtime/executable.h"
@@ -738,8 +739,7 @@ static rlx_status apply_feeds(rlx_exec* e, variant* v) {
 /* RLX_DISPATCH_REPORT=1: print the report to stderr whenever a binding is
  * first run. */
 static void maybe_print_report(const rlx_exec* e) {
-  const char* env = getenv("RLX_DISPATCH_REPORT");
-  if (!env || strcmp(env, "1") != 0) return;
+  if (!rlx_env_flag(RLX_ENV_DISPATCH_REPORT)) return;
   char* text = NULL;
   if (rlx_exec_report(e, &text) == RLX_OK) fputs(text, stderr);
   free(text);

@@ -179,18 +179,6 @@ void rlx_program_cache_free(rlx_program_cache* c) {
 
 /* ------------------------------------------------------------ native support */
 
-int rlx_op_listed(const char* list, rlx_op op) {
-  if (!list || !*list) return 0;
-  const char* name = rlx_op_table[op].text;
-  size_t len = strlen(name);
-  for (const char* p = list; (p = strstr(p, name)) != NULL; p += len) {
-    int starts = p == list || p[-1] == ',';
-    int ends = p[len] == '\0' || p[len] == ',';
-    if (starts && ends) return 1;
-  }
-  return 0;
-}
-
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   switch (n->op) {

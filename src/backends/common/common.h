@@ -6,8 +6,8 @@
  *    built for step lists lowered at an active extent, matched by content;
  *  - run-time error messages that name a step's node (NaN/Inf under
  *    debug_nans, an index out of range);
- *  - the native-support rules read from the IR (which nodes a shader
- *    backend runs natively, RLX_*_HOST_OPS forcing).
+ *  - the native-support rule the shader backends share (no f64
+ *    arithmetic); RLX_*_HOST_OPS forcing reads rlx_env_list_has.
  * A backend supplies only its device transfers and program build/free. */
 #ifndef RLX_BACKENDS_COMMON_H
 #define RLX_BACKENDS_COMMON_H
@@ -95,11 +95,6 @@ rlx_status rlx_program_cache_get(rlx_program_cache* c, const rlx_step_list* step
 void rlx_program_cache_free(rlx_program_cache* c);
 
 /* ------------------------------------------------------------ native support */
-
-/* Whether op `op` is named in the comma-separated list in `env_value`
- * (ops.def names: "softmax,matmul"); the RLX_<BACKEND>_HOST_OPS switches
- * use it to force ops onto the host fallback. */
-int rlx_op_listed(const char* env_value, rlx_op op);
 
 /* The rule shared by the shader backends (Vulkan, WebGPU), which have no
  * f64 arithmetic: data movement runs natively in any dtype (converted

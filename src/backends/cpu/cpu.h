@@ -62,6 +62,22 @@ void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t
  * FMA, 0 = portable code. RLX_CPU_SIMD=avx2|none in the environment lowers
  * it (to test every level on one machine); it never rises above the CPU's. */
 int rlx_cpu_simd_level(void);
+/* The blocked GEMM's choices, for the kernel lab (bench/kernels/gemm.c):
+ * the register-tile kernel by SIMD level and the cache blocks (rows of A,
+ * depth, columns of B per packed panel). */
+typedef struct rlx_cpu_gemm_blocking {
+  int simd;
+  int64_t mc, kc, nc;
+} rlx_cpu_gemm_blocking;
+/* What rlx_cpu_sgemm uses on this CPU. */
+rlx_cpu_gemm_blocking rlx_cpu_gemm_default_blocking(void);
+/* rlx_cpu_sgemm with another blocking (mc, nc rounded up to whole register
+ * tiles; at most 4 rows or columns take the unblocked path as there).
+ * Returns 0, computing nothing, when the CPU or build lacks the SIMD level
+ * or a block is not positive. */
+int rlx_cpu_sgemm_blocked(rlx_cpu_pool* p, const rlx_cpu_gemm_blocking* blk, int a_trans,
+                          int b_trans, int64_t M, int64_t N, int64_t K, const float* A,
+                          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc);
 /* OpenBLAS cblas_sgemm loaded with dlopen; 0 if not present. */
 int rlx_cpu_blas_available(void);
 void rlx_cpu_blas_sgemm(int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,

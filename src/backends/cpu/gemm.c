@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(RLX_NO_SIMD)
@@ -162,9 +163,8 @@ static void simd_detect(void) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = 1;
   if (level == 1 && __builtin_cpu_supports("avx512f")) level = 2;
 #endif
-  const char* want = getenv("RLX_CPU_SIMD");
-  if (want && strcmp(want, "avx2") == 0 && level > 1) level = 1;
-  if (want && strcmp(want, "none") == 0) level = 0;
+  if (rlx_env_is(RLX_ENV_CPU_SIMD, "avx2") && level > 1) level = 1;
+  if (rlx_env_is(RLX_ENV_CPU_SIMD, "none")) level = 0;
   simd_level_value = level;
 }
 
@@ -173,28 +173,21 @@ int rlx_cpu_simd_level(void) {
   return simd_level_value;
 }
 
-/* The widest kernel this CPU runs. */
-static const gemm_kernel* choose_kernel(void) {
+/* The kernel of each SIMD level with its cache blocks (other blockings are
+ * measured in bench/kernels/gemm.c); NULL where this build has none. */
+static const gemm_kernel* kernel_at(int level) {
   static const gemm_kernel scalar = {SCALAR_MR, SCALAR_NR, 64, 256, 1024, ukernel_scalar};
 #ifdef RLX_GEMM_X86
   static const gemm_kernel avx512 = {AVX512_MR, AVX512_NR, 144, 256, 2048, ukernel_avx512};
   static const gemm_kernel avx2 = {AVX2_MR, AVX2_NR, 96, 256, 1024, ukernel_avx2};
-#ifdef RLX_GEMM_TUNE
-  /* Tuning builds only: block sizes from the environment (MC, KC, NC). */
-  static gemm_kernel tuned;
-  tuned = avx512;
-  if (getenv("MC")) tuned.mc = atoi(getenv("MC"));
-  if (getenv("KC")) tuned.kc = atoi(getenv("KC"));
-  if (getenv("NC")) tuned.nc = atoi(getenv("NC"));
-  if (getenv("AVX2")) { tuned = avx2; }
-  return &tuned;
-#endif
-  int level = rlx_cpu_simd_level();
   if (level == 2) return &avx512;
   if (level == 1) return &avx2;
 #endif
-  return &scalar;
+  return level == 0 ? &scalar : NULL;
 }
+
+/* The widest kernel this CPU runs. */
+static const gemm_kernel* choose_kernel(void) { return kernel_at(rlx_cpu_simd_level()); }
 
 /* ------------------------------------------------------------------ packing */
 
@@ -590,11 +583,10 @@ static int gemm_small_m(rlx_cpu_pool* p, const gemm_args* g, int64_t c_cs) {
   return 1;
 }
 
-void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
-                   const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                   int64_t ldc) {
+static void sgemm_with(rlx_cpu_pool* p, const gemm_kernel* kr, int a_trans, int b_trans,
+                       int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                       const float* B, int64_t ldb, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  const gemm_kernel* kr = choose_kernel();
   gemm_args g = {a_trans, b_trans, M, N, K, A, lda, B, ldb, C, ldc};
   if (M <= SMALL_M && K > 0 && gemm_small_m(p, &g, 1)) return;
   if (N <= SMALL_M && K > 0) {
@@ -614,4 +606,30 @@ void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t
   job.unit = job.split_n ? kr->nr : kr->mr;
   int64_t units = ((job.split_n ? N : M) + job.unit - 1) / job.unit;
   rlx_cpu_parallel_for(p, units, 1, gemm_part, &job);
+}
+
+void rlx_cpu_sgemm(rlx_cpu_pool* p, int a_trans, int b_trans, int64_t M, int64_t N, int64_t K,
+                   const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                   int64_t ldc) {
+  sgemm_with(p, choose_kernel(), a_trans, b_trans, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+rlx_cpu_gemm_blocking rlx_cpu_gemm_default_blocking(void) {
+  const gemm_kernel* kr = choose_kernel();
+  rlx_cpu_gemm_blocking b = {rlx_cpu_simd_level(), kr->mc, kr->kc, kr->nc};
+  return b;
+}
+
+int rlx_cpu_sgemm_blocked(rlx_cpu_pool* p, const rlx_cpu_gemm_blocking* blk, int a_trans,
+                          int b_trans, int64_t M, int64_t N, int64_t K, const float* A,
+                          int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
+  const gemm_kernel* base = blk->simd <= rlx_cpu_simd_level() ? kernel_at(blk->simd) : NULL;
+  if (!base || blk->mc <= 0 || blk->kc <= 0 || blk->nc <= 0) return 0;
+  gemm_kernel kr = *base;
+  /* whole register tiles per cache block, as the packing assumes */
+  kr.mc = round_up(blk->mc, kr.mr);
+  kr.kc = blk->kc;
+  kr.nc = round_up(blk->nc, kr.nr);
+  sgemm_with(p, &kr, a_trans, b_trans, M, N, K, A, lda, B, ldb, C, ldc);
+  return 1;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/cuda/cuda_internal.h"
 #include "ir/dtype.h"
@@ -135,15 +136,10 @@ static void prof_print(const rlx_backend_exec* be) {
 static _Thread_local double t_last_run_ms = -1.0;
 double rlx_cuda_last_run_ms(void) { return t_last_run_ms; }
 
-static int env_int(const char* name, int dflt) {
-  const char* v = getenv(name);
-  return v && v[0] ? atoi(v) : dflt;
-}
-
 /* ------------------------------------------------------------------ vtable: probe */
 
 static int cuda_probe(char* reason, size_t cap) {
-  if (env_int("RLX_CUDA_DISABLE", 0)) {
+  if (rlx_env_int(RLX_ENV_CUDA_DISABLE)) {
     snprintf(reason, cap, "disabled by RLX_CUDA_DISABLE");
     return 0;
   }
@@ -153,7 +149,7 @@ static int cuda_probe(char* reason, size_t cap) {
 /* Every op of the IR has a kernel; RLX_CUDA_HOST_OPS lists ops to force onto
  * the host fallback (to test that path). */
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
-  return !rlx_op_listed(getenv("RLX_CUDA_HOST_OPS"), g->nodes[ni].op);
+  return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[g->nodes[ni].op].text);
 }
 
 /* ------------------------------------------------------------------ programs */
@@ -290,9 +286,6 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       rlx_launch_params p = x->p;
       /* Scratch users carry offsets into the program's scratch buffer. */
       if (x->fn == RLX_CUDA_FN_SAMPLE) p.sample.scratch += pr->scratch;
-      if (x->fn == RLX_CUDA_FN_GEMV_V1 || x->fn == RLX_CUDA_FN_GEMV_V4 ||
-          x->fn == RLX_CUDA_FN_GEMV_FINISH)
-        p.mm.partial += pr->scratch;
       if (x->fn == RLX_CUDA_FN_GEMV_FUSED_V1 || x->fn == RLX_CUDA_FN_GEMV_FUSED_V4) {
         p.mm.partial += pr->scratch;
         p.mm.counters += pr->scratch;
@@ -619,7 +612,7 @@ static rlx_status create_resources(rlx_backend_exec* be, uint64_t arena_bytes, r
     for (int t = 1; t < be->n_streams; t++)
       RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->joins[t], CU_EVENT_DISABLE_TIMING));
   }
-  if (env_int("RLX_CUDA_TIMING", 0)) {
+  if (rlx_env_int(RLX_ENV_CUDA_TIMING)) {
     RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t0, CU_EVENT_DEFAULT));
     RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t1, CU_EVENT_DEFAULT));
   }
@@ -652,11 +645,11 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   rlx_backend_exec* be = calloc(1, sizeof *be);
   RLX_CHECK_ALLOC(err, be);
   be->d = d;
-  be->n_streams = env_int("RLX_CUDA_STREAMS", 1);
+  be->n_streams = (int)rlx_env_int(RLX_ENV_CUDA_STREAMS);
   if (be->n_streams < 1) be->n_streams = 1;
   if (be->n_streams > MAX_STREAMS) be->n_streams = MAX_STREAMS;
-  be->use_graphs = env_int("RLX_CUDA_GRAPHS", 1) != 0;
-  be->profile = env_int("RLX_CUDA_PROFILE", 0) != 0;
+  be->use_graphs = rlx_env_int(RLX_ENV_CUDA_GRAPHS) != 0;
+  be->profile = rlx_env_int(RLX_ENV_CUDA_PROFILE) != 0;
   be->mirror.backend = "cuda";
   be->mirror.arena_bytes = arena_bytes;
   rlx_status s = create_resources(be, arena_bytes, err);
@@ -665,7 +658,7 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
     be->build.arena = be->arena;
     be->build.allow_tf32 = opt && opt->allow_tf32;
     be->build.debug_nans = opt && opt->debug_nans;
-    be->build.no_lt = env_int("RLX_CUDA_NO_CUBLASLT", 0);
+    be->build.no_lt = rlx_env_int(RLX_ENV_CUDA_NO_CUBLASLT) != 0;
     rlx_program_ops ops = {be, build_program, free_program};
     s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   }

@@ -117,8 +117,6 @@ typedef struct rlx_lt_api {
   X(ATTN_D256_SPLIT, rlx_attn_d256_split, attention)                                         \
   X(ATTN_COMBINE, rlx_attn_combine, attention) X(ROPE, rlx_rope, rope)                       \
   X(SAMPLE, rlx_sample, rope) X(MM_TILED, rlx_mm_tiled, matmul) X(MM_F64, rlx_mm_f64, matmul) \
-  X(GEMV_V1, rlx_gemv_v1, matmul) X(GEMV_V4, rlx_gemv_v4, matmul)                            \
-  X(GEMV_FINISH, rlx_gemv_finish, matmul)                                                   \
   X(ATTN_MMA_BF16_D64, rlx_attn_mma_bf16_d64, attention_mma)                                 \
   X(ATTN_MMA_BF16_D128, rlx_attn_mma_bf16_d128, attention_mma)                               \
   X(ATTN_MMA_F16_D64, rlx_attn_mma_f16_d64, attention_mma)                                   \
@@ -129,7 +127,6 @@ typedef struct rlx_lt_api {
   X(ATTN_DEC_2G, rlx_attn_dec_2g, decode) X(ATTN_DEC_4G, rlx_attn_dec_4g, decode)             \
   X(WHERE_ROWS, rlx_where_rows, decode)                                                      \
   X(ATTN_F32_D64, rlx_attn_f32_d64, attention_f32)                                           \
-  X(ATTN_F32_D128, rlx_attn_f32_d128, attention_f32)                                         \
   X(ATTN_F32_D128R8, rlx_attn_f32_d128r8, attention_f32)
 
 typedef enum rlx_cuda_fn {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/cuda/cuda_internal.h"
 #include "ir/dtype.h"
 
@@ -162,7 +163,7 @@ static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i
   rlxk_ew p, rows;
   ew_from_step(s, i, &p);
   if (p.n == 0) return RLX_OK;
-  if (!getenv("RLX_CUDA_NO_WHERE_ROWS") && where_rows_plan(&p, &rows)) {
+  if (!rlx_env_flag(RLX_ENV_CUDA_NO_WHERE_ROWS) && where_rows_plan(&p, &rows)) {
     rlx_launch* x = push_kernel(l, RLX_CUDA_FN_WHERE_ROWS, i, err);
     if (!x) return RLX_RESOURCE_EXHAUSTED;
     x->p.ew = rows;
@@ -413,7 +414,7 @@ static unsigned attn_smem(int dt) {
 static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
   const rlx_attention_params* a = &s->p.attn;
   rlx_dtype t = s->in[0].dtype;
-  if (b->d->cc_major < 8 || getenv("RLX_CUDA_NO_MMA_ATTN")) return 0;
+  if (b->d->cc_major < 8 || rlx_env_flag(RLX_ENV_CUDA_NO_MMA_ATTN)) return 0;
   if ((t != RLX_BF16 && t != RLX_F16) || s->in[1].dtype != t || s->in[2].dtype != t) return 0;
   if (a->D != a->Dv || (a->D != 64 && a->D != 128) || a->Sq < 16) return 0;
   if (a->H % a->Hkv != 0 || 4 * 64 * (a->D + 8) * 2 > b->d->smem_optin) return 0;
@@ -428,24 +429,22 @@ static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
 /* The exact-f32 SIMT kernel (attention_f32.cu): f32 Q, K, V with D == Dv
  * in {64, 128}, rows loadable by 16-byte cp.async. Returns the kernel and
  * its rows per block and shared memory, or 0. Blocks of 128 query rows
- * (8 per thread); RLX_CUDA_ATTN_F32_RT=4 gives d128 64-row blocks (H100,
- * B4 H32 S4096 causal: 20.2 ms against 17.8 ms for 128 rows). */
+ * (8 per thread): d128 64-row blocks measured slower (H100, B4 H32 S4096
+ * causal: 20.2 ms against 17.8 ms for 128 rows) and were removed. */
 static int attn_f32_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn, int* rows,
                          unsigned* smem) {
   const rlx_attention_params* a = &s->p.attn;
-  if (getenv("RLX_CUDA_NO_F32_FLASH") || a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
+  if (rlx_env_flag(RLX_ENV_CUDA_NO_F32_FLASH) || a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
   if (a->H % a->Hkv != 0) return 0;
   for (int k = 0; k < 3; k++)
     if (s->in[k].dtype != RLX_F32 || !aligned16(s->in[k].offset)) return 0;
   int64_t strides[9] = {a->q_sb, a->q_ss, a->q_sh, a->k_sb, a->k_ss, a->k_sh, a->v_sb, a->v_ss, a->v_sh};
   for (int k = 0; k < 9; k++)
     if (strides[k] % 4 != 0) return 0;
-  const char* rt_env = getenv("RLX_CUDA_ATTN_F32_RT");
-  int rt = a->D == 128 && rt_env && atoi(rt_env) == 4 ? 4 : 8;
   int ld = (int)a->D + 4;
-  *rows = 16 * rt;
+  *rows = 16 * 8;
   *smem = (unsigned)(((*rows + 128) * ld + *rows * 80) * 4);
-  *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32_D64 : rt == 8 ? RLX_CUDA_FN_ATTN_F32_D128R8 : RLX_CUDA_FN_ATTN_F32_D128;
+  *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32_D64 : RLX_CUDA_FN_ATTN_F32_D128R8;
   return *smem <= (unsigned)b->d->smem_optin;
 }
 
@@ -501,7 +500,7 @@ static rlx_status build_attention(const rlx_cuda_build* b, const rlx_step* s, in
   const rlx_attention_params* a = &s->p.attn;
   if (a->B * a->H * a->Sq == 0) return RLX_OK;
   int64_t dmax_dec = a->D > a->Dv ? a->D : a->Dv;
-  if (a->Sq <= 4 && dmax_dec <= 256 && a->H % a->Hkv == 0 && !getenv("RLX_CUDA_NO_DECODE_ATTN"))
+  if (a->Sq <= 4 && dmax_dec <= 256 && a->H % a->Hkv == 0 && !rlx_env_flag(RLX_ENV_CUDA_NO_DECODE_ATTN))
     return build_attention_decode(b, s, i, l, err);
   int64_t dmax = a->D > a->Dv ? a->D : a->Dv;
   int dt = dmax <= 64 ? 64 : dmax <= 128 ? 128 : dmax <= 256 ? 256 : 0;
@@ -667,7 +666,9 @@ static void mm_from_step(const rlx_step* s, rlxk_mm* p) {
   p->act = m->act;
 }
 
-/* M == 1 against a row-major f32 [K, N] B: the split-K GEMV. */
+/* M == 1 against a row-major f32 [K, N] B: the split-K GEMV, one launch in
+ * which the last block of each column block finishes it (bench/kernels/gemv.cu
+ * keeps the two-launch variant it beat). */
 static rlx_status build_gemv(const rlx_cuda_build* b, const rlxk_mm* mm, int32_t i,
                              rlx_launch_list* l, rlx_error* err) {
   rlxk_mm p = *mm;
@@ -675,31 +676,19 @@ static rlx_status build_gemv(const rlx_cuda_build* b, const rlxk_mm* mm, int32_t
   int64_t cols_per_block = vec ? 128 : 32;
   int64_t col_blocks = (p.N + cols_per_block - 1) / cols_per_block;
   int64_t want = (int64_t)b->d->sm_count * 4, ks = (want + col_blocks - 1) / col_blocks;
-  int fused = !getenv("RLX_CUDA_GEMV_SPLIT");
   int64_t max_ks = p.K / 64 > 1 ? p.K / 64 : 1;
   if (ks > max_ks) ks = max_ks;
   if (ks > 64) ks = 64;
   p.ksplit = (int32_t)ks;
   p.partial = l->scratch_bytes; /* offset; made an address at launch */
   l->scratch_bytes += (uint64_t)ks * (uint64_t)p.N * 4u + 256u;
-  if (fused) { /* one launch: the last block of each column block finishes it */
-    p.counters = l->scratch_bytes; /* zeroed with the scratch, reset by the kernel */
-    l->scratch_bytes += (uint64_t)col_blocks * 4u + 256u;
-    rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_FUSED_V4 : RLX_CUDA_FN_GEMV_FUSED_V1, i, err);
-    if (!x) return RLX_RESOURCE_EXHAUSTED;
-    x->p.mm = p;
-    x->grid[0] = (unsigned)col_blocks;
-    x->grid[1] = (unsigned)ks;
-    return RLX_OK;
-  }
-  rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_V4 : RLX_CUDA_FN_GEMV_V1, i, err);
+  p.counters = l->scratch_bytes; /* zeroed with the scratch, reset by the kernel */
+  l->scratch_bytes += (uint64_t)col_blocks * 4u + 256u;
+  rlx_launch* x = push_kernel(l, vec ? RLX_CUDA_FN_GEMV_FUSED_V4 : RLX_CUDA_FN_GEMV_FUSED_V1, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.mm = p;
   x->grid[0] = (unsigned)col_blocks;
   x->grid[1] = (unsigned)ks;
-  if (!(x = push_kernel(l, RLX_CUDA_FN_GEMV_FINISH, i, err))) return RLX_RESOURCE_EXHAUSTED;
-  x->p.mm = p;
-  x->grid[0] = grid_for(b, p.N, 256);
   return RLX_OK;
 }
 
@@ -709,7 +698,7 @@ static rlx_status build_matmul(const rlx_cuda_build* b, const rlx_step* s, int32
   mm_from_step(s, &p);
   if (p.M * p.N * p.batch == 0) return RLX_OK;
   int f32 = p.adt == RLX_F32 && p.bdt == RLX_F32 && p.cdt == RLX_F32;
-  if (f32 && p.M == 1 && p.batch == 1 && p.b_cs == 1 && p.K >= 64 && !getenv("RLX_CUDA_NO_GEMV"))
+  if (f32 && p.M == 1 && p.batch == 1 && p.b_cs == 1 && p.K >= 64 && !rlx_env_flag(RLX_ENV_CUDA_NO_GEMV))
     return build_gemv(b, &p, i, l, err);
   if (p.K == 0) {
     /* No products: C = act(bias or 0), which the own kernel writes. */

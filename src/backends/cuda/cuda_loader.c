@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/cuda/cuda_internal.h"
 
 static rlx_cuda_dev g_dev;
@@ -84,7 +85,7 @@ static int load_driver(rlx_cu_api* c) {
 
 /* cuBLASLt is optional: without it matmuls use the own kernels. */
 static void load_cublaslt(rlx_cuda_dev* d) {
-  const char* env = getenv("RLX_CUBLASLT");
+  const char* env = rlx_env_str(RLX_ENV_CUDA_CUBLASLT);
   const char* names[] = {env, "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
                          "/usr/local/cuda/lib64/libcublasLt.so.13",
                          "/usr/local/cuda/lib64/libcublasLt.so.12"};
@@ -171,7 +172,7 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_ATTN_D256_SPLIT, RLX_CUDA_FN_ATTN_MMA_BF16_D128,
                        RLX_CUDA_FN_ATTN_MMA_F16_D128, RLX_CUDA_FN_ATTN_MMA_BF16_D64,
                        RLX_CUDA_FN_ATTN_MMA_F16_D64, RLX_CUDA_FN_ATTN_F32_D64,
-                       RLX_CUDA_FN_ATTN_F32_D128, RLX_CUDA_FN_ATTN_F32_D128R8};
+                       RLX_CUDA_FN_ATTN_F32_D128R8};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);
@@ -189,8 +190,7 @@ static int init_device(rlx_cuda_dev* d) {
     snprintf(g_reason, sizeof g_reason, "no CUDA device");
     return 0;
   }
-  const char* env = getenv("RLX_CUDA_DEVICE");
-  int ordinal = env ? atoi(env) : 0;
+  int ordinal = (int)rlx_env_int(RLX_ENV_CUDA_DEVICE);
   if ((r = d->cu.device_get(&d->dev, ordinal)) != CUDA_SUCCESS) return fail_cu(d, r, "cuDeviceGet");
   d->cu.device_get_name(d->name, (int)sizeof d->name, d->dev);
   d->cu.device_get_attribute(&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/env.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
 
@@ -42,8 +43,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
 }
 
 static int want_validation(void) {
-  const char* v = getenv("RLX_VK_VALIDATION");
-  return v && strcmp(v, "1") == 0;
+  return rlx_env_flag(RLX_ENV_VK_VALIDATION);
 }
 
 static int has_layer(rlx_vk_fns* f, const char* name) {
@@ -161,11 +161,10 @@ static void detect_subgroups(rlx_vk_context* c) {
   const VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT |
                                       VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
                                       VK_SUBGROUP_FEATURE_VOTE_BIT;
-  const char* off = getenv("RLX_VK_NO_SUBGROUP");
   c->subgroup_size = sp.subgroupSize;
   c->subgroups = (sp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                  (sp.supportedOperations & need) == need && sp.subgroupSize >= 1 &&
-                 sp.subgroupSize <= 64 && !(off && strcmp(off, "1") == 0);
+                 sp.subgroupSize <= 64 && !rlx_env_flag(RLX_ENV_VK_NO_SUBGROUP);
 }
 
 /* Largest single allocation and buffer: the arena is one of each. */
@@ -243,8 +242,7 @@ static int create_device(rlx_vk_context* c, char* reason, size_t cap) {
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
       .pipelineExecutableInfo = VK_TRUE};
-  const char* stats_env = getenv("RLX_VK_PIPELINE_STATS");
-  c->pipeline_stats = stats_env && strcmp(stats_env, "0") != 0 &&
+  c->pipeline_stats = rlx_env_flag(RLX_ENV_VK_PIPELINE_STATS) &&
                       rlx_vk_has_device_extension(c, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   if (c->pipeline_stats) {
     pe.pNext = nf.f2.pNext;

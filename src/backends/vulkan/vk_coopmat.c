@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/vulkan/vk_internal.h"
 
 #define KHR_STYPE_FEATURES ((VkStructureType)1000506000)
@@ -119,15 +120,14 @@ static int embedded(const char* name) {
 
 void rlx_vk_coopmat_detect(rlx_vk_context* c) {
   c->coopmat = 0;
-  const char* env = getenv("RLX_VK_COOPMAT");
-  if (env && strcmp(env, "0") == 0) return;
+  if (rlx_env_is(RLX_ENV_VK_COOPMAT, "0")) return;
   /* matmul_coop.comp lays 8 subgroups of 32 over its tile, and needs f16
    * arithmetic types and the Vulkan memory model glslc emits for it. */
   VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &v12};
   c->f.vkGetPhysicalDeviceFeatures2(c->phys, &f2);
   if (c->subgroup_size != 32 || !v12.shaderFloat16 || !v12.vulkanMemoryModel) return;
-  int prefer_nv = env && strcmp(env, "nv") == 0;
+  int prefer_nv = rlx_env_is(RLX_ENV_VK_COOPMAT, "nv");
   int khr = embedded("matmul_coop_khr") && rlx_vk_has_device_extension(c, KHR_EXT_NAME) && feature_on(c, 1) && khr_lists_shape(c);
   int nv = embedded("matmul_coop_nv") && rlx_vk_has_device_extension(c, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) && feature_on(c, 2) &&
            nv_lists_shape(c);
@@ -209,7 +209,7 @@ static int cm2_listed(rlx_vk_context* c) {
                                           sizeof *p, CM2_STYPE_FLEXIBLE, &n);
   int ok = 0;
   for (uint32_t i = 0; p && i < n; i++) {
-    if (getenv("RLX_VK_COOPMAT_INFO"))
+    if (rlx_env_flag(RLX_ENV_VK_COOPMAT_INFO))
       fprintf(stderr, "vulkan cm2 entry %u: types %u %u %u %u scope %u, granularity %u %u %u, %u invocations\n", i,
               p[i].AType, p[i].BType, p[i].CType, p[i].ResultType, p[i].scope, p[i].MGranularity,
               p[i].NGranularity, p[i].KGranularity, p[i].workgroupInvocations);
@@ -242,8 +242,7 @@ static int cm2_limits_fit(rlx_vk_context* c) {
 
 void rlx_vk_cm2_detect(rlx_vk_context* c) {
   c->cm2_shader = NULL;
-  const char* env = getenv("RLX_VK_CM2");
-  if (c->coopmat != 1 || (env && strcmp(env, "0") == 0) || !embedded("matmul_cm2")) return;
+  if (c->coopmat != 1 || rlx_env_is(RLX_ENV_VK_CM2, "0") || !embedded("matmul_cm2")) return;
   VkPhysicalDeviceProperties dp;
   c->f.vkGetPhysicalDeviceProperties(c->phys, &dp);
   if (c->instance_api < VK_API_VERSION_1_3 || dp.apiVersion < VK_API_VERSION_1_3) return; /* SPIR-V 1.6 */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
 #include "ir/dtype.h"
@@ -23,11 +24,6 @@ _Static_assert(RLXVK_K_SOFTMAX == RLX_K_SOFTMAX && RLXVK_K_NORM == RLX_K_NORM &&
                "layout.h kernel codes follow rlx_kernel");
 
 enum { QUADS_PER_GROUP = 256 * 4 }; /* eltwise_vec.comp: 256 lanes x 4 quads */
-
-static int env_on(const char* name) {
-  const char* v = getenv(name);
-  return v && strcmp(v, "1") == 0;
-}
 
 static int is_half_or_f32(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }
 
@@ -138,8 +134,7 @@ static int pick_eltwise(const rlx_step* s, const rlx_view* views, int n_views, i
 }
 
 static int64_t rows_min(void) {
-  const char* v = getenv("RLX_VK_ROWS_MIN");
-  int64_t m = v && *v ? strtoll(v, NULL, 10) : 1024;
+  int64_t m = rlx_env_int(RLX_ENV_VK_ROWS_MIN);
   return m < 4 ? 4 : m;
 }
 
@@ -168,7 +163,7 @@ static int pick_rows(const rlx_step* s) {
 
 int rlx_vk_pick_fast(const rlx_step* s, const rlx_view* views, int n_views, int32_t* words,
                      int64_t* items, int* per_group, rlx_vk_pipe* pipe) {
-  if (env_on("RLX_VK_NO_FAST")) return 0;
+  if (rlx_env_flag(RLX_ENV_VK_NO_FAST)) return 0;
   int64_t groups = 0;
   if (pick_eltwise(s, views, n_views, words, &groups)) {
     *pipe = RLX_VK_PIPE_ELTWISE_VEC;

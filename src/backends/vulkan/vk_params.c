@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
@@ -50,11 +51,6 @@ static void put_view(encoder* e, int slot, const rlx_view* v, uint64_t arena_byt
  * RLX_VK_MATMUL=generic forces matmul.comp (bisecting); RLX_VK_COOPMAT=0
  * keeps f16 matmuls off the cooperative-matrix kernel. */
 
-static int env_is(const char* name, const char* value) {
-  const char* v = getenv(name);
-  return v && strcmp(v, value) == 0;
-}
-
 /* An operand loads as 16-byte vectors along its unit-stride axis: that axis
  * is a multiple of `vec` long, the other stride and every batch stride are
  * multiples of `vec`, the view starts 16-byte aligned. fast_len: extent of
@@ -92,7 +88,7 @@ static int c_vec_storable(const rlx_step* s, int vec) {
 }
 
 static int coopmat_device(void) {
-  if (env_is("RLX_VK_COOPMAT", "0")) return 0;
+  if (rlx_env_is(RLX_ENV_VK_COOPMAT, "0")) return 0;
   rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
   return c ? c->coopmat : 0;
 }
@@ -111,7 +107,7 @@ static int strides_fit(int64_t a, int64_t b, const int64_t* bstride, int32_t bra
 static int cm2_fits(const rlx_step* s) {
   const rlx_matmul_params* p = &s->p.mm;
   rlx_vk_context* c = rlx_vk_context_get(NULL, 0);
-  if (!c || !c->cm2_shader || env_is("RLX_VK_COOPMAT", "0") || p->has_bias || p->act != RLX_ACT_NONE)
+  if (!c || !c->cm2_shader || rlx_env_is(RLX_ENV_VK_COOPMAT, "0") || p->has_bias || p->act != RLX_ACT_NONE)
     return 0;
   if (p->M % c->cm2_tile[0] || p->N % c->cm2_tile[1] || p->K % c->cm2_tile[2]) return 0;
   if (s->out[0].dtype != RLX_F16 || !c_vec_storable(s, 8) ||
@@ -128,7 +124,7 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   int64_t tiles = p->batch * ((p->M + 127) / 128) * ((p->N + 127) / 128);
   rlx_dtype at = s->in[0].dtype, bt = s->in[1].dtype, ct = s->out[0].dtype;
   *pipe = RLX_VK_PIPE_MATMUL;
-  if (env_is("RLX_VK_MATMUL", "generic") || p->M <= 0 || p->N <= 0) return tiles;
+  if (rlx_env_is(RLX_ENV_VK_MATMUL, "generic") || p->M <= 0 || p->N <= 0) return tiles;
   if (at == RLX_F32 && bt == RLX_F32 && p->M <= 4 && p->batch == 1 && b_loadable(s, 4) &&
       (p->b_cs == 1 || p->b_rs == 1)) {
     *pipe = RLX_VK_PIPE_GEMV;
@@ -328,7 +324,7 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
  * forces ops there (to test it and to bisect a suspect kernel). */
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
-  if (rlx_op_listed(getenv("RLX_VK_HOST_OPS"), n->op)) return 0;
+  if (rlx_env_list_has(RLX_ENV_VK_HOST_OPS, rlx_op_table[n->op].text)) return 0;
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_ATTENTION) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);

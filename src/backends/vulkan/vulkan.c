@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "ir/dtype.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/common/common.h"
@@ -524,7 +525,7 @@ static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error
     if (pg->on_host[i]) be->stats.host_steps++;
     else if (pg->disp[i].pipe == RLX_VK_PIPE_ELTWISE_VEC || pg->disp[i].pipe == RLX_VK_PIPE_ROWS)
       be->stats.vec_steps++;
-    if (getenv("RLX_VK_DEBUG_PIPES"))
+    if (rlx_env_flag(RLX_ENV_VK_DEBUG_PIPES))
       fprintf(stderr, "vk step %d %s pipe %d host %d window@%llu\n", i,
               rlx_kernel_name(pg->steps[i].kernel), (int)pg->disp[i].pipe, pg->on_host[i],
               (unsigned long long)pg->window_at[i]);
@@ -697,8 +698,7 @@ static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
   ai.commandBufferCount = 1;
   r = c->f.vkAllocateCommandBuffers(c->device, &ai, &be->xfer);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateCommandBuffers");
-  const char* timing = getenv("RLX_VK_TIMING");
-  if (timing && strcmp(timing, "1") == 0) {
+  if (rlx_env_flag(RLX_ENV_VK_TIMING)) {
     VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = 2;
@@ -713,11 +713,6 @@ static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-static uint64_t env_bytes(const char* name) {
-  const char* v = getenv(name);
-  return v && *v ? strtoull(v, NULL, 0) : 0;
-}
-
 /* Sizes the arena buffer and the window one binding covers: the smaller of
  * maxStorageBufferRange and what 32-bit byte offsets in our shaders address
  * (RLX_VK_MAX_BINDING lowers it, for tests). The buffer itself must fit one
@@ -729,7 +724,7 @@ static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   be->window_align = align > 256 ? align : 256;
   uint64_t binding = c->limits.maxStorageBufferRange;
   if (binding > 0xfffffff0u) binding = 0xfffffff0u;
-  uint64_t forced = env_bytes("RLX_VK_MAX_BINDING");
+  uint64_t forced = rlx_env_size(RLX_ENV_VK_MAX_BINDING);
   if (forced && forced < binding) binding = forced;
   binding = binding / be->window_align * be->window_align;
   if (binding == 0) binding = be->window_align;
@@ -737,7 +732,7 @@ static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   be->window = be->arena_size <= binding ? be->arena_size : binding;
   /* descriptor sets start every 2 GiB: dynamic offsets are 32-bit
    * (RLX_VK_SET_SPAN lowers it, for tests) */
-  uint64_t span = env_bytes("RLX_VK_SET_SPAN");
+  uint64_t span = rlx_env_size(RLX_ENV_VK_SET_SPAN);
   be->set_span = span ? align_up(span, be->window_align) : (uint64_t)1 << 31;
   uint64_t max_alloc = c->max_allocation, max_buf = c->max_buffer;
   if ((max_alloc && be->arena_size > max_alloc) || (max_buf && be->arena_size > max_buf))

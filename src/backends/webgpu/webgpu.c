@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/webgpu/wg_backend.h"
 #include "backends/webgpu/wg_internal.h"
@@ -781,7 +782,7 @@ static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
   rlx_backend_exec* be = calloc(1, sizeof *be);
   RLX_CHECK_ALLOC(err, be);
   be->c = c;
-  be->prof.on = getenv("RLX_WG_PROFILE") != NULL;
+  be->prof.on = rlx_env_flag(RLX_ENV_WG_PROFILE);
   be->arena_bytes = arena_bytes;
   be->debug_nans = opt && opt->debug_nans;
   /* Whole offset-alignment units, at least one window when windowed, so

@@ -3,7 +3,7 @@
  * shader-f16 and subgroups), one bind-group layout shared by every kernel,
  * and the compute pipelines, built from the embedded WGSL on first use.
  *
- * Library lookup: env RLX_WEBGPU_LIB, else the copy scripts/setup_webgpu.sh
+ * Library lookup: env RLX_WG_LIB, else the copy scripts/setup_webgpu.sh
  * unpacks into <repo>/third_party, else the loader's search path. */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/env.h"
 #include "backends/webgpu/wg_internal.h"
 
 #ifndef RLX_WEBGPU_DEFAULT_LIB
@@ -70,18 +71,18 @@ static void on_device(uint32_t status, WGPUDevice d, WGPUStringView msg, void* u
 }
 
 /* Errors outside any scope (there should be none) go to stderr when
- * RLX_WEBGPU_VERBOSE is set; scoped errors are returned to the caller. */
+ * RLX_WG_VERBOSE is set; scoped errors are returned to the caller. */
 static void on_uncaptured(const WGPUDevice* d, uint32_t type, WGPUStringView msg, void* u1,
                           void* u2) {
   (void)d; (void)u1; (void)u2;
-  if (getenv("RLX_WEBGPU_VERBOSE")) {
+  if (rlx_env_flag(RLX_ENV_WG_VERBOSE)) {
     char m[512];
     copy_message(m, sizeof m, msg);
     fprintf(stderr, "webgpu: uncaptured error %u: %s\n", type, m);
   }
 }
 
-/* Dawn's own log (RLX_WEBGPU_VERBOSE): warnings, and the shaders with the
+/* Dawn's own log (RLX_WG_VERBOSE): warnings, and the shaders with the
  * dump_shaders toggle (RLX_WG_TOGGLES=...,dump_shaders). */
 static void on_log(uint32_t type, WGPUStringView msg, void* u1, void* u2) {
   (void)u1; (void)u2;
@@ -96,7 +97,7 @@ static void on_lost(const WGPUDevice* d, uint32_t reason, WGPUStringView msg, vo
 /* ------------------------------------------------------------ loading */
 
 static int load_library(rlx_wg_context* c) {
-  const char* env = getenv("RLX_WEBGPU_LIB");
+  const char* env = rlx_env_str(RLX_ENV_WG_LIB);
   const char* tried[3] = {env, RLX_WEBGPU_DEFAULT_LIB, "libwebgpu_wrapper.so"};
   char first_error[200] = "";
   for (int i = 0; i < 3 && !c->lib; i++) {
@@ -106,7 +107,7 @@ static int load_library(rlx_wg_context* c) {
     if (env && i == 0 && !c->lib) break; /* an explicit path that fails is the answer */
   }
   if (!c->lib) {
-    set_reason("no Dawn library (%s; run scripts/setup_webgpu.sh or set RLX_WEBGPU_LIB)",
+    set_reason("no Dawn library (%s; run scripts/setup_webgpu.sh or set RLX_WG_LIB)",
                first_error[0] ? first_error : "not found");
     return 0;
   }
@@ -153,21 +154,14 @@ static int open_adapter(rlx_wg_context* c) {
     copy_message(dev, sizeof dev, info.device);
     snprintf(c->adapter_name, sizeof c->adapter_name, "%s", dev[0] ? dev : "unnamed adapter");
     /* a spinning thread would take a core from a CPU device's own workers */
-    const char* wait = getenv("RLX_WG_WAIT");
     c->cpu_adapter = info.adapterType == WGPU_ADAPTER_TYPE_CPU;
     c->spin_waits =
-        info.adapterType != WGPU_ADAPTER_TYPE_CPU && !(wait && strcmp(wait, "block") == 0);
+        info.adapterType != WGPU_ADAPTER_TYPE_CPU && !rlx_env_is(RLX_ENV_WG_WAIT, "block");
     c->subgroup_min = info.subgroupMinSize;
     c->subgroup_max = info.subgroupMaxSize;
     c->f.wgpuAdapterInfoFreeMembers(info);
   }
   return 1;
-}
-
-/* Set and not "0": forces a fallback path (tests run both). */
-static int env_flag(const char* name) {
-  const char* v = getenv(name);
-  return v && v[0] && strcmp(v, "0") != 0;
 }
 
 /* Dawn device toggles, unless RLX_WG_SAFE=1 (Dawn's defaults: robust
@@ -212,8 +206,8 @@ typedef struct toggles_chain {
 /* Chooses c->toggles and chains them on the device descriptor (nothing
  * chained when there are none). */
 static void chain_toggles(rlx_wg_context* c, WGPUDeviceDescriptor* dd, toggles_chain* t) {
-  const char* env = getenv("RLX_WG_TOGGLES");
-  const char* list = env ? env : env_flag("RLX_WG_SAFE") ? "" : DEFAULT_TOGGLES;
+  const char* env = rlx_env_str(RLX_ENV_WG_TOGGLES);
+  const char* list = env ? env : rlx_env_flag(RLX_ENV_WG_SAFE) ? "" : DEFAULT_TOGGLES;
   snprintf(c->toggles, sizeof c->toggles, "%s", list);
   memset(&t->desc, 0, sizeof t->desc);
   t->desc.chain.sType = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
@@ -254,26 +248,23 @@ static int open_device(rlx_wg_context* c) {
   }
   c->device = r.object;
   c->queue = c->f.wgpuDeviceGetQueue(c->device);
-  if (getenv("RLX_WEBGPU_VERBOSE"))
+  if (rlx_env_flag(RLX_ENV_WG_VERBOSE))
     c->f.wgpuDeviceSetLoggingCallback(c->device,
                                       (WGPULoggingCallbackInfo){NULL, (void*)on_log, NULL, NULL});
-  c->use_f16 = c->has_f16 && !env_flag("RLX_WG_NO_F16");
-  c->use_subgroups = c->has_subgroups && !env_flag("RLX_WG_NO_SUBGROUPS");
+  c->use_f16 = c->has_f16 && !rlx_env_flag(RLX_ENV_WG_NO_F16);
+  c->use_subgroups = c->has_subgroups && !rlx_env_flag(RLX_ENV_WG_NO_SUBGROUPS);
   memset(&c->limits, 0, sizeof c->limits);
   if (c->f.wgpuDeviceGetLimits(c->device, &c->limits) != WGPU_STATUS_SUCCESS) c->limits = lim;
   return 1;
 }
 
 /* Arena window: the binding limit (a multiple of 4 below 4 GiB: kernels use
- * 32-bit byte offsets), or RLX_WEBGPU_MAX_BINDING to force small windows. */
+ * 32-bit byte offsets), or RLX_WG_MAX_BINDING to force small windows. */
 static void choose_window(rlx_wg_context* c) {
   uint64_t w = c->limits.maxStorageBufferBindingSize;
   if (w > 0xfffff000ull) w = 0xfffff000ull;
-  const char* env = getenv("RLX_WEBGPU_MAX_BINDING");
-  if (env && env[0]) {
-    unsigned long long forced = strtoull(env, NULL, 10);
-    if (forced >= 4096 && forced < w) w = forced;
-  }
+  int64_t forced = rlx_env_int(RLX_ENV_WG_MAX_BINDING);
+  if (forced >= 4096 && (uint64_t)forced < w) w = (uint64_t)forced;
   c->offset_align = c->limits.minStorageBufferOffsetAlignment ? c->limits.minStorageBufferOffsetAlignment : 256;
   w &= ~(uint64_t)(c->offset_align - 1);
   c->max_binding = w;
@@ -654,7 +645,7 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   WGPUComputePipeline p = mod ? c->f.wgpuDeviceCreateComputePipeline(c->device, &pd) : NULL;
   rlx_status s = rlx_wg_scope_pop(c, err, what);
   if (mod) c->f.wgpuShaderModuleRelease(mod);
-  if (s == RLX_OK && getenv("RLX_WEBGPU_DUMP")) fputs(t.s, stderr);
+  if (s == RLX_OK && rlx_env_flag(RLX_ENV_WG_DUMP)) fputs(t.s, stderr);
   free(t.s);
   if (s == RLX_OK && !p) s = rlx_fail(err, RLX_INTERNAL, "webgpu: %s failed", what);
   if (s) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/webgpu/wg_internal.h"
 
@@ -328,7 +329,7 @@ static int pick_gemv(encoder* e, const rlx_step* s, uint64_t base) {
  * (RLX_WG_FLASH128=1 forces it there, for testing; =0 keeps wider heads on
  * the one-row kernel everywhere). */
 static int flash128_allowed(void) {
-  const char* env = getenv("RLX_WG_FLASH128");
+  const char* env = rlx_env_str(RLX_ENV_WG_FLASH128);
   if (env) return strcmp(env, "1") == 0;
   rlx_wg_context* c = rlx_wg_context_get(NULL, 0);
   return c && !c->cpu_adapter;
@@ -420,7 +421,7 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) put_view(&e, 2 + i, &absent, base, window);
   encode_kind(&e, s);
   if (!e.ok) return 1;
-  if (!getenv("RLX_WG_NO_FAST")) {
+  if (!rlx_env_flag(RLX_ENV_WG_NO_FAST)) {
     pick_fast(&e, s, views, n_views, base, out, &items, &per_group); /* R_COUNT stays */
     if (!e.ok) return 1;
   }

@@ -125,7 +125,7 @@ typedef struct rlx_wg_context {
   int spin_waits;        /* poll GPU futures before blocking: not on a CPU adapter
                             (lavapipe) nor with RLX_WG_WAIT=block */
   char toggles[160];     /* Dawn device toggles enabled, comma-separated ("" none) */
-  uint64_t max_binding;   /* arena window size: limit, or RLX_WEBGPU_MAX_BINDING */
+  uint64_t max_binding;   /* arena window size: limit, or RLX_WG_MAX_BINDING */
   uint32_t offset_align;  /* minStorageBufferOffsetAlignment */
   WGPUBindGroupLayout bgl;
   WGPUPipelineLayout layout;

@@ -4,7 +4,7 @@
  *
  * 256 threads as 16 x 16; thread (ty, tx) owns query rows ty + 16*i
  * (i < RT), keys tx + 16*c of each 64-key tile (c < 4) and output columns
- * jj*64 + tx*4 .. +3 (RT = 8: 128-row blocks; d128 RT = 4 on request).
+ * jj*64 + tx*4 .. +3 (RT = 8: 128-row blocks).
  * A row's scores live in the 16 lanes of a half-warp, so row max / sum are
  * 4 shuffles. Q, K, V and P tiles are row-major in
  * shared memory; every inner step reads 16-byte vectors (K rows at a
@@ -217,5 +217,4 @@ __device__ void flash_f32(char* arena, const rlxk_attn& p) {
     flash_f32<d, rt>(a, p);                                                                      \
   }
 FLASH_F32(rlx_attn_f32_d64, 64, 8, 2)
-FLASH_F32(rlx_attn_f32_d128, 128, 4, 1)
-FLASH_F32(rlx_attn_f32_d128r8, 128, 8, 1) /* the default for d128 */
+FLASH_F32(rlx_attn_f32_d128r8, 128, 8, 1)

@@ -96,69 +96,10 @@ extern "C" __global__ void rlx_mm_f64(char* arena, rlxk_mm p, rlxk_state* st) {
 
 /* ---------------------------------------------------------------- GEMV */
 
-/* y[n] partial sums over a K chunk: grid (column blocks, ksplit), 256
- * threads = 32 column lanes x 8 row lanes; VEC columns per lane. B is
- * row-major [K, N] (b_cs == 1). Partial sums go to p.partial[ks][N]. */
-template <int VEC>
-__device__ void gemv_partial(char* arena, const rlxk_mm& p) {
-  __shared__ float red[8][32 * VEC];
-  int lane = threadIdx.x % 32, rl = threadIdx.x / 32;
-  int64_t n = ((int64_t)blockIdx.x * 32 + lane) * VEC;
-  int64_t chunk = (p.K + p.ksplit - 1) / p.ksplit;
-  int64_t kb = (int64_t)blockIdx.y * chunk, ke = kb + chunk < p.K ? kb + chunk : p.K;
-  const float* A = (const float*)at(arena, p.aoff);
-  const float* B = (const float*)at(arena, p.boff);
-  float acc[VEC];
-#pragma unroll
-  for (int v = 0; v < VEC; v++) acc[v] = 0.0f;
-  if (n < p.N) {
-#pragma unroll 4
-    for (int64_t k = kb + rl; k < ke; k += 8) {
-      float a = A[k * p.a_cs];
-      if constexpr (VEC == 4) {
-        float4 b4 = *(const float4*)&B[k * p.b_rs + n];
-        acc[0] = fmaf(a, b4.x, acc[0]);
-        acc[1] = fmaf(a, b4.y, acc[1]);
-        acc[2] = fmaf(a, b4.z, acc[2]);
-        acc[3] = fmaf(a, b4.w, acc[3]);
-      } else {
-        acc[0] = fmaf(a, B[k * p.b_rs + n], acc[0]);
-      }
-    }
-  }
-#pragma unroll
-  for (int v = 0; v < VEC; v++) red[rl][lane * VEC + v] = acc[v];
-  __syncthreads();
-  if (rl == 0 && n < p.N) {
-    float* out = (float*)(uintptr_t)p.partial + (int64_t)blockIdx.y * p.N;
-#pragma unroll
-    for (int v = 0; v < VEC; v++) {
-      float s = 0.0f;
-#pragma unroll
-      for (int r = 0; r < 8; r++) s += red[r][lane * VEC + v];
-      if (n + v < p.N) out[n + v] = s;
-    }
-  }
-}
-
-extern "C" __global__ void rlx_gemv_v1(char* a, rlxk_mm p, rlxk_state* s) { gemv_partial<1>(a, p); }
-extern "C" __global__ void rlx_gemv_v4(char* a, rlxk_mm p, rlxk_state* s) { gemv_partial<4>(a, p); }
-
-/* y[n] = act(sum over ksplit partials + bias). */
-extern "C" __global__ void rlx_gemv_finish(char* arena, rlxk_mm p, rlxk_state* st) {
-  const float* part = (const float*)(uintptr_t)p.partial;
-  char* C = atw(arena, p.coff);
-  for (int64_t n = grid_index(); n < p.N; n += grid_stride()) {
-    float s = 0.0f;
-    for (int k = 0; k < p.ksplit; k++) s += part[(int64_t)k * p.N + n];
-    if (p.has_bias) s += ld_f32(at(arena, p.biasoff), p.biasdt, n);
-    st_f32(C, p.cdt, n, act_f32(p.act, s));
-  }
-}
-
-/* ---------------------------------------------------------------- fused GEMV */
-
-/* One launch instead of partial + finish: every block of a column block
+/* y = act(x·B + bias) for M == 1: grid (column blocks, ksplit), 256 threads
+ * = 32 column lanes x 8 row lanes, VEC columns per lane; B is row-major
+ * [K, N] (b_cs == 1). One launch instead of partial + finish (the split
+ * variant lives in bench/kernels/gemv.cu): every block of a column block
  * stores its K-chunk partial, and the last to arrive (an atomic count per
  * column block, reset by that block so a graph replays clean) sums the
  * partials, adds bias, applies the activation and writes C. (A variant that
@@ -177,7 +118,7 @@ __device__ void gemv_fused(char* arena, const rlxk_mm& p) {
   float acc[VEC];
 #pragma unroll
   for (int v = 0; v < VEC; v++) acc[v] = 0.0f;
-  if (n < p.N) { /* the partial kernel's loop: measured the faster of the two */
+  if (n < p.N) { /* measured faster than 8 predicated loads per thread */
 #pragma unroll 4
     for (int64_t k = kb + rl; k < ke; k += 8) {
       float a = A[k * p.a_cs];

@@ -617,47 +617,75 @@ TEST(debug_nans_names_node) {
 
 /* ------------------------------------------------------------ seed */
 
+/* One Sample configuration: rows x vocab logits, top-k (0: none), top-p,
+ * temperature. */
+typedef struct sample_cfg {
+  int64_t rows, vocab;
+  int32_t top_k;
+  float top_p, temperature;
+} sample_cfg;
+
 /* Sample draws the CPU's tokens for each seed, set per run without
  * recompiling; the same seed repeats, different seeds differ. */
-TEST(sample_seed_per_run) {
+static void check_sample(const sample_cfg* sc) {
   rlx_graph* g = NULL;
   rlx_graph_create(&g);
-  rlx_dim s[2] = {16, 50};
+  rlx_dim s[2] = {sc->rows, sc->vocab};
   rlx_tensor x, y;
   rlx_graph_add_input(g, "logits", RLX_F32, s, 2, &x);
-  rlx_graph_add_sample(g, x, 10, 0.9f, 0.8f, &y);
+  rlx_graph_add_sample(g, x, sc->top_k, sc->top_p, sc->temperature, &y);
   rlx_graph_set_outputs(g, &y, 1);
   rlx_exec* both[2];
-  CHECK(compile_pair(g, NULL, both));
-  float xd[16 * 50];
-  test_seed(3);
-  fill_nonzero(xd, 16 * 50, -2, 2);
-  int differs = 0;
-  int64_t first[16], tv[16], tc[16];
-  for (int k = 0; k < 2; k++)
-    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "logits", RLX_F32, s, 2, xd, sizeof xd));
+  int64_t n = sc->rows * sc->vocab, first[64], tv[64], tc[64];
+  size_t bytes = sizeof(int64_t) * (size_t)sc->rows;
+  float* xd = malloc(sizeof(float) * (size_t)n);
+  int differs = 0, ok = compile_pair(g, NULL, both) && xd && sc->rows <= 64;
+  rlx_graph_destroy(g);
+  if (!ok) {
+    destroy_pair(both);
+    free(xd);
+  }
+  CHECK(ok);
+  fill_nonzero(xd, n, -2, 2);
+  for (int k = 0; k < 2; k++) {
+    rlx_status st = rlx_exec_set_input(both[k], "logits", RLX_F32, s, 2, xd, sizeof(float) * (size_t)n);
+    CHECK_OK_E(both[k], st);
+  }
+  free(xd);
   for (uint64_t seed = 1; seed <= 4; seed++) {
     for (int k = 0; k < 2; k++) {
       CHECK_OK_E(both[k], rlx_exec_set_seed(both[k], seed * 7919));
       CHECK_OK_E(both[k], rlx_exec_run(both[k]));
     }
-    CHECK_OK_E(both[0], rlx_exec_read_output(both[0], 0, RLX_I64, tv, sizeof tv));
-    CHECK_OK_E(both[1], rlx_exec_read_output(both[1], 0, RLX_I64, tc, sizeof tc));
-    for (int r = 0; r < 16; r++) {
-      CHECK(tv[r] >= 0 && tv[r] < 50);
-      CHECK_MSG(tv[r] == tc[r], "seed %d row %d: %lld vs %lld", (int)seed, r, (long long)tv[r],
-                (long long)tc[r]);
+    CHECK_OK_E(both[0], rlx_exec_read_output(both[0], 0, RLX_I64, tv, bytes));
+    CHECK_OK_E(both[1], rlx_exec_read_output(both[1], 0, RLX_I64, tc, bytes));
+    for (int64_t r = 0; r < sc->rows; r++) {
+      CHECK(tv[r] >= 0 && tv[r] < sc->vocab);
+      CHECK_MSG(tv[r] == tc[r], "vocab %lld seed %d row %lld: %lld vs %lld", (long long)sc->vocab,
+                (int)seed, (long long)r, (long long)tv[r], (long long)tc[r]);
     }
-    if (seed == 1) memcpy(first, tv, sizeof first);
-    else differs |= memcmp(first, tv, sizeof first) != 0;
+    if (seed == 1) memcpy(first, tv, bytes);
+    else differs |= memcmp(first, tv, bytes) != 0;
   }
-  CHECK_MSG(differs, "four seeds drew the same tokens");
+  CHECK_MSG(differs, "vocab %lld: four seeds drew the same tokens", (long long)sc->vocab);
   CHECK_OK_E(both[0], rlx_exec_set_seed(both[0], 7919));
   CHECK_OK_E(both[0], rlx_exec_run(both[0]));
-  CHECK_OK_E(both[0], rlx_exec_read_output(both[0], 0, RLX_I64, tv, sizeof tv));
-  CHECK(memcmp(first, tv, sizeof first) == 0);
+  CHECK_OK_E(both[0], rlx_exec_read_output(both[0], 0, RLX_I64, tv, bytes));
+  CHECK(memcmp(first, tv, bytes) == 0);
   destroy_pair(both);
-  rlx_graph_destroy(g);
+}
+
+/* Top-k + top-p + temperature on a small vocabulary, the same on a 1000-word
+ * one (GPU kernels split long rows), and plain sampling (no top-k / top-p). */
+TEST(sample_seed_per_run) {
+  static const sample_cfg cfgs[] = {
+      {16, 50, 10, 0.9f, 0.8f}, {6, 1000, 50, 0.9f, 0.8f}, {64, 10, 0, 1.0f, 1.0f}};
+  test_seed(3);
+  for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+    int before = test_failures;
+    check_sample(&cfgs[i]);
+    if (test_failures != before) return;
+  }
 }
 
 /* ------------------------------------------------------------ clone */

@@ -28,12 +28,15 @@ done
 
 stage "build"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DRLX_WERROR=OFF >/dev/null || exit 1
-cmake --build build-cuda -j"$jobs" --target rlx test_cuda test_parity test_exec bench_gpu gpt2 lab_gemv 2>&1 | grep -E "error|warning|nvcc" || true
+cmake --build build-cuda -j"$jobs" --target rlx test_cuda test_contract test_parity test_exec bench_gpu gpt2 lab_gemv 2>&1 | grep -E "error|warning|nvcc" || true
 [ -x build-cuda/test_parity ] || { echo "build failed"; exit 1; }
 build-cuda/rlx devices
 
 stage "test_cuda"
 timeout 180 build-cuda/test_cuda
+
+stage "backend contract on cuda (tests/test_contract.c)"
+timeout 180 build-cuda/test_contract cuda
 
 stage "test_exec on the default device (cpu) still passes"
 timeout 120 build-cuda/test_exec | tail -2

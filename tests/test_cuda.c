@@ -1,13 +1,12 @@
-/* CUDA backend specifics (op-by-op numerics are test_parity's job): graph
- * capture + replay across runs, per-run seed through a replayed graph,
- * handles fed device-to-device, active extent, selective readback, run-time
- * index errors that leave the executable usable, debug_nans, the host
- * fallback, multi-stream ordering, TF32 opt-in, and the fast kernel variants
- * (register-resident rows, GEMV, flash attention at real sizes, half
- * matmul) against the CPU backend on the same inputs.
+/* CUDA backend specifics (op-by-op numerics are test_parity's job; what
+ * every device promises, test_contract's): graph capture + replay across
+ * runs, eager vs graph, multi-stream ordering, TF32 opt-in, the fast kernel
+ * variants (register-resident rows, GEMV, flash attention at real sizes,
+ * half matmul) and a KV cache kept as state at size, against the CPU
+ * backend on the same inputs.
  *
- * Skipped (exit 0, "SKIP cuda (...)") when the backend is not built or cannot
- * start; then it only checks that compiling for cuda fails cleanly. */
+ * Exit 77 (ctest SKIP, "SKIP cuda (...)") when the backend is not built or
+ * cannot start; then it first checks that compiling for cuda fails cleanly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,191 +156,6 @@ TEST(eager_equals_graph) {
   }
   rlx_exec_destroy(eager);
   rlx_exec_destroy(graph);
-  rlx_graph_destroy(c.g);
-}
-
-/* The seed reaches a replayed graph: each run's tokens equal the CPU's. */
-TEST(sample_seed_per_run) {
-  gcase c = new_case();
-  rlx_dim ls[2] = {6, 1000};
-  rlx_tensor l = add_in(&c, ls, 2), y;
-  rlx_graph_add_sample(c.g, l, 50, 0.9f, 0.8f, &y);
-  rlx_graph_set_outputs(c.g, &y, 1);
-  rlx_compile_options ref;
-  rlx_compile_options_init(&ref);
-  ref.reference = 1;
-  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
-  rlx_exec* cpu = test_compile_on(c.g, "cpu", &ref);
-  CHECK(gpu && cpu);
-  CHECK_OK_E(gpu, set_inputs(&c, gpu, 3));
-  CHECK_OK_E(cpu, set_inputs(&c, cpu, 3));
-  int differs = 0;
-  int64_t first[6];
-  for (uint64_t seed = 1; seed <= 4; seed++) {
-    int64_t a[6], b[6];
-    rlx_exec_set_seed(gpu, seed);
-    rlx_exec_set_seed(cpu, seed);
-    CHECK_OK_E(gpu, rlx_exec_run(gpu));
-    CHECK_OK_E(cpu, rlx_exec_run(cpu));
-    CHECK_OK_E(gpu, rlx_exec_read_output(gpu, 0, RLX_I64, a, sizeof a));
-    CHECK_OK_E(cpu, rlx_exec_read_output(cpu, 0, RLX_I64, b, sizeof b));
-    CHECK_MSG(memcmp(a, b, sizeof a) == 0, "seed %llu: tokens differ from the reference",
-              (unsigned long long)seed);
-    if (seed == 1) memcpy(first, a, sizeof a);
-    else if (memcmp(first, a, sizeof a) != 0) differs = 1;
-  }
-  CHECK_MSG(differs, "four seeds drew the same tokens");
-  rlx_exec_destroy(gpu);
-  rlx_exec_destroy(cpu);
-  rlx_graph_destroy(c.g);
-}
-
-/* state' = tanh(state + x): fed back on the device for 4 runs. */
-TEST(feed_handles) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim s[2] = {3, 33};
-  rlx_tensor st, x, sum, y;
-  rlx_graph_add_input(g, "state", RLX_F32, s, 2, &st);
-  rlx_graph_add_input(g, "x", RLX_F32, s, 2, &x);
-  rlx_graph_add_binary(g, RLX_BIN_ADD, st, x, &sum);
-  rlx_graph_add_activation(g, RLX_ACT_TANH, sum, &y);
-  rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* e[2] = {test_compile_on(g, "cuda", NULL), test_compile_on(g, "cpu", NULL)};
-  CHECK(e[0] && e[1]);
-  float st0[99], xd[99];
-  test_seed(9);
-  test_fill_f32(st0, 99, -1, 1);
-  test_fill_f32(xd, 99, -1, 1);
-  for (int k = 0; k < 2; k++) {
-    CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "state", RLX_F32, s, 2, st0, sizeof st0));
-    CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "x", RLX_F32, s, 2, xd, sizeof xd));
-    CHECK_OK_E(e[k], rlx_exec_feed(e[k], "state", 0, -1));
-    for (int r = 0; r < 4; r++) CHECK_OK_E(e[k], rlx_exec_run(e[k]));
-  }
-  CHECK(same_outputs(e[0], e[1], 1e-6, "fed state"));
-  rlx_exec_destroy(e[0]);
-  rlx_exec_destroy(e[1]);
-  rlx_graph_destroy(g);
-}
-
-TEST(active_extent_and_selection) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim n;
-  rlx_graph_symbol(g, "n", &n);
-  rlx_dim xs[2] = {n, 64}, ws[2] = {64, 48};
-  rlx_tensor x, w, y, z;
-  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_input(g, "w", RLX_F32, ws, 2, &w);
-  rlx_graph_add_matmul(g, x, w, 0, 0, &y);
-  rlx_graph_add_softmax(g, y, -1, &z);
-  rlx_tensor outs[2] = {y, z};
-  rlx_graph_set_outputs(g, outs, 2);
-  const char* names[1] = {"n"};
-  int64_t sizes[1] = {16};
-  rlx_compile_options o;
-  rlx_compile_options_init(&o);
-  o.symbol_names = names;
-  o.symbol_sizes = sizes;
-  o.n_symbols = 1;
-  o.extent_symbol = "n";
-  rlx_exec* e[2] = {test_compile_on(g, "cuda", &o), test_compile_on(g, "cpu", &o)};
-  CHECK(e[0] && e[1]);
-  float xd[16 * 64], wd[64 * 48];
-  test_seed(4);
-  test_fill_f32(xd, 16 * 64, -1, 1);
-  test_fill_f32(wd, 64 * 48, -1, 1);
-  int32_t sel = 1;
-  for (int64_t ext = 16; ext >= 5; ext -= 11) {
-    rlx_dim s2[2] = {ext, 64};
-    for (int k = 0; k < 2; k++) {
-      CHECK_OK_E(e[k], rlx_exec_set_active_extent(e[k], ext));
-      CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "x", RLX_F32, s2, 2, xd, sizeof(float) * (size_t)(ext * 64)));
-      CHECK_OK_E(e[k], rlx_exec_set_input(e[k], "w", RLX_F32, ws, 2, wd, sizeof wd));
-      CHECK_OK_E(e[k], rlx_exec_run(e[k]));
-    }
-    CHECK(same_outputs(e[0], e[1], 1e-5, "active extent"));
-  }
-  CHECK_OK_E(e[0], rlx_exec_select_outputs(e[0], &sel, 1));
-  CHECK_OK_E(e[0], rlx_exec_run(e[0]));
-  float tmp[5 * 48];
-  CHECK(rlx_exec_read_output(e[0], 0, RLX_F32, tmp, sizeof tmp) == RLX_FAILED_PRECONDITION);
-  CHECK_OK_E(e[0], rlx_exec_read_output(e[0], 1, RLX_F32, tmp, sizeof tmp));
-  rlx_exec_destroy(e[0]);
-  rlx_exec_destroy(e[1]);
-  rlx_graph_destroy(g);
-}
-
-/* A bad index is a status naming the node; the next good run works. */
-TEST(gather_index_error_recovers) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim ds[2] = {10, 8}, is[1] = {3};
-  rlx_tensor d, i, y;
-  rlx_graph_add_input(g, "d", RLX_F32, ds, 2, &d);
-  rlx_graph_add_input(g, "i", RLX_I64, is, 1, &i);
-  rlx_graph_add_gather(g, d, i, 0, &y);
-  rlx_graph_set_name(g, y, "lookup");
-  rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* e = test_compile_on(g, "cuda", NULL);
-  CHECK(e);
-  float dd[80];
-  test_fill_f32(dd, 80, -1, 1);
-  int64_t bad[3] = {1, 10, 2}, good[3] = {9, -1, 0};
-  CHECK_OK_E(e, rlx_exec_set_input(e, "d", RLX_F32, ds, 2, dd, sizeof dd));
-  CHECK_OK_E(e, rlx_exec_set_input(e, "i", RLX_I64, is, 1, bad, sizeof bad));
-  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
-  CHECK_MSG(strstr(rlx_exec_last_error(e), "lookup") && strstr(rlx_exec_last_error(e), "10"),
-            "message: %s", rlx_exec_last_error(e));
-  CHECK_OK_E(e, rlx_exec_set_input(e, "i", RLX_I64, is, 1, good, sizeof good));
-  CHECK_OK_E(e, rlx_exec_run(e));
-  float out[24];
-  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
-  CHECK(out[0] == dd[72] && out[8] == dd[72] && out[16] == dd[0] && out[23] == dd[7]);
-  rlx_exec_destroy(e);
-  rlx_graph_destroy(g);
-}
-
-TEST(debug_nans_names_node) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim s[1] = {16};
-  rlx_tensor x, y, z;
-  rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x);
-  rlx_graph_add_activation(g, RLX_ACT_LOG, x, &y);
-  rlx_graph_set_name(g, y, "the_log");
-  rlx_graph_add_activation(g, RLX_ACT_EXP, y, &z);
-  rlx_graph_set_outputs(g, &z, 1);
-  rlx_compile_options o;
-  rlx_compile_options_init(&o);
-  o.debug_nans = 1;
-  rlx_exec* e = test_compile_on(g, "cuda", &o);
-  CHECK(e);
-  float xd[16];
-  for (int i = 0; i < 16; i++) xd[i] = (float)(i + 1);
-  xd[5] = -1.0f;
-  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 1, xd, sizeof xd));
-  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
-  CHECK_MSG(strstr(rlx_exec_last_error(e), "the_log") != NULL, "message: %s", rlx_exec_last_error(e));
-  rlx_exec_destroy(e);
-  rlx_graph_destroy(g);
-}
-
-/* Softmax and matmul forced to the host fallback: still exact, and the
- * dispatch report says so. */
-TEST(host_fallback) {
-  gcase c = block_case();
-  setenv("RLX_CUDA_HOST_OPS", "softmax,fused_matmul_bias_act", 1);
-  rlx_exec* e = test_compile_on(c.g, "cuda", NULL);
-  int ok = agree(&c, NULL, 1e-5, "host fallback");
-  unsetenv("RLX_CUDA_HOST_OPS");
-  CHECK(e && ok);
-  char* report = NULL;
-  CHECK_OK_E(e, rlx_exec_report(e, &report));
-  CHECK_MSG(strstr(report, "softmax") != NULL, "%s", report);
-  rlx_free(report);
-  rlx_exec_destroy(e);
   rlx_graph_destroy(c.g);
 }
 
@@ -650,15 +464,9 @@ static int cuda_available(void) {
 int main(void) {
   int avail = cuda_available();
   if (avail < 0) return 1;
-  if (avail == 0) return 0;
+  if (avail == 0) return 77;
   RUN(graph_replay_matches_cpu);
   RUN(eager_equals_graph);
-  RUN(sample_seed_per_run);
-  RUN(feed_handles);
-  RUN(active_extent_and_selection);
-  RUN(gather_index_error_recovers);
-  RUN(debug_nans_names_node);
-  RUN(host_fallback);
   RUN(multi_stream_ordering);
   RUN(tf32_opt_in);
   RUN(fast_paths_at_size);

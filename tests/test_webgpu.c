@@ -1,11 +1,10 @@
-/* WebGPU backend specifics (op-by-op numerics are test_parity's job): arena
- * binding windows and staged steps (run this binary with
- * RLX_WG_MAX_BINDING=4096 to force them: ctest's webgpu_windowed),
- * reruns with selective readback, handles fed on the device (whole output
- * and one row), active extent, run-time index errors that leave the
- * executable usable, the host fallback between GPU segments (reported in
- * the dispatch report), sub-word (f16 / bool) stores. Every result is
- * compared with the CPU backend on the same inputs.
+/* WebGPU backend specifics (op-by-op numerics are test_parity's job; what
+ * every device promises, test_contract's): arena binding windows and staged
+ * steps (run this binary with RLX_WG_MAX_BINDING=4096 to force them:
+ * ctest's webgpu_windowed), sub-word (f16 / bool) stores, the fast kernels,
+ * special values in softmax rows, GEMV shapes, the tiled matmul and the
+ * wide-head flash attention. Every result is compared with the CPU backend
+ * on the same inputs.
  *
  * Exit 77 (ctest SKIP) when the backend is not built or cannot start. */
 #include <math.h>
@@ -96,208 +95,6 @@ TEST(windows_and_staging_match_cpu) {
     CHECK(st.window_bytes == st.arena_bytes && st.staged_steps == 0);
   }
 #endif
-  rlx_exec_destroy(w);
-  rlx_exec_destroy(c);
-  rlx_graph_destroy(g);
-}
-
-/* Reruns with fresh inputs (records written once, reused), reading one of
- * two outputs. */
-TEST(reruns_and_selective_readback) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim xs[2] = {6, 13}, ws[2] = {13, 9}, bs[1] = {9};
-  rlx_tensor x, wt, b, h, y;
-  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_param(g, "w", RLX_F32, ws, 2, &wt);
-  rlx_graph_add_param(g, "b", RLX_F32, bs, 1, &b);
-  rlx_graph_add_fused_matmul_bias_act(g, x, wt, b, 0, 0, RLX_ACT_GELU, &h);
-  rlx_graph_add_softmax(g, h, -1, &y);
-  rlx_tensor outs[2] = {h, y};
-  rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
-  CHECK(w && c);
-  float xd[6 * 13], wd[13 * 9], bd[9];
-  test_seed(7);
-  test_fill_f32(wd, 13 * 9, -1, 1);
-  test_fill_f32(bd, 9, -1, 1);
-  rlx_exec* both[2] = {w, c};
-  for (int k = 0; k < 2; k++) {
-    CHECK_OK_E(both[k], rlx_exec_set_param(both[k], "w", RLX_F32, wd, sizeof wd));
-    CHECK_OK_E(both[k], rlx_exec_set_param(both[k], "b", RLX_F32, bd, sizeof bd));
-  }
-  int32_t sel = 1;
-  CHECK_OK_E(w, rlx_exec_select_outputs(w, &sel, 1));
-  for (int run = 0; run < 3; run++) {
-    test_fill_f32(xd, 6 * 13, -2, 2);
-    for (int k = 0; k < 2; k++) {
-      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, xs, 2, xd, sizeof xd));
-      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
-    }
-    CHECK(test_outputs_match(w, c, 1, 1e-5));
-  }
-  float tmp[6 * 9];
-  CHECK(rlx_exec_read_output(w, 0, RLX_F32, tmp, sizeof tmp) == RLX_FAILED_PRECONDITION);
-  rlx_exec_destroy(w);
-  rlx_exec_destroy(c);
-  rlx_graph_destroy(g);
-}
-
-/* state' = state * 0.5 + x fed back on the device each run, and one row of
- * a [3, 4] output fed into a [4] input. */
-TEST(feeds_on_the_device) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim s4[1] = {4}, s34[2] = {3, 4}, one[1] = {1};
-  rlx_tensor st, x, half, h, y, r, rr, big;
-  float half_f = 0.5f;
-  rlx_graph_add_input(g, "state", RLX_F32, s4, 1, &st);
-  rlx_graph_add_input(g, "x", RLX_F32, s4, 1, &x);
-  rlx_graph_add_input(g, "row", RLX_F32, s4, 1, &r);
-  rlx_graph_add_constant(g, RLX_F32, one, 1, &half_f, 4, &half);
-  rlx_graph_add_binary(g, RLX_BIN_MUL, st, half, &h);
-  rlx_graph_add_binary(g, RLX_BIN_ADD, h, x, &y);
-  rlx_graph_add_activation(g, RLX_ACT_NEG, r, &rr);
-  rlx_graph_add_expand(g, rr, s34, 2, &big);
-  rlx_tensor outs[2] = {y, big};
-  rlx_graph_set_outputs(g, outs, 2);
-  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
-  CHECK(w && c);
-  float st0[4] = {1, 2, 3, 4}, x0[4] = {0.25f, -1, 3, 0.5f}, row0[4] = {5, 6, 7, 8};
-  rlx_exec* both[2] = {w, c};
-  for (int k = 0; k < 2; k++) {
-    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "state", RLX_F32, s4, 1, st0, 16));
-    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s4, 1, x0, 16));
-    CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "row", RLX_F32, s4, 1, row0, 16));
-    CHECK_OK_E(both[k], rlx_exec_feed(both[k], "state", 0, -1));
-    CHECK_OK_E(both[k], rlx_exec_feed(both[k], "row", 1, 1));
-    for (int i = 0; i < 5; i++) CHECK_OK_E(both[k], rlx_exec_run(both[k]));
-  }
-  CHECK(test_outputs_match(w, c, 0, 0));
-  CHECK(test_outputs_match(w, c, 1, 0));
-  float row[4];
-  CHECK_OK_E(w, rlx_exec_read_output_row(w, 1, 2, RLX_F32, row, 16));
-  for (int i = 0; i < 4; i++) CHECK(row[i] == -row0[i]); /* negated an odd number of times */
-  rlx_exec_destroy(w);
-  rlx_exec_destroy(c);
-  rlx_graph_destroy(g);
-}
-
-/* Compiled at n = 8, run at 3, 5, 8 and 3 again. */
-TEST(active_extent) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim n;
-  rlx_graph_symbol(g, "n", &n);
-  rlx_dim xs[2] = {n, 6};
-  rlx_tensor x, y, z;
-  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_log_softmax(g, x, -1, &y);
-  int32_t axes[1] = {1};
-  rlx_graph_add_reduce(g, RLX_RED_MAX, y, axes, 1, 0, &z);
-  rlx_tensor outs[2] = {y, z};
-  rlx_graph_set_outputs(g, outs, 2);
-  const char* names[1] = {"n"};
-  int64_t sizes[1] = {8};
-  rlx_compile_options o;
-  rlx_compile_options_init(&o);
-  o.symbol_names = names;
-  o.symbol_sizes = sizes;
-  o.n_symbols = 1;
-  o.extent_symbol = "n";
-  rlx_exec *w = test_compile_on(g, "webgpu", &o), *c = test_compile_on(g, "cpu", &o);
-  CHECK(w && c);
-  const int64_t extents[4] = {3, 5, 8, 3};
-  float xd[8 * 6];
-  for (int t = 0; t < 4; t++) {
-    int64_t m = extents[t];
-    test_fill_f32(xd, m * 6, -3, 3);
-    rlx_dim s[2] = {m, 6};
-    rlx_exec* both[2] = {w, c};
-    for (int k = 0; k < 2; k++) {
-      CHECK_OK_E(both[k], rlx_exec_set_active_extent(both[k], m));
-      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s, 2, xd,
-                                             sizeof(float) * (size_t)(m * 6)));
-      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
-    }
-    int64_t shape[8];
-    int32_t rank;
-    CHECK_OK_E(w, rlx_exec_output_type(w, 1, NULL, &rank, shape));
-    CHECK(rank == 1 && shape[0] == m);
-    CHECK(test_outputs_match(w, c, 0, 1e-5));
-    CHECK(test_outputs_match(w, c, 1, 1e-5));
-  }
-  rlx_exec_destroy(w);
-  rlx_exec_destroy(c);
-  rlx_graph_destroy(g);
-}
-
-/* An out-of-range gather index fails the run naming the node; a good index
- * afterwards runs fine on the same executable. */
-TEST(bad_index_is_an_error_not_a_crash) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim ds[2] = {5, 3}, is[1] = {2};
-  rlx_tensor d, i, y;
-  rlx_graph_add_input(g, "data", RLX_F32, ds, 2, &d);
-  rlx_graph_add_input(g, "idx", RLX_I64, is, 1, &i);
-  rlx_graph_add_gather(g, d, i, 0, &y);
-  rlx_graph_set_name(g, y, "lookup");
-  rlx_graph_set_outputs(g, &y, 1);
-  rlx_exec* w = test_compile_on(g, "webgpu", NULL);
-  CHECK(w != NULL);
-  float dd[15];
-  for (int k = 0; k < 15; k++) dd[k] = (float)k;
-  int64_t bad[2] = {1, 5}, good[2] = {-1, 2};
-  CHECK_OK_E(w, rlx_exec_set_input(w, "data", RLX_F32, ds, 2, dd, sizeof dd));
-  CHECK_OK_E(w, rlx_exec_set_input(w, "idx", RLX_I64, is, 1, bad, sizeof bad));
-  CHECK(rlx_exec_run(w) == RLX_OUT_OF_RANGE);
-  CHECK_MSG(strstr(rlx_exec_last_error(w), "lookup") && strstr(rlx_exec_last_error(w), "5"), "%s",
-            rlx_exec_last_error(w));
-  CHECK_OK_E(w, rlx_exec_set_input(w, "idx", RLX_I64, is, 1, good, sizeof good));
-  CHECK_OK_E(w, rlx_exec_run(w));
-  float out[6];
-  CHECK_OK_E(w, rlx_exec_read_output(w, 0, RLX_F32, out, sizeof out));
-  for (int k = 0; k < 3; k++) CHECK(out[k] == dd[12 + k] && out[3 + k] == dd[6 + k]);
-  rlx_exec_destroy(w);
-  rlx_graph_destroy(g);
-}
-
-/* Sample has no WGSL kernel: it runs on the host between two GPU segments
- * (softmax before, a cast after), the dispatch report says so, and the
- * tokens equal the CPU's for each seed. */
-TEST(host_fallback_between_segments) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim s[2] = {7, 40};
-  rlx_tensor x, p, tok, tf;
-  rlx_graph_add_input(g, "x", RLX_F32, s, 2, &x);
-  rlx_graph_add_log_softmax(g, x, -1, &p);
-  rlx_graph_add_sample(g, p, 8, 0.9f, 0.7f, &tok);
-  rlx_graph_add_cast(g, tok, RLX_F32, &tf);
-  rlx_graph_set_outputs(g, &tf, 1);
-  rlx_exec *w = test_compile_on(g, "webgpu", NULL), *c = test_compile_on(g, "cpu", NULL);
-  CHECK(w && c);
-  char* report = NULL;
-  CHECK_OK_E(w, rlx_exec_report(w, &report));
-  const char* line = strstr(report, "sample");
-  CHECK_MSG(line != NULL, "%s", report);
-  int native = -1, fused = -1, decomposed = -1, host = -1;
-  CHECK(sscanf(line, "sample %d %d %d %d", &native, &fused, &decomposed, &host) == 4);
-  CHECK_MSG(host == 1 && native == 0, "%s", report);
-  free(report);
-  float xd[7 * 40];
-  test_seed(5);
-  test_fill_f32(xd, 7 * 40, -3, 3);
-  for (uint64_t seed = 1; seed <= 3; seed++) {
-    rlx_exec* both[2] = {w, c};
-    for (int k = 0; k < 2; k++) {
-      CHECK_OK_E(both[k], rlx_exec_set_input(both[k], "x", RLX_F32, s, 2, xd, sizeof xd));
-      CHECK_OK_E(both[k], rlx_exec_set_seed(both[k], seed * 104729));
-      CHECK_OK_E(both[k], rlx_exec_run(both[k]));
-    }
-    CHECK(test_outputs_match(w, c, 0, 0));
-  }
   rlx_exec_destroy(w);
   rlx_exec_destroy(c);
   rlx_graph_destroy(g);
@@ -695,11 +492,6 @@ TEST(flash_attention_wide_heads) {
 int main(void) {
   if (!webgpu_available()) return 77;
   RUN(windows_and_staging_match_cpu);
-  RUN(reruns_and_selective_readback);
-  RUN(feeds_on_the_device);
-  RUN(active_extent);
-  RUN(bad_index_is_an_error_not_a_crash);
-  RUN(host_fallback_between_segments);
   RUN(subword_stores);
   RUN(fast_kernels_match_cpu);
   RUN(softmax_rows_special_values);

@@ -148,48 +148,49 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   return tiles;
 }
 
+/* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h). */
+static const rlx_vk_pipe k_kind_pipe[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_VK_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 /* Work items and whether they are invocations (64 per group) or groups. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   *per_group = 64;
+  if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_pipe[s->kernel] == RLX_VK_PIPE_COUNT) return -1;
+  *pipe = k_kind_pipe[s->kernel];
   switch (s->kernel) {
     case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
-      *pipe = RLX_VK_PIPE_ELTWISE;
       return rlx_view_numel(&s->out[0]);
     case RLX_K_MATMUL: *per_group = 1; return matmul_plan(s, pipe);
-    case RLX_K_REDUCE: *pipe = RLX_VK_PIPE_REDUCE; *per_group = 1; return s->p.reduce.outer;
+    case RLX_K_REDUCE: *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:
-      *pipe = RLX_VK_PIPE_SOFTMAX;
       *per_group = 1;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
-      *pipe = s->kernel == RLX_K_CUMSUM ? RLX_VK_PIPE_CUMSUM : RLX_VK_PIPE_ARGREDUCE;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_TOPK:
-      *pipe = RLX_VK_PIPE_TOPK;
       return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
     case RLX_K_GATHER:
-      *pipe = RLX_VK_PIPE_GATHER;
       return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;
       int64_t n = 1;
       for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
-      *pipe = RLX_VK_PIPE_SCATTER;
       return n;
     }
-    case RLX_K_NORM: *pipe = RLX_VK_PIPE_NORM; *per_group = 1; return s->p.norm.rows;
+    case RLX_K_NORM: *per_group = 1; return s->p.norm.rows;
     case RLX_K_ATTENTION: {
       const rlx_attention_params* p = &s->p.attn;
-      *pipe = RLX_VK_PIPE_ATTENTION;
       *per_group = 1;
       return p->B * p->H * p->Sq;
     }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
-      *pipe = RLX_VK_PIPE_ROPE;
       return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
     }
-    case RLX_K_SAMPLE: *pipe = RLX_VK_PIPE_SAMPLE; *per_group = 1; return s->p.sample.rows;
+    case RLX_K_SAMPLE: *per_group = 1; return s->p.sample.rows;
     default: return -1;
   }
 }

@@ -60,57 +60,57 @@ static int stores_subword(const rlx_step* s) {
   return 0;
 }
 
+/* Generic kernel per kernel kind (RLX_WG_KIND_* rows in wg_internal.h). */
+static const rlx_wg_kernel k_kind_kernel[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_WG_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 /* Work items of the step and whether each is one invocation (64 per
  * workgroup) or one workgroup. -1: no kernel for this kind. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   *per_group = 64;
+  if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_kernel[s->kernel] == RLX_WG_KERNEL_COUNT)
+    return -1;
+  *k = k_kind_kernel[s->kernel];
   switch (s->kernel) {
     case RLX_K_COPY: case RLX_K_BINARY: case RLX_K_COMPARE: case RLX_K_WHERE: case RLX_K_UNARY:
-      *k = RLX_WG_ELTWISE;
       return rlx_view_numel(&s->out[0]);
     case RLX_K_MATMUL: {
       const rlx_matmul_params* p = &s->p.mm;
-      *k = RLX_WG_MATMUL;
       *per_group = 1;
       return p->batch * ((p->M + 15) / 16) * ((p->N + 15) / 16);
     }
-    case RLX_K_REDUCE: *k = RLX_WG_REDUCE; *per_group = 1; return s->p.reduce.outer;
+    case RLX_K_REDUCE: *per_group = 1; return s->p.reduce.outer;
     case RLX_K_SOFTMAX:
-      *k = RLX_WG_SOFTMAX;
       *per_group = 1;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_ARG_REDUCE:
-      *k = RLX_WG_ARG;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_CUMSUM:
-      *k = RLX_WG_CUMSUM;
       return s->p.rowop.row.outer * s->p.rowop.row.inner;
     case RLX_K_TOPK:
-      *k = RLX_WG_TOPK;
       return s->p.rowop.row.outer * s->p.rowop.row.n * s->p.rowop.row.inner;
     case RLX_K_GATHER:
-      *k = RLX_WG_GATHER;
       return s->p.gather.outer * s->p.gather.n_idx * s->p.gather.inner;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;
       int64_t n = 1;
       for (int32_t d = 0; d < p->rank; d++) n *= d == p->axis ? p->axis_len : p->shape[d];
-      *k = RLX_WG_SCATTER;
       return n;
     }
-    case RLX_K_NORM: *k = RLX_WG_NORM; *per_group = 1; return s->p.norm.rows;
+    case RLX_K_NORM: *per_group = 1; return s->p.norm.rows;
     case RLX_K_ATTENTION: {
       const rlx_attention_params* p = &s->p.attn;
-      *k = RLX_WG_ATTENTION;
       *per_group = 1;
       return p->B * p->H * p->Sq;
     }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
-      *k = RLX_WG_ROPE;
       return p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot);
     }
-    default: return -1; /* RLX_K_SAMPLE, RLX_K_HOST */
+    default: return -1;
   }
 }
 

@@ -1117,15 +1117,36 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 
 /* ------------------------------------------------------------ dispatch */
 
+/* Fast path of each kernel kind (src/backends/kernels.def); NULL: the
+ * reference runs every step of that kind. A fast path may still decline a
+ * step (returns 0) and leave it to the reference. */
+#define RLX_FAST_KIND_COPY NULL
+#define RLX_FAST_KIND_BINARY fast_elementwise
+#define RLX_FAST_KIND_COMPARE NULL
+#define RLX_FAST_KIND_WHERE NULL
+#define RLX_FAST_KIND_UNARY fast_elementwise
+#define RLX_FAST_KIND_MATMUL fast_matmul
+#define RLX_FAST_KIND_REDUCE NULL
+#define RLX_FAST_KIND_ARG_REDUCE NULL
+#define RLX_FAST_KIND_SOFTMAX fast_softmax
+#define RLX_FAST_KIND_CUMSUM NULL
+#define RLX_FAST_KIND_TOPK NULL
+#define RLX_FAST_KIND_GATHER NULL
+#define RLX_FAST_KIND_SCATTER_ADD NULL
+#define RLX_FAST_KIND_NORM fast_norm
+#define RLX_FAST_KIND_ATTENTION fast_attention
+#define RLX_FAST_KIND_ROPE NULL
+#define RLX_FAST_KIND_SAMPLE NULL
+#define RLX_FAST_KIND_HOST NULL
+
+typedef int (*fast_fn)(rlx_cpu_fast*, uint8_t*, const rlx_step*);
+static const fast_fn k_kind_fast[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_FAST_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
-  if (!f || !arena || !s) return 0;
-  switch (s->kernel) {
-    case RLX_K_MATMUL: return fast_matmul(f, arena, s);
-    case RLX_K_BINARY:
-    case RLX_K_UNARY: return fast_elementwise(f, arena, s);
-    case RLX_K_SOFTMAX: return fast_softmax(f, arena, s);
-    case RLX_K_NORM: return fast_norm(f, arena, s);
-    case RLX_K_ATTENTION: return fast_attention(f, arena, s);
-    default: return 0;
-  }
+  if (!f || !arena || !s || (unsigned)s->kernel >= RLX_K_COUNT || !k_kind_fast[s->kernel]) return 0;
+  return k_kind_fast[s->kernel](f, arena, s);
 }

@@ -504,16 +504,45 @@ rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
   }
 }
 
+static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                            rlx_error* err) {
+  (void)arena;
+  (void)ctx;
+  return rlx_fail(err, RLX_INTERNAL, "node %d: host step reached the CPU backend", s->node);
+}
+
+/* The reference's entry of each kernel kind (src/backends/kernels.def): the
+ * oracle has every kind, so a kind without a row here does not compile. */
+#define RLX_REF_KIND_COPY rlx_ref_basic
+#define RLX_REF_KIND_BINARY rlx_ref_basic
+#define RLX_REF_KIND_COMPARE rlx_ref_basic
+#define RLX_REF_KIND_WHERE rlx_ref_basic
+#define RLX_REF_KIND_UNARY rlx_ref_basic
+#define RLX_REF_KIND_MATMUL rlx_ref_nn
+#define RLX_REF_KIND_REDUCE rlx_ref_basic
+#define RLX_REF_KIND_ARG_REDUCE rlx_ref_basic
+#define RLX_REF_KIND_SOFTMAX rlx_ref_basic
+#define RLX_REF_KIND_CUMSUM rlx_ref_basic
+#define RLX_REF_KIND_TOPK rlx_ref_basic
+#define RLX_REF_KIND_GATHER rlx_ref_basic
+#define RLX_REF_KIND_SCATTER_ADD rlx_ref_basic
+#define RLX_REF_KIND_NORM rlx_ref_nn
+#define RLX_REF_KIND_ATTENTION rlx_ref_nn
+#define RLX_REF_KIND_ROPE rlx_ref_nn
+#define RLX_REF_KIND_SAMPLE rlx_ref_nn
+#define RLX_REF_KIND_HOST host_step
+
+typedef rlx_status (*ref_fn)(uint8_t*, const rlx_step*, const rlx_run_ctx*, rlx_error*);
+static const ref_fn k_kind_run[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_REF_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 rlx_status rlx_ref_run_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                             rlx_error* err) {
-  switch (s->kernel) {
-    case RLX_K_MATMUL:
-    case RLX_K_NORM:
-    case RLX_K_ATTENTION:
-    case RLX_K_ROPE:
-    case RLX_K_SAMPLE: return rlx_ref_nn(arena, s, ctx, err);
-    case RLX_K_HOST:
-      return rlx_fail(err, RLX_INTERNAL, "node %d: host step reached the CPU backend", s->node);
-    default: return rlx_ref_basic(arena, s, ctx, err);
-  }
+  if ((unsigned)s->kernel >= RLX_K_COUNT)
+    return rlx_fail(err, RLX_INTERNAL, "reference: node %d has unknown kernel kind %d", s->node,
+                    (int)s->kernel);
+  return k_kind_run[s->kernel](arena, s, ctx, err);
 }

@@ -133,6 +133,21 @@ RLX_HD int64_t rlx_int_pow(int64_t a, int64_t b) {
   return (int64_t)r;
 }
 
+/* Activations with an exact integer form: on integer dtypes these run in
+ * int64 (wrapping negation) instead of through float. */
+RLX_HD int rlx_act_has_int_form(int act) {
+  return act == RLX_ACT_NEG || act == RLX_ACT_ABS || act == RLX_ACT_RELU || act == RLX_ACT_ROUND;
+}
+
+RLX_HD int64_t rlx_act_i64(int act, int64_t x) {
+  switch (act) {
+    case RLX_ACT_NEG: return (int64_t)(0 - (uint64_t)x);
+    case RLX_ACT_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case RLX_ACT_RELU: return x < 0 ? 0 : x;
+    default: return x; /* RLX_ACT_ROUND: integers are already whole */
+  }
+}
+
 /* Division truncates toward zero; x / 0 = 0 (no trap, as no GPU traps). */
 RLX_HD int64_t rlx_int_binary(int op, int64_t a, int64_t b) {
   switch (op) {

@@ -146,14 +146,8 @@ static rlx_status run_elementwise(uint8_t* arena, const rlx_step* s, rlx_error* 
         else copy_element(o, ot, oi, c, s->in[2].dtype, ci);
         break;
       case RLX_K_UNARY: {
-        if (ints && (s->op == RLX_ACT_NEG || s->op == RLX_ACT_ABS || s->op == RLX_ACT_RELU ||
-                     s->op == RLX_ACT_ROUND)) {
-          int64_t x = rlx_load_i64(a, at, ai);
-          int64_t y = s->op == RLX_ACT_NEG ? (int64_t)(0 - (uint64_t)x)
-                      : s->op == RLX_ACT_ABS ? (x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
-                      : s->op == RLX_ACT_RELU ? (x < 0 ? 0 : x)
-                                              : x;
-          rlx_store_i64(o, ot, oi, y);
+        if (ints && rlx_act_has_int_form(s->op)) {
+          rlx_store_i64(o, ot, oi, rlx_act_i64(s->op, rlx_load_i64(a, at, ai)));
         } else {
           rlx_store_f64(o, ot, oi, rlx_ref_activation(s->op, rlx_load_f64(a, at, ai)));
         }

@@ -38,14 +38,8 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
     }
     case 4: { /* RLX_K_UNARY */
       int op = p.op;
-      if (is_intlike(at_) && (op == RLX_ACT_NEG || op == RLX_ACT_ABS || op == RLX_ACT_RELU ||
-                              op == RLX_ACT_ROUND)) {
-        int64_t x = ld_i64(a, at_, ii[0]);
-        int64_t y = op == RLX_ACT_NEG   ? (int64_t)(0 - (uint64_t)x)
-                    : op == RLX_ACT_ABS ? (x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
-                    : op == RLX_ACT_RELU ? (x < 0 ? 0 : x)
-                                         : x;
-        st_i64(o, p.odt, oi, y);
+      if (is_intlike(at_) && rlx_act_has_int_form(op)) {
+        st_i64(o, p.odt, oi, rlx_act_i64(op, ld_i64(a, at_, ii[0])));
       } else {
         st_f64(o, p.odt, oi, act_f64(op, ld_f64(a, at_, ii[0])));
       }

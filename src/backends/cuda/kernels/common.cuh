@@ -123,27 +123,9 @@ RLXK_DEV void copy_elem(char* o, int ot, int64_t oi, const char* s, int stt, int
   }
 }
 
-/* ------------------------------------------------------------ scalar ops */
-
-/* The reference's definitions (base/scalar_math.h), under the names and
- * overloads the kernel families call. */
-RLXK_DEV double act_f64(int act, double x) { return rlx_act_f64(act, x); }
-RLXK_DEV float act_f32(int act, float x) { return rlx_act_f32(act, x); }
-RLXK_DEV int64_t int_binary(int op, int64_t a, int64_t b) { return rlx_int_binary(op, a, b); }
-
-template <typename T>
-RLXK_DEV T binary_op(int op, T a, T b);
-template <>
-RLXK_DEV double binary_op<double>(int op, double a, double b) { return rlx_binary_f64(op, a, b); }
-template <>
-RLXK_DEV float binary_op<float>(int op, float a, float b) { return rlx_binary_f32(op, a, b); }
-
-template <typename T>
-RLXK_DEV int compare_op(int op, T a, T b);
-template <>
-RLXK_DEV int compare_op<double>(int op, double a, double b) { return rlx_compare_f64(op, a, b); }
-template <>
-RLXK_DEV int compare_op<int64_t>(int op, int64_t a, int64_t b) { return rlx_compare_i64(op, a, b); }
+/* Scalar ops (activations, binary, compare, integer ops, saturating casts)
+ * are the reference's own definitions: base/scalar_math.h, called as
+ * rlx_act_f32, rlx_binary_f64, rlx_int_binary, ... */
 
 /* ------------------------------------------------------------ reductions */
 

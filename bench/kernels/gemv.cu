@@ -82,7 +82,7 @@ __global__ void lab_gemv_finish(char* arena, rlxk_mm p) {
     float s = 0.0f;
     for (int k = 0; k < p.ksplit; k++) s += part[(int64_t)k * p.N + n];
     if (p.has_bias) s += ld_f32(at(arena, p.biasoff), p.biasdt, n);
-    st_f32(C, p.cdt, n, act_f32(p.act, s));
+    st_f32(C, p.cdt, n, rlx_act_f32(p.act, s));
   }
 }
 

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/scalar_math.h"
+
 size_t rlx_dtype_size(rlx_dtype t) {
   switch (t) {
     case RLX_F32: case RLX_I32: return 4;
@@ -72,24 +74,17 @@ double rlx_load_f64(const void* base, rlx_dtype t, int64_t i) {
   }
 }
 
-static int64_t saturate(double v, double lo, double hi) {
-  if (isnan(v)) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
-  return (int64_t)v; /* truncation toward zero, as C casts and numpy astype */
-}
-
 void rlx_store_f64(void* base, rlx_dtype t, int64_t i, double v) {
   switch (t) {
     case RLX_F32: ((float*)base)[i] = (float)v; break;
     case RLX_F16: ((uint16_t*)base)[i] = rlx_f32_to_f16((float)v); break;
     case RLX_BF16: ((uint16_t*)base)[i] = rlx_f32_to_bf16((float)v); break;
     case RLX_F64: ((double*)base)[i] = v; break;
-    case RLX_I8: ((int8_t*)base)[i] = (int8_t)saturate(v, -128, 127); break;
-    case RLX_U8: ((uint8_t*)base)[i] = (uint8_t)saturate(v, 0, 255); break;
-    case RLX_I32: ((int32_t*)base)[i] = (int32_t)saturate(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I8: ((int8_t*)base)[i] = (int8_t)rlx_saturate_i64(v, -128, 127); break;
+    case RLX_U8: ((uint8_t*)base)[i] = (uint8_t)rlx_saturate_i64(v, 0, 255); break;
+    case RLX_I32: ((int32_t*)base)[i] = (int32_t)rlx_saturate_i64(v, -2147483648.0, 2147483647.0); break;
     case RLX_I64:
-      ((int64_t*)base)[i] = saturate(v, -9223372036854775808.0, 9223372036854774784.0);
+      ((int64_t*)base)[i] = rlx_saturate_i64(v, RLX_I64_LO, RLX_I64_HI);
       break;
     case RLX_BOOL: ((uint8_t*)base)[i] = v != 0; break;
     default: break;
@@ -102,7 +97,7 @@ int64_t rlx_load_i64(const void* base, rlx_dtype t, int64_t i) {
     case RLX_U8: case RLX_BOOL: return ((const uint8_t*)base)[i];
     case RLX_I32: return ((const int32_t*)base)[i];
     case RLX_I64: return ((const int64_t*)base)[i];
-    default: return saturate(rlx_load_f64(base, t, i), -9223372036854775808.0, 9223372036854774784.0);
+    default: return rlx_saturate_i64(rlx_load_f64(base, t, i), RLX_I64_LO, RLX_I64_HI);
   }
 }
 

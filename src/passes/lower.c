@@ -16,10 +16,11 @@
 /* ------------------------------------------------------------------ steps */
 
 const char* rlx_kernel_name(rlx_kernel k) {
-  static const char* names[RLX_K_COUNT] = {
-      "copy",   "binary",    "compare", "where",       "unary", "matmul",
-      "reduce", "arg_reduce", "softmax", "cumsum",     "topk",  "gather",
-      "scatter_add", "norm", "attention", "rope",      "sample", "host"};
+  static const char* const names[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = #name,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+  };
   return (unsigned)k < RLX_K_COUNT ? names[k] : "?";
 }
 

@@ -20,32 +20,12 @@
 #include "ir/graph.h"
 #include "passes/plan.h"
 
+/* One kind per entry of src/backends/kernels.def (each kind's contract is
+ * written there). */
 typedef enum rlx_kernel {
-  RLX_K_COPY,        /* out[i] = convert(in0[i]); in0 aligned; out may be strided.
-                        Cast, Transpose, Narrow, Expand, Reverse, Concat (one step
-                        per input), ScatterAdd's base copy. */
-  RLX_K_BINARY,      /* out = op(in0, in1); aligned; op = rlx_binary_op */
-  RLX_K_COMPARE,     /* out(bool) = op(in0, in1); aligned; op = rlx_compare_op */
-  RLX_K_WHERE,       /* out = in0 ? in1 : in2; aligned */
-  RLX_K_UNARY,       /* out = act(in0); aligned; op = rlx_activation */
-  RLX_K_MATMUL,      /* p.mm; in0 = A, in1 = B, in2 = bias (optional) */
-  RLX_K_REDUCE,      /* p.reduce; op = rlx_reduce_op */
-  RLX_K_ARG_REDUCE,  /* p.row; op = 0 argmax, 1 argmin; out i64 [outer, inner] */
-  RLX_K_SOFTMAX,     /* p.row; op = 0 softmax, 1 log-softmax */
-  RLX_K_CUMSUM,      /* p.row + p.cumsum */
-  RLX_K_TOPK,        /* p.row + p.topk; out0 values, out1 i64 indices [outer,k,inner] */
-  RLX_K_GATHER,      /* p.gather; in0 data, in1 indices (i32/i64) */
-  RLX_K_SCATTER_ADD, /* p.scatter; in0 = idx, in1 = src (both dense, idx shape);
-                        accumulates into out0 (already holding the base: a COPY
-                        step precedes it). */
-  RLX_K_NORM,        /* p.norm; ins: x, residual, bias, gamma, beta (absent ones
-                        have rank -1); outs: norm, sum (sum only if writes_sum) */
-  RLX_K_ATTENTION,   /* p.attn; in0 q, in1 k, in2 v, in3 mask/bias (optional) */
-  RLX_K_ROPE,        /* p.rope; in0 x, in1 cos, in2 sin */
-  RLX_K_SAMPLE,      /* p.sample; in0 logits [rows, vocab] dense; out i64 [rows] */
-  RLX_K_HOST,        /* host fallback: run node `node` with the CPU reference
-                        against the arena (GPU backends download the read ranges,
-                        run, upload the write ranges) */
+#define RLX_KERNEL(id, name, params, meaning) RLX_K_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
   RLX_K_COUNT
 } rlx_kernel;
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "base/scalar_math.h"
 
 /* ------------------------------------------------------------ vector basics */
 
@@ -196,31 +197,8 @@ FAST_INLINE vf vgelu_erf(const vf* px) {
 
 /* ------------------------------------------------------------ elementwise ops */
 
-/* Float formulas of rlx_ref_activation (same definitions, float libm). */
-static float act_scalar(int act, float x) {
-  switch (act) {
-    case RLX_ACT_NONE: return x;
-    case RLX_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case RLX_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case RLX_ACT_TANH: return tanhf(x);
-    case RLX_ACT_EXP: return expf(x);
-    case RLX_ACT_LOG: return logf(x);
-    case RLX_ACT_SQRT: return sqrtf(x);
-    case RLX_ACT_RSQRT: return 1.0f / sqrtf(x);
-    case RLX_ACT_NEG: return -x;
-    case RLX_ACT_ABS: return fabsf(x);
-    case RLX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case RLX_ACT_GELU_APPROX:
-      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case RLX_ACT_SILU: return x / (1.0f + expf(-x));
-    case RLX_ACT_ROUND: return rintf(x); /* default rounding: half to even */
-    case RLX_ACT_SIN: return sinf(x);
-    case RLX_ACT_COS: return cosf(x);
-    case RLX_ACT_TAN: return tanf(x);
-    case RLX_ACT_ATAN: return atanf(x);
-    default: return NAN;
-  }
-}
+/* Float formulas of rlx_ref_activation (base/scalar_math.h). */
+static float act_scalar(int act, float x) { return rlx_act_f32(act, x); }
 
 static int act_has_vector(int act) {
   switch (act) {
@@ -294,18 +272,7 @@ FAST_INLINE void unary_run_impl(int act, float* o, const float* a, int64_t sa, i
 SIMD_VARIANTS(unary_run, (int act, float* o, const float* a, int64_t sa, int64_t n),
               (act, o, a, sa, n))
 
-static float binary_scalar(int op, float a, float b) {
-  switch (op) {
-    case RLX_BIN_ADD: return a + b;
-    case RLX_BIN_SUB: return a - b;
-    case RLX_BIN_MUL: return a * b;
-    case RLX_BIN_DIV: return a / b;
-    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case RLX_BIN_POW: return powf(a, b);
-    default: return NAN;
-  }
-}
+static float binary_scalar(int op, float a, float b) { return rlx_binary_f32(op, a, b); }
 
 FAST_INLINE vf binary_vector(int op, const vf* pa, const vf* pb) {
   vf a = *pa, b = *pb;
@@ -1150,15 +1117,36 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 
 /* ------------------------------------------------------------ dispatch */
 
+/* Fast path of each kernel kind (src/backends/kernels.def); NULL: the
+ * reference runs every step of that kind. A fast path may still decline a
+ * step (returns 0) and leave it to the reference. */
+#define RLX_FAST_KIND_COPY NULL
+#define RLX_FAST_KIND_BINARY fast_elementwise
+#define RLX_FAST_KIND_COMPARE NULL
+#define RLX_FAST_KIND_WHERE NULL
+#define RLX_FAST_KIND_UNARY fast_elementwise
+#define RLX_FAST_KIND_MATMUL fast_matmul
+#define RLX_FAST_KIND_REDUCE NULL
+#define RLX_FAST_KIND_ARG_REDUCE NULL
+#define RLX_FAST_KIND_SOFTMAX fast_softmax
+#define RLX_FAST_KIND_CUMSUM NULL
+#define RLX_FAST_KIND_TOPK NULL
+#define RLX_FAST_KIND_GATHER NULL
+#define RLX_FAST_KIND_SCATTER_ADD NULL
+#define RLX_FAST_KIND_NORM fast_norm
+#define RLX_FAST_KIND_ATTENTION fast_attention
+#define RLX_FAST_KIND_ROPE NULL
+#define RLX_FAST_KIND_SAMPLE NULL
+#define RLX_FAST_KIND_HOST NULL
+
+typedef int (*fast_fn)(rlx_cpu_fast*, uint8_t*, const rlx_step*);
+static const fast_fn k_kind_fast[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_FAST_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
-  if (!f || !arena || !s) return 0;
-  switch (s->kernel) {
-    case RLX_K_MATMUL: return fast_matmul(f, arena, s);
-    case RLX_K_BINARY:
-    case RLX_K_UNARY: return fast_elementwise(f, arena, s);
-    case RLX_K_SOFTMAX: return fast_softmax(f, arena, s);
-    case RLX_K_NORM: return fast_norm(f, arena, s);
-    case RLX_K_ATTENTION: return fast_attention(f, arena, s);
-    default: return 0;
-  }
+  if (!f || !arena || !s || (unsigned)s->kernel >= RLX_K_COUNT || !k_kind_fast[s->kernel]) return 0;
+  return k_kind_fast[s->kernel](f, arena, s);
 }

@@ -14,58 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/scalar_math.h"
 #include "ir/dtype.h"
 
 /* ------------------------------------------------------------------ scalars */
 
-static double round_half_even(double x) {
-  if (!isfinite(x)) return x;
-  double r = floor(x), diff = x - r;
-  if (diff > 0.5) return r + 1.0;
-  if (diff < 0.5) return r;
-  return fmod(r, 2.0) == 0.0 ? r : r + 1.0;
-}
+/* The scalar definitions are shared with the fast paths and CUDA
+ * (base/scalar_math.h); these wrappers are the reference's entry points. */
+double rlx_ref_activation(int act, double x) { return rlx_act_f64(act, x); }
 
-double rlx_ref_activation(int act, double x) {
-  switch (act) {
-    case RLX_ACT_NONE: return x;
-    case RLX_ACT_RELU: return x < 0 ? 0.0 : x; /* NaN passes through */
-    case RLX_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case RLX_ACT_TANH: return tanh(x);
-    case RLX_ACT_EXP: return exp(x);
-    case RLX_ACT_LOG: return log(x);
-    case RLX_ACT_SQRT: return sqrt(x);
-    case RLX_ACT_RSQRT: return 1.0 / sqrt(x);
-    case RLX_ACT_NEG: return -x;
-    case RLX_ACT_ABS: return fabs(x);
-    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case RLX_ACT_GELU_APPROX: {
-      const double k = 0.79788456080286535588; /* sqrt(2/pi) */
-      return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    case RLX_ACT_SILU: return x / (1.0 + exp(-x));
-    case RLX_ACT_ROUND: return round_half_even(x);
-    case RLX_ACT_SIN: return sin(x);
-    case RLX_ACT_COS: return cos(x);
-    case RLX_ACT_TAN: return tan(x);
-    case RLX_ACT_ATAN: return atan(x);
-    default: return NAN;
-  }
-}
-
-double rlx_ref_binary(int op, double a, double b) {
-  switch (op) {
-    case RLX_BIN_ADD: return a + b;
-    case RLX_BIN_SUB: return a - b;
-    case RLX_BIN_MUL: return a * b;
-    case RLX_BIN_DIV: return a / b;
-    /* torch.maximum / minimum: NaN in either operand gives NaN. */
-    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case RLX_BIN_POW: return pow(a, b);
-    default: return NAN;
-  }
-}
+double rlx_ref_binary(int op, double a, double b) { return rlx_binary_f64(op, a, b); }
 
 static uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -83,59 +41,6 @@ double rlx_rand_uniform(uint64_t seed, uint64_t counter) {
 
 static int is_intlike(rlx_dtype t) {
   return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
-}
-
-/* Integer binary ops in int64 with wrap-around (computed unsigned: signed
- * overflow must not be UB). Div truncates toward zero; x/0 = 0. */
-static int64_t int_pow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, base = (uint64_t)a;
-  while (b) {
-    if (b & 1) r *= base;
-    base *= base;
-    b >>= 1;
-  }
-  return (int64_t)r;
-}
-
-static int64_t int_binary(int op, int64_t a, int64_t b) {
-  switch (op) {
-    case RLX_BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case RLX_BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case RLX_BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case RLX_BIN_DIV:
-      if (b == 0) return 0;
-      if (b == -1) return (int64_t)(0 - (uint64_t)a); /* INT64_MIN / -1 wraps */
-      return a / b;
-    case RLX_BIN_MAX: return a > b ? a : b;
-    case RLX_BIN_MIN: return a < b ? a : b;
-    case RLX_BIN_POW: return int_pow(a, b);
-    default: return 0;
-  }
-}
-
-static int compare_f64(int op, double a, double b) {
-  switch (op) {
-    case RLX_CMP_EQ: return a == b;
-    case RLX_CMP_NE: return a != b;
-    case RLX_CMP_LT: return a < b;
-    case RLX_CMP_LE: return a <= b;
-    case RLX_CMP_GT: return a > b;
-    case RLX_CMP_GE: return a >= b;
-    default: return 0;
-  }
-}
-
-static int compare_i64(int op, int64_t a, int64_t b) {
-  switch (op) {
-    case RLX_CMP_EQ: return a == b;
-    case RLX_CMP_NE: return a != b;
-    case RLX_CMP_LT: return a < b;
-    case RLX_CMP_LE: return a <= b;
-    case RLX_CMP_GT: return a > b;
-    case RLX_CMP_GE: return a >= b;
-    default: return 0;
-  }
 }
 
 /* ------------------------------------------------------------------ strided walk */
@@ -226,29 +131,23 @@ static rlx_status run_elementwise(uint8_t* arena, const rlx_step* s, rlx_error* 
     switch (s->kernel) {
       case RLX_K_COPY: copy_element(o, ot, oi, a, at, ai); break;
       case RLX_K_BINARY:
-        if (ints) rlx_store_i64(o, ot, oi, int_binary(s->op, rlx_load_i64(a, at, ai),
+        if (ints) rlx_store_i64(o, ot, oi, rlx_int_binary(s->op, rlx_load_i64(a, at, ai),
                                                       rlx_load_i64(b, bt, bi)));
         else rlx_store_f64(o, ot, oi, rlx_ref_binary(s->op, rlx_load_f64(a, at, ai),
                                                     rlx_load_f64(b, bt, bi)));
         break;
       case RLX_K_COMPARE:
         rlx_store_i64(o, ot, oi,
-                      ints ? compare_i64(s->op, rlx_load_i64(a, at, ai), rlx_load_i64(b, bt, bi))
-                           : compare_f64(s->op, rlx_load_f64(a, at, ai), rlx_load_f64(b, bt, bi)));
+                      ints ? rlx_compare_i64(s->op, rlx_load_i64(a, at, ai), rlx_load_i64(b, bt, bi))
+                           : rlx_compare_f64(s->op, rlx_load_f64(a, at, ai), rlx_load_f64(b, bt, bi)));
         break;
       case RLX_K_WHERE:
         if (rlx_load_i64(a, at, ai) != 0) copy_element(o, ot, oi, b, bt, bi);
         else copy_element(o, ot, oi, c, s->in[2].dtype, ci);
         break;
       case RLX_K_UNARY: {
-        if (ints && (s->op == RLX_ACT_NEG || s->op == RLX_ACT_ABS || s->op == RLX_ACT_RELU ||
-                     s->op == RLX_ACT_ROUND)) {
-          int64_t x = rlx_load_i64(a, at, ai);
-          int64_t y = s->op == RLX_ACT_NEG ? (int64_t)(0 - (uint64_t)x)
-                      : s->op == RLX_ACT_ABS ? (x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
-                      : s->op == RLX_ACT_RELU ? (x < 0 ? 0 : x)
-                                              : x;
-          rlx_store_i64(o, ot, oi, y);
+        if (ints && rlx_act_has_int_form(s->op)) {
+          rlx_store_i64(o, ot, oi, rlx_act_i64(s->op, rlx_load_i64(a, at, ai)));
         } else {
           rlx_store_f64(o, ot, oi, rlx_ref_activation(s->op, rlx_load_f64(a, at, ai)));
         }
@@ -599,16 +498,45 @@ rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
   }
 }
 
+static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                            rlx_error* err) {
+  (void)arena;
+  (void)ctx;
+  return rlx_fail(err, RLX_INTERNAL, "node %d: host step reached the CPU backend", s->node);
+}
+
+/* The reference's entry of each kernel kind (src/backends/kernels.def): the
+ * oracle has every kind, so a kind without a row here does not compile. */
+#define RLX_REF_KIND_COPY rlx_ref_basic
+#define RLX_REF_KIND_BINARY rlx_ref_basic
+#define RLX_REF_KIND_COMPARE rlx_ref_basic
+#define RLX_REF_KIND_WHERE rlx_ref_basic
+#define RLX_REF_KIND_UNARY rlx_ref_basic
+#define RLX_REF_KIND_MATMUL rlx_ref_nn
+#define RLX_REF_KIND_REDUCE rlx_ref_basic
+#define RLX_REF_KIND_ARG_REDUCE rlx_ref_basic
+#define RLX_REF_KIND_SOFTMAX rlx_ref_basic
+#define RLX_REF_KIND_CUMSUM rlx_ref_basic
+#define RLX_REF_KIND_TOPK rlx_ref_basic
+#define RLX_REF_KIND_GATHER rlx_ref_basic
+#define RLX_REF_KIND_SCATTER_ADD rlx_ref_basic
+#define RLX_REF_KIND_NORM rlx_ref_nn
+#define RLX_REF_KIND_ATTENTION rlx_ref_nn
+#define RLX_REF_KIND_ROPE rlx_ref_nn
+#define RLX_REF_KIND_SAMPLE rlx_ref_nn
+#define RLX_REF_KIND_HOST host_step
+
+typedef rlx_status (*ref_fn)(uint8_t*, const rlx_step*, const rlx_run_ctx*, rlx_error*);
+static const ref_fn k_kind_run[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_REF_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 rlx_status rlx_ref_run_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                             rlx_error* err) {
-  switch (s->kernel) {
-    case RLX_K_MATMUL:
-    case RLX_K_NORM:
-    case RLX_K_ATTENTION:
-    case RLX_K_ROPE:
-    case RLX_K_SAMPLE: return rlx_ref_nn(arena, s, ctx, err);
-    case RLX_K_HOST:
-      return rlx_fail(err, RLX_INTERNAL, "node %d: host step reached the CPU backend", s->node);
-    default: return rlx_ref_basic(arena, s, ctx, err);
-  }
+  if ((unsigned)s->kernel >= RLX_K_COUNT)
+    return rlx_fail(err, RLX_INTERNAL, "reference: node %d has unknown kernel kind %d", s->node,
+                    (int)s->kernel);
+  return k_kind_run[s->kernel](arena, s, ctx, err);
 }

@@ -769,32 +769,49 @@ static rlx_status build_checks(const rlx_cuda_build* b, const rlx_step* s, int32
   return RLX_OK;
 }
 
+static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  (void)s;
+  return push(l, RLX_LAUNCH_HOST, i, err) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+}
+
+/* Launch builder of each kernel kind (src/backends/kernels.def): a kind
+ * without a row here does not compile; build_host sends it to the host
+ * fallback. */
+#define RLX_CUDA_KIND_COPY build_ew
+#define RLX_CUDA_KIND_BINARY build_ew
+#define RLX_CUDA_KIND_COMPARE build_ew
+#define RLX_CUDA_KIND_WHERE build_ew
+#define RLX_CUDA_KIND_UNARY build_ew
+#define RLX_CUDA_KIND_MATMUL build_matmul
+#define RLX_CUDA_KIND_REDUCE build_reduce
+#define RLX_CUDA_KIND_ARG_REDUCE build_row
+#define RLX_CUDA_KIND_SOFTMAX build_row
+#define RLX_CUDA_KIND_CUMSUM build_row
+#define RLX_CUDA_KIND_TOPK build_row
+#define RLX_CUDA_KIND_GATHER build_gather
+#define RLX_CUDA_KIND_SCATTER_ADD build_scatter
+#define RLX_CUDA_KIND_NORM build_norm
+#define RLX_CUDA_KIND_ATTENTION build_attention
+#define RLX_CUDA_KIND_ROPE build_rope
+#define RLX_CUDA_KIND_SAMPLE build_sample
+#define RLX_CUDA_KIND_HOST build_host
+
+typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
+                               rlx_error*);
+static const build_fn k_kind_build[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_CUDA_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
-  rlx_status st;
-  switch (s->kernel) {
-    case RLX_K_COPY:
-    case RLX_K_BINARY:
-    case RLX_K_COMPARE:
-    case RLX_K_WHERE:
-    case RLX_K_UNARY: st = build_ew(b, s, i, l, err); break;
-    case RLX_K_MATMUL: st = build_matmul(b, s, i, l, err); break;
-    case RLX_K_REDUCE: st = build_reduce(b, s, i, l, err); break;
-    case RLX_K_ARG_REDUCE:
-    case RLX_K_SOFTMAX:
-    case RLX_K_CUMSUM:
-    case RLX_K_TOPK: st = build_row(b, s, i, l, err); break;
-    case RLX_K_GATHER: st = build_gather(b, s, i, l, err); break;
-    case RLX_K_SCATTER_ADD: st = build_scatter(b, s, i, l, err); break;
-    case RLX_K_NORM: st = build_norm(b, s, i, l, err); break;
-    case RLX_K_ATTENTION: st = build_attention(b, s, i, l, err); break;
-    case RLX_K_ROPE: st = build_rope(b, s, i, l, err); break;
-    case RLX_K_SAMPLE: st = build_sample(b, s, i, l, err); break;
-    case RLX_K_HOST: st = push(l, RLX_LAUNCH_HOST, i, err) ? RLX_OK : RLX_RESOURCE_EXHAUSTED; break;
-    default:
-      return rlx_fail(err, RLX_INTERNAL, "cuda: step %d (node %d) has unknown kind %d", i, s->node,
-                      (int)s->kernel);
-  }
+  if ((unsigned)s->kernel >= RLX_K_COUNT)
+    return rlx_fail(err, RLX_INTERNAL, "cuda: step %d (node %d) has unknown kind %d", i, s->node,
+                    (int)s->kernel);
+  rlx_status st = k_kind_build[s->kernel](b, s, i, l, err);
   if (st == RLX_OK && b->debug_nans && s->kernel != RLX_K_HOST) st = build_checks(b, s, i, l, err);
   return st;
 }

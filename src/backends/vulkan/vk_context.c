@@ -340,10 +340,10 @@ rlx_vk_context* rlx_vk_context_get(char* reason, size_t cap) {
 /* ------------------------------------------------------------ pipelines */
 
 static const char* const k_pipe_names[RLX_VK_PIPE_COUNT] = {
-    "eltwise", "matmul", "reduce", "softmax", "argreduce", "cumsum", "topk",
-    "gather",  "scatter", "norm", "attention", "rope",     "sample",
-    "eltwise_vec", "rows",
-    "matmul_f32", "gemv", "matmul_coop", "matmul_cm2"};
+#define RLX_VK_PIPE_NAME(e, shader) [RLX_VK_PIPE_##e] = #shader,
+    RLX_VK_PIPES(RLX_VK_PIPE_NAME)
+#undef RLX_VK_PIPE_NAME
+};
 
 static const rlx_vk_shader_blob* find_blob(const char* name) {
   for (int i = 0; i < rlx_vk_shader_table_count; i++)

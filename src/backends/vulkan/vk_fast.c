@@ -18,11 +18,6 @@
 #include "backends/vulkan/vk_internal.h"
 #include "ir/dtype.h"
 
-_Static_assert(RLXVK_K_SOFTMAX == RLX_K_SOFTMAX && RLXVK_K_NORM == RLX_K_NORM &&
-                   RLXVK_K_BINARY == RLX_K_BINARY && RLXVK_K_UNARY == RLX_K_UNARY &&
-                   RLXVK_K_COPY == RLX_K_COPY,
-               "layout.h kernel codes follow rlx_kernel");
-
 enum { QUADS_PER_GROUP = 256 * 4 }; /* eltwise_vec.comp: 256 lanes x 4 quads */
 
 static int is_half_or_f32(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }

@@ -118,28 +118,56 @@ typedef struct rlx_vk_shader_blob {
 extern const rlx_vk_shader_blob rlx_vk_shader_table[];
 extern const int rlx_vk_shader_table_count;
 
+/* Every pipeline the backend creates: enum tag and shader (<shader>.comp,
+ * embedded as SPIR-V; a "<shader>_sg" build is preferred on devices with
+ * subgroup operations where one exists). The generic pipe of each kernel
+ * kind comes first; the rest are fast paths picked per step (vk_params.c,
+ * vk_fast.c). */
+#define RLX_VK_PIPES(X)                                                                       \
+  X(ELTWISE, eltwise) X(MATMUL, matmul) X(REDUCE, reduce) X(SOFTMAX, softmax)                  \
+  X(ARGREDUCE, argreduce) X(CUMSUM, cumsum) X(TOPK, topk) X(GATHER, gather)                    \
+  X(SCATTER, scatter) X(NORM, norm) X(ATTENTION, attention) X(ROPE, rope) X(SAMPLE, sample)    \
+  /* dense float / raw-copy elementwise, 4 per lane */                                         \
+  X(ELTWISE_VEC, eltwise_vec)                                                                  \
+  /* softmax / norms over contiguous rows, vec4 loads */                                       \
+  X(ROWS, rows)                                                                                \
+  /* vec4-loadable f32 operands */                                                             \
+  X(MATMUL_F32, matmul_f32)                                                                    \
+  /* M <= 4 */                                                                                 \
+  X(GEMV, gemv)                                                                                \
+  /* f16 cooperative matrices (KHR or NV build) */                                             \
+  X(MATMUL_COOP, matmul_coop)                                                                  \
+  /* f16 workgroup-scope cooperative matrices, whole tiles */                                  \
+  X(MATMUL_CM2, matmul_cm2)
+
 typedef enum rlx_vk_pipe {
-  RLX_VK_PIPE_ELTWISE,
-  RLX_VK_PIPE_MATMUL,
-  RLX_VK_PIPE_REDUCE,
-  RLX_VK_PIPE_SOFTMAX,
-  RLX_VK_PIPE_ARGREDUCE,
-  RLX_VK_PIPE_CUMSUM,
-  RLX_VK_PIPE_TOPK,
-  RLX_VK_PIPE_GATHER,
-  RLX_VK_PIPE_SCATTER,
-  RLX_VK_PIPE_NORM,
-  RLX_VK_PIPE_ATTENTION,
-  RLX_VK_PIPE_ROPE,
-  RLX_VK_PIPE_SAMPLE,
-  RLX_VK_PIPE_ELTWISE_VEC, /* eltwise_vec.comp: dense float / raw-copy elementwise, 4 per lane */
-  RLX_VK_PIPE_ROWS,        /* rows.comp: softmax / norms over contiguous rows, vec4 loads */
-  RLX_VK_PIPE_MATMUL_F32,  /* matmul_f32.comp: vec4-loadable f32 operands */
-  RLX_VK_PIPE_GEMV,        /* gemv.comp: M <= 4 */
-  RLX_VK_PIPE_MATMUL_COOP, /* matmul_coop.comp: f16 cooperative matrices (KHR or NV build) */
-  RLX_VK_PIPE_MATMUL_CM2,  /* matmul_cm2.comp: f16 workgroup-scope cooperative matrices, whole tiles */
+#define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
+  RLX_VK_PIPES(RLX_VK_PIPE_ENUM)
+#undef RLX_VK_PIPE_ENUM
   RLX_VK_PIPE_COUNT
 } rlx_vk_pipe;
+
+/* Generic pipe of each kernel kind (src/backends/kernels.def), expanded into
+ * vk_params.c's per-kind table: a kind without a row here does not compile.
+ * RLX_VK_PIPE_COUNT = no kernel: the step runs on the host fallback. */
+#define RLX_VK_KIND_COPY RLX_VK_PIPE_ELTWISE
+#define RLX_VK_KIND_BINARY RLX_VK_PIPE_ELTWISE
+#define RLX_VK_KIND_COMPARE RLX_VK_PIPE_ELTWISE
+#define RLX_VK_KIND_WHERE RLX_VK_PIPE_ELTWISE
+#define RLX_VK_KIND_UNARY RLX_VK_PIPE_ELTWISE
+#define RLX_VK_KIND_MATMUL RLX_VK_PIPE_MATMUL
+#define RLX_VK_KIND_REDUCE RLX_VK_PIPE_REDUCE
+#define RLX_VK_KIND_ARG_REDUCE RLX_VK_PIPE_ARGREDUCE
+#define RLX_VK_KIND_SOFTMAX RLX_VK_PIPE_SOFTMAX
+#define RLX_VK_KIND_CUMSUM RLX_VK_PIPE_CUMSUM
+#define RLX_VK_KIND_TOPK RLX_VK_PIPE_TOPK
+#define RLX_VK_KIND_GATHER RLX_VK_PIPE_GATHER
+#define RLX_VK_KIND_SCATTER_ADD RLX_VK_PIPE_SCATTER
+#define RLX_VK_KIND_NORM RLX_VK_PIPE_NORM
+#define RLX_VK_KIND_ATTENTION RLX_VK_PIPE_ATTENTION
+#define RLX_VK_KIND_ROPE RLX_VK_PIPE_ROPE
+#define RLX_VK_KIND_SAMPLE RLX_VK_PIPE_SAMPLE
+#define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

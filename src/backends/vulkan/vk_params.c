@@ -145,25 +145,26 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   return tiles;
 }
 
-/* The pipeline of a step's portable kernel (-1: none). Work items come
- * from the shared lowering (step->work); only matmul picks its own grid,
- * since each of its kernels tiles the output its own way. */
+/* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;
+ * RLX_VK_PIPE_COUNT: none, the step goes to the host fallback). */
+static const rlx_vk_pipe k_kind_pipe[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_VK_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
+/* The step's pipeline and work items. Work items come from the shared
+ * lowering (step->work): one invocation each (64 per workgroup) or one
+ * workgroup each; only matmul picks its own grid, since each of its
+ * kernels tiles the output its own way. -1: no kernel for this kind. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
-  static const rlx_vk_pipe pipe_of[RLX_K_COUNT] = {
-      [RLX_K_COPY] = RLX_VK_PIPE_ELTWISE,        [RLX_K_BINARY] = RLX_VK_PIPE_ELTWISE,
-      [RLX_K_COMPARE] = RLX_VK_PIPE_ELTWISE,     [RLX_K_WHERE] = RLX_VK_PIPE_ELTWISE,
-      [RLX_K_UNARY] = RLX_VK_PIPE_ELTWISE,       [RLX_K_REDUCE] = RLX_VK_PIPE_REDUCE,
-      [RLX_K_SOFTMAX] = RLX_VK_PIPE_SOFTMAX,     [RLX_K_ARG_REDUCE] = RLX_VK_PIPE_ARGREDUCE,
-      [RLX_K_CUMSUM] = RLX_VK_PIPE_CUMSUM,       [RLX_K_TOPK] = RLX_VK_PIPE_TOPK,
-      [RLX_K_GATHER] = RLX_VK_PIPE_GATHER,       [RLX_K_SCATTER_ADD] = RLX_VK_PIPE_SCATTER,
-      [RLX_K_NORM] = RLX_VK_PIPE_NORM,           [RLX_K_ATTENTION] = RLX_VK_PIPE_ATTENTION,
-      [RLX_K_ROPE] = RLX_VK_PIPE_ROPE,           [RLX_K_SAMPLE] = RLX_VK_PIPE_SAMPLE};
+  if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_pipe[s->kernel] == RLX_VK_PIPE_COUNT) return -1;
+  *pipe = k_kind_pipe[s->kernel];
   if (s->kernel == RLX_K_MATMUL) {
     *per_group = 1;
     return matmul_plan(s, pipe);
   }
   if (s->work.unit == RLX_WORK_NONE) return -1;
-  *pipe = pipe_of[s->kernel];
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
   return s->work.items;
 }

@@ -436,45 +436,14 @@ typedef struct kernel_source {
   const char* defines; /* prepended constants (variants of one source) */
 } kernel_source;
 
-/* Register row kernels: vec4 slots per invocation (rows up to 1024 x). */
-#define ROW4 "const ROW_CACHE: u32 = 4u;\n"
-#define ROW8 "const ROW_CACHE: u32 = 8u;\n"
-
 static kernel_source source_of(rlx_wg_kernel k) {
-  switch (k) {
-    case RLX_WG_ELTWISE: return (kernel_source){rlx_wg_src_eltwise, "main", 0, ""};
-    case RLX_WG_MATMUL: return (kernel_source){rlx_wg_src_matmul, "main", 0, ""};
-    case RLX_WG_REDUCE: return (kernel_source){rlx_wg_src_reduce, "main", 0, ""};
-    case RLX_WG_SOFTMAX: return (kernel_source){rlx_wg_src_rows, "softmax_main", 0, ""};
-    case RLX_WG_ARG: return (kernel_source){rlx_wg_src_rows, "arg_main", 0, ""};
-    case RLX_WG_CUMSUM: return (kernel_source){rlx_wg_src_rows, "cumsum_main", 0, ""};
-    case RLX_WG_TOPK: return (kernel_source){rlx_wg_src_rows, "topk_main", 0, ""};
-    case RLX_WG_GATHER: return (kernel_source){rlx_wg_src_index, "gather_main", 0, ""};
-    case RLX_WG_SCATTER: return (kernel_source){rlx_wg_src_index, "scatter_main", 0, ""};
-    case RLX_WG_NORM: return (kernel_source){rlx_wg_src_norm, "main", 0, ""};
-    case RLX_WG_ATTENTION: return (kernel_source){rlx_wg_src_attention, "main", 0, ""};
-    case RLX_WG_ROPE: return (kernel_source){rlx_wg_src_rope, "main", 0, ""};
-    /* fast.wgsl declares the row kernels too: they need their constant */
-    case RLX_WG_ELTWISE_VEC: return (kernel_source){rlx_wg_src_fast, "eltwise_vec_main", 1, ROW8};
-    /* Four vec4 per invocation for rows up to 4096 elements: on the H100
-     * (2026-11-23) 8-slot arrays on such rows cost 7-10% (softmax
-     * 0.322 -> 0.302 ms, layernorm 0.294 -> 0.264 ms at 16384x4096). */
-    case RLX_WG_SOFTMAX_ROW: return (kernel_source){rlx_wg_src_fast, "softmax_row_main", 1, ROW4};
-    case RLX_WG_NORM_ROW: return (kernel_source){rlx_wg_src_fast, "norm_row_main", 1, ROW4};
-    case RLX_WG_SOFTMAX_ROW_LONG:
-      return (kernel_source){rlx_wg_src_fast, "softmax_row_main", 1, ROW8};
-    case RLX_WG_NORM_ROW_LONG: return (kernel_source){rlx_wg_src_fast, "norm_row_main", 1, ROW8};
-    case RLX_WG_MATMUL_TILED:
-      return (kernel_source){rlx_wg_src_mmtile, "main", 1, "const MM_F32 = false;\n"};
-    case RLX_WG_MATMUL_TILED_F32:
-      return (kernel_source){rlx_wg_src_mmtile, "main_f32", 1, "const MM_F32 = true;\n"};
-    case RLX_WG_ATTN_FLASH:
-      return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 16u;\n"};
-    case RLX_WG_ATTN_FLASH128:
-      return (kernel_source){rlx_wg_src_flash, "main", 1, "const FL_D4: u32 = 32u;\n"};
-    case RLX_WG_GEMV: return (kernel_source){rlx_wg_src_gemv, "main", 1, ""};
-    default: return (kernel_source){NULL, NULL, 0, NULL};
-  }
+  static const kernel_source sources[RLX_WG_KERNEL_COUNT] = {
+#define RLX_WG_KERNEL_SOURCE(e, src, entry, vec4, defines) \
+  [RLX_WG_##e] = {rlx_wg_src_##src, entry, vec4, defines},
+      RLX_WG_KERNELS(RLX_WG_KERNEL_SOURCE)
+#undef RLX_WG_KERNEL_SOURCE
+  };
+  return (unsigned)k < RLX_WG_KERNEL_COUNT ? sources[k] : (kernel_source){NULL, NULL, 0, NULL};
 }
 
 /* The arena binding and its word accessors. Steps that store sub-word
@@ -592,18 +561,6 @@ static void add(text* t, const char* s) {
   t->n += k;
 }
 
-static void add_constants(text* t) {
-  char line[96];
-#define RLX_WG_EMIT_U(name, value) \
-  snprintf(line, sizeof line, "const %s: u32 = %uu;\n", #name, (unsigned)(value)); add(t, line);
-#define RLX_WG_EMIT_I(name, value) \
-  snprintf(line, sizeof line, "const %s: i32 = %d;\n", #name, (int)(value)); add(t, line);
-  RLX_WG_U32_CONSTS(RLX_WG_EMIT_U)
-  RLX_WG_I32_CONSTS(RLX_WG_EMIT_I)
-#undef RLX_WG_EMIT_U
-#undef RLX_WG_EMIT_I
-}
-
 rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_error* err,
                            WGPUComputePipeline* out) {
   atomic = atomic ? 1 : 0;
@@ -623,7 +580,7 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   add(&t, c->use_subgroups ? feature_prelude_sg : feature_prelude_wg);
   add(&t, c->use_f16 ? f16_load_native : f16_load_int);
   add(&t, ks.defines);
-  add_constants(&t);
+  add(&t, rlx_wg_src_constants); /* generated: record layout + op codes */
   add(&t, rlx_wg_src_common);
   add(&t, ks.src);
   if (t.oom) { free(t.s); return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); }

@@ -62,22 +62,22 @@ static int stores_subword(const rlx_step* s) {
   return 0;
 }
 
-/* The portable kernel of a step (-1: none, e.g. sample and host steps);
- * its work items come from the shared lowering (step->work): one
- * invocation each (64 per workgroup) or one workgroup each. */
+/* Generic kernel per kernel kind (RLX_WG_KIND_* rows in wg_internal.h;
+ * RLX_WG_KERNEL_COUNT: none, the step goes to the host fallback). */
+static const rlx_wg_kernel k_kind_kernel[RLX_K_COUNT] = {
+#define RLX_KERNEL(id, name, params, meaning) [RLX_K_##id] = RLX_WG_KIND_##id,
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+};
+
+/* The step's generic kernel and work items. Work items come from the
+ * shared lowering (step->work): one invocation each (64 per workgroup) or
+ * one workgroup each. -1: no kernel for this kind. */
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
-  static const int kernel_of[RLX_K_COUNT] = {
-      [RLX_K_COPY] = RLX_WG_ELTWISE,     [RLX_K_BINARY] = RLX_WG_ELTWISE,
-      [RLX_K_COMPARE] = RLX_WG_ELTWISE,  [RLX_K_WHERE] = RLX_WG_ELTWISE,
-      [RLX_K_UNARY] = RLX_WG_ELTWISE,    [RLX_K_MATMUL] = RLX_WG_MATMUL,
-      [RLX_K_REDUCE] = RLX_WG_REDUCE,    [RLX_K_SOFTMAX] = RLX_WG_SOFTMAX,
-      [RLX_K_ARG_REDUCE] = RLX_WG_ARG,   [RLX_K_CUMSUM] = RLX_WG_CUMSUM,
-      [RLX_K_TOPK] = RLX_WG_TOPK,        [RLX_K_GATHER] = RLX_WG_GATHER,
-      [RLX_K_SCATTER_ADD] = RLX_WG_SCATTER, [RLX_K_NORM] = RLX_WG_NORM,
-      [RLX_K_ATTENTION] = RLX_WG_ATTENTION, [RLX_K_ROPE] = RLX_WG_ROPE,
-      [RLX_K_SAMPLE] = -1,               [RLX_K_HOST] = -1};
-  if (s->work.unit == RLX_WORK_NONE || kernel_of[s->kernel] < 0) return -1;
-  *k = (rlx_wg_kernel)kernel_of[s->kernel];
+  if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_kernel[s->kernel] == RLX_WG_KERNEL_COUNT)
+    return -1;
+  if (s->work.unit == RLX_WORK_NONE) return -1;
+  *k = k_kind_kernel[s->kernel];
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
   return s->work.items;
 }

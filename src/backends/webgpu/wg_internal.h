@@ -11,87 +11,78 @@
 #include "backends/webgpu/webgpu_api.h"
 #include "runtime/backend.h"
 
-/* ------------------------------------------------------------ record layout */
-
-/* One step's parameter record: RLX_WG_REC_WORDS u32 words at a 1 KiB-aligned
- * offset of the parameter buffer, bound with a dynamic offset. The same names
- * become WGSL constants (rlx_wg_constants_wgsl), so host and kernels cannot
- * disagree. Views: [offset bytes, dtype, rank, shape[8], stride[8]]; slots
- * 0 out0, 1 out1, 2.. in0..in4. Kind words start at R_X. */
-#define RLX_WG_REC_WORDS 256
-#define RLX_WG_VIEW_WORDS 19
-
-#define RLX_WG_U32_CONSTS(X)                                                                   \
-  X(R_KIND, 0) X(R_OP, 1) X(R_COUNT, 2) X(R_STEP, 3) X(R_GROUPS_X, 4) X(R_INF, 5) X(R_NAN, 6) \
-  X(R_VIEW0, 8) X(R_VIEW_WORDS, RLX_WG_VIEW_WORDS) X(R_X, 144)                                  \
-  X(DT_F32, 0) X(DT_F16, 1) X(DT_BF16, 2) X(DT_F64, 3) X(DT_I8, 4) X(DT_U8, 5) X(DT_I32, 6)     \
-  X(DT_I64, 7) X(DT_BOOL, 8)                                                                    \
-  X(K_COPY, 0) X(K_BINARY, 1) X(K_COMPARE, 2) X(K_WHERE, 3) X(K_UNARY, 4)                       \
-  X(RED_SUM, 0) X(RED_MEAN, 1) X(RED_MAX, 2) X(RED_MIN, 3) X(RED_PROD, 4)                       \
-  X(RUN_SEED_LO, 0) X(RUN_SEED_HI, 1) X(RUN_ERR, 2) X(RUN_ERR_STEP, 3) X(RUN_ERR_LO, 4)         \
-  X(RUN_ERR_HI, 5) X(RUN_ERR_LEN, 6)                                                            \
-  X(MM_M, 0) X(MM_N, 1) X(MM_K, 2) X(MM_BATCH, 3) X(MM_BRANK, 4) X(MM_BSHAPE, 5) X(MM_ABS, 13)  \
-  X(MM_BBS, 21) X(MM_CBS, 29) X(MM_ARS, 37) X(MM_ACS, 38) X(MM_BRS, 39) X(MM_BCS, 40)           \
-  X(MM_CRS, 41) X(MM_HAS_BIAS, 42) X(MM_ACT, 43) X(MM_FAST_A, 44) X(MM_FAST_B, 45)              \
-  X(MM_PAIR_OUT, 46)                                                                            \
-  X(EV_MODE, 0) X(EV_PERIOD, 5) X(EV_VECS, 10)                                                  \
-  X(RD_NKEEP, 0) X(RD_NRED, 1) X(RD_OUTER, 2) X(RD_INNER, 3)                                    \
-  X(RW_OUTER, 0) X(RW_N, 1) X(RW_INNER, 2) X(RW_EXCLUSIVE, 3) X(RW_REVERSE, 4) X(RW_K, 5)       \
-  X(RW_LARGEST, 6)                                                                              \
-  X(GA_OUTER, 0) X(GA_AXIS_LEN, 1) X(GA_INNER, 2) X(GA_NIDX, 3)                                 \
-  X(SC_RANK, 0) X(SC_AXIS, 1) X(SC_SHAPE, 2) X(SC_OSTRIDE, 10) X(SC_AXIS_LEN, 18)               \
-  X(NM_ROWS, 0) X(NM_COLS, 1) X(NM_EPS, 2) X(NM_RMS, 3) X(NM_HAS_RES, 4) X(NM_HAS_BIAS, 5)      \
-  X(NM_HAS_GAMMA, 6) X(NM_HAS_BETA, 7) X(NM_WRITES_SUM, 8)                                      \
-  X(AT_B, 0) X(AT_H, 1) X(AT_HKV, 2) X(AT_SQ, 3) X(AT_SK, 4) X(AT_D, 5) X(AT_DV, 6) X(AT_Q, 7)  \
-  X(AT_K, 10) X(AT_V, 13) X(AT_O, 16) X(AT_M, 19) X(AT_MASK, 23) X(AT_WINDOW, 24)               \
-  X(AT_SCALE, 25) X(AT_SOFTCAP, 26) X(AT_PAIR_OUT, 27) X(AT_FAST_KV, 28)                        \
-  X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
-  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
-  X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)
-
-/* Constants compared with signed record words. */
-#define RLX_WG_I32_CONSTS(X) \
-  X(MASK_CAUSAL, 1) X(MASK_CUSTOM, 2) X(MASK_SLIDING, 3) X(MASK_BIAS, 4) X(ROPE_GPTJ, 1)
-
-enum {
-#define RLX_WG_ENUM(name, value) WG_##name = (value),
-  RLX_WG_U32_CONSTS(RLX_WG_ENUM) RLX_WG_I32_CONSTS(RLX_WG_ENUM)
-#undef RLX_WG_ENUM
-};
-
-#define RLX_WG_RUN_WORDS 8
+#include "backends/webgpu/wg_layout.h"
 
 /* ------------------------------------------------------------ kernels */
 
+/* Every WGSL kernel: enum tag, source file (shaders/<src>.wgsl), entry
+ * point, whether it sees the arena as vec4 words (the fast paths), and WGSL
+ * constants prepended to select a variant of one source. The generic kernel
+ * of each kind comes first; the fast paths are chosen at encode time. */
+#define RLX_WG_ROW4 "const ROW_CACHE: u32 = 4u;\n" /* vec4 slots per invocation */
+#define RLX_WG_ROW8 "const ROW_CACHE: u32 = 8u;\n"
+#define RLX_WG_KERNELS(X)                                                                     \
+  X(ELTWISE, eltwise, "main", 0, "") X(MATMUL, matmul, "main", 0, "")                          \
+  X(REDUCE, reduce, "main", 0, "") X(SOFTMAX, rows, "softmax_main", 0, "")                     \
+  X(ARG, rows, "arg_main", 0, "") X(CUMSUM, rows, "cumsum_main", 0, "")                        \
+  X(TOPK, rows, "topk_main", 0, "") X(GATHER, index, "gather_main", 0, "")                     \
+  X(SCATTER, index, "scatter_main", 0, "") X(NORM, norm, "main", 0, "")                        \
+  X(ATTENTION, attention, "main", 0, "") X(ROPE, rope, "main", 0, "")                          \
+  /* dense f32 elementwise, 4 elements per access (fast.wgsl declares the row */               \
+  /* kernels too: they need their constant) */                                                 \
+  X(ELTWISE_VEC, fast, "eltwise_vec_main", 1, RLX_WG_ROW8)                                     \
+  /* 128x128 register-blocked tiles, 8x8 per invocation */                                     \
+  X(MATMUL_TILED, mmtile, "main", 1, "const MM_F32 = false;\n")                                \
+  /* contiguous f32 rows cached in registers. Four vec4 per invocation for */                  \
+  /* rows up to 4096 elements: on the H100 (2026-11-23) 8-slot arrays on */                    \
+  /* such rows cost 7-10% (softmax 0.322 -> 0.302 ms, layernorm */                             \
+  /* 0.294 -> 0.264 ms at 16384x4096). */                                                      \
+  X(SOFTMAX_ROW, fast, "softmax_row_main", 1, RLX_WG_ROW4)                                     \
+  X(NORM_ROW, fast, "norm_row_main", 1, RLX_WG_ROW4)                                           \
+  /* the same for rows of 4097..8192 elements */                                               \
+  X(SOFTMAX_ROW_LONG, fast, "softmax_row_main", 1, RLX_WG_ROW8)                                \
+  X(NORM_ROW_LONG, fast, "norm_row_main", 1, RLX_WG_ROW8)                                      \
+  /* query-row blocks, K/V tiles in workgroup memory */                                        \
+  X(ATTN_FLASH, flash, "main", 1, "const FL_D4: u32 = 16u;\n")                                 \
+  /* M <= 4 rows, f32, vec4 weight loads, split-K */                                           \
+  X(GEMV, gemv, "main", 1, "")                                                                 \
+  /* the tiled matmul for f32 with quad loads of A and B */                                    \
+  X(MATMUL_TILED_F32, mmtile, "main_f32", 1, "const MM_F32 = true;\n")                         \
+  /* RLX_WG_ATTN_FLASH for head dims 65..128 */                                                \
+  X(ATTN_FLASH128, flash, "main", 1, "const FL_D4: u32 = 32u;\n")
+
 typedef enum rlx_wg_kernel {
-  RLX_WG_ELTWISE,
-  RLX_WG_MATMUL,
-  RLX_WG_REDUCE,
-  RLX_WG_SOFTMAX,
-  RLX_WG_ARG,
-  RLX_WG_CUMSUM,
-  RLX_WG_TOPK,
-  RLX_WG_GATHER,
-  RLX_WG_SCATTER,
-  RLX_WG_NORM,
-  RLX_WG_ATTENTION,
-  RLX_WG_ROPE,
-  /* fast paths chosen at encode time (vec4 arena view, wider workgroups) */
-  RLX_WG_ELTWISE_VEC, /* dense f32 elementwise, 4 elements per access */
-  RLX_WG_MATMUL_TILED, /* 128x128 register-blocked tiles, 8x8 per invocation */
-  RLX_WG_SOFTMAX_ROW, /* contiguous f32 rows cached in registers */
-  RLX_WG_NORM_ROW,
-  RLX_WG_SOFTMAX_ROW_LONG, /* the same for rows of 4097..8192 elements */
-  RLX_WG_NORM_ROW_LONG,
-  RLX_WG_ATTN_FLASH, /* query-row blocks, K/V tiles in workgroup memory */
-  RLX_WG_GEMV,       /* M <= 4 rows, f32, vec4 weight loads, split-K */
-  RLX_WG_MATMUL_TILED_F32, /* the same for f32 with quad loads of A and B */
-  RLX_WG_ATTN_FLASH128,    /* RLX_WG_ATTN_FLASH for head dims 65..128 */
+#define RLX_WG_KERNEL_ENUM(e, src, entry, vec4, defines) RLX_WG_##e,
+  RLX_WG_KERNELS(RLX_WG_KERNEL_ENUM)
+#undef RLX_WG_KERNEL_ENUM
   RLX_WG_KERNEL_COUNT
 } rlx_wg_kernel;
 
+/* Generic kernel of each kernel kind (src/backends/kernels.def), expanded
+ * into wg_encode.c's per-kind table: a kind without a row here does not
+ * compile. RLX_WG_KERNEL_COUNT = no kernel: the host fallback runs it. */
+#define RLX_WG_KIND_COPY RLX_WG_ELTWISE
+#define RLX_WG_KIND_BINARY RLX_WG_ELTWISE
+#define RLX_WG_KIND_COMPARE RLX_WG_ELTWISE
+#define RLX_WG_KIND_WHERE RLX_WG_ELTWISE
+#define RLX_WG_KIND_UNARY RLX_WG_ELTWISE
+#define RLX_WG_KIND_MATMUL RLX_WG_MATMUL
+#define RLX_WG_KIND_REDUCE RLX_WG_REDUCE
+#define RLX_WG_KIND_ARG_REDUCE RLX_WG_ARG
+#define RLX_WG_KIND_SOFTMAX RLX_WG_SOFTMAX
+#define RLX_WG_KIND_CUMSUM RLX_WG_CUMSUM
+#define RLX_WG_KIND_TOPK RLX_WG_TOPK
+#define RLX_WG_KIND_GATHER RLX_WG_GATHER
+#define RLX_WG_KIND_SCATTER_ADD RLX_WG_SCATTER
+#define RLX_WG_KIND_NORM RLX_WG_NORM
+#define RLX_WG_KIND_ATTENTION RLX_WG_ATTENTION
+#define RLX_WG_KIND_ROPE RLX_WG_ROPE
+#define RLX_WG_KIND_SAMPLE RLX_WG_KERNEL_COUNT /* no sampling kernel */
+#define RLX_WG_KIND_HOST RLX_WG_KERNEL_COUNT
+
 /* WGSL sources embedded at build time (wg_shaders.c, generated by
  * embed_wgsl.cmake): rlx_wg_src_<file stem>. */
+extern const char rlx_wg_src_constants[]; /* generated (scripts/gen_shader_constants.c) */
 extern const char rlx_wg_src_common[];
 extern const char rlx_wg_src_eltwise[];
 extern const char rlx_wg_src_matmul[];

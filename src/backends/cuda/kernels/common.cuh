@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rlx.h"
+#include "base/scalar_math.h"
 #include "params.h"
 
 #define RLXK_DEV __device__ __forceinline__
@@ -47,20 +48,13 @@ RLXK_DEV float ld_f32(const char* b, int t, int64_t i) {
   }
 }
 
-RLXK_DEV int64_t saturate_i64(double v, double lo, double hi) {
-  if (isnan(v)) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
-  return (int64_t)v;
-}
-
 RLXK_DEV int64_t ld_i64(const char* b, int t, int64_t i) {
   switch (t) {
     case RLX_I8: return ((const int8_t*)b)[i];
     case RLX_U8: case RLX_BOOL: return ((const uint8_t*)b)[i];
     case RLX_I32: return ((const int32_t*)b)[i];
     case RLX_I64: return ((const int64_t*)b)[i];
-    default: return saturate_i64(ld_f64(b, t, i), -9223372036854775808.0, 9223372036854774784.0);
+    default: return rlx_saturate_i64(ld_f64(b, t, i), RLX_I64_LO, RLX_I64_HI);
   }
 }
 
@@ -73,11 +67,11 @@ RLXK_DEV void st_f64(char* b, int t, int64_t i, double v) {
     case RLX_F16: ((__half*)b)[i] = __float2half_rn((float)v); break;
     case RLX_BF16: ((__nv_bfloat16*)b)[i] = __float2bfloat16_rn((float)v); break;
     case RLX_F64: ((double*)b)[i] = v; break;
-    case RLX_I8: ((int8_t*)b)[i] = (int8_t)saturate_i64(v, -128, 127); break;
-    case RLX_U8: ((uint8_t*)b)[i] = (uint8_t)saturate_i64(v, 0, 255); break;
-    case RLX_I32: ((int32_t*)b)[i] = (int32_t)saturate_i64(v, -2147483648.0, 2147483647.0); break;
+    case RLX_I8: ((int8_t*)b)[i] = (int8_t)rlx_saturate_i64(v, -128, 127); break;
+    case RLX_U8: ((uint8_t*)b)[i] = (uint8_t)rlx_saturate_i64(v, 0, 255); break;
+    case RLX_I32: ((int32_t*)b)[i] = (int32_t)rlx_saturate_i64(v, -2147483648.0, 2147483647.0); break;
     case RLX_I64:
-      ((int64_t*)b)[i] = saturate_i64(v, -9223372036854775808.0, 9223372036854774784.0);
+      ((int64_t*)b)[i] = rlx_saturate_i64(v, RLX_I64_LO, RLX_I64_HI);
       break;
     case RLX_BOOL: ((uint8_t*)b)[i] = v != 0; break;
     default: break;
@@ -129,118 +123,9 @@ RLXK_DEV void copy_elem(char* o, int ot, int64_t oi, const char* s, int stt, int
   }
 }
 
-/* ------------------------------------------------------------ scalar ops */
-
-template <typename T>
-RLXK_DEV T round_half_even(T x) { return rint(x); }
-
-RLXK_DEV double act_f64(int act, double x) {
-  switch (act) {
-    case RLX_ACT_NONE: return x;
-    case RLX_ACT_RELU: return x < 0 ? 0.0 : x;
-    case RLX_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case RLX_ACT_TANH: return tanh(x);
-    case RLX_ACT_EXP: return exp(x);
-    case RLX_ACT_LOG: return log(x);
-    case RLX_ACT_SQRT: return sqrt(x);
-    case RLX_ACT_RSQRT: return 1.0 / sqrt(x);
-    case RLX_ACT_NEG: return -x;
-    case RLX_ACT_ABS: return fabs(x);
-    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case RLX_ACT_GELU_APPROX: {
-      const double k = 0.79788456080286535588;
-      return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    case RLX_ACT_SILU: return x / (1.0 + exp(-x));
-    case RLX_ACT_ROUND: return rint(x);
-    case RLX_ACT_SIN: return sin(x);
-    case RLX_ACT_COS: return cos(x);
-    case RLX_ACT_TAN: return tan(x);
-    case RLX_ACT_ATAN: return atan(x);
-    default: return nan("");
-  }
-}
-
-RLXK_DEV float act_f32(int act, float x) {
-  switch (act) {
-    case RLX_ACT_NONE: return x;
-    case RLX_ACT_RELU: return x < 0 ? 0.0f : x;
-    case RLX_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case RLX_ACT_TANH: return tanhf(x);
-    case RLX_ACT_EXP: return expf(x);
-    case RLX_ACT_LOG: return logf(x);
-    case RLX_ACT_SQRT: return sqrtf(x);
-    case RLX_ACT_RSQRT: return 1.0f / sqrtf(x);
-    case RLX_ACT_NEG: return -x;
-    case RLX_ACT_ABS: return fabsf(x);
-    case RLX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case RLX_ACT_GELU_APPROX: {
-      const float k = 0.79788456080286535588f;
-      return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-    }
-    case RLX_ACT_SILU: return x / (1.0f + expf(-x));
-    case RLX_ACT_ROUND: return rintf(x);
-    case RLX_ACT_SIN: return sinf(x);
-    case RLX_ACT_COS: return cosf(x);
-    case RLX_ACT_TAN: return tanf(x);
-    case RLX_ACT_ATAN: return atanf(x);
-    default: return nanf("");
-  }
-}
-
-template <typename T>
-RLXK_DEV T binary_op(int op, T a, T b) {
-  switch (op) {
-    case RLX_BIN_ADD: return a + b;
-    case RLX_BIN_SUB: return a - b;
-    case RLX_BIN_MUL: return a * b;
-    case RLX_BIN_DIV: return a / b;
-    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? (T)NAN : (a > b ? a : b);
-    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? (T)NAN : (a < b ? a : b);
-    case RLX_BIN_POW: return pow(a, b);
-    default: return (T)NAN;
-  }
-}
-
-RLXK_DEV int64_t int_pow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, base = (uint64_t)a;
-  while (b) {
-    if (b & 1) r *= base;
-    base *= base;
-    b >>= 1;
-  }
-  return (int64_t)r;
-}
-
-RLXK_DEV int64_t int_binary(int op, int64_t a, int64_t b) {
-  switch (op) {
-    case RLX_BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case RLX_BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case RLX_BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case RLX_BIN_DIV:
-      if (b == 0) return 0;
-      if (b == -1) return (int64_t)(0 - (uint64_t)a);
-      return a / b;
-    case RLX_BIN_MAX: return a > b ? a : b;
-    case RLX_BIN_MIN: return a < b ? a : b;
-    case RLX_BIN_POW: return int_pow(a, b);
-    default: return 0;
-  }
-}
-
-template <typename T>
-RLXK_DEV int compare_op(int op, T a, T b) {
-  switch (op) {
-    case RLX_CMP_EQ: return a == b;
-    case RLX_CMP_NE: return a != b;
-    case RLX_CMP_LT: return a < b;
-    case RLX_CMP_LE: return a <= b;
-    case RLX_CMP_GT: return a > b;
-    case RLX_CMP_GE: return a >= b;
-    default: return 0;
-  }
-}
+/* Scalar ops (activations, binary, compare, integer ops, saturating casts)
+ * are the reference's own definitions: base/scalar_math.h, called as
+ * rlx_act_f32, rlx_binary_f64, rlx_int_binary, ... */
 
 /* ------------------------------------------------------------ reductions */
 

@@ -19,15 +19,15 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
     case 1: { /* RLX_K_BINARY */
       const char* b = at(arena, p.ioff[1]);
       if (is_intlike(at_))
-        st_i64(o, p.odt, oi, int_binary(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1])));
+        st_i64(o, p.odt, oi, rlx_int_binary(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1])));
       else
-        st_f64(o, p.odt, oi, binary_op<double>(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1])));
+        st_f64(o, p.odt, oi, rlx_binary_f64(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1])));
       break;
     }
     case 2: { /* RLX_K_COMPARE */
       const char* b = at(arena, p.ioff[1]);
-      int r = is_intlike(at_) ? compare_op<int64_t>(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1]))
-                              : compare_op<double>(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1]));
+      int r = is_intlike(at_) ? rlx_compare_i64(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1]))
+                              : rlx_compare_f64(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1]));
       st_i64(o, p.odt, oi, r);
       break;
     }
@@ -38,16 +38,10 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
     }
     case 4: { /* RLX_K_UNARY */
       int op = p.op;
-      if (is_intlike(at_) && (op == RLX_ACT_NEG || op == RLX_ACT_ABS || op == RLX_ACT_RELU ||
-                              op == RLX_ACT_ROUND)) {
-        int64_t x = ld_i64(a, at_, ii[0]);
-        int64_t y = op == RLX_ACT_NEG   ? (int64_t)(0 - (uint64_t)x)
-                    : op == RLX_ACT_ABS ? (x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
-                    : op == RLX_ACT_RELU ? (x < 0 ? 0 : x)
-                                         : x;
-        st_i64(o, p.odt, oi, y);
+      if (is_intlike(at_) && rlx_act_has_int_form(op)) {
+        st_i64(o, p.odt, oi, rlx_act_i64(op, ld_i64(a, at_, ii[0])));
       } else {
-        st_f64(o, p.odt, oi, act_f64(op, ld_f64(a, at_, ii[0])));
+        st_f64(o, p.odt, oi, rlx_act_f64(op, ld_f64(a, at_, ii[0])));
       }
       break;
     }
@@ -84,7 +78,7 @@ extern "C" __global__ void rlx_ew_generic32(char* arena, rlxk_ew p, rlxk_state* 
 /* ---------------------------------------------------------------- f32 fast path */
 
 RLXK_DEV float ew_f32_op(int kind, int op, float a, float b) {
-  return kind == 1 ? binary_op<float>(op, a, b) : act_f32(op, a);
+  return kind == 1 ? rlx_binary_f32(op, a, b) : rlx_act_f32(op, a);
 }
 
 RLXK_DEV float4 ew_f32_op4(int kind, int op, float4 a, float4 b) {
@@ -137,6 +131,6 @@ extern "C" __global__ void rlx_mm_epilogue(char* arena, rlxk_epilogue p, rlxk_st
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
     float x = ld_f32(c, p.cdt, i);
     if (p.has_bias) x += ld_f32(bias, p.biasdt, i % p.N);
-    st_f32(c, p.cdt, i, act_f32(p.act, x));
+    st_f32(c, p.cdt, i, rlx_act_f32(p.act, x));
   }
 }

@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) rlx_mm_tiled(char* arena, rlxk
       if (n >= p.N) continue;
       float x = acc[i][j];
       if (p.has_bias) x += ld_f32(bias, p.biasdt, n);
-      st_f32(C, p.cdt, co + m * p.c_rs + n, act_f32(p.act, x));
+      st_f32(C, p.cdt, co + m * p.c_rs + n, rlx_act_f32(p.act, x));
     }
   }
 }
@@ -90,7 +90,7 @@ extern "C" __global__ void rlx_mm_f64(char* arena, rlxk_mm p, rlxk_state* st) {
     for (int64_t k = 0; k < p.K; k++)
       acc += ld_f64(A, p.adt, ao + m * p.a_rs + k * p.a_cs) * ld_f64(B, p.bdt, bo + k * p.b_rs + n * p.b_cs);
     if (p.has_bias) acc += ld_f64(at(arena, p.biasoff), p.biasdt, n);
-    st_f64(C, p.cdt, co + m * p.c_rs + n, act_f64(p.act, acc));
+    st_f64(C, p.cdt, co + m * p.c_rs + n, rlx_act_f64(p.act, acc));
   }
 }
 
@@ -147,7 +147,7 @@ __device__ void gemv_fused(char* arena, const rlxk_mm& p) {
         for (int r = 0; r < 8; r++) s += red[r][lane * VEC + v];
         if (n + v < p.N) {
           if (p.has_bias) s += ld_f32(bias, p.biasdt, n + v);
-          st_f32(C, p.cdt, n + v, act_f32(p.act, s));
+          st_f32(C, p.cdt, n + v, rlx_act_f32(p.act, s));
         }
       }
     return;
@@ -188,7 +188,7 @@ __device__ void gemv_fused(char* arena, const rlxk_mm& p) {
       for (int r = 0; r < 8; r++) t += red[r][lane * VEC + v];
       if (n + v < p.N) {
         if (p.has_bias) t += ld_f32(bias, p.biasdt, n + v);
-        st_f32(C, p.cdt, n + v, act_f32(p.act, t));
+        st_f32(C, p.cdt, n + v, rlx_act_f32(p.act, t));
       }
     }
   if (threadIdx.x == 0) *count = 0u;

@@ -26,10 +26,10 @@ float score(int b, int h, int i, int j, int kvh, int D) {
   int last_visible = i + Sk - Sq;
   int mask = PX(AT_MASK);
   int m_at = b * PX(AT_M) + h * PX(AT_M + 1) + i * PX(AT_M + 2) + j * PX(AT_M + 3);
-  if (mask == 1 && j > last_visible) return -INF_F;
-  if (mask == 3 && (j > last_visible || j <= last_visible - PX(AT_WINDOW))) return -INF_F;
-  if (mask == 2 && !(ld_f(v_dt(SM), v_off(SM), m_at) > 0.5)) return -INF_F;
-  if (mask == 4) sc += ld_f(v_dt(SM), v_off(SM), m_at);
+  if (mask == RLX_MASK_CAUSAL && j > last_visible) return -INF_F;
+  if (mask == RLX_MASK_SLIDING && (j > last_visible || j <= last_visible - PX(AT_WINDOW))) return -INF_F;
+  if (mask == RLX_MASK_CUSTOM && !(ld_f(v_dt(SM), v_off(SM), m_at) > 0.5)) return -INF_F;
+  if (mask == RLX_MASK_BIAS) sc += ld_f(v_dt(SM), v_off(SM), m_at);
   return sc;
 }
 

@@ -10,6 +10,7 @@
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 
+#include "rlx_constants.glsl" // generated: op codes, kernel kinds, dtypes
 #include "layout.h"
 
 layout(std430, set = 0, binding = 0) buffer Arena8 { uint8_t a8[]; };
@@ -316,27 +317,27 @@ void sincos_f(float x, out float s, out float c) {
 float activation(int act, float x) {
   float s_, c_;
   switch (act) {
-    case 0: return x;
-    case 1: return x < 0.0 ? 0.0 : x;
-    case 2: return 1.0 / (1.0 + exp(-x));
-    case 3: return tanh_f(x);
-    case 4: return exp(x);
-    case 5: return x < 0.0 ? NAN_F : (x == 0.0 ? -INF_F : log(x));
-    case 6: return x < 0.0 ? NAN_F : sqrt(x);
-    case 7: return x < 0.0 ? NAN_F : (x == 0.0 ? INF_F : 1.0 / sqrt(x));
-    case 8: return -x;
-    case 9: return abs(x);
-    case 10: return 0.5 * x * (1.0 + erf_f(x * 0.70710678118654752));
-    case 11: {
+    case RLX_ACT_NONE: return x;
+    case RLX_ACT_RELU: return x < 0.0 ? 0.0 : x;
+    case RLX_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case RLX_ACT_TANH: return tanh_f(x);
+    case RLX_ACT_EXP: return exp(x);
+    case RLX_ACT_LOG: return x < 0.0 ? NAN_F : (x == 0.0 ? -INF_F : log(x));
+    case RLX_ACT_SQRT: return x < 0.0 ? NAN_F : sqrt(x);
+    case RLX_ACT_RSQRT: return x < 0.0 ? NAN_F : (x == 0.0 ? INF_F : 1.0 / sqrt(x));
+    case RLX_ACT_NEG: return -x;
+    case RLX_ACT_ABS: return abs(x);
+    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf_f(x * 0.70710678118654752));
+    case RLX_ACT_GELU_APPROX: {
       float k = 0.79788456080286535588;
       return 0.5 * x * (1.0 + tanh_f(k * (x + 0.044715 * x * x * x)));
     }
-    case 12: return x / (1.0 + exp(-x));
-    case 13: return roundEven(x);
-    case 14: sincos_f(x, s_, c_); return s_;
-    case 15: sincos_f(x, s_, c_); return c_;
-    case 16: sincos_f(x, s_, c_); return s_ / c_;
-    case 17: return atan(x);
+    case RLX_ACT_SILU: return x / (1.0 + exp(-x));
+    case RLX_ACT_ROUND: return roundEven(x);
+    case RLX_ACT_SIN: sincos_f(x, s_, c_); return s_;
+    case RLX_ACT_COS: sincos_f(x, s_, c_); return c_;
+    case RLX_ACT_TAN: sincos_f(x, s_, c_); return s_ / c_;
+    case RLX_ACT_ATAN: return atan(x);
   }
   return NAN_F;
 }
@@ -356,13 +357,13 @@ float pow_f(float a, float b) {
 
 float binary_f(int op, float a, float b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return a / b;
-    case 4: return (isnan(a) || isnan(b)) ? NAN_F : (a > b ? a : b);
-    case 5: return (isnan(a) || isnan(b)) ? NAN_F : (a < b ? a : b);
-    case 6: return pow_f(a, b);
+    case RLX_BIN_ADD: return a + b;
+    case RLX_BIN_SUB: return a - b;
+    case RLX_BIN_MUL: return a * b;
+    case RLX_BIN_DIV: return a / b;
+    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN_F : (a > b ? a : b);
+    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN_F : (a < b ? a : b);
+    case RLX_BIN_POW: return pow_f(a, b);
   }
   return NAN_F;
 }

@@ -18,37 +18,37 @@ int64_t int_pow(int64_t a, int64_t b) {
 
 int64_t binary_i(int op, int64_t a, int64_t b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a - b;
-    case 2: return a * b;
-    case 3: return b == 0L ? 0L : (b == -1L ? -a : a / b);
-    case 4: return a > b ? a : b;
-    case 5: return a < b ? a : b;
-    case 6: return int_pow(a, b);
+    case RLX_BIN_ADD: return a + b;
+    case RLX_BIN_SUB: return a - b;
+    case RLX_BIN_MUL: return a * b;
+    case RLX_BIN_DIV: return b == 0L ? 0L : (b == -1L ? -a : a / b);
+    case RLX_BIN_MAX: return a > b ? a : b;
+    case RLX_BIN_MIN: return a < b ? a : b;
+    case RLX_BIN_POW: return int_pow(a, b);
   }
   return 0L;
 }
 
 bool compare_f(int op, float a, float b) {
   switch (op) {
-    case 0: return a == b;
-    case 1: return a != b || isnan(a) || isnan(b);
-    case 2: return a < b;
-    case 3: return a <= b;
-    case 4: return a > b;
-    case 5: return a >= b;
+    case RLX_CMP_EQ: return a == b;
+    case RLX_CMP_NE: return a != b || isnan(a) || isnan(b);
+    case RLX_CMP_LT: return a < b;
+    case RLX_CMP_LE: return a <= b;
+    case RLX_CMP_GT: return a > b;
+    case RLX_CMP_GE: return a >= b;
   }
   return false;
 }
 
 bool compare_i(int op, int64_t a, int64_t b) {
   switch (op) {
-    case 0: return a == b;
-    case 1: return a != b;
-    case 2: return a < b;
-    case 3: return a <= b;
-    case 4: return a > b;
-    case 5: return a >= b;
+    case RLX_CMP_EQ: return a == b;
+    case RLX_CMP_NE: return a != b;
+    case RLX_CMP_LT: return a < b;
+    case RLX_CMP_LE: return a <= b;
+    case RLX_CMP_GT: return a > b;
+    case RLX_CMP_GE: return a >= b;
   }
   return false;
 }
@@ -65,9 +65,10 @@ void main() {
   if (kind == RLXVK_K_COPY) {
     copy_elem(odt, oo, oi, adt, ao, ai);
   } else if (kind == RLXVK_K_UNARY) {
-    if (ints && (op == 8 || op == 9 || op == 1 || op == 13)) {
+    if (ints && (op == RLX_ACT_NEG || op == RLX_ACT_ABS || op == RLX_ACT_RELU || op == RLX_ACT_ROUND)) {
       int64_t x = ld_i(adt, ao, ai);
-      int64_t y = op == 8 ? -x : op == 9 ? (x < 0L ? -x : x) : op == 1 ? (x < 0L ? 0L : x) : x;
+      int64_t y = op == RLX_ACT_NEG ? -x : op == RLX_ACT_ABS ? (x < 0L ? -x : x)
+                : op == RLX_ACT_RELU ? (x < 0L ? 0L : x) : x;
       st_i(odt, oo, oi, y);
     } else {
       st_f(odt, oo, oi, activation(op, ld_f(adt, ao, ai)));

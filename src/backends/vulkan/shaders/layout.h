@@ -28,25 +28,27 @@
 #define RLXVK_N_SLOTS 7
 #define RLXVK_X 144 /* RLXVK_VIEW0 + 7 * 19 = 141, rounded up */
 
-/* dtype codes (= rlx_dtype) */
-#define RLXVK_F32 0
-#define RLXVK_F16 1
-#define RLXVK_BF16 2
-#define RLXVK_F64 3
-#define RLXVK_I8 4
-#define RLXVK_U8 5
-#define RLXVK_I32 6
-#define RLXVK_I64 7
-#define RLXVK_BOOL 8
+/* dtype codes and kernel kinds: the C enums themselves (rlx_dtype,
+ * rlx_kernel). In GLSL those names come from the generated
+ * rlx_constants.glsl, which common.glsl includes before this file. */
+#define RLXVK_F32 RLX_F32
+#define RLXVK_F16 RLX_F16
+#define RLXVK_BF16 RLX_BF16
+#define RLXVK_F64 RLX_F64
+#define RLXVK_I8 RLX_I8
+#define RLXVK_U8 RLX_U8
+#define RLXVK_I32 RLX_I32
+#define RLXVK_I64 RLX_I64
+#define RLXVK_BOOL RLX_BOOL
 
-/* kernel kinds (= rlx_kernel) used inside the elementwise shader */
-#define RLXVK_K_COPY 0
-#define RLXVK_K_BINARY 1
-#define RLXVK_K_COMPARE 2
-#define RLXVK_K_WHERE 3
-#define RLXVK_K_UNARY 4
-#define RLXVK_K_SOFTMAX 8 /* rows.comp */
-#define RLXVK_K_NORM 13
+/* kernel kinds used inside the elementwise and row shaders */
+#define RLXVK_K_COPY RLX_K_COPY
+#define RLXVK_K_BINARY RLX_K_BINARY
+#define RLXVK_K_COMPARE RLX_K_COMPARE
+#define RLXVK_K_WHERE RLX_K_WHERE
+#define RLXVK_K_UNARY RLX_K_UNARY
+#define RLXVK_K_SOFTMAX RLX_K_SOFTMAX /* rows.comp */
+#define RLXVK_K_NORM RLX_K_NORM
 
 /* Run buffer (binding 2), 32-bit words, rewritten by the host each run. */
 #define RLXVK_RUN_SEED_LO 0

@@ -189,7 +189,7 @@ void epilogue(int c_elem, int sg, int lane, int mb, int nb) {
 // Whether this tile goes straight from the accumulators to an f16 C.
 bool direct_store(int c_elem) {
   const int C = RLXVK_SLOT_OUT0;
-  if (PX(MM_HAS_BIAS) != 0 || PX(MM_ACT) != 0 || m0 + TM > M || n0 + TN > N) return false;
+  if (PX(MM_HAS_BIAS) != 0 || PX(MM_ACT) != RLX_ACT_NONE || m0 + TM > M || n0 + TN > N) return false;
   if (v_dt(C) != RLXVK_F16 || PX(MM_CRS) % 8 != 0) return false;
   return (v_off(C) + uint(c_elem * 2)) % 16u == 0u && batch_strides_ok(MM_CBS);
 }

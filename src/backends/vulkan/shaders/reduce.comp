@@ -13,16 +13,16 @@ shared int64_t si[64];
 shared uint shas[64];
 
 float comb_f(int op, float a, float b) {
-  if (op == 0 || op == 1) return a + b;
-  if (op == 4) return a * b;
+  if (op == RLX_RED_SUM || op == RLX_RED_MEAN) return a + b;
+  if (op == RLX_RED_PROD) return a * b;
   if (isnan(a) || isnan(b)) return NAN_F;
-  return op == 2 ? max(a, b) : min(a, b);
+  return op == RLX_RED_MAX ? max(a, b) : min(a, b);
 }
 
 int64_t comb_i(int op, int64_t a, int64_t b) {
-  if (op == 0 || op == 1) return a + b;
-  if (op == 4) return a * b;
-  return op == 2 ? (a > b ? a : b) : (a < b ? a : b);
+  if (op == RLX_RED_SUM || op == RLX_RED_MEAN) return a + b;
+  if (op == RLX_RED_PROD) return a * b;
+  return op == RLX_RED_MAX ? (a > b ? a : b) : (a < b ? a : b);
 }
 
 // s + c += v, keeping the rounding error of the addition in c.
@@ -49,8 +49,8 @@ void main() {
   }
   uint xdt = v_dt(X), xo = v_off(X);
   bool ints = is_intlike(xdt);
-  float af = (op == 4) ? 1.0 : 0.0, ac = 0.0;
-  int64_t ai = (op == 4) ? 1L : 0L;
+  float af = (op == RLX_RED_PROD) ? 1.0 : 0.0, ac = 0.0;
+  int64_t ai = (op == RLX_RED_PROD) ? 1L : 0L;
   bool has = false;
   for (int r = int(lid); r < inner; r += 64) {
     int e = base;
@@ -62,11 +62,11 @@ void main() {
     }
     if (ints) {
       int64_t v = ld_i(xdt, xo, e);
-      ai = has || op < 2 || op == 4 ? comb_i(op, ai, v) : v;
+      ai = has || op < RLX_RED_MAX || op == RLX_RED_PROD ? comb_i(op, ai, v) : v;
     } else {
       float v = ld_f(xdt, xo, e);
-      if (op < 2) two_sum_add(af, ac, v);
-      else af = has || op == 4 ? comb_f(op, af, v) : v;
+      if (op < RLX_RED_MAX) two_sum_add(af, ac, v);
+      else af = has || op == RLX_RED_PROD ? comb_f(op, af, v) : v;
     }
     has = true;
   }
@@ -78,7 +78,7 @@ void main() {
   for (uint s = 32u; s > 0u; s >>= 1) {
     if (lid < s && shas[lid + s] != 0u) {
       if (shas[lid] != 0u) {
-        if (op < 2) {
+        if (op < RLX_RED_MAX) {
           float a = sf[lid], c = sc[lid] + sc[lid + s];
           two_sum_add(a, c, sf[lid + s]);
           sf[lid] = a;
@@ -99,11 +99,11 @@ void main() {
   if (lid != 0u) return;
   uint odt = v_dt(O), oo = v_off(O);
   bool any = shas[0] != 0u;
-  if (op < 2) sf[0] = sf[0] + sc[0];
-  if (op == 1) {
+  if (op < RLX_RED_MAX) sf[0] = sf[0] + sc[0];
+  if (op == RLX_RED_MEAN) {
     float sum = ints ? float(si[0]) : sf[0];
     st_f(odt, oo, int(oi), inner > 0 ? sum / float(inner) : NAN_F);
-  } else if (op == 0 || op == 4) {
+  } else if (op == RLX_RED_SUM || op == RLX_RED_PROD) {
     if (ints) st_i(odt, oo, int(oi), si[0]);
     else st_f(odt, oo, int(oi), sf[0]);
   } else {

@@ -25,7 +25,7 @@ void main() {
     return;
   }
   int row = PX(RP_PER_TOKEN) != 0 ? b * S + s : s;
-  bool gptj = PX(RP_STYLE) == 1;
+  bool gptj = PX(RP_STYLE) == RLX_ROPE_GPTJ;
   int i1 = gptj ? 2 * p : p, i2 = gptj ? 2 * p + 1 : p + half_;
   float c = ld_f(v_dt(CS), v_off(CS), row * half_ + p);
   float sn = ld_f(v_dt(SN), v_off(SN), row * half_ + p);

@@ -478,31 +478,31 @@ fn sqrt_f(x: f32) -> f32 {
 
 fn activation(act: u32, x: f32) -> f32 {
   switch (act) {
-    case 0u: { return x; }
-    case 1u: { return select(x, 0.0, x < 0.0); }
-    case 2u: { return 1.0 / (1.0 + exp_f(-x)); }
-    case 3u: { return tanh_f(x); }
-    case 4u: { return exp_f(x); }
-    case 5u: { return log_f(x); }
-    case 6u: { return sqrt_f(x); }
-    case 7u: {
+    case RLX_ACT_NONE: { return x; }
+    case RLX_ACT_RELU: { return select(x, 0.0, x < 0.0); }
+    case RLX_ACT_SIGMOID: { return 1.0 / (1.0 + exp_f(-x)); }
+    case RLX_ACT_TANH: { return tanh_f(x); }
+    case RLX_ACT_EXP: { return exp_f(x); }
+    case RLX_ACT_LOG: { return log_f(x); }
+    case RLX_ACT_SQRT: { return sqrt_f(x); }
+    case RLX_ACT_RSQRT: {
       if (is_nan(x) || x < 0.0) { return nan_f(); }
       if (x == 0.0) { return inf_f(); }
       return 1.0 / sqrt_f(x);
     }
-    case 8u: { return -x; }
-    case 9u: { return abs(x); }
-    case 10u: { return 0.5 * x * (1.0 + erf_f(x * 0.70710678118654752)); }
-    case 11u: {
+    case RLX_ACT_NEG: { return -x; }
+    case RLX_ACT_ABS: { return abs(x); }
+    case RLX_ACT_GELU: { return 0.5 * x * (1.0 + erf_f(x * 0.70710678118654752)); }
+    case RLX_ACT_GELU_APPROX: {
       let k = 0.79788456080286535588;
       return 0.5 * x * (1.0 + tanh_f(k * (x + 0.044715 * x * x * x)));
     }
-    case 12u: { return x / (1.0 + exp_f(-x)); }
-    case 13u: { if (is_nan(x) || is_inf(x)) { return x; } return round(x); }
-    case 14u: { return sincos_f(x).x; }
-    case 15u: { return sincos_f(x).y; }
-    case 16u: { let sc = sincos_f(x); return sc.x / sc.y; }
-    case 17u: { if (is_nan(x)) { return x; } return atan(x); }
+    case RLX_ACT_SILU: { return x / (1.0 + exp_f(-x)); }
+    case RLX_ACT_ROUND: { if (is_nan(x) || is_inf(x)) { return x; } return round(x); }
+    case RLX_ACT_SIN: { return sincos_f(x).x; }
+    case RLX_ACT_COS: { return sincos_f(x).y; }
+    case RLX_ACT_TAN: { let sc = sincos_f(x); return sc.x / sc.y; }
+    case RLX_ACT_ATAN: { if (is_nan(x)) { return x; } return atan(x); }
     default: { return nan_f(); }
   }
 }
@@ -522,13 +522,13 @@ fn pow_f(a: f32, b: f32) -> f32 {
 
 fn binary_f(op: u32, a: f32, b: f32) -> f32 {
   switch (op) {
-    case 0u: { return a + b; }
-    case 1u: { return a - b; }
-    case 2u: { return a * b; }
-    case 3u: { return a / b; }
-    case 4u: { if (is_nan(a) || is_nan(b)) { return nan_f(); } return select(b, a, a > b); }
-    case 5u: { if (is_nan(a) || is_nan(b)) { return nan_f(); } return select(b, a, a < b); }
-    case 6u: { return pow_f(a, b); }
+    case RLX_BIN_ADD: { return a + b; }
+    case RLX_BIN_SUB: { return a - b; }
+    case RLX_BIN_MUL: { return a * b; }
+    case RLX_BIN_DIV: { return a / b; }
+    case RLX_BIN_MAX: { if (is_nan(a) || is_nan(b)) { return nan_f(); } return select(b, a, a > b); }
+    case RLX_BIN_MIN: { if (is_nan(a) || is_nan(b)) { return nan_f(); } return select(b, a, a < b); }
+    case RLX_BIN_POW: { return pow_f(a, b); }
     default: { return nan_f(); }
   }
 }

@@ -4,10 +4,10 @@
 
 fn int_binary(op: u32, a: vec2<u32>, b: vec2<u32>, narrow: bool) -> vec2<u32> {
   switch (op) {
-    case 0u: { return i64_add(a, b); }
-    case 1u: { return i64_sub(a, b); }
-    case 2u: { return i64_mul(a, b); }
-    case 3u: {
+    case RLX_BIN_ADD: { return i64_add(a, b); }
+    case RLX_BIN_SUB: { return i64_sub(a, b); }
+    case RLX_BIN_MUL: { return i64_mul(a, b); }
+    case RLX_BIN_DIV: {
       // Only reached with 32-bit results (the host sends i64 div to the
       // CPU): int64 division truncated to 32 bits = i32 division, x/0 = 0.
       let x = i64_low_i32(a); let y = i64_low_i32(b);
@@ -15,9 +15,9 @@ fn int_binary(op: u32, a: vec2<u32>, b: vec2<u32>, narrow: bool) -> vec2<u32> {
       if (y == -1) { return i64_neg(a); }
       return i64_from_i32(x / y);
     }
-    case 4u: { return select(a, b, i64_lt(a, b)); }
-    case 5u: { return select(a, b, i64_lt(b, a)); }
-    case 6u: {
+    case RLX_BIN_MAX: { return select(a, b, i64_lt(a, b)); }
+    case RLX_BIN_MIN: { return select(a, b, i64_lt(b, a)); }
+    case RLX_BIN_POW: {
       // 32-bit results only (see div): wrap-around power by squaring.
       let x = i64_low_i32(a); let y = i64_low_i32(b);
       if (y < 0) {
@@ -39,13 +39,13 @@ fn int_binary(op: u32, a: vec2<u32>, b: vec2<u32>, narrow: bool) -> vec2<u32> {
 }
 
 fn compare_f(op: u32, a: f32, b: f32) -> bool {
-  if (is_nan(a) || is_nan(b)) { return op == 1u; }
+  if (is_nan(a) || is_nan(b)) { return op == RLX_CMP_NE; }
   switch (op) {
-    case 0u: { return a == b; }
-    case 1u: { return a != b; }
-    case 2u: { return a < b; }
-    case 3u: { return a <= b; }
-    case 4u: { return a > b; }
+    case RLX_CMP_EQ: { return a == b; }
+    case RLX_CMP_NE: { return a != b; }
+    case RLX_CMP_LT: { return a < b; }
+    case RLX_CMP_LE: { return a <= b; }
+    case RLX_CMP_GT: { return a > b; }
     default: { return a >= b; }
   }
 }
@@ -54,11 +54,11 @@ fn compare_i(op: u32, a: vec2<u32>, b: vec2<u32>) -> bool {
   let eq = all(a == b);
   let lt = i64_lt(a, b);
   switch (op) {
-    case 0u: { return eq; }
-    case 1u: { return !eq; }
-    case 2u: { return lt; }
-    case 3u: { return lt || eq; }
-    case 4u: { return !lt && !eq; }
+    case RLX_CMP_EQ: { return eq; }
+    case RLX_CMP_NE: { return !eq; }
+    case RLX_CMP_LT: { return lt; }
+    case RLX_CMP_LE: { return lt || eq; }
+    case RLX_CMP_GT: { return !lt && !eq; }
     default: { return !lt; }
   }
 }
@@ -101,11 +101,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       }
     }
     default: { // K_UNARY
-      if (ints && (op == 8u || op == 9u || op == 1u || op == 13u)) {
+      if (ints && (op == RLX_ACT_NEG || op == RLX_ACT_ABS || op == RLX_ACT_RELU || op == RLX_ACT_ROUND)) {
         let x = ld_i(adt, v_off(2u), ai);
         var y = x;
-        if (op == 8u || (op == 9u && i64_is_neg(x))) { y = i64_neg(x); }
-        if (op == 1u && i64_is_neg(x)) { y = vec2<u32>(0u, 0u); }
+        if (op == RLX_ACT_NEG || (op == RLX_ACT_ABS && i64_is_neg(x))) { y = i64_neg(x); }
+        if (op == RLX_ACT_RELU && i64_is_neg(x)) { y = vec2<u32>(0u, 0u); }
         st_i(odt, ooff, oi, y);
       } else {
         st_f(odt, ooff, oi, activation(op, ld_f(adt, v_off(2u), ai)));

@@ -1,0 +1,97 @@
+/* Build-time generator of the constants that shaders share with the host:
+ *   gen_shader_constants OUT.glsl OUT.wgsl
+ * writes a GLSL include (#defines, read by the Vulkan shaders through
+ * common.glsl) and a WGSL prelude (embedded and prepended to every WebGPU
+ * kernel). Every value is the C compiler's own value of an enum of
+ * include/rlx.h, src/backends/kernels.def or the WebGPU record layout
+ * (src/backends/webgpu/wg_layout.h), so shaders and host cannot disagree;
+ * CMake runs this program whenever one of those headers changes.
+ *
+ * Shader code cannot include C, so the op *math* stays in GLSL/WGSL; only
+ * its codes come from here. Names are the C names (RLX_ACT_GELU, RLX_K_NORM):
+ * grepping one finds every backend's use. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backends/webgpu/wg_layout.h"
+#include "passes/lower.h"
+#include "rlx.h"
+
+/* Each public enum the kernels switch on, member by member; the counts are
+ * checked below so a member added to rlx.h without a row here fails the
+ * build instead of leaving a shader without its code. */
+#define RLX_SHADER_ENUMS(X)                                                                     \
+  X(RLX_F32) X(RLX_F16) X(RLX_BF16) X(RLX_F64) X(RLX_I8) X(RLX_U8) X(RLX_I32) X(RLX_I64)        \
+  X(RLX_BOOL)                                                                                   \
+  X(RLX_ACT_NONE) X(RLX_ACT_RELU) X(RLX_ACT_SIGMOID) X(RLX_ACT_TANH) X(RLX_ACT_EXP)             \
+  X(RLX_ACT_LOG) X(RLX_ACT_SQRT) X(RLX_ACT_RSQRT) X(RLX_ACT_NEG) X(RLX_ACT_ABS)                 \
+  X(RLX_ACT_GELU) X(RLX_ACT_GELU_APPROX) X(RLX_ACT_SILU) X(RLX_ACT_ROUND) X(RLX_ACT_SIN)        \
+  X(RLX_ACT_COS) X(RLX_ACT_TAN) X(RLX_ACT_ATAN)                                                 \
+  X(RLX_BIN_ADD) X(RLX_BIN_SUB) X(RLX_BIN_MUL) X(RLX_BIN_DIV) X(RLX_BIN_MAX) X(RLX_BIN_MIN)     \
+  X(RLX_BIN_POW)                                                                                \
+  X(RLX_CMP_EQ) X(RLX_CMP_NE) X(RLX_CMP_LT) X(RLX_CMP_LE) X(RLX_CMP_GT) X(RLX_CMP_GE)           \
+  X(RLX_RED_SUM) X(RLX_RED_MEAN) X(RLX_RED_MAX) X(RLX_RED_MIN) X(RLX_RED_PROD)                  \
+  X(RLX_MASK_NONE) X(RLX_MASK_CAUSAL) X(RLX_MASK_CUSTOM) X(RLX_MASK_SLIDING) X(RLX_MASK_BIAS)   \
+  X(RLX_ROPE_NEOX) X(RLX_ROPE_GPTJ)
+
+_Static_assert(RLX_DTYPE_COUNT == 9, "a dtype without a shader constant");
+_Static_assert(RLX_ACT_COUNT == 18, "an activation without a shader constant");
+_Static_assert(RLX_BIN_COUNT == 7, "a binary op without a shader constant");
+_Static_assert(RLX_CMP_COUNT == 6, "a compare op without a shader constant");
+_Static_assert(RLX_RED_COUNT == 5, "a reduce op without a shader constant");
+_Static_assert(RLX_MASK_BIAS == 4 && RLX_ROPE_GPTJ == 1, "mask kinds / rope styles changed");
+
+static const char* const k_header =
+    "Generated at build time by scripts/gen_shader_constants.c from include/rlx.h,\n"
+    "src/backends/kernels.def and src/backends/webgpu/wg_layout.h: do not edit.";
+
+static int write_glsl(FILE* f) {
+  fprintf(f, "/* %s */\n#ifndef RLX_SHADER_CONSTANTS\n#define RLX_SHADER_CONSTANTS\n", k_header);
+#define GLSL_ENUM(name) fprintf(f, "#define %s %d\n", #name, (int)(name));
+  RLX_SHADER_ENUMS(GLSL_ENUM)
+#undef GLSL_ENUM
+#define RLX_KERNEL(id, name, params, meaning) fprintf(f, "#define RLX_K_%s %d\n", #id, (int)RLX_K_##id);
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+  return fprintf(f, "#endif\n") < 0;
+}
+
+/* Record words keep the types the kernels compare them with (u32 words,
+ * i32 for signed fields); enum codes are abstract integers, usable against
+ * either. */
+static int write_wgsl(FILE* f) {
+  fprintf(f, "// %s\n", "Generated at build time by scripts/gen_shader_constants.c: do not edit.");
+#define WGSL_U32(name, value) fprintf(f, "const %s: u32 = %uu;\n", #name, (unsigned)(value));
+#define WGSL_I32(name, value) fprintf(f, "const %s: i32 = %d;\n", #name, (int)(value));
+  RLX_WG_U32_CONSTS(WGSL_U32)
+  RLX_WG_I32_CONSTS(WGSL_I32)
+#undef WGSL_U32
+#undef WGSL_I32
+#define WGSL_ENUM(name) fprintf(f, "const %s = %d;\n", #name, (int)(name));
+  RLX_SHADER_ENUMS(WGSL_ENUM)
+#undef WGSL_ENUM
+#define RLX_KERNEL(id, name, params, meaning) fprintf(f, "const RLX_K_%s = %d;\n", #id, (int)RLX_K_##id);
+#include "backends/kernels.def"
+#undef RLX_KERNEL
+  return ferror(f) != 0;
+}
+
+static int write_file(const char* path, int (*write)(FILE*)) {
+  FILE* f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 1;
+  }
+  int bad = write(f);
+  if (fclose(f) != 0) bad = 1;
+  if (bad) fprintf(stderr, "gen_shader_constants: writing %s failed\n", path);
+  return bad;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s OUT.glsl OUT.wgsl\n", argv[0]);
+    return 2;
+  }
+  return write_file(argv[1], write_glsl) || write_file(argv[2], write_wgsl) ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+/* WebGPU parameter-record layout: the words the host encoder (wg_encode.c)
+ * writes and the WGSL kernels read. A header of its own (no Dawn types) so
+ * that the build-time generator of the WGSL prelude
+ * (scripts/gen_shader_constants.c) compiles it: the kernels' constants are
+ * these values, and enum codes are the C enums themselves. */
+#ifndef RLX_BACKENDS_WEBGPU_WG_LAYOUT_H
+#define RLX_BACKENDS_WEBGPU_WG_LAYOUT_H
+
+#include "passes/lower.h"
+#include "rlx.h"
+
+/* One step's parameter record: RLX_WG_REC_WORDS u32 words at a 1 KiB-aligned
+ * offset of the parameter buffer, bound with a dynamic offset. The same names
+ * become WGSL constants (the prelude generated at build time), so host and
+ * kernels cannot disagree. Views: [offset bytes, dtype, rank, shape[8],
+ * stride[8]]; slots 0 out0, 1 out1, 2.. in0..in4. Kind words start at R_X. */
+#define RLX_WG_REC_WORDS 256
+#define RLX_WG_VIEW_WORDS 19
+
+#define RLX_WG_U32_CONSTS(X)                                                                    \
+  X(R_KIND, 0) X(R_OP, 1) X(R_COUNT, 2) X(R_STEP, 3) X(R_GROUPS_X, 4) X(R_INF, 5) X(R_NAN, 6)   \
+  X(R_VIEW0, 8) X(R_VIEW_WORDS, RLX_WG_VIEW_WORDS) X(R_X, 144)                                  \
+  X(DT_F32, RLX_F32) X(DT_F16, RLX_F16) X(DT_BF16, RLX_BF16) X(DT_F64, RLX_F64)                 \
+  X(DT_I8, RLX_I8) X(DT_U8, RLX_U8) X(DT_I32, RLX_I32) X(DT_I64, RLX_I64)                       \
+  X(DT_BOOL, RLX_BOOL)                                                                          \
+  X(K_COPY, RLX_K_COPY) X(K_BINARY, RLX_K_BINARY) X(K_COMPARE, RLX_K_COMPARE)                   \
+  X(K_WHERE, RLX_K_WHERE) X(K_UNARY, RLX_K_UNARY)                                               \
+  X(RED_SUM, RLX_RED_SUM) X(RED_MEAN, RLX_RED_MEAN) X(RED_MAX, RLX_RED_MAX)                     \
+  X(RED_MIN, RLX_RED_MIN) X(RED_PROD, RLX_RED_PROD)                                             \
+  X(RUN_SEED_LO, 0) X(RUN_SEED_HI, 1) X(RUN_ERR, 2) X(RUN_ERR_STEP, 3) X(RUN_ERR_LO, 4)         \
+  X(RUN_ERR_HI, 5) X(RUN_ERR_LEN, 6)                                                            \
+  X(MM_M, 0) X(MM_N, 1) X(MM_K, 2) X(MM_BATCH, 3) X(MM_BRANK, 4) X(MM_BSHAPE, 5) X(MM_ABS, 13)  \
+  X(MM_BBS, 21) X(MM_CBS, 29) X(MM_ARS, 37) X(MM_ACS, 38) X(MM_BRS, 39) X(MM_BCS, 40)           \
+  X(MM_CRS, 41) X(MM_HAS_BIAS, 42) X(MM_ACT, 43) X(MM_FAST_A, 44) X(MM_FAST_B, 45)              \
+  X(MM_PAIR_OUT, 46)                                                                            \
+  X(EV_MODE, 0) X(EV_PERIOD, 5) X(EV_VECS, 10)                                                  \
+  X(RD_NKEEP, 0) X(RD_NRED, 1) X(RD_OUTER, 2) X(RD_INNER, 3)                                    \
+  X(RW_OUTER, 0) X(RW_N, 1) X(RW_INNER, 2) X(RW_EXCLUSIVE, 3) X(RW_REVERSE, 4) X(RW_K, 5)       \
+  X(RW_LARGEST, 6)                                                                              \
+  X(GA_OUTER, 0) X(GA_AXIS_LEN, 1) X(GA_INNER, 2) X(GA_NIDX, 3)                                 \
+  X(SC_RANK, 0) X(SC_AXIS, 1) X(SC_SHAPE, 2) X(SC_OSTRIDE, 10) X(SC_AXIS_LEN, 18)               \
+  X(NM_ROWS, 0) X(NM_COLS, 1) X(NM_EPS, 2) X(NM_RMS, 3) X(NM_HAS_RES, 4) X(NM_HAS_BIAS, 5)      \
+  X(NM_HAS_GAMMA, 6) X(NM_HAS_BETA, 7) X(NM_WRITES_SUM, 8)                                      \
+  X(AT_B, 0) X(AT_H, 1) X(AT_HKV, 2) X(AT_SQ, 3) X(AT_SK, 4) X(AT_D, 5) X(AT_DV, 6) X(AT_Q, 7)  \
+  X(AT_K, 10) X(AT_V, 13) X(AT_O, 16) X(AT_M, 19) X(AT_MASK, 23) X(AT_WINDOW, 24)               \
+  X(AT_SCALE, 25) X(AT_SOFTCAP, 26) X(AT_PAIR_OUT, 27) X(AT_FAST_KV, 28)                        \
+  X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
+  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
+  X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)
+
+/* Constants compared with signed record words. */
+#define RLX_WG_I32_CONSTS(X)                                                                    \
+  X(MASK_CAUSAL, RLX_MASK_CAUSAL) X(MASK_CUSTOM, RLX_MASK_CUSTOM)                               \
+  X(MASK_SLIDING, RLX_MASK_SLIDING) X(MASK_BIAS, RLX_MASK_BIAS) X(ROPE_GPTJ, RLX_ROPE_GPTJ)
+
+enum {
+#define RLX_WG_ENUM(name, value) WG_##name = (value),
+  RLX_WG_U32_CONSTS(RLX_WG_ENUM) RLX_WG_I32_CONSTS(RLX_WG_ENUM)
+#undef RLX_WG_ENUM
+};
+
+#define RLX_WG_RUN_WORDS 8
+
+#endif

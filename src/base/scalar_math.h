@@ -1,0 +1,205 @@
+/* Scalar math written once for C and CUDA: activations, elementwise binary
+ * and compare ops, integer arithmetic with the reference's wrap-around and
+ * division rules, saturating float -> int casts.
+ *
+ * The CPU reference (src/backends/cpu/ref.c) is the oracle every backend is
+ * tested against; its scalar definitions live here so that the CPU fast
+ * paths and the CUDA kernels (kernels/common.cuh) compute exactly the same
+ * formulas instead of keeping copies that drift. Shader backends cannot
+ * include C: their math stays in GLSL/WGSL, but the op codes they switch on
+ * are generated from include/rlx.h at build time (scripts/gen_shader_constants.c).
+ *
+ * In src/base/ (not backends/) because ir/dtype.c's casts use the saturation
+ * rule too and base is the layer everything may include. Only `static
+ * inline` functions: no symbols, usable from any translation unit. */
+#ifndef RLX_BASE_SCALAR_MATH_H
+#define RLX_BASE_SCALAR_MATH_H
+
+#include <stdint.h>
+
+#include "rlx.h"
+
+#ifdef __CUDACC__
+#define RLX_HD static __host__ __device__ __forceinline__
+#else
+#include <math.h>
+#define RLX_HD static inline
+#endif
+
+/* Round half to even without depending on the current rounding mode (rint
+ * would follow fesetround). */
+RLX_HD double rlx_round_half_even(double x) {
+  if (!isfinite(x)) return x;
+  double r = floor(x), diff = x - r;
+  if (diff > 0.5) return r + 1.0;
+  if (diff < 0.5) return r;
+  return fmod(r, 2.0) == 0.0 ? r : r + 1.0;
+}
+
+/* The reference's activations, in double. */
+RLX_HD double rlx_act_f64(int act, double x) {
+  switch (act) {
+    case RLX_ACT_NONE: return x;
+    case RLX_ACT_RELU: return x < 0 ? 0.0 : x; /* NaN passes through */
+    case RLX_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case RLX_ACT_TANH: return tanh(x);
+    case RLX_ACT_EXP: return exp(x);
+    case RLX_ACT_LOG: return log(x);
+    case RLX_ACT_SQRT: return sqrt(x);
+    case RLX_ACT_RSQRT: return 1.0 / sqrt(x);
+    case RLX_ACT_NEG: return -x;
+    case RLX_ACT_ABS: return fabs(x);
+    case RLX_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case RLX_ACT_GELU_APPROX: {
+      const double k = 0.79788456080286535588; /* sqrt(2/pi) */
+      return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case RLX_ACT_SILU: return x / (1.0 + exp(-x));
+    case RLX_ACT_ROUND: return rlx_round_half_even(x);
+    case RLX_ACT_SIN: return sin(x);
+    case RLX_ACT_COS: return cos(x);
+    case RLX_ACT_TAN: return tan(x);
+    case RLX_ACT_ATAN: return atan(x);
+    default: return NAN;
+  }
+}
+
+/* The same definitions in float with float libm: the f32 compute paths (CPU
+ * fast kernels, CUDA f32 kernels), within the f32 tolerance of the oracle. */
+RLX_HD float rlx_act_f32(int act, float x) {
+  switch (act) {
+    case RLX_ACT_NONE: return x;
+    case RLX_ACT_RELU: return x < 0.0f ? 0.0f : x;
+    case RLX_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case RLX_ACT_TANH: return tanhf(x);
+    case RLX_ACT_EXP: return expf(x);
+    case RLX_ACT_LOG: return logf(x);
+    case RLX_ACT_SQRT: return sqrtf(x);
+    case RLX_ACT_RSQRT: return 1.0f / sqrtf(x);
+    case RLX_ACT_NEG: return -x;
+    case RLX_ACT_ABS: return fabsf(x);
+    case RLX_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RLX_ACT_GELU_APPROX:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case RLX_ACT_SILU: return x / (1.0f + expf(-x));
+    case RLX_ACT_ROUND: return rintf(x); /* default rounding: half to even */
+    case RLX_ACT_SIN: return sinf(x);
+    case RLX_ACT_COS: return cosf(x);
+    case RLX_ACT_TAN: return tanf(x);
+    case RLX_ACT_ATAN: return atanf(x);
+    default: return NAN;
+  }
+}
+
+/* Float binary ops. Max / min follow torch.maximum / minimum: NaN in either
+ * operand gives NaN. */
+RLX_HD double rlx_binary_f64(int op, double a, double b) {
+  switch (op) {
+    case RLX_BIN_ADD: return a + b;
+    case RLX_BIN_SUB: return a - b;
+    case RLX_BIN_MUL: return a * b;
+    case RLX_BIN_DIV: return a / b;
+    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case RLX_BIN_POW: return pow(a, b);
+    default: return NAN;
+  }
+}
+
+RLX_HD float rlx_binary_f32(int op, float a, float b) {
+  switch (op) {
+    case RLX_BIN_ADD: return a + b;
+    case RLX_BIN_SUB: return a - b;
+    case RLX_BIN_MUL: return a * b;
+    case RLX_BIN_DIV: return a / b;
+    case RLX_BIN_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case RLX_BIN_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case RLX_BIN_POW: return powf(a, b);
+    default: return NAN;
+  }
+}
+
+/* Integer ops run in int64 with wrap-around, computed unsigned so signed
+ * overflow is never undefined. Negative exponents give 0 except for bases
+ * 1 and -1 (the only integers whose inverse is an integer). */
+RLX_HD int64_t rlx_int_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, base = (uint64_t)a;
+  while (b) {
+    if (b & 1) r *= base;
+    base *= base;
+    b >>= 1;
+  }
+  return (int64_t)r;
+}
+
+/* Activations with an exact integer form: on integer dtypes these run in
+ * int64 (wrapping negation) instead of through float. */
+RLX_HD int rlx_act_has_int_form(int act) {
+  return act == RLX_ACT_NEG || act == RLX_ACT_ABS || act == RLX_ACT_RELU || act == RLX_ACT_ROUND;
+}
+
+RLX_HD int64_t rlx_act_i64(int act, int64_t x) {
+  switch (act) {
+    case RLX_ACT_NEG: return (int64_t)(0 - (uint64_t)x);
+    case RLX_ACT_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case RLX_ACT_RELU: return x < 0 ? 0 : x;
+    default: return x; /* RLX_ACT_ROUND: integers are already whole */
+  }
+}
+
+/* Division truncates toward zero; x / 0 = 0 (no trap, as no GPU traps). */
+RLX_HD int64_t rlx_int_binary(int op, int64_t a, int64_t b) {
+  switch (op) {
+    case RLX_BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case RLX_BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case RLX_BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case RLX_BIN_DIV:
+      if (b == 0) return 0;
+      if (b == -1) return (int64_t)(0 - (uint64_t)a); /* INT64_MIN / -1 wraps */
+      return a / b;
+    case RLX_BIN_MAX: return a > b ? a : b;
+    case RLX_BIN_MIN: return a < b ? a : b;
+    case RLX_BIN_POW: return rlx_int_pow(a, b);
+    default: return 0;
+  }
+}
+
+/* Comparisons: NaN compares unequal to everything (IEEE). */
+RLX_HD int rlx_compare_f64(int op, double a, double b) {
+  switch (op) {
+    case RLX_CMP_EQ: return a == b;
+    case RLX_CMP_NE: return a != b;
+    case RLX_CMP_LT: return a < b;
+    case RLX_CMP_LE: return a <= b;
+    case RLX_CMP_GT: return a > b;
+    case RLX_CMP_GE: return a >= b;
+    default: return 0;
+  }
+}
+
+RLX_HD int rlx_compare_i64(int op, int64_t a, int64_t b) {
+  switch (op) {
+    case RLX_CMP_EQ: return a == b;
+    case RLX_CMP_NE: return a != b;
+    case RLX_CMP_LT: return a < b;
+    case RLX_CMP_LE: return a <= b;
+    case RLX_CMP_GT: return a > b;
+    case RLX_CMP_GE: return a >= b;
+    default: return 0;
+  }
+}
+
+/* Float -> integer cast of the reference: NaN -> 0, out of range clamps to
+ * [lo, hi], otherwise truncation toward zero (as C casts and numpy astype).
+ * hi for i64 is the largest double below 2^63. */
+#define RLX_I64_LO (-9223372036854775808.0)
+#define RLX_I64_HI 9223372036854774784.0
+RLX_HD int64_t rlx_saturate_i64(double v, double lo, double hi) {
+  if (isnan(v)) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)v;
+}
+
+#endif

@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_vulkan test_webgpu test_cuda bench_gpu}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -74,6 +74,19 @@ for t in $(for d in $BACKENDS; do echo test_$d; done); do
   echo "$t exit $?: $(tail -1 $T/$t.txt)"
   grep -E "FAIL|SKIP" $T/$t.txt | head -10
 done
+# The backend contract (tests/test_contract.c), once per device.
+for d in $BACKENDS; do
+  [ -x $B/test_contract ] || break
+  timeout 150 $B/test_contract $d > $T/contract_$d.txt 2>&1
+  echo "test_contract $d exit $?: $(tail -1 $T/contract_$d.txt)"
+  grep -E "FAIL|SKIP" $T/contract_$d.txt | head -10
+done
+# The kernel lab's GEMV family (bench/kernels/gemv.cu): every variant checked
+# against the CPU, then timed.
+if [ -x $B/lab_gemv ]; then
+  timeout 120 $B/lab_gemv > $T/lab_gemv.txt 2>&1
+  echo "lab_gemv exit $?"; cat $T/lab_gemv.txt | tail -12
+fi
 
 stage "op parity vs the CPU reference (3 rounds each)"
 : > "$OUT/parity.txt"

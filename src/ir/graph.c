@@ -2,6 +2,7 @@
  * an rlx_node_attrs and goes through rlx_graph_add_node, so the shape rules in
  * shape.c are the single place where a node is verified. */
 #include "ir/graph.h"
+#include "ir/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,26 +17,17 @@ const rlx_op_info rlx_op_table[RLX_OP_COUNT] = {
 
 /* ------------------------------------------------------------------ names */
 
-static const char* const binary_names[RLX_BIN_COUNT] = {"add", "sub", "mul", "div",
-                                                        "max", "min", "pow"};
-static const char* const compare_names[RLX_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
-static const char* const activation_names[RLX_ACT_COUNT] = {
-    "none", "relu", "sigmoid", "tanh", "exp",         "log",  "sqrt", "rsqrt", "neg",
-    "abs",  "gelu", "gelu_approx", "silu", "round", "sin", "cos",  "tan",  "atan"};
-static const char* const reduce_names[RLX_RED_COUNT] = {"reduce_sum", "reduce_mean", "reduce_max",
-                                                        "reduce_min", "reduce_prod"};
-
 const char* rlx_op_name(rlx_op op, int32_t kind) {
   if ((unsigned)op >= RLX_OP_COUNT) return "?";
   switch (op) {
     case RLX_OP_BINARY:
-      return (unsigned)kind < RLX_BIN_COUNT ? binary_names[kind] : rlx_op_table[op].text;
+      return (unsigned)kind < RLX_BIN_COUNT ? rlx_binary_names[kind] : rlx_op_table[op].text;
     case RLX_OP_COMPARE:
-      return (unsigned)kind < RLX_CMP_COUNT ? compare_names[kind] : rlx_op_table[op].text;
+      return (unsigned)kind < RLX_CMP_COUNT ? rlx_compare_names[kind] : rlx_op_table[op].text;
     case RLX_OP_ACTIVATION:
-      return (unsigned)kind < RLX_ACT_COUNT ? activation_names[kind] : rlx_op_table[op].text;
+      return (unsigned)kind < RLX_ACT_COUNT ? rlx_activation_names[kind] : rlx_op_table[op].text;
     case RLX_OP_REDUCE:
-      return (unsigned)kind < RLX_RED_COUNT ? reduce_names[kind] : rlx_op_table[op].text;
+      return (unsigned)kind < RLX_RED_COUNT ? rlx_reduce_names[kind] : rlx_op_table[op].text;
     default:
       return rlx_op_table[op].text;
   }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ir/graph.h"
+#include "ir/names.h"
 
 /* Dims above this are surely a typo or an attack, and products of a few of
  * them would overflow int64 byte counts further down. */
@@ -31,15 +32,11 @@
 
 /* ------------------------------------------------------------------ names */
 
-static const char* const act_names[] = {
-    "none", "relu", "sigmoid", "tanh", "exp",  "log", "sqrt", "rsqrt", "neg",
-    "abs",  "gelu", "gelu_approx", "silu", "round", "sin", "cos", "tan", "atan"};
 static const char* const layout_names[] = {"bshd", "bhsd"};
 static const char* const mask_names[] = {"none", "causal", "custom", "sliding", "bias"};
 static const char* const style_names[] = {"neox", "gptj"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
-_Static_assert(COUNT_OF(act_names) == RLX_ACT_COUNT, "act_names out of sync with rlx_activation");
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");
 
 typedef struct name_table {
@@ -81,7 +78,7 @@ static const attr_info attr_table[RLX_ATTR_COUNT] = {
 
 static name_table enum_names(attr_kind k) {
   switch (k) {
-    case AK_ENUM_ACT: return (name_table){act_names, COUNT_OF(act_names)};
+    case AK_ENUM_ACT: return (name_table){rlx_activation_names, RLX_ACT_COUNT};
     case AK_ENUM_LAYOUT: return (name_table){layout_names, COUNT_OF(layout_names)};
     case AK_ENUM_MASK: return (name_table){mask_names, COUNT_OF(mask_names)};
     case AK_ENUM_STYLE: return (name_table){style_names, COUNT_OF(style_names)};

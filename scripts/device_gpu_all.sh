@@ -121,6 +121,13 @@ for d in $BACKENDS; do
     [ -n "${BENCH_ONLY:-}" ] && ! [[ "$w" =~ $BENCH_ONLY ]] && continue
     case "$d:$w" in vulkan:*tf32*|vulkan:*own-kernel*|webgpu:*tf32*|webgpu:*own-kernel*) continue ;; esac
     timeout 60 $B/bench_gpu $d "$w" | tee -a "$OUT/bench_$d.jsonl"
+    # A/B: a bench_gpu built from an earlier commit, carried as
+    # $CARRY/bench_gpu_before, runs the same row right after (log only);
+    # BEFORE_ENV holds the variables that build reads under older names.
+    if [ -x "$CARRY/bench_gpu_before" ]; then
+      # shellcheck disable=SC2086
+      env ${BEFORE_ENV:-} timeout 60 "$CARRY/bench_gpu_before" $d "$w" | sed 's/^/BEFORE /'
+    fi
   done
 done
 

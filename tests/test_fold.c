@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "backends/cpu/cpu.h"
 #include "passes/fold.h"
 
 /* Output i of g run by a CPU reference executable into a malloc'd buffer. */
@@ -70,7 +71,7 @@ TEST(evaluate_matches_cpu_reference_exactly) {
   rlx_graph* g = constant_graph();
   CHECK(g);
   rlx_fold_value v[2];
-  CHECK_OK_G(g, rlx_fold_evaluate(g, v));
+  CHECK_OK_G(g, rlx_fold_evaluate(g, rlx_ref_run_step, v));
   CHECK(v[0].type.dtype == RLX_F32 && v[0].type.rank == 2 && v[0].type.shape[0] == 3 &&
         v[0].type.shape[1] == 4 && v[0].bytes == 48);
   CHECK(v[1].type.rank == 1 && v[1].type.shape[0] == 3 && v[1].bytes == 12);
@@ -99,7 +100,7 @@ TEST(evaluate_refuses_inputs_and_reports_run_errors) {
   CHECK_OK_G(g, rlx_graph_add_activation(g, RLX_ACT_NEG, x, &y));
   CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
   rlx_fold_value v[1];
-  CHECK(rlx_fold_evaluate(g, v) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_fold_evaluate(g, rlx_ref_run_step, v) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "cannot read inputs") != NULL);
   rlx_graph_destroy(g);
   /* Gather with an index out of range: the kernel's error comes back. */
@@ -110,9 +111,9 @@ TEST(evaluate_refuses_inputs_and_reports_run_errors) {
   CHECK_OK_G(g, rlx_graph_add_constant(g, RLX_I64, is, 1, bad, sizeof bad, &idx));
   CHECK_OK_G(g, rlx_graph_add_gather(g, d, idx, 0, &out));
   CHECK_OK_G(g, rlx_graph_set_outputs(g, &out, 1));
-  CHECK(rlx_fold_evaluate(g, v) == RLX_OUT_OF_RANGE);
+  CHECK(rlx_fold_evaluate(g, rlx_ref_run_step, v) == RLX_OUT_OF_RANGE);
   CHECK(rlx_graph_last_error(g)[0] != '\0');
-  CHECK(rlx_fold_evaluate(g, NULL) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_fold_evaluate(g, rlx_ref_run_step, NULL) == RLX_INVALID_ARGUMENT);
   rlx_graph_destroy(g);
 }
 
@@ -134,7 +135,7 @@ TEST(fold_constants_pass) {
   CHECK_OK_G(g, rlx_graph_set_outputs(g, outs, 2));
   rlx_graph* f = NULL;
   int32_t folded = -1;
-  CHECK_OK_G(g, rlx_fold_constants(g, (int64_t)1 << 20, &f, &folded));
+  CHECK_OK_G(g, rlx_fold_constants(g, rlx_ref_run_step, (int64_t)1 << 20, &f, &folded));
   CHECK(folded == 2);
   /* input, constant "scale", mul: exp, add and the two consumed constants are gone */
   CHECK_MSG(rlx_graph_node_count(f) == 3, "%d nodes", (int)rlx_graph_node_count(f));
@@ -161,10 +162,10 @@ TEST(fold_constants_pass) {
   }
   rlx_graph_destroy(f);
   /* Over the byte budget: nothing folds, the copy is the same graph. */
-  CHECK_OK_G(g, rlx_fold_constants(g, 8, &f, &folded));
+  CHECK_OK_G(g, rlx_fold_constants(g, rlx_ref_run_step, 8, &f, &folded));
   CHECK(folded == 0 && rlx_graph_node_count(f) == rlx_graph_node_count(g));
   rlx_graph_destroy(f);
-  CHECK(rlx_fold_constants(g, 0, NULL, NULL) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_fold_constants(g, rlx_ref_run_step, 0, NULL, NULL) == RLX_INVALID_ARGUMENT);
   rlx_graph_destroy(g);
 }
 
@@ -179,7 +180,7 @@ TEST(fold_keeps_sample) {
   CHECK_OK_G(g, rlx_graph_set_outputs(g, &tok, 1));
   rlx_graph* f = NULL;
   int32_t folded = -1;
-  CHECK_OK_G(g, rlx_fold_constants(g, (int64_t)1 << 20, &f, &folded));
+  CHECK_OK_G(g, rlx_fold_constants(g, rlx_ref_run_step, (int64_t)1 << 20, &f, &folded));
   CHECK(folded == 0 && rlx_graph_node_count(f) == 2);
   rlx_graph_destroy(f);
   rlx_graph_destroy(g);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ir/dtype.h"
+#include "backends/cpu/cpu.h" /* rlx_ref_run_step: folding evaluates with the oracle */
 #include "passes/fold.h"
 
 /* ------------------------------------------------------------------ host tensors */
@@ -883,7 +884,7 @@ static rlx_status evaluate_scratch(rlx_ox_ctx* c, rlx_graph* g2) {
   if (n == 0) return RLX_OK;
   RLX_RETURN_IF_ERROR(rlx_ox_check(c, rlx_graph_set_outputs(g2, outs, n)));
   rlx_fold_value vals[MAX_NODE_IO];
-  rlx_status s = rlx_fold_evaluate(g2, vals);
+  rlx_status s = rlx_fold_evaluate(g2, rlx_ref_run_step, vals);
   if (s != RLX_OK) {
     if (s == RLX_RESOURCE_EXHAUSTED) return rlx_fail(err, s, "%s", g2->err.msg);
     return rlx_fail(err, s, "ONNX %s node '%s': evaluating at import time: %s", c->p->op_type,

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu.h" /* rlx_ref_run_step: the reference kernels, nothing else */
 #include "passes/decompose.h"
 #include "passes/lower.h"
 #include "passes/plan.h"
@@ -47,7 +46,7 @@ static rlx_status check_constant_only(rlx_graph* g) {
 /* Runs the steps over a zeroed host arena (zeroed as the CPU backend's, so
  * a value no step writes reads the same) that holds the constants. */
 static rlx_status run_steps(rlx_graph* g, const rlx_plan* plan, const rlx_step_list* steps,
-                            uint8_t** out_arena) {
+                            rlx_fold_step_fn run_step, uint8_t** out_arena) {
   size_t n = (size_t)(plan->arena_bytes ? plan->arena_bytes : FOLD_ALIGNMENT);
   if (plan->arena_bytes > SIZE_MAX - FOLD_ALIGNMENT)
     return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "arena of %llu bytes does not fit in memory",
@@ -65,7 +64,7 @@ static rlx_status run_steps(rlx_graph* g, const rlx_plan* plan, const rlx_step_l
   }
   rlx_run_ctx ctx = {0, g, plan};
   for (int32_t i = 0; i < steps->n; i++) {
-    rlx_status s = rlx_ref_run_step(arena, &steps->steps[i], &ctx, &g->err);
+    rlx_status s = run_step(arena, &steps->steps[i], &ctx, &g->err);
     if (s != RLX_OK) {
       free(arena);
       return s;
@@ -94,8 +93,8 @@ static rlx_status read_outputs(rlx_graph* g, const rlx_plan* plan, const uint8_t
   return RLX_OK;
 }
 
-rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values) {
-  if (!g || !out_values) return RLX_INVALID_ARGUMENT;
+rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_step_fn run_step, rlx_fold_value* out_values) {
+  if (!g || !run_step || !out_values) return RLX_INVALID_ARGUMENT;
   if (g->n_outputs == 0) return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "graph has no outputs");
   memset(out_values, 0, sizeof *out_values * (size_t)g->n_outputs);
   RLX_RETURN_IF_ERROR(check_constant_only(g));
@@ -109,7 +108,7 @@ rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values) {
     rlx_plan_options po = {FOLD_ALIGNMENT, 1};
     s = rlx_plan_memory(dec, &po, &plan);
     if (s == RLX_OK) s = rlx_lower(dec, &plan, NULL, &steps, &dec->err);
-    if (s == RLX_OK) s = run_steps(dec, &plan, &steps, &arena);
+    if (s == RLX_OK) s = run_steps(dec, &plan, &steps, run_step, &arena);
     if (s == RLX_OK) s = read_outputs(dec, &plan, arena, out_values);
     if (s != RLX_OK) g->err = dec->err;
   }
@@ -124,6 +123,7 @@ rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values) {
 
 typedef struct folder {
   rlx_graph* g;
+  rlx_fold_step_fn run_step;
   uint8_t* foldable;   /* per node: computes from constants only */
   uint8_t* needed;     /* per value: read by a kept node or a graph output */
   rlx_tensor* map;     /* per value of g: its value in the new graph */
@@ -186,7 +186,7 @@ static rlx_status evaluate_needed(folder* f, int32_t n_needed, rlx_fold_value* v
   for (int32_t v = 0; st == RLX_OK && v < g->n_values; v++)
     if (f->needed[v] && f->foldable[g->values[v].node]) outs[k++] = f->map[v];
   if (st == RLX_OK) st = rlx_graph_set_outputs(s, outs, k);
-  if (st == RLX_OK) st = rlx_fold_evaluate(s, vals);
+  if (st == RLX_OK) st = rlx_fold_evaluate(s, f->run_step, vals);
   if (st != RLX_OK && s->err.msg[0]) g->err = s->err;
   free(outs);
   rlx_graph_destroy(s);
@@ -224,12 +224,12 @@ static rlx_status rebuild(folder* f, rlx_graph* dst, const rlx_fold_value* vals)
   return s;
 }
 
-rlx_status rlx_fold_constants(rlx_graph* g, int64_t max_bytes, rlx_graph** out,
-                              int32_t* out_folded) {
-  if (!g || !out) return RLX_INVALID_ARGUMENT;
+rlx_status rlx_fold_constants(rlx_graph* g, rlx_fold_step_fn run_step, int64_t max_bytes,
+                              rlx_graph** out, int32_t* out_folded) {
+  if (!g || !run_step || !out) return RLX_INVALID_ARGUMENT;
   *out = NULL;
   if (out_folded) *out_folded = 0;
-  folder f = {g, calloc((size_t)g->n_nodes + 1, 1), calloc((size_t)g->n_values + 1, 1),
+  folder f = {g, run_step, calloc((size_t)g->n_nodes + 1, 1), calloc((size_t)g->n_values + 1, 1),
               calloc((size_t)g->n_values + 1, sizeof(rlx_tensor))};
   rlx_fold_value* vals = NULL;
   rlx_status s = f.foldable && f.needed && f.map

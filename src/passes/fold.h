@@ -1,5 +1,6 @@
 /* Constant folding: values that depend on constants only are computed once,
- * on the host, with the CPU reference kernels (the oracle), called directly:
+ * on the host, with the CPU reference kernels (the oracle, handed in as
+ * rlx_fold_step_fn), called directly:
  * decompose -> plan -> lower -> rlx_ref_run_step over a host arena. No
  * executable, no device registry: passes stay below the runtime, and the ONNX
  * importer (io) folds shape computations without compiling anything.
@@ -15,6 +16,14 @@
 
 #include "ir/graph.h"
 
+#include "passes/lower.h"
+
+/* Runs one lowered step against a host arena. Callers pass the CPU
+ * reference's rlx_ref_run_step (backends/cpu/cpu.h): it is handed in, so
+ * the passes layer does not reach up into the backends. */
+typedef rlx_status (*rlx_fold_step_fn)(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                                       rlx_error* err);
+
 /* One evaluated value; data is malloc'd (free()), never NULL. */
 typedef struct rlx_fold_value {
   rlx_type type; /* static dims */
@@ -29,7 +38,7 @@ void rlx_fold_value_free(rlx_fold_value* v);
  * out_values has room for g->n_outputs; on failure nothing is left
  * allocated. Errors (RESOURCE_EXHAUSTED, a kernel's OUT_OF_RANGE, ...) go to
  * g->err. Random ops run with seed 0. */
-rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values);
+rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_step_fn run_step, rlx_fold_value* out_values);
 
 /* Graph -> graph: *out is g with every value that depends on constants only
  * (computed by a non-leaf node whose inputs all are, transitively,
@@ -40,7 +49,7 @@ rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_value* out_values);
  * the output order are kept. When the values to evaluate exceed max_bytes
  * in all, nothing is folded (*out is a copy). *out_folded (may be NULL)
  * receives the number of nodes removed. Errors go to g->err. */
-rlx_status rlx_fold_constants(rlx_graph* g, int64_t max_bytes, rlx_graph** out,
-                              int32_t* out_folded);
+rlx_status rlx_fold_constants(rlx_graph* g, rlx_fold_step_fn run_step, int64_t max_bytes,
+                              rlx_graph** out, int32_t* out_folded);
 
 #endif

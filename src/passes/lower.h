@@ -189,6 +189,14 @@ typedef struct rlx_step {
   rlx_work work;
 } rlx_step;
 
+/* What running a step list needs besides its steps (rlx_run_ctx: see
+ * runtime/backend.h's run, the CPU reference, constant folding). */
+typedef struct rlx_run_ctx {
+  uint64_t seed;          /* per-run seed (Sample, RNG ops) */
+  const rlx_graph* graph; /* for RLX_K_HOST steps and messages naming a node */
+  const rlx_plan* plan;
+} rlx_run_ctx;
+
 typedef struct rlx_step_list {
   rlx_step* steps;
   int32_t n, cap;

@@ -8,11 +8,6 @@
 
 typedef struct rlx_backend_exec rlx_backend_exec; /* backend-private */
 
-typedef struct rlx_run_ctx {
-  uint64_t seed;          /* per-run seed (Sample, RNG ops) */
-  const rlx_graph* graph; /* for RLX_K_HOST steps */
-  const rlx_plan* plan;
-} rlx_run_ctx;
 
 enum { RLX_PROBE_UNAVAILABLE = 0, RLX_PROBE_HARDWARE = 1, RLX_PROBE_SOFTWARE = 2 };
 

@@ -212,9 +212,20 @@ TEST(bad_index_is_an_error_not_a_crash) {
   CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
   CHECK_MSG(strstr(rlx_exec_last_error(e), "lookup") && strstr(rlx_exec_last_error(e), "5"), "%s",
             rlx_exec_last_error(e));
+  float out[6];
+  /* A failed run leaves no results to read: an error, not stale bytes. */
+  CHECK(rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out) == RLX_FAILED_PRECONDITION);
   CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 1, good, sizeof good));
   CHECK_OK_E(e, rlx_exec_run(e));
-  float out[6];
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
+  for (int k = 0; k < 3; k++) CHECK(out[k] == dd[12 + k] && out[3 + k] == dd[6 + k]);
+  /* ... also after a good run: the failed one invalidates its outputs. */
+  CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 1, bad, sizeof bad));
+  CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+  CHECK(rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out) == RLX_FAILED_PRECONDITION);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "failed run") != NULL, "%s", rlx_exec_last_error(e));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 1, good, sizeof good));
+  CHECK_OK_E(e, rlx_exec_run(e));
   CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
   for (int k = 0; k < 3; k++) CHECK(out[k] == dd[12 + k] && out[3 + k] == dd[6 + k]);
   rlx_exec_destroy(e);

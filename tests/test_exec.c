@@ -68,6 +68,34 @@ TEST(half_params_convert) {
   rlx_graph_destroy(g);
 }
 
+/* NULL arguments are errors with a message of their own (not the previous
+ * call's), and options that promise arrays they do not pass are refused. */
+TEST(null_arguments_are_errors) {
+  rlx_compile_options_init(NULL); /* no crash */
+  rlx_graph* g = bias_relu_graph();
+  rlx_exec* e = NULL;
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.n_symbols = 2; /* names and sizes left NULL */
+  CHECK(rlx_compile(g, "cpu", &o, &e) == RLX_INVALID_ARGUMENT && e == NULL);
+  CHECK_MSG(strstr(rlx_graph_last_error(g), "n_symbols") != NULL, "%s", rlx_graph_last_error(g));
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float b3[3] = {1, 2, 3};
+  CHECK(rlx_exec_set_param(e, "nope", RLX_F32, b3, sizeof b3) == RLX_NOT_FOUND);
+  CHECK(rlx_exec_set_param(e, NULL, RLX_F32, b3, sizeof b3) == RLX_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "name is NULL") != NULL, "%s", rlx_exec_last_error(e));
+  rlx_dim xs[2] = {2, 3};
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, xs, 2, NULL, 24) == RLX_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "data is NULL") != NULL, "%s", rlx_exec_last_error(e));
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, NULL, 2, b3, 12) == RLX_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "shape is NULL") != NULL, "%s", rlx_exec_last_error(e));
+  float out[6];
+  CHECK(rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out) == RLX_FAILED_PRECONDITION);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "before any run") != NULL, "%s", rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 /* y = x * 2 with x: [batch, 3]; two bindings, cached */
 TEST(symbolic_binding_recompiles) {
   rlx_graph* g = NULL;
@@ -210,6 +238,7 @@ TEST(decompose_rules_are_exact) {
 int main(void) {
   test_seed(42);
   RUN(unknown_and_unbuilt_devices);
+  RUN(null_arguments_are_errors);
   RUN(half_params_convert);
   RUN(symbolic_binding_recompiles);
   RUN(decompose_rules_are_exact);

@@ -80,11 +80,14 @@ struct rlx_exec {
   uint8_t* selected; /* per output */
   uint64_t seed;
   int ran;
+  int attempted;     /* rlx_exec_run was called */
+  int outputs_valid; /* the last run succeeded: outputs hold its results */
 };
 
 /* ------------------------------------------------------------ helpers */
 
 void rlx_compile_options_init(rlx_compile_options* o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->use_blas = -1;
 }
@@ -273,7 +276,13 @@ static rlx_status bind_options(rlx_exec* e, const rlx_compile_options* o) {
   RLX_CHECK_ALLOC(&e->err, e->bound);
   for (int32_t i = 0; i < g->n_symbols; i++) e->bound[i] = -1;
   e->extent_symbol = -1;
+  if (o->n_symbols < 0 || (o->n_symbols > 0 && (!o->symbol_names || !o->symbol_sizes)))
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                    "compile options: n_symbols is %d but symbol_names/symbol_sizes are %s",
+                    (int)o->n_symbols, o->n_symbols < 0 ? "ignored" : "NULL");
   for (int32_t i = 0; i < o->n_symbols; i++) {
+    if (!o->symbol_names[i])
+      return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "compile options: symbol_names[%d] is NULL", (int)i);
     int found = 0;
     for (int32_t k = 0; k < g->n_symbols; k++) {
       if (strcmp(g->symbols[k], o->symbol_names[i]) != 0) continue;
@@ -456,7 +465,9 @@ rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec) {
 
 rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype,
                               const void* data, size_t bytes) {
-  if (!e || !name || (!data && bytes)) return RLX_INVALID_ARGUMENT;
+  if (!e) return RLX_INVALID_ARGUMENT;
+  if (!name || (!data && bytes))
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "set_param: %s is NULL", !name ? "name" : "data");
   int i = find_slot(e->params, e->n_params, name);
   if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no param named '%s'", name);
   host_slot* p = &e->params[i];
@@ -482,7 +493,10 @@ rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype
 rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
                               const rlx_dim* shape, int32_t rank, const void* data,
                               size_t bytes) {
-  if (!e || !name || (!data && bytes) || (!shape && rank)) return RLX_INVALID_ARGUMENT;
+  if (!e) return RLX_INVALID_ARGUMENT;
+  if (!name || (!data && bytes) || (!shape && rank))
+    return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "set_input: %s is NULL",
+                    !name ? "name" : !shape && rank ? "shape" : "data");
   int i = find_slot(e->inputs, e->n_inputs, name);
   if (i < 0) {
     if (find_slot(e->params, e->n_params, name) >= 0)
@@ -748,6 +762,8 @@ static void maybe_print_report(const rlx_exec* e) {
 rlx_status rlx_exec_run(rlx_exec* e) {
   if (!e) return RLX_INVALID_ARGUMENT;
   rlx_error_clear(&e->err);
+  e->outputs_valid = 0; /* until this run succeeds */
+  e->attempted = 1;
   int64_t* sizes = malloc(sizeof(int64_t) * (size_t)(e->src->n_symbols + 1));
   RLX_CHECK_ALLOC(&e->err, sizes);
   rlx_status s = resolve_binding(e, sizes);
@@ -768,6 +784,7 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   RLX_RETURN_IF_ERROR(e->backend->run(v->be, steps, &ctx, &e->err));
   RLX_RETURN_IF_ERROR(apply_feeds(e, v));
   e->ran = 1;
+  e->outputs_valid = 1;
   return RLX_OK;
 }
 
@@ -809,7 +826,9 @@ static int convertible(rlx_dtype from, rlx_dtype to) {
 static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first, int64_t count,
                                 rlx_dtype dtype, void* dst, size_t bytes) {
   rlx_error* err = (rlx_error*)&e->err;
-  if (!e->ran) return rlx_fail(err, RLX_FAILED_PRECONDITION, "read_output before any run");
+  if (!e->outputs_valid)
+    return rlx_fail(err, RLX_FAILED_PRECONDITION, "read_output %s: no valid results until a run succeeds",
+                    e->attempted ? "after a failed run" : "before any run");
   if (!e->selected[index])
     return rlx_fail(err, RLX_FAILED_PRECONDITION, "output %d was not selected for readback", index);
   const variant* v = e->cur;

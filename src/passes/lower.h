@@ -268,7 +268,8 @@ const char* rlx_kernel_name(rlx_kernel k);
 
 /* Per-family lowering (lower.c: views, elementwise, layout, reduction, row
  * ops; lower_nn.c: matmul, norms, attention, rope, sample). Each appends the
- * steps for node `ni`. */
+ * steps for node `ni` (views and parameters; rlx_lower_node then finishes
+ * them with rlx_step_finish) and reports failures into out->err. */
 rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 /* The native steps of node ni (the dispatch rlx_lower uses), ranges

@@ -59,8 +59,7 @@ static int views_static(const rlx_step* s) {
 
 static rlx_status finish_step(const rlx_graph* g, rlx_step* s, rlx_step_list* out) {
   if (!views_static(s)) return fail_node(out, g, s->node, "symbolic dims must be bound before lowering");
-  rlx_step_derive_ranges(s);
-  rlx_step* slot = rlx_step_push(out, s->kernel, s->node);
+  rlx_step* slot = rlx_step_push(out, s->kernel, s->node); /* finished in lower_node */
   if (!slot) return rlx_fail(out->err, RLX_RESOURCE_EXHAUSTED, "out of host memory lowering node %d", s->node);
   *slot = *s;
   return RLX_OK;

@@ -92,3 +92,17 @@ int test_outputs_match(rlx_exec* a, rlx_exec* b, int32_t i, double tol) {
   free(y);
   return ok;
 }
+
+rlx_graph* test_bias_relu_graph(void) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim xs[2] = {2, 3}, bs[1] = {3};
+  rlx_tensor x, b, s, y;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_param(g, "b", RLX_F32, bs, 1, &b);
+  rlx_graph_add_binary(g, RLX_BIN_ADD, x, b, &s);
+  rlx_graph_add_activation(g, RLX_ACT_RELU, s, &y);
+  rlx_graph_set_outputs(g, &y, 1);
+  return g;
+}
+

@@ -68,6 +68,8 @@ void test_fill_f32(float* x, int64_t n, double lo, double hi);
 double test_rel_l2(const double* a, const double* b, int64_t n);
 /* Compiles g for device; prints the graph's error and returns NULL on failure. */
 rlx_exec* test_compile_on(rlx_graph* g, const char* device, const rlx_compile_options* o);
+/* y = relu(x + b): x an f32[2,3] input named "x", b an f32[3] param named "b". */
+rlx_graph* test_bias_relu_graph(void);
 /* Output i of e as doubles in a malloc'd array (*n_out elements), or NULL. */
 double* test_read_output_f64(rlx_exec* e, int32_t i, int64_t* n_out);
 /* Output i of a and b agree to relative L2 tol (prints the error if not). */

@@ -51,20 +51,6 @@ static void fill_nonzero(float* x, int64_t n, double lo, double hi) {
     if (x[i] == 0) x[i] = 0.5f;
 }
 
-/* y = relu(x + b), x: f32[2,3] input, b: f32[3] param */
-static rlx_graph* bias_relu_graph(void) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim xs[2] = {2, 3}, bs[1] = {3};
-  rlx_tensor x, b, s, y;
-  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_param(g, "b", RLX_F32, bs, 1, &b);
-  rlx_graph_add_binary(g, RLX_BIN_ADD, x, b, &s);
-  rlx_graph_add_activation(g, RLX_ACT_RELU, s, &y);
-  rlx_graph_set_outputs(g, &y, 1);
-  return g;
-}
-
 /* Native (column 0) or host (column 3) count of `op` in the dispatch
  * report ("op native fused decomposed host" lines), or -1 without a line. */
 static int report_count(rlx_exec* e, const char* op, int column) {
@@ -141,7 +127,7 @@ TEST(reruns_and_selective_readback) {
  * and ranks, a missing param, reads that are too small / of a bad dtype /
  * of a bad index. Values are exact (add + relu). */
 TEST(bad_arguments_leave_exec_usable) {
-  rlx_graph* g = bias_relu_graph();
+  rlx_graph* g = test_bias_relu_graph();
   rlx_exec* e = test_compile_on(g, dev, NULL);
   CHECK(e != NULL);
   float x[6] = {-1, 2, -3, 4, -5, 6}, b[3] = {0.5f, -0.5f, 1}, y[6];
@@ -706,7 +692,7 @@ TEST(sample_seed_per_run) {
 /* A clone shares the code, copies the params and owns its arena: running one
  * does not disturb the other. Report and memory stats are filled in. */
 TEST(clone_has_its_own_arena) {
-  rlx_graph* g = bias_relu_graph();
+  rlx_graph* g = test_bias_relu_graph();
   rlx_exec *e = test_compile_on(g, dev, NULL), *c = NULL;
   CHECK(e != NULL);
   float x[6], b[3], y1[6], y2[6];

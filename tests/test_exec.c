@@ -10,22 +10,8 @@
 #include "harness.h"
 #include "passes/decompose.h"
 
-/* y = relu(x + b), x: f32[2,3] input, b: f32[3] param */
-static rlx_graph* bias_relu_graph(void) {
-  rlx_graph* g = NULL;
-  rlx_graph_create(&g);
-  rlx_dim xs[2] = {2, 3}, bs[1] = {3};
-  rlx_tensor x, b, s, y;
-  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_param(g, "b", RLX_F32, bs, 1, &b);
-  rlx_graph_add_binary(g, RLX_BIN_ADD, x, b, &s);
-  rlx_graph_add_activation(g, RLX_ACT_RELU, s, &y);
-  rlx_graph_set_outputs(g, &y, 1);
-  return g;
-}
-
 TEST(unknown_and_unbuilt_devices) {
-  rlx_graph* g = bias_relu_graph();
+  rlx_graph* g = test_bias_relu_graph();
   rlx_exec* e = NULL;
   CHECK(rlx_compile(g, "tpu", NULL, &e) == RLX_NOT_FOUND);
   CHECK(strstr(rlx_graph_last_error(g), "tpu") != NULL);
@@ -72,7 +58,7 @@ TEST(half_params_convert) {
  * call's), and options that promise arrays they do not pass are refused. */
 TEST(null_arguments_are_errors) {
   rlx_compile_options_init(NULL); /* no crash */
-  rlx_graph* g = bias_relu_graph();
+  rlx_graph* g = test_bias_relu_graph();
   rlx_exec* e = NULL;
   rlx_compile_options o;
   rlx_compile_options_init(&o);

@@ -670,6 +670,8 @@ static int make_up_param(const char* cmd, rlx_exec* e, const cli_model_opts* o,
 
 /* The params with no value from the model file or DIR: made up when allowed,
  * else listed in one error. */
+enum { MISSING_NAMED = 8 }; /* names listed in the error; the count says the rest */
+
 static int fill_missing_params(const char* cmd, const rlx_graph* g, rlx_exec* e,
                                const cli_model_opts* o, int from_model) {
   char missing[1024] = "", path[4096];
@@ -688,14 +690,15 @@ static int fill_missing_params(const char* cmd, const rlx_graph* g, rlx_exec* e,
       made_up++;
       continue;
     }
-    n_missing++;
-    int w = snprintf(missing + at, sizeof missing - at, "%s%s", at ? ", " : "", info.name);
-    if (w > 0 && (size_t)w < sizeof missing - at) at += (size_t)w;
+    if (n_missing++ < MISSING_NAMED) {
+      int w = snprintf(missing + at, sizeof missing - at, "%s%s", at ? ", " : "", info.name);
+      if (w > 0 && (size_t)w < sizeof missing - at) at += (size_t)w;
+    }
   }
   if (n_missing) {
     cli_error(cmd, "%d param(s) have no value: %s%s. Give them with --params DIR "
               "(DIR/NAME.npy), or ask for made-up weights with --random-params",
-              (int)n_missing, missing, at + 8 >= sizeof missing ? ", ..." : "");
+              (int)n_missing, missing, n_missing > MISSING_NAMED ? ", ..." : "");
     return CLI_FAIL;
   }
   if (made_up)

@@ -15,7 +15,7 @@ static const command k_commands[] = {
     {"devices", cmd_devices, "list backends and whether each can run here"},
     {"info", cmd_info, "inputs, params, outputs and ops of a graph, and which devices run each op"},
     {"run", cmd_run, "compile and run a graph, print or save its outputs"},
-    {"bench", cmd_bench, "time runs of a graph: median/p10/p90 latency"},
+    {"bench", cmd_bench, "time runs of a graph: compile time, latency stats, memory"},
     {"dot", cmd_dot, "Graphviz view of a graph, as parsed or after passes"},
     {"generate", cmd_generate, "greedy/sampled token generation with a GPT-style graph"},
     {"example", cmd_example, "print a bundled example graph (gpt) in the text format"},
@@ -37,7 +37,8 @@ static void usage(FILE* f) {
           "\n"
           "`rlx <command> --help` describes a command's options.\n"
           "Graphs are files in the rlx text format (.rlx); try\n"
-          "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --prompt 1,2,3\n");
+          "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --random-params --prompt 1,2,3\n"
+          "(--random-params: the example has no checkpoint, so its weights are made up).\n");
 }
 
 /* Takes -v / --verbose out of argv wherever it is (every command accepts

@@ -1042,8 +1042,9 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
   if (accept & CLI_OPT_INIT)
     fprintf(f,
             "  --random-params     make up the params that have no value (one line on\n"
-            "                      stderr says how many), deterministically from the seed\n"
-            "                      and each name: names ending in \"gamma\", \"weight_ln\"\n"
+            "                      stderr says how many), deterministically from the\n"
+            "                      param seed (--init-params, default 0) and each name:\n"
+            "                      names ending in \"gamma\", \"weight_ln\"\n"
             "                      or \".g\" -> 1; ending in \"beta\", \"bias\" or \".b\" -> 0;\n"
             "                      anything else normal(0, 0.02)\n"
             "  --init-params SEED  --random-params with seed SEED (default 0)\n");

@@ -386,16 +386,41 @@ rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t*
 
 /* ------------------------------------------------------------------ devices */
 
+/* Probing a device starts its driver (Vulkan loader, Mesa, Dawn), which may
+ * write warnings straight to file descriptor 2; rlx itself writes to stderr
+ * only when an RLX_* diagnostic switch asks for it (docs/ENV.md). */
 typedef struct rlx_device_info {
   const char* name;   /* "cpu", "cuda", "vulkan", "webgpu" */
   int32_t available;
   const char* detail; /* "available: ..." or "not built" or "unavailable: <reason>" */
+  int32_t software;   /* 1: an emulated device (lavapipe, Dawn on lavapipe):
+                         usable, but "best" ranks it below the CPU backend */
 } rlx_device_info;
 
 int32_t rlx_device_count(void);
 rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info);
 /* "best" picks the first available of cuda, vulkan, webgpu, cpu. */
 rlx_status rlx_device_resolve(const char* name, const char** out_name);
+
+/* How a device would run the ops of a graph, from its backend's static
+ * support rule: no device is started, so the answer also holds for a backend
+ * that is built in but has no device here. One entry per op kind present in
+ * the graph (inputs, params and constants left out). */
+typedef struct rlx_op_support {
+  const char* op;     /* op name as the text format writes it (static string) */
+  int32_t nodes;      /* nodes of this kind */
+  int32_t native;     /* run by a device kernel */
+  int32_t decomposed; /* rewritten into other ops before lowering */
+  int32_t decomposed_host; /* of those, how many have a part on the host fallback */
+  int32_t host;       /* run by the host (CPU) fallback */
+  int32_t views;      /* zero-copy views (no kernel anywhere) */
+} rlx_op_support;
+/* Fills out[0 .. min(cap, kinds)) and sets *out_n to the number of op kinds.
+ * device NULL fills only op and nodes. RLX_NOT_FOUND for an unknown device,
+ * RLX_UNIMPLEMENTED for a backend not built into this library (message on
+ * the graph either way). */
+rlx_status rlx_graph_op_support(const rlx_graph* g, const char* device, rlx_op_support* out,
+                                int32_t cap, int32_t* out_n);
 
 /* ------------------------------------------------------------------ compile / run */
 

@@ -61,7 +61,7 @@ close() {
 # ---------------------------------------------------------------- help
 ok "rlx help" -- "$RLX" help
 has "$OUT" "^usage: rlx" "rlx help"
-for c in devices run bench dot generate example; do
+for c in devices info run bench dot generate example; do
   ok "rlx $c --help" -- "$RLX" "$c" --help
   has "$OUT" "^usage: rlx $c" "rlx $c --help"
 done
@@ -85,6 +85,90 @@ for d in cuda vulkan webgpu; do
   has "$OUT" "^$d +(not built|unavailable: .+|available)" "$d is listed with its state"
 done
 [ "$(wc -l <"$OUT")" -eq 4 ] || fail "devices: expected 4 lines"
+# lavapipe (llvmpipe) is an emulated device: marked software.
+if grep -q "llvmpipe" "$OUT"; then
+  has "$OUT" "^(vulkan|webgpu) +available \(software: .*llvmpipe" "lavapipe is marked software"
+  if grep -Eq "llvmpipe" <(grep -v "software" "$OUT"); then fail "a llvmpipe device is not marked software"; fi
+fi
+
+# Quiet by default: drivers (Mesa's WSI without XDG_RUNTIME_DIR, Dawn's
+# adapter warnings) write to fd 2 while devices start; without -v none of
+# it reaches stderr. Where the drivers are noisy here, -v shows it.
+for xdg in /nonexistent unset; do
+  if [ "$xdg" = unset ]; then envx=(env -u XDG_RUNTIME_DIR); else envx=(env XDG_RUNTIME_DIR=$xdg); fi
+  ok "devices quiet ($xdg)" -- "${envx[@]}" "$RLX" devices
+  [ ! -s "$ERR" ] || fail "rlx devices printed on stderr without -v (XDG_RUNTIME_DIR $xdg)"
+  checks=$((checks + 1))
+  cp "$OUT" "$TMP/quiet_devices"
+  ok "devices -v ($xdg)" -- "${envx[@]}" "$RLX" devices -v
+  cmp -s "$OUT" "$TMP/quiet_devices" || fail "-v changed the device list"
+  checks=$((checks + 1))
+  [ -s "$ERR" ] && echo "cli.sh: with -v the drivers said $(wc -l <"$ERR") line(s) (XDG_RUNTIME_DIR $xdg)"
+done
+ok "rlx -v devices" -- "$RLX" -v devices
+has "$OUT" "^cpu +available" "-v before the command"
+# rlx's own errors still come through when the drivers are silenced.
+bad "compile error not swallowed" 1 -- env XDG_RUNTIME_DIR=/nonexistent "$RLX" run "$DATA/neg.rlx" \
+  --device nosuchdev
+has "$ERR" "unknown device 'nosuchdev'" "errors printed without -v"
+
+# ---------------------------------------------------------------- info
+ok "info sym" -- "$RLX" info "$DATA/sym.rlx"
+has "$OUT" "^inputs \(1\):" "info counts inputs"
+has "$OUT" "^  x +f32\[batch,4\]$" "info input with a symbolic dim"
+has "$OUT" "^  w +f32\[4,5\]  \(20 values\)$" "info param values"
+has "$OUT" "^  b\.bias +f32\[5\]  \(5 values\)$" "info second param"
+has "$OUT" "^  total 25 values$" "info param total"
+has "$OUT" "^  h +f32\[batch,5\]$" "info output"
+has "$OUT" "^symbols: batch$" "info symbols"
+has "$OUT" "^  fused_matmul_bias_act +1  native " "info op row: count and cpu"
+ok "info --help" -- "$RLX" info --help
+has "$OUT" "decomposed\+host" "info --help explains the columns"
+bad "info missing file" 1 -- "$RLX" info "$TMP/nothere.rlx"
+bad "info bad option" 2 -- "$RLX" info "$DATA/sym.rlx" --frob
+bad "info no file" 2 -- "$RLX" info
+# mixed.rlx: f64 ops the shader backends lack. Every non-leaf node is counted.
+ok "info mixed" -- "$RLX" info "$DATA/mixed.rlx"
+n_ops=$(grep -Ec '^%[0-9]+ = ' "$DATA/mixed.rlx")
+n_leaf=$(grep -Ec '^%[0-9]+ = (input|param|constant)' "$DATA/mixed.rlx")
+has "$OUT" "^ops \($((n_ops - n_leaf)) nodes, 4 kinds" "info counts the nodes"
+has "$OUT" "^  op +count +cpu +cuda +vulkan +webgpu$" "info device columns"
+for op in cast binary activation fused_matmul_bias_act; do
+  has "$OUT" "^  $op +1  native " "cpu runs $op natively"
+done
+for col in 4 5; do # vulkan, webgpu: the static rule answers even without a device
+  dev=$(awk -v c="$col" '$1 == "op" { print $(c + 1) }' "$OUT")
+  if awk -v c="$col" '$1 == "cast" { exit !($(c + 2) == "not") }' "$OUT"; then continue; fi
+  awk -v c="$col" '$1 == "fused_matmul_bias_act" { f = $(c + 2) } $1 == "activation" { a = $(c + 2) }
+    $1 == "binary" { b = $(c + 2) } END { exit !(f == "decomposed+host" && a == "host" && b == "native") }' \
+    "$OUT" || fail "info mixed on $dev: expected decomposed+host / host / native"
+  checks=$((checks + 1))
+done
+ok "info mixed --json" -- "$RLX" info "$DATA/mixed.rlx" --json
+cp "$OUT" "$TMP/info.json"
+has "$OUT" "\"op\": \"fused_matmul_bias_act\", \"count\": 1, \"devices\": \{\"cpu\": \{\"native\": 1," \
+  "info JSON op entry"
+if [ -x /usr/bin/python3 ]; then
+  # The static answer agrees with what compiling does (the dispatch report's
+  # decomposed column) on every device that can run here.
+  ok "devices for info" -- "$RLX" devices
+  for dev in $(awk '$2 ~ /^available/ { print $1 }' "$OUT"); do
+    ok "mixed report on $dev" -- "$RLX" run "$DATA/mixed.rlx" --device "$dev" --report --random-params
+    /usr/bin/python3 - "$TMP/info.json" "$OUT" "$dev" <<'PY' || fail "info and the $dev report disagree"
+import json, re, sys
+info = json.load(open(sys.argv[1]))
+assert info["symbols"] == [] and len(info["params"]) == 2 and info["params"][0]["values"] == 12
+want = {o["op"]: o["devices"][sys.argv[3]]["decomposed"] for o in info["ops"]}
+got = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"\s+(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", line)
+    if m: got[m.group(1)] = int(m.group(4))
+for op, n in want.items():
+    assert got.get(op, 0) == n, (op, n, got)
+PY
+    checks=$((checks + 1))
+  done
+fi
 
 # ---------------------------------------------------------------- run: errors
 bad "missing file" 1 -- "$RLX" run "$TMP/nothere.rlx"
@@ -97,12 +181,10 @@ bad "missing onnx" 1 -- "$RLX" run "$TMP/model.onnx"
 has "$ERR" "model.onnx: .*(ONNX import not built|cannot open)" "missing .onnx file"
 bad "unknown device" 1 -- "$RLX" run "$DATA/neg.rlx" --device nosuchdev
 has "$ERR" "unknown device 'nosuchdev'" "unknown device is named"
-bad "unbound symbol" 1 -- "$RLX" run "$DATA/sym.rlx"
+bad "unbound symbol" 1 -- "$RLX" run "$DATA/sym.rlx" --random-params
 has "$ERR" "symbol 'batch' is unbound" "unbound symbol"
 bad "bind unknown symbol" 1 -- "$RLX" run "$DATA/sym.rlx" --bind batch=2 --bind seq=3
-has "$ERR" "no symbol 'seq'" "bind of an unknown symbol"
-bad "input of unknown name" 1 -- "$RLX" run "$DATA/neg.rlx" --input nope=$TMP/x.npy
-has "$ERR" "nope" "bad --input names the input"
+has "$ERR" "no symbol 'seq' \(symbols: batch\)" "bind of an unknown symbol lists the symbols"
 
 # ---------------------------------------------------------------- run: outputs
 ok "run neg" -- "$RLX" run "$DATA/neg.rlx" --seed 7
@@ -117,6 +199,8 @@ ok "run neg other seed" -- "$RLX" run "$DATA/neg.rlx" --seed 8
 ok "run --save" -- "$RLX" run "$DATA/neg.rlx" --seed 7 --save "$TMP/s1"
 [ -s "$TMP/s1/out0.npy" ] || fail "--save wrote no out0.npy"
 sum1=$(field 0 sum)
+bad "input of unknown name" 1 -- "$RLX" run "$DATA/neg.rlx" --input "nope=$TMP/s1/out0.npy"
+has "$ERR" "no input named 'nope' \(inputs: x\)" "bad --input names the input and lists the inputs"
 ok "run --input saved" -- "$RLX" run "$DATA/neg.rlx" --input "x=$TMP/s1/out0.npy" --save "$TMP/s2"
 sum2=$(field 0 sum)
 close "$sum2" "$(awk -v s="$sum1" 'BEGIN { print -s }')"
@@ -129,16 +213,17 @@ bad "input of wrong shape" 1 -- "$RLX" run "$DATA/vec.rlx" --input "v=$TMP/s1/ou
 has "$ERR" "input 'v'" "wrong-rank input is named"
 
 # Symbols: from --bind, or from an input's shape.
-ok "run sym --bind" -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --save "$TMP/sym"
+ok "run sym --bind" -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --save "$TMP/sym" --random-params
 has "$OUT" "^output 0 h: f32\[3,5\]" "--bind sets the shape"
 ok "make x[7,4]" -- "$RLX" run "$DATA/rows.rlx" --save "$TMP/rows"
-ok "run sym from npy" -- "$RLX" run "$DATA/sym.rlx" --input "x=$TMP/rows/out0.npy"
+ok "run sym from npy" -- "$RLX" run "$DATA/sym.rlx" --input "x=$TMP/rows/out0.npy" --random-params
 has "$OUT" "^output 0 h: f32\[7,5\]" "an input's shape binds the symbol"
-bad "conflicting binding" 1 -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --input "x=$TMP/rows/out0.npy"
+bad "conflicting binding" 1 -- "$RLX" run "$DATA/sym.rlx" --bind batch=3 --input "x=$TMP/rows/out0.npy" \
+  --random-params
 has "$ERR" "'batch' bound to both 3 and 7" "conflicting binding"
 
 # Param init rule: ".g" -> 1, ".b" -> 0, others normal(0, 0.02).
-ok "init rule" -- "$RLX" run "$DATA/init.rlx"
+ok "init rule" -- "$RLX" run "$DATA/init.rlx" --random-params
 has "$OUT" "^output 0 neg_g: f32\[4\] = -1 -1 -1 -1 " ".g params are 1"
 close "$(field 1 abs_sum)" 0
 w_abs=$(field 2 abs_sum)
@@ -161,8 +246,42 @@ cp "$TMP/s1/out0.npy" "$TMP/params/w.npy"
 bad "param of wrong shape" 1 -- "$RLX" run "$DATA/params.rlx" --params "$TMP/params"
 has "$ERR" "param 'w'" "wrong-shape param is named"
 
+# Params need a value: from --params DIR (every param, or the rest made up
+# with --random-params), from the model file (ONNX), or made up on request.
+bad "params without values" 1 -- "$RLX" run "$DATA/params.rlx"
+has "$ERR" "1 param\(s\) have no value: w\b.*--random-params" "missing params are named"
+bad "--params missing dir" 1 -- "$RLX" run "$DATA/params.rlx" --params "$TMP/nodir"
+has "$ERR" "--params .*nodir: No such file" "a missing --params folder is an error"
+bad "--params a file" 1 -- "$RLX" run "$DATA/params.rlx" --params "$DATA/params.rlx"
+has "$ERR" "not a folder" "a --params file is an error"
+mkdir -p "$TMP/empty"
+bad "--params dir without the param" 1 -- "$RLX" run "$DATA/params.rlx" --params "$TMP/empty"
+has "$ERR" "have no value: w\b" "a param missing from DIR is named"
+mkdir -p "$TMP/stray"
+cp "$TMP/w/out0.npy" "$TMP/stray/W.npy"
+bad "--params stray file" 1 -- "$RLX" run "$DATA/params.rlx" --params "$TMP/stray"
+has "$ERR" "W.npy matches no param of the graph \(params: w\)" "a stray file lists the params"
+ok "--random-params" -- "$RLX" run "$DATA/params.rlx" --random-params
+has "$ERR" "made up 1 param\(s\), 3 values \(seed 0\)" "made-up params are counted on stderr"
+[ "$(wc -l <"$ERR")" -eq 1 ] || fail "--random-params: expected one line on stderr"
+checks=$((checks + 1))
+cp "$TMP/w/out0.npy" "$TMP/params/w.npy"
+ok "--params with no made-up params" -- "$RLX" run "$DATA/params.rlx" --params "$TMP/params" --random-params
+[ ! -s "$ERR" ] || fail "params all from DIR, yet stderr says something"
+checks=$((checks + 1))
+# init.rlx has 3 params: ln.g from DIR (-1s, saved from neg_g), the others made up.
+ok "make ln.g" -- "$RLX" run "$DATA/init.rlx" --random-params --save "$TMP/ng"
+mkdir -p "$TMP/partial"
+cp "$TMP/ng/out0.npy" "$TMP/partial/ln.g.npy"
+ok "--params + --random-params" -- "$RLX" run "$DATA/init.rlx" --params "$TMP/partial" --random-params
+has "$OUT" "^output 0 neg_g: f32\[4\] = 1 1 1 1 " "ln.g came from DIR"
+has "$ERR" "made up 2 param\(s\), 68 values" "only the params DIR lacks are made up"
+n_init=$(grep -c 'param name=' "$DATA/init.rlx")
+ok "--init-params implies made-up params" -- "$RLX" run "$DATA/init.rlx" --init-params 3
+has "$ERR" "made up $n_init param\(s\)" "--init-params makes up every param"
+
 # Random integer inputs stay in [0, 4) (valid indices), bools work.
-ok "run gather" -- "$RLX" run "$DATA/gather.rlx" --seed 11
+ok "run gather" -- "$RLX" run "$DATA/gather.rlx" --seed 11 --random-params
 has "$OUT" "^output 1 out1: i64\[5\] = [0-3] [0-3] [0-3] [0-3] [0-3] " "random ints in [0, 4)"
 
 # --report prints the dispatch report.
@@ -181,6 +300,8 @@ if [ -f "$ONNX_RELU/model.onnx" ]; then
   else
     [ "$rc" -eq 0 ] || fail "run model.onnx: exit $rc"
     has "$OUT" "^output 0 y: f32\[3,4,5\]" "onnx output type"
+    ok "info onnx" -- "$RLX" info "$ONNX_RELU/model.onnx"
+    has "$OUT" "^  x +f32\[3,4,5\]$" "info on an .onnx model"
     ok "onnx input .pb" -- "$RLX" run "$ONNX_RELU/model.onnx" \
       --input "x=$ONNX_RELU/test_data_set_0/input_0.pb"
     want=$(field 0 sum)
@@ -202,20 +323,20 @@ has "$ERR" "not a multiple" "dim/heads check"
 bad "example unknown" 2 -- "$RLX" example llama
 ok "example small" -- "$RLX" example gpt --vocab 50 --dim 16 --layers 1 --heads 2 --ctx 8 \
   --out "$TMP/small.rlx"
-ok "run small" -- "$RLX" run "$TMP/small.rlx"
+ok "run small" -- "$RLX" run "$TMP/small.rlx" --random-params
 has "$OUT" "^output 0 logits: f32\[8,50\]" "small gpt logits shape"
 
 # ---------------------------------------------------------------- run + dot + bench on the GPT
-ok "run gpt" -- "$RLX" run "$GPT" --report
+ok "run gpt" -- "$RLX" run "$GPT" --report --random-params
 has "$OUT" "^output 0 logits: f32\[32,256\]" "gpt logits shape"
 has "$OUT" "attention" "report lists attention"
 cpu_sum=$(field 0 sum)
 cpu_abs=$(field 0 abs_sum)
-ok "run gpt --strict" -- "$RLX" run "$GPT" --strict
+ok "run gpt --strict" -- "$RLX" run "$GPT" --strict --random-params
 # Every other available device computes the same logits (checksums).
 ok "devices" -- "$RLX" devices
 for dev in $(awk '$1 != "cpu" && $2 ~ /^available/ { print $1 }' "$OUT"); do
-  ok "run gpt on $dev" -- "$RLX" run "$GPT" --device "$dev"
+  ok "run gpt on $dev" -- "$RLX" run "$GPT" --device "$dev" --random-params
   has "$OUT" "^output 0 logits: f32\[32,256\]" "gpt logits shape on $dev"
   close "$(field 0 abs_sum)" "$cpu_abs" 1e-4
   close "$(field 0 sum)" "$cpu_sum" 1e-3
@@ -228,14 +349,60 @@ has "$OUT" "^digraph .*after passes" "dot --after title"
 ok "dot sym --after" -- "$RLX" dot "$DATA/sym.rlx" --after --bind batch=2
 bad "dot bad file" 1 -- "$RLX" dot "$DATA/bad_syntax.rlx"
 has "$ERR" "bad_syntax.rlx:3:" "dot parse error"
-ok "bench" -- "$RLX" bench "$GPT" --warmup 1 --iters 3
+bad "bench without params" 1 -- "$RLX" bench "$GPT" --warmup 1 --iters 3
+has "$ERR" "28 param\(s\) have no value: wte, wpe, .*, \.\.\." "long lists end with ..."
+ok "bench" -- "$RLX" bench "$GPT" --warmup 1 --iters 3 --random-params
 has "$OUT" "median [0-9.]+ ms, p10 [0-9.]+ ms, p90 [0-9.]+ ms" "bench summary"
-has "$OUT" "^\{\"name\": \".*tiny_gpt.rlx\", \"device\": \"cpu\", \"iters\": 3, \"median_ms\": [0-9.]+" \
-  "bench JSON line"
-bad "bench bad iters" 2 -- "$RLX" bench "$GPT" --iters 0
+has "$OUT" "^  compile +[0-9.]+ ms, first run [0-9.]+ ms" "bench compile time"
+has "$OUT" "^  latency +min [0-9.]+ +median [0-9.]+ +mean [0-9.]+ +p99 [0-9.]+ +max [0-9.]+ +stddev [0-9.]+ ms" \
+  "bench latency line"
+has "$OUT" "^  memory +arena [0-9.]+ MiB .*peak RSS [0-9.]+ MiB" "bench memory line"
+has "$OUT" "^\{\"name\": \".*tiny_gpt.rlx\", \"device\": \"cpu\", \"iters\": 3, " "bench JSON line"
+bad "bench bad iters" 2 -- "$RLX" bench "$GPT" --iters 0 --random-params
+bad "bench bad -o" 2 -- "$RLX" bench "$GPT" -o xml --random-params
+has "$ERR" "unknown format 'xml'" "bench -o names the format"
+bad "bench bad --threads" 2 -- "$RLX" bench "$GPT" --threads x --random-params
+# -o json: one object whose numbers are consistent with each other and with
+# the dispatch report's arena.
+ok "bench -o json" -- "$RLX" bench "$GPT" --warmup 1 --iters 7 --threads 1 -o json --random-params
+[ "$(wc -l <"$OUT")" -eq 1 ] || fail "bench -o json: expected one line"
+cp "$OUT" "$TMP/bench.json"
+ok "report arena" -- "$RLX" run "$GPT" --report --random-params
+arena=$(sed -n 's/^  arena \([0-9]*\) bytes.*/\1/p' "$OUT")
+awk -v a="$arena" 'BEGIN { exit !(a > 0) }' || fail "no arena in the report"
+jnum() { sed -n "s/.*\"$1\": \([-0-9.e]*\).*/\1/p" "$TMP/bench.json"; }
+for k in compile_ms first_run_ms min_ms median_ms mean_ms p99_ms max_ms stddev_ms runs_per_s \
+  arena_bytes tensor_bytes peak_rss_bytes; do
+  [ -n "$(jnum $k)" ] || fail "bench -o json lacks $k: $(cat "$TMP/bench.json")"
+done
+checks=$((checks + 1))
+awk -v mn="$(jnum min_ms)" -v md="$(jnum median_ms)" -v mean="$(jnum mean_ms)" \
+  -v p99="$(jnum p99_ms)" -v mx="$(jnum max_ms)" -v sd="$(jnum stddev_ms)" \
+  -v rps="$(jnum runs_per_s)" -v rss="$(jnum peak_rss_bytes)" -v th="$(jnum threads)" 'BEGIN {
+    ok = mn > 0 && mn <= md && md <= p99 && p99 <= mx && mn <= mean && mean <= mx && sd >= 0 &&
+         (rps * mean > 999 && rps * mean < 1001) && rss > 1000000 && th == 1
+    exit !ok }' || fail "bench -o json numbers are inconsistent: $(cat "$TMP/bench.json")"
+checks=$((checks + 1))
+[ "$(jnum arena_bytes)" = "$arena" ] || fail "bench arena $(jnum arena_bytes) != report arena $arena"
+checks=$((checks + 1))
+if command -v /usr/bin/python3 >/dev/null; then
+  /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["iters"] == 7' \
+    "$TMP/bench.json" || fail "bench -o json is not valid JSON"
+  checks=$((checks + 1))
+fi
+ok "bench -o csv" -- "$RLX" bench "$GPT" --warmup 0 --iters 2 -o csv --random-params
+[ "$(wc -l <"$OUT")" -eq 2 ] || fail "bench -o csv: expected header + row"
+has "$OUT" "^name,device,iters,warmup,threads,compile_ms,.*,peak_rss_bytes$" "csv header"
+[ "$(head -1 "$OUT" | tr -cd , | wc -c)" = "$(tail -1 "$OUT" | tr -cd , | wc -c)" ] ||
+  fail "csv header and row differ in columns"
+checks=$((checks + 1))
+ok "bench -o md" -- "$RLX" bench "$GPT" --warmup 0 --iters 2 --output md --random-params
+[ "$(wc -l <"$OUT")" -eq 3 ] || fail "bench -o md: expected a 3-line table"
+has "$OUT" "^\| name \| device \|.*\| median_ms \|" "md header"
+has "$OUT" "^\|---\|" "md rule"
 
 # ---------------------------------------------------------------- generate
-ok "generate" -- "$RLX" generate "$GPT" --device cpu --prompt 5,6,7 --tokens 6 --report
+ok "generate" -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 5,6,7 --tokens 6 --report
 has "$OUT" "^prompt: 5 6 7$" "generate prints the prompt"
 has "$OUT" "^generated:( [0-9]+){6}$" "generate makes 6 tokens"
 has "$OUT" "per-token latency: median [0-9.]+ ms; total [0-9.]+ ms for 6 tokens" "latency"
@@ -245,18 +412,18 @@ gen=$(sed -n 's/^generated: //p' "$OUT")
 # cannot matter (causal mask): continuing from prompt + 3 generated tokens
 # must reproduce the last 3.
 read -r g1 g2 g3 g4 g5 g6 <<<"$gen"
-ok "generate continued" -- "$RLX" generate "$GPT" --device cpu --prompt "5,6,7,$g1,$g2,$g3" --tokens 3
+ok "generate continued" -- "$RLX" generate "$GPT" --random-params --device cpu --prompt "5,6,7,$g1,$g2,$g3" --tokens 3
 has "$OUT" "^generated: $g4 $g5 $g6$" "continuation matches"
-ok "generate to full context" -- "$RLX" generate "$GPT" --device cpu --prompt 1 --tokens 40
+ok "generate to full context" -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1 --tokens 40
 has "$OUT" "context window \(ctx 32\) is full" "stops at ctx"
 has "$OUT" "^generated:( [0-9]+){31}$" "fills the window"
-ok "generate sampled" -- "$RLX" generate "$GPT" --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+ok "generate sampled" -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
 s1=$(grep '^generated' "$OUT")
-ok "generate sampled again" -- "$RLX" generate "$GPT" --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
+ok "generate sampled again" -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1,2 --tokens 5 --temperature 50 --seed 4
 [ "$(grep '^generated' "$OUT")" = "$s1" ] || fail "sampling with a seed is not reproducible"
-bad "prompt out of vocab" 2 -- "$RLX" generate "$GPT" --device cpu --prompt 1,999
+bad "prompt out of vocab" 2 -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1,999
 has "$ERR" "999 is outside \[0, 255\]" "prompt range"
-bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --device cpu --prompt 1,,2
+bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1,,2
 bad "generate on a non-LM graph" 1 -- "$RLX" generate "$DATA/neg.rlx" --device cpu
 has "$ERR" "input 'x'" "generate names the unexpected input"
 

@@ -1,7 +1,9 @@
 /* Shared CLI helpers: see cli_common.h. */
 #include "cli_common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 
 /* ------------------------------------------------------------ diagnostics */
@@ -23,6 +26,30 @@ void cli_error(const char* cmd, const char* fmt, ...) {
 }
 
 int cli_is_help(const char* s) { return strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0; }
+
+int cli_verbose = 0;
+
+int cli_quiet_begin(void) {
+  if (cli_verbose) return -1;
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO);
+  int null_fd = open("/dev/null", O_WRONLY);
+  if (saved < 0 || null_fd < 0 || dup2(null_fd, STDERR_FILENO) < 0) {
+    /* cannot silence: better noisy than losing stderr */
+    if (null_fd >= 0) close(null_fd);
+    if (saved >= 0) close(saved);
+    return -1;
+  }
+  close(null_fd);
+  return saved;
+}
+
+void cli_quiet_end(int token) {
+  if (token < 0) return;
+  fflush(stderr);
+  dup2(token, STDERR_FILENO);
+  close(token);
+}
 
 /* ------------------------------------------------------------ option parsing */
 
@@ -349,7 +376,9 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
     const cli_input* it = &in->items[i];
     rlx_value_info info;
     if (!find_input(g, it->name, &info)) {
-      cli_error(cmd, "--input %s: the graph has no input named '%s'", it->path, it->name);
+      char names[512];
+      cli_error(cmd, "--input %s: the graph has no input named '%s' (inputs: %s)", it->path,
+                it->name, cli_graph_names(g, CLI_NAMES_INPUTS, names, sizeof names));
       return CLI_FAIL;
     }
     const rlx_value_info* t = &info;
@@ -385,11 +414,15 @@ static const char* device_detail(const char* name) {
   return "unknown device";
 }
 
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict,
+double cli_last_compile_ms = 0;
+
+int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int32_t threads,
                 const cli_bindings* b, rlx_exec** out_exec) {
   *out_exec = NULL;
   const char* resolved = NULL;
+  int quiet = cli_quiet_begin(); /* probing starts the drivers */
   rlx_status s = rlx_device_resolve(device, &resolved);
+  cli_quiet_end(quiet);
   if (s == RLX_NOT_FOUND) {
     cli_error(cmd, "unknown device '%s' (see `rlx devices`)", device);
     return CLI_FAIL;
@@ -402,10 +435,15 @@ int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict,
   rlx_compile_options o;
   rlx_compile_options_init(&o);
   o.strict = strict;
+  o.threads = threads;
   o.symbol_names = (const char* const*)b->names;
   o.symbol_sizes = b->sizes;
   o.n_symbols = b->n;
+  quiet = cli_quiet_begin();
+  double t0 = cli_now_ms();
   s = rlx_compile(g, resolved, &o, out_exec);
+  cli_last_compile_ms = cli_now_ms() - t0;
+  cli_quiet_end(quiet);
   if (s != RLX_OK) {
     cli_error(cmd, "compile for %s failed (%s): %s", resolved, rlx_status_name(s),
               rlx_graph_last_error(g));
@@ -541,34 +579,143 @@ static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dt
   return CLI_OK;
 }
 
-/* Order of precedence, lowest first: the init rule, the ONNX file's
- * initializers, then DIR/<name>.npy. */
-int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
-                   uint64_t init_seed, const char* params_dir, const char* onnx_path) {
-  char path[4096];
-  for (int32_t i = 0; i < rlx_graph_param_count(g); i++) {
+const char* cli_graph_names(const rlx_graph* g, int which, char* buf, size_t cap) {
+  int32_t n = which == CLI_NAMES_INPUTS   ? rlx_graph_input_count(g)
+              : which == CLI_NAMES_PARAMS ? rlx_graph_param_count(g)
+                                          : rlx_graph_symbol_count(g);
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < n; i++) {
+    rlx_value_info info;
+    const char* name = NULL;
+    if (which == CLI_NAMES_SYMBOLS) {
+      if (rlx_graph_symbol_name(g, -(rlx_dim)i - 1, &name) != RLX_OK) continue;
+    } else if ((which == CLI_NAMES_INPUTS ? rlx_graph_get_input(g, i, &info)
+                                          : rlx_graph_get_param(g, i, &info)) == RLX_OK) {
+      name = info.name;
+    }
+    if (!name) continue;
+    int w = snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", name);
+    if (w < 0 || (size_t)w >= cap - at) { /* full: end with the total */
+      enum { TAIL = 28 };
+      snprintf(buf + (at + TAIL < cap ? at : cap - TAIL), TAIL, ", ... (%d in all)", (int)n);
+      return buf;
+    }
+    at += (size_t)w;
+  }
+  if (!at) snprintf(buf, cap, "none");
+  return buf;
+}
+
+/* Every DIR/<file>.npy must be the file of some param: a file that matches
+ * none is a misspelt or stale name, which would silently leave the param it
+ * meant without its value. */
+static int check_param_files(const char* cmd, const rlx_graph* g, const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) {
+    cli_error(cmd, "--params %s: %s", dir, strerror(errno));
+    return CLI_FAIL;
+  }
+  int rc = CLI_OK;
+  char path[4096], want[4096];
+  for (struct dirent* ent; rc == CLI_OK && (ent = readdir(d)) != NULL;) {
+    if (!ends_with(ent->d_name, ".npy")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+    int matched = 0;
+    for (int32_t i = 0; i < rlx_graph_param_count(g) && !matched; i++) {
+      rlx_value_info info;
+      if (rlx_graph_get_param(g, i, &info) != RLX_OK) continue;
+      param_file_path(dir, info.name, want, sizeof want);
+      matched = strcmp(want, path) == 0;
+    }
+    if (!matched) {
+      char names[1024];
+      cli_error(cmd, "--params: %s matches no param of the graph (params: %s)", path,
+                cli_graph_names(g, CLI_NAMES_PARAMS, names, sizeof names));
+      rc = CLI_FAIL;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+static int check_params_dir(const char* cmd, const rlx_graph* g, const char* dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    cli_error(cmd, "--params %s: %s", dir, strerror(errno));
+    return CLI_FAIL;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    cli_error(cmd, "--params %s: not a folder (it should hold one NAME.npy per param)", dir);
+    return CLI_FAIL;
+  }
+  return check_param_files(cmd, g, dir);
+}
+
+/* Made-up values for one param without any (o->random_params). */
+static int make_up_param(const char* cmd, rlx_exec* e, const cli_model_opts* o,
+                         const rlx_value_info* t, int64_t* values) {
+  char what[300];
+  snprintf(what, sizeof what, "param '%s'", t->name);
+  int64_t shape[RLX_MAX_RANK];
+  if (cli_concrete_shape(cmd, &o->bindings, t, what, shape) != CLI_OK) return CLI_FAIL;
+  int64_t numel = shape_numel(shape, t->rank);
+  if (numel < 0) {
+    cli_error(cmd, "%s: element count overflows", what);
+    return CLI_FAIL;
+  }
+  *values += numel;
+  return init_one_param(cmd, e, t->name, t->dtype, numel, o->init_seed);
+}
+
+/* The params with no value from the model file or DIR: made up when allowed,
+ * else listed in one error. */
+enum { MISSING_NAMED = 8 }; /* names listed in the error; the count says the rest */
+
+static int fill_missing_params(const char* cmd, const rlx_graph* g, rlx_exec* e,
+                               const cli_model_opts* o, int from_model) {
+  char missing[1024] = "", path[4096];
+  size_t at = 0;
+  int32_t n_missing = 0, made_up = 0;
+  int64_t values = 0;
+  for (int32_t i = 0; i < rlx_graph_param_count(g) && !from_model; i++) {
     rlx_value_info info;
     if (rlx_graph_get_param(g, i, &info) != RLX_OK) return CLI_FAIL;
-    const char* name = info.name;
-    const rlx_value_info* t = &info;
-    if (params_dir) {
-      param_file_path(params_dir, name, path, sizeof path);
-      if (file_exists(path)) continue; /* loaded below */
+    if (o->params_dir) {
+      param_file_path(o->params_dir, info.name, path, sizeof path);
+      if (file_exists(path)) continue;
     }
-    char what[300];
-    snprintf(what, sizeof what, "param '%s'", name);
-    int64_t shape[RLX_MAX_RANK];
-    if (cli_concrete_shape(cmd, b, t, what, shape) != CLI_OK) return CLI_FAIL;
-    int64_t numel = shape_numel(shape, t->rank);
-    if (numel < 0) {
-      cli_error(cmd, "%s: element count overflows", what);
-      return CLI_FAIL;
+    if (o->random_params) {
+      if (make_up_param(cmd, e, o, &info, &values) != CLI_OK) return CLI_FAIL;
+      made_up++;
+      continue;
     }
-    if (init_one_param(cmd, e, name, t->dtype, numel, init_seed) != CLI_OK) return CLI_FAIL;
+    if (n_missing++ < MISSING_NAMED) {
+      int w = snprintf(missing + at, sizeof missing - at, "%s%s", at ? ", " : "", info.name);
+      if (w > 0 && (size_t)w < sizeof missing - at) at += (size_t)w;
+    }
   }
+  if (n_missing) {
+    cli_error(cmd, "%d param(s) have no value: %s%s. Give them with --params DIR "
+              "(DIR/NAME.npy), or ask for made-up weights with --random-params",
+              (int)n_missing, missing, n_missing > MISSING_NAMED ? ", ..." : "");
+    return CLI_FAIL;
+  }
+  if (made_up)
+    fprintf(stderr, "rlx %s: --random-params: made up %d param(s), %lld values (seed %llu)\n",
+            cmd, (int)made_up, (long long)values, (unsigned long long)o->init_seed);
+  return CLI_OK;
+}
+
+int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_model_opts* o,
+                   const char* onnx_path, const rlx_onnx_frozen_input* frozen,
+                   int32_t n_frozen) {
+  if (o->params_dir && check_params_dir(cmd, g, o->params_dir) != CLI_OK) return CLI_FAIL;
+  /* An ONNX model carries every param as an initializer. */
+  if (fill_missing_params(cmd, g, e, o, onnx_path != NULL) != CLI_OK) return CLI_FAIL;
   if (onnx_path) {
     char* msg = NULL;
-    rlx_status s = rlx_onnx_set_params(e, onnx_path, &msg);
+    rlx_status s = rlx_onnx_set_params_frozen(e, onnx_path, frozen, n_frozen, &msg);
     if (s != RLX_OK) {
       cli_error(cmd, "%s: initializers: %s", onnx_path, msg ? msg : rlx_status_name(s));
       rlx_free(msg);
@@ -576,10 +723,11 @@ int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
     }
     rlx_free(msg);
   }
-  for (int32_t i = 0; params_dir && i < rlx_graph_param_count(g); i++) {
+  char path[4096];
+  for (int32_t i = 0; o->params_dir && i < rlx_graph_param_count(g); i++) {
     rlx_value_info info;
     if (rlx_graph_get_param(g, i, &info) != RLX_OK) return CLI_FAIL;
-    param_file_path(params_dir, info.name, path, sizeof path);
+    param_file_path(o->params_dir, info.name, path, sizeof path);
     if (file_exists(path) && load_one_param(cmd, e, info.name, info.dtype, path) != CLI_OK)
       return CLI_FAIL;
   }
@@ -766,6 +914,17 @@ int cli_print_report(const char* cmd, const rlx_exec* e) {
   return CLI_OK;
 }
 
+void cli_print_json_string(const char* s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
 /* ------------------------------------------------------------ time */
 
 double cli_now_ms(void) {
@@ -827,9 +986,20 @@ int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accep
     if (m < 0) return -CLI_USAGE;
     return seed_opt(cmd, "--seed", v, &o->seed) == CLI_OK ? 1 : -CLI_USAGE;
   }
+  if ((accept & CLI_OPT_INIT) && strcmp(argv[*i], "--random-params") == 0) {
+    o->random_params = 1;
+    return 1;
+  }
   TRY(CLI_OPT_INIT, "--init-params") {
     if (m < 0) return -CLI_USAGE;
+    o->random_params = 1;
     return seed_opt(cmd, "--init-params", v, &o->init_seed) == CLI_OK ? 1 : -CLI_USAGE;
+  }
+  TRY(CLI_OPT_THREADS, "--threads") {
+    int64_t n = 0;
+    if (m < 0 || cli_parse_i64(cmd, "--threads", v, 0, 1024, &n) != CLI_OK) return -CLI_USAGE;
+    o->threads = (int32_t)n;
+    return 1;
   }
   TRY(CLI_OPT_PARAMS, "--params") {
     if (m < 0) return -CLI_USAGE;
@@ -862,18 +1032,24 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
     fprintf(f,
             "  --seed N            seed of the random data for inputs not given (default 0):\n"
             "                      floats uniform in [-1, 1), integers in [0, 4), bools 0/1\n");
-  if (accept & CLI_OPT_INIT)
-    fprintf(f,
-            "  --init-params SEED  seed of the param init (default 0). Every param not\n"
-            "                      loaded from --params is filled deterministically from\n"
-            "                      SEED and its name: names ending in \"gamma\", \"weight_ln\"\n"
-            "                      or \".g\" -> 1; ending in \"beta\", \"bias\" or \".b\" -> 0;\n"
-            "                      anything else normal(0, 0.02)\n");
   if (accept & CLI_OPT_PARAMS)
     fprintf(f,
-            "  --params DIR        load param NAME from DIR/NAME.npy ('/' in NAME -> '_');\n"
-            "                      params without a file keep the init rule above (or, for\n"
-            "                      an .onnx model, its initializers)\n");
+            "  --params DIR        load param NAME from DIR/NAME.npy ('/' in NAME -> '_').\n"
+            "                      DIR must exist, and every .npy in it must name a param.\n"
+            "                      An .onnx model brings its params (initializers); files\n"
+            "                      in DIR replace them. Any other param without a value\n"
+            "                      is an error, unless --random-params\n");
+  if (accept & CLI_OPT_INIT)
+    fprintf(f,
+            "  --random-params     make up the params that have no value (one line on\n"
+            "                      stderr says how many), deterministically from the\n"
+            "                      param seed (--init-params, default 0) and each name:\n"
+            "                      names ending in \"gamma\", \"weight_ln\"\n"
+            "                      or \".g\" -> 1; ending in \"beta\", \"bias\" or \".b\" -> 0;\n"
+            "                      anything else normal(0, 0.02)\n"
+            "  --init-params SEED  --random-params with seed SEED (default 0)\n");
+  if (accept & CLI_OPT_THREADS)
+    fprintf(f, "  --threads N         CPU backend worker threads (default 0: one per core)\n");
   if (accept & CLI_OPT_BIND)
     fprintf(f, "  --bind SYM=N        bind symbolic dim SYM to N (repeatable)\n");
   if (accept & CLI_OPT_STRICT)
@@ -892,7 +1068,9 @@ static int check_bound_symbols_exist(const char* cmd, const rlx_graph* g,
               strcmp(name, b->names[i]) == 0;
     }
     if (!found) {
-      cli_error(cmd, "--bind %s: the graph has no symbol '%s'", b->names[i], b->names[i]);
+      char names[512];
+      cli_error(cmd, "--bind %s: the graph has no symbol '%s' (symbols: %s)", b->names[i],
+                b->names[i], cli_graph_names(g, CLI_NAMES_SYMBOLS, names, sizeof names));
       return CLI_FAIL;
     }
   }
@@ -909,9 +1087,8 @@ int cli_prepare(const char* cmd, cli_model_opts* o, int set_inputs, rlx_graph** 
   if (rc != CLI_OK) return rc;
   if (check_bound_symbols_exist(cmd, g, &o->bindings) != CLI_OK ||
       cli_bind_from_inputs(cmd, g, &o->inputs, &o->bindings) != CLI_OK ||
-      cli_compile(cmd, g, o->device, o->strict, &o->bindings, &e) != CLI_OK ||
-      cli_set_params(cmd, g, e, &o->bindings, o->init_seed, o->params_dir,
-                     cli_is_onnx(o->file) ? o->file : NULL) != CLI_OK ||
+      cli_compile(cmd, g, o->device, o->strict, o->threads, &o->bindings, &e) != CLI_OK ||
+      cli_set_params(cmd, g, e, o, cli_is_onnx(o->file) ? o->file : NULL, NULL, 0) != CLI_OK ||
       (set_inputs && cli_set_inputs(cmd, g, e, &o->bindings, &o->inputs, o->seed) != CLI_OK)) {
     rlx_exec_destroy(e);
     rlx_graph_destroy(g);

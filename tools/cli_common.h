@@ -22,6 +22,7 @@ int cmd_bench(int argc, char** argv);
 int cmd_dot(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_example(int argc, char** argv);
+int cmd_info(int argc, char** argv);
 
 /* ------------------------------------------------------------ diagnostics */
 
@@ -29,6 +30,16 @@ int cmd_example(int argc, char** argv);
 void cli_error(const char* cmd, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 1 if s is "-h" or "--help". */
 int cli_is_help(const char* s);
+
+/* -v / --verbose (main.c): let drivers talk. Without it, file descriptor 2
+ * is pointed at /dev/null while devices are probed and graphs compiled, so
+ * the warnings Mesa, the Vulkan loader and Dawn write there straight away do
+ * not reach the user. rlx's own errors come back as messages, which the CLI
+ * prints after cli_quiet_end. */
+extern int cli_verbose;
+/* Returns a token for cli_quiet_end (-1: nothing was silenced). */
+int cli_quiet_begin(void);
+void cli_quiet_end(int token);
 
 /* ------------------------------------------------------------ option parsing */
 
@@ -107,15 +118,17 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
 
 /* ------------------------------------------------------------ compile + feed */
 
-/* Compiles g for `device` with the bindings as symbol sizes. */
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict,
+/* Compiles g for `device` with the bindings as symbol sizes; threads: CPU
+ * worker threads (0: all cores). The wall time of rlx_compile goes to
+ * cli_last_compile_ms (for rlx bench). */
+extern double cli_last_compile_ms;
+int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int32_t threads,
                 const cli_bindings* b, rlx_exec** out_exec);
 
-/* Sets every param: deterministic init (rule in cli_model_opts_help), then
- * the initializers of onnx_path (if not NULL), then DIR/<name>.npy where
- * params_dir has one. */
-int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
-                   uint64_t init_seed, const char* params_dir, const char* onnx_path);
+/* "a, b, c" of the graph's input (CLI_NAMES_INPUTS), param or symbol names,
+ * for errors about a name that is not there; "none" for an empty list. */
+enum { CLI_NAMES_INPUTS, CLI_NAMES_PARAMS, CLI_NAMES_SYMBOLS };
+const char* cli_graph_names(const rlx_graph* g, int which, char* buf, size_t cap);
 /* Sets the given inputs and random data (from seed) for every other input. */
 int cli_set_inputs(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_bindings* b,
                    const cli_inputs* given, uint64_t seed);
@@ -129,25 +142,38 @@ typedef struct cli_model_opts {
   const char* device;     /* default "cpu" */
   int strict;
   uint64_t seed;          /* random inputs */
-  uint64_t init_seed;     /* param init */
-  const char* params_dir; /* NULL: all params from init */
+  uint64_t init_seed;     /* param init (--random-params / --init-params) */
+  int random_params;      /* params without a value may be made up */
+  const char* params_dir; /* --params DIR, or NULL */
+  int32_t threads;        /* --threads: CPU worker threads, 0 = all cores */
   cli_bindings bindings;
   cli_inputs inputs;
 } cli_model_opts;
 
 void cli_model_opts_init(cli_model_opts* o);
 void cli_model_opts_free(cli_model_opts* o);
-/* Consumes argv[*i] if it is one of --device --strict --seed --init-params
- * --params --bind --input (only those whose bit is in `accept`). Returns 1 if
- * consumed, 0 if not one of them, or -CLI_USAGE / -CLI_FAIL on a bad value. */
+/* Consumes argv[*i] if it is one of --device --strict --seed --random-params
+ * --init-params --params --bind --input --threads (only those whose bit is in
+ * `accept`). Returns 1 if consumed, 0 if not one of them, or -CLI_USAGE /
+ * -CLI_FAIL on a bad value. */
 enum {
   CLI_OPT_DEVICE = 1, CLI_OPT_STRICT = 2, CLI_OPT_SEED = 4, CLI_OPT_INIT = 8,
-  CLI_OPT_PARAMS = 16, CLI_OPT_BIND = 32, CLI_OPT_INPUT = 64, CLI_OPT_ALL = 127
+  CLI_OPT_PARAMS = 16, CLI_OPT_BIND = 32, CLI_OPT_INPUT = 64, CLI_OPT_THREADS = 128,
+  CLI_OPT_ALL = 255
 };
 int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accept,
                   cli_model_opts* o);
 /* Help text for the options above (the ones in `accept`). */
 void cli_model_opts_help(FILE* f, unsigned accept);
+/* Sets every param of the compiled graph, in this order: the initializers of
+ * onnx_path (when not NULL; frozen inputs as given to the importer), then
+ * DIR/<name>.npy for each param that has one. A param left without a value
+ * is an error naming it, unless o->random_params, when it is made up by the
+ * init rule (cli_model_opts_help) and one line on stderr says how many. */
+int cli_set_params(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_model_opts* o,
+                   const char* onnx_path, const rlx_onnx_frozen_input* frozen,
+                   int32_t n_frozen);
+
 /* Load FILE, bind symbols (--bind, then --input shapes), compile, set params
  * (and, when set_inputs, every input). On failure everything is freed. */
 int cli_prepare(const char* cmd, cli_model_opts* o, int set_inputs, rlx_graph** out_graph,
@@ -174,6 +200,9 @@ int cli_print_outputs(const char* cmd, const rlx_graph* g, const rlx_exec* e);
 int cli_save_outputs(const char* cmd, const rlx_exec* e, const char* dir);
 /* Prints rlx_exec_report to stdout. */
 int cli_print_report(const char* cmd, const rlx_exec* e);
+
+/* A JSON string (quotes, escapes) on stdout. */
+void cli_print_json_string(const char* s);
 
 /* ------------------------------------------------------------ time */
 

@@ -23,7 +23,8 @@ static void usage(FILE* f) {
           "Token + learned position embeddings; per layer: layer_norm -> fused QKV\n"
           "projection -> causal attention (BSHD) -> output projection -> residual ->\n"
           "layer_norm -> MLP (gelu_approx) -> residual; final layer_norm; logits\n"
-          "against the tied token embedding. Run it with `rlx generate`.\n");
+          "against the tied token embedding. Run it with `rlx generate\n"
+          "FILE --random-params` (it has no checkpoint: the weights are made up).\n");
 }
 
 /* The builder keeps the first error on the graph; every helper below checks

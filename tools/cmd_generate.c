@@ -7,7 +7,10 @@
 
 #include "cli_common.h"
 
-enum { GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND };
+enum {
+  GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND |
+             CLI_OPT_THREADS
+};
 
 static void usage(FILE* f) {
   fprintf(f,

@@ -171,19 +171,14 @@ static int prepare_frozen_onnx(const char* cmd, cli_model_opts* o, rlx_graph** o
     if (!is_frozen) rest.items[rest.n++] = o->inputs.items[i];
   }
   rlx_exec* e = NULL;
-  char* msg = NULL;
   int rc = CLI_OK;
   if (cli_bind_from_inputs(cmd, g, &rest, &o->bindings) != CLI_OK ||
-      cli_compile(cmd, g, o->device, o->strict, &o->bindings, &e) != CLI_OK ||
-      cli_set_params(cmd, g, e, &o->bindings, o->init_seed, o->params_dir, NULL) != CLI_OK) {
-    rc = CLI_FAIL;
-  } else if (rlx_onnx_set_params_frozen(e, o->file, frozen, n_frozen, &msg) != RLX_OK) {
-    cli_error(cmd, "%s: initializers: %s", o->file, msg ? msg : "failed");
+      cli_compile(cmd, g, o->device, o->strict, o->threads, &o->bindings, &e) != CLI_OK ||
+      cli_set_params(cmd, g, e, o, o->file, frozen, n_frozen) != CLI_OK) {
     rc = CLI_FAIL;
   } else if (cli_set_inputs(cmd, g, e, &o->bindings, &rest, o->seed) != CLI_OK) {
     rc = CLI_FAIL;
   }
-  rlx_free(msg);
   if (rc != CLI_OK) {
     rlx_exec_destroy(e);
     rlx_graph_destroy(g);

@@ -1,5 +1,6 @@
 /* rlx: command-line front end. One subcommand per file (cmd_*.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_common.h"
@@ -12,8 +13,9 @@ typedef struct command {
 
 static const command k_commands[] = {
     {"devices", cmd_devices, "list backends and whether each can run here"},
+    {"info", cmd_info, "inputs, params, outputs and ops of a graph, and which devices run each op"},
     {"run", cmd_run, "compile and run a graph, print or save its outputs"},
-    {"bench", cmd_bench, "time runs of a graph: median/p10/p90 latency"},
+    {"bench", cmd_bench, "time runs of a graph: compile time, latency stats, memory"},
     {"dot", cmd_dot, "Graphviz view of a graph, as parsed or after passes"},
     {"generate", cmd_generate, "greedy/sampled token generation with a GPT-style graph"},
     {"example", cmd_example, "print a bundled example graph (gpt) in the text format"},
@@ -22,19 +24,40 @@ enum { N_COMMANDS = sizeof k_commands / sizeof k_commands[0] };
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: rlx <command> [options]\n"
+          "usage: rlx [-v] <command> [options]\n"
           "\n"
           "commands:\n");
   for (int i = 0; i < N_COMMANDS; i++)
     fprintf(f, "  %-9s %s\n", k_commands[i].name, k_commands[i].summary);
   fprintf(f,
           "\n"
+          "-v, --verbose (anywhere on the line): let GPU drivers (Mesa, the Vulkan\n"
+          "loader, Dawn) print their warnings, and Dawn its log; by default they are\n"
+          "silenced while devices start. rlx's own errors are always printed.\n"
+          "\n"
           "`rlx <command> --help` describes a command's options.\n"
           "Graphs are files in the rlx text format (.rlx); try\n"
-          "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --prompt 1,2,3\n");
+          "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --random-params --prompt 1,2,3\n"
+          "(--random-params: the example has no checkpoint, so its weights are made up).\n");
+}
+
+/* Takes -v / --verbose out of argv wherever it is (every command accepts
+ * it), so the commands never see it. */
+static int take_verbose(int* argc, char** argv) {
+  int verbose = 0, kept = 1;
+  for (int i = 1; i < *argc; i++) {
+    if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
+    else argv[kept++] = argv[i];
+  }
+  argv[kept] = NULL;
+  *argc = kept;
+  return verbose;
 }
 
 int main(int argc, char** argv) {
+  cli_verbose = take_verbose(&argc, argv);
+  /* Dawn's own log goes through the library's switch (docs/ENV.md). */
+  if (cli_verbose) setenv("RLX_WG_VERBOSE", "1", 0);
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;

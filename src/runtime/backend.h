@@ -51,5 +51,8 @@ extern const rlx_backend rlx_backend_cpu;
 
 /* Registry (device.c): the backend named `name`, or NULL. */
 const rlx_backend* rlx_backend_find(const char* name);
+/* Like rlx_backend_find without probing, telling the two misses apart:
+ * RLX_NOT_FOUND (no such device) or RLX_UNIMPLEMENTED (not built in). */
+rlx_status rlx_backend_lookup(const char* name, const rlx_backend** out_backend);
 
 #endif

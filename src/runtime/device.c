@@ -76,6 +76,7 @@ rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info) {
   out_info->name = d->name;
   out_info->available = d->available;
   out_info->detail = d->detail;
+  out_info->software = d->software;
   return RLX_OK;
 }
 
@@ -98,6 +99,16 @@ const rlx_backend* rlx_backend_find(const char* name) {
   for (int i = 0; i < N_DEVICES; i++)
     if (strcmp(name, g_devices[i].name) == 0) return g_devices[i].backend;
   return NULL;
+}
+
+rlx_status rlx_backend_lookup(const char* name, const rlx_backend** out_backend) {
+  *out_backend = NULL;
+  for (int i = 0; name && i < N_DEVICES; i++) {
+    if (strcmp(name, g_devices[i].name) != 0) continue;
+    *out_backend = g_devices[i].backend;
+    return g_devices[i].backend ? RLX_OK : RLX_UNIMPLEMENTED;
+  }
+  return RLX_NOT_FOUND;
 }
 
 /* Detail string of a device by name (for compile errors). */

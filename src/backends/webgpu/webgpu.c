@@ -711,7 +711,8 @@ static int wg_probe(char* reason, size_t cap) {
   snprintf(reason, cap, "%s (Dawn/Vulkan)%s%s; Dawn toggles: %s", c->adapter_name,
            c->has_f16 ? (c->use_f16 ? ", shader-f16" : ", shader-f16 off") : "", sg,
            c->toggles[0] ? c->toggles : "none");
-  return 1;
+  /* Dawn on lavapipe is emulated like Vulkan on lavapipe: "best" skips it. */
+  return c->cpu_adapter ? RLX_PROBE_SOFTWARE : RLX_PROBE_HARDWARE;
 }
 
 static int wg_supports(const rlx_graph* g, int32_t ni) { return rlx_wg_supports_node(g, ni); }

@@ -1,0 +1,263 @@
+/* rlx info: what a graph takes and gives, what ops it holds, and how each
+ * backend would run those ops (from the backends' static support rules, so
+ * no device is started and a GPU backend answers even on a machine without
+ * the GPU). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: rlx info FILE [--json]\n"
+          "\n"
+          "Describes FILE (rlx text graph or .onnx model) without running it:\n"
+          "  inputs, params, outputs  name, dtype and shape (symbolic dims by name);\n"
+          "                           params also their number of values\n"
+          "  symbols                  the symbolic dims (bind them with --bind SYM=N)\n"
+          "  ops                      node count per op kind, and for every device how\n"
+          "                           its backend runs that op: native (a device\n"
+          "                           kernel), decomposed (rewritten into other ops\n"
+          "                           that run natively), decomposed+host (rewritten,\n"
+          "                           and some of the new ops need the host), host (the\n"
+          "                           CPU fallback inside that backend), view\n"
+          "                           (no kernel needed), or \"not built\" (backend left\n"
+          "                           out of this build). The answer is the backend's\n"
+          "                           static rule, the one compile applies: it holds on\n"
+          "                           machines without that device (see `rlx devices`\n"
+          "                           for what can run here). A mixed answer counts\n"
+          "                           nodes, e.g. \"3 native, 1 host\".\n"
+          "\n"
+          "options:\n"
+          "  --json              one JSON object instead of the table\n");
+}
+
+static const char* const k_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
+enum { N_DEVICES = sizeof k_devices / sizeof k_devices[0], MAX_KINDS = 256 };
+
+/* The op table of every device: ops[d][k]; built[d] = 0 when not built. */
+typedef struct op_tables {
+  int32_t n_kinds;
+  rlx_op_support plain[MAX_KINDS]; /* kinds and node counts */
+  rlx_op_support dev[N_DEVICES][MAX_KINDS];
+  int built[N_DEVICES];
+} op_tables;
+
+static int query_ops(const char* cmd, const rlx_graph* g, op_tables* t) {
+  if (rlx_graph_op_support(g, NULL, t->plain, MAX_KINDS, &t->n_kinds) != RLX_OK) {
+    cli_error(cmd, "op kinds: %s", rlx_graph_last_error(g));
+    return CLI_FAIL;
+  }
+  if (t->n_kinds > MAX_KINDS) t->n_kinds = MAX_KINDS;
+  for (int d = 0; d < N_DEVICES; d++) {
+    int32_t n = 0;
+    rlx_status s = rlx_graph_op_support(g, k_devices[d], t->dev[d], MAX_KINDS, &n);
+    t->built[d] = s == RLX_OK;
+    if (s != RLX_OK && s != RLX_UNIMPLEMENTED) {
+      cli_error(cmd, "%s: %s", k_devices[d], rlx_graph_last_error(g));
+      return CLI_FAIL;
+    }
+  }
+  return CLI_OK;
+}
+
+/* "native", "host", ... when all nodes agree, else "2 native, 1 host". */
+static const char* support_text(const rlx_op_support* s, char* buf, size_t cap) {
+  enum { KINDS = 5 };
+  const int32_t counts[KINDS] = {s->native, s->decomposed - s->decomposed_host,
+                                 s->decomposed_host, s->host, s->views};
+  static const char* const names[KINDS] = {"native", "decomposed", "decomposed+host", "host",
+                                           "view"};
+  int kinds = 0;
+  for (int k = 0; k < KINDS; k++) kinds += counts[k] > 0;
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < KINDS; k++) {
+    if (!counts[k]) continue;
+    int w = kinds == 1 ? snprintf(buf + at, cap - at, "%s", names[k])
+                       : snprintf(buf + at, cap - at, "%s%d %s", at ? ", " : "",
+                                  (int)counts[k], names[k]);
+    if (w > 0 && (size_t)w < cap - at) at += (size_t)w;
+  }
+  return buf;
+}
+
+/* Values in a tensor of that type, or -1 when a dim is symbolic. */
+static int64_t static_numel(const rlx_value_info* v) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < v->rank; d++) {
+    if (v->shape[d] < 0) return -1;
+    n *= v->shape[d];
+  }
+  return n;
+}
+
+typedef rlx_status (*get_fn)(const rlx_graph*, int32_t, rlx_value_info*);
+
+/* ------------------------------------------------------------ table */
+
+static void print_values(const char* title, const rlx_graph* g, int32_t n, get_fn get,
+                         int is_param) {
+  printf("%s (%d):\n", title, (int)n);
+  int64_t total = 0;
+  int symbolic = 0;
+  for (int32_t i = 0; i < n; i++) {
+    rlx_value_info v;
+    if (get(g, i, &v) != RLX_OK) continue;
+    char type[256], label[32];
+    const char* name = v.name ? v.name : (snprintf(label, sizeof label, "out%d", (int)i), label);
+    printf("  %-24s %s", name, cli_format_type(&v, type, sizeof type));
+    int64_t numel = static_numel(&v);
+    if (is_param && numel >= 0) printf("  (%lld values)", (long long)numel);
+    putchar('\n');
+    if (numel >= 0) total += numel;
+    else symbolic = 1;
+  }
+  if (is_param && n)
+    printf("  total %lld values%s\n", (long long)total, symbolic ? " (+ symbolic-sized)" : "");
+}
+
+static void print_symbols(const rlx_graph* g) {
+  char names[1024];
+  printf("symbols: %s\n", cli_graph_names(g, CLI_NAMES_SYMBOLS, names, sizeof names));
+}
+
+static void print_ops_table(const op_tables* t) {
+  int32_t total = 0;
+  for (int32_t k = 0; k < t->n_kinds; k++) total += t->plain[k].nodes;
+  printf("ops (%d nodes, %d kinds; per device: how its backend runs them):\n", (int)total,
+         (int)t->n_kinds);
+  printf("  %-22s %5s", "op", "count");
+  for (int d = 0; d < N_DEVICES; d++)
+    printf(d + 1 < N_DEVICES ? "  %-16s" : "  %s", k_devices[d]);
+  putchar('\n');
+  for (int32_t k = 0; k < t->n_kinds; k++) {
+    printf("  %-22s %5d", t->plain[k].op, (int)t->plain[k].nodes);
+    for (int d = 0; d < N_DEVICES; d++) {
+      char buf[96];
+      const char* what = t->built[d] ? support_text(&t->dev[d][k], buf, sizeof buf) : "not built";
+      printf(d + 1 < N_DEVICES ? "  %-16s" : "  %s", what);
+    }
+    putchar('\n');
+  }
+}
+
+static void print_table(const char* file, const rlx_graph* g, const op_tables* t) {
+  printf("graph: %s\n", file);
+  print_values("inputs", g, rlx_graph_input_count(g), rlx_graph_get_input, 0);
+  print_values("params", g, rlx_graph_param_count(g), rlx_graph_get_param, 1);
+  print_values("outputs", g, rlx_graph_output_count(g), rlx_graph_get_output, 0);
+  print_symbols(g);
+  print_ops_table(t);
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static void json_value(const rlx_value_info* v, int32_t i) {
+  char label[32];
+  snprintf(label, sizeof label, "out%d", (int)i);
+  printf("{\"name\": ");
+  cli_print_json_string(v->name ? v->name : label);
+  printf(", \"dtype\": \"%s\", \"shape\": [", rlx_dtype_name(v->dtype));
+  for (int32_t d = 0; d < v->rank; d++) {
+    if (d) printf(", ");
+    if (v->shape[d] >= 0) printf("%lld", (long long)v->shape[d]);
+    else cli_print_json_string(v->dim_names[d] ? v->dim_names[d] : "?");
+  }
+  int64_t numel = static_numel(v);
+  if (numel >= 0) printf("], \"values\": %lld}", (long long)numel);
+  else printf("], \"values\": null}");
+}
+
+static void json_values(const char* key, const rlx_graph* g, int32_t n, get_fn get) {
+  printf(",\n  \"%s\": [", key);
+  for (int32_t i = 0; i < n; i++) {
+    rlx_value_info v;
+    if (get(g, i, &v) != RLX_OK) continue;
+    printf("%s\n    ", i ? "," : "");
+    json_value(&v, i);
+  }
+  printf("%s]", n ? "\n  " : "");
+}
+
+static void json_ops(const op_tables* t) {
+  printf(",\n  \"ops\": [");
+  for (int32_t k = 0; k < t->n_kinds; k++) {
+    printf("%s\n    {\"op\": ", k ? "," : "");
+    cli_print_json_string(t->plain[k].op);
+    printf(", \"count\": %d, \"devices\": {", (int)t->plain[k].nodes);
+    for (int d = 0; d < N_DEVICES; d++) {
+      const rlx_op_support* s = &t->dev[d][k];
+      printf("%s\"%s\": ", d ? ", " : "", k_devices[d]);
+      if (!t->built[d]) printf("\"not built\"");
+      else
+        printf("{\"native\": %d, \"decomposed\": %d, \"decomposed_host\": %d, \"host\": %d, "
+               "\"view\": %d}",
+               (int)s->native, (int)s->decomposed, (int)s->decomposed_host, (int)s->host,
+               (int)s->views);
+    }
+    printf("}}");
+  }
+  printf("%s]", t->n_kinds ? "\n  " : "");
+}
+
+static void print_json(const char* file, const rlx_graph* g, const op_tables* t) {
+  printf("{\"file\": ");
+  cli_print_json_string(file);
+  json_values("inputs", g, rlx_graph_input_count(g), rlx_graph_get_input);
+  json_values("params", g, rlx_graph_param_count(g), rlx_graph_get_param);
+  json_values("outputs", g, rlx_graph_output_count(g), rlx_graph_get_output);
+  printf(",\n  \"symbols\": [");
+  for (int32_t i = 0; i < rlx_graph_symbol_count(g); i++) {
+    const char* name = NULL;
+    if (rlx_graph_symbol_name(g, -(rlx_dim)i - 1, &name) != RLX_OK) name = "?";
+    printf("%s", i ? ", " : "");
+    cli_print_json_string(name);
+  }
+  printf("]");
+  json_ops(t);
+  printf("\n}\n");
+}
+
+/* ------------------------------------------------------------ command */
+
+int cmd_info(int argc, char** argv) {
+  const char* cmd = "info";
+  const char* file = NULL;
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (cli_is_help(argv[i])) {
+      usage(stdout);
+      return CLI_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      cli_error(cmd, "unknown option '%s' (see rlx info --help)", argv[i]);
+      return CLI_USAGE;
+    } else if (file) {
+      cli_error(cmd, "more than one FILE ('%s' and '%s')", file, argv[i]);
+      return CLI_USAGE;
+    } else {
+      file = argv[i];
+    }
+  }
+  if (!file) {
+    cli_error(cmd, "missing FILE");
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  rlx_graph* g = NULL;
+  int rc = cli_load_graph(cmd, file, &g);
+  op_tables* t = rc == CLI_OK ? calloc(1, sizeof *t) : NULL;
+  if (rc == CLI_OK && !t) {
+    cli_error(cmd, "out of memory");
+    rc = CLI_FAIL;
+  }
+  if (rc == CLI_OK) rc = query_ops(cmd, g, t);
+  if (rc == CLI_OK && json) print_json(file, g, t);
+  else if (rc == CLI_OK) print_table(file, g, t);
+  free(t);
+  rlx_graph_destroy(g);
+  return rc;
+}

@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_contract test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_oom test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -80,6 +80,14 @@ for d in $BACKENDS; do
   timeout 150 $B/test_contract $d > $T/contract_$d.txt 2>&1
   echo "test_contract $d exit $?: $(tail -1 $T/contract_$d.txt)"
   grep -E "FAIL|SKIP" $T/contract_$d.txt | head -10
+done
+# Device out of memory (tests/test_oom.c): a graph larger than the GPU, then
+# the GPU filled with 4 GiB executables: RESOURCE_EXHAUSTED each time, and
+# the device still runs a fresh executable afterwards.
+for d in $BACKENDS; do
+  [ -x $B/test_oom ] || break
+  timeout 240 $B/test_oom $d > $T/oom_$d.txt 2>&1
+  echo "test_oom $d exit $?:"; cat $T/oom_$d.txt | tail -8
 done
 # The kernel lab's GEMV family (bench/kernels/gemv.cu): every variant checked
 # against the CPU, then timed.

@@ -138,9 +138,9 @@ for op in cast binary activation fused_matmul_bias_act; do
 done
 for col in 4 5; do # vulkan, webgpu: the static rule answers even without a device
   dev=$(awk -v c="$col" '$1 == "op" { print $(c + 1) }' "$OUT")
-  if awk -v c="$col" '$1 == "cast" { exit !($(c + 2) == "not") }' "$OUT"; then continue; fi
-  awk -v c="$col" '$1 == "fused_matmul_bias_act" { f = $(c + 2) } $1 == "activation" { a = $(c + 2) }
-    $1 == "binary" { b = $(c + 2) } END { exit !(f == "decomposed+host" && a == "host" && b == "native") }' \
+  if awk -v c="$col" '$1 == "cast" { exit !($(c + 1) == "not") }' "$OUT"; then continue; fi
+  awk -v c="$col" '$1 == "fused_matmul_bias_act" { f = $(c + 1) } $1 == "activation" { a = $(c + 1) }
+    $1 == "binary" { b = $(c + 1) } END { exit !(f == "decomposed+host" && a == "host" && b == "native") }' \
     "$OUT" || fail "info mixed on $dev: expected decomposed+host / host / native"
   checks=$((checks + 1))
 done

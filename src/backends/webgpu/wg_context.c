@@ -119,6 +119,7 @@ static int load_library(rlx_wg_context* c) {
   }
   RLX_WGPU_FNS(RLX_WGPU_LOAD)
 #undef RLX_WGPU_LOAD
+  *(void**)&c->device_tick = dlsym(c->lib, "wgpuDeviceTick");
   return 1;
 }
 
@@ -382,6 +383,38 @@ rlx_status rlx_wg_wait_gpu(rlx_wg_context* c, WGPUFuture fut, rlx_error* err, co
   return rlx_wg_wait(c, fut, err, what);
 }
 
+static void on_work_done(uint32_t status, void* u1, void* u2) {
+  (void)status; (void)u1; (void)u2;
+}
+
+/* Dawn frees a destroyed buffer's memory only once the GPU work submitted
+ * before it has finished and the device has ticked: wait for the queue,
+ * then tick the device (Dawn's wgpuDeviceTick) so it runs its deferred
+ * deletions. */
+static void reclaim_destroyed_buffers(rlx_wg_context* c) {
+  /* Dawn queues a deletion at the serial of the next submission: submit an
+   * empty command buffer, wait for the queue, tick (which deletes). */
+  WGPUCommandEncoder enc = c->f.wgpuDeviceCreateCommandEncoder(c->device, NULL);
+  WGPUCommandBuffer empty = enc ? c->f.wgpuCommandEncoderFinish(enc, NULL) : NULL;
+  if (enc) c->f.wgpuCommandEncoderRelease(enc);
+  if (empty) {
+    c->f.wgpuQueueSubmit(c->queue, 1, &empty);
+    c->f.wgpuCommandBufferRelease(empty);
+  }
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_work_done, NULL, NULL};
+  wait_future(c, c->f.wgpuQueueOnSubmittedWorkDone(c->queue, cb));
+  if (c->device_tick) c->device_tick(c->device);
+  c->f.wgpuInstanceProcessEvents(c->instance);
+}
+
+static WGPUBuffer create_buffer(rlx_wg_context* c, const WGPUBufferDescriptor* d, rlx_error* err,
+                                const char* what, rlx_status* out_status) {
+  rlx_wg_scope_push(c);
+  WGPUBuffer b = c->f.wgpuDeviceCreateBuffer(c->device, d);
+  *out_status = rlx_wg_scope_pop(c, err, what);
+  return b;
+}
+
 rlx_status rlx_wg_buffer(rlx_wg_context* c, uint64_t size, WGPUFlags usage, rlx_error* err,
                          const char* what, WGPUBuffer* out) {
   WGPUBufferDescriptor d;
@@ -389,9 +422,16 @@ rlx_status rlx_wg_buffer(rlx_wg_context* c, uint64_t size, WGPUFlags usage, rlx_
   d.label = sv(what);
   d.usage = usage;
   d.size = (size + 15) & ~(uint64_t)15;
-  rlx_wg_scope_push(c);
-  *out = c->f.wgpuDeviceCreateBuffer(c->device, &d);
-  rlx_status s = rlx_wg_scope_pop(c, err, what);
+  rlx_status s;
+  *out = create_buffer(c, &d, err, what, &s);
+  if (s == RLX_RESOURCE_EXHAUSTED) {
+    /* Out of memory may only mean that released executables' buffers are
+     * not reclaimed yet (on the H200 a fresh 2 GiB arena failed right after
+     * 69 others were destroyed): reclaim, then try once more. */
+    if (*out) c->f.wgpuBufferRelease(*out);
+    reclaim_destroyed_buffers(c);
+    *out = create_buffer(c, &d, err, what, &s);
+  }
   if (s == RLX_OK && !*out)
     s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "webgpu: cannot create %s (%llu bytes)", what,
                  (unsigned long long)size);

@@ -101,6 +101,7 @@ extern const char rlx_wg_src_gemv[];
 
 typedef struct rlx_wg_context {
   rlx_wgpu_fns f;
+  void (*device_tick)(WGPUDevice); /* Dawn's wgpuDeviceTick (not in webgpu.h; NULL if absent) */
   void* lib;
   WGPUInstance instance;
   WGPUAdapter adapter;

@@ -75,8 +75,8 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
                              ctypes.byref(handle))
     del keep
     graph._check(status)
-    output_names = [info.name for info in graph.outputs]
-    exe = Executable(handle.value, output_names, device)
+    outputs = [info._replace(tensor=None) for info in graph.outputs]
+    exe = Executable(handle.value, outputs, device)
     if onnx_params and graph._onnx_source is not None:
         try:
             exe.set_onnx_params(*graph._onnx_source)
@@ -90,9 +90,9 @@ class Executable:
     """A compiled graph with its own memory. Set params and inputs, run, read outputs.
     Use as a context manager or call close(); also freed when collected."""
 
-    def __init__(self, handle, output_names, device):
+    def __init__(self, handle, outputs, device):
         self._h = handle
-        self._output_names = list(output_names)
+        self._compiled_outputs = list(outputs)  # ValueInfo as compiled (symbols by name)
         self.device = device
 
     # ---- lifetime
@@ -127,7 +127,7 @@ class Executable:
         """A new executable sharing the compiled code, with its own memory (params copied)."""
         out = ctypes.c_void_p()
         self._check(lib.rlx_exec_clone(self.handle, ctypes.byref(out)))
-        return Executable(out.value, self._output_names, self.device)
+        return Executable(out.value, self._compiled_outputs, self.device)
 
     # ---- what it takes and gives
     def _infos(self, count_fn, get_fn):
@@ -163,11 +163,16 @@ class Executable:
 
     @property
     def outputs(self):
-        """ValueInfo of each output: its label (or None), dtype and current shape."""
+        """ValueInfo of each output: its label (or None), dtype and shape after the last
+        run (before a run: as compiled, symbolic dims by name)."""
+        from .errors import FailedPreconditionError
         infos = []
-        for i in range(self.output_count):
-            dtype, shape = self.output_type(i)
-            infos.append(ValueInfo(self._output_names[i], dtype, shape, None))
+        for i, compiled in enumerate(self._compiled_outputs):
+            try:
+                dtype, shape = self.output_type(i)
+            except FailedPreconditionError:
+                dtype, shape = compiled.dtype, compiled.shape
+            infos.append(ValueInfo(compiled.name, dtype, shape, None))
         return infos
 
     def _info_named(self, infos, name):

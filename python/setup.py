@@ -32,6 +32,12 @@ def library_source():
 class BuildWithLibrary(build_py):
     """build_py that copies librlx.so into the package."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # pip builds in the source tree, so python/build/ survives between
+        # installs: copy every file again instead of trusting timestamps.
+        self.force = True
+
     def run(self):
         source = library_source()
         super().run()

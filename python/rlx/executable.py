@@ -76,7 +76,7 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
     del keep
     graph._check(status)
     outputs = [info._replace(tensor=None) for info in graph.outputs]
-    exe = Executable(handle.value, outputs, device)
+    exe = Executable(handle.value, outputs, _resolved(device))
     if onnx_params and graph._onnx_source is not None:
         try:
             exe.set_onnx_params(*graph._onnx_source)
@@ -86,11 +86,20 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
     return exe
 
 
+def _resolved(device):
+    """The backend a device name stands for ("best" -> "vulkan"), as the library picks it."""
+    name = ctypes.c_char_p()
+    if lib.rlx_device_resolve(device.encode(), ctypes.byref(name)) == 0 and name.value:
+        return _capi.text(name.value)
+    return device
+
+
 class Executable:
     """A compiled graph with its own memory. Set params and inputs, run, read outputs.
     Use as a context manager or call close(); also freed when collected."""
 
     def __init__(self, handle, outputs, device):
+        """Made by rlx.compile; .device is the backend it runs on ("cpu", "vulkan", ...)."""
         self._h = handle
         self._compiled_outputs = list(outputs)  # ValueInfo as compiled (symbols by name)
         self.device = device

@@ -269,6 +269,13 @@ class Graph:
     def __str__(self):
         return self.to_text() if self._h else "<closed rlx.Graph>"
 
+    def __repr__(self):
+        if not self._h:
+            return "<rlx.Graph (closed)>"
+        names = [i.name for i in self.inputs]
+        return (f"<rlx.Graph: {self.node_count} nodes, inputs {names}, "
+                f"{lib.rlx_graph_output_count(self._h)} outputs>")
+
     def save(self, path):
         """Writes the text format to path."""
         with open(path, "w", encoding="utf-8") as f:
@@ -564,6 +571,8 @@ class Tensor:
     constants of the tensor's dtype."""
 
     __slots__ = ("graph", "id")
+    # numpy_array + tensor must reach Tensor.__radd__, not loop over the tensor.
+    __array_ufunc__ = None
 
     def __init__(self, graph, tensor_id):
         self.graph = graph

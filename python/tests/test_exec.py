@@ -164,3 +164,28 @@ def test_npy_and_conversion_helpers(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), a)
     np.testing.assert_array_equal(rlx.load_npy(tmp_path / "a.npy"), a)
     np.testing.assert_array_equal(rlx.convert(np.array([-1.7, 300.0]), "i8"), [-1, 127])
+
+
+def test_compile_options_reach_the_library():
+    with rlx.Graph() as g:
+        g.set_outputs(g.input("x", "f32", [2]).log().set_name("the_log"))
+        plain = g.compile("cpu", threads=1, use_blas=False, reference=True, strict=True)
+        checked = g.compile("cpu", debug_nans=True)
+    x = np.array([1.0, -1.0], np.float32)
+    (y,) = plain.run(x=x)
+    assert y[0] == 0 and np.isnan(y[1])
+    with pytest.raises(rlx.RlxError, match="the_log"):
+        checked.run(x=x)  # debug_nans names the node that made the NaN
+
+
+def test_numpy_operands_on_either_side():
+    with rlx.Graph() as g:
+        x = g.input("x", "f32", [3])
+        c = np.array([1.0, 2.0, 4.0], np.float32)
+        g.set_outputs(c - x, x * c, c.reshape(1, 3) @ g.input("m", "f32", [3, 2]))
+        assert repr(g).startswith("<rlx.Graph: ") and "['x', 'm']" in repr(g)
+        exe = g.compile("cpu")
+    a, b, d = exe.run(x=np.ones(3, np.float32), m=np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(a, [0, 1, 3])
+    np.testing.assert_array_equal(b, [1, 2, 4])
+    np.testing.assert_array_equal(d, [[7, 7]])

@@ -50,6 +50,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 unset RLX_LIBRARY
-export RLX_EXPECT_BUNDLED=1 PYTHONDONTWRITEBYTECODE=1
-"$venv/bin/python" -c "import rlx, sys; print('rlx', rlx.version(), 'from', rlx.__file__, 'library', rlx.library_path)" || exit 1
+export PYTHONDONTWRITEBYTECODE=1
+"$venv/bin/python" - <<'PY' || { echo "FAIL python: the installed package does not use its bundled library"; exit 1; }
+import os, rlx
+print("rlx", rlx.version(), "from", rlx.__file__, "library", rlx.library_path)
+assert rlx.library_path == os.path.join(os.path.dirname(rlx.__file__), "_lib", "librlx.so")
+PY
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$repo/python/tests" "$@"

@@ -8,7 +8,6 @@ read as bf16 bits: rlx has no u16 dtype. f16 maps to numpy.float16 and
 bool to numpy.bool_ (one byte, 0 or 1).
 """
 
-import ctypes
 import enum
 
 import numpy as np
@@ -151,4 +150,3 @@ def f32_to_bf16(values):
     return convert(np.asarray(values, np.float32), DType.BF16)
 
 
-del ctypes

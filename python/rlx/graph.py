@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _capi
 from .dtypes import DType, as_array, to_dtype
-from .errors import InvalidArgumentError, check
+from .errors import check
 
 lib = _capi.lib
 
@@ -711,4 +711,3 @@ def _add_tensor_activations():
 
 _add_tensor_activations()
 
-del InvalidArgumentError

@@ -43,6 +43,20 @@ def _rope_neox(x, cos, sin):  # x [B,S,H,D], cos/sin [S, D/2]
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1)
 
 
+def _attention_gqa_bias(q, k, v, bias):  # BHSD, one kv head, additive bias
+    k, v = (np.repeat(t, q.shape[1] // t.shape[1], axis=1) for t in (k, v))
+    s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
+    return _softmax(s) @ v
+
+
+def _rope_gptj(x, cos, sin):  # pairs (2i, 2i+1)
+    c, s = cos[None, :, None, :], sin[None, :, None, :]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = x1 * c - x2 * s, x2 * c + x1 * s
+    return out
+
+
 def _a(*shape, lo=-2.0, hi=2.0, seed=0):
     return np.random.default_rng(seed + len(shape)).uniform(lo, hi, shape).astype(f32)
 
@@ -134,6 +148,13 @@ CASES = {
         lambda g, q, k, v: g.attention(q, k, v, num_heads=2, head_dim=4, mask="causal"),
         _attention_causal, [_a(1, 3, 2, 4), _a(1, 3, 2, 4, seed=1), _a(1, 3, 2, 4, seed=2)],
         1e-5),
+    "attention_gqa_bias": (
+        lambda g, q, k, v, b: g.attention(q, k, v, num_heads=2, num_kv_heads=1, head_dim=4,
+                                          layout="bhsd", mask="bias", mask_tensor=b),
+        _attention_gqa_bias, [_a(1, 2, 3, 4), _a(1, 1, 5, 4, seed=1), _a(1, 1, 5, 4, seed=2),
+                              _a(3, 5, seed=3)], 1e-5),
+    "rope_gptj": (lambda g, x, c, s: g.rope(x, c, s, head_dim=4, style="gptj"),
+                  _rope_gptj, [_a(1, 3, 2, 4), _a(3, 2, seed=4), _a(3, 2, seed=5)], 1e-5),
     "rope_neox": (lambda g, x, c, s: g.rope(x, c, s, head_dim=4),
                   _rope_neox, [_a(1, 3, 2, 4), _a(3, 2, seed=4), _a(3, 2, seed=5)], 1e-5),
     "sample_greedy": (lambda g, a: g.sample(a, temperature=0.0), lambda a: a.argmax(-1), [A], 0),

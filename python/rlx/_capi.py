@@ -25,9 +25,8 @@ def _candidates():
     """(description, path) pairs in lookup order, after RLX_LIBRARY."""
     here = os.path.dirname(os.path.abspath(__file__))
     yield "bundled with the package", os.path.join(here, "_lib", _LIB_NAME)
-    found = ctypes.util.find_library("rlx")
-    if found:
-        yield "ctypes.util.find_library('rlx')", found
+    # None (nothing found) is listed too, so the error shows it was asked.
+    yield "ctypes.util.find_library('rlx')", ctypes.util.find_library("rlx")
     prefixes = [sys.prefix, "/usr/local", "/usr"]
     for prefix in dict.fromkeys(prefixes):
         for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu"):
@@ -52,6 +51,9 @@ def _load():
             raise ImportError(f"rlx: RLX_LIBRARY={explicit} cannot be loaded: {err}") from None
     looked = []
     for what, path in _candidates():
+        if path is None:
+            looked.append(f"{what}: found nothing")
+            continue
         # find_library returns a bare soname that dlopen resolves itself.
         if os.path.sep in path and not os.path.exists(path):
             looked.append(f"{path} ({what}: absent)")

@@ -51,3 +51,21 @@ def test_bad_rlx_library_is_an_import_error(tmp_path):
     libm = "libm.so.6"
     result = _import_with(libm)
     assert result.returncode != 0 and "rlx C API" in result.stderr
+
+
+def test_no_library_anywhere_is_an_import_error_naming_the_places(tmp_path):
+    import ctypes.util
+    import shutil
+    if ctypes.util.find_library("rlx") or os.path.exists("/usr/local/lib/librlx.so"):
+        import pytest
+        pytest.skip("a system librlx is installed")
+    copy = tmp_path / "rlx"
+    shutil.copytree(os.path.dirname(rlx.__file__), copy,
+                    ignore=shutil.ignore_patterns("_lib", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RLX_LIBRARY", "PYTHONPATH")}
+    result = subprocess.run([sys.executable, "-c", "import rlx"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr and "scripts/build.sh" in result.stderr
+    assert str(copy / "_lib" / "librlx.so") in result.stderr
+    assert "find_library('rlx')" in result.stderr

@@ -6,7 +6,7 @@
 #                             (Debian's python3-torch / numpy) and fuzzing (clang)
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config python3 libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers)
+packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers)
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(python3-numpy python3-torch clang libclang-rt-14-dev graphviz)
 fi

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "ir/dtype.h"
 #include "backends/cpu/cpu.h" /* rlx_ref_run_step: folding evaluates with the oracle */
 #include "passes/fold.h"
@@ -64,37 +65,7 @@ void rlx_host_free(rlx_host_tensor* t) {
 
 
 rlx_status rlx_onnx_read_file(const char* path, void** out_buf, size_t* out_n, rlx_error* err) {
-  *out_buf = NULL;
-  *out_n = 0;
-  FILE* f = fopen(path, "rb");
-  if (!f) return rlx_fail(err, RLX_NOT_FOUND, "cannot open '%s'", path);
-  char* buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 1 << 16;
-      char* p = realloc(buf, ncap);
-      if (!p) {
-        free(buf);
-        fclose(f);
-        return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory reading '%s'", path);
-      }
-      buf = p;
-      cap = ncap;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "error reading '%s'", path);
-  }
-  *out_buf = buf;
-  *out_n = n;
-  return RLX_OK;
+  return rlx_file_read_all(path, "ONNX file", RLX_ONNX_MAX_FILE_BYTES, out_buf, out_n, err);
 }
 
 void rlx_onnx_model_destroy(rlx_onnx_model* m) {
@@ -263,25 +234,21 @@ static rlx_status external_path(const Onnx__TensorProto* tp, const char* base_di
   return RLX_OK;
 }
 
-/* The external file must hold offset + bytes before anything is allocated. */
+/* "tensor 'name': external data file", how the file helper's messages start. */
+static void external_what(const Onnx__TensorProto* tp, char* what, size_t cap) {
+  snprintf(what, cap, "tensor '%.100s': external data file", tp->name ? tp->name : "");
+}
+
+/* The external file must be a regular file holding offset + bytes, checked
+ * before anything is allocated. */
 static rlx_status check_external(const Onnx__TensorProto* tp, const char* base_dir,
                                  int64_t bytes, rlx_error* err) {
   char* path = NULL;
   long long offset = 0;
   RLX_RETURN_IF_ERROR(external_path(tp, base_dir, bytes, &path, &offset, err));
-  FILE* f = fopen(path, "rb");
-  rlx_status s = RLX_OK;
-  if (!f) {
-    s = rlx_fail(err, RLX_NOT_FOUND, "tensor '%s': cannot open external data '%s'",
-                 tp->name ? tp->name : "", path);
-  } else {
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size < 0 || (long long)size - offset < bytes)
-      s = rlx_fail(err, RLX_INVALID_ARGUMENT,
-                   "tensor '%s': external data '%s' is shorter than offset %lld + %lld bytes",
-                   tp->name ? tp->name : "", path, offset, (long long)bytes);
-    fclose(f);
-  }
+  char what[160];
+  external_what(tp, what, sizeof what);
+  rlx_status s = rlx_file_check_range(path, what, offset, bytes, err);
   free(path);
   return s;
 }
@@ -291,13 +258,9 @@ static rlx_status read_external(const Onnx__TensorProto* tp, const char* base_di
   char* path = NULL;
   long long offset = 0;
   RLX_RETURN_IF_ERROR(external_path(tp, base_dir, (int64_t)t->bytes, &path, &offset, err));
-  FILE* f = fopen(path, "rb");
-  rlx_status s = RLX_OK;
-  if (!f || fseek(f, (long)offset, SEEK_SET) != 0 ||
-      (t->bytes && fread(t->data, 1, t->bytes, f) != t->bytes))
-    s = rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s': cannot read external data '%s'",
-                 tp->name ? tp->name : "", path);
-  if (f) fclose(f);
+  char what[160];
+  external_what(tp, what, sizeof what);
+  rlx_status s = rlx_file_read_range(path, what, offset, (int64_t)t->bytes, t->data, err);
   free(path);
   return s;
 }
@@ -385,6 +348,7 @@ rlx_status rlx_onnx_decode_tensor(const void* buf, size_t n, rlx_host_tensor* ou
                                   char* out_name, size_t name_cap, rlx_error* err) {
   memset(out, 0, sizeof *out);
   if (out_name && name_cap) out_name[0] = '\0';
+  RLX_RETURN_IF_ERROR(rlx_onnx_check_depth(buf, n, &onnx__tensor_proto__descriptor, err));
   Onnx__TensorProto* tp = onnx__tensor_proto__unpack(NULL, n, buf);
   if (!tp) return rlx_fail(err, RLX_INVALID_ARGUMENT, "not a TensorProto (protobuf parse failed)");
   if (out_name && name_cap && tp->name) snprintf(out_name, name_cap, "%s", tp->name);
@@ -402,8 +366,6 @@ typedef struct ival {
   rlx_host_tensor* k;   /* known at import time, or NULL */
   int is_param;         /* an initializer: becomes a param when used as a tensor */
   int is_input;         /* a graph input (run-time value) */
-  int pending;          /* a graph input not yet added to the graph (added when first read) */
-  rlx_type type;        /* its type while pending */
   int32_t root_input;   /* index of the graph input this run-time value derives from, or -1 */
 } ival;
 
@@ -518,15 +480,6 @@ static void importer_free(importer* I) {
  * main graph, a constant otherwise. */
 static rlx_status materialize(importer* I, ival* v, int is_main) {
   if (v->t != RLX_NONE) return RLX_OK;
-  if (v->pending) { /* graph inputs join the graph when first read (CastLike reads only a type) */
-    rlx_status s = rlx_graph_add_input(I->main, v->name, v->type.dtype, v->type.shape,
-                                       v->type.rank, &v->t);
-    if (s != RLX_OK)
-      return rlx_fail(I->err, s, "ONNX graph input '%s': %s", v->name,
-                      rlx_graph_last_error(I->main));
-    v->pending = 0;
-    return RLX_OK;
-  }
   if (!v->k) return rlx_fail(I->err, RLX_INTERNAL, "value '%s' has no tensor", v->name);
   rlx_status s;
   if (v->is_param && is_main) {
@@ -608,10 +561,6 @@ rlx_status rlx_ox_type(rlx_ox_ctx* c, int32_t i, rlx_type* out) {
   if (!rlx_ox_has(c, i)) return rlx_ox_invalid(c, "input %d is missing", (int)i);
   const ival* v = c->in[i];
   memset(out, 0, sizeof *out);
-  if (v->pending) {
-    *out = v->type;
-    return RLX_OK;
-  }
   if (v->t != RLX_NONE) {
     *out = *rlx_tensor_type(c->I->g, v->t);
     return RLX_OK;
@@ -1066,11 +1015,15 @@ static rlx_status add_graph_input(importer* I, const Onnx__ValueInfoProto* vi, i
       RLX_RETURN_IF_ERROR(dim_symbol(I, param, &shape[i]));
     }
   }
+  /* Every declared input joins the graph, in file order, even one that
+   * only Shape, Size or CastLike's `like` reads (folded away) or that no
+   * node reads: callers set every input the model declares, and each is
+   * checked against its declared dtype and rank. */
   ival* x = &I->vals[v];
-  x->type.dtype = (rlx_dtype)dt;
-  x->type.rank = (int32_t)tt->shape->n_dim;
-  memcpy(x->type.shape, shape, sizeof(rlx_dim) * tt->shape->n_dim);
-  x->pending = 1;
+  rlx_status s = rlx_graph_add_input(I->main, name, (rlx_dtype)dt, shape,
+                                     (int32_t)tt->shape->n_dim, &x->t);
+  if (s != RLX_OK)
+    return rlx_fail(I->err, s, "ONNX graph input '%s': %s", name, rlx_graph_last_error(I->main));
   x->is_input = 1;
   x->root_input = v;
   return RLX_OK;
@@ -1206,7 +1159,7 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
   RLX_RETURN_IF_ERROR(set_graph_outputs(I, gp));
   for (int32_t i = 0; i < m->n_inputs; i++) {
     int32_t v = find_val(I, m->inputs[i]);
-    m->input_in_graph[i] = v >= 0 && I->vals[v].is_input && !I->vals[v].pending;
+    m->input_in_graph[i] = v >= 0 && I->vals[v].is_input;
   }
   return collect_params(I, m);
 }
@@ -1216,6 +1169,7 @@ rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* op
   if (!out_model || (!buf && n)) return rlx_fail(err, RLX_INVALID_ARGUMENT, "bad arguments");
   *out_model = NULL;
   if (opt && opt->needs_input && opt->needs_input_cap) opt->needs_input[0] = '\0';
+  RLX_RETURN_IF_ERROR(rlx_onnx_check_depth(buf, n, &onnx__model_proto__descriptor, err));
   Onnx__ModelProto* mp = onnx__model_proto__unpack(NULL, n, buf);
   if (!mp) return rlx_fail(err, RLX_INVALID_ARGUMENT, "not an ONNX model (protobuf parse failed)");
   rlx_error local;

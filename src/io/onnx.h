@@ -77,8 +77,8 @@ typedef struct rlx_onnx_model {
   int32_t n_params;
   char** inputs;          /* ONNX graph inputs in file order, initializers excluded */
   int32_t* input_frozen;  /* 1 where that input was frozen (a constant now) */
-  int32_t* input_in_graph; /* 1 where the graph has an input of that name (not
-                              frozen, and read as a tensor by some node) */
+  int32_t* input_in_graph; /* 1 where the graph has an input of that name (every
+                              input not frozen, read by some node or not) */
   int32_t n_inputs;
   int64_t opset;          /* default-domain opset */
 } rlx_onnx_model;
@@ -92,8 +92,23 @@ rlx_status rlx_onnx_import_file(const char* path, const rlx_onnx_options* opt,
 rlx_status rlx_onnx_model_set_params(const rlx_onnx_model* m, rlx_exec* e, rlx_error* err);
 void rlx_onnx_model_destroy(rlx_onnx_model* m);
 
-/* Reads a whole file (malloc'd; free()). */
+/* Reads a whole model file (malloc'd; free()): a regular file of at most
+ * RLX_ONNX_MAX_FILE_BYTES (protobuf's own 2 GiB limit); a FIFO, device or
+ * directory is refused before any read (see base/file.h). */
+#define RLX_ONNX_MAX_FILE_BYTES ((int64_t)2 << 30)
 rlx_status rlx_onnx_read_file(const char* path, void** out_buf, size_t* out_n, rlx_error* err);
+
+/* Deepest nesting of protobuf messages accepted (the model itself is level
+ * 1). protobuf-c unpacks recursively, one stack frame chain per level, so
+ * depth is checked first, without recursion (onnx_depth.c). 100 is
+ * protobuf's own default recursion limit; a real model uses about 7 levels
+ * plus 3 per nested subgraph. */
+#define RLX_ONNX_MAX_DEPTH 100
+struct ProtobufCMessageDescriptor;
+/* INVALID_ARGUMENT naming the limit when the message serialized in buf
+ * (of type root) nests deeper than RLX_ONNX_MAX_DEPTH. */
+rlx_status rlx_onnx_check_depth(const void* buf, size_t n,
+                                const struct ProtobufCMessageDescriptor* root, rlx_error* err);
 
 /* ------------------------------------------------------------------ op mappers */
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "base/file.h"
 #include "ir/dtype.h"
 #include "backends/cpu/cpu.h" /* rlx_ref_run_step: folding evaluates with the oracle */
@@ -80,6 +81,7 @@ void rlx_onnx_model_destroy(rlx_onnx_model* m) {
   free(m->inputs);
   free(m->input_frozen);
   free(m->input_in_graph);
+  free(m->input_read);
   free(m);
 }
 
@@ -382,6 +384,9 @@ typedef struct importer {
   int32_t* param_vals;  /* values materialized as params, in creation order */
   int32_t n_param_vals, cap_param_vals;
   int32_t n_fresh;      /* symbols made for unnamed dims */
+  int64_t computed_bytes; /* known values computed so far (see RLX_ONNX_MAX_FOLD_BYTES) */
+  int64_t fold_budget;    /* their limit, RLX_ONNX_FOLD_BUDGET */
+  int over_budget;        /* set when a node crossed it: the import fails */
 } importer;
 
 #define MAX_NODE_IO 64
@@ -620,10 +625,29 @@ rlx_status rlx_ox_set(rlx_ox_ctx* c, int32_t i, rlx_tensor t) {
   return RLX_OK;
 }
 
+/* Counts a value computed at import time against the total budget. */
+static rlx_status charge_computed(rlx_ox_ctx* c, const rlx_host_tensor* t) {
+  importer* I = c->I;
+  if (c->p->n_input == 0) return RLX_OK; /* a Constant: the file's own data */
+  I->computed_bytes += (int64_t)t->bytes;
+  if (I->computed_bytes <= I->fold_budget) return RLX_OK;
+  I->over_budget = 1;
+  return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED,
+                  "ONNX %s node '%s': values computed at import time reach %lld bytes, over the "
+                  "budget of %lld bytes (RLX_ONNX_FOLD_BUDGET)",
+                  c->p->op_type ? c->p->op_type : "?", node_name(c),
+                  (long long)I->computed_bytes, (long long)I->fold_budget);
+}
+
 rlx_status rlx_ox_set_known(rlx_ox_ctx* c, int32_t i, rlx_host_tensor* t) {
   if (i < 0 || i >= c->n_out) {
     rlx_host_free(t);
     return RLX_OK;
+  }
+  rlx_status s = charge_computed(c, t);
+  if (s != RLX_OK) {
+    rlx_host_free(t);
+    return s;
   }
   rlx_host_tensor* k = malloc(sizeof *k);
   if (!k) {
@@ -768,6 +792,7 @@ rlx_status rlx_ox_attr_tensor(rlx_ox_ctx* c, const char* name, rlx_host_tensor* 
 
 static void ctx_reset_outputs(rlx_ox_ctx* c) {
   for (int32_t i = 0; i < c->n_out; i++) {
+    if (c->out_k[i] && c->p->n_input) c->I->computed_bytes -= (int64_t)c->out_k[i]->bytes;
     free_known(c->out_k[i]);
     c->out_k[i] = NULL;
     c->out_t[i] = RLX_NONE;
@@ -871,7 +896,8 @@ static rlx_status fold_node(rlx_ox_ctx* c) {
   I->g = g2;
   c->folding = 1;
   rlx_status s = run_mapper(c);
-  if (s == RLX_OK && evaluate_scratch(c, g2) != RLX_OK) s = RLX_UNAVAILABLE;
+  if (s == RLX_OK && evaluate_scratch(c, g2) != RLX_OK)
+    s = I->over_budget ? RLX_RESOURCE_EXHAUSTED : RLX_UNAVAILABLE;
   I->g = I->main;
   c->folding = 0;
   for (int32_t i = 0; i < c->n_in; i++) c->in[i] = saved[i];
@@ -1063,7 +1089,8 @@ static rlx_status add_inputs(importer* I, const Onnx__GraphProto* gp, rlx_onnx_m
   m->inputs = calloc(gp->n_input ? gp->n_input : 1, sizeof(char*));
   m->input_frozen = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
   m->input_in_graph = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
-  if (!m->inputs || !m->input_frozen || !m->input_in_graph)
+  m->input_read = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
+  if (!m->inputs || !m->input_frozen || !m->input_in_graph || !m->input_read)
     return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto* vi = gp->input[i];
@@ -1145,6 +1172,16 @@ static rlx_status find_opset(importer* I, const Onnx__ModelProto* mp) {
   return RLX_OK;
 }
 
+/* 1 when a node of g reads t or t is a graph output. */
+static int tensor_is_read(const rlx_graph* g, rlx_tensor t) {
+  for (int32_t j = 0; j < g->n_outputs; j++)
+    if (g->outputs[j] == t) return 1;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == t) return 1;
+  return 0;
+}
+
 static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx_model* m) {
   const Onnx__GraphProto* gp = mp->graph;
   if (!gp) return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX model has no graph");
@@ -1160,6 +1197,7 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
   for (int32_t i = 0; i < m->n_inputs; i++) {
     int32_t v = find_val(I, m->inputs[i]);
     m->input_in_graph[i] = v >= 0 && I->vals[v].is_input;
+    m->input_read[i] = m->input_in_graph[i] && tensor_is_read(I->main, I->vals[v].t);
   }
   return collect_params(I, m);
 }
@@ -1177,6 +1215,8 @@ rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* op
   memset(&I, 0, sizeof I);
   I.opt = opt;
   I.err = err ? err : &local;
+  uint64_t budget = rlx_env_size(RLX_ENV_ONNX_FOLD_BUDGET);
+  I.fold_budget = budget > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)budget;
   rlx_onnx_model* m = calloc(1, sizeof *m);
   rlx_status s = m ? rlx_graph_create(&I.main) : RLX_RESOURCE_EXHAUSTED;
   if (s != RLX_OK) rlx_fail(I.err, s, "out of host memory");

@@ -38,6 +38,12 @@ int64_t rlx_host_numel(const rlx_host_tensor* t);
  * ConstantOfShape, Range): beyond it a node is built into the graph, or
  * refused when its value must be known. */
 #define RLX_ONNX_MAX_FOLD_BYTES ((int64_t)256 << 20)
+/* All nodes together: the values computed at import time stay alive until
+ * the import ends (known values, and the Constants made of them), so a tiny
+ * model of many nodes each under the cap above could still take gigabytes.
+ * Their total is held under RLX_ONNX_FOLD_BUDGET (base/env.def, default 1
+ * GiB); the node that crosses it fails the import with RESOURCE_EXHAUSTED.
+ * A Constant node's value (data the file itself holds) does not count. */
 /* Allocates zeroed data for (dtype, rank, shape); RESOURCE_EXHAUSTED or
  * INVALID_ARGUMENT (too large) on failure, with the message in err. */
 rlx_status rlx_host_alloc(rlx_host_tensor* t, rlx_dtype dtype, int32_t rank,
@@ -79,6 +85,7 @@ typedef struct rlx_onnx_model {
   int32_t* input_frozen;  /* 1 where that input was frozen (a constant now) */
   int32_t* input_in_graph; /* 1 where the graph has an input of that name (every
                               input not frozen, read by some node or not) */
+  int32_t* input_read;    /* 1 where some node reads that input or it is an output */
   int32_t n_inputs;
   int64_t opset;          /* default-domain opset */
 } rlx_onnx_model;

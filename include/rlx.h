@@ -313,6 +313,10 @@ rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
 /* Parses text into a new graph. On error returns the status and, if
  * out_error is not NULL, a malloc'd message "line:col: what" (rlx_free it). */
 rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
+/* Reads the text file at path and parses it (as rlx_graph_parse). Only a
+ * regular file is read: a FIFO, device or directory is INVALID_ARGUMENT at
+ * once; a file that cannot be opened is NOT_FOUND with the OS's reason. */
+rlx_status rlx_graph_load(const char* path, rlx_graph** out_graph, char** out_error);
 void rlx_free(void* p);
 /* A Graphviz digraph of the graph (render with `dot -Tsvg`): one box per
  * node with its op, label and output type; leaves and graph outputs drawn

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need on a fresh Debian 12
 # machine. Idempotent: packages already present are skipped by apt.
-#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh          build + test dependencies (clang and its
+#                             libFuzzer runtime for scripts/fuzz.sh included)
 #   scripts/setup.sh --dev    also the tools that regenerate test fixtures
-#                             (Debian's python3-torch / numpy) and fuzzing (clang)
+#                             (Debian's python3-torch) and graphviz
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers)
+packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev)
 if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-numpy python3-torch clang libclang-rt-14-dev graphviz)
+  packages+=(python3-torch graphviz)
 fi
 
 missing=()

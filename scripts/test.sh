@@ -2,7 +2,9 @@
 # The test command (README, .ci/run): builds with -Wall -Wextra -Werror and
 # runs every test with ctest; then builds again with AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite a second time.
-#   scripts/test.sh           both passes
+# Last, scripts/fuzz.sh builds the libFuzzer targets (clang) and runs each
+# for 60 s from its committed corpus.
+#   scripts/test.sh           all three steps
 #   scripts/test.sh --fast    only the first pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +26,7 @@ if [[ "${1:-}" != "--fast" ]]; then
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
      ctest --output-on-failure -j"$jobs")
+  echo "== fuzz (60 s per target)"
+  scripts/fuzz.sh 60
 fi
 echo "== all tests passed"

@@ -2,7 +2,8 @@
 # CLI over ONNX models from Debian's libonnx-testdata: `rlx run model.onnx`
 # with .pb inputs and --expect (a match exits 0, a mismatch 1), inputs that
 # must be known at import time (Reshape's target) given with --input, and
-# `rlx dot model.onnx`. Exits 77 (skipped) without the test data.
+# `rlx dot model.onnx`, an input only Shape reads, a missing or FIFO model
+# file. Exits 77 (skipped) without the test data.
 set -u
 rlx="$1"
 data="${RLX_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node"
@@ -41,6 +42,23 @@ out=$("$rlx" run "$t/model.onnx" --input input="$s/input_0.pb" --expect "$s/outp
 # an unsupported op is an error naming the op
 out=$("$rlx" run "$data/test_roialign_aligned_false/model.onnx" 2>&1)
 [ $? -ne 0 ] && grep -q "RoiAlign" <<<"$out" || fail "RoiAlign must be refused by name: $out"
+
+# an input only Shape reads (folded away at import) is still accepted
+t="$data/test_shape"
+s="$t/test_data_set_0"
+out=$("$rlx" run "$t/model.onnx" --input x="$s/input_0.pb" --expect "$s/output_0.pb" 2>&1)
+[ $? -eq 0 ] && grep -q "expect output 0 .*: ok" <<<"$out" || fail "input read only by Shape: $out"
+
+# a missing model names the path and the OS's reason; a FIFO is refused at once
+out=$("$rlx" run /nonexistent/model.onnx 2>&1)
+[ $? -ne 0 ] && grep -q "/nonexistent/model.onnx.*No such file or directory" <<<"$out" ||
+  fail "missing model: $out"
+tmp=$(mktemp -d)
+mkfifo "$tmp/fifo.onnx"
+out=$(timeout 20 "$rlx" run "$tmp/fifo.onnx" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "FIFO" <<<"$out" || fail "FIFO model (rc $rc): $out"
+rm -rf "$tmp"
 
 out=$("$rlx" dot "$data/test_gemm_all_attributes/model.onnx" 2>&1)
 [ $? -eq 0 ] && grep -q "digraph" <<<"$out" || fail "dot: $out"

@@ -69,6 +69,59 @@ static int report_count(rlx_exec* e, const char* op, int column) {
 }
 static int report_host_count(rlx_exec* e, const char* op) { return report_count(e, op, 3); }
 
+/* ------------------------------------------------------------ empty reductions */
+
+/* Output i (n elements of dtype dt, read as is) as doubles. */
+static int read_as_f64(rlx_exec* e, int32_t i, rlx_dtype dt, double* out, int n) {
+  union { float f[8]; int32_t i32[8]; uint8_t u8[8]; int64_t i64[8]; } raw;
+  size_t size = dt == RLX_F32 || dt == RLX_I32 ? 4 : dt == RLX_I64 ? 8 : 1;
+  if (n > 8 || rlx_exec_read_output(e, i, dt, &raw, size * (size_t)n) != RLX_OK) return 0;
+  for (int k = 0; k < n; k++)
+    out[k] = dt == RLX_F32 ? raw.f[k] : dt == RLX_I32 ? raw.i32[k]
+           : dt == RLX_I64 ? (double)raw.i64[k] : raw.u8[k];
+  return 1;
+}
+
+/* Max / min over an axis of size 0 give the identity of the operation (the
+ * ONNX rule: -inf / +inf where the dtype has them, else its min / max; bool
+ * false / true), not NaN. Integers saturate as every float-to-integer store
+ * does (i64: the largest double below 2^63). Exact values, every dtype. */
+TEST(empty_axis_max_min_are_identities) {
+  static const rlx_dtype dts[5] = {RLX_F32, RLX_I32, RLX_U8, RLX_BOOL, RLX_I64};
+  static const char* names[5] = {"f", "i", "u", "b", "l"};
+  const double lo[5] = {-INFINITY, -2147483648.0, 0, 0, -9223372036854775808.0};
+  const double hi[5] = {INFINITY, 2147483647.0, 255, 1, 9223372036854774784.0};
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim xs[3] = {2, 0, 3};
+  int32_t axis = 1;
+  rlx_tensor outs[10];
+  for (int k = 0; k < 5; k++) {
+    rlx_tensor x;
+    CHECK_OK_G(g, rlx_graph_add_input(g, names[k], dts[k], xs, 3, &x));
+    CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_MAX, x, &axis, 1, 0, &outs[2 * k]));
+    CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_MIN, x, &axis, 1, 1, &outs[2 * k + 1]));
+  }
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, outs, 10));
+  rlx_exec* e = test_compile_on(g, dev, NULL);
+  rlx_graph_destroy(g);
+  CHECK(e);
+  static const uint8_t none[1] = {0};
+  for (int k = 0; k < 5; k++)
+    CHECK_OK_E(e, rlx_exec_set_input(e, names[k], dts[k], xs, 3, none, 0));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  for (int j = 0; j < 10; j++) {
+    double got[6];
+    CHECK_MSG(read_as_f64(e, j, dts[j / 2], got, 6), "output %d: %s", j, rlx_exec_last_error(e));
+    double want = j % 2 ? hi[j / 2] : lo[j / 2];
+    int ok = 1;
+    for (int i = 0; i < 6; i++) ok &= got[i] == want;
+    CHECK_MSG(ok, "%s of empty %s: got %g, want %g", j % 2 ? "min" : "max", names[j / 2], got[0],
+              want);
+  }
+  rlx_exec_destroy(e);
+}
+
 /* ------------------------------------------------------------ reruns */
 
 /* h = gelu(x W + b), y = softmax(h). Reruns with fresh inputs match the
@@ -782,6 +835,7 @@ int main(int argc, char** argv) {
   int avail = device_available(dev);
   if (avail < 0) return 1;
   if (avail == 0) return 77;
+  RUN_CONTRACT(empty_axis_max_min_are_identities);
   RUN_CONTRACT(reruns_and_selective_readback);
   RUN_CONTRACT(bad_arguments_leave_exec_usable);
   RUN_CONTRACT(bad_index_is_an_error_not_a_crash);

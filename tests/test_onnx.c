@@ -7,6 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -59,7 +65,7 @@ typedef struct model {
   Onnx__GraphProto g;
   Onnx__OperatorSetIdProto opset;
   Onnx__OperatorSetIdProto* opsets[1];
-  Onnx__NodeProto* nodes[32];
+  Onnx__NodeProto* nodes[128];
   Onnx__ValueInfoProto* inputs[8];
   Onnx__ValueInfoProto* outputs[8];
   Onnx__TensorProto* inits[8];
@@ -866,6 +872,324 @@ TEST(public_api_and_external_data) {
   pool_free();
 }
 
+/* ------------------------------------------------------------------ hardening (issue 13) */
+
+/* Serialized protobuf, written back to front so each message's length is
+ * known when its tag goes in front of it. */
+typedef struct wire {
+  uint8_t* buf;
+  size_t cap, pos; /* bytes live in buf[pos, cap) */
+} wire;
+
+static void wire_front(wire* w, const uint8_t* b, size_t n) {
+  w->pos -= n;
+  memcpy(w->buf + w->pos, b, n);
+}
+
+/* Wraps everything written so far as field `field` (length-delimited). */
+static void wire_wrap(wire* w, uint32_t field) {
+  uint8_t v[16];
+  size_t n = 0;
+  uint64_t len = w->cap - w->pos;
+  do {
+    v[n++] = (uint8_t)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
+    len >>= 7;
+  } while (len);
+  wire_front(w, v, n);
+  uint8_t tag = (uint8_t)(field << 3 | 2); /* every field used here is < 16 */
+  wire_front(w, &tag, 1);
+}
+
+/* A ModelProto nested `levels` subgraphs deep through
+ * GraphProto.node -> NodeProto.attribute -> AttributeProto.g -> GraphProto,
+ * or `levels` sequence types deep through TypeProto.sequence_type ->
+ * Sequence.elem_type -> TypeProto in a graph input. */
+static wire deep_model(int levels, int through_types) {
+  wire w = {NULL, (size_t)levels * 16 + 64, 0};
+  w.buf = malloc(w.cap);
+  w.pos = w.cap;
+  for (int i = 0; i < levels; i++) {
+    if (through_types) {
+      wire_wrap(&w, 1); /* Sequence.elem_type */
+      wire_wrap(&w, 4); /* TypeProto.sequence_type */
+    } else {
+      wire_wrap(&w, 1); /* GraphProto.node */
+      wire_wrap(&w, 6); /* AttributeProto.g */
+      wire_wrap(&w, 5); /* NodeProto.attribute */
+    }
+  }
+  if (through_types) {
+    wire_wrap(&w, 2);  /* ValueInfoProto.type */
+    wire_wrap(&w, 11); /* GraphProto.input */
+  } else {
+    wire_wrap(&w, 1); /* GraphProto.node */
+  }
+  wire_wrap(&w, 7); /* ModelProto.graph */
+  return w;
+}
+
+typedef struct import_job {
+  const uint8_t* buf;
+  size_t n;
+  rlx_status status;
+  rlx_error err;
+} import_job;
+
+static void* import_thread(void* arg) {
+  import_job* j = arg;
+  rlx_onnx_model* m = NULL;
+  j->status = rlx_onnx_import(j->buf, j->n, NULL, &m, &j->err);
+  rlx_onnx_model_destroy(m);
+  return NULL;
+}
+
+/* Imports on a thread with a 256 KiB stack: a recursive parse of thousands
+ * of levels overflows it (the test crashes) where the depth check refuses
+ * the file first. */
+static rlx_status import_small_stack(const wire* w, rlx_error* err) {
+  import_job j = {w->buf + w->pos, w->cap - w->pos, RLX_INTERNAL, {{0}}};
+  pthread_attr_t at;
+  pthread_t th;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 256 << 10);
+  if (pthread_create(&th, &at, import_thread, &j) != 0) return RLX_INTERNAL;
+  pthread_join(th, NULL);
+  pthread_attr_destroy(&at);
+  *err = j.err;
+  return j.status;
+}
+
+TEST(deep_nesting_is_refused_before_parsing) {
+  for (int types = 0; types < 2; types++) {
+    wire w = deep_model(3000, types);
+    rlx_error err = {{0}};
+    rlx_status s = import_small_stack(&w, &err);
+    free(w.buf);
+    CHECK_MSG(s == RLX_INVALID_ARGUMENT && strstr(err.msg, "deeper than 100"), "%d: %s", (int)s,
+              err.msg);
+  }
+  /* Nesting within the limit goes on to the importer, which names what it
+   * does not support (a sequence input), not the depth. */
+  wire w = deep_model(40, 1);
+  rlx_error err = {{0}};
+  rlx_status s = import_small_stack(&w, &err);
+  free(w.buf);
+  CHECK_MSG(s != RLX_OK && !strstr(err.msg, "deeper"), "%s", err.msg);
+}
+
+/* Range(0, n, 1) forty times, each added to a running sum: every value is
+ * known at import time. Run in a child process so its peak memory can be
+ * measured alone. Returns the child's peak RSS in MiB (-1 on failure) and
+ * the import's status and message. */
+static long fold_bomb_child(int64_t n, const char* budget, rlx_status* out_status, char* msg,
+                            size_t cap) {
+  model md;
+  model_init(&md, 13);
+  int64_t lim = n, zero = 0, one = 1;
+  initializer(&md, tensor("start", I64, 0, NULL, &zero, 8));
+  initializer(&md, tensor("limit", I64, 0, NULL, &lim, 8));
+  initializer(&md, tensor("delta", I64, 0, NULL, &one, 8));
+  char prev[32] = "", name[32], sum[32];
+  for (int i = 0; i < 40; i++) {
+    snprintf(name, sizeof name, "range%d", i);
+    node(&md, "Range", "start,limit,delta", name)->name = tstr(name);
+    if (!prev[0]) {
+      snprintf(prev, sizeof prev, "%s", name);
+      continue;
+    }
+    char ins[80];
+    snprintf(sum, sizeof sum, "sum%d", i);
+    snprintf(ins, sizeof ins, "%s,%s", prev, name);
+    node(&md, "Add", ins, sum)->name = tstr(sum);
+    snprintf(prev, sizeof prev, "%s", sum);
+  }
+  output(&md, prev);
+  size_t bytes;
+  uint8_t* buf = pack(&md, &bytes);
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    setenv("RLX_ONNX_FOLD_BUDGET", budget, 1);
+    rlx_onnx_model* m = NULL;
+    rlx_error err = {{0}};
+    rlx_status s = rlx_onnx_import(buf, bytes, NULL, &m, &err);
+    rlx_onnx_model_destroy(m);
+    if (write(fds[1], &s, sizeof s) != sizeof s || write(fds[1], err.msg, sizeof err.msg) < 0)
+      _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  rlx_error err = {{0}};
+  int ok = pid > 0 && read(fds[0], out_status, sizeof *out_status) == sizeof *out_status &&
+           read(fds[0], err.msg, sizeof err.msg) > 0;
+  close(fds[0]);
+  int st = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  if (pid > 0) wait4(pid, &st, 0, &ru);
+  snprintf(msg, cap, "%s", err.msg);
+  return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? ru.ru_maxrss / 1024 : -1;
+}
+
+/* A 2 KB model whose Range and Add nodes (8 MB each, under the per-node
+ * cap) add up to 632 MB of known values: the budget (16 MiB here) stops it
+ * at the node that crosses it, and the importer's peak memory stays near
+ * it (the bound leaves room for the sanitizer's shadow and quarantine). */
+TEST(fold_budget_stops_a_range_bomb) {
+  rlx_status s = RLX_OK;
+  char msg[1024];
+  long peak = fold_bomb_child((int64_t)1 << 20, "16777216", &s, msg, sizeof msg);
+  pool_free();
+  CHECK_MSG(peak > 0, "child failed");
+  printf("  fold bomb: %s, peak RSS %ld MiB\n", rlx_status_name(s), peak);
+  CHECK_MSG(s == RLX_RESOURCE_EXHAUSTED && strstr(msg, "budget of 16777216") &&
+            strstr(msg, "RLX_ONNX_FOLD_BUDGET") && strstr(msg, "node '"), "%s", msg);
+  CHECK_MSG(peak < 250, "peak RSS %ld MiB", peak);
+  /* Under the default budget the same model at 1/64 the size imports. */
+  peak = fold_bomb_child((int64_t)1 << 14, "", &s, msg, sizeof msg);
+  pool_free();
+  CHECK_MSG(peak > 0 && s == RLX_OK, "%s", msg);
+}
+
+/* Inputs the importer folded away (read only by Shape or as CastLike's
+ * `like`) and inputs no node reads are still the graph's inputs: set_input
+ * accepts them, checked against the declared dtype and rank, and a run
+ * does not need them. */
+TEST(declared_inputs_are_kept_even_when_unread) {
+  model md;
+  model_init(&md, 15);
+  int64_t dx[2] = {2, 3}, dl[1] = {4}, du[2] = {-1, 2}, dy[1] = {3};
+  input(&md, "x", F32, 2, dx);
+  input(&md, "like", F32, 1, dl);
+  md.inputs[md.g.n_input++] = value_info("u", F32, 2, du, "n");
+  input(&md, "y", F32, 1, dy);
+  node(&md, "Shape", "x", "s");
+  node(&md, "CastLike", "y,like", "yc");
+  node(&md, "Relu", "yc", "out");
+  output(&md, "out");
+  output(&md, "s");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  int in_graph = m->n_inputs == 4 && m->input_in_graph[0] && m->input_in_graph[1] &&
+                 m->input_in_graph[2] && !m->input_read[0] && !m->input_read[2] &&
+                 m->input_read[3];
+  rlx_exec* e = NULL;
+  rlx_status cs = rlx_compile(m->graph, "cpu", NULL, &e);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(in_graph);
+  CHECK(cs == RLX_OK);
+  float y[3] = {-1, 2, -3}, x[6] = {0}, got[3];
+  rlx_dim sy[1] = {3}, sx[2] = {2, 3}, su[2] = {5, 2}, bad[1] = {6};
+  int64_t xi[6] = {0};
+  float u[10] = {0};
+  rlx_status s1 = rlx_exec_set_input(e, "y", RLX_F32, sy, 1, y, sizeof y);
+  rlx_status s2 = rlx_exec_run(e); /* x, like and u never set */
+  rlx_status s3 = rlx_exec_read_output(e, 0, RLX_F32, got, sizeof got);
+  rlx_status s4 = rlx_exec_set_input(e, "x", RLX_F32, sx, 2, x, sizeof x);
+  rlx_status s5 = rlx_exec_set_input(e, "x", RLX_I64, sx, 2, xi, sizeof xi);
+  rlx_status s6 = rlx_exec_set_input(e, "x", RLX_F32, bad, 1, x, sizeof x);
+  rlx_status s7 = rlx_exec_set_input(e, "u", RLX_F32, su, 2, u, sizeof u);
+  rlx_status s8 = rlx_exec_run(e);
+  rlx_exec_destroy(e);
+  CHECK(s1 == RLX_OK && s2 == RLX_OK && s3 == RLX_OK);
+  CHECK(got[0] == 0 && got[1] == 2 && got[2] == 0);
+  CHECK(s4 == RLX_OK && s5 == RLX_INVALID_ARGUMENT && s6 == RLX_INVALID_ARGUMENT);
+  CHECK(s7 == RLX_OK && s8 == RLX_OK);
+}
+
+/* Every ONNX file the importer opens (the model, external data, a .pb
+ * tensor) is refused at once when it is a FIFO, a directory or a device,
+ * and a missing file names the path and the OS's reason. An alarm turns a
+ * hang into a failure. */
+TEST(onnx_files_must_be_regular) {
+  char dir[] = "/tmp/rlx_onnx_fifo_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char fifo[256], model_path[256];
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  snprintf(model_path, sizeof model_path, "%s/model.onnx", dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  alarm(20);
+  rlx_graph* g = NULL;
+  char* msg = NULL;
+  rlx_status s = rlx_onnx_load(fifo, &g, &msg);
+  int fifo_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "FIFO") && strstr(msg, fifo);
+  rlx_free(msg);
+  s = rlx_onnx_load(dir, &g, &msg);
+  int dir_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "directory");
+  rlx_free(msg);
+  s = rlx_onnx_load("/dev/zero", &g, &msg);
+  int dev_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "character device");
+  rlx_free(msg);
+  rlx_dtype dt;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  void* data = NULL;
+  size_t bytes = 0;
+  s = rlx_onnx_read_tensor(fifo, &dt, &rank, shape, &data, &bytes, &msg);
+  int pb_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "FIFO");
+  rlx_free(msg);
+  char missing[300];
+  snprintf(missing, sizeof missing, "%s/missing.onnx", dir);
+  s = rlx_onnx_load(missing, &g, &msg);
+  int missing_ok = s == RLX_NOT_FOUND && msg && strstr(msg, missing) &&
+                   strstr(msg, strerror(ENOENT));
+  rlx_free(msg);
+
+  /* external data: a FIFO, then a regular file shorter than offset + length */
+  model md;
+  model_init(&md, 13);
+  int64_t d[1] = {4};
+  float w[4] = {1, 2, 3, 4};
+  input(&md, "x", F32, 1, d);
+  Onnx__TensorProto* t = tensor("w", F32, 1, d, w, 0);
+  t->has_raw_data = 0;
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  t->external_data = tnew(sizeof(void*) * 2);
+  const char* keys[2] = {"location", "offset"};
+  const char* vals[2] = {"fifo", "0"};
+  for (int i = 0; i < 2; i++) {
+    Onnx__StringStringEntryProto e = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    Onnx__StringStringEntryProto* p = tnew(sizeof *p);
+    *p = e;
+    p->key = tstr(keys[i]);
+    p->value = tstr(vals[i]);
+    t->external_data[t->n_external_data++] = p;
+  }
+  initializer(&md, t);
+  node(&md, "Mul", "x,w", "y");
+  output(&md, "y");
+  size_t n;
+  uint8_t* buf = pack(&md, &n);
+  CHECK(write_file(model_path, buf, n));
+  s = rlx_onnx_load(model_path, &g, &msg);
+  int ext_fifo_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "FIFO") && strstr(msg, "'w'");
+  rlx_free(msg);
+  char short_path[300];
+  snprintf(short_path, sizeof short_path, "%s/short.bin", dir);
+  CHECK(write_file(short_path, w, 8));
+  t->external_data[0]->value = tstr("short.bin");
+  t->external_data[1]->value = tstr("4");
+  buf = pack(&md, &n);
+  CHECK(write_file(model_path, buf, n));
+  s = rlx_onnx_load(model_path, &g, &msg);
+  int ext_short_ok = s == RLX_INVALID_ARGUMENT && msg && strstr(msg, "is 8 bytes");
+  rlx_free(msg);
+  alarm(0);
+  unlink(fifo);
+  unlink(model_path);
+  unlink(short_path);
+  rmdir(dir);
+  pool_free();
+  CHECK(fifo_ok && dir_ok && dev_ok && pb_ok);
+  CHECK(missing_ok);
+  CHECK(ext_fifo_ok && ext_short_ok);
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -882,6 +1206,10 @@ int main(void) {
   RUN(slice_negative_step_and_gather_elements);
   RUN(constant_node_and_typed_fields);
   RUN(public_api_and_external_data);
+  RUN(deep_nesting_is_refused_before_parsing);
+  RUN(fold_budget_stops_a_range_bomb);
+  RUN(declared_inputs_are_kept_even_when_unread);
+  RUN(onnx_files_must_be_regular);
   return test_summary();
 }
 #endif

@@ -4,6 +4,8 @@
  * users and fuzzers. */
 #include "io/npy.h"
 
+#include "base/file.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,42 +307,17 @@ rlx_status rlx_npy_read_mem(const void* buf, size_t n, rlx_error* err, rlx_dtype
                    out_bytes);
 }
 
-/* Reads a whole file into a malloc'd buffer. */
-static rlx_status slurp(const char* path, unsigned char** out, size_t* out_n, rlx_error* err) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return rlx_fail(err, RLX_NOT_FOUND, "npy '%s': cannot open file", path);
-  size_t cap = 1 << 16, n = 0;
-  unsigned char* buf = malloc(cap);
-  while (buf) {
-    if (n == cap) {
-      unsigned char* bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-      if (!bigger) { free(buf); buf = NULL; break; }
-      buf = bigger;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int failed = ferror(f);
-  fclose(f);
-  if (!buf) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "npy '%s': out of host memory", path);
-  if (failed) {
-    free(buf);
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "npy '%s': read error", path);
-  }
-  *out = buf;
-  *out_n = n;
-  return RLX_OK;
-}
+/* Most bytes of one .npy file: the header's 2^32 plus far more data than
+ * any host holds, far below overflow. */
+#define NPY_MAX_FILE_BYTES ((int64_t)1 << 40)
 
 rlx_status rlx_npy_read(const char* path, rlx_error* err, rlx_dtype* out_dtype,
                         int32_t* out_rank, int64_t* out_shape, void** out_data,
                         size_t* out_bytes) {
   if (!path) return rlx_fail(err, RLX_INVALID_ARGUMENT, "npy: NULL path");
-  unsigned char* buf = NULL;
+  void* buf = NULL;
   size_t n = 0;
-  RLX_RETURN_IF_ERROR(slurp(path, &buf, &n, err));
+  RLX_RETURN_IF_ERROR(rlx_file_read_all(path, "npy", NPY_MAX_FILE_BYTES, &buf, &n, err));
   rlx_status s = parse_npy(path, buf, n, err, out_dtype, out_rank, out_shape, out_data,
                            out_bytes);
   free(buf);

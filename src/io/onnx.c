@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
+#include "base/file.h"
 #include "ir/dtype.h"
 #include "backends/cpu/cpu.h" /* rlx_ref_run_step: folding evaluates with the oracle */
 #include "passes/fold.h"
@@ -64,37 +66,7 @@ void rlx_host_free(rlx_host_tensor* t) {
 
 
 rlx_status rlx_onnx_read_file(const char* path, void** out_buf, size_t* out_n, rlx_error* err) {
-  *out_buf = NULL;
-  *out_n = 0;
-  FILE* f = fopen(path, "rb");
-  if (!f) return rlx_fail(err, RLX_NOT_FOUND, "cannot open '%s'", path);
-  char* buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 1 << 16;
-      char* p = realloc(buf, ncap);
-      if (!p) {
-        free(buf);
-        fclose(f);
-        return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory reading '%s'", path);
-      }
-      buf = p;
-      cap = ncap;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "error reading '%s'", path);
-  }
-  *out_buf = buf;
-  *out_n = n;
-  return RLX_OK;
+  return rlx_file_read_all(path, "ONNX file", RLX_ONNX_MAX_FILE_BYTES, out_buf, out_n, err);
 }
 
 void rlx_onnx_model_destroy(rlx_onnx_model* m) {
@@ -109,6 +81,7 @@ void rlx_onnx_model_destroy(rlx_onnx_model* m) {
   free(m->inputs);
   free(m->input_frozen);
   free(m->input_in_graph);
+  free(m->input_read);
   free(m);
 }
 
@@ -263,25 +236,21 @@ static rlx_status external_path(const Onnx__TensorProto* tp, const char* base_di
   return RLX_OK;
 }
 
-/* The external file must hold offset + bytes before anything is allocated. */
+/* "tensor 'name': external data file", how the file helper's messages start. */
+static void external_what(const Onnx__TensorProto* tp, char* what, size_t cap) {
+  snprintf(what, cap, "tensor '%.100s': external data file", tp->name ? tp->name : "");
+}
+
+/* The external file must be a regular file holding offset + bytes, checked
+ * before anything is allocated. */
 static rlx_status check_external(const Onnx__TensorProto* tp, const char* base_dir,
                                  int64_t bytes, rlx_error* err) {
   char* path = NULL;
   long long offset = 0;
   RLX_RETURN_IF_ERROR(external_path(tp, base_dir, bytes, &path, &offset, err));
-  FILE* f = fopen(path, "rb");
-  rlx_status s = RLX_OK;
-  if (!f) {
-    s = rlx_fail(err, RLX_NOT_FOUND, "tensor '%s': cannot open external data '%s'",
-                 tp->name ? tp->name : "", path);
-  } else {
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size < 0 || (long long)size - offset < bytes)
-      s = rlx_fail(err, RLX_INVALID_ARGUMENT,
-                   "tensor '%s': external data '%s' is shorter than offset %lld + %lld bytes",
-                   tp->name ? tp->name : "", path, offset, (long long)bytes);
-    fclose(f);
-  }
+  char what[160];
+  external_what(tp, what, sizeof what);
+  rlx_status s = rlx_file_check_range(path, what, offset, bytes, err);
   free(path);
   return s;
 }
@@ -291,13 +260,9 @@ static rlx_status read_external(const Onnx__TensorProto* tp, const char* base_di
   char* path = NULL;
   long long offset = 0;
   RLX_RETURN_IF_ERROR(external_path(tp, base_dir, (int64_t)t->bytes, &path, &offset, err));
-  FILE* f = fopen(path, "rb");
-  rlx_status s = RLX_OK;
-  if (!f || fseek(f, (long)offset, SEEK_SET) != 0 ||
-      (t->bytes && fread(t->data, 1, t->bytes, f) != t->bytes))
-    s = rlx_fail(err, RLX_INVALID_ARGUMENT, "tensor '%s': cannot read external data '%s'",
-                 tp->name ? tp->name : "", path);
-  if (f) fclose(f);
+  char what[160];
+  external_what(tp, what, sizeof what);
+  rlx_status s = rlx_file_read_range(path, what, offset, (int64_t)t->bytes, t->data, err);
   free(path);
   return s;
 }
@@ -385,6 +350,7 @@ rlx_status rlx_onnx_decode_tensor(const void* buf, size_t n, rlx_host_tensor* ou
                                   char* out_name, size_t name_cap, rlx_error* err) {
   memset(out, 0, sizeof *out);
   if (out_name && name_cap) out_name[0] = '\0';
+  RLX_RETURN_IF_ERROR(rlx_onnx_check_depth(buf, n, &onnx__tensor_proto__descriptor, err));
   Onnx__TensorProto* tp = onnx__tensor_proto__unpack(NULL, n, buf);
   if (!tp) return rlx_fail(err, RLX_INVALID_ARGUMENT, "not a TensorProto (protobuf parse failed)");
   if (out_name && name_cap && tp->name) snprintf(out_name, name_cap, "%s", tp->name);
@@ -402,8 +368,6 @@ typedef struct ival {
   rlx_host_tensor* k;   /* known at import time, or NULL */
   int is_param;         /* an initializer: becomes a param when used as a tensor */
   int is_input;         /* a graph input (run-time value) */
-  int pending;          /* a graph input not yet added to the graph (added when first read) */
-  rlx_type type;        /* its type while pending */
   int32_t root_input;   /* index of the graph input this run-time value derives from, or -1 */
 } ival;
 
@@ -420,6 +384,9 @@ typedef struct importer {
   int32_t* param_vals;  /* values materialized as params, in creation order */
   int32_t n_param_vals, cap_param_vals;
   int32_t n_fresh;      /* symbols made for unnamed dims */
+  int64_t computed_bytes; /* known values computed so far (see RLX_ONNX_MAX_FOLD_BYTES) */
+  int64_t fold_budget;    /* their limit, RLX_ONNX_FOLD_BUDGET */
+  int over_budget;        /* set when a node crossed it: the import fails */
 } importer;
 
 #define MAX_NODE_IO 64
@@ -518,15 +485,6 @@ static void importer_free(importer* I) {
  * main graph, a constant otherwise. */
 static rlx_status materialize(importer* I, ival* v, int is_main) {
   if (v->t != RLX_NONE) return RLX_OK;
-  if (v->pending) { /* graph inputs join the graph when first read (CastLike reads only a type) */
-    rlx_status s = rlx_graph_add_input(I->main, v->name, v->type.dtype, v->type.shape,
-                                       v->type.rank, &v->t);
-    if (s != RLX_OK)
-      return rlx_fail(I->err, s, "ONNX graph input '%s': %s", v->name,
-                      rlx_graph_last_error(I->main));
-    v->pending = 0;
-    return RLX_OK;
-  }
   if (!v->k) return rlx_fail(I->err, RLX_INTERNAL, "value '%s' has no tensor", v->name);
   rlx_status s;
   if (v->is_param && is_main) {
@@ -608,10 +566,6 @@ rlx_status rlx_ox_type(rlx_ox_ctx* c, int32_t i, rlx_type* out) {
   if (!rlx_ox_has(c, i)) return rlx_ox_invalid(c, "input %d is missing", (int)i);
   const ival* v = c->in[i];
   memset(out, 0, sizeof *out);
-  if (v->pending) {
-    *out = v->type;
-    return RLX_OK;
-  }
   if (v->t != RLX_NONE) {
     *out = *rlx_tensor_type(c->I->g, v->t);
     return RLX_OK;
@@ -671,10 +625,29 @@ rlx_status rlx_ox_set(rlx_ox_ctx* c, int32_t i, rlx_tensor t) {
   return RLX_OK;
 }
 
+/* Counts a value computed at import time against the total budget. */
+static rlx_status charge_computed(rlx_ox_ctx* c, const rlx_host_tensor* t) {
+  importer* I = c->I;
+  if (c->p->n_input == 0) return RLX_OK; /* a Constant: the file's own data */
+  I->computed_bytes += (int64_t)t->bytes;
+  if (I->computed_bytes <= I->fold_budget) return RLX_OK;
+  I->over_budget = 1;
+  return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED,
+                  "ONNX %s node '%s': values computed at import time reach %lld bytes, over the "
+                  "budget of %lld bytes (RLX_ONNX_FOLD_BUDGET)",
+                  c->p->op_type ? c->p->op_type : "?", node_name(c),
+                  (long long)I->computed_bytes, (long long)I->fold_budget);
+}
+
 rlx_status rlx_ox_set_known(rlx_ox_ctx* c, int32_t i, rlx_host_tensor* t) {
   if (i < 0 || i >= c->n_out) {
     rlx_host_free(t);
     return RLX_OK;
+  }
+  rlx_status s = charge_computed(c, t);
+  if (s != RLX_OK) {
+    rlx_host_free(t);
+    return s;
   }
   rlx_host_tensor* k = malloc(sizeof *k);
   if (!k) {
@@ -819,6 +792,7 @@ rlx_status rlx_ox_attr_tensor(rlx_ox_ctx* c, const char* name, rlx_host_tensor* 
 
 static void ctx_reset_outputs(rlx_ox_ctx* c) {
   for (int32_t i = 0; i < c->n_out; i++) {
+    if (c->out_k[i] && c->p->n_input) c->I->computed_bytes -= (int64_t)c->out_k[i]->bytes;
     free_known(c->out_k[i]);
     c->out_k[i] = NULL;
     c->out_t[i] = RLX_NONE;
@@ -922,7 +896,8 @@ static rlx_status fold_node(rlx_ox_ctx* c) {
   I->g = g2;
   c->folding = 1;
   rlx_status s = run_mapper(c);
-  if (s == RLX_OK && evaluate_scratch(c, g2) != RLX_OK) s = RLX_UNAVAILABLE;
+  if (s == RLX_OK && evaluate_scratch(c, g2) != RLX_OK)
+    s = I->over_budget ? RLX_RESOURCE_EXHAUSTED : RLX_UNAVAILABLE;
   I->g = I->main;
   c->folding = 0;
   for (int32_t i = 0; i < c->n_in; i++) c->in[i] = saved[i];
@@ -1066,11 +1041,15 @@ static rlx_status add_graph_input(importer* I, const Onnx__ValueInfoProto* vi, i
       RLX_RETURN_IF_ERROR(dim_symbol(I, param, &shape[i]));
     }
   }
+  /* Every declared input joins the graph, in file order, even one that
+   * only Shape, Size or CastLike's `like` reads (folded away) or that no
+   * node reads: callers set every input the model declares, and each is
+   * checked against its declared dtype and rank. */
   ival* x = &I->vals[v];
-  x->type.dtype = (rlx_dtype)dt;
-  x->type.rank = (int32_t)tt->shape->n_dim;
-  memcpy(x->type.shape, shape, sizeof(rlx_dim) * tt->shape->n_dim);
-  x->pending = 1;
+  rlx_status s = rlx_graph_add_input(I->main, name, (rlx_dtype)dt, shape,
+                                     (int32_t)tt->shape->n_dim, &x->t);
+  if (s != RLX_OK)
+    return rlx_fail(I->err, s, "ONNX graph input '%s': %s", name, rlx_graph_last_error(I->main));
   x->is_input = 1;
   x->root_input = v;
   return RLX_OK;
@@ -1110,7 +1089,8 @@ static rlx_status add_inputs(importer* I, const Onnx__GraphProto* gp, rlx_onnx_m
   m->inputs = calloc(gp->n_input ? gp->n_input : 1, sizeof(char*));
   m->input_frozen = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
   m->input_in_graph = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
-  if (!m->inputs || !m->input_frozen || !m->input_in_graph)
+  m->input_read = calloc(gp->n_input ? gp->n_input : 1, sizeof(int32_t));
+  if (!m->inputs || !m->input_frozen || !m->input_in_graph || !m->input_read)
     return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto* vi = gp->input[i];
@@ -1192,6 +1172,16 @@ static rlx_status find_opset(importer* I, const Onnx__ModelProto* mp) {
   return RLX_OK;
 }
 
+/* 1 when a node of g reads t or t is a graph output. */
+static int tensor_is_read(const rlx_graph* g, rlx_tensor t) {
+  for (int32_t j = 0; j < g->n_outputs; j++)
+    if (g->outputs[j] == t) return 1;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == t) return 1;
+  return 0;
+}
+
 static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx_model* m) {
   const Onnx__GraphProto* gp = mp->graph;
   if (!gp) return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX model has no graph");
@@ -1206,7 +1196,8 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
   RLX_RETURN_IF_ERROR(set_graph_outputs(I, gp));
   for (int32_t i = 0; i < m->n_inputs; i++) {
     int32_t v = find_val(I, m->inputs[i]);
-    m->input_in_graph[i] = v >= 0 && I->vals[v].is_input && !I->vals[v].pending;
+    m->input_in_graph[i] = v >= 0 && I->vals[v].is_input;
+    m->input_read[i] = m->input_in_graph[i] && tensor_is_read(I->main, I->vals[v].t);
   }
   return collect_params(I, m);
 }
@@ -1216,6 +1207,7 @@ rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* op
   if (!out_model || (!buf && n)) return rlx_fail(err, RLX_INVALID_ARGUMENT, "bad arguments");
   *out_model = NULL;
   if (opt && opt->needs_input && opt->needs_input_cap) opt->needs_input[0] = '\0';
+  RLX_RETURN_IF_ERROR(rlx_onnx_check_depth(buf, n, &onnx__model_proto__descriptor, err));
   Onnx__ModelProto* mp = onnx__model_proto__unpack(NULL, n, buf);
   if (!mp) return rlx_fail(err, RLX_INVALID_ARGUMENT, "not an ONNX model (protobuf parse failed)");
   rlx_error local;
@@ -1223,6 +1215,8 @@ rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* op
   memset(&I, 0, sizeof I);
   I.opt = opt;
   I.err = err ? err : &local;
+  uint64_t budget = rlx_env_size(RLX_ENV_ONNX_FOLD_BUDGET);
+  I.fold_budget = budget > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)budget;
   rlx_onnx_model* m = calloc(1, sizeof *m);
   rlx_status s = m ? rlx_graph_create(&I.main) : RLX_RESOURCE_EXHAUSTED;
   if (s != RLX_OK) rlx_fail(I.err, s, "out of host memory");

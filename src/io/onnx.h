@@ -38,6 +38,12 @@ int64_t rlx_host_numel(const rlx_host_tensor* t);
  * ConstantOfShape, Range): beyond it a node is built into the graph, or
  * refused when its value must be known. */
 #define RLX_ONNX_MAX_FOLD_BYTES ((int64_t)256 << 20)
+/* All nodes together: the values computed at import time stay alive until
+ * the import ends (known values, and the Constants made of them), so a tiny
+ * model of many nodes each under the cap above could still take gigabytes.
+ * Their total is held under RLX_ONNX_FOLD_BUDGET (base/env.def, default 1
+ * GiB); the node that crosses it fails the import with RESOURCE_EXHAUSTED.
+ * A Constant node's value (data the file itself holds) does not count. */
 /* Allocates zeroed data for (dtype, rank, shape); RESOURCE_EXHAUSTED or
  * INVALID_ARGUMENT (too large) on failure, with the message in err. */
 rlx_status rlx_host_alloc(rlx_host_tensor* t, rlx_dtype dtype, int32_t rank,
@@ -77,8 +83,9 @@ typedef struct rlx_onnx_model {
   int32_t n_params;
   char** inputs;          /* ONNX graph inputs in file order, initializers excluded */
   int32_t* input_frozen;  /* 1 where that input was frozen (a constant now) */
-  int32_t* input_in_graph; /* 1 where the graph has an input of that name (not
-                              frozen, and read as a tensor by some node) */
+  int32_t* input_in_graph; /* 1 where the graph has an input of that name (every
+                              input not frozen, read by some node or not) */
+  int32_t* input_read;    /* 1 where some node reads that input or it is an output */
   int32_t n_inputs;
   int64_t opset;          /* default-domain opset */
 } rlx_onnx_model;
@@ -92,8 +99,23 @@ rlx_status rlx_onnx_import_file(const char* path, const rlx_onnx_options* opt,
 rlx_status rlx_onnx_model_set_params(const rlx_onnx_model* m, rlx_exec* e, rlx_error* err);
 void rlx_onnx_model_destroy(rlx_onnx_model* m);
 
-/* Reads a whole file (malloc'd; free()). */
+/* Reads a whole model file (malloc'd; free()): a regular file of at most
+ * RLX_ONNX_MAX_FILE_BYTES (protobuf's own 2 GiB limit); a FIFO, device or
+ * directory is refused before any read (see base/file.h). */
+#define RLX_ONNX_MAX_FILE_BYTES ((int64_t)2 << 30)
 rlx_status rlx_onnx_read_file(const char* path, void** out_buf, size_t* out_n, rlx_error* err);
+
+/* Deepest nesting of protobuf messages accepted (the model itself is level
+ * 1). protobuf-c unpacks recursively, one stack frame chain per level, so
+ * depth is checked first, without recursion (onnx_depth.c). 100 is
+ * protobuf's own default recursion limit; a real model uses about 7 levels
+ * plus 3 per nested subgraph. */
+#define RLX_ONNX_MAX_DEPTH 100
+struct ProtobufCMessageDescriptor;
+/* INVALID_ARGUMENT naming the limit when the message serialized in buf
+ * (of type root) nests deeper than RLX_ONNX_MAX_DEPTH. */
+rlx_status rlx_onnx_check_depth(const void* buf, size_t n,
+                                const struct ProtobufCMessageDescriptor* root, rlx_error* err);
 
 /* ------------------------------------------------------------------ op mappers */
 

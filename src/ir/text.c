@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "ir/graph.h"
 #include "ir/names.h"
 
@@ -1092,5 +1093,32 @@ rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_e
   }
   id_map_free(&p->ids);
   free(p);
+  return s;
+}
+
+/* Largest graph text file read: constants are written inline, so a text
+ * graph can be large, but not larger than this. */
+#define TEXT_MAX_FILE_BYTES ((int64_t)1 << 30)
+
+rlx_status rlx_graph_load(const char* path, rlx_graph** out_graph, char** out_error) {
+  if (out_error) *out_error = NULL;
+  if (!out_graph) return RLX_INVALID_ARGUMENT;
+  *out_graph = NULL;
+  rlx_error err = {{0}};
+  void* text = NULL;
+  size_t n = 0;
+  rlx_status s = rlx_file_read_all(path, "graph text file", TEXT_MAX_FILE_BYTES, &text, &n, &err);
+  if (s != RLX_OK) {
+    if (out_error) *out_error = dup_message(err.msg);
+    return s;
+  }
+  if (strlen(text) != n) {
+    s = RLX_INVALID_ARGUMENT;
+    snprintf(err.msg, sizeof err.msg, "graph text file '%s' holds a NUL byte (not text)", path);
+    if (out_error) *out_error = dup_message(err.msg);
+  } else {
+    s = rlx_graph_parse(text, out_graph, out_error);
+  }
+  free(text);
   return s;
 }

@@ -475,8 +475,10 @@ rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype
   int convert = src_dtype != pt;
   if (convert && !(src_dtype == RLX_F32 && rlx_dtype_is_float(pt)))
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
-                    "param '%s' is %s; data given as %s (only %s or f32 data is accepted)", name,
-                    rlx_dtype_name(pt), rlx_dtype_name(src_dtype), rlx_dtype_name(pt));
+                    "param '%s' is %s; data given as %s (only %s%s data is accepted)", name,
+                    rlx_dtype_name(pt), rlx_dtype_name(src_dtype), rlx_dtype_name(pt),
+                    /* f32 data converts to the other float dtypes only */
+                    rlx_dtype_is_float(pt) && pt != RLX_F32 ? " or f32" : "");
   if ((unsigned)src_dtype >= RLX_DTYPE_COUNT) return RLX_INVALID_ARGUMENT;
   size_t numel = p->bytes / rlx_dtype_size(pt);
   size_t want = numel * rlx_dtype_size(src_dtype);
@@ -622,6 +624,32 @@ rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t 
 
 /* ------------------------------------------------------------ run */
 
+/* 1 when a node of g reads t or t is a graph output. */
+static int value_is_read(const rlx_graph* g, rlx_tensor t) {
+  for (int32_t j = 0; j < g->n_outputs; j++)
+    if (g->outputs[j] == t) return 1;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == t) return 1;
+  return 0;
+}
+
+/* A symbol must be bound when some value that is computed, or read, has it
+ * as a dim. An input no node reads may be left unset (an ONNX input that
+ * only Shape or CastLike looked at, a declared but unused input), and so
+ * may a symbol that only such inputs, or no tensor at all, have. */
+static int symbol_needed(const rlx_graph* g, int32_t sym) {
+  rlx_dim code = -(rlx_dim)sym - 1;
+  for (int32_t v = 0; v < g->n_values; v++) {
+    const rlx_type* t = &g->values[v].type;
+    int has = 0;
+    for (int32_t d = 0; d < t->rank; d++) has |= t->shape[d] == code;
+    if (!has) continue;
+    if (g->nodes[g->values[v].node].op != RLX_OP_INPUT || value_is_read(g, v)) return 1;
+  }
+  return 0;
+}
+
 /* Binds every symbol: options first, then the shapes of the inputs given. */
 static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
   rlx_graph* g = e->src;
@@ -641,6 +669,9 @@ static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
                         (long long)sizes[sym], in->name, d, (long long)in->shape[d]);
     }
   }
+  for (int32_t k = 0; k < g->n_symbols; k++)
+    if (sizes[k] < 0 && !symbol_needed(g, k))
+      sizes[k] = 1; /* no tensor that matters has it: any size specialises the same */
   for (int32_t k = 0; k < g->n_symbols; k++)
     if (sizes[k] < 0)
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
@@ -672,6 +703,7 @@ static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
     rlx_tensor t = find_leaf(v->g, RLX_OP_INPUT, in->name);
     if (t < 0) continue;
     if (in->fed && !switched && !in->dirty) continue;
+    if (!in->set && !value_is_read(v->g, t)) continue; /* an unread input may stay unset */
     if (!in->set)
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "input '%s' was not set", in->name);
     if (!in->dirty && !switched) continue;

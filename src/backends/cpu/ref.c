@@ -189,6 +189,14 @@ static int num_cmp(num a, num b, int ints) {
 
 /* ------------------------------------------------------------------ reduce */
 
+/* Max / min over an empty set (ONNX): the identity of the operation, -inf /
+ * +inf, which the saturating store turns into an integer dtype's min / max
+ * (the same on every backend); bool has false / true. */
+static void store_empty_extreme(uint8_t* o, rlx_dtype t, int64_t i, int32_t op) {
+  if (t == RLX_BOOL) rlx_store_i64(o, t, i, op == RLX_RED_MIN);
+  else rlx_store_f64(o, t, i, op == RLX_RED_MAX ? -INFINITY : INFINITY);
+}
+
 static rlx_status run_reduce(uint8_t* arena, const rlx_step* s, rlx_error* err) {
   const rlx_reduce_params* p = &s->p.reduce;
   const rlx_view* in = &s->in[0];
@@ -242,8 +250,9 @@ static rlx_status run_reduce(uint8_t* arena, const rlx_step* s, rlx_error* err) 
         break;
       case RLX_RED_MEAN: rlx_store_f64(o, ot, oi, p->inner ? acc / (double)p->inner : NAN); break;
       default:
-        if (ints && p->inner) rlx_store_i64(o, ot, oi, best.i);
-        else rlx_store_f64(o, ot, oi, best.f); /* empty: NaN */
+        if (!p->inner) store_empty_extreme(o, ot, oi, s->op);
+        else if (ints) rlx_store_i64(o, ot, oi, best.i);
+        else rlx_store_f64(o, ot, oi, best.f);
         break;
     }
   }

@@ -74,7 +74,9 @@ RLXK_DEV void red_store(char* o, int odt, int64_t oi, const red_acc& a, int op, 
       if (!ints && a.nan_seen) st_f64(o, odt, oi, nan(""));
       else if (ints && inner) st_i64(o, odt, oi, a.i);
       else if (inner) st_f64(o, odt, oi, a.f);
-      else st_f64(o, odt, oi, nan("")); /* empty: NaN (0 for integer outputs) */
+      /* empty: -inf / +inf, saturated for integers; bool false / true (as ref.c) */
+      else if (odt == RLX_BOOL) st_i64(o, odt, oi, op == RLX_RED_MIN ? 1 : 0);
+      else st_f64(o, odt, oi, op == RLX_RED_MAX ? -INFINITY : INFINITY);
       break;
   }
 }

@@ -106,8 +106,11 @@ void main() {
   } else if (op == RLX_RED_SUM || op == RLX_RED_PROD) {
     if (ints) st_i(odt, oo, int(oi), si[0]);
     else st_f(odt, oo, int(oi), sf[0]);
+  } else if (!any) { /* empty: -inf / +inf, saturated for integers; bool false / true (as ref.c) */
+    if (odt == RLXVK_BOOL) st_i(odt, oo, int(oi), op == RLX_RED_MIN ? 1L : 0L);
+    else st_f(odt, oo, int(oi), op == RLX_RED_MAX ? -INF_F : INF_F);
   } else {
-    if (ints && any) st_i(odt, oo, int(oi), si[0]);
-    else st_f(odt, oo, int(oi), any ? sf[0] : NAN_F);
+    if (ints) st_i(odt, oo, int(oi), si[0]);
+    else st_f(odt, oo, int(oi), sf[0]);
   }
 }

@@ -5,6 +5,13 @@
 var<workgroup> red_f: array<f32, 64>;
 var<workgroup> red_i: array<vec2<u32>, 64>;
 
+// Max / min over an empty set: -inf / +inf, saturated for integer outputs;
+// bool false / true (as the CPU reference).
+fn st_empty_extreme(op: u32, odt: u32, ooff: u32, o: i32) {
+  if (odt == DT_BOOL) { st_u8(addr(ooff, o, odt), select(0u, 1u, op == RED_MIN)); return; }
+  st_f(odt, ooff, o, select(inf_f(), -inf_f(), op == RED_MAX));
+}
+
 fn red_elem(base: i32, r_in: u32) -> i32 {
   let nk = pxu(RD_NKEEP);
   let nr = pxu(RD_NRED);
@@ -85,7 +92,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
     if (lid == 0u) {
       let v = red_i[0];
       if (op == RED_MEAN) { st_f(odt, ooff, i32(o), select(nan_f(), i64_to_f32(v) / f32(inner), inner > 0u)); }
-      else if ((op == RED_MAX || op == RED_MIN) && inner == 0u) { st_f(odt, ooff, i32(o), nan_f()); }
+      else if ((op == RED_MAX || op == RED_MIN) && inner == 0u) { st_empty_extreme(op, odt, ooff, i32(o)); }
       else { st_i(odt, ooff, i32(o), v); }
     }
     return;
@@ -114,7 +121,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   }
   if (op != RED_PROD) {
     let k = wg_max_key(select(0u, mm_key(op, acc), have), ids, 64u);
-    if (lid == 0u) { st_f(odt, ooff, i32(o), select(mm_unkey(op, k), nan_f(), inner == 0u)); }
+    if (lid == 0u && inner == 0u) { st_empty_extreme(op, odt, ooff, i32(o)); }
+    else if (lid == 0u) { st_f(odt, ooff, i32(o), mm_unkey(op, k)); }
     return;
   }
   red_f[lid] = acc;

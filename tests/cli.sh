@@ -172,7 +172,7 @@ fi
 
 # ---------------------------------------------------------------- run: errors
 bad "missing file" 1 -- "$RLX" run "$TMP/nothere.rlx"
-has "$ERR" "cannot open .*nothere.rlx" "missing file"
+has "$ERR" "nothere.rlx.*cannot open: No such file" "missing file"
 bad "syntax error" 1 -- "$RLX" run "$DATA/bad_syntax.rlx"
 has "$ERR" "bad_syntax.rlx:3:[0-9]+: .*nag" "syntax error names line:col and the token"
 bad "shape error" 1 -- "$RLX" run "$DATA/bad_shape.rlx"
@@ -426,5 +426,16 @@ has "$ERR" "999 is outside \[0, 255\]" "prompt range"
 bad "prompt malformed" 2 -- "$RLX" generate "$GPT" --random-params --device cpu --prompt 1,,2
 bad "generate on a non-LM graph" 1 -- "$RLX" generate "$DATA/neg.rlx" --device cpu
 has "$ERR" "input 'x'" "generate names the unexpected input"
+
+# A FIFO as a graph is refused at once (never waited on); a missing file and
+# a parse error name the path.
+mkfifo "$TMP/fifo.rlx"
+bad "FIFO graph" 1 -- timeout 20 "$RLX" run "$TMP/fifo.rlx"
+has "$ERR" "fifo.rlx.*FIFO" "the FIFO is named"
+bad "missing graph" 1 -- "$RLX" run "$TMP/none.rlx"
+has "$ERR" "none.rlx.*No such file or directory" "missing graph: path and reason"
+printf 'garbage\n' > "$TMP/garbage.rlx"
+bad "unparsable graph" 1 -- "$RLX" run "$TMP/garbage.rlx"
+has "$ERR" "garbage.rlx:1:1: " "a parse error names path:line:col"
 
 echo "cli.sh: all $checks checks passed"

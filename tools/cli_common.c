@@ -108,44 +108,6 @@ static int ends_with(const char* s, const char* suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Whole file into a NUL-terminated malloc'd buffer. */
-static int read_text_file(const char* cmd, const char* path, char** out_text) {
-  FILE* f = fopen(path, "rb");
-  if (!f) {
-    cli_error(cmd, "cannot open '%s': %s", path, strerror(errno));
-    return CLI_FAIL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char* buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, f);
-    if (len < cap - 1) break;
-    char* bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int failed = ferror(f);
-  fclose(f);
-  if (!buf || failed) {
-    free(buf);
-    cli_error(cmd, "cannot read '%s'", path);
-    return CLI_FAIL;
-  }
-  buf[len] = '\0';
-  if (strlen(buf) != len) {
-    free(buf);
-    cli_error(cmd, "'%s' is not a text graph (it contains NUL bytes)", path);
-    return CLI_FAIL;
-  }
-  *out_text = buf;
-  return CLI_OK;
-}
-
 /* .onnx through the importer. Without protobuf-c at build time the library
  * answers UNIMPLEMENTED with "ONNX import not built", passed on as is. */
 static int load_onnx(const char* cmd, const char* path, rlx_graph** out_graph) {
@@ -167,15 +129,15 @@ int cli_is_onnx(const char* path) { return ends_with(path, ".onnx"); }
 int cli_load_graph(const char* cmd, const char* path, rlx_graph** out_graph) {
   *out_graph = NULL;
   if (cli_is_onnx(path)) return load_onnx(cmd, path, out_graph);
-  char* text = NULL;
-  int rc = read_text_file(cmd, path, &text);
-  if (rc != CLI_OK) return rc;
+  /* rlx_graph_load reads regular files only (a FIFO or device is refused,
+   * never waited on) and names the file in its own errors. */
   char* msg = NULL;
-  rlx_status s = rlx_graph_parse(text, out_graph, &msg);
-  free(text);
+  rlx_status s = rlx_graph_load(path, out_graph, &msg);
   if (s != RLX_OK) {
-    /* The parser's message already starts with "line:col: ". */
-    fprintf(stderr, "rlx %s: %s:%s\n", cmd, path, msg ? msg : rlx_status_name(s));
+    /* A parse error starts with "line:col: " and needs the path before it. */
+    int parse_error = msg && msg[0] >= '0' && msg[0] <= '9';
+    fprintf(stderr, "rlx %s: %s%s%s\n", cmd, parse_error ? path : "", parse_error ? ":" : "",
+            msg ? msg : rlx_status_name(s));
     rlx_free(msg);
     rlx_graph_destroy(*out_graph);
     *out_graph = NULL;
@@ -534,11 +496,11 @@ static void param_file_path(const char* dir, const char* name, char* buf, size_t
     if (*p == '/') *p = '_';
 }
 
+/* Whether anything is at path; never opens it (a FIFO would block). What
+ * it is, the loader checks: only regular files are read. */
 static int file_exists(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return 0;
-  fclose(f);
-  return 1;
+  struct stat st;
+  return stat(path, &st) == 0;
 }
 
 static int load_one_param(const char* cmd, rlx_exec* e, const char* name, rlx_dtype want,

@@ -29,9 +29,31 @@ static void usage(FILE* f) {
     fprintf(f, "  %-9s %s\n", k_commands[i].name, k_commands[i].summary);
   fprintf(f,
           "\n"
-          "`rlx <command> --help` describes a command's options.\n"
+          "`rlx <command> --help` describes a command's options;\n"
+          "`rlx --version` prints the version and what was built in.\n"
           "Graphs are files in the rlx text format (.rlx); try\n"
           "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --prompt 1,2,3\n");
+}
+
+/* `rlx --version`: the library's version, the backends compiled into it
+ * (built in is not available: `rlx devices` says which can run here) and
+ * whether the ONNX importer is. */
+static int print_version(void) {
+  printf("rlx %s\n", rlx_version());
+  printf("backends built in:");
+  for (int32_t i = 0; i < rlx_device_count(); i++) {
+    rlx_device_info d;
+    if (rlx_device_get(i, &d) == RLX_OK && strcmp(d.detail, "not built") != 0)
+      printf(" %s", d.name);
+  }
+  printf("\n");
+  /* Without protobuf-c the importer answers UNIMPLEMENTED before it looks
+   * at the file (rlx.h); a built one fails to open "" instead. */
+  rlx_graph* g = NULL;
+  rlx_status s = rlx_onnx_load("", &g, NULL);
+  rlx_graph_destroy(g);
+  printf("onnx import: %s\n", s == RLX_UNIMPLEMENTED ? "not built" : "built");
+  return CLI_OK;
 }
 
 int main(int argc, char** argv) {
@@ -40,6 +62,7 @@ int main(int argc, char** argv) {
     return CLI_USAGE;
   }
   const char* name = argv[1];
+  if (strcmp(name, "--version") == 0) return print_version();
   if (strcmp(name, "help") == 0 || cli_is_help(name)) {
     if (argc >= 3) {
       /* `rlx help run` is `rlx run --help`. */

@@ -37,9 +37,9 @@ if(RLX_INSTALL)
   add_test(NAME install_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install_test.sh install
            ${PROJECT_BINARY_DIR} ${PROJECT_VERSION})
   set_tests_properties(install_test PROPERTIES TIMEOUT 600 ENVIRONMENT
-                       "CC=${CMAKE_C_COMPILER};RLX_CONSUMER_FLAGS=${rlx_consumer_flags}")
+                       "CC=${CMAKE_C_COMPILER};INSTALL_TEST_FLAGS=${rlx_consumer_flags}")
 endif()
-# Builds the library again (about two minutes on two cores): once, outside
+# Builds the library again (without CUDA: about half a minute): once, outside
 # the sanitizer pass.
 if(NOT RLX_SANITIZE AND NOT RLX_FUZZ)
   add_test(NAME subdirectory_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install_test.sh

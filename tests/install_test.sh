@@ -9,13 +9,13 @@
 #   install_test.sh subdirectory
 #     the consumer embedding this source tree with add_subdirectory() (the
 #     library is built again, without CUDA; tests and benchmarks must not be).
-# Environment: CC (the compiler of the build), RLX_CONSUMER_FLAGS (C and link
+# Environment: CC (the compiler of the build), INSTALL_TEST_FLAGS (C and link
 # flags for the consumer: the sanitizer flags when the library has them).
 set -euo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 consumer="$src/tests/install_consumer"
 cc="${CC:-cc}"
-flags="${RLX_CONSUMER_FLAGS:-}"
+flags="${INSTALL_TEST_FLAGS:-}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -78,7 +78,7 @@ install_mode() { # build-dir version
   run "pkg-config --static, librlx.a" "$tmp/pc_static"
 
   echo "== find_package(rlx)"
-  consumer_cmake "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DRLX_WANT_VERSION="$version"
+  consumer_cmake "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_WANT_VERSION="$version"
   readelf -d "$tmp/consumer/consumer_shared" | grep -q "NEEDED.*librlx.so.$major" ||
     die "consumer_shared does not use librlx.so.$major"
   if readelf -d "$tmp/consumer/consumer_static" | grep -q "NEEDED.*librlx"; then
@@ -91,7 +91,7 @@ install_mode() { # build-dir version
 
 subdirectory_mode() {
   echo "== add_subdirectory(rlx)"
-  consumer_cmake "$tmp/sub" -DRLX_SOURCE_DIR="$src" -DRLX_CUDA=OFF
+  consumer_cmake "$tmp/sub" -DCONSUMER_EMBED_DIR="$src" -DRLX_CUDA=OFF
   # As a subproject rlx builds its library and CLI only.
   for t in test_api bench_cpu lab_gemm; do
     [ ! -e "$tmp/sub/rlx/$t" ] || die "add_subdirectory built $t (RLX_BUILD_TESTS/BENCH should be OFF)"

@@ -26,6 +26,7 @@ install(FILES ${PROJECT_BINARY_DIR}/rlxConfig.cmake ${PROJECT_BINARY_DIR}/rlxCon
 # so `cmake --install build --prefix DIR` gives a working file for any DIR.
 file(RELATIVE_PATH RLX_PC_TO_PREFIX
      "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" RLX_PC_TO_PREFIX "${RLX_PC_TO_PREFIX}")
 set(RLX_PC_LIBS_PRIVATE "-pthread -lm")
 if(CMAKE_DL_LIBS)
   string(APPEND RLX_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")

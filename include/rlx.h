@@ -37,7 +37,8 @@
 
 /* The release this header belongs to: the one place the version is written
  * (CMakeLists.txt reads these lines for project(), the shared library's
- * SONAME, rlx.pc and rlxConfigVersion.cmake). */
+ * SONAME, rlx.pc and rlxConfigVersion.cmake, and refuses to configure when
+ * the string disagrees with the numbers). */
 #define RLX_VERSION_MAJOR 0
 #define RLX_VERSION_MINOR 13
 #define RLX_VERSION_PATCH 0

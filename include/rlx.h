@@ -33,9 +33,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ------------------------------------------------------------------ version */
+
+/* The release this header belongs to: the one place the version is written
+ * (CMakeLists.txt reads these lines for project(), the shared library's
+ * SONAME, rlx.pc and rlxConfigVersion.cmake, and refuses to configure when
+ * the string disagrees with the numbers). */
+#define RLX_VERSION_MAJOR 0
+#define RLX_VERSION_MINOR 13
+#define RLX_VERSION_PATCH 0
+#define RLX_VERSION_STRING "0.13.0"
+
+/* RLX_API marks the functions of this header: the library is compiled with
+ * -fvisibility=hidden, so they are the only symbols librlx.so exports (its
+ * internal helpers and the generated ONNX protobuf reader stay private). */
+#ifndef RLX_API
+#if defined(__GNUC__) && !defined(_WIN32)
+#define RLX_API __attribute__((visibility("default")))
+#else
+#define RLX_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Version of the library actually linked ("0.13.0"), which may differ from
+ * RLX_VERSION_STRING of the header a program was compiled with. */
+RLX_API const char* rlx_version(void);
 
 /* ------------------------------------------------------------------ status */
 
@@ -52,7 +78,7 @@ typedef enum rlx_status {
 } rlx_status;
 
 /* Name of a status code ("INVALID_ARGUMENT"). */
-const char* rlx_status_name(rlx_status s);
+RLX_API const char* rlx_status_name(rlx_status s);
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -70,17 +96,17 @@ typedef enum rlx_dtype {
 } rlx_dtype;
 
 /* Bytes per element of a dtype. */
-size_t rlx_dtype_size(rlx_dtype t);
+RLX_API size_t rlx_dtype_size(rlx_dtype t);
 /* Lower-case name ("f32", "bf16", "bool"); "?" for an invalid value. */
-const char* rlx_dtype_name(rlx_dtype t);
+RLX_API const char* rlx_dtype_name(rlx_dtype t);
 /* 1 for f32, f16, bf16 and f64; 0 otherwise (integers, bool, invalid). */
-int32_t rlx_dtype_is_float(rlx_dtype t);
+RLX_API int32_t rlx_dtype_is_float(rlx_dtype t);
 /* Converts n elements of src_dtype at src into dst_dtype at dst (the rules
  * of Cast: float -> integer truncates toward zero and saturates, NaN -> 0;
  * anything -> bool is != 0). The buffers must not overlap. INVALID_ARGUMENT
  * for an invalid dtype, n < 0, or a NULL buffer with n > 0. */
-rlx_status rlx_dtype_convert(void* dst, rlx_dtype dst_dtype, const void* src,
-                             rlx_dtype src_dtype, int64_t n);
+RLX_API rlx_status rlx_dtype_convert(void* dst, rlx_dtype dst_dtype, const void* src,
+                                     rlx_dtype src_dtype, int64_t n);
 
 /* ------------------------------------------------------------------ graph */
 
@@ -96,18 +122,18 @@ typedef int32_t rlx_tensor;
  * rlx_graph_symbol (encoded as -(symbol_index + 1)). */
 typedef int64_t rlx_dim;
 
-rlx_status rlx_graph_create(rlx_graph** out_graph);
-void rlx_graph_destroy(rlx_graph* g);
+RLX_API rlx_status rlx_graph_create(rlx_graph** out_graph);
+RLX_API void rlx_graph_destroy(rlx_graph* g);
 /* Message of the last failed call on this graph ("" if none). */
-const char* rlx_graph_last_error(const rlx_graph* g);
+RLX_API const char* rlx_graph_last_error(const rlx_graph* g);
 
 /* Returns the dim code of the named symbol, creating it on first use. */
-rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim);
+RLX_API rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim);
 
 /* Shape/dtype queries on a tensor. out_shape has room for RLX_MAX_RANK. */
-rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
-                                 int32_t* out_rank, rlx_dim* out_shape);
-int32_t rlx_graph_node_count(const rlx_graph* g);
+RLX_API rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
+                                         int32_t* out_rank, rlx_dim* out_shape);
+RLX_API int32_t rlx_graph_node_count(const rlx_graph* g);
 
 /* --- what a graph takes and gives: inputs, params, outputs, symbols */
 
@@ -126,67 +152,68 @@ typedef struct rlx_value_info {
 
 /* Inputs and params are counted in the order they were added; outputs in
  * the order of rlx_graph_set_outputs. A count on a NULL graph is 0. */
-int32_t rlx_graph_input_count(const rlx_graph* g);
-int32_t rlx_graph_param_count(const rlx_graph* g);
-int32_t rlx_graph_output_count(const rlx_graph* g);
+RLX_API int32_t rlx_graph_input_count(const rlx_graph* g);
+RLX_API int32_t rlx_graph_param_count(const rlx_graph* g);
+RLX_API int32_t rlx_graph_output_count(const rlx_graph* g);
 /* Fills *out_info for input/param/output `index`; RLX_OUT_OF_RANGE (message
  * on the graph) when index is outside [0, count), INVALID_ARGUMENT for a NULL
  * graph or out_info. */
-rlx_status rlx_graph_get_input(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
-rlx_status rlx_graph_get_param(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
-rlx_status rlx_graph_get_output(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+RLX_API rlx_status rlx_graph_get_input(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+RLX_API rlx_status rlx_graph_get_param(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
+RLX_API rlx_status rlx_graph_get_output(const rlx_graph* g, int32_t index,
+                                        rlx_value_info* out_info);
 /* Number of symbols made by rlx_graph_symbol (or the text/ONNX loaders). */
-int32_t rlx_graph_symbol_count(const rlx_graph* g);
+RLX_API int32_t rlx_graph_symbol_count(const rlx_graph* g);
 /* Name of the symbol behind a symbolic dim code (dim < 0); NOT_FOUND when
  * the graph has no such symbol, INVALID_ARGUMENT for a static dim. */
-rlx_status rlx_graph_symbol_name(const rlx_graph* g, rlx_dim dim, const char** out_name);
+RLX_API rlx_status rlx_graph_symbol_name(const rlx_graph* g, rlx_dim dim, const char** out_name);
 
 /* Names the node that produces t (used in errors, dot and text output). */
-rlx_status rlx_graph_set_name(rlx_graph* g, rlx_tensor t, const char* name);
+RLX_API rlx_status rlx_graph_set_name(rlx_graph* g, rlx_tensor t, const char* name);
 
 /* Declares the ordered graph outputs. */
-rlx_status rlx_graph_set_outputs(rlx_graph* g, const rlx_tensor* outputs, int32_t n);
+RLX_API rlx_status rlx_graph_set_outputs(rlx_graph* g, const rlx_tensor* outputs, int32_t n);
 
 /* --- leaves */
-rlx_status rlx_graph_add_input(rlx_graph* g, const char* name, rlx_dtype dtype,
-                               const rlx_dim* shape, int32_t rank, rlx_tensor* out);
-rlx_status rlx_graph_add_param(rlx_graph* g, const char* name, rlx_dtype dtype,
-                               const rlx_dim* shape, int32_t rank, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_input(rlx_graph* g, const char* name, rlx_dtype dtype,
+                                       const rlx_dim* shape, int32_t rank, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_param(rlx_graph* g, const char* name, rlx_dtype dtype,
+                                       const rlx_dim* shape, int32_t rank, rlx_tensor* out);
 /* Copies `bytes` bytes of data (must equal the static element count × size). */
-rlx_status rlx_graph_add_constant(rlx_graph* g, rlx_dtype dtype, const rlx_dim* shape,
-                                  int32_t rank, const void* data, size_t bytes,
-                                  rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_constant(rlx_graph* g, rlx_dtype dtype, const rlx_dim* shape,
+                                          int32_t rank, const void* data, size_t bytes,
+                                          rlx_tensor* out);
 
 /* --- views */
 /* Reshape to `shape` (same element count; one dim may be -1 ... see below).
  * To infer one dim pass RLX_DIM_INFER for it. */
 #define RLX_DIM_INFER INT64_MIN
-rlx_status rlx_graph_add_reshape(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
-                                 int32_t rank, rlx_tensor* out);
-rlx_status rlx_graph_add_cast(rlx_graph* g, rlx_tensor x, rlx_dtype dtype, rlx_tensor* out);
-rlx_status rlx_graph_add_stop_gradient(rlx_graph* g, rlx_tensor x, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_reshape(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                         int32_t rank, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_cast(rlx_graph* g, rlx_tensor x, rlx_dtype dtype, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_stop_gradient(rlx_graph* g, rlx_tensor x, rlx_tensor* out);
 
 /* --- layout */
-rlx_status rlx_graph_add_transpose(rlx_graph* g, rlx_tensor x, const int32_t* perm,
-                                   int32_t rank, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_transpose(rlx_graph* g, rlx_tensor x, const int32_t* perm,
+                                           int32_t rank, rlx_tensor* out);
 /* x[..., start:start+len, ...] along axis. */
-rlx_status rlx_graph_add_narrow(rlx_graph* g, rlx_tensor x, int32_t axis, int64_t start,
-                                int64_t len, rlx_tensor* out);
-rlx_status rlx_graph_add_concat(rlx_graph* g, const rlx_tensor* xs, int32_t n, int32_t axis,
-                                rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_narrow(rlx_graph* g, rlx_tensor x, int32_t axis, int64_t start,
+                                        int64_t len, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_concat(rlx_graph* g, const rlx_tensor* xs, int32_t n, int32_t axis,
+                                        rlx_tensor* out);
 /* NumPy broadcast of x to `shape` (rank >= x's rank). */
-rlx_status rlx_graph_add_expand(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
-                                int32_t rank, rlx_tensor* out);
-rlx_status rlx_graph_add_reverse(rlx_graph* g, rlx_tensor x, const int32_t* axes,
-                                 int32_t n_axes, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_expand(rlx_graph* g, rlx_tensor x, const rlx_dim* shape,
+                                        int32_t rank, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_reverse(rlx_graph* g, rlx_tensor x, const int32_t* axes,
+                                         int32_t n_axes, rlx_tensor* out);
 /* out = x.shape[:axis] + idx.shape + x.shape[axis+1:]; idx is i32/i64,
  * negative indices count from the end; out of range is a run-time error. */
-rlx_status rlx_graph_add_gather(rlx_graph* g, rlx_tensor x, rlx_tensor idx, int32_t axis,
-                                rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_gather(rlx_graph* g, rlx_tensor x, rlx_tensor idx, int32_t axis,
+                                        rlx_tensor* out);
 /* out = base; out[..idx[p]..] += src[p] along axis (torch.scatter_add):
  * idx and src have the same shape and rank as base. */
-rlx_status rlx_graph_add_scatter_add(rlx_graph* g, rlx_tensor base, rlx_tensor idx,
-                                     rlx_tensor src, int32_t axis, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_scatter_add(rlx_graph* g, rlx_tensor base, rlx_tensor idx,
+                                             rlx_tensor src, int32_t axis, rlx_tensor* out);
 
 /* --- elementwise */
 typedef enum rlx_binary_op {
@@ -205,68 +232,72 @@ typedef enum rlx_activation {
 } rlx_activation;
 
 /* NumPy broadcasting; both operands share a dtype. */
-rlx_status rlx_graph_add_binary(rlx_graph* g, rlx_binary_op op, rlx_tensor a, rlx_tensor b,
-                                rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_binary(rlx_graph* g, rlx_binary_op op, rlx_tensor a, rlx_tensor b,
+                                        rlx_tensor* out);
 /* Result dtype is bool. */
-rlx_status rlx_graph_add_compare(rlx_graph* g, rlx_compare_op op, rlx_tensor a, rlx_tensor b,
-                                 rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_compare(rlx_graph* g, rlx_compare_op op, rlx_tensor a,
+                                         rlx_tensor b, rlx_tensor* out);
 /* cond is bool; x and y share a dtype; all three broadcast. */
-rlx_status rlx_graph_add_where(rlx_graph* g, rlx_tensor cond, rlx_tensor x, rlx_tensor y,
-                               rlx_tensor* out);
-rlx_status rlx_graph_add_activation(rlx_graph* g, rlx_activation act, rlx_tensor x,
-                                    rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_where(rlx_graph* g, rlx_tensor cond, rlx_tensor x, rlx_tensor y,
+                                       rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_activation(rlx_graph* g, rlx_activation act, rlx_tensor x,
+                                            rlx_tensor* out);
 
 /* --- contraction */
 /* a: [..., M, K] (or [..., K, M] with transpose_a), b: [..., K, N] (or
  * [..., N, K] with transpose_b); batch dims broadcast. Rank >= 2. */
-rlx_status rlx_graph_add_matmul(rlx_graph* g, rlx_tensor a, rlx_tensor b, int32_t transpose_a,
-                                int32_t transpose_b, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_matmul(rlx_graph* g, rlx_tensor a, rlx_tensor b,
+                                        int32_t transpose_a, int32_t transpose_b, rlx_tensor* out);
 /* act(a @ b + bias); bias is [N] or RLX_NONE; act may be RLX_ACT_NONE. */
-rlx_status rlx_graph_add_fused_matmul_bias_act(rlx_graph* g, rlx_tensor a, rlx_tensor b,
-                                               rlx_tensor bias, int32_t transpose_a,
-                                               int32_t transpose_b, rlx_activation act,
-                                               rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_fused_matmul_bias_act(rlx_graph* g, rlx_tensor a, rlx_tensor b,
+                                                       rlx_tensor bias, int32_t transpose_a,
+                                                       int32_t transpose_b, rlx_activation act,
+                                                       rlx_tensor* out);
 
 /* --- reduction */
 typedef enum rlx_reduce_op {
   RLX_RED_SUM, RLX_RED_MEAN, RLX_RED_MAX, RLX_RED_MIN, RLX_RED_PROD, RLX_RED_COUNT
 } rlx_reduce_op;
 /* Reduces over `axes` (n_axes == 0 means all axes). */
-rlx_status rlx_graph_add_reduce(rlx_graph* g, rlx_reduce_op op, rlx_tensor x,
-                                const int32_t* axes, int32_t n_axes, int32_t keep_dim,
-                                rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_reduce(rlx_graph* g, rlx_reduce_op op, rlx_tensor x,
+                                        const int32_t* axes, int32_t n_axes, int32_t keep_dim,
+                                        rlx_tensor* out);
 /* Result i64; ties resolve to the first index. */
-rlx_status rlx_graph_add_argmax(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
-                                rlx_tensor* out);
-rlx_status rlx_graph_add_argmin(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
-                                rlx_tensor* out);
-rlx_status rlx_graph_add_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out);
-rlx_status rlx_graph_add_log_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_argmax(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                        rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_argmin(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t keep_dim,
+                                        rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_softmax(rlx_graph* g, rlx_tensor x, int32_t axis, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_log_softmax(rlx_graph* g, rlx_tensor x, int32_t axis,
+                                             rlx_tensor* out);
 /* Inclusive (or exclusive) prefix sum along axis, optionally from the end. */
-rlx_status rlx_graph_add_cumsum(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t exclusive,
-                                int32_t reverse, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_cumsum(rlx_graph* g, rlx_tensor x, int32_t axis, int32_t exclusive,
+                                        int32_t reverse, rlx_tensor* out);
 /* k largest (or smallest) along axis, sorted; indices are i64. Ties keep the
  * lower index first. */
-rlx_status rlx_graph_add_topk(rlx_graph* g, rlx_tensor x, int64_t k, int32_t axis,
-                              int32_t largest, rlx_tensor* out_values, rlx_tensor* out_indices);
+RLX_API rlx_status rlx_graph_add_topk(rlx_graph* g, rlx_tensor x, int64_t k, int32_t axis,
+                                      int32_t largest, rlx_tensor* out_values,
+                                      rlx_tensor* out_indices);
 
 /* --- normalization */
 /* Normalizes over dims [axis, rank); gamma/beta have shape x.shape[axis:] or
  * are RLX_NONE. */
-rlx_status rlx_graph_add_layer_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
-                                    rlx_tensor beta, int32_t axis, float eps, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_layer_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                            rlx_tensor beta, int32_t axis, float eps,
+                                            rlx_tensor* out);
 /* x / sqrt(mean(x^2 over the last dim) + eps) * gamma; gamma may be RLX_NONE. */
-rlx_status rlx_graph_add_rms_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, float eps,
-                                  rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_rms_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, float eps,
+                                          rlx_tensor* out);
 /* sum = x + residual (+ bias); out_norm = layer_norm(sum) over the last dim. */
-rlx_status rlx_graph_add_fused_residual_layer_norm(rlx_graph* g, rlx_tensor x,
-                                                   rlx_tensor residual, rlx_tensor bias,
-                                                   rlx_tensor gamma, rlx_tensor beta, float eps,
-                                                   rlx_tensor* out_norm, rlx_tensor* out_sum);
-rlx_status rlx_graph_add_fused_residual_rms_norm(rlx_graph* g, rlx_tensor x,
-                                                 rlx_tensor residual, rlx_tensor bias,
-                                                 rlx_tensor gamma, float eps,
-                                                 rlx_tensor* out_norm, rlx_tensor* out_sum);
+RLX_API rlx_status rlx_graph_add_fused_residual_layer_norm(rlx_graph* g, rlx_tensor x,
+                                                           rlx_tensor residual, rlx_tensor bias,
+                                                           rlx_tensor gamma, rlx_tensor beta,
+                                                           float eps, rlx_tensor* out_norm,
+                                                           rlx_tensor* out_sum);
+RLX_API rlx_status rlx_graph_add_fused_residual_rms_norm(rlx_graph* g, rlx_tensor x,
+                                                         rlx_tensor residual, rlx_tensor bias,
+                                                         rlx_tensor gamma, float eps,
+                                                         rlx_tensor* out_norm, rlx_tensor* out_sum);
 
 /* --- transformer */
 typedef enum rlx_layout { RLX_LAYOUT_BSHD = 0, RLX_LAYOUT_BHSD = 1 } rlx_layout;
@@ -290,38 +321,38 @@ typedef struct rlx_attention_desc {
 } rlx_attention_desc;
 
 /* Output has q's shape and layout. mask is RLX_NONE unless the kind needs one. */
-rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
-                                   rlx_tensor mask, const rlx_attention_desc* desc,
-                                   rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
+                                           rlx_tensor mask, const rlx_attention_desc* desc,
+                                           rlx_tensor* out);
 
 typedef enum rlx_rope_style { RLX_ROPE_NEOX = 0, RLX_ROPE_GPTJ = 1 } rlx_rope_style;
 /* x: [B, S, H, head_dim] (BSHD) or [B, H, S, head_dim] (BHSD); cos/sin:
  * [S, n_rot/2] or [B*S, n_rot/2]. Only the first n_rot dims of each head rotate. */
-rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t, rlx_tensor sin_t,
-                              int32_t head_dim, int32_t n_rot, rlx_rope_style style,
-                              rlx_layout layout, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t,
+                                      rlx_tensor sin_t, int32_t head_dim, int32_t n_rot,
+                                      rlx_rope_style style, rlx_layout layout, rlx_tensor* out);
 
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
  * temperature <= 0 means greedy. The seed is given per run. */
-rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
-                                float temperature, rlx_tensor* out);
+RLX_API rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
+                                        float temperature, rlx_tensor* out);
 
 /* --- text format */
 /* Prints the graph; *out_text is malloc'd, free with rlx_free. */
-rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
+RLX_API rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
 /* Parses text into a new graph. On error returns the status and, if
  * out_error is not NULL, a malloc'd message "line:col: what" (rlx_free it). */
-rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
+RLX_API rlx_status rlx_graph_parse(const char* text, rlx_graph** out_graph, char** out_error);
 /* Reads the text file at path and parses it (as rlx_graph_parse). Only a
  * regular file is read: a FIFO, device or directory is INVALID_ARGUMENT at
  * once; a file that cannot be opened is NOT_FOUND with the OS's reason. */
-rlx_status rlx_graph_load(const char* path, rlx_graph** out_graph, char** out_error);
-void rlx_free(void* p);
+RLX_API rlx_status rlx_graph_load(const char* path, rlx_graph** out_graph, char** out_error);
+RLX_API void rlx_free(void* p);
 /* A Graphviz digraph of the graph (render with `dot -Tsvg`): one box per
  * node with its op, label and output type; leaves and graph outputs drawn
  * apart. title may be NULL. *out_text is malloc'd (rlx_free). */
-rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out_text);
+RLX_API rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out_text);
 
 /* --- NumPy .npy files (versions 1-3, little-endian, C order; <f4 <f2 <f8 |i1
  * |u1 <i4 <i8 |b1: bf16 has no .npy dtype, save it as f32) */
@@ -329,13 +360,14 @@ rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out
  * *out_data is malloc'd (rlx_free it; never NULL, even for no elements) and
  * holds *out_bytes bytes. On failure nothing is allocated and, if out_error
  * is not NULL, it receives a malloc'd message naming the file (rlx_free). */
-rlx_status rlx_npy_load(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
-                        int64_t* out_shape, void** out_data, size_t* out_bytes,
-                        char** out_error);
+RLX_API rlx_status rlx_npy_load(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
+                                int64_t* out_shape, void** out_data, size_t* out_bytes,
+                                char** out_error);
 /* Writes a version 1.0 .npy file. Dims must be static and bytes must equal
  * numel x dtype size. out_error as in rlx_npy_load. */
-rlx_status rlx_npy_save(const char* path, rlx_dtype dtype, int32_t rank, const int64_t* shape,
-                        const void* data, size_t bytes, char** out_error);
+RLX_API rlx_status rlx_npy_save(const char* path, rlx_dtype dtype, int32_t rank,
+                                const int64_t* shape, const void* data, size_t bytes,
+                                char** out_error);
 
 /* --- ONNX import (built when protobuf-c is found; otherwise these return
  * RLX_UNIMPLEMENTED with "ONNX import not built") */
@@ -350,11 +382,11 @@ rlx_status rlx_npy_save(const char* path, rlx_dtype dtype, int32_t rank, const i
  * input (`rlx run` accepts it with --input and freezes it).
  * If out_error is not NULL it receives a malloc'd message naming the op type,
  * node and problem (rlx_free it). */
-rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error);
+RLX_API rlx_status rlx_onnx_load(const char* path, rlx_graph** out_graph, char** out_error);
 /* Sets on e every param that rlx_onnx_load made from the initializers of the
  * ONNX file at path (the file is read again). */
 struct rlx_exec;
-rlx_status rlx_onnx_set_params(struct rlx_exec* e, const char* path, char** out_error);
+RLX_API rlx_status rlx_onnx_set_params(struct rlx_exec* e, const char* path, char** out_error);
 /* A graph input given its value at import time: it becomes a constant of the
  * graph (for inputs that must be known when the graph is built, such as a
  * Reshape target or Slice bounds; compile once per value, as with any
@@ -368,25 +400,25 @@ typedef struct rlx_onnx_frozen_input {
   size_t bytes;
 } rlx_onnx_frozen_input;
 /* rlx_onnx_load / rlx_onnx_set_params with some graph inputs frozen. */
-rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* frozen,
-                                int32_t n_frozen, rlx_graph** out_graph, char** out_error);
-rlx_status rlx_onnx_set_params_frozen(struct rlx_exec* e, const char* path,
-                                      const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
-                                      char** out_error);
+RLX_API rlx_status rlx_onnx_load_frozen(const char* path, const rlx_onnx_frozen_input* frozen,
+                                        int32_t n_frozen, rlx_graph** out_graph, char** out_error);
+RLX_API rlx_status rlx_onnx_set_params_frozen(struct rlx_exec* e, const char* path,
+                                              const rlx_onnx_frozen_input* frozen, int32_t n_frozen,
+                                              char** out_error);
 /* rlx_onnx_load_frozen that also names what is missing: when the import
  * fails with RLX_FAILED_PRECONDITION because a value needed at import time
  * derives from a graph input that is not frozen, *out_needed_input receives
  * that input's name (malloc'd, rlx_free), else NULL; a caller may freeze it
  * and load again (as `rlx run --input` does). */
-rlx_status rlx_onnx_load_frozen_ex(const char* path, const rlx_onnx_frozen_input* frozen,
-                                   int32_t n_frozen, rlx_graph** out_graph,
-                                   char** out_needed_input, char** out_error);
+RLX_API rlx_status rlx_onnx_load_frozen_ex(const char* path, const rlx_onnx_frozen_input* frozen,
+                                           int32_t n_frozen, rlx_graph** out_graph,
+                                           char** out_needed_input, char** out_error);
 /* Reads an ONNX TensorProto file (.pb, as in the ONNX test data). out_shape
  * has room for RLX_MAX_RANK dims; *out_data is malloc'd (rlx_free it; never
  * NULL) and holds *out_bytes bytes. */
-rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
-                                int64_t* out_shape, void** out_data, size_t* out_bytes,
-                                char** out_error);
+RLX_API rlx_status rlx_onnx_read_tensor(const char* path, rlx_dtype* out_dtype, int32_t* out_rank,
+                                        int64_t* out_shape, void** out_data, size_t* out_bytes,
+                                        char** out_error);
 
 /* ------------------------------------------------------------------ devices */
 
@@ -401,10 +433,10 @@ typedef struct rlx_device_info {
                          usable, but "best" ranks it below the CPU backend */
 } rlx_device_info;
 
-int32_t rlx_device_count(void);
-rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info);
+RLX_API int32_t rlx_device_count(void);
+RLX_API rlx_status rlx_device_get(int32_t index, rlx_device_info* out_info);
 /* "best" picks the first available of cuda, vulkan, webgpu, cpu. */
-rlx_status rlx_device_resolve(const char* name, const char** out_name);
+RLX_API rlx_status rlx_device_resolve(const char* name, const char** out_name);
 
 /* How a device would run the ops of a graph, from its backend's static
  * support rule: no device is started, so the answer also holds for a backend
@@ -423,8 +455,8 @@ typedef struct rlx_op_support {
  * device NULL fills only op and nodes. RLX_NOT_FOUND for an unknown device,
  * RLX_UNIMPLEMENTED for a backend not built into this library (message on
  * the graph either way). */
-rlx_status rlx_graph_op_support(const rlx_graph* g, const char* device, rlx_op_support* out,
-                                int32_t cap, int32_t* out_n);
+RLX_API rlx_status rlx_graph_op_support(const rlx_graph* g, const char* device, rlx_op_support* out,
+                                        int32_t cap, int32_t* out_n);
 
 /* ------------------------------------------------------------------ compile / run */
 
@@ -461,70 +493,70 @@ typedef struct rlx_compile_options {
 } rlx_compile_options;
 
 /* Fills defaults. */
-void rlx_compile_options_init(rlx_compile_options* o);
+RLX_API void rlx_compile_options_init(rlx_compile_options* o);
 
 /* device: "cpu", "cuda", "vulkan", "webgpu" or "best". options may be NULL.
  * On failure the message is on the graph. */
-rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
-                       rlx_exec** out_exec);
-void rlx_exec_destroy(rlx_exec* e);
-const char* rlx_exec_last_error(const rlx_exec* e);
+RLX_API rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
+                               rlx_exec** out_exec);
+RLX_API void rlx_exec_destroy(rlx_exec* e);
+RLX_API const char* rlx_exec_last_error(const rlx_exec* e);
 /* A new executable sharing e's compiled code, with its own arena (params copied). */
-rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec);
+RLX_API rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec);
 
 /* Params: src_dtype is the dtype of `data`; it must equal the param's dtype, or
  * be f32 (converted to the param's float dtype). bytes must match exactly. */
-rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype,
-                              const void* data, size_t bytes);
+RLX_API rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype,
+                                      const void* data, size_t bytes);
 /* Inputs: dtype must equal the input's; shape must match (symbolic dims are
  * bound by it). The data is copied. */
-rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
-                              const rlx_dim* shape, int32_t rank, const void* data,
-                              size_t bytes);
-rlx_status rlx_exec_set_seed(rlx_exec* e, uint64_t seed);
+RLX_API rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
+                                      const rlx_dim* shape, int32_t rank, const void* data,
+                                      size_t bytes);
+RLX_API rlx_status rlx_exec_set_seed(rlx_exec* e, uint64_t seed);
 /* Runs the leading dim of `extent_symbol` tensors at n <= the compiled bound. */
-rlx_status rlx_exec_set_active_extent(rlx_exec* e, int64_t n);
+RLX_API rlx_status rlx_exec_set_active_extent(rlx_exec* e, int64_t n);
 /* After every run, copy output `output_index` (or its row `row` along dim 0
  * when row >= 0) into input `input_name`, on the device. */
-rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_index,
-                         int64_t row);
+RLX_API rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_index,
+                                 int64_t row);
 /* Only these outputs are read back after a run (n = -1: all). */
-rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t n);
-rlx_status rlx_exec_run(rlx_exec* e);
+RLX_API rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t n);
+RLX_API rlx_status rlx_exec_run(rlx_exec* e);
 
-int32_t rlx_exec_output_count(const rlx_exec* e);
+RLX_API int32_t rlx_exec_output_count(const rlx_exec* e);
 /* Shape after the last run (or as compiled before any run). */
-rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out_dtype,
-                                int32_t* out_rank, int64_t* out_shape);
+RLX_API rlx_status rlx_exec_output_type(const rlx_exec* e, int32_t index, rlx_dtype* out_dtype,
+                                        int32_t* out_rank, int64_t* out_shape);
 /* Copies output `index` converted to `dtype` (same dtype, or any float dtype
  * from a float output); bytes must be at least the converted size. */
-rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype, void* dst,
-                                size_t bytes);
+RLX_API rlx_status rlx_exec_read_output(const rlx_exec* e, int32_t index, rlx_dtype dtype,
+                                        void* dst, size_t bytes);
 /* The graph's inputs and params as compiled (see rlx_graph_get_input); the
  * strings belong to the executable. */
-int32_t rlx_exec_input_count(const rlx_exec* e);
-rlx_status rlx_exec_get_input(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
-int32_t rlx_exec_param_count(const rlx_exec* e);
-rlx_status rlx_exec_get_param(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
+RLX_API int32_t rlx_exec_input_count(const rlx_exec* e);
+RLX_API rlx_status rlx_exec_get_input(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
+RLX_API int32_t rlx_exec_param_count(const rlx_exec* e);
+RLX_API rlx_status rlx_exec_get_param(const rlx_exec* e, int32_t index, rlx_value_info* out_info);
 /* Graphviz view (as rlx_graph_print_dot) of the graph after the compiler's
  * passes (decomposition, fusion) at the current binding;
  * RLX_FAILED_PRECONDITION while a symbol is still unbound. */
-rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_text);
+RLX_API rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_text);
 /* Device milliseconds of the last rlx_exec_run on the calling thread, where
  * the backend measures them (CUDA with RLX_CUDA_TIMING=1 at compile time:
  * CUDA events around the run's device work); -1 when none was measured.
  * RLX_UNIMPLEMENTED (*out_ms = -1) on backends that never measure. For
  * benchmarks. */
-rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms);
+RLX_API rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms);
 
 /* Copies row `row` (along dim 0) of output `index`. */
-rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
-                                    rlx_dtype dtype, void* dst, size_t bytes);
+RLX_API rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,
+                                            rlx_dtype dtype, void* dst, size_t bytes);
 
 /* Dispatch report: per op kind native / fused / decomposed / host fallback
  * counts, arena bytes, sum of tensor bytes, peak-live lower bound, launch
  * count. *out_text is malloc'd (rlx_free). */
-rlx_status rlx_exec_report(const rlx_exec* e, char** out_text);
+RLX_API rlx_status rlx_exec_report(const rlx_exec* e, char** out_text);
 
 typedef struct rlx_memory_stats {
   uint64_t arena_bytes;
@@ -532,7 +564,7 @@ typedef struct rlx_memory_stats {
   uint64_t peak_live_bytes;  /* lower bound: max bytes live at one schedule position */
   int32_t launches;          /* steps per run */
 } rlx_memory_stats;
-rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out_stats);
+RLX_API rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out_stats);
 
 #ifdef __cplusplus
 }

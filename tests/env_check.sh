@@ -3,8 +3,8 @@
 #  1. docs/ENV.md's table is exactly the one generated from env.def, and
 #     every RLX_* name elsewhere in ENV.md is a registered switch;
 #  2. nothing in src/ calls getenv( except src/base/env.c;
-#  3. every RLX_* variable the tests, benchmarks, scripts and CMake set or
-#     read is registered;
+#  3. every RLX_* variable the tests, benchmarks, scripts and CMake (CMakeLists.txt,
+#     cmake/*.cmake) set or read is registered;
 #  4. no renamed or removed switch is still used;
 #  5. the keys are typed: reading an unregistered switch, or one of another
 #     kind, does not compile ($CC, default cc).
@@ -69,7 +69,7 @@ hits=$(grep -rn 'getenv(' src | grep -v '^src/base/env\.c:')
 
 # 3. every switch the harness uses is registered
 used=$( { grep -ohE '(getenv|setenv|unsetenv)\("RLX_[A-Z0-9_]+' tests/*.c tests/*.h bench/*.c bench/kernels/*.c tools/*.c 2>/dev/null
-          grep -hE 'ENVIRONMENT|rlx_wg_env' CMakeLists.txt | grep -oE 'RLX_[A-Z0-9_]+='
+          grep -hE 'ENVIRONMENT|rlx_wg_env' CMakeLists.txt cmake/*.cmake | grep -oE 'RLX_[A-Z0-9_]+='
           sed 's/-DRLX_[A-Z0-9_]*=//g' scripts/*.sh tests/*.sh bench/*.sh 2>/dev/null | grep -oE 'RLX_[A-Z0-9_]+='
           grep -ohE '\$\{?RLX_[A-Z0-9_]+' scripts/*.sh tests/*.sh bench/*.sh 2>/dev/null
         } | grep -oE 'RLX_[A-Z0-9_]+' | sort -u)
@@ -80,7 +80,7 @@ done
 # 4. renamed (RLX_WEBGPU_* -> RLX_WG_*, RLX_CUBLASLT -> RLX_CUDA_CUBLASLT) and
 # removed (moved to bench/kernels/) switches; only docs/ENV.md, the lab
 # (which says where its variants came from) and old logs may name them
-left=$(grep -rnE "$old" src tests tools bench scripts CMakeLists.txt README.md 2>/dev/null |
+left=$(grep -rnE "$old" src tests tools bench scripts CMakeLists.txt cmake README.md 2>/dev/null |
        grep -v '^bench/results/' | grep -v '^bench/kernels/' | grep -v '^tests/env_check.sh:')
 [ -z "$left" ] || bad "old switch names still used:"$'\n'"$left"
 

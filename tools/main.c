@@ -35,7 +35,8 @@ static void usage(FILE* f) {
           "loader, Dawn) print their warnings, and Dawn its log; by default they are\n"
           "silenced while devices start. rlx's own errors are always printed.\n"
           "\n"
-          "`rlx <command> --help` describes a command's options.\n"
+          "`rlx <command> --help` describes a command's options;\n"
+          "`rlx --version` prints the version and what was built in.\n"
           "Graphs are files in the rlx text format (.rlx); try\n"
           "  rlx example gpt > gpt.rlx && rlx generate gpt.rlx --random-params --prompt 1,2,3\n"
           "(--random-params: the example has no checkpoint, so its weights are made up).\n");
@@ -54,6 +55,29 @@ static int take_verbose(int* argc, char** argv) {
   return verbose;
 }
 
+/* `rlx --version`: the library's version, the backends compiled into it
+ * (built in is not available: `rlx devices` says which can run here) and
+ * whether the ONNX importer is. */
+static int print_version(void) {
+  printf("rlx %s\n", rlx_version());
+  printf("backends built in:");
+  int quiet = cli_quiet_begin(); /* rlx_device_get starts the drivers */
+  for (int32_t i = 0; i < rlx_device_count(); i++) {
+    rlx_device_info d;
+    if (rlx_device_get(i, &d) == RLX_OK && strcmp(d.detail, "not built") != 0)
+      printf(" %s", d.name);
+  }
+  cli_quiet_end(quiet);
+  printf("\n");
+  /* Without protobuf-c the importer answers UNIMPLEMENTED before it looks
+   * at the file (rlx.h); a built one fails to open "" instead. */
+  rlx_graph* g = NULL;
+  rlx_status s = rlx_onnx_load("", &g, NULL);
+  rlx_graph_destroy(g);
+  printf("onnx import: %s\n", s == RLX_UNIMPLEMENTED ? "not built" : "built");
+  return CLI_OK;
+}
+
 int main(int argc, char** argv) {
   cli_verbose = take_verbose(&argc, argv);
   /* Dawn's own log goes through the library's switch (docs/ENV.md). */
@@ -63,6 +87,7 @@ int main(int argc, char** argv) {
     return CLI_USAGE;
   }
   const char* name = argv[1];
+  if (strcmp(name, "--version") == 0) return print_version();
   if (strcmp(name, "help") == 0 || cli_is_help(name)) {
     if (argc >= 3) {
       /* `rlx help run` is `rlx run --help`. */

@@ -1,0 +1,42 @@
+# Benchmarks and the kernel lab (included by CMakeLists.txt when
+# RLX_BUILD_BENCH is on; their ctest checks are in tests.cmake).
+
+# ---- benchmarks
+file(GLOB RLX_BENCH_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/bench/*.c)
+foreach(src ${RLX_BENCH_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_link_libraries(${name} PRIVATE rlx_lib)
+endforeach()
+# bench_cpu times the CPU backend's kernels themselves (see its header comment).
+target_include_directories(bench_cpu PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# ---- kernel lab: bench/kernels/ (one program per kernel family: numbered
+# variants, each checked against a double-precision reference and timed; see
+# bench/kernels/README.md). C programs build everywhere; .cu programs (CUDA
+# runtime, run on the GPU machine) when the CUDA backend is built.
+file(GLOB RLX_LAB_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/bench/kernels/*.c)
+foreach(src ${RLX_LAB_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(lab_${name} ${src})
+  target_include_directories(lab_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(lab_${name} PRIVATE rlx_lib)
+endforeach()
+set(RLX_LAB_CU_NAMES) # checked by cmake/tests.cmake
+if(DEFINED RLX_CUDA_OUT)
+  file(GLOB RLX_LAB_CU CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/bench/kernels/*.cu)
+  foreach(cu ${RLX_LAB_CU})
+    get_filename_component(name ${cu} NAME_WE)
+    add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/lab_${name}
+      COMMAND ${RLX_NVCC} -O3 -std=c++17 -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src
+              -I${RLX_CUDA_DIR}/kernels -I${PROJECT_SOURCE_DIR}/bench/kernels
+              -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+              -o ${PROJECT_BINARY_DIR}/lab_${name} ${cu}
+      DEPENDS ${cu} ${RLX_CUDA_KERNELS} ${RLX_CUDA_KERNEL_HEADERS}
+              ${PROJECT_SOURCE_DIR}/bench/kernels/lab.h ${PROJECT_SOURCE_DIR}/include/rlx.h
+              ${PROJECT_SOURCE_DIR}/src/base/scalar_math.h
+      COMMENT "nvcc lab ${name}.cu" VERBATIM)
+    add_custom_target(lab_${name} ALL DEPENDS ${PROJECT_BINARY_DIR}/lab_${name})
+    list(APPEND RLX_LAB_CU_NAMES ${name})
+  endforeach()
+endif()

@@ -1,0 +1,230 @@
+# Tests (included by CMakeLists.txt when RLX_BUILD_TESTS is on): every
+# ctest registration, so a project embedding rlx builds none of this.
+
+# ---- tests: tests/test_*.c, one executable and one ctest each
+file(GLOB RLX_TESTS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c)
+foreach(src ${RLX_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src} ${PROJECT_SOURCE_DIR}/tests/harness.c)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE rlx_lib)
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 900)
+endforeach()
+
+# CLI smoke tests (tests/cli.sh drives the built rlx binary)
+add_test(NAME cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/cli.sh $<TARGET_FILE:rlx>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+# tools/ and bench/ include only rlx.h (and their own headers)
+add_test(NAME public_api_only COMMAND bash ${PROJECT_SOURCE_DIR}/tests/public_api_only.sh
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+add_test(NAME public_api_only_selftest
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/public_api_only.sh --selftest
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+
+# ---- packaging: librlx.so exports exactly rlx.h; the installed package and
+# add_subdirectory() work for a user's program (tests/install_consumer/).
+add_test(NAME exported_symbols COMMAND bash ${PROJECT_SOURCE_DIR}/tests/exported_symbols.sh
+         $<TARGET_FILE:rlx_shared> ${PROJECT_SOURCE_DIR}/include/rlx.h ${CMAKE_C_COMPILER})
+add_test(NAME exported_symbols_selftest
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/exported_symbols.sh --selftest ${CMAKE_C_COMPILER})
+set(rlx_consumer_flags "")
+if(RLX_SANITIZE OR RLX_FUZZ)
+  # An instrumented librlx needs an instrumented program (runtime first).
+  set(rlx_consumer_flags "-fsanitize=address,undefined")
+endif()
+if(RLX_INSTALL)
+  add_test(NAME install_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install_test.sh install
+           ${PROJECT_BINARY_DIR} ${PROJECT_VERSION})
+  set_tests_properties(install_test PROPERTIES TIMEOUT 600 ENVIRONMENT
+                       "CC=${CMAKE_C_COMPILER};INSTALL_TEST_FLAGS=${rlx_consumer_flags}")
+endif()
+# Builds the library again (without CUDA: about half a minute): once, outside
+# the sanitizer pass.
+if(NOT RLX_SANITIZE AND NOT RLX_FUZZ)
+  add_test(NAME subdirectory_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install_test.sh
+           subdirectory)
+  set_tests_properties(subdirectory_test PROPERTIES TIMEOUT 900
+                       ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+endif()
+
+# ---- fuzz targets: tests/fuzz_*.c (libFuzzer with clang; a replay driver otherwise)
+file(GLOB RLX_FUZZ_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/fuzz_*.c)
+foreach(src ${RLX_FUZZ_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  if(RLX_FUZZ)
+    add_executable(${name} ${src})
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  else()
+    add_executable(${name} ${src} ${PROJECT_SOURCE_DIR}/tests/replay_corpus.c)
+    add_test(NAME ${name}_corpus COMMAND ${name} ${PROJECT_SOURCE_DIR}/tests/corpus/${name}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  endif()
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PRIVATE rlx_lib)
+endforeach()
+
+# ---- kernel lab checks (the lab is built with the benchmarks)
+if(RLX_BUILD_BENCH)
+  # Correctness only (small odd shapes, every variant): never a time.
+  add_test(NAME lab_gemm_check COMMAND lab_gemm --check --threads 2
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  foreach(name ${RLX_LAB_CU_NAMES})
+    # Exits 77 (skipped) without a CUDA device.
+    add_test(NAME lab_${name}_check COMMAND ${PROJECT_BINARY_DIR}/lab_${name} --check
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(lab_${name}_check PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
+# The environment-switch registry, its documentation (docs/ENV.md) and the
+# switches the sources and scripts use agree.
+add_test(NAME env_check COMMAND bash ${PROJECT_SOURCE_DIR}/tests/env_check.sh
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(env_check PROPERTIES ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+
+# ---- Vulkan
+if("RLX_HAVE_VULKAN" IN_LIST RLX_FEATURE_DEFINES)
+  # The whole op-parity suite on Vulkan with the Khronos validation layer:
+  # any validation message fails the run (RLX_VK_VALIDATION=1).
+  add_test(NAME parity_vulkan_validation COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(parity_vulkan_validation PROPERTIES TIMEOUT 1800
+                       ENVIRONMENT "RLX_VK_VALIDATION=1")
+  # Again with the arena bound through 64 KiB windows (dynamic offsets, several
+  # descriptor sets, staging and the host fallback for spread-out steps), and
+  # with the shared-memory reductions (no subgroups) and the vectorised row
+  # kernel taking every row it can.
+  add_test(NAME parity_vulkan_windowed COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(parity_vulkan_windowed PROPERTIES TIMEOUT 1800
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_BINDING=65536;RLX_VK_SET_SPAN=131072")
+  add_test(NAME parity_vulkan_no_subgroup COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(parity_vulkan_no_subgroup PROPERTIES TIMEOUT 1800
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_NO_SUBGROUP=1;RLX_VK_ROWS_MIN=4")
+endif()
+
+# ---- ONNX
+# The conformance runner and the CLI test exit 77 when libonnx-testdata is
+# not installed.
+if(TEST test_onnx_conformance)
+  set_tests_properties(test_onnx_conformance PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+if(TEST test_onnx_frozen)
+  set_tests_properties(test_onnx_frozen PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+add_test(NAME onnx_cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_cli.sh $<TARGET_FILE:rlx>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(onnx_cli PROPERTIES SKIP_RETURN_CODE 77)
+# ---- end ONNX
+
+# ---- WebGPU
+# Tests on the unpacked Dawn + Mesa 25 lavapipe; SKIP (77) when setup_webgpu.sh has not run.
+set(rlx_wg_env "RLX_WG_LIB=${RLX_WG_TP}/bun-webgpu-linux-x64/libwebgpu_wrapper.so"
+    "VK_DRIVER_FILES=${RLX_WG_TP}/mesa25/lvp_icd.json"
+    "LD_LIBRARY_PATH=${RLX_WG_TP}/mesa25/usr/lib/x86_64-linux-gnu")
+add_test(NAME parity_webgpu
+  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(parity_webgpu PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${rlx_wg_env}")
+# The same with the arena binding forced down to 4 KiB windows (staged steps).
+add_test(NAME parity_webgpu_windowed
+  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(parity_webgpu_windowed PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${rlx_wg_env};RLX_WG_MAX_BINDING=4096;RLX_PARITY_ROUNDS=1")
+# The same with shader-f16 and subgroups forced off (workgroup-memory reductions,
+# integer f16 loads), so both kernel forms stay tested wherever Dawn offers them.
+add_test(NAME parity_webgpu_fallbacks
+  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(parity_webgpu_fallbacks PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${rlx_wg_env};RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1")
+if(TEST test_webgpu)
+  set_tests_properties(test_webgpu PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${rlx_wg_env}")
+  add_test(NAME test_webgpu_fallbacks COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_webgpu_fallbacks PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env};RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_WG_NO_FAST=1")
+  add_test(NAME test_webgpu_windowed COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_webgpu_windowed PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env};RLX_WG_MAX_BINDING=4096")
+  # Dawn's defaults (robust accesses, workgroup zero-fill, validation) instead
+  # of the backend's toggles: both device setups stay tested.
+  add_test(NAME test_webgpu_safe COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_webgpu_safe PROPERTIES SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env};RLX_WG_SAFE=1")
+  # The 128-dim flash-attention kernel, which the backend keeps off CPU
+  # adapters: lavapipe compiles it for minutes, so once, outside the
+  # sanitizer build.
+  if(NOT RLX_SANITIZE)
+    add_test(NAME test_webgpu_flash128 COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(test_webgpu_flash128 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+                         ENVIRONMENT "${rlx_wg_env};RLX_WG_FLASH128=1;RLX_TEST_ONLY=flash_attention_wide_heads")
+  endif()
+endif()
+# ---- end WebGPU tests
+
+# ---- backend contract (tests/test_contract.c), one entry per device: the
+# glob above registers test_contract (cpu, its default); the GPU backends
+# here. Each exits 77 (ctest SKIP, with the reason) when its device is not
+# built or cannot start: cuda runs only on the GPU machine.
+set_tests_properties(test_contract test_vulkan test_cuda test_oom PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+add_test(NAME contract_webgpu
+  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_contract>
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(contract_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${rlx_wg_env}")
+# Again under the device setups test_webgpu runs in: 4 KiB binding windows
+# (staged steps), no shader-f16 / subgroups / fast kernels, Dawn's defaults.
+foreach(v "windowed;RLX_WG_MAX_BINDING=4096"
+          "fallbacks;RLX_WG_NO_F16=1\;RLX_WG_NO_SUBGROUPS=1\;RLX_WG_NO_FAST=1"
+          "safe;RLX_WG_SAFE=1")
+  list(GET v 0 suffix)
+  list(GET v 1 extra)
+  add_test(NAME contract_webgpu_${suffix}
+    COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_contract>
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(contract_webgpu_${suffix} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env};${extra}")
+endforeach()
+add_test(NAME contract_cuda COMMAND test_contract cuda WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(contract_cuda PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+# ---- end backend contract
+
+# ---- ONNX conformance on the GPU backends (lavapipe here): the same rule as
+# the CPU table against tests/onnx_results/{vulkan,webgpu}.txt; SKIP (77)
+# with the reason when the device is absent. Vulkan runs with the Khronos
+# validation layer and fails on any message. scripts/onnx_conformance.sh
+# DEVICE regenerates a table.
+if(TEST test_onnx_conformance)
+  add_test(NAME onnx_conformance_vulkan COMMAND test_onnx_conformance --device vulkan
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_conformance_vulkan PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_VK_VALIDATION=1")
+  add_test(NAME onnx_conformance_webgpu
+    COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" --device webgpu" $<TARGET_FILE:test_onnx_conformance>
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_conformance_webgpu PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env}")
+endif()
+# ---- end ONNX conformance on the GPU backends
+
+# ---- Python package (python/): tests/python.sh installs it offline with pip
+# into a venv under the build directory, bundling this build's librlx.so, and
+# runs python/tests against the installed copy on every available device.
+# SKIP (77) without python3-venv/numpy/pytest. Not under the sanitizers: an
+# ASan library cannot be loaded into an uninstrumented Python.
+if(NOT RLX_SANITIZE)
+  add_test(NAME python COMMAND bash ${PROJECT_SOURCE_DIR}/tests/python.sh ${PROJECT_BINARY_DIR}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(python PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
+# ---- end Python package
+
+# ---- the README's C quick start (examples/quickstart.c), built and run on
+# the CPU so the README cannot drift from a working program.
+add_executable(example_quickstart ${PROJECT_SOURCE_DIR}/examples/quickstart.c)
+target_link_libraries(example_quickstart PRIVATE rlx_lib)
+add_test(NAME example_quickstart COMMAND example_quickstart cpu)

@@ -70,9 +70,12 @@ void rlx_compile_key_add_str(rlx_compile_key* k, const char* s) {
 }
 
 void rlx_compile_key_add_env(rlx_compile_key* k) {
-  for (int i = 0; i < RLX_ENV_COUNT; i++) {
+  for (rlx_env_id i = 0; i < RLX_ENV_COUNT; i++) {
     if (rlx_env_table[i].cls == RLX_ENV_CLASS_HARNESS) continue; /* the library never reads them */
-    rlx_env_str_key raw = {(rlx_env_id)i}; /* the raw text of any switch, whatever its kind */
+    if (i == RLX_ENV_COMPILE_CACHE.id || i == RLX_ENV_COMPILE_CACHE_BYTES.id ||
+        i == RLX_ENV_DISPATCH_REPORT.id)
+      continue; /* they change what is kept or printed, never what is compiled */
+    rlx_env_str_key raw = {i}; /* the raw text of any switch, whatever its kind */
     rlx_compile_key_add_str(k, rlx_env_str(raw));
   }
 }

@@ -129,7 +129,8 @@ TEST(clone_matches_and_is_independent) {
   rlx_graph_destroy(g);
 }
 
-/* The clone owns everything it runs with: the original may go first. */
+/* The clone owns everything it runs with: the original may change its
+ * params or go first. */
 TEST(clone_outlives_original) {
   float c = fresh_constant();
   rlx_graph* g = mlp_graph(M, c);
@@ -141,6 +142,10 @@ TEST(clone_outlives_original) {
   mlp_fill(&d, 3);
   CHECK_OK_E(e, set_params(e, &d));
   CHECK_OK_E(e, rlx_exec_clone(e, &k));
+  mlp_data d2;
+  mlp_fill(&d2, 30);
+  CHECK_OK_E(e, set_params(e, &d2)); /* the clone keeps the values it was made with */
+  CHECK(run_and_check(e, &d, &d2, M, c));
   rlx_exec_destroy(e);
   rlx_compile_cache_clear(); /* the clone's reference is the last one now */
   CHECK(run_and_check(k, &d, &d, M, c));

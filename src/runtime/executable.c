@@ -7,6 +7,7 @@
  * the backend. Params and inputs are kept on the host as the user set them,
  * so a new variant can be filled without asking the user again. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,19 @@ typedef struct variant {
   rlx_step_list extent_steps;
 } variant;
 
+/* A param's host bytes, shared by an executable and its clones until one
+ * of them sets the param again (copy on write): a clone copies no bytes. */
+typedef struct param_bytes {
+  atomic_int refs;
+  void* data;
+} param_bytes;
+
 /* A named host-side buffer: a param's value or an input's last data. */
 typedef struct host_slot {
   char* name;
   rlx_type type;       /* declared (may be symbolic for inputs) */
-  void* data;
+  void* data;          /* params: shared->data (NULL until first set) */
+  param_bytes* shared; /* params only */
   size_t bytes;
   int64_t shape[RLX_MAX_RANK]; /* shape given with the data (inputs) */
   int set;             /* the user has given a value (params: ever; inputs: host copy valid) */
@@ -98,6 +107,30 @@ static int find_slot(const host_slot* slots, int32_t n, const char* name) {
   for (int32_t i = 0; i < n; i++)
     if (strcmp(slots[i].name, name) == 0) return i;
   return -1;
+}
+
+static void param_bytes_unref(param_bytes* b) {
+  if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  free(b->data);
+  free(b);
+}
+
+/* Gives param p bytes of its own, shared with no clone, before they are
+ * written (the values are about to be replaced as a whole). */
+static rlx_status param_own(rlx_exec* e, host_slot* p) {
+  if (p->shared && atomic_load_explicit(&p->shared->refs, memory_order_acquire) == 1) return RLX_OK;
+  param_bytes* b = calloc(1, sizeof *b);
+  if (b) b->data = malloc(p->bytes ? p->bytes : 1);
+  if (!b || !b->data) {
+    free(b);
+    return rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "param '%s': no host memory for %zu bytes",
+                    p->name, p->bytes);
+  }
+  atomic_init(&b->refs, 1);
+  param_bytes_unref(p->shared);
+  p->shared = b;
+  p->data = b->data;
+  return RLX_OK;
 }
 
 /* Value of the leaf named `name` of op `op` in graph g, or -1. */
@@ -345,9 +378,7 @@ static rlx_status collect_leaves(rlx_exec* e) {
       int64_t b = static_bytes(&s->type);
       if (b < 0)
         return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' has a symbolic shape", s->name);
-      s->bytes = (size_t)b;
-      s->data = calloc(1, s->bytes ? s->bytes : 1);
-      RLX_CHECK_ALLOC(&e->err, s->data);
+      s->bytes = (size_t)b; /* the bytes are allocated when first set */
     }
   }
   return RLX_OK;
@@ -436,7 +467,10 @@ static int all_bound(const rlx_exec* e) {
 void rlx_exec_destroy(rlx_exec* e) {
   if (!e) return;
   for (int32_t i = 0; i < e->n_variants; i++) variant_free(e->backend, e->variants[i]);
-  for (int32_t i = 0; i < e->n_params; i++) { free(e->params[i].name); free(e->params[i].data); }
+  for (int32_t i = 0; i < e->n_params; i++) {
+    free(e->params[i].name);
+    param_bytes_unref(e->params[i].shared);
+  }
   for (int32_t i = 0; i < e->n_inputs; i++) { free(e->inputs[i].name); free(e->inputs[i].data); }
   free(e->params);
   free(e->inputs);
@@ -498,18 +532,21 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
 
 const char* rlx_exec_last_error(const rlx_exec* e) { return e ? e->err.msg : "null executable"; }
 
-/* Copies slot `from` into `to`: name, type, state, and the data if
- * with_data (params); an input's data is not carried over. */
-static rlx_status copy_slot(host_slot* to, const host_slot* from, int with_data) {
+/* Copies slot `from` into `to`: name, type, state, and for a param its
+ * value (bytes shared until either sets it again); an input's data is not
+ * carried over. */
+static rlx_status copy_slot(host_slot* to, const host_slot* from, int is_param) {
   memset(to, 0, sizeof *to);
   to->name = dup_str(from->name);
   if (!to->name) return RLX_RESOURCE_EXHAUSTED;
   to->type = from->type;
   to->state = from->state;
-  if (!with_data) return RLX_OK;
-  to->data = malloc(from->bytes ? from->bytes : 1);
-  if (!to->data) return RLX_RESOURCE_EXHAUSTED;
-  if (from->bytes) memcpy(to->data, from->data, from->bytes);
+  if (!is_param) return RLX_OK;
+  if (from->shared) {
+    to->shared = from->shared;
+    atomic_fetch_add_explicit(&to->shared->refs, 1, memory_order_relaxed);
+    to->data = from->data;
+  }
   to->bytes = from->bytes;
   to->set = from->set;
   to->version = from->version;
@@ -517,12 +554,12 @@ static rlx_status copy_slot(host_slot* to, const host_slot* from, int with_data)
 }
 
 static rlx_status copy_slots(host_slot** to, int32_t* n_to, const host_slot* from, int32_t n,
-                             int with_data) {
+                             int is_param) {
   *to = calloc((size_t)n + 1, sizeof **to);
   if (!*to) return RLX_RESOURCE_EXHAUSTED;
   for (int32_t i = 0; i < n; i++) {
     *n_to = i + 1; /* counted first: destroy frees a half-copied slot */
-    RLX_RETURN_IF_ERROR(copy_slot(&(*to)[i], &from[i], with_data));
+    RLX_RETURN_IF_ERROR(copy_slot(&(*to)[i], &from[i], is_param));
   }
   return RLX_OK;
 }
@@ -611,6 +648,7 @@ rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype
   if (bytes != want)
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' needs %zu bytes of %s, got %zu",
                     name, want, rlx_dtype_name(src_dtype), bytes);
+  RLX_RETURN_IF_ERROR(param_own(e, p));
   if (convert) rlx_convert(p->data, pt, data, src_dtype, (int64_t)numel);
   else memcpy(p->data, data, bytes);
   p->set = 1;

@@ -97,6 +97,16 @@ static rlx_compile_cache_stats stats_now(void) {
   return s;
 }
 
+/* The dispatch report of e names `what` (where its compiled code came from). */
+static int report_says(const rlx_exec* e, const char* what) {
+  char* text = NULL;
+  if (rlx_exec_report(e, &text) != RLX_OK) return 0;
+  int found = strstr(text, what) != NULL;
+  if (!found) fprintf(stderr, "report lacks '%s':\n%s", what, text);
+  rlx_free(text);
+  return found;
+}
+
 /* A constant value no other test (or earlier run in this process) used, so
  * the first compile of its graph is a miss. */
 static float fresh_constant(void) {
@@ -167,6 +177,7 @@ TEST(clone_shares_compiled_steps) {
   const rlx_step_list *se = NULL, *sk = NULL;
   CHECK(rlx_exec_steps(e, &se, NULL) == RLX_OK && rlx_exec_steps(k, &sk, NULL) == RLX_OK);
   CHECK(se == sk);
+  CHECK(report_says(k, "cloned from"));
   rlx_exec_destroy(k);
   rlx_exec_destroy(e);
 }
@@ -223,6 +234,7 @@ TEST(same_graph_hits) {
             (unsigned long long)(s1.misses - s0.misses));
   CHECK_MSG(s2.hits == s1.hits + 1 && s2.misses == s1.misses, "second compile: %llu hits",
             (unsigned long long)(s2.hits - s1.hits));
+  CHECK(report_says(a, "compiled by this executable") && report_says(b, "reused from the compile cache"));
   mlp_data d, d2;
   mlp_fill(&d, 6);
   mlp_fill(&d2, 7);

@@ -3,9 +3,11 @@
  *
  * One executable holds the user's graph (symbolic) and a cache of variants,
  * one per binding of its symbols. A variant is the graph specialised to
- * static sizes, decomposed for the backend, planned, lowered, and handed to
- * the backend. Params and inputs are kept on the host as the user set them,
- * so a new variant can be filled without asking the user again. */
+ * static sizes, decomposed for the backend, planned and lowered (the
+ * compiled part: immutable, shared with clones and through the compile
+ * cache, see compile_cache.h), plus this executable's own backend exec and
+ * arena. Params and inputs are kept on the host as the user set them, so a
+ * new variant can be filled without asking the user again. */
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,13 +22,17 @@
 
 #define MAX_VARIANTS 16
 
+enum { ORIGIN_BUILT, ORIGIN_CACHE, ORIGIN_CLONE };
+static const char* const origin_text[] = {"compiled by this executable", "reused from the compile cache",
+                                          "shared with the executable this one was cloned from"};
+
 /* One binding's compiled part (shared with clones and the compile cache,
  * never changed) and what this executable keeps for it. */
 typedef struct variant {
   rlx_compiled* c;
   rlx_backend_exec* be;  /* own arena; NULL until first needed (a clone's other bindings) */
   uint64_t params_version; /* params uploaded up to this version */
-  int from_cache;        /* c came from the compile cache, not built here */
+  int origin;            /* where c came from: ORIGIN_* (the dispatch report says) */
   /* active extent: steps lowered at extent_n with the same plan */
   int64_t extent_n;
   rlx_step_list extent_steps;
@@ -346,7 +352,7 @@ static rlx_status variant_get(rlx_exec* e, const int64_t* sizes, variant** out) 
   rlx_status s = variant_new(e, c, &v);
   rlx_compiled_unref(c); /* the variant holds it now */
   if (s) return s;
-  v->from_cache = from_cache;
+  v->origin = from_cache ? ORIGIN_CACHE : ORIGIN_BUILT;
   s = variant_ready(e, v);
   if (s) {
     variant_free(e->backend, v);
@@ -599,7 +605,7 @@ static rlx_status clone_variants(const rlx_exec* e, rlx_exec* c) {
   for (int32_t i = 0; i < e->n_variants; i++) {
     variant* v = NULL;
     RLX_RETURN_IF_ERROR(variant_new(c, e->variants[i]->c, &v));
-    v->from_cache = e->variants[i]->from_cache;
+    v->origin = ORIGIN_CLONE;
     c->variants[c->n_variants++] = v;
     if (e->variants[i] == e->cur) c->cur = v;
   }
@@ -1104,6 +1110,7 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
          (unsigned long long)p->peak_live_bytes,
          p->peak_live_bytes ? (double)p->arena_bytes / (double)p->peak_live_bytes : 1.0);
   sb_add(&b, "  launches per run %d\n", v->c->steps.n);
+  sb_add(&b, "  compiled code: %s\n", origin_text[v->origin]);
   if (e->backend->report && v->be) { /* what the backend itself decided */
     char line[512] = "";
     e->backend->report(v->be, line, sizeof line);

@@ -347,7 +347,8 @@ TEST(symbolic_bindings_hit) {
 }
 
 /* RLX_COMPILE_CACHE=0: no lookups, no entries; =1: one entry, evicting
- * the older, whose executables keep running. */
+ * the older, whose executables keep running; RLX_COMPILE_CACHE_BYTES below
+ * one entry: nothing kept. */
 TEST(switch_and_bound) {
   float c = fresh_constant();
   setenv("RLX_COMPILE_CACHE", "0", 1);
@@ -375,6 +376,18 @@ TEST(switch_and_bound) {
   rlx_exec_destroy(d1);
   rlx_compile_cache_clear();
   CHECK(stats_now().entries == 0 && stats_now().bytes == 0);
+  /* A byte bound below one entry: nothing is kept, nothing hits. */
+  setenv("RLX_COMPILE_CACHE_BYTES", "100", 1);
+  s = stats_now();
+  a = compile_mlp(dev, M, c, NULL);
+  b = compile_mlp(dev, M, c, NULL);
+  unsetenv("RLX_COMPILE_CACHE_BYTES");
+  CHECK(a != NULL && b != NULL);
+  CHECK(stats_now().hits == s.hits && stats_now().entries == 0);
+  CHECK_OK_E(b, set_params(b, &d));
+  CHECK(run_and_check(b, &d, &d, M, c));
+  rlx_exec_destroy(a);
+  rlx_exec_destroy(b);
 }
 
 /* ------------------------------------------------------------ threads */
@@ -445,6 +458,7 @@ static void run_all(void) {
  * available device but CUDA (tested on its own machines with an argument). */
 int main(int argc, char** argv) {
   unsetenv("RLX_COMPILE_CACHE");
+  unsetenv("RLX_COMPILE_CACHE_BYTES");
   if (argc > 1) {
     dev = argv[1];
     if (!device_available(dev)) {

@@ -76,7 +76,7 @@ struct rlx_exec {
   int64_t extent;        /* active extent (<= bound) */
   rlx_error err;
   char* graph_text;      /* canonical text of src, for compile cache keys (made on first use) */
-  int graph_text_failed; /* src could not be printed: nothing is cached */
+  int uncacheable;       /* src is not keyed: too large to cache, or it did not print */
   variant* variants[MAX_VARIANTS];
   int32_t n_variants;
   variant* cur;
@@ -238,9 +238,14 @@ done:
  * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
  * every executable creates its own backend exec from its own options. */
 static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
-  if (!e->graph_text && !e->graph_text_failed) {
-    e->graph_text_failed = rlx_graph_print(e->src, &e->graph_text) != RLX_OK;
-    if (e->graph_text_failed) e->graph_text = NULL; /* not cached, compiled as always */
+  if (!e->graph_text && !e->uncacheable) {
+    /* Constants print as hex, two characters a byte: a graph whose key alone
+     * would not fit in the cache is not printed at all. */
+    uint64_t constants = 0;
+    for (int32_t i = 0; i < e->src->n_nodes; i++) constants += e->src->nodes[i].a.data_bytes;
+    e->uncacheable = 2 * constants > rlx_env_size(RLX_ENV_COMPILE_CACHE_BYTES) ||
+                     rlx_graph_print(e->src, &e->graph_text) != RLX_OK;
+    if (e->uncacheable) { free(e->graph_text); e->graph_text = NULL; } /* compiled as always */
   }
   if (!e->graph_text) return 0;
   memset(k, 0, sizeof *k);
@@ -594,7 +599,7 @@ static rlx_status clone_host_side(const rlx_exec* e, rlx_exec* c) {
     c->graph_text = dup_str(e->graph_text);
     if (!c->graph_text) return RLX_RESOURCE_EXHAUSTED;
   }
-  c->graph_text_failed = e->graph_text_failed;
+  c->uncacheable = e->uncacheable;
   RLX_RETURN_IF_ERROR(copy_slots(&c->params, &c->n_params, e->params, e->n_params, 1));
   return copy_slots(&c->inputs, &c->n_inputs, e->inputs, e->n_inputs, 0);
 }

@@ -435,7 +435,9 @@ typedef struct rlx_compile_options {
 void rlx_compile_options_init(rlx_compile_options* o);
 
 /* device: "cpu", "cuda", "vulkan", "webgpu" or "best". options may be NULL.
- * On failure the message is on the graph. */
+ * On failure the message is on the graph. The graph is copied: it may be
+ * changed or destroyed afterwards. Compiling an identical graph again reuses
+ * the first compile's work (see rlx_compile_cache_clear). */
 rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
                        rlx_exec** out_exec);
 void rlx_exec_destroy(rlx_exec* e);

@@ -11,7 +11,7 @@
 #include "ir/dtype.h"
 
 struct rlx_backend_exec {
-  void* arena_base; /* as allocated; arena is it aligned to 64 */
+  void* arena_base; /* as allocated; arena is this address rounded up to 64 */
   uint8_t* arena;
   uint64_t arena_bytes;
   int reference;

@@ -176,6 +176,13 @@ add_test(NAME contract_webgpu
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
                      ENVIRONMENT "${rlx_wg_env}")
+# Shared compiled code (clones, compile cache) on WebGPU; the plain
+# test_compile_cache covers the CPU and Vulkan.
+add_test(NAME compile_cache_webgpu
+  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_compile_cache>
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(compile_cache_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${rlx_wg_env}")
 # Again under the device setups test_webgpu runs in: 4 KiB binding windows
 # (staged steps), no shader-f16 / subgroups / fast kernels, Dawn's defaults.
 foreach(v "windowed;RLX_WG_MAX_BINDING=4096"

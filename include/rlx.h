@@ -496,13 +496,32 @@ typedef struct rlx_compile_options {
 RLX_API void rlx_compile_options_init(rlx_compile_options* o);
 
 /* device: "cpu", "cuda", "vulkan", "webgpu" or "best". options may be NULL.
- * On failure the message is on the graph. */
+ * On failure the message is on the graph. The graph is copied: it may be
+ * changed or destroyed afterwards. Compiling an identical graph again reuses
+ * the first compile's work (see rlx_compile_cache_clear). */
 RLX_API rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_options* options,
                                rlx_exec** out_exec);
 RLX_API void rlx_exec_destroy(rlx_exec* e);
 RLX_API const char* rlx_exec_last_error(const rlx_exec* e);
-/* A new executable sharing e's compiled code, with its own arena (params copied). */
+/* A new executable sharing e's compiled code (the specialised graph, memory
+ * plan and step list of every binding compiled so far; nothing is compiled
+ * again) with its own device arena. The params' values are copied; inputs,
+ * feeds other than the device state, the output selection, the seed and the
+ * active extent start afresh, as after rlx_compile. The two are independent
+ * at run time: either may be run, changed or destroyed (in any order, from
+ * different threads) without affecting the other. On failure the message is
+ * on e. */
 RLX_API rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec);
+/* rlx_compile keeps what it compiled in a process-wide cache (bounded by
+ * RLX_COMPILE_CACHE entries, 64 by default, 0 turns it off, and
+ * RLX_COMPILE_CACHE_BYTES host bytes), so compiling an identical graph again
+ * for the same device, strict mode and device-state pairs (also per binding
+ * of its symbols) reuses the specialised graph, plan and steps; each
+ * executable still has its own arena and backend state. Identical means the
+ * same structure, types, attributes, names and constant values (compared in
+ * full, not by a hash). This drops the cache's entries; executables that
+ * use them keep working. */
+RLX_API void rlx_compile_cache_clear(void);
 
 /* Params: src_dtype is the dtype of `data`; it must equal the param's dtype, or
  * be f32 (converted to the param's float dtype). bytes must match exactly. */

@@ -3,10 +3,13 @@
  *
  * One executable holds the user's graph (symbolic) and a cache of variants,
  * one per binding of its symbols. A variant is the graph specialised to
- * static sizes, decomposed for the backend, planned, lowered, and handed to
- * the backend. Params and inputs are kept on the host as the user set them,
- * so a new variant can be filled without asking the user again. */
+ * static sizes, decomposed for the backend, planned and lowered (the
+ * compiled part: immutable, shared with clones and through the compile
+ * cache, see compile_cache.h), plus this executable's own backend exec and
+ * arena. Params and inputs are kept on the host as the user set them, so a
+ * new variant can be filled without asking the user again. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,35 +17,40 @@
 #include "base/env.h"
 #include "ir/dtype.h"
 #include "passes/decompose.h"
+#include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 
 #define MAX_VARIANTS 16
 
-typedef struct op_counts {
-  int32_t native[RLX_OP_COUNT];
-  int32_t decomposed[RLX_OP_COUNT];
-  int32_t host[RLX_OP_COUNT];
-} op_counts;
+enum { ORIGIN_BUILT, ORIGIN_CACHE, ORIGIN_CLONE };
+static const char* const origin_text[] = {"compiled by this executable", "reused from the compile cache",
+                                          "shared with the executable this one was cloned from"};
 
+/* One binding's compiled part (shared with clones and the compile cache,
+ * never changed) and what this executable keeps for it. */
 typedef struct variant {
-  int64_t* sizes;        /* per symbol */
-  rlx_graph* g;          /* specialised + decomposed */
-  rlx_plan plan;
-  rlx_step_list steps;   /* at the full binding */
-  uint8_t* host_node;    /* per node of g: runs on the host fallback */
-  rlx_backend_exec* be;
+  rlx_compiled* c;
+  rlx_backend_exec* be;  /* own arena; NULL until first needed (a clone's other bindings) */
   uint64_t params_version; /* params uploaded up to this version */
-  op_counts counts;
+  int origin;            /* where c came from: ORIGIN_* (the dispatch report says) */
   /* active extent: steps lowered at extent_n with the same plan */
   int64_t extent_n;
   rlx_step_list extent_steps;
 } variant;
 
+/* A param's host bytes, shared by an executable and its clones until one
+ * of them sets the param again (copy on write): a clone copies no bytes. */
+typedef struct param_bytes {
+  atomic_int refs;
+  void* data;
+} param_bytes;
+
 /* A named host-side buffer: a param's value or an input's last data. */
 typedef struct host_slot {
   char* name;
   rlx_type type;       /* declared (may be symbolic for inputs) */
-  void* data;
+  void* data;          /* params: shared->data (NULL until first set) */
+  param_bytes* shared; /* params only */
   size_t bytes;
   int64_t shape[RLX_MAX_RANK]; /* shape given with the data (inputs) */
   int set;             /* the user has given a value (params: ever; inputs: host copy valid) */
@@ -67,6 +75,8 @@ struct rlx_exec {
   int32_t extent_symbol; /* -1 if none */
   int64_t extent;        /* active extent (<= bound) */
   rlx_error err;
+  char* graph_text;      /* canonical text of src, for compile cache keys (made on first use) */
+  int uncacheable;       /* src is not keyed: too large to cache, or it did not print */
   variant* variants[MAX_VARIANTS];
   int32_t n_variants;
   variant* cur;
@@ -105,6 +115,30 @@ static int find_slot(const host_slot* slots, int32_t n, const char* name) {
   return -1;
 }
 
+static void param_bytes_unref(param_bytes* b) {
+  if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  free(b->data);
+  free(b);
+}
+
+/* Gives param p bytes of its own, shared with no clone, before they are
+ * written (the values are about to be replaced as a whole). */
+static rlx_status param_own(rlx_exec* e, host_slot* p) {
+  if (p->shared && atomic_load_explicit(&p->shared->refs, memory_order_acquire) == 1) return RLX_OK;
+  param_bytes* b = calloc(1, sizeof *b);
+  if (b) b->data = malloc(p->bytes ? p->bytes : 1);
+  if (!b || !b->data) {
+    free(b);
+    return rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "param '%s': no host memory for %zu bytes",
+                    p->name, p->bytes);
+  }
+  atomic_init(&b->refs, 1);
+  param_bytes_unref(p->shared);
+  p->shared = b;
+  p->data = b->data;
+  return RLX_OK;
+}
+
 /* Value of the leaf named `name` of op `op` in graph g, or -1. */
 static rlx_tensor find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
   for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -116,21 +150,13 @@ static rlx_tensor find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
 
 static int64_t static_bytes(const rlx_type* t) { return rlx_type_bytes(t); }
 
-/* ------------------------------------------------------------ variants */
-
-static void variant_free(const rlx_backend* b, variant* v) {
-  if (!v) return;
-  if (v->be) b->destroy(v->be);
-  rlx_step_list_free(&v->steps);
-  rlx_step_list_free(&v->extent_steps);
-  rlx_plan_free(&v->plan);
-  rlx_graph_destroy(v->g);
-  free(v->host_node);
-  free(v->sizes);
-  free(v);
-}
+/* ------------------------------------------------------------ compiled parts */
 
 static int always_supported(const rlx_graph* g, int32_t ni) { return 1; }
+
+static rlx_supports_fn backend_supports(const rlx_exec* e) {
+  return e->backend->supports ? e->backend->supports : always_supported;
+}
 
 /* The memory plan, with the device-state pairs (input, output) of e mapped
  * onto the values of g, so the planner may keep each output in its input. */
@@ -152,84 +178,158 @@ static rlx_status plan_with_states(rlx_exec* e, rlx_graph* g, const rlx_plan_opt
   return s;
 }
 
-/* Specialise -> decompose -> plan -> lower -> backend create. */
-static rlx_status variant_build(rlx_exec* e, const int64_t* sizes, variant** out) {
-  rlx_graph* src = e->src;
-  variant* v = calloc(1, sizeof *v);
-  RLX_CHECK_ALLOC(&e->err, v);
-  rlx_status s = RLX_OK;
-  rlx_graph* spec = NULL;
-  v->sizes = malloc(sizeof(int64_t) * (size_t)(src->n_symbols + 1));
-  if (!v->sizes) { s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); goto fail; }
-  memcpy(v->sizes, sizes, sizeof(int64_t) * (size_t)src->n_symbols);
-  v->extent_n = -1;
-
-  if (src->n_symbols > 0) {
-    s = rlx_graph_specialize(src, sizes, &spec);
-    if (s) { e->err = src->err; goto fail; }
-  } else {
-    s = rlx_graph_clone(src, &spec);
-    if (s) { e->err = src->err; goto fail; }
-  }
-
-  rlx_supports_fn sup = e->backend->supports ? e->backend->supports : always_supported;
-  s = rlx_decompose(spec, sup, &v->g, v->counts.decomposed);
-  if (s) { e->err = spec->err; goto fail; }
-
-  v->host_node = calloc((size_t)v->g->n_nodes + 1, 1);
-  if (!v->host_node) { s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); goto fail; }
-  for (int32_t i = 0; i < v->g->n_nodes; i++) {
-    const rlx_node* n = &v->g->nodes[i];
+/* Marks the nodes of c->g the backend cannot run (host fallback, or an
+ * error in strict mode) and counts where every op runs. */
+static rlx_status mark_host_nodes(rlx_exec* e, rlx_compiled* c) {
+  rlx_supports_fn sup = backend_supports(e);
+  c->host_node = calloc((size_t)c->g->n_nodes + 1, 1);
+  RLX_CHECK_ALLOC(&e->err, c->host_node);
+  for (int32_t i = 0; i < c->g->n_nodes; i++) {
+    const rlx_node* n = &c->g->nodes[i];
     if (rlx_op_table[n->op].flags & (OPF_LEAF | OPF_VIEW)) continue;
-    if (sup(v->g, i)) {
-      v->counts.native[n->op]++;
-    } else {
-      if (e->opt.strict) {
-        char nb[160];
-        s = rlx_fail(&e->err, RLX_UNIMPLEMENTED, "%s: no native kernel on %s (strict mode)",
-                     rlx_node_str(v->g, i, nb, sizeof nb), e->backend->name);
-        goto fail;
-      }
-      v->host_node[i] = 1;
-      v->counts.host[n->op]++;
+    if (sup(c->g, i)) {
+      c->counts.native[n->op]++;
+      continue;
     }
+    if (e->opt.strict) {
+      char nb[160];
+      return rlx_fail(&e->err, RLX_UNIMPLEMENTED, "%s: no native kernel on %s (strict mode)",
+                      rlx_node_str(c->g, i, nb, sizeof nb), e->backend->name);
+    }
+    c->host_node[i] = 1;
+    c->counts.host[n->op]++;
   }
-
-  rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
-  s = plan_with_states(e, v->g, &po, &v->plan);
-  if (s) { e->err = v->g->err; goto fail; }
-  s = rlx_lower(v->g, &v->plan, v->host_node, &v->steps, &e->err);
-  if (s) goto fail;
-  s = e->backend->create(&v->steps, v->plan.arena_bytes, &e->opt, &e->err, &v->be);
-  if (s) goto fail;
-  /* Constants live in the arena from the start. */
-  for (int32_t i = 0; i < v->g->n_nodes; i++) {
-    const rlx_node* n = &v->g->nodes[i];
-    if (n->op != RLX_OP_CONSTANT || n->a.data_bytes == 0) continue;
-    s = e->backend->upload(v->be, v->plan.offset[n->out[0]], n->a.data, n->a.data_bytes, &e->err);
-    if (s) goto fail;
-  }
-  rlx_graph_destroy(spec);
-  *out = v;
   return RLX_OK;
-fail:
+}
+
+/* Specialise -> decompose -> plan -> lower: everything but the backend. */
+static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
+  rlx_graph* src = e->src;
+  rlx_compiled* c = rlx_compiled_new();
+  RLX_CHECK_ALLOC(&e->err, c);
+  rlx_graph* spec = NULL;
+  rlx_status s = RLX_OK;
+  c->n_sizes = src->n_symbols;
+  c->sizes = malloc(sizeof(int64_t) * (size_t)(src->n_symbols + 1));
+  if (!c->sizes) { s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); goto done; }
+  memcpy(c->sizes, sizes, sizeof(int64_t) * (size_t)src->n_symbols);
+  s = src->n_symbols > 0 ? rlx_graph_specialize(src, sizes, &spec) : rlx_graph_clone(src, &spec);
+  if (s) { e->err = src->err; goto done; }
+  s = rlx_decompose(spec, backend_supports(e), &c->g, c->counts.decomposed);
+  if (s) { e->err = spec->err; goto done; }
+  s = mark_host_nodes(e, c);
+  if (s) goto done;
+  rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
+  s = plan_with_states(e, c->g, &po, &c->plan);
+  if (s) { e->err = c->g->err; goto done; }
+  s = rlx_lower(c->g, &c->plan, c->host_node, &c->steps, &e->err);
+done:
   rlx_graph_destroy(spec);
-  variant_free(e->backend, v);
+  if (s) rlx_compiled_unref(c);
+  else *out = c;
   return s;
 }
 
-/* The variant for `sizes`, building it if new. */
-static rlx_status variant_get(rlx_exec* e, const int64_t* sizes, variant** out) {
-  size_t n = sizeof(int64_t) * (size_t)e->src->n_symbols;
-  for (int32_t i = 0; i < e->n_variants; i++) {
-    if (n == 0 || memcmp(e->variants[i]->sizes, sizes, n) == 0) {
-      *out = e->variants[i];
-      return RLX_OK;
+/* The compile cache's key for e's source graph at `sizes`: everything
+ * compiled_build reads besides the graph's canonical text (which covers its
+ * structure, types, attributes, names and constant bytes): the device,
+ * strict mode, the state pairs and the environment switches (some change
+ * what a backend supports). Options that only reach the backend's create
+ * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
+ * every executable creates its own backend exec from its own options. */
+static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
+  if (!e->graph_text && !e->uncacheable) {
+    /* Constants print as hex, two characters a byte: a graph whose key alone
+     * would not fit in the cache is not printed at all. */
+    uint64_t constants = 0;
+    for (int32_t i = 0; i < e->src->n_nodes; i++) constants += e->src->nodes[i].a.data_bytes;
+    e->uncacheable = 2 * constants > rlx_env_size(RLX_ENV_COMPILE_CACHE_BYTES) ||
+                     rlx_graph_print(e->src, &e->graph_text) != RLX_OK;
+    if (e->uncacheable) { free(e->graph_text); e->graph_text = NULL; } /* compiled as always */
+  }
+  if (!e->graph_text) return 0;
+  memset(k, 0, sizeof *k);
+  rlx_compile_key_add_str(k, "rlx compile key 1");
+  rlx_compile_key_add_str(k, e->backend->name);
+  rlx_compile_key_add_i64(k, e->opt.strict != 0);
+  rlx_compile_key_add_i64(k, e->src->n_symbols);
+  for (int32_t i = 0; i < e->src->n_symbols; i++) rlx_compile_key_add_i64(k, sizes[i]);
+  for (int32_t i = 0; i < e->n_inputs; i++) {
+    if (!e->inputs[i].state) continue;
+    rlx_compile_key_add_str(k, e->inputs[i].name);
+    rlx_compile_key_add_i64(k, e->inputs[i].state);
+  }
+  rlx_compile_key_add_env(k);
+  rlx_compile_key_add_str(k, e->graph_text);
+  rlx_compile_key_finish(k);
+  if (!k->oom) return 1;
+  rlx_compile_key_free(k);
+  return 0;
+}
+
+/* The compiled part for `sizes`: from the compile cache when it holds one,
+ * else built (and offered to the cache). */
+static rlx_status compiled_get(rlx_exec* e, const int64_t* sizes, rlx_compiled** out,
+                               int* from_cache) {
+  rlx_compile_key key;
+  int keyed = rlx_compile_cache_enabled() && compiled_key(e, sizes, &key);
+  *from_cache = 0;
+  if (keyed && (*out = rlx_compile_cache_find(&key)) != NULL) {
+    *from_cache = 1;
+    rlx_compile_key_free(&key);
+    return RLX_OK;
+  }
+  rlx_status s = compiled_build(e, sizes, out);
+  if (s == RLX_OK && keyed) *out = rlx_compile_cache_insert(&key, *out);
+  if (keyed) rlx_compile_key_free(&key);
+  return s;
+}
+
+/* ------------------------------------------------------------ variants */
+
+static void variant_free(const rlx_backend* b, variant* v) {
+  if (!v) return;
+  if (v->be) b->destroy(v->be);
+  rlx_step_list_free(&v->extent_steps);
+  rlx_compiled_unref(v->c);
+  free(v);
+}
+
+/* A variant of compiled part c (the variant takes its own reference); its
+ * backend exec is made by variant_ready. */
+static rlx_status variant_new(rlx_exec* e, rlx_compiled* c, variant** out) {
+  variant* v = calloc(1, sizeof *v);
+  RLX_CHECK_ALLOC(&e->err, v);
+  v->c = rlx_compiled_ref(c);
+  v->extent_n = -1;
+  *out = v;
+  return RLX_OK;
+}
+
+/* Creates v's backend exec (its own arena) if it has none, with the
+ * constants in place from the start. */
+static rlx_status variant_ready(rlx_exec* e, variant* v) {
+  if (v->be) return RLX_OK;
+  const rlx_compiled* c = v->c;
+  rlx_backend_exec* be = NULL;
+  RLX_RETURN_IF_ERROR(e->backend->create(&c->steps, c->plan.arena_bytes, &e->opt, &e->err, &be));
+  for (int32_t i = 0; i < c->g->n_nodes; i++) {
+    const rlx_node* n = &c->g->nodes[i];
+    if (n->op != RLX_OP_CONSTANT || n->a.data_bytes == 0) continue;
+    rlx_status s = e->backend->upload(be, c->plan.offset[n->out[0]], n->a.data, n->a.data_bytes, &e->err);
+    if (s) {
+      e->backend->destroy(be);
+      return s;
     }
   }
-  variant* v = NULL;
-  RLX_RETURN_IF_ERROR(variant_build(e, sizes, &v));
-  if (e->n_variants == MAX_VARIANTS) { /* evict the oldest that is not current */
+  v->be = be;
+  v->params_version = 0; /* a fresh arena holds no params yet */
+  return RLX_OK;
+}
+
+/* Adds v to e's variants, evicting the oldest that is not current. */
+static void variant_add(rlx_exec* e, variant* v) {
+  if (e->n_variants == MAX_VARIANTS) {
     int victim = e->variants[0] == e->cur ? 1 : 0;
     variant_free(e->backend, e->variants[victim]);
     memmove(&e->variants[victim], &e->variants[victim + 1],
@@ -237,6 +337,33 @@ static rlx_status variant_get(rlx_exec* e, const int64_t* sizes, variant** out) 
     e->n_variants--;
   }
   e->variants[e->n_variants++] = v;
+}
+
+/* The variant for `sizes`, ready to run; compiled (or taken from the
+ * compile cache) if new. */
+static rlx_status variant_get(rlx_exec* e, const int64_t* sizes, variant** out) {
+  size_t n = sizeof(int64_t) * (size_t)e->src->n_symbols;
+  for (int32_t i = 0; i < e->n_variants; i++) {
+    if (n == 0 || memcmp(e->variants[i]->c->sizes, sizes, n) == 0) {
+      RLX_RETURN_IF_ERROR(variant_ready(e, e->variants[i]));
+      *out = e->variants[i];
+      return RLX_OK;
+    }
+  }
+  rlx_compiled* c = NULL;
+  int from_cache = 0;
+  RLX_RETURN_IF_ERROR(compiled_get(e, sizes, &c, &from_cache));
+  variant* v = NULL;
+  rlx_status s = variant_new(e, c, &v);
+  rlx_compiled_unref(c); /* the variant holds it now */
+  if (s) return s;
+  v->origin = from_cache ? ORIGIN_CACHE : ORIGIN_BUILT;
+  s = variant_ready(e, v);
+  if (s) {
+    variant_free(e->backend, v);
+    return s;
+  }
+  variant_add(e, v);
   *out = v;
   return RLX_OK;
 }
@@ -262,9 +389,7 @@ static rlx_status collect_leaves(rlx_exec* e) {
       int64_t b = static_bytes(&s->type);
       if (b < 0)
         return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' has a symbolic shape", s->name);
-      s->bytes = (size_t)b;
-      s->data = calloc(1, s->bytes ? s->bytes : 1);
-      RLX_CHECK_ALLOC(&e->err, s->data);
+      s->bytes = (size_t)b; /* the bytes are allocated when first set */
     }
   }
   return RLX_OK;
@@ -344,22 +469,34 @@ static rlx_status bind_states(rlx_exec* e, const rlx_compile_options* o) {
   return RLX_OK;
 }
 
-static int all_bound(const rlx_exec* e) {
-  for (int32_t i = 0; i < e->src->n_symbols; i++)
-    if (e->bound[i] < 0) return 0;
+static int symbol_needed(const rlx_graph* g, int32_t sym);
+
+/* The compile options' binding in sizes (a symbol no tensor that matters
+ * has gets 1, as at run time); 1 if that binds every needed symbol. */
+static int options_bind_all(const rlx_exec* e, int64_t* sizes) {
+  for (int32_t i = 0; i < e->src->n_symbols; i++) {
+    sizes[i] = e->bound[i];
+    if (sizes[i] >= 0) continue;
+    if (symbol_needed(e->src, i)) return 0;
+    sizes[i] = 1;
+  }
   return 1;
 }
 
 void rlx_exec_destroy(rlx_exec* e) {
   if (!e) return;
   for (int32_t i = 0; i < e->n_variants; i++) variant_free(e->backend, e->variants[i]);
-  for (int32_t i = 0; i < e->n_params; i++) { free(e->params[i].name); free(e->params[i].data); }
+  for (int32_t i = 0; i < e->n_params; i++) {
+    free(e->params[i].name);
+    param_bytes_unref(e->params[i].shared);
+  }
   for (int32_t i = 0; i < e->n_inputs; i++) { free(e->inputs[i].name); free(e->inputs[i].data); }
   free(e->params);
   free(e->inputs);
   free(e->feeds);
   free(e->selected);
   free(e->bound);
+  free(e->graph_text);
   rlx_graph_destroy(e->src);
   free(e);
 }
@@ -402,7 +539,12 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
     else memset(e->selected, 1, (size_t)g->n_outputs);
   }
   /* Fully bound graphs compile now, so errors surface at compile time. */
-  if (s == RLX_OK && all_bound(e)) s = variant_get(e, e->bound, &e->cur);
+  if (s == RLX_OK) {
+    int64_t* sizes = malloc(sizeof(int64_t) * (size_t)(g->n_symbols + 1));
+    if (!sizes) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+    else if (options_bind_all(e, sizes)) s = variant_get(e, sizes, &e->cur);
+    free(sizes);
+  }
   if (s != RLX_OK) {
     rlx_fail(&g->err, s, "%s", e->err.msg);
     rlx_exec_destroy(e);
@@ -414,50 +556,97 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
 
 const char* rlx_exec_last_error(const rlx_exec* e) { return e ? e->err.msg : "null executable"; }
 
+/* Copies slot `from` into `to`: name, type, state, and for a param its
+ * value (bytes shared until either sets it again); an input's data is not
+ * carried over. */
+static rlx_status copy_slot(host_slot* to, const host_slot* from, int is_param) {
+  memset(to, 0, sizeof *to);
+  to->name = dup_str(from->name);
+  if (!to->name) return RLX_RESOURCE_EXHAUSTED;
+  to->type = from->type;
+  to->state = from->state;
+  if (!is_param) return RLX_OK;
+  if (from->shared) {
+    to->shared = from->shared;
+    atomic_fetch_add_explicit(&to->shared->refs, 1, memory_order_relaxed);
+    to->data = from->data;
+  }
+  to->bytes = from->bytes;
+  to->set = from->set;
+  to->version = from->version;
+  return RLX_OK;
+}
+
+static rlx_status copy_slots(host_slot** to, int32_t* n_to, const host_slot* from, int32_t n,
+                             int is_param) {
+  *to = calloc((size_t)n + 1, sizeof **to);
+  if (!*to) return RLX_RESOURCE_EXHAUSTED;
+  for (int32_t i = 0; i < n; i++) {
+    *n_to = i + 1; /* counted first: destroy frees a half-copied slot */
+    RLX_RETURN_IF_ERROR(copy_slot(&(*to)[i], &from[i], is_param));
+  }
+  return RLX_OK;
+}
+
+/* The clone's host side: source graph, bindings, params (with their
+ * values), inputs (without), the device-state feeds. Everything the user
+ * sets per run (inputs, other feeds, selection, seed, active extent) starts
+ * afresh, as after rlx_compile. */
+static rlx_status clone_host_side(const rlx_exec* e, rlx_exec* c) {
+  c->backend = e->backend;
+  c->opt = e->opt;
+  c->extent_symbol = e->extent_symbol;
+  c->params_version = e->params_version;
+  RLX_RETURN_IF_ERROR(rlx_graph_clone(e->src, &c->src));
+  int32_t ns = e->src->n_symbols, no = e->src->n_outputs;
+  c->bound = malloc(sizeof(int64_t) * (size_t)(ns + 1));
+  c->selected = malloc((size_t)no + 1);
+  c->feeds = malloc(sizeof(feed) * (size_t)(e->n_feeds + 1));
+  if (!c->bound || !c->selected || !c->feeds) return RLX_RESOURCE_EXHAUSTED;
+  memcpy(c->bound, e->bound, sizeof(int64_t) * (size_t)ns);
+  memset(c->selected, 1, (size_t)no);
+  c->extent = e->extent_symbol >= 0 ? e->bound[e->extent_symbol] : -1;
+  for (int32_t k = 0; k < e->n_feeds; k++)
+    if (e->inputs[e->feeds[k].input].state) c->feeds[c->n_feeds++] = e->feeds[k];
+  if (e->graph_text) {
+    c->graph_text = dup_str(e->graph_text);
+    if (!c->graph_text) return RLX_RESOURCE_EXHAUSTED;
+  }
+  c->uncacheable = e->uncacheable;
+  RLX_RETURN_IF_ERROR(copy_slots(&c->params, &c->n_params, e->params, e->n_params, 1));
+  return copy_slots(&c->inputs, &c->n_inputs, e->inputs, e->n_inputs, 0);
+}
+
+/* The clone's variants share e's compiled parts; only the current one gets
+ * its backend exec (arena) now, the others when first run. */
+static rlx_status clone_variants(const rlx_exec* e, rlx_exec* c) {
+  for (int32_t i = 0; i < e->n_variants; i++) {
+    variant* v = NULL;
+    RLX_RETURN_IF_ERROR(variant_new(c, e->variants[i]->c, &v));
+    v->origin = ORIGIN_CLONE;
+    c->variants[c->n_variants++] = v;
+    if (e->variants[i] == e->cur) c->cur = v;
+  }
+  return c->cur ? variant_ready(c, c->cur) : RLX_OK;
+}
+
 rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec) {
   if (!e || !out_exec) return RLX_INVALID_ARGUMENT;
-  /* Recompiles from the source graph; params are copied. */
-  rlx_compile_options o = e->opt;
-  const char** names = NULL;
-  int64_t* sizes = NULL;
-  rlx_graph* g = e->src;
-  int32_t nb = 0;
-  if (g->n_symbols) {
-    names = malloc(sizeof(char*) * (size_t)g->n_symbols);
-    sizes = malloc(sizeof(int64_t) * (size_t)g->n_symbols);
-    if (!names || !sizes) { free(names); free(sizes); return RLX_RESOURCE_EXHAUSTED; }
-    for (int32_t i = 0; i < g->n_symbols; i++)
-      if (e->bound[i] >= 0) { names[nb] = g->symbols[i]; sizes[nb++] = e->bound[i]; }
+  *out_exec = NULL;
+  rlx_exec* c = calloc(1, sizeof *c);
+  rlx_error* err = (rlx_error*)&e->err; /* failures are reported on the original */
+  RLX_CHECK_ALLOC(err, c);
+  rlx_status s = clone_host_side(e, c);
+  if (s) rlx_fail(err, s, "clone: out of host memory");
+  if (s == RLX_OK) {
+    s = clone_variants(e, c);
+    if (s) rlx_fail(err, s, "clone: %s", c->err.msg);
   }
-  o.symbol_names = names;
-  o.symbol_sizes = sizes;
-  o.n_symbols = nb;
-  o.extent_symbol = e->extent_symbol >= 0 ? g->symbols[e->extent_symbol] : NULL;
-  /* Device state pairs travel with the clone. */
-  const char** st_names = malloc(sizeof(char*) * (size_t)(e->n_inputs + 1));
-  int32_t* st_outs = malloc(sizeof(int32_t) * (size_t)(e->n_inputs + 1));
-  int32_t ns = 0;
-  rlx_status s = st_names && st_outs ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
-  for (int32_t i = 0; i < e->n_inputs && s == RLX_OK; i++)
-    if (e->inputs[i].state) {
-      st_names[ns] = e->inputs[i].name;
-      st_outs[ns++] = e->inputs[i].state - 1;
-    }
-  o.state_inputs = st_names;
-  o.state_outputs = st_outs;
-  o.n_states = ns;
-  if (s == RLX_OK) s = rlx_compile(g, e->backend->name, &o, out_exec);
-  free(names);
-  free(sizes);
-  free(st_names);
-  free(st_outs);
-  if (s) return s;
-  for (int32_t i = 0; i < e->n_params; i++) {
-    if (!e->params[i].set) continue;
-    memcpy((*out_exec)->params[i].data, e->params[i].data, e->params[i].bytes);
-    (*out_exec)->params[i].set = 1;
+  if (s) {
+    rlx_exec_destroy(c);
+    return s;
   }
-  (*out_exec)->params_version = 1;
+  *out_exec = c;
   return RLX_OK;
 }
 
@@ -485,6 +674,7 @@ rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype
   if (bytes != want)
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "param '%s' needs %zu bytes of %s, got %zu",
                     name, want, rlx_dtype_name(src_dtype), bytes);
+  RLX_RETURN_IF_ERROR(param_own(e, p));
   if (convert) rlx_convert(p->data, pt, data, src_dtype, (int64_t)numel);
   else memcpy(p->data, data, bytes);
   p->set = 1;
@@ -687,9 +877,9 @@ static rlx_status upload_params(rlx_exec* e, variant* v) {
     if (!p->set)
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "param '%s' was not set", p->name);
     if (v->params_version != 0 && p->version <= v->params_version) continue;
-    rlx_tensor t = find_leaf(v->g, RLX_OP_PARAM, p->name);
+    rlx_tensor t = find_leaf(v->c->g, RLX_OP_PARAM, p->name);
     if (t < 0) continue; /* optimised away */
-    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->plan.offset[t], p->data, p->bytes, &e->err));
+    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->c->plan.offset[t], p->data, p->bytes, &e->err));
   }
   v->params_version = e->params_version ? e->params_version : 1;
   return RLX_OK;
@@ -700,16 +890,16 @@ static rlx_status upload_params(rlx_exec* e, variant* v) {
 static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
   for (int32_t i = 0; i < e->n_inputs; i++) {
     host_slot* in = &e->inputs[i];
-    rlx_tensor t = find_leaf(v->g, RLX_OP_INPUT, in->name);
+    rlx_tensor t = find_leaf(v->c->g, RLX_OP_INPUT, in->name);
     if (t < 0) continue;
     if (in->fed && !switched && !in->dirty) continue;
-    if (!in->set && !value_is_read(v->g, t)) continue; /* an unread input may stay unset */
+    if (!in->set && !value_is_read(v->c->g, t)) continue; /* an unread input may stay unset */
     if (!in->set)
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "input '%s' was not set", in->name);
     if (!in->dirty && !switched) continue;
-    if (in->bytes > v->plan.bytes[t])
+    if (in->bytes > v->c->plan.bytes[t])
       return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "input '%s' is larger than compiled", in->name);
-    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->plan.offset[t], in->data, in->bytes, &e->err));
+    RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->c->plan.offset[t], in->data, in->bytes, &e->err));
     in->dirty = 0;
     in->fed = 0;
   }
@@ -720,8 +910,8 @@ static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
  * at the extent, with the plan made at the bound (offsets stay valid: the
  * extent only shrinks dim 0, which never changes inner strides). */
 static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** out) {
-  if (e->extent_symbol < 0 || e->extent == v->sizes[e->extent_symbol]) {
-    *out = &v->steps;
+  if (e->extent_symbol < 0 || e->extent == v->c->sizes[e->extent_symbol]) {
+    *out = &v->c->steps;
     return RLX_OK;
   }
   if (v->extent_n == e->extent) {
@@ -732,18 +922,17 @@ static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** ou
   v->extent_n = -1;
   int64_t* sizes = malloc(sizeof(int64_t) * (size_t)e->src->n_symbols);
   RLX_CHECK_ALLOC(&e->err, sizes);
-  memcpy(sizes, v->sizes, sizeof(int64_t) * (size_t)e->src->n_symbols);
+  memcpy(sizes, v->c->sizes, sizeof(int64_t) * (size_t)e->src->n_symbols);
   sizes[e->extent_symbol] = e->extent;
   rlx_graph *spec = NULL, *dec = NULL;
   rlx_status s = rlx_graph_specialize(e->src, sizes, &spec);
   free(sizes);
   if (s) return rlx_fail(&e->err, s, "%s", e->src->err.msg);
-  rlx_supports_fn sup = e->backend->supports ? e->backend->supports : always_supported;
-  s = rlx_decompose(spec, sup, &dec, NULL);
-  if (s == RLX_OK && dec->n_values != v->g->n_values)
+  s = rlx_decompose(spec, backend_supports(e), &dec, NULL);
+  if (s == RLX_OK && dec->n_values != v->c->g->n_values)
     s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
   rlx_error why = {{0}};
-  if (s == RLX_OK) s = rlx_lower(dec, &v->plan, v->host_node, &v->extent_steps, &why);
+  if (s == RLX_OK) s = rlx_lower(dec, &v->c->plan, v->c->host_node, &v->extent_steps, &why);
   if (s) rlx_fail(&e->err, s, "%s", why.msg[0] ? why.msg : dec ? dec->err.msg : spec->err.msg);
   rlx_graph_destroy(dec);
   rlx_graph_destroy(spec);
@@ -757,25 +946,25 @@ static rlx_status apply_feeds(rlx_exec* e, variant* v) {
   for (int32_t k = 0; k < e->n_feeds; k++) {
     feed* f = &e->feeds[k];
     host_slot* in = &e->inputs[f->input];
-    rlx_tensor ti = find_leaf(v->g, RLX_OP_INPUT, in->name);
-    rlx_tensor to = v->g->outputs[f->output];
+    rlx_tensor ti = find_leaf(v->c->g, RLX_OP_INPUT, in->name);
+    rlx_tensor to = v->c->g->outputs[f->output];
     if (ti < 0) continue;
-    uint64_t in_bytes = v->plan.bytes[ti];
-    uint64_t src = v->plan.offset[to], n = v->plan.bytes[to];
-    const rlx_type* ot = rlx_tensor_type(v->g, to);
+    uint64_t in_bytes = v->c->plan.bytes[ti];
+    uint64_t src = v->c->plan.offset[to], n = v->c->plan.bytes[to];
+    const rlx_type* ot = rlx_tensor_type(v->c->g, to);
     if (f->row >= 0) {
       if (ot->rank < 1 || f->row >= ot->shape[0])
         return rlx_fail(&e->err, RLX_OUT_OF_RANGE, "feed of '%s': row %lld outside output %d",
                         in->name, (long long)f->row, f->output);
-      n = v->plan.bytes[to] / (uint64_t)ot->shape[0];
+      n = v->c->plan.bytes[to] / (uint64_t)ot->shape[0];
       src += n * (uint64_t)f->row;
     }
     if (n != in_bytes)
       return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
                       "feed of '%s': %llu bytes from output %d, input holds %llu", in->name,
                       (unsigned long long)n, f->output, (unsigned long long)in_bytes);
-    if (src != v->plan.offset[ti])
-      RLX_RETURN_IF_ERROR(e->backend->copy(v->be, v->plan.offset[ti], src, n, &e->err));
+    if (src != v->c->plan.offset[ti])
+      RLX_RETURN_IF_ERROR(e->backend->copy(v->be, v->c->plan.offset[ti], src, n, &e->err));
     in->fed = 1; /* the device copy is now the truth until the user sets it again */
     in->dirty = 0;
   }
@@ -812,7 +1001,7 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   const rlx_step_list* steps = NULL;
   RLX_RETURN_IF_ERROR(extent_steps(e, v, &steps));
   if (e->backend->select_outputs) e->backend->select_outputs(v->be, e->selected, e->src->n_outputs);
-  rlx_run_ctx ctx = {e->seed, v->g, &v->plan};
+  rlx_run_ctx ctx = {e->seed, v->c->g, &v->c->plan};
   RLX_RETURN_IF_ERROR(e->backend->run(v->be, steps, &ctx, &e->err));
   RLX_RETURN_IF_ERROR(apply_feeds(e, v));
   e->ran = 1;
@@ -833,7 +1022,7 @@ static rlx_status output_type(const rlx_exec* e, int32_t index, rlx_type* out) {
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
                     "output %d has symbolic dims and nothing has run yet", index);
-  *out = *rlx_tensor_type(e->cur->g, e->cur->g->outputs[index]);
+  *out = *rlx_tensor_type(e->cur->c->g, e->cur->c->g->outputs[index]);
   if (e->extent_symbol >= 0 && st->rank > 0 && st->shape[0] == -(rlx_dim)e->extent_symbol - 1)
     out->shape[0] = e->extent;
   return RLX_OK;
@@ -864,8 +1053,8 @@ static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first,
   if (!e->selected[index])
     return rlx_fail(err, RLX_FAILED_PRECONDITION, "output %d was not selected for readback", index);
   const variant* v = e->cur;
-  rlx_tensor t = v->g->outputs[index];
-  rlx_dtype st = rlx_tensor_type(v->g, t)->dtype;
+  rlx_tensor t = v->c->g->outputs[index];
+  rlx_dtype st = rlx_tensor_type(v->c->g, t)->dtype;
   if (!convertible(st, dtype))
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "output %d is %s; cannot read it as %s", index,
                     rlx_dtype_name(st), rlx_dtype_name(dtype));
@@ -873,7 +1062,7 @@ static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first,
   if (!dst || bytes < need)
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "output %d needs %zu bytes as %s, buffer has %zu",
                     index, need, rlx_dtype_name(dtype), bytes);
-  uint64_t off = v->plan.offset[t] + (uint64_t)first * rlx_dtype_size(st);
+  uint64_t off = v->c->plan.offset[t] + (uint64_t)first * rlx_dtype_size(st);
   uint64_t nb = (uint64_t)count * rlx_dtype_size(st);
   if (st == dtype) return e->backend->download(v->be, off, dst, nb, err);
   void* tmp = malloc(nb ? nb : 1);
@@ -908,15 +1097,15 @@ rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t ro
 
 rlx_status rlx_exec_graph(const rlx_exec* e, const rlx_graph** out_graph) {
   if (!e || !out_graph) return RLX_INVALID_ARGUMENT;
-  *out_graph = e->cur ? e->cur->g : NULL;
+  *out_graph = e->cur ? e->cur->c->g : NULL;
   return e->cur ? RLX_OK : RLX_FAILED_PRECONDITION;
 }
 
 rlx_status rlx_exec_steps(const rlx_exec* e, const rlx_step_list** out_steps,
                           const rlx_plan** out_plan) {
   if (!e || !e->cur) return RLX_FAILED_PRECONDITION;
-  if (out_steps) *out_steps = &e->cur->steps;
-  if (out_plan) *out_plan = &e->cur->plan;
+  if (out_steps) *out_steps = &e->cur->c->steps;
+  if (out_plan) *out_plan = &e->cur->c->plan;
   return RLX_OK;
 }
 
@@ -924,10 +1113,10 @@ rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out) {
   if (!e || !out) return RLX_INVALID_ARGUMENT;
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION, "not compiled yet (symbolic dims unbound)");
-  out->arena_bytes = e->cur->plan.arena_bytes;
-  out->tensor_bytes = e->cur->plan.tensor_bytes;
-  out->peak_live_bytes = e->cur->plan.peak_live_bytes;
-  out->launches = e->cur->steps.n;
+  out->arena_bytes = e->cur->c->plan.arena_bytes;
+  out->tensor_bytes = e->cur->c->plan.tensor_bytes;
+  out->peak_live_bytes = e->cur->c->plan.peak_live_bytes;
+  out->launches = e->cur->c->steps.n;
   return RLX_OK;
 }
 
@@ -961,16 +1150,17 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
   sb_add(&b, "dispatch report (device %s)\n", e->backend->name);
   sb_add(&b, "  %-28s %7s %7s %10s %7s\n", "op", "native", "fused", "decomposed", "host");
   for (int op = 0; op < RLX_OP_COUNT; op++) {
-    int32_t n = v->counts.native[op], d = v->counts.decomposed[op], h = v->counts.host[op];
+    int32_t n = v->c->counts.native[op], d = v->c->counts.decomposed[op], h = v->c->counts.host[op];
     if (!n && !d && !h) continue;
     sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, 0, d, h);
   }
-  const rlx_plan* p = &v->plan;
+  const rlx_plan* p = &v->c->plan;
   sb_add(&b, "  arena %llu bytes, tensors %llu bytes, peak-live bound %llu bytes (arena/bound %.3f)\n",
          (unsigned long long)p->arena_bytes, (unsigned long long)p->tensor_bytes,
          (unsigned long long)p->peak_live_bytes,
          p->peak_live_bytes ? (double)p->arena_bytes / (double)p->peak_live_bytes : 1.0);
-  sb_add(&b, "  launches per run %d\n", v->steps.n);
+  sb_add(&b, "  launches per run %d\n", v->c->steps.n);
+  sb_add(&b, "  compiled code: %s\n", origin_text[v->origin]);
   if (e->backend->report && v->be) { /* what the backend itself decided */
     char line[512] = "";
     e->backend->report(v->be, line, sizeof line);
@@ -1010,7 +1200,7 @@ rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_t
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
                     "not compiled yet: bind every symbolic dim first");
-  return rlx_graph_print_dot(e->cur->g, title, out_text);
+  return rlx_graph_print_dot(e->cur->c->g, title, out_text);
 }
 
 rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms) {

@@ -11,6 +11,7 @@
 #include "ir/dtype.h"
 
 struct rlx_backend_exec {
+  void* arena_base; /* as allocated; arena is this address rounded up to 64 */
   uint8_t* arena;
   uint64_t arena_bytes;
   int reference;
@@ -29,7 +30,7 @@ static int cpu_supports(const rlx_graph* g, int32_t ni) { return 1; }
 static void cpu_destroy(rlx_backend_exec* be) {
   if (!be) return;
   rlx_cpu_pool_destroy(be->fast.pool);
-  free(be->arena);
+  free(be->arena_base);
   free(be);
 }
 
@@ -43,16 +44,18 @@ static rlx_status cpu_create(const rlx_step_list* steps, uint64_t arena_bytes,
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "arena of %llu bytes does not fit in memory",
                     (unsigned long long)arena_bytes);
   }
-  /* Zeroed so that reading a never-written tensor is deterministic. */
-  void* arena = NULL;
+  /* Zeroed so that reading a never-written tensor is deterministic. calloc,
+   * not memset: a large block comes zeroed from the kernel page by page as
+   * it is first touched, so creating an executable (or a clone) does not
+   * fault in the whole arena up front. Over-allocated to align to 64. */
   size_t n = (size_t)(arena_bytes ? arena_bytes : 64);
-  if (posix_memalign(&arena, 64, n) != 0) {
+  be->arena_base = calloc(1, n + 64);
+  if (!be->arena_base) {
     free(be);
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "cannot allocate a %llu-byte arena",
                     (unsigned long long)arena_bytes);
   }
-  memset(arena, 0, n);
-  be->arena = arena;
+  be->arena = (uint8_t*)(((uintptr_t)be->arena_base + 63) & ~(uintptr_t)63);
   be->arena_bytes = arena_bytes;
   be->reference = opt && opt->reference;
   be->debug_nans = opt && opt->debug_nans;

@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_contract test_oom test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -41,11 +41,13 @@ if [ "${1:-}" = pack ]; then
   grep -q RLX_HAVE_VULKAN "$BUILD/CMakeFiles/rlx_lib.dir/flags.make" || { echo "no glslc: Vulkan not built"; exit 1; }
   grep -q RLX_HAVE_CUDA "$BUILD/CMakeFiles/rlx_lib.dir/flags.make" || { echo "no nvcc: CUDA not built"; exit 1; }
   # shellcheck disable=SC2086
-  cmake --build "$BUILD" -j2 --target $BINS
+  cmake --build "$BUILD" -j2 --target $BINS rlx_shared
   rm -rf "$CARRY" && mkdir -p "$CARRY/bin"
   for b in $BINS; do strip -o "$CARRY/bin/$b" "$BUILD/$b"; done
   tar -C "$CARRY" -cJf "$CARRY/bin.tar.xz" bin && rm -rf "$CARRY/bin"
   cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
+  # librlx.so (CUDA built in) for the Python package's tests there
+  strip -o "$CARRY/librlx.so" "$BUILD/librlx.so"
   cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
   du -sh "$CARRY"/*
   exit 0
@@ -81,6 +83,25 @@ for d in $BACKENDS; do
   echo "test_contract $d exit $?: $(tail -1 $T/contract_$d.txt)"
   grep -E "FAIL|SKIP" $T/contract_$d.txt | head -10
 done
+# Clones sharing compiled code and the compile cache (tests/test_compile_cache.c).
+for d in $BACKENDS; do
+  [ -x $B/test_compile_cache ] || break
+  timeout 150 $B/test_compile_cache $d > $T/cache_$d.txt 2>&1
+  echo "test_compile_cache $d exit $?: $(tail -1 $T/cache_$d.txt)"
+  grep -E "FAIL|SKIP" $T/cache_$d.txt | head -10
+done
+# The Python package (python/tests, pytest) over the carried librlx.so, on
+# every device (cuda included), when the machine's python has pytest + numpy.
+if [ -f "$CARRY/librlx.so" ]; then
+  if python3 -c "import pytest, numpy" 2>/dev/null; then
+    RLX_LIBRARY=$PWD/$CARRY/librlx.so PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -q \
+      -p no:cacheprovider python/tests > $T/python.txt 2>&1
+    echo "python tests exit $?: $(tail -1 $T/python.txt)"
+    grep -E "FAILED|Error" $T/python.txt | head -10
+  else
+    echo "python tests: SKIP (no pytest/numpy in $(command -v python3))"
+  fi
+fi
 # Device out of memory (tests/test_oom.c): a graph larger than the GPU, then
 # the GPU filled with 4 GiB executables: RESOURCE_EXHAUSTED each time, and
 # the device still runs a fresh executable afterwards.

@@ -5,7 +5,7 @@ import pytest
 
 import rlx
 
-DEVICES = ["cpu", "vulkan", "webgpu"]
+DEVICES = ["cpu", "cuda", "vulkan", "webgpu"]
 
 
 def require_device(name):

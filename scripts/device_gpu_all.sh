@@ -48,6 +48,7 @@ if [ "${1:-}" = pack ]; then
   cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
   # librlx.so (CUDA built in) for the Python package's tests there
   strip -o "$CARRY/librlx.so" "$BUILD/librlx.so"
+  cp -L /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 "$CARRY/" # librlx.so needs it; the GPU machine lacks it
   cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
   du -sh "$CARRY"/*
   exit 0
@@ -94,7 +95,8 @@ done
 # every device (cuda included), when the machine's python has pytest + numpy.
 if [ -f "$CARRY/librlx.so" ]; then
   if python3 -c "import pytest, numpy" 2>/dev/null; then
-    RLX_LIBRARY=$PWD/$CARRY/librlx.so PYTHONPATH=$PWD/python timeout 300 python3 -m pytest -q \
+    LD_LIBRARY_PATH=$PWD/$CARRY:$LD_LIBRARY_PATH RLX_LIBRARY=$PWD/$CARRY/librlx.so PYTHONPATH=$PWD/python \
+      timeout 300 python3 -m pytest -q \
       -p no:cacheprovider python/tests > $T/python.txt 2>&1
     echo "python tests exit $?: $(tail -1 $T/python.txt)"
     grep -E "FAILED|Error" $T/python.txt | head -10

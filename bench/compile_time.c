@@ -34,19 +34,6 @@ static double median(double* t, int n) {
   return t[n / 2];
 }
 
-static char* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 /* Times one rlx_compile; the executable is destroyed. -1 on failure. */
 static double time_compile(rlx_graph* g, const char* device) {
   rlx_exec* e = NULL;
@@ -88,14 +75,12 @@ int main(int argc, char** argv) {
   const char* device = argc > 2 ? argv[2] : "cpu";
   int reps = argc > 3 ? atoi(argv[3]) : 5;
   if (reps < 1 || reps > MAX_REPS) reps = 5;
-  char* text = read_file(argv[1]);
   char* why = NULL;
   rlx_graph* g = NULL;
-  if (!text || rlx_graph_parse(text, &g, &why) != RLX_OK) {
+  if (rlx_graph_load(argv[1], &g, &why) != RLX_OK) {
     fprintf(stderr, "%s: %s\n", argv[1], why ? why : "cannot read");
     return 1;
   }
-  free(text);
   double t[MAX_REPS];
   setenv("RLX_COMPILE_CACHE", "0", 1);
   for (int i = 0; i < reps; i++) if ((t[i] = time_compile(g, device)) < 0) return 1;

@@ -18,6 +18,8 @@
 rm -rf "$T" && mkdir -p "$T/lib" "$T/dawn"
 [ -f "$CARRY/bin.tar.xz" ] && tar -C "$T" -xJf "$CARRY/bin.tar.xz"
 cp "$CARRY/libvulkan.so.1" "$T/lib/"
+# librlx.so and the rlx CLI need libprotobuf-c, which the GPU machine lacks
+[ -f "$CARRY/libprotobuf-c.so.1" ] && cp "$CARRY/libprotobuf-c.so.1" "$T/lib/"
 tar -C "$T/dawn" -xzf "$CARRY/dawn.tgz" --strip-components=1
 NV=/usr/local/nvidia/lib64
 api=$(grep -ho '"api_version"[^,}]*' /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)

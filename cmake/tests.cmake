@@ -122,24 +122,26 @@ set_tests_properties(onnx_cli PROPERTIES SKIP_RETURN_CODE 77)
 set(rlx_wg_env "RLX_WG_LIB=${RLX_WG_TP}/bun-webgpu-linux-x64/libwebgpu_wrapper.so"
     "VK_DRIVER_FILES=${RLX_WG_TP}/mesa25/lvp_icd.json"
     "LD_LIBRARY_PATH=${RLX_WG_TP}/mesa25/usr/lib/x86_64-linux-gnu")
-add_test(NAME parity_webgpu
-  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(parity_webgpu PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${rlx_wg_env}")
+# rlx_add_webgpu_test(NAME TARGET TIMEOUT "EXTRA=ENV;..." ARGS...): TARGET ARGS
+# on the WebGPU device with that environment (plus EXTRA, may be ""); SKIP
+# (77) with the reason when Dawn or Mesa 25 lavapipe is not unpacked.
+function(rlx_add_webgpu_test name target timeout extra_env)
+  set(env ${rlx_wg_env})
+  if(extra_env)
+    list(APPEND env ${extra_env})
+  endif()
+  add_test(NAME ${name}
+    COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" \"$@\"" $<TARGET_FILE:${target}> ${ARGN}
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${env}")
+endfunction()
+rlx_add_webgpu_test(parity_webgpu test_parity 1800 "" webgpu)
 # The same with the arena binding forced down to 4 KiB windows (staged steps).
-add_test(NAME parity_webgpu_windowed
-  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(parity_webgpu_windowed PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${rlx_wg_env};RLX_WG_MAX_BINDING=4096;RLX_PARITY_ROUNDS=1")
+rlx_add_webgpu_test(parity_webgpu_windowed test_parity 1800 "RLX_WG_MAX_BINDING=4096;RLX_PARITY_ROUNDS=1" webgpu)
 # The same with shader-f16 and subgroups forced off (workgroup-memory reductions,
 # integer f16 loads), so both kernel forms stay tested wherever Dawn offers them.
-add_test(NAME parity_webgpu_fallbacks
-  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_parity>
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(parity_webgpu_fallbacks PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${rlx_wg_env};RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1")
+rlx_add_webgpu_test(parity_webgpu_fallbacks test_parity 1800 "RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1" webgpu)
 if(TEST test_webgpu)
   set_tests_properties(test_webgpu PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${rlx_wg_env}")
   add_test(NAME test_webgpu_fallbacks COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
@@ -171,18 +173,10 @@ endif()
 set_tests_properties(test_contract test_vulkan test_cuda test_oom PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
-add_test(NAME contract_webgpu
-  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_contract>
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(contract_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${rlx_wg_env}")
+rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)
 # Shared compiled code (clones, compile cache) on WebGPU; the plain
 # test_compile_cache covers the CPU and Vulkan.
-add_test(NAME compile_cache_webgpu
-  COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_compile_cache>
-  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(compile_cache_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
-                     ENVIRONMENT "${rlx_wg_env}")
+rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)
 # Again under the device setups test_webgpu runs in: 4 KiB binding windows
 # (staged steps), no shader-f16 / subgroups / fast kernels, Dawn's defaults.
 foreach(v "windowed;RLX_WG_MAX_BINDING=4096"
@@ -190,11 +184,7 @@ foreach(v "windowed;RLX_WG_MAX_BINDING=4096"
           "safe;RLX_WG_SAFE=1")
   list(GET v 0 suffix)
   list(GET v 1 extra)
-  add_test(NAME contract_webgpu_${suffix}
-    COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" webgpu" $<TARGET_FILE:test_contract>
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(contract_webgpu_${suffix} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
-                       ENVIRONMENT "${rlx_wg_env};${extra}")
+  rlx_add_webgpu_test(contract_webgpu_${suffix} test_contract 900 "${extra}" webgpu)
 endforeach()
 add_test(NAME contract_cuda COMMAND test_contract cuda WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_cuda PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
@@ -210,11 +200,7 @@ if(TEST test_onnx_conformance)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(onnx_conformance_vulkan PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
                        ENVIRONMENT "RLX_VK_VALIDATION=1")
-  add_test(NAME onnx_conformance_webgpu
-    COMMAND sh -c "if [ ! -f \"$RLX_WG_LIB\" ] || [ ! -f \"$VK_DRIVER_FILES\" ]; then echo 'SKIP webgpu (run scripts/setup_webgpu.sh)'; exit 77; fi; exec \"$0\" --device webgpu" $<TARGET_FILE:test_onnx_conformance>
-    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(onnx_conformance_webgpu PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
-                       ENVIRONMENT "${rlx_wg_env}")
+  rlx_add_webgpu_test(onnx_conformance_webgpu test_onnx_conformance 1200 "" --device webgpu)
 endif()
 # ---- end ONNX conformance on the GPU backends
 

@@ -256,3 +256,38 @@ def dims(values):
 def int32s(values):
     values = list(values)
     return (c_int32 * max(1, len(values)))(*values)
+
+
+class Owned:
+    """A C object this Python object owns (an rlx_graph* or rlx_exec* in _h):
+    close(), the end of a with-block or collection destroys it once; using it
+    afterwards raises ValueError instead of touching freed memory."""
+
+    _destroy = None  # the rlx_*_destroy function, set by the subclass
+    _kind = "object"  # for the closed message
+
+    def close(self):
+        """Frees the C object now. Later calls on this object raise ValueError."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            type(self)._destroy(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self):
+        return not self._h
+
+    @property
+    def handle(self):
+        """The C pointer as an int (for other ctypes code)."""
+        if not self._h:
+            raise ValueError(f"the {self._kind} is closed")
+        return self._h

@@ -94,40 +94,18 @@ def _resolved(device):
     return device
 
 
-class Executable:
+class Executable(_capi.Owned):
     """A compiled graph with its own memory. Set params and inputs, run, read outputs.
     Use as a context manager or call close(); also freed when collected."""
+
+    _destroy = lib.rlx_exec_destroy
+    _kind = "executable"
 
     def __init__(self, handle, outputs, device):
         """Made by rlx.compile; .device is the backend it runs on ("cpu", "vulkan", ...)."""
         self._h = handle
         self._compiled_outputs = list(outputs)  # ValueInfo as compiled (symbols by name)
         self.device = device
-
-    # ---- lifetime
-    def close(self, _destroy=lib.rlx_exec_destroy):
-        h, self._h = getattr(self, "_h", None), None
-        if h:
-            _destroy(h)
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def closed(self):
-        return not self._h
-
-    @property
-    def handle(self):
-        if not self._h:
-            raise ValueError("the executable is closed")
-        return self._h
 
     def _check(self, status):
         check(status, lambda: _capi.text(lib.rlx_exec_last_error(self._h)))

@@ -106,10 +106,13 @@ shape (ints, or str for a symbolic dim) and the Tensor (None on an executable)."
 _ACTIVATIONS = [a for a in Activation if a is not Activation.NONE]
 
 
-class Graph:
+class Graph(_capi.Owned):
     """An rlx graph under construction. Use as a context manager, or call close();
     the C graph is also freed when the object is collected. Executables compiled
     from a graph own a copy and outlive it."""
+
+    _destroy = lib.rlx_graph_destroy
+    _kind = "graph"
 
     def __init__(self, _handle=None):
         if _handle is None:
@@ -118,33 +121,6 @@ class Graph:
             _handle = handle.value
         self._h = _handle
         self._onnx_source = None  # (path, frozen) when made by rlx.load_onnx
-
-    # ---- lifetime
-    def close(self, _destroy=lib.rlx_graph_destroy):
-        """Frees the C graph now. Later calls on this graph raise ValueError."""
-        h, self._h = getattr(self, "_h", None), None
-        if h:
-            _destroy(h)
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    @property
-    def closed(self):
-        return not self._h
-
-    @property
-    def handle(self):
-        """The rlx_graph* as an int (for other ctypes code)."""
-        if not self._h:
-            raise ValueError("the graph is closed")
-        return self._h
 
     def _error(self):
         return _capi.text(lib.rlx_graph_last_error(self._h)) if self._h else "graph closed"

@@ -1172,15 +1172,6 @@ static rlx_status find_opset(importer* I, const Onnx__ModelProto* mp) {
   return RLX_OK;
 }
 
-/* 1 when a node of g reads t or t is a graph output. */
-static int tensor_is_read(const rlx_graph* g, rlx_tensor t) {
-  for (int32_t j = 0; j < g->n_outputs; j++)
-    if (g->outputs[j] == t) return 1;
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
-      if (g->nodes[i].in[k] == t) return 1;
-  return 0;
-}
 
 static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx_model* m) {
   const Onnx__GraphProto* gp = mp->graph;
@@ -1197,7 +1188,7 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
   for (int32_t i = 0; i < m->n_inputs; i++) {
     int32_t v = find_val(I, m->inputs[i]);
     m->input_in_graph[i] = v >= 0 && I->vals[v].is_input;
-    m->input_read[i] = m->input_in_graph[i] && tensor_is_read(I->main, I->vals[v].t);
+    m->input_read[i] = m->input_in_graph[i] && rlx_graph_value_is_read(I->main, I->vals[v].t);
   }
   return collect_params(I, m);
 }

@@ -327,6 +327,15 @@ rlx_status rlx_graph_add_node(rlx_graph* g, rlx_op op, const rlx_node_attrs* att
   return RLX_OK;
 }
 
+int rlx_graph_value_is_read(const rlx_graph* g, rlx_tensor t) {
+  for (int32_t j = 0; j < g->n_outputs; j++)
+    if (g->outputs[j] == t) return 1;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == t) return 1;
+  return 0;
+}
+
 rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out) {
   if (!g || !out) return RLX_INVALID_ARGUMENT;
   rlx_graph* c = NULL;

@@ -814,15 +814,6 @@ rlx_status rlx_exec_select_outputs(rlx_exec* e, const int32_t* indices, int32_t 
 
 /* ------------------------------------------------------------ run */
 
-/* 1 when a node of g reads t or t is a graph output. */
-static int value_is_read(const rlx_graph* g, rlx_tensor t) {
-  for (int32_t j = 0; j < g->n_outputs; j++)
-    if (g->outputs[j] == t) return 1;
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
-      if (g->nodes[i].in[k] == t) return 1;
-  return 0;
-}
 
 /* A symbol must be bound when some value that is computed, or read, has it
  * as a dim. An input no node reads may be left unset (an ONNX input that
@@ -835,7 +826,7 @@ static int symbol_needed(const rlx_graph* g, int32_t sym) {
     int has = 0;
     for (int32_t d = 0; d < t->rank; d++) has |= t->shape[d] == code;
     if (!has) continue;
-    if (g->nodes[g->values[v].node].op != RLX_OP_INPUT || value_is_read(g, v)) return 1;
+    if (g->nodes[g->values[v].node].op != RLX_OP_INPUT || rlx_graph_value_is_read(g, v)) return 1;
   }
   return 0;
 }
@@ -893,7 +884,8 @@ static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
     rlx_tensor t = find_leaf(v->c->g, RLX_OP_INPUT, in->name);
     if (t < 0) continue;
     if (in->fed && !switched && !in->dirty) continue;
-    if (!in->set && !value_is_read(v->c->g, t)) continue; /* an unread input may stay unset */
+    /* an unread input may stay unset */
+    if (!in->set && !rlx_graph_value_is_read(v->c->g, t)) continue;
     if (!in->set)
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION, "input '%s' was not set", in->name);
     if (!in->dirty && !switched) continue;

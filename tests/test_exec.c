@@ -68,6 +68,16 @@ TEST(null_arguments_are_errors) {
   CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
   float b3[3] = {1, 2, 3};
   CHECK(rlx_exec_set_param(e, "nope", RLX_F32, b3, sizeof b3) == RLX_NOT_FOUND);
+  /* unknown names: the message lists the valid ones */
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "no param named 'nope' (params: b)") != NULL, "%s",
+            rlx_exec_last_error(e));
+  rlx_dim x23[2] = {2, 3};
+  float x6[6] = {0};
+  CHECK(rlx_exec_set_input(e, "y", RLX_F32, x23, 2, x6, sizeof x6) == RLX_NOT_FOUND);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "no input named 'y' (inputs: x)") != NULL, "%s",
+            rlx_exec_last_error(e));
+  CHECK(rlx_exec_feed(e, "q", 0, -1) == RLX_NOT_FOUND);
+  CHECK_MSG(strstr(rlx_exec_last_error(e), "(inputs: x)") != NULL, "%s", rlx_exec_last_error(e));
   CHECK(rlx_exec_set_param(e, NULL, RLX_F32, b3, sizeof b3) == RLX_INVALID_ARGUMENT);
   CHECK_MSG(strstr(rlx_exec_last_error(e), "name is NULL") != NULL, "%s", rlx_exec_last_error(e));
   rlx_dim xs[2] = {2, 3};

@@ -139,6 +139,22 @@ static rlx_status param_own(rlx_exec* e, host_slot* p) {
   return RLX_OK;
 }
 
+/* NOT_FOUND for an unknown input/param name, listing the valid ones (the
+ * first few, then how many more), so a typo is fixed from the message. */
+static rlx_status fail_unknown_name(rlx_exec* e, const char* what, const char* name,
+                                    const host_slot* slots, int32_t n) {
+  char list[512] = "";
+  size_t len = 0;
+  int32_t shown = 0;
+  for (; shown < n && len + strlen(slots[shown].name) + 8 < sizeof list; shown++)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", shown ? ", " : "",
+                            slots[shown].name);
+  if (shown < n) snprintf(list + len, sizeof list - len, ", ... %d more", (int)(n - shown));
+  if (n == 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no %s named '%s' (the graph has no %ss)",
+                              what, name, what);
+  return rlx_fail(&e->err, RLX_NOT_FOUND, "no %s named '%s' (%ss: %s)", what, name, what, list);
+}
+
 /* Value of the leaf named `name` of op `op` in graph g, or -1. */
 static rlx_tensor find_leaf(const rlx_graph* g, rlx_op op, const char* name) {
   for (int32_t i = 0; i < g->n_nodes; i++) {
@@ -452,7 +468,8 @@ static rlx_status bind_states(rlx_exec* e, const rlx_compile_options* o) {
   for (int32_t k = 0; k < o->n_states; k++) {
     const char* name = o->state_inputs[k];
     int i = name ? find_slot(e->inputs, e->n_inputs, name) : -1;
-    if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "state: no input named '%s'", name ? name : "(null)");
+    if (!name) return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "state_inputs[%d] is NULL", k);
+    if (i < 0) return fail_unknown_name(e, "input", name, e->inputs, e->n_inputs);
     int32_t out = o->state_outputs[k];
     if (out < 0 || out >= e->src->n_outputs)
       return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "state '%s': output index %d out of range [0, %d)",
@@ -658,7 +675,7 @@ rlx_status rlx_exec_set_param(rlx_exec* e, const char* name, rlx_dtype src_dtype
   if (!name || (!data && bytes))
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "set_param: %s is NULL", !name ? "name" : "data");
   int i = find_slot(e->params, e->n_params, name);
-  if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no param named '%s'", name);
+  if (i < 0) return fail_unknown_name(e, "param", name, e->params, e->n_params);
   host_slot* p = &e->params[i];
   rlx_dtype pt = p->type.dtype;
   int convert = src_dtype != pt;
@@ -693,7 +710,7 @@ rlx_status rlx_exec_set_input(rlx_exec* e, const char* name, rlx_dtype dtype,
   if (i < 0) {
     if (find_slot(e->params, e->n_params, name) >= 0)
       return rlx_fail(&e->err, RLX_NOT_FOUND, "'%s' is a param, not an input: use set_param", name);
-    return rlx_fail(&e->err, RLX_NOT_FOUND, "no input named '%s'", name);
+    return fail_unknown_name(e, "input", name, e->inputs, e->n_inputs);
   }
   host_slot* in = &e->inputs[i];
   const rlx_type* t = &in->type;
@@ -765,7 +782,7 @@ rlx_status rlx_exec_set_active_extent(rlx_exec* e, int64_t n) {
 rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_index, int64_t row) {
   if (!e || !input_name) return RLX_INVALID_ARGUMENT;
   int i = find_slot(e->inputs, e->n_inputs, input_name);
-  if (i < 0) return rlx_fail(&e->err, RLX_NOT_FOUND, "no input named '%s'", input_name);
+  if (i < 0) return fail_unknown_name(e, "input", input_name, e->inputs, e->n_inputs);
   if (output_index < 0 || output_index >= e->src->n_outputs)
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "output index %d out of range [0, %d)",
                     output_index, e->src->n_outputs);

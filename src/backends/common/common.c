@@ -179,8 +179,23 @@ void rlx_program_cache_free(rlx_program_cache* c) {
 
 /* ------------------------------------------------------------ native support */
 
+/* The dtypes the GLSL and WGSL load/store switches know. i16, u16, u32, u64
+ * and the float8 types have no case there (a shader would read them as
+ * something else), so every node touching one runs on the host fallback,
+ * which is the CPU reference: slower, never wrong. */
+static int shader_has_dtype(rlx_dtype t) { return t <= RLX_BOOL; }
+
+static int node_dtypes_in_shaders(const rlx_graph* g, const rlx_node* n) {
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && !shader_has_dtype(rlx_tensor_type(g, n->in[i])->dtype)) return 0;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (!shader_has_dtype(rlx_tensor_type(g, n->out[i])->dtype)) return 0;
+  return 1;
+}
+
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
+  if (!node_dtypes_in_shaders(g, n)) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

@@ -179,18 +179,21 @@ void rlx_program_cache_free(rlx_program_cache* c) {
 
 /* ------------------------------------------------------------ native support */
 
-/* The dtypes the GLSL and WGSL load/store switches know. i16, u16, u32, u64
- * and the float8 types have no case there (a shader would read them as
- * something else), so every node touching one runs on the host fallback,
- * which is the CPU reference: slower, never wrong. */
+/* The dtypes both shader languages' load/store switches know. i16, u16,
+ * u32, u64 and the float8 types have no case in the WGSL kernels (a shader
+ * would read them as something else), so every node touching one runs on
+ * the host fallback, which is the CPU reference: slower, never wrong. The
+ * GLSL kernels know them for cast and data movement: rlx_vk_supports_node
+ * takes those back. */
 static int shader_has_dtype(rlx_dtype t) { return t <= RLX_BOOL; }
 
-static int node_dtypes_in_shaders(const rlx_graph* g, const rlx_node* n) {
+int rlx_shader_node_has_newer_dtype(const rlx_graph* g, int32_t ni) {
+  const rlx_node* n = &g->nodes[ni];
   for (int32_t i = 0; i < n->n_in; i++)
-    if (n->in[i] != RLX_NONE && !shader_has_dtype(rlx_tensor_type(g, n->in[i])->dtype)) return 0;
+    if (n->in[i] != RLX_NONE && !shader_has_dtype(rlx_tensor_type(g, n->in[i])->dtype)) return 1;
   for (int32_t i = 0; i < n->n_out; i++)
-    if (!shader_has_dtype(rlx_tensor_type(g, n->out[i])->dtype)) return 0;
-  return 1;
+    if (!shader_has_dtype(rlx_tensor_type(g, n->out[i])->dtype)) return 1;
+  return 0;
 }
 
 static int is_integer_or_bool(rlx_dtype t) { return rlx_dtype_is_int(t) || t == RLX_BOOL; }
@@ -207,7 +210,7 @@ static int f64_int_cast(const rlx_graph* g, const rlx_node* n) {
 
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
-  if (!node_dtypes_in_shaders(g, n) || f64_int_cast(g, n)) return 0;
+  if (rlx_shader_node_has_newer_dtype(g, ni) || f64_int_cast(g, n)) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

@@ -92,6 +92,24 @@ typedef enum rlx_dtype {
   RLX_I32 = 6,
   RLX_I64 = 7,
   RLX_BOOL = 8, /* one byte per element, 0 or 1 */
+  RLX_I16 = 9,
+  RLX_U16 = 10,
+  RLX_U32 = 11,
+  RLX_U64 = 12,
+  /* The float8 formats of ONNX (and of torch / ml_dtypes under the same
+   * names), one byte per element. They are storage types: Cast and data
+   * movement (reshape, transpose, concat, gather, where, ...) accept them;
+   * compute ops refuse them (cast to f16/bf16/f32 first).
+   *   f8e4m3fn:   1-4-3, bias 7, no inf, NaN = S.1111.111, max 448.
+   *   f8e5m2:     1-5-2, bias 15, IEEE-like with inf, max 57344.
+   *   f8e4m3fnuz: 1-4-3, bias 8, one NaN (0x80), no -0, no inf, max 240.
+   *   f8e5m2fnuz: 1-5-2, bias 16, one NaN (0x80), no -0, no inf, max 57344.
+   * Conversions into them round to nearest even and saturate out-of-range
+   * values to +-max (ONNX Cast's default saturate=1); see rlx_dtype_convert. */
+  RLX_F8E4M3FN = 13,
+  RLX_F8E5M2 = 14,
+  RLX_F8E4M3FNUZ = 15,
+  RLX_F8E5M2FNUZ = 16,
   RLX_DTYPE_COUNT
 } rlx_dtype;
 
@@ -99,11 +117,15 @@ typedef enum rlx_dtype {
 RLX_API size_t rlx_dtype_size(rlx_dtype t);
 /* Lower-case name ("f32", "bf16", "bool"); "?" for an invalid value. */
 RLX_API const char* rlx_dtype_name(rlx_dtype t);
-/* 1 for f32, f16, bf16 and f64; 0 otherwise (integers, bool, invalid). */
+/* 1 for f32, f16, bf16, f64 and the float8 types; 0 otherwise (integers,
+ * bool, invalid). */
 RLX_API int32_t rlx_dtype_is_float(rlx_dtype t);
 /* Converts n elements of src_dtype at src into dst_dtype at dst (the rules
  * of Cast: float -> integer truncates toward zero and saturates, NaN -> 0;
- * anything -> bool is != 0). The buffers must not overlap. INVALID_ARGUMENT
+ * integer -> integer wraps (keeps the low bits, as C and numpy astype);
+ * anything -> bool is != 0; into a float8 type: round to nearest even,
+ * finite out-of-range values and inf saturate to +-max, except that f8e5m2
+ * keeps inf (ONNX Cast with saturate=1), NaN -> that format's NaN). The buffers must not overlap. INVALID_ARGUMENT
  * for an invalid dtype, n < 0, or a NULL buffer with n > 0. */
 RLX_API rlx_status rlx_dtype_convert(void* dst, rlx_dtype dst_dtype, const void* src,
                                      rlx_dtype src_dtype, int64_t n);
@@ -355,7 +377,11 @@ RLX_API void rlx_free(void* p);
 RLX_API rlx_status rlx_graph_print_dot(const rlx_graph* g, const char* title, char** out_text);
 
 /* --- NumPy .npy files (versions 1-3, little-endian, C order; <f4 <f2 <f8 |i1
- * |u1 <i4 <i8 |b1: bf16 has no .npy dtype, save it as f32) */
+ * |u1 <i2 <u2 <i4 <u4 <i8 <u8 |b1). bf16 and the float8 types have no numpy
+ * dtype: rlx_npy_save refuses them and rlx_npy_load never returns them, so
+ * a save/load round trip is exact for every dtype it accepts. To keep one,
+ * save it as f32 (rlx_dtype_convert) or save its bits as u16 / u8 (same
+ * bytes; numpy users view them with ml_dtypes.bfloat16 / float8_*). */
 /* Reads a whole .npy file. out_shape has room for RLX_MAX_RANK dims;
  * *out_data is malloc'd (rlx_free it; never NULL, even for no elements) and
  * holds *out_bytes bytes. On failure nothing is allocated and, if out_error

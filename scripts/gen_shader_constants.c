@@ -51,12 +51,13 @@ static void write_families(FILE* f, const char* fmt) {
  * build instead of leaving a shader without its code. */
 #define RLX_SHADER_ENUMS(X)                                                                     \
   X(RLX_F32) X(RLX_F16) X(RLX_BF16) X(RLX_F64) X(RLX_I8) X(RLX_U8) X(RLX_I32) X(RLX_I64)        \
-  X(RLX_BOOL)                                                                                   \
+  X(RLX_BOOL) X(RLX_I16) X(RLX_U16) X(RLX_U32) X(RLX_U64) X(RLX_F8E4M3FN) X(RLX_F8E5M2)         \
+  X(RLX_F8E4M3FNUZ) X(RLX_F8E5M2FNUZ)                                                           \
   X(RLX_RED_SUM) X(RLX_RED_MEAN) X(RLX_RED_MAX) X(RLX_RED_MIN) X(RLX_RED_PROD)                  \
   X(RLX_MASK_NONE) X(RLX_MASK_CAUSAL) X(RLX_MASK_CUSTOM) X(RLX_MASK_SLIDING) X(RLX_MASK_BIAS)   \
   X(RLX_ROPE_NEOX) X(RLX_ROPE_GPTJ)
 
-_Static_assert(RLX_DTYPE_COUNT == 9, "a dtype without a shader constant");
+_Static_assert(RLX_DTYPE_COUNT == 17, "a dtype without a shader constant");
 _Static_assert(RLX_RED_COUNT == 5, "a reduce op without a shader constant");
 _Static_assert(RLX_MASK_BIAS == 4 && RLX_ROPE_GPTJ == 1, "mask kinds / rope styles changed");
 

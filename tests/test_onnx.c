@@ -1190,6 +1190,117 @@ TEST(onnx_files_must_be_regular) {
   CHECK(ext_fifo_ok && ext_short_ok);
 }
 
+/* ------------------------------------------------------------------ newer dtypes */
+
+/* An initializer of ONNX type `elem` (raw_data, or the typed field onnx.proto
+ * keeps that type in), cast to FLOAT by the model; returns the f32 values. */
+static int cast_initializer(int elem, int typed, const void* raw, size_t bytes, int n,
+                            float* got) {
+  model md;
+  model_init(&md, 19);
+  int64_t dims[1] = {n};
+  Onnx__TensorProto* t = tensor("w", elem, 1, dims, raw, bytes);
+  if (typed) { /* the same values in int32_data / uint64_data instead of raw_data */
+    t->has_raw_data = 0;
+    size_t es = bytes / (size_t)n;
+    int wide = elem == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32 ||
+               elem == ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
+    if (wide) {
+      t->uint64_data = tnew(sizeof(uint64_t) * (size_t)n);
+      t->n_uint64_data = (size_t)n;
+    } else {
+      t->int32_data = tnew(sizeof(int32_t) * (size_t)n);
+      t->n_int32_data = (size_t)n;
+    }
+    for (int i = 0; i < n; i++) {
+      uint64_t v = 0;
+      memcpy(&v, (const uint8_t*)raw + (size_t)i * es, es);
+      if (elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT16) v = (uint64_t)(int64_t)(int16_t)v;
+      if (wide) t->uint64_data[i] = v;
+      else t->int32_data[i] = (int32_t)v;
+    }
+  }
+  initializer(&md, t);
+  Onnx__NodeProto* c = node(&md, "Cast", "w", "y");
+  attr_i(c, "to", F32);
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  int ok = import(&md, NULL, &m, &err) == RLX_OK;
+  if (!ok) fprintf(stderr, "import: %s\n", err.msg);
+  ok = ok && run_f32(m, 0, NULL, NULL, NULL, NULL, 0, got, (size_t)n);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  return ok;
+}
+
+TEST(initializers_of_the_newer_dtypes) {
+  const int16_t i16[3] = {-32768, 7, 32767};
+  const uint16_t u16[3] = {65535, 7, 0};
+  const uint32_t u32[3] = {4000000000u, 7, 0};
+  const uint64_t u64[3] = {1ull << 40, 7, 0};
+  const uint8_t f8[3] = {0x38, 0x7E, 0xB0}; /* e4m3fn: 1, 448, -0.5 */
+  const float want_i16[3] = {-32768, 7, 32767}, want_u16[3] = {65535, 7, 0},
+              want_u32[3] = {4000000000.0f, 7, 0}, want_u64[3] = {1099511627776.0f, 7, 0},
+              want_f8[3] = {1.0f, 448.0f, -0.5f};
+  float got[3];
+  for (int typed = 0; typed < 2; typed++) {
+    CHECK(cast_initializer(ONNX__TENSOR_PROTO__DATA_TYPE__INT16, typed, i16, sizeof i16, 3, got) &&
+          close_to(got, want_i16, 3, 0));
+    CHECK(cast_initializer(ONNX__TENSOR_PROTO__DATA_TYPE__UINT16, typed, u16, sizeof u16, 3, got) &&
+          close_to(got, want_u16, 3, 0));
+    CHECK(cast_initializer(ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, typed, u32, sizeof u32, 3, got) &&
+          close_to(got, want_u32, 3, 0));
+    CHECK(cast_initializer(ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, typed, u64, sizeof u64, 3, got) &&
+          close_to(got, want_u64, 3, 0));
+    CHECK(cast_initializer(17 /* FLOAT8E4M3FN */, typed, f8, sizeof f8, 3, got) &&
+          close_to(got, want_f8, 3, 0));
+  }
+  /* the other float8 codes: 0x40 is 2.0 in e5m2 (19) and 1.0 in both fnuz (18, 20) */
+  const uint8_t one_code[1] = {0x40};
+  const float two[1] = {2.0f}, one[1] = {1.0f};
+  CHECK(cast_initializer(19, 0, one_code, 1, 1, got) && close_to(got, two, 1, 0));
+  CHECK(cast_initializer(18, 0, one_code, 1, 1, got) && close_to(got, one, 1, 0));
+  CHECK(cast_initializer(20, 1, one_code, 1, 1, got) && close_to(got, one, 1, 0));
+}
+
+/* Cast f32 -> FLOAT8E4M3FN -> f32 rounds and saturates; saturate=0 is refused. */
+static int f8_cast_model(model* md, int64_t saturate) {
+  model_init(md, 19);
+  int64_t dims[1] = {4};
+  input(md, "x", F32, 1, dims);
+  Onnx__NodeProto* a = node(md, "Cast", "x", "q");
+  attr_i(a, "to", 17);
+  if (saturate >= 0) attr_i(a, "saturate", saturate);
+  Onnx__NodeProto* b = node(md, "Cast", "q", "y");
+  attr_i(b, "to", F32);
+  output(md, "y");
+  return 1;
+}
+
+TEST(cast_through_float8) {
+  model md;
+  f8_cast_model(&md, -1);
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const float x[4] = {300.0f, 1e6f, -0.3f, 17.0f}, want[4] = {288.0f, 448.0f, -0.3125f, 16.0f};
+  float got[4];
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{4}};
+  const int ranks[1] = {1};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 4);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 4, 0));
+  f8_cast_model(&md, 0);
+  m = NULL;
+  CHECK(import(&md, NULL, &m, &err) == RLX_UNIMPLEMENTED);
+  CHECK(strstr(err.msg, "saturate=0"));
+  pool_free();
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -1210,6 +1321,8 @@ int main(void) {
   RUN(fold_budget_stops_a_range_bomb);
   RUN(declared_inputs_are_kept_even_when_unread);
   RUN(onnx_files_must_be_regular);
+  RUN(initializers_of_the_newer_dtypes);
+  RUN(cast_through_float8);
   return test_summary();
 }
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "base/scalar_math.h"
 #include "ir/graph.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
@@ -34,6 +35,7 @@ typedef struct pcase {
   rlx_tensor ins[MAX_IN]; /* input i is named "in<i>" */
   char name[96];
   rlx_dtype compute; /* the dtype the variant computes in (RLX_F32 unless set) */
+  int exact;         /* float outputs must equal the reference (NaN equals NaN) */
 } pcase;
 
 /* ------------------------------------------------------------ graph helpers */
@@ -420,6 +422,76 @@ static void c_half_rows(pcase* c, int v) {
   outputs(c, &yf, 1);
 }
 
+/* Cast from every dtype into every dtype. The source values mix the random
+ * inputs at three scales with the edge cases of the float8 and integer
+ * formats (NaN, +-inf, float8 max and the halfway points past it,
+ * subnormals, -0, past-u16/u32 and past-2^63 magnitudes); they are cast into
+ * the variant's source dtype (saturating), then from there into each of the
+ * 17 dtypes. Conversions are exact rules, so every output must equal the
+ * reference bit for bit (float outputs: NaN equals NaN). */
+static const float CAST_SPECIALS[] = {
+    NAN, INFINITY, -INFINITY, 448.0f, 464.0f, 465.0f, -480.0f, 240.0f, 248.0f, 57344.0f,
+    61440.0f, -61441.0f, 1e6f, -1e20f, 0.0f, -0.0f, 0.001953125f /* 2^-9 */,
+    0.0029296875f /* 3 * 2^-10 */, 1.52587890625e-05f /* 2^-16 */, 6.0e-8f, 65535.5f, 65536.0f,
+    -32768.5f, 4294967296.0f, 9.3e18f, 1.9e19f, -3.5f, 2.5f, 127.5f, -129.0f, 255.5f, 1.0f};
+
+static void c_cast_pairs(pcase* c, int src) {
+  rlx_dim n = rdim() * 3;
+  rlx_tensor x = input(c, RLX_F32, &n, 1);
+  rlx_dim ns = (rlx_dim)(sizeof CAST_SPECIALS / sizeof CAST_SPECIALS[0]), one = 1;
+  rlx_tensor parts[4] = {x}, sp;
+  rlx_graph_add_constant(c->g, RLX_F32, &ns, 1, CAST_SPECIALS, sizeof CAST_SPECIALS, &parts[3]);
+  static const float scales[2] = {3000.0f, 0.001f};
+  for (int i = 0; i < 2; i++) {
+    rlx_graph_add_constant(c->g, RLX_F32, &one, 1, &scales[i], sizeof(float), &sp);
+    rlx_graph_add_binary(c->g, RLX_BIN_MUL, x, sp, &parts[1 + i]);
+  }
+  rlx_tensor all, from, outs[RLX_DTYPE_COUNT];
+  rlx_graph_add_concat(c->g, parts, 4, 0, &all);
+  rlx_graph_add_cast(c->g, all, (rlx_dtype)src, &from);
+  for (int d = 0; d < RLX_DTYPE_COUNT; d++) rlx_graph_add_cast(c->g, from, (rlx_dtype)d, &outs[d]);
+  c->exact = 1;
+  outputs(c, outs, RLX_DTYPE_COUNT);
+}
+
+/* The dtypes added after bool (i16 u16 u32 u64 and float8) through data
+ * movement, and the integers among them through integer arithmetic and
+ * compares: values are the random inputs times 300, cast (saturating) into
+ * the variant's dtype. Exact: every output must equal the reference. */
+static void c_new_dtypes(pcase* c, int v) {
+  rlx_dtype t = (rlx_dtype)(RLX_BOOL + 1 + v);
+  rlx_dim s[3];
+  rshape(s, 3);
+  rlx_tensor xa = input(c, RLX_F32, s, 3), xb = input(c, RLX_F32, s, 3), sc, a, b, o[8];
+  rlx_dim one = 1;
+  const float scale = 300.0f;
+  rlx_graph_add_constant(c->g, RLX_F32, &one, 1, &scale, sizeof scale, &sc);
+  rlx_graph_add_binary(c->g, RLX_BIN_MUL, xa, sc, &a);
+  rlx_graph_add_binary(c->g, RLX_BIN_MUL, xb, sc, &b);
+  rlx_graph_add_cast(c->g, a, t, &a);
+  rlx_graph_add_cast(c->g, b, t, &b);
+  int32_t perm[3] = {2, 0, 1}, axes[1] = {1};
+  rlx_tensor ab[2] = {a, b}, cond;
+  rlx_graph_add_transpose(c->g, a, perm, 3, &o[0]);
+  rlx_graph_add_concat(c->g, ab, 2, 1, &o[1]);
+  int64_t idx[3] = {0, s[0] - 1, 0};
+  rlx_dim is = 3;
+  rlx_tensor ci;
+  rlx_graph_add_constant(c->g, RLX_I64, &is, 1, idx, sizeof idx, &ci);
+  rlx_graph_add_gather(c->g, a, ci, 0, &o[2]);
+  rlx_graph_add_reverse(c->g, b, axes, 1, &o[3]);
+  rlx_graph_add_compare(c->g, RLX_CMP_GT, xa, xb, &cond);
+  rlx_graph_add_where(c->g, cond, a, b, &o[4]);
+  int n = 5;
+  if (!rlx_dtype_is_f8(t)) {
+    rlx_graph_add_binary(c->g, (rlx_binary_op)(v % 2 ? RLX_BIN_ADD : RLX_BIN_MUL), a, b, &o[n++]);
+    rlx_graph_add_binary(c->g, (rlx_binary_op)(v % 2 ? RLX_BIN_MAX : RLX_BIN_DIV), a, b, &o[n++]);
+    rlx_graph_add_compare(c->g, RLX_CMP_LT, a, b, &o[n++]);
+  }
+  c->exact = 1;
+  outputs(c, o, n);
+}
+
 /* StopGradient is a view for the forward pass; a consumer makes it a step. */
 static void c_stop_gradient(pcase* c, int v) {
   (void)v;
@@ -457,6 +529,8 @@ static const case_def CASES[] = {
     {"half_rows", c_half_rows, 4, TOL_HALF},
     {"attention_half", c_attention_half, 20, TOL_HALF},
     {"stop_gradient", c_stop_gradient, 1, TOL_F32},
+    {"cast_pairs", c_cast_pairs, RLX_DTYPE_COUNT, TOL_F32},
+    {"new_dtypes", c_new_dtypes, RLX_DTYPE_COUNT - RLX_BOOL - 1, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:
@@ -543,15 +617,20 @@ static int coverage_missing(void) {
 
 /* ------------------------------------------------------------ running */
 
+#define MAX_OUT 24
 typedef struct run_result {
   int n_out;
-  rlx_dtype dtype[4];
-  int64_t numel[4];
-  double* data[4];
+  rlx_dtype dtype[MAX_OUT];
+  int64_t numel[MAX_OUT];
+  double* data[MAX_OUT]; /* values (for messages and float compares) */
+  uint8_t* raw[MAX_OUT]; /* the bytes of a non-float output: compared exactly */
 } run_result;
 
 static void result_free(run_result* r) {
-  for (int i = 0; i < r->n_out; i++) free(r->data[i]);
+  for (int i = 0; i < r->n_out; i++) {
+    free(r->data[i]);
+    free(r->raw[i]);
+  }
   memset(r, 0, sizeof *r);
 }
 
@@ -599,6 +678,11 @@ static rlx_status run_on(const pcase* c, const char* device, int reference, uint
     else if (reference) mark_kinds(e);
   }
   r->n_out = s == RLX_OK ? rlx_exec_output_count(e) : 0;
+  if (r->n_out > MAX_OUT) {
+    snprintf(err, cap, "%d outputs: the harness holds %d", r->n_out, MAX_OUT);
+    r->n_out = 0;
+    s = RLX_INTERNAL;
+  }
   for (int i = 0; i < r->n_out && s == RLX_OK; i++) {
     int32_t rank;
     int64_t shape[RLX_MAX_RANK], n = 1;
@@ -611,16 +695,9 @@ static rlx_status run_on(const pcase* c, const char* device, int reference, uint
       s = rlx_exec_read_output(e, i, RLX_F64, r->data[i], sizeof(double) * (size_t)n);
     } else {
       size_t es = rlx_dtype_size(r->dtype[i]);
-      uint8_t* raw = malloc(es * (size_t)(n ? n : 1));
-      s = rlx_exec_read_output(e, i, r->dtype[i], raw, es * (size_t)n);
-      for (int64_t k = 0; k < n; k++) {
-        switch (r->dtype[i]) {
-          case RLX_I64: r->data[i][k] = (double)((int64_t*)raw)[k]; break;
-          case RLX_I32: r->data[i][k] = ((int32_t*)raw)[k]; break;
-          default: r->data[i][k] = raw[k]; break;
-        }
-      }
-      free(raw);
+      r->raw[i] = malloc(es * (size_t)(n ? n : 1));
+      s = rlx_exec_read_output(e, i, r->dtype[i], r->raw[i], es * (size_t)n);
+      if (s == RLX_OK) rlx_dtype_convert(r->data[i], RLX_F64, r->raw[i], r->dtype[i], n);
     }
     if (s) snprintf(err, cap, "read: %s", rlx_exec_last_error(e));
   }
@@ -632,25 +709,39 @@ static int float_dtype(rlx_dtype t) {
   return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16;
 }
 
-/* Compares a device result with the reference; returns 1 if equal within tolerance. */
-static int compare(const run_result* ref, const run_result* got, double tol, char* why, size_t cap) {
+static int same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* Compares a device result with the reference; returns 1 if equal within
+ * tolerance (exact: float outputs equal too). */
+static int compare(const run_result* ref, const run_result* got, double tol, int exact,
+                   char* why, size_t cap) {
   if (ref->n_out != got->n_out) { snprintf(why, cap, "output count differs"); return 0; }
   for (int i = 0; i < ref->n_out; i++) {
     if (ref->numel[i] != got->numel[i] || ref->dtype[i] != got->dtype[i]) {
       snprintf(why, cap, "output %d type differs", i);
       return 0;
     }
-    if (float_dtype(ref->dtype[i])) {
+    if (float_dtype(ref->dtype[i]) && exact) {
+      for (int64_t k = 0; k < ref->numel[i]; k++)
+        if (!same_value(ref->data[i][k], got->data[i][k])) {
+          snprintf(why, cap, "output %d (%s) element %lld: %.9g vs reference %.9g", i,
+                   rlx_dtype_name(ref->dtype[i]), (long long)k, got->data[i][k],
+                   ref->data[i][k]);
+          return 0;
+        }
+    } else if (float_dtype(ref->dtype[i])) {
       double err = test_rel_l2(got->data[i], ref->data[i], ref->numel[i]);
       if (!(err <= tol)) {
         snprintf(why, cap, "output %d rel L2 %.3g > %.1g", i, err, tol);
         return 0;
       }
     } else {
+      size_t es = rlx_dtype_size(ref->dtype[i]);
       for (int64_t k = 0; k < ref->numel[i]; k++)
-        if (ref->data[i][k] != got->data[i][k]) {
-          snprintf(why, cap, "output %d element %lld: %g vs reference %g", i, (long long)k,
-                   got->data[i][k], ref->data[i][k]);
+        if (memcmp(ref->raw[i] + (size_t)k * es, got->raw[i] + (size_t)k * es, es) != 0) {
+          snprintf(why, cap, "output %d (%s) element %lld: %.17g vs reference %.17g", i,
+                   rlx_dtype_name(ref->dtype[i]), (long long)k, got->data[i][k],
+                   ref->data[i][k]);
           return 0;
         }
     }
@@ -714,7 +805,7 @@ int main(int argc, char** argv) {
             snprintf(why, sizeof why, "the case states no tolerance for dtype %d", (int)c.compute);
           else
             ok = run_on(&c, dev[d].name, 0, seed, &got, why, sizeof why) == RLX_OK &&
-                 compare(&ref, &got, tol, why, sizeof why);
+                 compare(&ref, &got, tol, c.exact, why, sizeof why);
           if (ok) dev[d].pass++;
           else {
             dev[d].fail++;

@@ -826,6 +826,7 @@ int cli_print_outputs(const char* cmd, const rlx_graph* g, const rlx_exec* e) {
       abs_sum += fabs(v);
       if (k < PREVIEW_VALUES) {
         if (is_float) printf(" %.6g", v);
+        else if (dt == RLX_U64) printf(" %llu", (unsigned long long)((const uint64_t*)data)[k]);
         else printf(" %lld", (long long)cli_load_i64(data, dt, k));
       }
     }

@@ -11,15 +11,17 @@
 
 The library is found through env RLX_LIBRARY, else the copy installed with the
 package (rlx/_lib/librlx.so), else the system's (find_library / prefixes).
-bf16 arrays are ml_dtypes.bfloat16 when that module is importable, else uint16
-bit patterns (see rlx.dtypes).
+bf16 and float8 arrays are ml_dtypes.bfloat16 / float8_* when that module is
+importable, else uint16 / uint8 bit patterns; a bare uint16 array is u16 (see
+rlx.dtypes).
 """
 
 import ctypes as _ctypes
 
 from . import _capi
 from .devices import Device, device, devices, is_available, resolve_device
-from .dtypes import (BF16, BOOL, F16, F32, F64, I8, I32, I64, U8, DType, bf16_to_f32, convert,
+from .dtypes import (BF16, BOOL, F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F16, F32, F64, I8,
+                     I16, I32, I64, U8, U16, U32, U64, DType, bf16_to_f32, convert,
                      f32_to_bf16, to_dtype)
 from .errors import (FailedPreconditionError, InternalError, InvalidArgumentError,
                      NotFoundError, OutOfRangeError, ResourceExhaustedError, RlxError,
@@ -70,10 +72,11 @@ def load(path):
 
 __all__ = [
     "Activation", "BF16", "BOOL", "Binary", "Compare", "DType", "Device", "Executable",
-    "F16", "F32", "F64", "FailedPreconditionError", "Graph", "I8", "I32", "I64",
+    "F8E4M3FN", "F8E4M3FNUZ", "F8E5M2", "F8E5M2FNUZ", "F16", "F32", "F64",
+    "FailedPreconditionError", "Graph", "I8", "I16", "I32", "I64",
     "InternalError", "InvalidArgumentError", "Layout", "Mask", "MemoryStats",
     "NotFoundError", "OutOfRangeError", "Reduce", "ResourceExhaustedError", "RlxError",
-    "RopeStyle", "Tensor", "U8", "UnavailableError", "UnimplementedError", "ValueInfo",
+    "RopeStyle", "Tensor", "U8", "U16", "U32", "U64", "UnavailableError", "UnimplementedError", "ValueInfo",
     "bf16_to_f32", "compile", "convert", "device", "devices", "f32_to_bf16",
     "is_available", "library_path", "load", "load_npy", "load_onnx", "parse",
     "read_onnx_tensor", "resolve_device", "save_npy", "status_name", "to_dtype", "version",

@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 
 from . import _capi
-from .dtypes import DType, _contiguous, as_array, to_dtype, to_dtype_or_none
+from .dtypes import DType, _contiguous, as_array, is_bits_of, to_dtype, to_dtype_or_none
 from .errors import check
 from .graph import Graph, ValueInfo
 
@@ -172,9 +172,9 @@ class Executable(_capi.Owned):
     def set_param(self, name, value):
         """Sets a param from an array of its dtype (or f32 for a float param). Lists and
         scalars are converted to the param's dtype."""
-        info = None if isinstance(value, np.ndarray) else self._info_named(self.params, name)
-        arr = _array(value, info)
-        self._check(lib.rlx_exec_set_param(self.handle, name.encode(), _dtype_of(arr),
+        info = self._info_named(self.params, name) if _needs_info(value) else None
+        arr, dtype = _array(value, info)
+        self._check(lib.rlx_exec_set_param(self.handle, name.encode(), dtype,
                                            arr.ctypes.data, arr.nbytes))
 
     def set_params(self, params=None, **kwargs):
@@ -185,9 +185,9 @@ class Executable(_capi.Owned):
     def set_input(self, name, value):
         """Copies an array in as input `name`: its dtype must be the input's (a list or
         scalar is converted to it); its shape binds the symbolic dims."""
-        info = None if isinstance(value, np.ndarray) else self._info_named(self.inputs, name)
-        arr = _array(value, info)
-        self._check(lib.rlx_exec_set_input(self.handle, name.encode(), _dtype_of(arr),
+        info = self._info_named(self.inputs, name) if _needs_info(value) else None
+        arr, dtype = _array(value, info)
+        self._check(lib.rlx_exec_set_input(self.handle, name.encode(), dtype,
                                            _capi.dims(arr.shape), arr.ndim, arr.ctypes.data,
                                            arr.nbytes))
 
@@ -295,17 +295,23 @@ class Executable(_capi.Owned):
         return ms.value if ms.value >= 0 else None
 
 
+def _needs_info(value):
+    """Lists and scalars take the declared dtype; uint16 / uint8 arrays may be bf16 /
+    float8 bits, which only the declared dtype tells."""
+    return not isinstance(value, np.ndarray) or value.dtype in (np.uint16, np.uint8)
+
+
 def _array(value, info):
-    """A C-contiguous array for set_input/set_param: an ndarray keeps its dtype (the library
-    checks it); other values take the declared dtype of `info` when known."""
+    """A C-contiguous array and its rlx dtype for set_input/set_param: an ndarray keeps its
+    dtype (the library checks it), except that uint16 / uint8 arrays given for a bf16 /
+    float8 slot are that slot's bits; other values take the declared dtype of `info`."""
     if isinstance(value, np.ndarray):
+        if info is not None and is_bits_of(value.dtype, info.dtype):
+            return _contiguous(value), info.dtype
         if to_dtype_or_none(value.dtype) is None:
             raise TypeError(f"numpy dtype {value.dtype} has no rlx counterpart")
-        return _contiguous(value)
+        return _contiguous(value), to_dtype(value.dtype)
     if info is not None:
-        return as_array(value, info.dtype)
-    return _contiguous(np.asarray(value))
-
-
-def _dtype_of(arr):
-    return to_dtype(arr.dtype)
+        return as_array(value, info.dtype), info.dtype
+    arr = _contiguous(np.asarray(value))
+    return arr, to_dtype(arr.dtype)

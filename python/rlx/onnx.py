@@ -93,7 +93,8 @@ def load_npy(path):
 
 
 def save_npy(path, array):
-    """Writes a .npy file with rlx's writer (bf16 has no .npy dtype: save it as f32)."""
+    """Writes a .npy file with rlx's writer (bf16 and float8 have no .npy dtype: save them
+    as f32, or their bits as uint16 / uint8)."""
     arr = _contiguous(array)
     err = ctypes.c_void_p()
     status = lib.rlx_npy_save(os.fspath(path).encode(), to_dtype(arr.dtype), arr.ndim,

@@ -166,6 +166,27 @@ def test_npy_and_conversion_helpers(tmp_path):
     np.testing.assert_array_equal(rlx.convert(np.array([-1.7, 300.0]), "i8"), [-1, 127])
 
 
+@pytest.mark.parametrize("np_dtype", [np.int16, np.uint16, np.uint32, np.uint64])
+def test_npy_round_trip_of_the_newer_integers(tmp_path, np_dtype):
+    info = np.iinfo(np_dtype)
+    a = np.array([[info.min, info.max, 7]], np_dtype)
+    rlx.save_npy(tmp_path / "a.npy", a)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), a)
+    back = rlx.load_npy(tmp_path / "a.npy")
+    assert back.dtype == a.dtype
+    np.testing.assert_array_equal(back, a)
+    np.save(tmp_path / "b.npy", a)  # numpy's own writer reads back as the same dtype
+    assert rlx.load_npy(tmp_path / "b.npy").dtype == a.dtype
+
+
+def test_float8_has_no_npy_dtype(tmp_path):
+    bits = rlx.convert(np.array([1.0, 448.0], np.float32), "f8e4m3fn")
+    if bits.dtype == np.uint8:  # without ml_dtypes the bits save as u8, by design
+        rlx.save_npy(tmp_path / "a.npy", bits)
+        assert rlx.load_npy(tmp_path / "a.npy").dtype == np.uint8
+    np.testing.assert_array_equal(bits.view(np.uint8), [0x38, 0x7E])
+
+
 def test_compile_options_reach_the_library():
     with rlx.Graph() as g:
         g.set_outputs(g.input("x", "f32", [2]).log().set_name("the_log"))

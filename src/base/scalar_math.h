@@ -165,6 +165,32 @@ RLX_HD int64_t rlx_int_binary(int op, int64_t a, int64_t b) {
   }
 }
 
+/* u64 travels in the same int64 slots as the other integers (its bits), so
+ * add, sub, mul, neg and the bit pattern of pow wrap identically; only the
+ * ops that read magnitude or order differ, and take these forms. Flipping
+ * the sign bit maps unsigned order onto signed order. */
+#define RLX_U64_FLIP ((int64_t)(UINT64_C(1) << 63))
+RLX_HD int64_t rlx_u64_binary(int op, int64_t a, int64_t b) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+    case RLX_BIN_DIV: return ub == 0 ? 0 : (int64_t)(ua / ub);
+    case RLX_BIN_MAX: return (int64_t)(ua > ub ? ua : ub);
+    case RLX_BIN_MIN: return (int64_t)(ua < ub ? ua : ub);
+    case RLX_BIN_POW: {
+      uint64_t r = 1;
+      for (; ub; ub >>= 1, ua *= ua)
+        if (ub & 1) r *= ua;
+      return (int64_t)r;
+    }
+    default: return rlx_int_binary(op, a, b);
+  }
+}
+
+/* Unsigned values are never negative: abs and relu keep them. */
+RLX_HD int64_t rlx_act_u64(int act, int64_t x) {
+  return act == RLX_ACT_NEG ? (int64_t)(0 - (uint64_t)x) : x;
+}
+
 /* Comparisons: NaN compares unequal to everything (IEEE). */
 RLX_HD int rlx_compare_f64(int op, double a, double b) {
   switch (op) {
@@ -190,6 +216,10 @@ RLX_HD int rlx_compare_i64(int op, int64_t a, int64_t b) {
   }
 }
 
+RLX_HD int rlx_compare_u64(int op, int64_t a, int64_t b) {
+  return rlx_compare_i64(op, a ^ RLX_U64_FLIP, b ^ RLX_U64_FLIP);
+}
+
 /* Float -> integer cast of the reference: NaN -> 0, out of range clamps to
  * [lo, hi], otherwise truncation toward zero (as C casts and numpy astype).
  * hi for i64 is the largest double below 2^63. */
@@ -200,6 +230,92 @@ RLX_HD int64_t rlx_saturate_i64(double v, double lo, double hi) {
   if (v <= lo) return (int64_t)lo;
   if (v >= hi) return (int64_t)hi;
   return (int64_t)v;
+}
+
+/* ------------------------------------------------------------------ float8
+ * The four float8 formats of ONNX (TensorProto FLOAT8E4M3FN, FLOAT8E5M2,
+ * FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ), described by their field widths and
+ * special values so one encoder and one decoder serve all four (and the
+ * CUDA kernels, which include this header).
+ *   fn   (e4m3fn): no inf; S.1111.111 is NaN, so the top code 0x7E = 448.
+ *   ieee (e5m2):   exponent all ones is inf (mantissa 0) or NaN.
+ *   fnuz (both):   0x80 ("negative zero") is the only NaN; no -0, no inf;
+ *                  bias one above the IEEE bias, so every other code is finite. */
+enum { RLX_F8_FN = 0, RLX_F8_IEEE = 1, RLX_F8_FNUZ = 2 };
+
+typedef struct rlx_f8_format {
+  int man_bits, bias, kind;
+  int max_code; /* largest finite magnitude code (sign bit clear) */
+} rlx_f8_format;
+
+RLX_HD rlx_f8_format rlx_f8_format_of(rlx_dtype t) {
+  rlx_f8_format f = {3, 7, RLX_F8_FN, 0x7E}; /* RLX_F8E4M3FN: 448 */
+  if (t == RLX_F8E5M2) { f.man_bits = 2; f.bias = 15; f.kind = RLX_F8_IEEE; f.max_code = 0x7B; }
+  if (t == RLX_F8E4M3FNUZ) { f.bias = 8; f.kind = RLX_F8_FNUZ; f.max_code = 0x7F; }
+  if (t == RLX_F8E5M2FNUZ) { f.man_bits = 2; f.bias = 16; f.kind = RLX_F8_FNUZ; f.max_code = 0x7F; }
+  return f;
+}
+
+RLX_HD int rlx_dtype_is_f8(rlx_dtype t) {
+  return t == RLX_F8E4M3FN || t == RLX_F8E5M2 || t == RLX_F8E4M3FNUZ || t == RLX_F8E5M2FNUZ;
+}
+
+/* Bits -> value. Exact in double (and in float: every f8 value is an f32). */
+RLX_HD double rlx_f8_decode(rlx_dtype t, uint8_t b) {
+  rlx_f8_format f = rlx_f8_format_of(t);
+  int sign = b >> 7, mag = b & 0x7F;
+  int e = mag >> f.man_bits, m = mag & ((1 << f.man_bits) - 1);
+  if (f.kind == RLX_F8_FNUZ && b == 0x80) return NAN;
+  if (f.kind == RLX_F8_FN && mag == 0x7F) return NAN;
+  if (f.kind == RLX_F8_IEEE && e == (1 << (7 - f.man_bits)) - 1)
+    return m ? NAN : (sign ? -INFINITY : INFINITY);
+  double v = e == 0 ? ldexp((double)m, 1 - f.bias - f.man_bits)
+                    : ldexp((double)(m + (1 << f.man_bits)), e - f.bias - f.man_bits);
+  return sign ? -v : v;
+}
+
+/* Value -> bits: round to nearest even. Out of range follows ONNX Cast's
+ * table for float8 (Cast-19+): with saturate (the default) finite values
+ * beyond the largest finite and +-inf become +-max, except that e5m2 keeps
+ * +-inf as inf; without saturate they become NaN, except e5m2 where they
+ * become +-inf. NaN maps to each format's NaN (0x7F; fnuz: 0x80). fnuz has
+ * no negative zero, so -0 and negatives that round to zero give 0x00. */
+RLX_HD uint8_t rlx_f8_encode(rlx_dtype t, double x, int saturate) {
+  rlx_f8_format f = rlx_f8_format_of(t);
+  const uint8_t nan = f.kind == RLX_F8_FNUZ ? 0x80 : 0x7F;
+  if (isnan(x)) return nan;
+  uint8_t sign = signbit(x) ? 0x80 : 0;
+  double a = fabs(x);
+  if (isinf(x)) {
+    if (f.kind == RLX_F8_IEEE) return (uint8_t)(sign | 0x7C);
+    return saturate ? (uint8_t)(sign | f.max_code) : nan;
+  }
+  if (a == 0) return f.kind == RLX_F8_FNUZ ? 0 : sign; /* frexp's exponent of 0 means nothing */
+  int e2;
+  frexp(a, &e2);                      /* a = frac * 2^e2, frac in [0.5, 1) */
+  int exp = e2 - 1, emin = 1 - f.bias; /* unbiased exponent of a; smallest normal */
+  if (exp < emin) exp = emin;          /* subnormal: the quantum stays 2^(emin - M) */
+  double q = rlx_round_half_even(ldexp(a, f.man_bits - exp)); /* exact scaling */
+  /* q counts quanta of 2^(exp - M), so the code is the biased exponent
+   * field plus q minus the implicit leading one. At exp == emin that is q
+   * itself, which also encodes subnormals (q < 2^M); a mantissa carry
+   * (q == 2^(M+1)) or a subnormal rounding up to the smallest normal lands
+   * on the next exponent code by plain addition. */
+  double code = (double)((exp + f.bias) << f.man_bits) + q - (double)(1 << f.man_bits);
+  if (code > f.max_code) {
+    if (saturate) return (uint8_t)(sign | f.max_code);
+    return f.kind == RLX_F8_IEEE ? (uint8_t)(sign | 0x7C) : nan;
+  }
+  if (code == 0 && f.kind == RLX_F8_FNUZ) return 0;
+  return (uint8_t)(sign | (int)code);
+}
+
+/* Float -> unsigned 64-bit cast of the reference: NaN and negatives -> 0,
+ * at or above 2^64 -> UINT64_MAX, otherwise truncation. */
+RLX_HD uint64_t rlx_saturate_u64(double v) {
+  if (isnan(v) || v <= 0) return 0;
+  if (v >= 18446744073709551616.0) return UINT64_MAX;
+  return (uint64_t)v;
 }
 
 #endif

@@ -22,7 +22,8 @@ typedef struct dtype_code {
 
 static const dtype_code dtype_codes[] = {
     {"f4", RLX_F32}, {"f2", RLX_F16}, {"f8", RLX_F64}, {"i1", RLX_I8}, {"u1", RLX_U8},
-    {"i4", RLX_I32}, {"i8", RLX_I64}, {"b1", RLX_BOOL},
+    {"i4", RLX_I32}, {"i8", RLX_I64}, {"b1", RLX_BOOL}, {"i2", RLX_I16}, {"u2", RLX_U16},
+    {"u4", RLX_U32}, {"u8", RLX_U64},
 };
 
 /* Maps a descr such as "<f4" to a dtype. One-byte types may carry any
@@ -45,8 +46,8 @@ static rlx_status descr_to_dtype(const char* src, const char* descr, rlx_dtype* 
     }
   }
   return rlx_fail(err, RLX_UNIMPLEMENTED,
-                  "npy '%s': unsupported dtype '%.40s' (supported: <f4 <f2 <f8 |i1 |u1 <i4 "
-                  "<i8 |b1)",
+                  "npy '%s': unsupported dtype '%.40s' (supported: <f4 <f2 <f8 |i1 |u1 <i2 "
+                  "<u2 <i4 <u4 <i8 <u8 |b1)",
                   src, descr);
 }
 
@@ -60,7 +61,11 @@ static const char* dtype_to_descr(rlx_dtype t) {
     case RLX_I32: return "<i4";
     case RLX_I64: return "<i8";
     case RLX_BOOL: return "|b1";
-    default: return NULL; /* bf16 has no numpy dtype */
+    case RLX_I16: return "<i2";
+    case RLX_U16: return "<u2";
+    case RLX_U32: return "<u4";
+    case RLX_U64: return "<u8";
+    default: return NULL; /* bf16 and float8 have no numpy dtype (see rlx.h) */
   }
 }
 

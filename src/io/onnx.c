@@ -181,7 +181,11 @@ static int dtype_from_onnx(int32_t t) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return RLX_F16;
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return RLX_F64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return RLX_BF16;
-    default: return -1;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return RLX_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return RLX_U16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return RLX_U32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return RLX_U64;
+    default: return rlx_onnx_f8_dtype(t);
   }
 }
 
@@ -189,7 +193,8 @@ static const char* onnx_dtype_name(int32_t t) {
   static const char* const names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",      "UINT16",
                                       "INT16",     "INT32",  "INT64",     "STRING",    "BOOL",
                                       "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",    "COMPLEX64",
-                                      "COMPLEX128", "BFLOAT16"};
+                                      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ"};
   return t >= 0 && t < (int32_t)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 
@@ -274,6 +279,7 @@ static size_t typed_count(const Onnx__TensorProto* tp, rlx_dtype dt) {
     case RLX_F32: return tp->n_float_data;
     case RLX_F64: return tp->n_double_data;
     case RLX_I64: return tp->n_int64_data;
+    case RLX_U32: case RLX_U64: return tp->n_uint64_data; /* as onnx.proto stores them */
     default: return tp->n_int32_data;
   }
 }
@@ -289,6 +295,11 @@ static rlx_status read_typed(const Onnx__TensorProto* tp, rlx_host_tensor* t, rl
       case RLX_I64: ((int64_t*)t->data)[i] = tp->int64_data[i]; break;
       case RLX_F16: case RLX_BF16:
         ((uint16_t*)t->data)[i] = (uint16_t)tp->int32_data[i]; /* bit patterns */
+        break;
+      case RLX_U32: ((uint32_t*)t->data)[i] = (uint32_t)tp->uint64_data[i]; break;
+      case RLX_U64: ((uint64_t*)t->data)[i] = tp->uint64_data[i]; break;
+      case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ:
+        ((uint8_t*)t->data)[i] = (uint8_t)tp->int32_data[i]; /* bit patterns */
         break;
       case RLX_BOOL: ((uint8_t*)t->data)[i] = tp->int32_data[i] != 0; break;
       default: rlx_store_i64(t->data, t->dtype, i, tp->int32_data[i]); break;

@@ -191,4 +191,23 @@ rlx_status rlx_ox_invalid(rlx_ox_ctx* c, const char* fmt, ...)
  * is prefixed with the ONNX node. */
 rlx_status rlx_ox_check(rlx_ox_ctx* c, rlx_status s);
 
+/* ONNX's float8 DataType codes (onnx.proto 1.14+; Debian's older proto has
+ * no names for them, so they are spelled out here). */
+enum {
+  RLX_ONNX_FLOAT8E4M3FN = 17,
+  RLX_ONNX_FLOAT8E4M3FNUZ = 18,
+  RLX_ONNX_FLOAT8E5M2 = 19,
+  RLX_ONNX_FLOAT8E5M2FNUZ = 20,
+};
+
+static inline int rlx_onnx_f8_dtype(int64_t t) {
+  switch (t) {
+    case RLX_ONNX_FLOAT8E4M3FN: return RLX_F8E4M3FN;
+    case RLX_ONNX_FLOAT8E4M3FNUZ: return RLX_F8E4M3FNUZ;
+    case RLX_ONNX_FLOAT8E5M2: return RLX_F8E5M2;
+    case RLX_ONNX_FLOAT8E5M2FNUZ: return RLX_F8E5M2FNUZ;
+    default: return -1;
+  }
+}
+
 #endif

@@ -170,8 +170,10 @@ static inline rlx_status bool_const(rlx_ox_ctx* c, int v, rlx_tensor* out) {
 
 /* ONNX TensorProto.DataType code -> rlx dtype, -1 when the IR lacks it. */
 static inline int onnx_to_dtype(int64_t t) {
-  static const int map[] = {-1, RLX_F32, RLX_U8, RLX_I8, -1, -1, RLX_I32, RLX_I64, -1,
-                            RLX_BOOL, RLX_F16, RLX_F64, -1, -1, -1, -1, RLX_BF16};
+  static const int map[] = {-1,       RLX_F32,  RLX_U8,  RLX_I8,  RLX_U16, RLX_I16, RLX_I32,
+                            RLX_I64,  -1,       RLX_BOOL, RLX_F16, RLX_F64, RLX_U32, RLX_U64,
+                            -1,       -1,       RLX_BF16, RLX_F8E4M3FN, RLX_F8E4M3FNUZ,
+                            RLX_F8E5M2, RLX_F8E5M2FNUZ};
   return t >= 0 && t < (int64_t)(sizeof map / sizeof map[0]) ? map[t] : -1;
 }
 

@@ -13,6 +13,7 @@
 
 #include "io/onnx.h"
 #include "io/onnx_helpers.h"
+#include "base/scalar_math.h"
 #include "ir/dtype.h"
 
 #ifdef RLX_HAVE_ONNX
@@ -85,7 +86,8 @@ static rlx_status map_activation(rlx_ox_ctx* c) {
   int int_ok = k == RLX_ACT_NEG || k == RLX_ACT_ABS || k == RLX_ACT_RELU;
   if (!rlx_dtype_is_float(d) && !(int_ok && rlx_dtype_is_int(d)))
     return rlx_ox_unsupported(c, "dtype %s is not supported", rlx_dtype_name(d));
-  if (d == RLX_U8 && (k == RLX_ACT_ABS || k == RLX_ACT_RELU)) return rlx_ox_set(c, 0, x);
+  int is_unsigned = d == RLX_U8 || d == RLX_U16 || d == RLX_U32 || d == RLX_U64;
+  if (is_unsigned && (k == RLX_ACT_ABS || k == RLX_ACT_RELU)) return rlx_ox_set(c, 0, x);
   RLX_RETURN_IF_ERROR(act(c, k, x, &y));
   return rlx_ox_set(c, 0, y);
 }
@@ -233,12 +235,25 @@ static rlx_status map_where(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, out);
 }
 
+/* Cast's saturate attribute only matters for float8 targets (ONNX ignores
+ * it otherwise). rlx's cast always saturates (ONNX's default, the form
+ * quantized models use); saturate=0 turns out-of-range values into NaN (inf
+ * for e5m2) and is refused by name rather than run with the wrong rule. */
+static rlx_status check_saturate(rlx_ox_ctx* c, rlx_dtype to) {
+  int64_t sat;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "saturate", 1, &sat));
+  if (sat == 0 && rlx_dtype_is_f8(to))
+    return rlx_ox_unsupported(c, "saturate=0 into %s (only the default saturate=1)",
+                              rlx_dtype_name(to));
+  return RLX_OK;
+}
+
 static rlx_status map_cast(rlx_ox_ctx* c) {
-  int64_t to, sat;
+  int64_t to;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "to", -1, &to));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "saturate", 1, &sat)); /* float8 only */
   int dt = onnx_to_dtype(to);
   if (dt < 0) return rlx_ox_unsupported(c, "cast to ONNX data type %lld", (long long)to);
+  RLX_RETURN_IF_ERROR(check_saturate(c, (rlx_dtype)dt));
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   RLX_RETURN_IF_ERROR(cast(c, x, (rlx_dtype)dt, &y));
@@ -248,7 +263,7 @@ static rlx_status map_cast(rlx_ox_ctx* c) {
 static rlx_status map_cast_like(rlx_ox_ctx* c) {
   rlx_type like;
   RLX_RETURN_IF_ERROR(rlx_ox_type(c, 1, &like));
-  rlx_ox_attr_ignore(c, "saturate");
+  RLX_RETURN_IF_ERROR(check_saturate(c, like.dtype));
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   RLX_RETURN_IF_ERROR(cast(c, x, like.dtype, &y));

@@ -4,20 +4,23 @@
 #include <string.h>
 
 #include "base/scalar_math.h"
+#include "ir/graph.h"
 
 size_t rlx_dtype_size(rlx_dtype t) {
   switch (t) {
-    case RLX_F32: case RLX_I32: return 4;
-    case RLX_F16: case RLX_BF16: return 2;
-    case RLX_F64: case RLX_I64: return 8;
+    case RLX_F32: case RLX_I32: case RLX_U32: return 4;
+    case RLX_F16: case RLX_BF16: case RLX_I16: case RLX_U16: return 2;
+    case RLX_F64: case RLX_I64: case RLX_U64: return 8;
     case RLX_I8: case RLX_U8: case RLX_BOOL: return 1;
+    case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ: return 1;
     default: return 0;
   }
 }
 
 const char* rlx_dtype_name(rlx_dtype t) {
-  static const char* names[RLX_DTYPE_COUNT] = {"f32", "f16", "bf16", "f64", "i8",
-                                               "u8",  "i32", "i64",  "bool"};
+  static const char* names[RLX_DTYPE_COUNT] = {
+      "f32", "f16", "bf16", "f64", "i8", "u8", "i32", "i64", "bool",
+      "i16", "u16", "u32", "u64", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
   return (unsigned)t < RLX_DTYPE_COUNT ? names[t] : "?";
 }
 
@@ -70,6 +73,12 @@ double rlx_load_f64(const void* base, rlx_dtype t, int64_t i) {
     case RLX_I32: return ((const int32_t*)base)[i];
     case RLX_I64: return (double)((const int64_t*)base)[i];
     case RLX_BOOL: return ((const uint8_t*)base)[i] != 0;
+    case RLX_I16: return ((const int16_t*)base)[i];
+    case RLX_U16: return ((const uint16_t*)base)[i];
+    case RLX_U32: return ((const uint32_t*)base)[i];
+    case RLX_U64: return (double)((const uint64_t*)base)[i];
+    case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ:
+      return rlx_f8_decode(t, ((const uint8_t*)base)[i]);
     default: return 0;
   }
 }
@@ -87,6 +96,13 @@ void rlx_store_f64(void* base, rlx_dtype t, int64_t i, double v) {
       ((int64_t*)base)[i] = rlx_saturate_i64(v, RLX_I64_LO, RLX_I64_HI);
       break;
     case RLX_BOOL: ((uint8_t*)base)[i] = v != 0; break;
+    case RLX_I16: ((int16_t*)base)[i] = (int16_t)rlx_saturate_i64(v, -32768, 32767); break;
+    case RLX_U16: ((uint16_t*)base)[i] = (uint16_t)rlx_saturate_i64(v, 0, 65535); break;
+    case RLX_U32: ((uint32_t*)base)[i] = (uint32_t)rlx_saturate_i64(v, 0, 4294967295.0); break;
+    case RLX_U64: ((uint64_t*)base)[i] = rlx_saturate_u64(v); break;
+    case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ:
+      ((uint8_t*)base)[i] = rlx_f8_encode(t, v, 1);
+      break;
     default: break;
   }
 }
@@ -97,6 +113,10 @@ int64_t rlx_load_i64(const void* base, rlx_dtype t, int64_t i) {
     case RLX_U8: case RLX_BOOL: return ((const uint8_t*)base)[i];
     case RLX_I32: return ((const int32_t*)base)[i];
     case RLX_I64: return ((const int64_t*)base)[i];
+    case RLX_I16: return ((const int16_t*)base)[i];
+    case RLX_U16: return ((const uint16_t*)base)[i];
+    case RLX_U32: return ((const uint32_t*)base)[i];
+    case RLX_U64: return (int64_t)((const uint64_t*)base)[i]; /* the bits: integer math wraps */
     default: return rlx_saturate_i64(rlx_load_f64(base, t, i), RLX_I64_LO, RLX_I64_HI);
   }
 }
@@ -108,13 +128,15 @@ void rlx_store_i64(void* base, rlx_dtype t, int64_t i, int64_t v) {
     case RLX_BOOL: ((uint8_t*)base)[i] = v != 0; break;
     case RLX_I32: ((int32_t*)base)[i] = (int32_t)v; break;
     case RLX_I64: ((int64_t*)base)[i] = v; break;
+    case RLX_I16: ((int16_t*)base)[i] = (int16_t)v; break;
+    case RLX_U16: ((uint16_t*)base)[i] = (uint16_t)v; break;
+    case RLX_U32: ((uint32_t*)base)[i] = (uint32_t)v; break;
+    case RLX_U64: ((uint64_t*)base)[i] = (uint64_t)v; break;
     default: rlx_store_f64(base, t, i, (double)v); break;
   }
 }
 
-static int is_intlike(rlx_dtype t) {
-  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
-}
+static int is_intlike(rlx_dtype t) { return rlx_dtype_is_int(t) || t == RLX_BOOL; }
 
 void rlx_convert(void* dst, rlx_dtype dt, const void* src, rlx_dtype st, int64_t n) {
   if (dt == st) {

@@ -4,6 +4,8 @@
 #include "ir/graph.h"
 #include "ir/names.h"
 
+#include "base/scalar_math.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,12 +48,15 @@ rlx_status rlx_graph_fail_op(rlx_graph* g, rlx_op op, int32_t kind, const char* 
 /* ------------------------------------------------------------------ types */
 
 int rlx_dtype_is_float(rlx_dtype t) {
-  return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64;
+  return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16 || t == RLX_F64 || rlx_dtype_is_f8(t);
 }
 
 int rlx_dtype_is_int(rlx_dtype t) {
-  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64;
+  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_I16 ||
+         t == RLX_U16 || t == RLX_U32 || t == RLX_U64;
 }
+
+int rlx_dtype_is_compute_float(rlx_dtype t) { return rlx_dtype_is_float(t) && !rlx_dtype_is_f8(t); }
 
 int64_t rlx_type_numel(const rlx_type* t) {
   int64_t n = 1;

@@ -132,8 +132,10 @@ const char* rlx_type_str(const rlx_graph* g, const rlx_type* t, char* buf, size_
 /* "%12 (matmul 'proj')": how errors name a node. */
 const char* rlx_node_str(const rlx_graph* g, int32_t node, char* buf, size_t cap);
 
-int rlx_dtype_is_float(rlx_dtype t);
-int rlx_dtype_is_int(rlx_dtype t); /* i8 u8 i32 i64 (not bool) */
+int rlx_dtype_is_float(rlx_dtype t); /* f32 f16 bf16 f64 and the float8 types */
+int rlx_dtype_is_int(rlx_dtype t);   /* i8 i16 i32 i64 u8 u16 u32 u64 (not bool) */
+/* The floats compute ops take: every float but the float8 storage types. */
+int rlx_dtype_is_compute_float(rlx_dtype t);
 
 /* Op name as the text format and errors print it: the member for the
  * families ("add", "eq", "relu", "reduce_sum"), else the ops.def text. */

@@ -4,6 +4,7 @@
  * later pass sees one canonical form. Errors name the op and the next node
  * id through rlx_graph_fail_op. */
 #include "ir/graph.h"
+#include "base/scalar_math.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -765,7 +766,48 @@ static rlx_status infer_sample(infer_ctx* c) {
 
 /* ------------------------------------------------------------------ dispatch */
 
+/* Ops that only move or convert elements: the float8 storage types pass
+ * through them bit-exactly. Every other op computes, and has no float8
+ * arithmetic (scaled float8 matmul belongs to quantization): it refuses them
+ * by name instead of computing in a format with 2-3 mantissa bits. */
+static int moves_data(rlx_op op) {
+  switch (op) {
+    case RLX_OP_INPUT: case RLX_OP_PARAM: case RLX_OP_CONSTANT: case RLX_OP_RESHAPE:
+    case RLX_OP_CAST: case RLX_OP_STOP_GRADIENT: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW:
+    case RLX_OP_CONCAT: case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_GATHER:
+    case RLX_OP_WHERE:
+      return 1;
+    default: return 0;
+  }
+}
+
+static rlx_status refuse_f8_compute(infer_ctx* c) {
+  char buf[160];
+  if (moves_data(c->op)) return RLX_OK;
+  for (int32_t i = 0; i < c->n_in; i++)
+    if (c->t[i] && rlx_dtype_is_f8(c->t[i]->dtype))
+      return FAIL(c, "input %d is %s: float8 is a storage type here (only cast and data "
+                  "movement take it); cast to f16, bf16 or f32 first", (int)i,
+                  TSTR(c, c->t[i], buf));
+  return RLX_OK;
+}
+
+/* u64 order matters to max/min reductions, arg-reductions and top-k; their
+ * kernels order integers as signed int64, so u64 values from 2^63 up would
+ * sort wrong. Refused by name until they grow an unsigned order (binary
+ * max/min/div and compares have it: base/scalar_math.h). */
+static rlx_status refuse_u64_order(infer_ctx* c) {
+  int ordered = c->op == RLX_OP_ARGMAX || c->op == RLX_OP_ARGMIN || c->op == RLX_OP_TOPK ||
+                (c->op == RLX_OP_REDUCE &&
+                 (c->a->kind == RLX_RED_MAX || c->a->kind == RLX_RED_MIN));
+  if (ordered && c->n_in > 0 && c->t[0] && c->t[0]->dtype == RLX_U64)
+    return FAIL(c, "not implemented for u64 (an unsigned order); cast to i64 or f64 first");
+  return RLX_OK;
+}
+
 static rlx_status infer_op(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(refuse_f8_compute(c));
+  RLX_RETURN_IF_ERROR(refuse_u64_order(c));
   switch (c->op) {
     case RLX_OP_INPUT: case RLX_OP_PARAM: case RLX_OP_CONSTANT: return infer_leaf(c);
     case RLX_OP_RESHAPE: return infer_reshape(c);

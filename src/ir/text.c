@@ -677,7 +677,7 @@ static rlx_status parse_dim(parser* p, rlx_dim* out) {
 static rlx_status parse_type(parser* p, rlx_type* out) {
   token t0 = p->tok;
   memset(out, 0, sizeof *out);
-  char name[8];
+  char name[16]; /* the longest dtype name is "f8e4m3fnuz" */
   int found = 0;
   if (t0.kind == T_IDENT && tok_to_cstr(&t0, name, sizeof name)) {
     for (int d = 0; d < RLX_DTYPE_COUNT && !found; d++)

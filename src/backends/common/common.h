@@ -101,5 +101,8 @@ void rlx_program_cache_free(rlx_program_cache* c);
  * exactly); any other node with an f64 operand goes to the host. Each
  * backend adds its own kernel limits (attention head dims, ...). */
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni);
+/* Whether node ni reads or writes a dtype added after bool (i16 u16 u32 u64,
+ * float8), which rlx_shader_supports_node sends to the host. */
+int rlx_shader_node_has_newer_dtype(const rlx_graph* g, int32_t ni);
 
 #endif

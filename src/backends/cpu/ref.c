@@ -39,9 +39,7 @@ double rlx_rand_uniform(uint64_t seed, uint64_t counter) {
   return (double)(x >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static int is_intlike(rlx_dtype t) {
-  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
-}
+static int is_intlike(rlx_dtype t) { return rlx_dtype_is_int(t) || t == RLX_BOOL; }
 
 /* ------------------------------------------------------------------ strided walk */
 
@@ -131,13 +129,19 @@ static rlx_status run_elementwise(uint8_t* arena, const rlx_step* s, rlx_error* 
     switch (s->kernel) {
       case RLX_K_COPY: copy_element(o, ot, oi, a, at, ai); break;
       case RLX_K_BINARY:
-        if (ints) rlx_store_i64(o, ot, oi, rlx_int_binary(s->op, rlx_load_i64(a, at, ai),
+        if (at == RLX_U64)
+          rlx_store_i64(o, ot, oi, rlx_u64_binary(s->op, rlx_load_i64(a, at, ai),
+                                                  rlx_load_i64(b, bt, bi)));
+        else if (ints) rlx_store_i64(o, ot, oi, rlx_int_binary(s->op, rlx_load_i64(a, at, ai),
                                                       rlx_load_i64(b, bt, bi)));
         else rlx_store_f64(o, ot, oi, rlx_ref_binary(s->op, rlx_load_f64(a, at, ai),
                                                     rlx_load_f64(b, bt, bi)));
         break;
       case RLX_K_COMPARE:
-        rlx_store_i64(o, ot, oi,
+        if (at == RLX_U64)
+          rlx_store_i64(o, ot, oi, rlx_compare_u64(s->op, rlx_load_i64(a, at, ai),
+                                                   rlx_load_i64(b, bt, bi)));
+        else rlx_store_i64(o, ot, oi,
                       ints ? rlx_compare_i64(s->op, rlx_load_i64(a, at, ai), rlx_load_i64(b, bt, bi))
                            : rlx_compare_f64(s->op, rlx_load_f64(a, at, ai), rlx_load_f64(b, bt, bi)));
         break;
@@ -147,7 +151,8 @@ static rlx_status run_elementwise(uint8_t* arena, const rlx_step* s, rlx_error* 
         break;
       case RLX_K_UNARY: {
         if (ints && rlx_act_has_int_form(s->op)) {
-          rlx_store_i64(o, ot, oi, rlx_act_i64(s->op, rlx_load_i64(a, at, ai)));
+          int64_t x = rlx_load_i64(a, at, ai);
+          rlx_store_i64(o, ot, oi, at == RLX_U64 ? rlx_act_u64(s->op, x) : rlx_act_i64(s->op, x));
         } else {
           rlx_store_f64(o, ot, oi, rlx_ref_activation(s->op, rlx_load_f64(a, at, ai)));
         }

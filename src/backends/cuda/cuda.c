@@ -146,10 +146,38 @@ static int cuda_probe(char* reason, size_t cap) {
   return rlx_cuda_device(reason, cap) != NULL;
 }
 
-/* Every op of the IR has a kernel; RLX_CUDA_HOST_OPS lists ops to force onto
- * the host fallback (to test that path). */
+/* The kernels whose dtype handling is the generic load/store of
+ * kernels/common.cuh (which mirrors ir/dtype.c for every dtype): the
+ * elementwise family (copy, cast, binary, compare, where, unary) and pure
+ * data movement. Other kernels (reductions, norms, scans, matmul via cuBLAS)
+ * were written for the dtypes before i16/u16/u32/u64/float8, so nodes with
+ * those dtypes go to the host fallback there instead of risking a kernel
+ * that reads them as something else. */
+static int generic_dtype_kernel(rlx_op op) {
+  switch (op) {
+    case RLX_OP_CAST: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT: case RLX_OP_TRANSPOSE:
+    case RLX_OP_NARROW: case RLX_OP_CONCAT: case RLX_OP_EXPAND: case RLX_OP_REVERSE:
+    case RLX_OP_GATHER: case RLX_OP_WHERE: case RLX_OP_BINARY: case RLX_OP_COMPARE:
+    case RLX_OP_ACTIVATION:
+      return 1;
+    default: return 0;
+  }
+}
+
+static int has_newer_dtype(const rlx_graph* g, const rlx_node* n) {
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype > RLX_BOOL) return 1;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (rlx_tensor_type(g, n->out[i])->dtype > RLX_BOOL) return 1;
+  return 0;
+}
+
+/* Every op of the IR has a kernel (for the dtypes above); RLX_CUDA_HOST_OPS
+ * lists ops to force onto the host fallback (to test that path). */
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
-  return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[g->nodes[ni].op].text);
+  const rlx_node* n = &g->nodes[ni];
+  if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
+  return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
 }
 
 /* ------------------------------------------------------------------ programs */

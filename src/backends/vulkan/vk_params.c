@@ -323,9 +323,30 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
  * rule (common.h: no f64 arithmetic), attention heads wider than the kernel
  * holds go to the host fallback, and RLX_VK_HOST_OPS="softmax,matmul"
  * forces ops there (to test it and to bisect a suspect kernel). */
+/* i16 u16 u32 u64 and float8 through the GLSL load/store of common.glsl:
+ * casts and data movement, which only convert or copy. Integer arithmetic
+ * on them stays on the host (u64 order would need unsigned compares), and
+ * so does anything with f64: f64 -> float8 through f32 would round twice,
+ * and f64 <-> integer is not exact in the shaders (rlx_shader_supports_node). */
+static int vk_newer_dtype_native(const rlx_graph* g, const rlx_node* n) {
+  switch (n->op) {
+    case RLX_OP_CAST: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT: case RLX_OP_TRANSPOSE:
+    case RLX_OP_NARROW: case RLX_OP_CONCAT: case RLX_OP_EXPAND: case RLX_OP_REVERSE:
+    case RLX_OP_GATHER: case RLX_OP_WHERE:
+      break;
+    default: return 0;
+  }
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
+  for (int32_t i = 0; i < n->n_out; i++)
+    if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
+  return 1;
+}
+
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (rlx_env_list_has(RLX_ENV_VK_HOST_OPS, rlx_op_table[n->op].text)) return 0;
+  if (rlx_shader_node_has_newer_dtype(g, ni)) return vk_newer_dtype_native(g, n);
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_ATTENTION) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);

@@ -17,8 +17,11 @@ RLXK_DEV const char* at(const char* arena, uint64_t off) { return arena + off; }
 RLXK_DEV char* atw(char* arena, uint64_t off) { return arena + off; }
 
 RLXK_DEV bool is_intlike(int t) {
-  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL;
+  return t == RLX_I8 || t == RLX_U8 || t == RLX_I32 || t == RLX_I64 || t == RLX_BOOL ||
+         t == RLX_I16 || t == RLX_U16 || t == RLX_U32 || t == RLX_U64;
 }
+
+RLXK_DEV bool is_f8(int t) { return rlx_dtype_is_f8((rlx_dtype)t); }
 
 /* ------------------------------------------------------------ loads */
 
@@ -33,6 +36,12 @@ RLXK_DEV double ld_f64(const char* b, int t, int64_t i) {
     case RLX_I32: return ((const int32_t*)b)[i];
     case RLX_I64: return (double)((const int64_t*)b)[i];
     case RLX_BOOL: return ((const uint8_t*)b)[i] != 0;
+    case RLX_I16: return ((const int16_t*)b)[i];
+    case RLX_U16: return ((const uint16_t*)b)[i];
+    case RLX_U32: return ((const uint32_t*)b)[i];
+    case RLX_U64: return (double)((const uint64_t*)b)[i];
+    case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ:
+      return rlx_f8_decode((rlx_dtype)t, ((const uint8_t*)b)[i]);
     default: return 0;
   }
 }
@@ -54,6 +63,10 @@ RLXK_DEV int64_t ld_i64(const char* b, int t, int64_t i) {
     case RLX_U8: case RLX_BOOL: return ((const uint8_t*)b)[i];
     case RLX_I32: return ((const int32_t*)b)[i];
     case RLX_I64: return ((const int64_t*)b)[i];
+    case RLX_I16: return ((const int16_t*)b)[i];
+    case RLX_U16: return ((const uint16_t*)b)[i];
+    case RLX_U32: return ((const uint32_t*)b)[i];
+    case RLX_U64: return (int64_t)((const uint64_t*)b)[i];
     default: return rlx_saturate_i64(ld_f64(b, t, i), RLX_I64_LO, RLX_I64_HI);
   }
 }
@@ -74,6 +87,13 @@ RLXK_DEV void st_f64(char* b, int t, int64_t i, double v) {
       ((int64_t*)b)[i] = rlx_saturate_i64(v, RLX_I64_LO, RLX_I64_HI);
       break;
     case RLX_BOOL: ((uint8_t*)b)[i] = v != 0; break;
+    case RLX_I16: ((int16_t*)b)[i] = (int16_t)rlx_saturate_i64(v, -32768, 32767); break;
+    case RLX_U16: ((uint16_t*)b)[i] = (uint16_t)rlx_saturate_i64(v, 0, 65535); break;
+    case RLX_U32: ((uint32_t*)b)[i] = (uint32_t)rlx_saturate_i64(v, 0, 4294967295.0); break;
+    case RLX_U64: ((uint64_t*)b)[i] = rlx_saturate_u64(v); break;
+    case RLX_F8E4M3FN: case RLX_F8E5M2: case RLX_F8E4M3FNUZ: case RLX_F8E5M2FNUZ:
+      ((uint8_t*)b)[i] = rlx_f8_encode((rlx_dtype)t, v, 1);
+      break;
     default: break;
   }
 }
@@ -94,16 +114,20 @@ RLXK_DEV void st_i64(char* b, int t, int64_t i, int64_t v) {
     case RLX_BOOL: ((uint8_t*)b)[i] = v != 0; break;
     case RLX_I32: ((int32_t*)b)[i] = (int32_t)v; break;
     case RLX_I64: ((int64_t*)b)[i] = v; break;
+    case RLX_I16: ((int16_t*)b)[i] = (int16_t)v; break;
+    case RLX_U16: ((uint16_t*)b)[i] = (uint16_t)v; break;
+    case RLX_U32: ((uint32_t*)b)[i] = (uint32_t)v; break;
+    case RLX_U64: ((uint64_t*)b)[i] = (uint64_t)v; break;
     default: st_f64(b, t, i, (double)v); break;
   }
 }
 
 RLXK_DEV int dtype_size(int t) {
   switch (t) {
-    case RLX_F32: case RLX_I32: return 4;
-    case RLX_F16: case RLX_BF16: return 2;
-    case RLX_F64: case RLX_I64: return 8;
-    default: return 1;
+    case RLX_F32: case RLX_I32: case RLX_U32: return 4;
+    case RLX_F16: case RLX_BF16: case RLX_I16: case RLX_U16: return 2;
+    case RLX_F64: case RLX_I64: case RLX_U64: return 8;
+    default: return 1; /* i8 u8 bool and the float8 types */
   }
 }
 

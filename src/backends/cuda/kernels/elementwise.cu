@@ -18,7 +18,9 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
       break;
     case 1: { /* RLX_K_BINARY */
       const char* b = at(arena, p.ioff[1]);
-      if (is_intlike(at_))
+      if (at_ == RLX_U64) /* unsigned div / max / min / pow, as the reference */
+        st_i64(o, p.odt, oi, rlx_u64_binary(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1])));
+      else if (is_intlike(at_))
         st_i64(o, p.odt, oi, rlx_int_binary(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1])));
       else
         st_f64(o, p.odt, oi, rlx_binary_f64(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1])));
@@ -26,7 +28,8 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
     }
     case 2: { /* RLX_K_COMPARE */
       const char* b = at(arena, p.ioff[1]);
-      int r = is_intlike(at_) ? rlx_compare_i64(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1]))
+      int r = at_ == RLX_U64 ? rlx_compare_u64(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1]))
+              : is_intlike(at_) ? rlx_compare_i64(p.op, ld_i64(a, at_, ii[0]), ld_i64(b, p.idt[1], ii[1]))
                               : rlx_compare_f64(p.op, ld_f64(a, at_, ii[0]), ld_f64(b, p.idt[1], ii[1]));
       st_i64(o, p.odt, oi, r);
       break;
@@ -39,7 +42,8 @@ RLXK_DEV void ew_element(char* arena, const rlxk_ew& p, int64_t oi, const int64_
     case 4: { /* RLX_K_UNARY */
       int op = p.op;
       if (is_intlike(at_) && rlx_act_has_int_form(op)) {
-        st_i64(o, p.odt, oi, rlx_act_i64(op, ld_i64(a, at_, ii[0])));
+        int64_t x = ld_i64(a, at_, ii[0]);
+        st_i64(o, p.odt, oi, at_ == RLX_U64 ? rlx_act_u64(op, x) : rlx_act_i64(op, x));
       } else {
         st_f64(o, p.odt, oi, rlx_act_f64(op, ld_f64(a, at_, ii[0])));
       }

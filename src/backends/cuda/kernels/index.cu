@@ -97,7 +97,8 @@ RLXK_DEV void atomic_add_elem(char* o, int t, int64_t e, const char* src, int st
     case RLX_F16: atomicAdd((__half*)o + e, __float2half_rn(ld_f32(src, stt, si))); break;
     case RLX_BF16: atomicAdd((__nv_bfloat16*)o + e, __float2bfloat16_rn(ld_f32(src, stt, si))); break;
     case RLX_I32: atomicAdd((int*)o + e, (int)ld_i64(src, stt, si)); break;
-    case RLX_I64:
+    case RLX_U32: atomicAdd((unsigned*)o + e, (unsigned)ld_i64(src, stt, si)); break;
+    case RLX_I64: case RLX_U64:
       atomicAdd((unsigned long long*)o + e, (unsigned long long)ld_i64(src, stt, si));
       break;
     default: atomic_add_byte((uint8_t*)o + e, ld_i64(src, stt, si), t == RLX_BOOL); break;

@@ -40,13 +40,62 @@ uint group_linear() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGrou
 #define NAN_F uintBitsToFloat(0x7fc00000u)
 #define INF_F uintBitsToFloat(0x7f800000u)
 
-bool is_intlike(uint dt) { return dt >= RLXVK_I8; }
+// Integers and bool: i8 u8 i32 i64 bool i16 u16 u32 u64 (codes 4..12); the
+// float8 codes (13..16) come after them.
+bool is_intlike(uint dt) { return dt >= RLXVK_I8 && dt <= RLX_U64; }
+bool is_f8(uint dt) { return dt >= RLX_F8E4M3FN; }
 
 uint dt_size(uint dt) {
-  if (dt == RLXVK_F16 || dt == RLXVK_BF16) return 2u;
-  if (dt == RLXVK_F64 || dt == RLXVK_I64) return 8u;
-  if (dt == RLXVK_I8 || dt == RLXVK_U8 || dt == RLXVK_BOOL) return 1u;
+  if (dt == RLXVK_F16 || dt == RLXVK_BF16 || dt == RLX_I16 || dt == RLX_U16) return 2u;
+  if (dt == RLXVK_F64 || dt == RLXVK_I64 || dt == RLX_U64) return 8u;
+  if (dt == RLXVK_I8 || dt == RLXVK_U8 || dt == RLXVK_BOOL || is_f8(dt)) return 1u;
   return 4u;
+}
+
+// ------------------------------------------------------------ float8
+// The reference's codec (base/scalar_math.h rlx_f8_decode / rlx_f8_encode)
+// on f32 values: every float8 value is an f32, and the sources that reach
+// here (f32, f16, bf16, integers up to float8's range) are exact in f32, so
+// rounding once here equals the reference's rounding from double. f64
+// sources go to the host (rlx_vk_supports_node).
+int f8_man_bits(uint dt) { return dt == RLX_F8E5M2 || dt == RLX_F8E5M2FNUZ ? 2 : 3; }
+int f8_bias(uint dt) {
+  return dt == RLX_F8E4M3FN ? 7 : dt == RLX_F8E5M2 ? 15 : dt == RLX_F8E4M3FNUZ ? 8 : 16;
+}
+bool f8_fnuz(uint dt) { return dt == RLX_F8E4M3FNUZ || dt == RLX_F8E5M2FNUZ; }
+uint f8_max_code(uint dt) {
+  return dt == RLX_F8E4M3FN ? 0x7Eu : dt == RLX_F8E5M2 ? 0x7Bu : 0x7Fu;
+}
+
+float f8_to_f32(uint dt, uint b) {
+  int mb = f8_man_bits(dt), bias = f8_bias(dt);
+  uint mag = b & 0x7Fu;
+  int e = int(mag >> uint(mb)), m = int(mag & ((1u << uint(mb)) - 1u));
+  if (f8_fnuz(dt) && b == 0x80u) return NAN_F;
+  if (dt == RLX_F8E4M3FN && mag == 0x7Fu) return NAN_F;
+  if (dt == RLX_F8E5M2 && e == 31) return m != 0 ? NAN_F : ((b & 0x80u) != 0u ? -INF_F : INF_F);
+  float v = e == 0 ? ldexp(float(m), 1 - bias - mb) : ldexp(float(m + (1 << mb)), e - bias - mb);
+  return (b & 0x80u) != 0u ? -v : v;
+}
+
+// Round to nearest even; saturating to +-max as ONNX Cast's saturate=1
+// (e5m2 keeps inf); NaN -> the format's NaN; fnuz has no -0.
+uint f32_to_f8(uint dt, float x) {
+  uint nan_code = f8_fnuz(dt) ? 0x80u : 0x7Fu, maxc = f8_max_code(dt);
+  if (isnan(x)) return nan_code;
+  uint sign = (floatBitsToUint(x) >> 31) != 0u ? 0x80u : 0u;
+  float a = abs(x);
+  if (isinf(a)) return dt == RLX_F8E5M2 ? sign | 0x7Cu : sign | maxc;
+  if (a == 0.0) return f8_fnuz(dt) ? 0u : sign;
+  int mb = f8_man_bits(dt), bias = f8_bias(dt), emin = 1 - bias;
+  int ex = max(int((floatBitsToUint(a) >> 23) & 0xffu) - 127, emin); // a's exponent (subnormal f32 -> emin)
+  float scaled = ldexp(a, mb - ex);                 // exact: a power-of-two scaling
+  float q = floor(scaled), diff = scaled - q;
+  if (diff > 0.5 || (diff == 0.5 && mod(q, 2.0) == 1.0)) q += 1.0;
+  float code = float((ex + bias) << mb) + q - float(1 << mb);
+  if (code > float(maxc)) return sign | maxc;
+  if (code == 0.0 && f8_fnuz(dt)) return 0u;
+  return sign | uint(code);
 }
 
 // ------------------------------------------------------------ conversions
@@ -173,7 +222,12 @@ float ld_f(uint dt, uint off, int idx) {
     case RLXVK_I32: return float(int(ld_u32(b)));
     case RLXVK_I64: return float(int64_t(ld_u64(b)));
     case RLXVK_BOOL: return ld_u8(b) != 0u ? 1.0 : 0.0;
+    case RLX_I16: return float(int(ld_u16(b) << 16) >> 16);
+    case RLX_U16: return float(ld_u16(b));
+    case RLX_U32: return float(ld_u32(b));
+    case RLX_U64: return float(ld_u64(b));
   }
+  if (is_f8(dt)) return f8_to_f32(dt, ld_u8(b));
   return 0.0;
 }
 
@@ -186,6 +240,10 @@ int64_t ld_i(uint dt, uint off, int idx) {
     case RLXVK_I32: return int64_t(int(ld_u32(b)));
     case RLXVK_I64: return int64_t(ld_u64(b));
     case RLXVK_F64: return f64bits_to_i64(ld_u64(b));
+    case RLX_I16: return int64_t(int(ld_u16(b) << 16) >> 16);
+    case RLX_U16: return int64_t(ld_u16(b));
+    case RLX_U32: return int64_t(ld_u32(b));
+    case RLX_U64: return int64_t(ld_u64(b)); // the bits, as the reference
   }
   return f64bits_to_i64(f32_to_f64(ld_f(dt, off, idx)));
 }
@@ -215,7 +273,15 @@ void st_f(uint dt, uint off, int idx, float v) {
                                    int64_t(0x8000000000000000UL), 9223372036854774784L));
       break;
     case RLXVK_BOOL: a8[b] = uint8_t(v != 0.0 || isnan(v) ? 1u : 0u); break;
+    case RLX_I16: a16[b >> 1] = uint16_t(uint(int(sat_f(v, -32768.0, 32767.0, -32768L, 32767L)))); break;
+    case RLX_U16: a16[b >> 1] = uint16_t(uint(sat_f(v, 0.0, 65535.0, 0L, 65535L))); break;
+    case RLX_U32: a32[b >> 2] = uint(sat_f(v, 0.0, 4294967295.0, 0L, 4294967295L)); break;
+    case RLX_U64:
+      a64[b >> 3] = isnan(v) || v <= 0.0 ? 0UL : v >= 18446744073709551616.0 ? 0xffffffffffffffffUL
+                                                                          : uint64_t(v);
+      break;
   }
+  if (is_f8(dt)) a8[b] = uint8_t(f32_to_f8(dt, v));
 }
 
 void st_i(uint dt, uint off, int idx, int64_t v) {
@@ -225,6 +291,9 @@ void st_i(uint dt, uint off, int idx, int64_t v) {
     case RLXVK_BOOL: a8[b] = uint8_t(v != 0L ? 1u : 0u); break;
     case RLXVK_I32: a32[b >> 2] = uint(v); break;
     case RLXVK_I64: a64[b >> 3] = uint64_t(v); break;
+    case RLX_I16: case RLX_U16: a16[b >> 1] = uint16_t(uint(v)); break;
+    case RLX_U32: a32[b >> 2] = uint(v); break;
+    case RLX_U64: a64[b >> 3] = uint64_t(v); break;
     default: st_f(dt, off, idx, float(v)); break;
   }
 }

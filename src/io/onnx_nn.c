@@ -729,8 +729,9 @@ static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
 
 /* MaxPool / AveragePool onto the Pool op. auto_pad and ceil_mode are
  * resolved by window_geometry into begin pads and the explicit end pads; the
- * op re-derives the same output size. Integer max pooling runs in f64
- * (exact for every integer ONNX allows there) and casts back. */
+ * op re-derives the same output size. Integer max pooling runs in a float
+ * type that holds the integers exactly (f32 for 8-bit ones, f64 for wider
+ * ones: a shader backend then runs it on the host) and casts back. */
 static rlx_status map_pool(rlx_ox_ctx* c) {
   int is_max = rlx_ox_arg(c);
   int64_t kshape[3], ceil_mode, include_pad = 0, storage;
@@ -753,8 +754,9 @@ static rlx_status map_pool(rlx_ox_ctx* c) {
     pads[i] = w.pad_begin[i];
     pads[w.n + i] = ends[i];
   }
-  int as_f64 = !rlx_dtype_is_float(tx.dtype);
-  if (as_f64) RLX_RETURN_IF_ERROR(cast(c, x, RLX_F64, &x));
+  int as_float = !rlx_dtype_is_float(tx.dtype);
+  int narrow = tx.dtype == RLX_I8 || tx.dtype == RLX_U8;
+  if (as_float) RLX_RETURN_IF_ERROR(cast(c, x, narrow ? RLX_F32 : RLX_F64, &x));
   G(rlx_graph_add_pool(GRAPH, x, is_max ? RLX_POOL_MAX : RLX_POOL_AVG, w.n, w.k, w.stride, pads,
                        w.dil, ceil_mode != 0, include_pad != 0, &y));
   rlx_type ty = type_of(c, y);
@@ -762,7 +764,7 @@ static rlx_status map_pool(rlx_ox_ctx* c) {
     if (ty.shape[2 + i] != w.out[i])
       return rlx_ox_invalid(c, "spatial dim %d: pooled size %lld, ONNX expects %lld", (int)i,
                             (long long)ty.shape[2 + i], (long long)w.out[i]);
-  if (as_f64) RLX_RETURN_IF_ERROR(cast(c, y, tx.dtype, &y));
+  if (as_float) RLX_RETURN_IF_ERROR(cast(c, y, tx.dtype, &y));
   return rlx_ox_set(c, 0, y);
 }
 

@@ -333,7 +333,13 @@ RLX_API rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos
                                       rlx_rope_style style, rlx_layout layout, rlx_tensor* out);
 
 /* --- vision (Tier 3) */
-typedef enum rlx_pool_kind { RLX_POOL_MAX = 0, RLX_POOL_AVG = 1 } rlx_pool_kind;
+typedef enum rlx_pool_kind {
+  RLX_POOL_MAX = 0,
+  RLX_POOL_AVG = 1,
+  /* i64: the row-major flat index into x of each window's first maximum
+   * (ONNX MaxPool's Indices with storage_order 0) */
+  RLX_POOL_ARGMAX = 2,
+} rlx_pool_kind;
 /* Max / average pooling of x [N, C, spatial...] over n_spatial (1..3) dims.
  * kernel[n_spatial] >= 1; strides and dilations (NULL = all 1);
  * pads[2 * n_spatial]: the begin pads of each spatial dim, then the end pads

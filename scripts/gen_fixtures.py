@@ -1108,6 +1108,19 @@ def pool_cases():
     yield pool_asym_case("pool_avg2d_asym", "avg", [2, 2, 6, 5], [2, 3], [1, 2], [1, 0, 0, 2], False)
     yield pool_asym_case("pool_avg1d_asym_cip", "avg", [1, 3, 9], [4], [3], [2, 1], True)
     yield global_pool_case("pool_global_max2d", "max", [2, 3, 5, 4])
+    # argmax: torch's indices count within each (n, c) plane; rlx's (ONNX's)
+    # count over the whole input
+    c = Case("pool_argmax2d_pad", EXACT)
+    a = c.uniform([2, 3, 6, 5])
+    v, idx = torch.nn.functional.max_pool2d(t64(a), [3, 2], [2, 2], [1, 1], return_indices=True)
+    plane = torch.arange(2 * 3, dtype=torch.int64).reshape(2, 3, 1, 1) * (6 * 5)
+    x = c.input(a)
+    attrs = {"kernel": [3, 2], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1],
+             "ceil_mode": 0, "count_include_pad": 0}
+    mx = c.op("pool", [x], as_dtype(v, a), dict(attrs, pool="max"))
+    at = c.op("pool", [x], (idx + plane).numpy(), dict(attrs, pool="argmax"))
+    c.output(mx, at)
+    yield c
     yield global_pool_case("pool_global_avg3d", "avg", [1, 4, 3, 2, 5])
 
 

@@ -580,7 +580,9 @@ TEST(pool_pad_depth_space_shapes) {
               "pool", "float");
   CHECK_FAILS(g, rlx_graph_add_pool(g, x1, RLX_POOL_MAX, 2, k, NULL, NULL, NULL, 0, 0, &t),
               "pool", "spatial");
-  CHECK_FAILS(g, rlx_graph_add_pool(g, x, (rlx_pool_kind)2, 2, k, NULL, NULL, NULL, 0, 0, &t),
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_ARGMAX, 2, k, st, pads, NULL, 0, 0, &t));
+  CHECK(IS(g, t, RLX_I64, 4, n, 3, 4, 6));
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x, (rlx_pool_kind)3, 2, k, NULL, NULL, NULL, 0, 0, &t),
               "pool", "kind");
   CHECK(rlx_graph_add_pool(g, x, RLX_POOL_MAX, 4, k, NULL, NULL, NULL, 0, 0, &t) != RLX_OK);
 

@@ -450,6 +450,12 @@ static void c_pool(pcase* c, int v) {
   }
   rlx_tensor x = input(c, RLX_F32, xs, 2 + ns), y;
   rlx_graph_add_pool(c->g, x, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &y);
+  if (kind == RLX_POOL_MAX) { /* and where each maximum is (ONNX's Indices) */
+    rlx_tensor both[2] = {y, RLX_NONE};
+    rlx_graph_add_pool(c->g, x, RLX_POOL_ARGMAX, ns, k, st, pads, dil, flavor == 2, 0, &both[1]);
+    outputs(c, both, 2);
+    return;
+  }
   outputs(c, &y, 1);
 }
 

@@ -727,6 +727,34 @@ static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
+/* MaxPool's Indices in storage_order 1: the (n, c) plane's offset plus the
+ * column-major index of the spatial position (first spatial dim fastest),
+ * from the row-major index `at` (non-negative: i64 division floors). */
+static rlx_status column_major_indices(rlx_ox_ctx* c, rlx_tensor at, const rlx_type* tx,
+                                       int32_t ns, rlx_tensor* out) {
+  int64_t plane = 1;
+  for (int32_t i = 0; i < ns; i++) plane *= tx->shape[2 + i];
+  rlx_tensor base, spatial, acc;
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, at, (double)plane, &base));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, base, (double)plane, &acc));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, at, acc, &spatial));
+  int64_t row_stride = plane, col_stride = 1;
+  for (int32_t i = 0; i < ns; i++) {
+    int64_t len = tx->shape[2 + i];
+    row_stride /= len;
+    rlx_tensor q, coord;
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, spatial, (double)row_stride, &coord));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, coord, (double)len, &q));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, q, (double)len, &q));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, coord, q, &coord));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, coord, (double)col_stride, &coord));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, acc, coord, &acc));
+    col_stride *= len;
+  }
+  *out = acc;
+  return RLX_OK;
+}
+
 /* MaxPool / AveragePool onto the Pool op. auto_pad and ceil_mode are
  * resolved by window_geometry into begin pads and the explicit end pads; the
  * op re-derives the same output size. Integer max pooling runs in a float
@@ -734,13 +762,14 @@ static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
  * ones: a shader backend then runs it on the host) and casts back. */
 static rlx_status map_pool(rlx_ox_ctx* c) {
   int is_max = rlx_ox_arg(c);
-  int64_t kshape[3], ceil_mode, include_pad = 0, storage;
+  int64_t kshape[3], ceil_mode, include_pad = 0, storage = 0;
   int32_t nk;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "ceil_mode", 0, &ceil_mode));
   if (is_max) RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "storage_order", 0, &storage));
   else RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "count_include_pad", 0, &include_pad));
-  if (rlx_ox_wants(c, 1)) return rlx_ox_unsupported(c, "the Indices output");
+  int indices = rlx_ox_wants(c, 1);
+  if (indices && storage != 0 && storage != 1) return rlx_ox_invalid(c, "storage_order %lld", (long long)storage);
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type tx = type_of(c, x);
@@ -764,6 +793,13 @@ static rlx_status map_pool(rlx_ox_ctx* c) {
     if (ty.shape[2 + i] != w.out[i])
       return rlx_ox_invalid(c, "spatial dim %d: pooled size %lld, ONNX expects %lld", (int)i,
                             (long long)ty.shape[2 + i], (long long)w.out[i]);
+  if (indices) {
+    rlx_tensor at;
+    G(rlx_graph_add_pool(GRAPH, x, RLX_POOL_ARGMAX, w.n, w.k, w.stride, pads, w.dil,
+                         ceil_mode != 0, 0, &at));
+    if (storage == 1) RLX_RETURN_IF_ERROR(column_major_indices(c, at, &tx, w.n, &at));
+    RLX_RETURN_IF_ERROR(rlx_ox_set(c, 1, at));
+  }
   if (as_float) RLX_RETURN_IF_ERROR(cast(c, y, tx.dtype, &y));
   return rlx_ox_set(c, 0, y);
 }

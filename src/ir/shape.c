@@ -799,8 +799,8 @@ static rlx_status infer_pool(infer_ctx* c) {
   const rlx_type* x = c->t[0];
   const rlx_node_attrs* a = c->a;
   char b1[160];
-  if (a->pool != RLX_POOL_MAX && a->pool != RLX_POOL_AVG)
-    return FAIL(c, "pool kind %d is not max or avg", (int)a->pool);
+  if (a->pool != RLX_POOL_MAX && a->pool != RLX_POOL_AVG && a->pool != RLX_POOL_ARGMAX)
+    return FAIL(c, "pool kind %d is not max, avg or argmax", (int)a->pool);
   int32_t ns = a->kernel.n;
   if (ns < 1 || ns > 3) return FAIL(c, "%d spatial dims; pooling takes 1, 2 or 3", (int)ns);
   if (x->rank != ns + 2 || !rlx_dtype_is_float(x->dtype))
@@ -817,6 +817,7 @@ static rlx_status infer_pool(infer_ctx* c) {
                   (int)i, (long long)a->kernel.v[i], (long long)a->dilations.v[i], (long long)in);
     c->out[0].shape[2 + i] = o;
   }
+  if (a->pool == RLX_POOL_ARGMAX) c->out[0].dtype = RLX_I64;
   return RLX_OK;
 }
 

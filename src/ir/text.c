@@ -36,7 +36,7 @@
 static const char* const layout_names[] = {"bshd", "bhsd"};
 static const char* const mask_names[] = {"none", "causal", "custom", "sliding", "bias"};
 static const char* const style_names[] = {"neox", "gptj"};
-static const char* const pool_names[] = {"max", "avg"};
+static const char* const pool_names[] = {"max", "avg", "argmax"};
 static const char* const pad_names[] = {"constant", "reflect", "edge"};
 static const char* const d2s_names[] = {"dcr", "crd"};
 

@@ -365,7 +365,8 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
   } else {
     int32_t ns = n->a.kernel.n;
     if (r != ns + 2) return fail_node(out, g, ni, "pool input rank must be 2 + spatial dims");
-    s->op = n->a.pool == RLX_POOL_MAX ? RLX_WIN_MAX : RLX_WIN_AVG;
+    s->op = n->a.pool == RLX_POOL_AVG ? RLX_WIN_AVG : RLX_WIN_MAX;
+    p->index_out = n->a.pool == RLX_POOL_ARGMAX;
     p->count_include_pad = n->a.count_include_pad;
     for (int32_t i = 0; i < ns; i++) {
       p->kernel[2 + i] = n->a.kernel.v[i];

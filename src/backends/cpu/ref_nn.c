@@ -327,12 +327,14 @@ static int64_t pad_source(const rlx_step* s, const int64_t* oc) {
   return off;
 }
 
-/* Pool: max or average over the window of output element o. */
-static double pool_window(uint8_t* arena, const rlx_step* s, const int64_t* oc) {
+/* Pool: max or average over the window of output element o; *at receives
+ * the input index of the first maximum (-1 if no tap is inside). */
+static double pool_window(uint8_t* arena, const rlx_step* s, const int64_t* oc, int64_t* at) {
   const rlx_pool_params* p = &s->p.pool;
   const rlx_view* x = &s->in[0];
   double acc = s->op == RLX_WIN_MAX ? -INFINITY : 0.0;
   int64_t inside = 0, padded = 0;
+  *at = -1;
   for (int64_t t = 0; t < p->taps; t++) {
     int64_t rem = t, off = 0;
     int in_x = 1, in_pad = 1;
@@ -348,8 +350,8 @@ static double pool_window(uint8_t* arena, const rlx_step* s, const int64_t* oc) 
     if (!in_x) continue;
     inside++;
     double v = ld(arena, x, off);
-    if (s->op == RLX_WIN_MAX) acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
-    else acc += v;
+    if (s->op != RLX_WIN_MAX) acc += v;
+    else if (*at < 0 || ((v > acc || isnan(v)) && !isnan(acc))) acc = v, *at = off;
   }
   if (s->op == RLX_WIN_MAX) return acc;
   int64_t count = p->count_include_pad ? padded : inside;
@@ -375,7 +377,10 @@ static rlx_status ref_pool(uint8_t* arena, const rlx_step* s) {
                     arena + s->in[0].offset + (size_t)src * es, s->in[0].dtype, 1);
       }
     } else {
-      st(arena, y, o, pool_window(arena, s, oc));
+      int64_t at;
+      double v = pool_window(arena, s, oc, &at);
+      if (s->p.pool.index_out) rlx_store_i64(arena + y->offset, y->dtype, o, at);
+      else st(arena, y, o, v);
     }
   }
   return RLX_OK;

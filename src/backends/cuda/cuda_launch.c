@@ -645,6 +645,7 @@ static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t
   p->ooff = s->out[0].offset;
   p->mode = s->op;
   p->count_include_pad = q->count_include_pad;
+  p->index_out = q->index_out;
   p->xdt = s->in[0].dtype;
   p->odt = s->out[0].dtype;
   p->value = q->value;

@@ -269,6 +269,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put(e, x + PL_CIP, p->count_include_pad);
       put_float(e, x + PL_VALUE, p->value);
       put(e, x + PL_TAPS, p->taps);
+      put(e, x + PL_INDEX_OUT, p->index_out);
       for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
         put(e, x + PL_KERNEL + d, p->kernel[d]);
         put(e, x + PL_STRIDE + d, p->stride[d]);

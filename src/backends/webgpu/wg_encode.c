@@ -172,6 +172,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_x(e, WG_PL_CIP, p->count_include_pad);
       put_float(e, WG_PL_VALUE, p->value);
       put_x(e, WG_PL_TAPS, p->taps);
+      put_x(e, WG_PL_INDEX_OUT, p->index_out);
       for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
         put_x(e, WG_PL_KERNEL + (uint32_t)d, p->kernel[d]);
         put_x(e, WG_PL_STRIDE + (uint32_t)d, p->stride[d]);

@@ -106,8 +106,9 @@ typedef struct rlxk_pool {
   int64_t kernel[RLXK_MAX_RANK], stride[RLXK_MAX_RANK], dilation[RLXK_MAX_RANK];
   int64_t pad[RLXK_MAX_RANK], pad_end[RLXK_MAX_RANK];
   uint64_t xoff, ooff;
-  int32_t rank, mode, count_include_pad, xdt, odt;
+  int32_t rank, mode, count_include_pad, index_out, xdt, odt;
   float value;
+  int32_t pad_;
 } rlxk_pool;
 
 /* Sample: one block per row (grid-strided); scratch holds per block a

@@ -25,9 +25,12 @@ RLXK_DEV int64_t pool_pad_source(const rlxk_pool& p, const int64_t* oc) {
   return off;
 }
 
-RLXK_DEV float pool_window(const rlxk_pool& p, const char* x, const int64_t* oc) {
+/* The max / average of the window; *at receives the input index of the
+ * first maximum (-1 if no tap is inside). */
+RLXK_DEV float pool_window(const rlxk_pool& p, const char* x, const int64_t* oc, int64_t* at) {
   float acc = p.mode == RLXK_WIN_MAX ? -INFINITY : 0.0f;
   int64_t inside = 0, padded = 0;
+  *at = -1;
   for (int64_t t = 0; t < p.taps; t++) {
     int64_t rem = t, off = 0;
     bool in_x = true, in_pad = true;
@@ -43,8 +46,12 @@ RLXK_DEV float pool_window(const rlxk_pool& p, const char* x, const int64_t* oc)
     if (!in_x) continue;
     inside++;
     float v = ld_f32(x, p.xdt, off);
-    if (p.mode == RLXK_WIN_MAX) acc = ((v > acc || isnan(v)) && !isnan(acc)) ? v : acc;
-    else acc += v;
+    if (p.mode != RLXK_WIN_MAX) {
+      acc += v;
+    } else if (*at < 0 || ((v > acc || isnan(v)) && !isnan(acc))) {
+      acc = v;
+      *at = off;
+    }
   }
   if (p.mode == RLXK_WIN_MAX) return acc;
   int64_t count = p.count_include_pad ? padded : inside;
@@ -65,7 +72,10 @@ extern "C" __global__ void rlx_pool(char* arena, rlxk_pool p, rlxk_state* st) {
       if (src < 0) st_f32(o, p.odt, t, p.value);
       else copy_elem(o, p.odt, t, x, p.xdt, src);
     } else {
-      st_f32(o, p.odt, t, pool_window(p, x, oc));
+      int64_t at;
+      float v = pool_window(p, x, oc, &at);
+      if (p.index_out) st_i64(o, p.odt, t, at);
+      else st_f32(o, p.odt, t, v);
     }
   }
 }

@@ -155,6 +155,7 @@
 #define PL_DIL 20
 #define PL_PAD 28
 #define PL_PAD_END 36
+#define PL_INDEX_OUT 44 /* max: write the i64 input index of the maximum */
 #define PL_MAX 0
 #define PL_AVG 1
 #define PL_PAD_CONSTANT 2

@@ -29,10 +29,13 @@ int pad_source(int mode, int oc[8], int rank) {
   return off;
 }
 
-float pool_window(int mode, int oc[8], int rank) {
+// The max / average of the window; `at` receives the input index of the
+// first maximum (-1 if no tap is inside).
+float pool_window(int mode, int oc[8], int rank, out int at) {
   uint xdt = v_dt(X), xoff = v_off(X);
   float acc = mode == PL_MAX ? -INF_F : 0.0;
   int inside = 0, padded = 0;
+  at = -1;
   int taps = PX(PL_TAPS);
   for (int t = 0; t < taps; t++) {
     int rem = t, off = 0;
@@ -51,8 +54,8 @@ float pool_window(int mode, int oc[8], int rank) {
     if (!in_x) continue;
     inside++;
     float v = ld_f(xdt, xoff, off);
-    if (mode == PL_MAX) acc = (v > acc || isnan(v)) && !isnan(acc) ? v : acc;
-    else acc += v;
+    if (mode != PL_MAX) acc += v;
+    else if (at < 0 || ((v > acc || isnan(v)) && !isnan(acc))) { acc = v; at = off; }
   }
   if (mode == PL_MAX) return acc;
   int count = PX(PL_CIP) != 0 ? padded : inside;
@@ -77,5 +80,8 @@ void main() {
     else copy_elem(odt, ooff, int(gid), v_dt(X), v_off(X), src);
     return;
   }
-  st_f(odt, ooff, int(gid), pool_window(mode, oc, rank));
+  int at;
+  float v = pool_window(mode, oc, rank, at);
+  if (PX(PL_INDEX_OUT) != 0) st_i(odt, ooff, int(gid), int64_t(at));
+  else st_f(odt, ooff, int(gid), v);
 }

@@ -25,12 +25,15 @@ fn pool_pad_source(mode: u32, oc: array<i32, 8>, rank: u32) -> i32 {
   return off;
 }
 
-fn pool_window(mode: u32, oc: array<i32, 8>, rank: u32) -> f32 {
+// The max / average of the window and (y) the input index of the first
+// maximum (-1 if no tap is inside).
+fn pool_window(mode: u32, oc: array<i32, 8>, rank: u32) -> vec2<f32> {
   let xdt = v_dt(2u);
   let xoff = v_off(2u);
   var acc = select(0.0, -inf_f(), mode == PL_MAX);
   var inside = 0;
   var padded = 0;
+  var at = -1;
   let taps = pxu(PL_TAPS);
   for (var t = 0u; t < taps; t = t + 1u) {
     var rem = t;
@@ -54,15 +57,15 @@ fn pool_window(mode: u32, oc: array<i32, 8>, rank: u32) -> f32 {
     inside = inside + 1;
     let v = ld_f(xdt, xoff, off);
     if (mode == PL_MAX) {
-      if ((v > acc || is_nan(v)) && !is_nan(acc)) { acc = v; }
+      if (at < 0 || ((v > acc || is_nan(v)) && !is_nan(acc))) { acc = v; at = off; }
     } else {
       acc = acc + v;
     }
   }
-  if (mode == PL_MAX) { return acc; }
+  if (mode == PL_MAX) { return vec2<f32>(acc, bitcast<f32>(at)); }
   let count = select(inside, padded, px(PL_CIP) != 0);
-  if (count == 0) { return nan_f(); }
-  return acc / f32(count);
+  if (count == 0) { return vec2<f32>(nan_f(), 0.0); }
+  return vec2<f32>(acc / f32(count), 0.0);
 }
 
 @compute @workgroup_size(64)
@@ -86,5 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     else { copy_elem(odt, ooff, i32(gid), v_dt(2u), v_off(2u), src); }
     return;
   }
-  st_f(odt, ooff, i32(gid), pool_window(mode, oc, rank));
+  let r = pool_window(mode, oc, rank);
+  if (px(PL_INDEX_OUT) != 0) { st_i(odt, ooff, i32(gid), i64_from_i32(bitcast<i32>(r.y))); }
+  else { st_f(odt, ooff, i32(gid), r.x); }
 }

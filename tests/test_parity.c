@@ -459,6 +459,20 @@ static void c_pool(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Half-precision pooling: f16 / bf16 input (v & 1), max / avg (v & 2),
+ * padded 2-D windows; the average accumulates in f32 on every backend. */
+static void c_pool_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  int64_t k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1};
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 4), test_rand_int(3, 12), test_rand_int(2, 12)};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), xh, y;
+  rlx_graph_add_cast(c->g, x, t, &xh);
+  rlx_graph_add_pool(c->g, xh, v & 2 ? RLX_POOL_AVG : RLX_POOL_MAX, 2, k, st, pads, NULL, 0, 0, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* Pad: variant = mode (constant, reflect, edge) + 3 * dtype (f32, i32, f16);
  * random rank, begin/end pads from -1 (crop) to 3. */
 static void c_pad(pcase* c, int v) {
@@ -529,6 +543,7 @@ static const case_def CASES[] = {
     {"attention_half", c_attention_half, 20, TOL_HALF},
     {"stop_gradient", c_stop_gradient, 1, TOL_F32},
     {"pool", c_pool, 24, TOL_F32},
+    {"pool_half", c_pool_half, 4, TOL_HALF},
     {"pad", c_pad, 9, {1e-6, 1e-3, 0}},
     {"depth_space", c_depth_space, 4, TOL_F32},
 };

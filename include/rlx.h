@@ -359,10 +359,11 @@ typedef enum rlx_pad_mode {
   RLX_PAD_CONSTANT = 0, /* value */
   RLX_PAD_REFLECT = 1,  /* mirror without repeating the edge (abc|ba) */
   RLX_PAD_EDGE = 2,     /* repeat the edge element */
+  RLX_PAD_WRAP = 3,     /* continue periodically (abc|ab) */
 } rlx_pad_mode;
 /* pads[2 * rank]: the begin pads of every dim, then the end pads (ONNX
  * order); a negative pad crops. value is the constant-mode fill (converted
- * to x's dtype). Reflect / edge need a non-empty dim where they pad. */
+ * to x's dtype). Reflect / edge / wrap need a non-empty dim where they pad. */
 RLX_API rlx_status rlx_graph_add_pad(rlx_graph* g, rlx_tensor x, rlx_pad_mode mode,
                                      const int64_t* pads, float value, rlx_tensor* out);
 

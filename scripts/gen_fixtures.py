@@ -1165,6 +1165,15 @@ def pad_cases():
     yield pad_case("pad_reflect_crop", "reflect", a4, [0, 0, -1, 2, 0, 0, 3, -1])
     yield pad_case("pad_edge_3d", "edge", a5, [0, 0, 2, 1, 0, 0, 0, 1, 3, 2])
     yield pad_case("pad_edge_1d", "edge", a3, [0, 0, 0, 0, 0, 4])
+    # torch 1.13 has no wrap ('circular' wants 3-5-D input): numpy, with pads
+    # no longer than the dim (numpy wraps longer ones through the other
+    # side's padding, not periodically)
+    c = Case("pad_wrap_2d", EXACT)
+    x = c.input(a4[0])
+    want = np.pad(a4[0].astype(np.float64), ((1, 0), (5, 2), (0, 4)), mode="wrap")[:, :, 1:]
+    c.output(c.op("pad", [x], want.astype(np.float32),
+                  {"pad_mode": "wrap", "pads": [1, 5, -1, 0, 2, 4], "value": 0.0}))
+    yield c
 
 
 def depth_to_space_ref(a, b, mode):

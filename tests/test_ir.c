@@ -594,7 +594,7 @@ TEST(pool_pad_depth_space_shapes) {
   int64_t crop[8] = {0, 0, -5, 0, 0, 0, -3, 0}, on_n[8] = {1, 0, 0, 0, 0, 0, 0, 0};
   CHECK_FAILS(g, rlx_graph_add_pad(g, x, RLX_PAD_CONSTANT, crop, 0, &t), "pad", "crop");
   CHECK_FAILS(g, rlx_graph_add_pad(g, x, RLX_PAD_EDGE, on_n, 0, &t), "pad", "symbolic");
-  CHECK_FAILS(g, rlx_graph_add_pad(g, x, (rlx_pad_mode)3, p4, 0, &t), "pad", "mode");
+  CHECK_FAILS(g, rlx_graph_add_pad(g, x, (rlx_pad_mode)4, p4, 0, &t), "pad", "mode");
 
   rlx_tensor xd = in_f32(g, "xd", 4, SHAPE(n, 12, 2, 3));
   CHECK_OK_G(g, rlx_graph_add_depth_to_space(g, xd, 2, RLX_D2S_CRD, &t));

@@ -473,20 +473,20 @@ static void c_pool_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
-/* Pad: variant = mode (constant, reflect, edge) + 3 * dtype (f32, i32, f16);
+/* Pad: variant = mode (constant, reflect, edge, wrap) + 4 * dtype (f32, i32, f16);
  * random rank, begin/end pads from -1 (crop) to 3. */
 static void c_pad(pcase* c, int v) {
-  rlx_pad_mode mode = (rlx_pad_mode)(v % 3);
+  rlx_pad_mode mode = (rlx_pad_mode)(v % 4);
   rlx_dtype dts[3] = {RLX_F32, RLX_I32, RLX_F16};
-  rlx_dtype t = dts[v / 3];
+  rlx_dtype t = dts[v / 4];
   if (t == RLX_F16) c->compute = RLX_F16;
   int rank = (int)test_rand_int(1, 4);
   rlx_dim xs[4];
   int64_t pads[8];
   for (int d = 0; d < rank; d++) {
     xs[d] = test_rand_int(2, 7);
-    pads[d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : 3);
-    pads[rank + d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : 3);
+    pads[d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : mode == RLX_PAD_WRAP ? 9 : 3);
+    pads[rank + d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : mode == RLX_PAD_WRAP ? 9 : 3);
   }
   rlx_tensor x = input(c, RLX_F32, xs, rank), xt = x, y;
   if (t != RLX_F32) {
@@ -544,7 +544,7 @@ static const case_def CASES[] = {
     {"stop_gradient", c_stop_gradient, 1, TOL_F32},
     {"pool", c_pool, 24, TOL_F32},
     {"pool_half", c_pool_half, 4, TOL_HALF},
-    {"pad", c_pad, 9, {1e-6, 1e-3, 0}},
+    {"pad", c_pad, 12, {1e-6, 1e-3, 0}},
     {"depth_space", c_depth_space, 4, TOL_F32},
 };
 

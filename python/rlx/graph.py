@@ -544,8 +544,8 @@ class Graph(_capi.Owned):
 
     def pad(self, x, pads, *, mode="constant", value=0.0):
         """Pads (or, negative, crops) every dim: pads = begins of every dim, then ends;
-        mode 'constant' (value), 'reflect' or 'edge'."""
-        modes = {"constant": 0, "reflect": 1, "edge": 2}
+        mode 'constant' (value), 'reflect', 'edge' or 'wrap'."""
+        modes = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
         if mode not in modes:
             raise ValueError(f"pad mode {mode!r} is not one of {sorted(modes)}")
         arr = (ctypes.c_int64 * max(len(pads), 1))(*pads)

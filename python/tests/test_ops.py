@@ -166,6 +166,8 @@ CASES = {
                             for i in range(5)], -1), [_a(1, 2, 5)], 1e-6),
     "pad_reflect": (lambda g, x: g.pad(x, [0, 2, 0, 1], mode="reflect"),
                     lambda x: np.pad(x, ((0, 0), (2, 1)), mode="reflect"), [_a(2, 4)], 0),
+    "pad_wrap": (lambda g, x: g.pad(x, [1, 4, 0, 2], mode="wrap"),
+                 lambda x: np.pad(x, ((1, 0), (4, 2)), mode="wrap"), [_a(2, 4)], 0),
     "pad_constant_crop": (lambda g, x: g.pad(x, [1, -1, 0, 2], value=2.5),
                           lambda x: np.pad(x[:, 1:], ((1, 0), (0, 2)), constant_values=2.5),
                           [_a(2, 4)], 0),

@@ -2,10 +2,10 @@
  * hyperbolic and inverse trigonometric functions, integer Mod, the NLL and
  * softmax cross-entropy losses, BatchNormalization (inference),
  * InstanceNormalization, MeanVarianceNormalization, global pooling, OneHot,
- * EyeLike, Pad's wrap mode, and Conv (windows gathered by index tables, then a
+ * EyeLike, Pad with a run-time fill, and Conv (windows gathered by index tables, then a
  * matmul). Each is exact up to the rounding of the ops it is built from; see
  * onnx_ops.c for the Tier 1 table. MaxPool / AveragePool / the global pools,
- * Pad (constant, reflect, edge), DepthToSpace and SpaceToDepth map onto
+ * Pad (constant, reflect, edge, wrap), DepthToSpace and SpaceToDepth map onto
  * their IR ops. */
 #include <math.h>
 #include <stdlib.h>
@@ -352,8 +352,8 @@ static rlx_status pad_axis(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t bef
   return RLX_OK;
 }
 
-/* Pad as a composition (narrow, concat, gather): the wrap mode and a
- * constant value only known at run time. */
+/* Pad as a composition (narrow, concat, gather): a constant value only
+ * known at run time. */
 static rlx_status map_pad_composed(rlx_ox_ctx* c) {
   char mode_s[16];
   int64_t pads[2 * RLX_MAX_RANK], axes_raw[RLX_MAX_RANK];
@@ -416,7 +416,7 @@ static int pad_fill(rlx_ox_ctx* c, rlx_dtype dtype, float* out) {
   return (double)*out == d || isnan(d) || narrow;
 }
 
-/* Pad onto the Pad op (constant, reflect, edge; negative pads crop). */
+/* Pad onto the Pad op (constant, reflect, edge, wrap; negative pads crop). */
 static rlx_status map_pad(rlx_ox_ctx* c) {
   char mode_s[16];
   int64_t raw[2 * RLX_MAX_RANK], axes_raw[RLX_MAX_RANK], pads[2 * RLX_MAX_RANK] = {0};
@@ -424,7 +424,8 @@ static rlx_status map_pad(rlx_ox_ctx* c) {
   RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "constant", mode_s, sizeof mode_s));
   int mode = strcmp(mode_s, "constant") == 0 ? RLX_PAD_CONSTANT
            : strcmp(mode_s, "reflect") == 0  ? RLX_PAD_REFLECT
-           : strcmp(mode_s, "edge") == 0     ? RLX_PAD_EDGE : -1;
+           : strcmp(mode_s, "edge") == 0     ? RLX_PAD_EDGE
+           : strcmp(mode_s, "wrap") == 0     ? RLX_PAD_WRAP : -1;
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type tx = type_of(c, x);

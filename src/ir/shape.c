@@ -826,8 +826,8 @@ static rlx_status infer_pad(infer_ctx* c) {
   const rlx_node_attrs* a = c->a;
   char b1[160];
   int32_t r = x->rank;
-  if (a->pad_mode < RLX_PAD_CONSTANT || a->pad_mode > RLX_PAD_EDGE)
-    return FAIL(c, "pad mode %d is not constant, reflect or edge", (int)a->pad_mode);
+  if (a->pad_mode < RLX_PAD_CONSTANT || a->pad_mode > RLX_PAD_WRAP)
+    return FAIL(c, "pad mode %d is not constant, reflect, edge or wrap", (int)a->pad_mode);
   if (a->pads.n != 2 * r)
     return FAIL(c, "pads has %d entries; x %s needs %d", (int)a->pads.n, TSTR(c, x, b1), (int)(2 * r));
   c->out[0] = *x;
@@ -839,7 +839,7 @@ static rlx_status infer_pad(infer_ctx* c) {
     if (o < 0) return FAIL(c, "dim %d: pads %lld, %lld crop more than its %lld", (int)d,
                            (long long)pb, (long long)pe, (long long)x->shape[d]);
     if (a->pad_mode != RLX_PAD_CONSTANT && x->shape[d] == 0 && o > 0)
-      return FAIL(c, "dim %d: reflect / edge padding of an empty dim", (int)d);
+      return FAIL(c, "dim %d: reflect / edge / wrap padding of an empty dim", (int)d);
     c->out[0].shape[d] = o;
   }
   return RLX_OK;

@@ -37,7 +37,7 @@ static const char* const layout_names[] = {"bshd", "bhsd"};
 static const char* const mask_names[] = {"none", "causal", "custom", "sliding", "bias"};
 static const char* const style_names[] = {"neox", "gptj"};
 static const char* const pool_names[] = {"max", "avg", "argmax"};
-static const char* const pad_names[] = {"constant", "reflect", "edge"};
+static const char* const pad_names[] = {"constant", "reflect", "edge", "wrap"};
 static const char* const d2s_names[] = {"dcr", "crd"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))

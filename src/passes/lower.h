@@ -143,10 +143,10 @@ typedef struct rlx_sample_params {
  * an average divides by the taps inside it, or with count_include_pad by
  * those inside [-pad, in + pad_end). Pad modes have one tap (kernel 1,
  * stride 1): constant writes `value` outside the input, reflect mirrors
- * (period 2 * (in - 1)), edge clamps. With index_out, the max mode writes
+ * (period 2 * (in - 1)), edge clamps, wrap repeats (period in). With index_out, the max mode writes
  * the (dense) input element index of the first maximal tap instead. */
 enum { RLX_WIN_MAX = 0, RLX_WIN_AVG = 1, RLX_WIN_PAD_CONSTANT = 2, RLX_WIN_PAD_REFLECT = 3,
-       RLX_WIN_PAD_EDGE = 4 };
+       RLX_WIN_PAD_EDGE = 4, RLX_WIN_PAD_WRAP = 5 };
 typedef struct rlx_pool_params {
   int32_t rank, count_include_pad;
   int32_t index_out; /* max mode: write the i64 input index of the maximum */

@@ -320,7 +320,9 @@ static int64_t pad_source(const rlx_step* s, const int64_t* oc) {
     int64_t n = x->shape[d], i = oc[d] - p->pad[d];
     if (i < 0 || i >= n) {
       if (s->op == RLX_WIN_PAD_CONSTANT) return -1;
-      i = s->op == RLX_WIN_PAD_EDGE ? (i < 0 ? 0 : n - 1) : reflect_index(i, n);
+      if (s->op == RLX_WIN_PAD_EDGE) i = i < 0 ? 0 : n - 1;
+      else if (s->op == RLX_WIN_PAD_WRAP) i = ((i % n) + n) % n;
+      else i = reflect_index(i, n);
     }
     off += i * x->stride[d];
   }

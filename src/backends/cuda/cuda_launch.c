@@ -617,7 +617,8 @@ static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t
 _Static_assert((int)RLXK_WIN_MAX == (int)RLX_WIN_MAX && (int)RLXK_WIN_AVG == (int)RLX_WIN_AVG &&
                    (int)RLXK_WIN_PAD_CONSTANT == (int)RLX_WIN_PAD_CONSTANT &&
                    (int)RLXK_WIN_PAD_REFLECT == (int)RLX_WIN_PAD_REFLECT &&
-                   (int)RLXK_WIN_PAD_EDGE == (int)RLX_WIN_PAD_EDGE,
+                   (int)RLXK_WIN_PAD_EDGE == (int)RLX_WIN_PAD_EDGE &&
+                   (int)RLXK_WIN_PAD_WRAP == (int)RLX_WIN_PAD_WRAP,
                "pool.cu's mode codes out of sync with RLX_WIN_*");
 
 static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t i,

@@ -356,5 +356,6 @@ typedef int rlx_vk_params_unused;
 
 _Static_assert(PL_MAX == RLX_WIN_MAX && PL_AVG == RLX_WIN_AVG &&
                    PL_PAD_CONSTANT == RLX_WIN_PAD_CONSTANT &&
-                   PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE,
+                   PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE &&
+                   PL_PAD_WRAP == RLX_WIN_PAD_WRAP,
                "pool.comp's mode codes out of sync with RLX_WIN_*");

@@ -99,7 +99,7 @@ typedef struct rlxk_rope {
 /* Pool / Pad (mode: RLXK_WIN_*, the values of RLX_WIN_* in
  * src/passes/lower.h): x and out dense, same rank. */
 enum { RLXK_WIN_MAX = 0, RLXK_WIN_AVG = 1, RLXK_WIN_PAD_CONSTANT = 2, RLXK_WIN_PAD_REFLECT = 3,
-       RLXK_WIN_PAD_EDGE = 4 };
+       RLXK_WIN_PAD_EDGE = 4, RLXK_WIN_PAD_WRAP = 5 };
 typedef struct rlxk_pool {
   int64_t n, taps;
   int64_t in_shape[RLXK_MAX_RANK], in_stride[RLXK_MAX_RANK], out_shape[RLXK_MAX_RANK];

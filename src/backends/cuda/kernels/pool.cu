@@ -18,7 +18,9 @@ RLXK_DEV int64_t pool_pad_source(const rlxk_pool& p, const int64_t* oc) {
     int64_t n = p.in_shape[d], i = oc[d] - p.pad[d];
     if (i < 0 || i >= n) {
       if (p.mode == RLXK_WIN_PAD_CONSTANT) return -1;
-      i = p.mode == RLXK_WIN_PAD_EDGE ? (i < 0 ? 0 : n - 1) : pool_reflect(i, n);
+      if (p.mode == RLXK_WIN_PAD_EDGE) i = i < 0 ? 0 : n - 1;
+      else if (p.mode == RLXK_WIN_PAD_WRAP) i = ((i % n) + n) % n;
+      else i = pool_reflect(i, n);
     }
     off += i * p.in_stride[d];
   }

@@ -161,6 +161,7 @@
 #define PL_PAD_CONSTANT 2
 #define PL_PAD_REFLECT 3
 #define PL_PAD_EDGE 4
+#define PL_PAD_WRAP 5
 /* eltwise_vec (dense elementwise fast path) */
 #define EV_N 0      /* elements (raw copies: 32-bit words) */
 #define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */

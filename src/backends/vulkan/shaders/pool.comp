@@ -22,7 +22,9 @@ int pad_source(int mode, int oc[8], int rank) {
     int n = v_shape(X, d), i = oc[d] - PX(PL_PAD + d);
     if (i < 0 || i >= n) {
       if (mode == PL_PAD_CONSTANT) return -1;
-      i = mode == PL_PAD_EDGE ? (i < 0 ? 0 : n - 1) : reflect_index(i, n);
+      if (mode == PL_PAD_EDGE) i = i < 0 ? 0 : n - 1;
+      else if (mode == PL_PAD_WRAP) i = ((i % n) + n) % n;
+      else i = reflect_index(i, n);
     }
     off += i * v_stride(X, d);
   }

@@ -18,7 +18,9 @@ fn pool_pad_source(mode: u32, oc: array<i32, 8>, rank: u32) -> i32 {
     var i = oc[d] - px(PL_PAD + d);
     if (i < 0 || i >= n) {
       if (mode == PL_PAD_CONSTANT) { return -1; }
-      if (mode == PL_PAD_EDGE) { i = select(n - 1, 0, i < 0); } else { i = pool_reflect(i, n); }
+      if (mode == PL_PAD_EDGE) { i = select(n - 1, 0, i < 0); }
+      else if (mode == PL_PAD_WRAP) { i = ((i % n) + n) % n; }
+      else { i = pool_reflect(i, n); }
     }
     off = off + i * v_stride(2u, d);
   }

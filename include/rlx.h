@@ -354,6 +354,53 @@ RLX_API rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos
                                       rlx_tensor sin_t, int32_t head_dim, int32_t n_rot,
                                       rlx_rope_style style, rlx_layout layout, rlx_tensor* out);
 
+/* --- vision (Tier 3) */
+typedef enum rlx_pool_kind {
+  RLX_POOL_MAX = 0,
+  RLX_POOL_AVG = 1,
+  /* i64: the row-major flat index into x of each window's first maximum
+   * (ONNX MaxPool's Indices with storage_order 0) */
+  RLX_POOL_ARGMAX = 2,
+} rlx_pool_kind;
+/* Max / average pooling of x [N, C, spatial...] over n_spatial (1..3) dims.
+ * kernel[n_spatial] >= 1; strides and dilations (NULL = all 1);
+ * pads[2 * n_spatial]: the begin pads of each spatial dim, then the end pads
+ * (NULL = none). Output size per dim: floor (ceil if ceil_mode) of
+ * (in + begin + end - dilation * (kernel - 1) - 1) / stride + 1, where a
+ * ceil-mode window that would start in the end padding is dropped. Padding
+ * is never the maximum; an average divides by the taps inside the input, or
+ * with count_include_pad by the taps inside input + pads. Global pooling is
+ * kernel = the spatial dims. */
+RLX_API rlx_status rlx_graph_add_pool(rlx_graph* g, rlx_tensor x, rlx_pool_kind kind,
+                                      int32_t n_spatial, const int64_t* kernel,
+                                      const int64_t* strides, const int64_t* pads,
+                                      const int64_t* dilations, int32_t ceil_mode,
+                                      int32_t count_include_pad, rlx_tensor* out);
+
+typedef enum rlx_pad_mode {
+  RLX_PAD_CONSTANT = 0, /* value */
+  RLX_PAD_REFLECT = 1,  /* mirror without repeating the edge (abc|ba) */
+  RLX_PAD_EDGE = 2,     /* repeat the edge element */
+  RLX_PAD_WRAP = 3,     /* continue periodically (abc|ab) */
+} rlx_pad_mode;
+/* pads[2 * rank]: the begin pads of every dim, then the end pads (ONNX
+ * order); a negative pad crops. value is the constant-mode fill (converted
+ * to x's dtype). Reflect / edge / wrap need a non-empty dim where they pad. */
+RLX_API rlx_status rlx_graph_add_pad(rlx_graph* g, rlx_tensor x, rlx_pad_mode mode,
+                                     const int64_t* pads, float value, rlx_tensor* out);
+
+typedef enum rlx_d2s_mode {
+  RLX_D2S_DCR = 0, /* channel = (bh * block + bw) * C_out + c */
+  RLX_D2S_CRD = 1, /* channel = (c * block + bh) * block + bw (pixel_shuffle) */
+} rlx_d2s_mode;
+/* [N, C*b*b, H, W] -> [N, C, H*b, W*b] */
+RLX_API rlx_status rlx_graph_add_depth_to_space(rlx_graph* g, rlx_tensor x, int32_t block,
+                                                rlx_d2s_mode mode, rlx_tensor* out);
+/* [N, C, H*b, W*b] -> [N, C*b*b, H, W], channel (bh * b + bw) * C + c (the
+ * inverse of DCR depth_to_space) */
+RLX_API rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t block,
+                                                rlx_tensor* out);
+
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
  * temperature <= 0 means greedy. The seed is given per run. */

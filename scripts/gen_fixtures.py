@@ -30,8 +30,9 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "exclusive", "reverse", "k", "largest", "transpose_a", "transpose_b",
               "act", "eps", "num_heads", "num_kv_heads", "head_dim", "layout", "mask",
               "window", "score_scale", "softcap", "n_rot", "style", "top_k", "top_p",
-              "temperature"]
-FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature"}
+              "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
+              "count_include_pad", "pad_mode", "value", "block", "d2s_mode"]
+FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
              np.dtype(np.float64): "f64", np.dtype(np.int8): "i8",
@@ -1025,6 +1026,196 @@ def larger_cases():
     yield c
     yield attention_case("large_attn_bshd_gqa_causal", 1, 19, 70, 2, 1, 32, "bshd", "causal")
     yield attention_case("large_attn_bhsd_nomask", 2, 17, 33, 2, 2, 16, "bhsd")
+
+
+# ---------------------------------------------------------------- vision (Tier 3)
+
+TORCH_POOL = {("max", 1): torch.nn.functional.max_pool1d, ("max", 2): torch.nn.functional.max_pool2d,
+              ("max", 3): torch.nn.functional.max_pool3d, ("avg", 1): torch.nn.functional.avg_pool1d,
+              ("avg", 2): torch.nn.functional.avg_pool2d, ("avg", 3): torch.nn.functional.avg_pool3d}
+
+
+def pool_case(name, kind, shape, k, s, p, d=None, ceil=False, cip=False):
+    """Symmetric pads p per spatial dim, as torch takes them."""
+    c = Case(name, F32_TOL)
+    ns = len(k)
+    a = c.uniform(shape)
+    d = d or [1] * ns
+    fn = TORCH_POOL[(kind, ns)]
+    if kind == "max":
+        ref = fn(t64(a), k, s, p, dilation=d, ceil_mode=ceil)
+    else:
+        ref = fn(t64(a), k, s, p, ceil_mode=ceil, count_include_pad=cip)
+    x = c.input(a)
+    attrs = {"pool": kind, "kernel": k, "strides": s, "pads": list(p) + list(p),
+             "dilations": d, "ceil_mode": int(ceil), "count_include_pad": int(cip)}
+    c.output(c.op("pool", [x], as_dtype(ref, a), attrs))
+    return c
+
+
+def pool_asym_case(name, kind, shape, k, s, pads, cip):
+    """Asymmetric pads (ONNX begin..., end...): torch pads explicitly first
+    (-inf for max; zeros counted for an average with count_include_pad;
+    without it, a sum pool divided by a pool of ones)."""
+    c = Case(name, F32_TOL)
+    ns = len(k)
+    a = c.uniform(shape)
+    tpad = []
+    for i in reversed(range(ns)):  # F.pad lists the last dim first
+        tpad += [pads[i], pads[ns + i]]
+    fn = TORCH_POOL[(kind, ns)]
+    x64 = t64(a)
+    if kind == "max":
+        ref = fn(torch.nn.functional.pad(x64, tpad, value=-math.inf), k, s)
+    else:
+        total = fn(torch.nn.functional.pad(x64, tpad), k, s) * float(np.prod(k))
+        ones = torch.nn.functional.pad(torch.ones_like(x64), tpad, value=1.0 if cip else 0.0)
+        ref = total / (fn(ones, k, s) * float(np.prod(k)))
+    x = c.input(a)
+    attrs = {"pool": kind, "kernel": k, "strides": s, "pads": pads, "dilations": [1] * ns,
+             "ceil_mode": 0, "count_include_pad": int(cip)}
+    c.output(c.op("pool", [x], as_dtype(ref, a), attrs))
+    return c
+
+
+def global_pool_case(name, kind, shape):
+    c = Case(name, F32_TOL)
+    a = c.uniform(shape)
+    x64 = t64(a)
+    dims = tuple(range(2, len(shape)))
+    ref = x64.amax(dim=dims, keepdim=True) if kind == "max" else x64.mean(dim=dims, keepdim=True)
+    ns = len(shape) - 2
+    x = c.input(a)
+    attrs = {"pool": kind, "kernel": shape[2:], "strides": [1] * ns, "pads": [0] * (2 * ns),
+             "dilations": [1] * ns, "ceil_mode": 0, "count_include_pad": 0}
+    c.output(c.op("pool", [x], as_dtype(ref, a), attrs))
+    return c
+
+
+@case
+def pool_cases():
+    yield pool_case("pool_max1d_dil_ceil", "max", [2, 3, 11], [3], [2], [1], d=[2], ceil=True)
+    yield pool_case("pool_max2d", "max", [2, 3, 7, 6], [3, 2], [2, 1], [1, 0])
+    yield pool_case("pool_max2d_ceil_dil", "max", [1, 2, 9, 8], [2, 3], [2, 2], [1, 1], d=[2, 1],
+                    ceil=True)
+    yield pool_case("pool_max3d", "max", [1, 2, 4, 5, 6], [2, 2, 3], [2, 1, 2], [0, 1, 1])
+    yield pool_case("pool_avg1d_ceil_cip", "avg", [2, 3, 10], [3], [2], [1], ceil=True, cip=True)
+    yield pool_case("pool_avg2d_pad", "avg", [2, 2, 7, 9], [3, 3], [2, 2], [1, 1])
+    yield pool_case("pool_avg2d_ceil", "avg", [1, 3, 8, 7], [2, 3], [3, 2], [1, 1], ceil=True)
+    yield pool_case("pool_avg3d_cip", "avg", [1, 2, 5, 4, 6], [2, 3, 2], [1, 1, 2], [0, 1, 1],
+                    cip=True)
+    yield pool_asym_case("pool_max2d_asym", "max", [1, 2, 6, 7], [3, 3], [2, 1], [0, 1, 2, 1], False)
+    yield pool_asym_case("pool_avg2d_asym", "avg", [2, 2, 6, 5], [2, 3], [1, 2], [1, 0, 0, 2], False)
+    yield pool_asym_case("pool_avg1d_asym_cip", "avg", [1, 3, 9], [4], [3], [2, 1], True)
+    yield global_pool_case("pool_global_max2d", "max", [2, 3, 5, 4])
+    # argmax: torch's indices count within each (n, c) plane; rlx's (ONNX's)
+    # count over the whole input
+    c = Case("pool_argmax2d_pad", EXACT)
+    a = c.uniform([2, 3, 6, 5])
+    v, idx = torch.nn.functional.max_pool2d(t64(a), [3, 2], [2, 2], [1, 1], return_indices=True)
+    plane = torch.arange(2 * 3, dtype=torch.int64).reshape(2, 3, 1, 1) * (6 * 5)
+    x = c.input(a)
+    attrs = {"kernel": [3, 2], "strides": [2, 2], "pads": [1, 1, 1, 1], "dilations": [1, 1],
+             "ceil_mode": 0, "count_include_pad": 0}
+    mx = c.op("pool", [x], as_dtype(v, a), dict(attrs, pool="max"))
+    at = c.op("pool", [x], (idx + plane).numpy(), dict(attrs, pool="argmax"))
+    c.output(mx, at)
+    yield c
+    yield global_pool_case("pool_global_avg3d", "avg", [1, 4, 3, 2, 5])
+
+
+def pad_case(name, mode, a, pads, value=0.0):
+    """torch's F.pad (constant, reflect, replicate = edge) over the dims it
+    pads; negative pads crop (constant), or crop after padding (numpy's
+    reflect / edge, then a slice) where torch has no mode for it."""
+    c = Case(name, EXACT)
+    r = a.ndim
+    x64 = t64(a)
+    pos = [max(p, 0) for p in pads]
+    tpad = []
+    for i in reversed(range(r)):
+        tpad += [pos[i], pos[r + i]]
+    while tpad and tpad[-1] == 0 and tpad[-2] == 0:
+        tpad = tpad[:-2]  # torch pads only the last dims it is given
+    tmode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}[mode]
+    if mode == "constant":
+        ref = torch.nn.functional.pad(x64, tpad, value=value)
+    else:
+        ref = torch.nn.functional.pad(x64, tpad, mode=tmode)
+    sl = tuple(slice(-min(pads[i], 0), ref.shape[i] + min(pads[r + i], 0)) for i in range(r))
+    ref = ref[sl]
+    x = c.input(a)
+    attrs = {"pad_mode": mode, "pads": pads, "value": value}
+    c.output(c.op("pad", [x], as_dtype(ref, a), attrs))
+    return c
+
+
+@case
+def pad_cases():
+    rng = np.random.default_rng(7)
+    a4 = rng.uniform(-2, 2, size=[2, 3, 5, 4]).astype(np.float32)
+    a3 = rng.uniform(-2, 2, size=[2, 3, 6]).astype(np.float32)
+    a5 = rng.uniform(-2, 2, size=[1, 2, 3, 4, 5]).astype(np.float32)
+    yield pad_case("pad_constant_4d", "constant", a4, [0, 1, 2, 0, 1, 0, 1, 3], value=1.25)
+    yield pad_case("pad_constant_crop", "constant", a4, [1, 0, -1, 2, 0, -1, 1, -2], value=-0.5)
+    yield pad_case("pad_constant_i64", "constant", rng.integers(-9, 9, size=[3, 4]).astype(np.int64),
+                   [1, 0, 2, 3], value=7)
+    yield pad_case("pad_reflect_2d", "reflect", a4, [0, 0, 2, 3, 0, 0, 4, 1])
+    yield pad_case("pad_reflect_1d", "reflect", a3, [0, 0, 5, 0, 0, 2])
+    yield pad_case("pad_reflect_crop", "reflect", a4, [0, 0, -1, 2, 0, 0, 3, -1])
+    yield pad_case("pad_edge_3d", "edge", a5, [0, 0, 2, 1, 0, 0, 0, 1, 3, 2])
+    yield pad_case("pad_edge_1d", "edge", a3, [0, 0, 0, 0, 0, 4])
+    # torch 1.13 has no wrap ('circular' wants 3-5-D input): numpy, with pads
+    # no longer than the dim (numpy wraps longer ones through the other
+    # side's padding, not periodically)
+    c = Case("pad_wrap_2d", EXACT)
+    x = c.input(a4[0])
+    want = np.pad(a4[0].astype(np.float64), ((1, 0), (5, 2), (0, 4)), mode="wrap")[:, :, 1:]
+    c.output(c.op("pad", [x], want.astype(np.float32),
+                  {"pad_mode": "wrap", "pads": [1, 5, -1, 0, 2, 4], "value": 0.0}))
+    yield c
+
+
+def depth_to_space_ref(a, b, mode):
+    """ONNX's definition through reshape / permute (CRD is pixel_shuffle)."""
+    n, ch, h, w = a.shape
+    x = t64(a)
+    if mode == "crd":
+        return torch.nn.functional.pixel_shuffle(x, b)
+    x = x.reshape(n, b, b, ch // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
+    return x.reshape(n, ch // (b * b), h * b, w * b)
+
+
+def space_to_depth_ref(a, b):
+    n, ch, h, w = a.shape
+    x = t64(a).reshape(n, ch, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    return x.reshape(n, ch * b * b, h // b, w // b)
+
+
+@case
+def depth_space_cases():
+    for name, shape, b, mode in [("d2s_dcr", [2, 8, 3, 2], 2, "dcr"),
+                                 ("d2s_crd", [1, 18, 2, 3], 3, "crd"),
+                                 ("d2s_dcr_b3", [1, 9, 2, 2], 3, "dcr")]:
+        c = Case(name, EXACT)
+        a = c.uniform(shape)
+        x = c.input(a)
+        c.output(c.op("depth_to_space", [x], as_dtype(depth_to_space_ref(a, b, mode), a),
+                      {"block": b, "d2s_mode": mode}))
+        yield c
+    for name, shape, b in [("s2d_b2", [2, 3, 4, 6], 2), ("s2d_b3", [1, 2, 6, 3], 3)]:
+        c = Case(name, EXACT)
+        a = c.uniform(shape)
+        x = c.input(a)
+        c.output(c.op("space_to_depth", [x], as_dtype(space_to_depth_ref(a, b), a), {"block": b}))
+        yield c
+    # pixel_unshuffle orders channels c*b*b + bh*b + bw: it is CRD depth_to_space's inverse
+    c = Case("s2d_then_d2s_dcr", EXACT)
+    a = c.uniform([1, 2, 4, 4])
+    x = c.input(a)
+    y = c.op("space_to_depth", [x], as_dtype(space_to_depth_ref(a, 2), a), {"block": 2})
+    c.output(c.op("depth_to_space", [y], a, {"block": 2, "d2s_mode": "dcr"}))
+    yield c
 
 
 # ---------------------------------------------------------------- main

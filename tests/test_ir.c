@@ -551,6 +551,66 @@ TEST(rope_and_sample) {
   rlx_graph_destroy(g);
 }
 
+TEST(pool_pad_depth_space_shapes) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim n;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "n", &n));
+  rlx_tensor x = in_f32(g, "x", 4, SHAPE(n, 3, 7, 6)), x1 = in_f32(g, "x1", 3, SHAPE(2, 3, 10));
+  rlx_tensor xi = in_t(g, "xi", RLX_I32, 4, SHAPE(2, 3, 7, 6)), t;
+  int64_t k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1}, dil[2] = {1, 2};
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 2, k, st, pads, NULL, 0, 0, &t));
+  /* H: (7 + 2 - 3) / 2 + 1 = 4; W: (6 + 1 - 2) / 1 + 1 = 6 */
+  CHECK(IS(g, t, RLX_F32, 4, n, 3, 4, 6));
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_AVG, 2, k, st, pads, dil, 1, 1, &t));
+  /* H ceil: (8 / 2) + 1 = 5, the last window starts at 8 >= 7 + 1: dropped -> 4;
+   * W: 6 + 1 - 3 = 4 -> 5 */
+  CHECK(IS(g, t, RLX_F32, 4, n, 3, 4, 5));
+  int64_t k1[1] = {3}, s1[1] = {3};
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x1, RLX_POOL_MAX, 1, k1, s1, NULL, NULL, 1, 0, &t));
+  CHECK(IS(g, t, RLX_F32, 3, 2, 3, 4));
+  int64_t big[2] = {9, 2}, zero[2] = {0, 1}, negpad[4] = {-1, 0, 0, 0};
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 2, big, NULL, NULL, NULL, 0, 0, &t),
+              "pool", "does not fit");
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 2, zero, NULL, NULL, NULL, 0, 0, &t),
+              "pool", ">= 1");
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 2, k, NULL, negpad, NULL, 0, 0, &t),
+              "pool", ">= 0");
+  CHECK_FAILS(g, rlx_graph_add_pool(g, xi, RLX_POOL_MAX, 2, k, NULL, NULL, NULL, 0, 0, &t),
+              "pool", "float");
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x1, RLX_POOL_MAX, 2, k, NULL, NULL, NULL, 0, 0, &t),
+              "pool", "spatial");
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_ARGMAX, 2, k, st, pads, NULL, 0, 0, &t));
+  CHECK(IS(g, t, RLX_I64, 4, n, 3, 4, 6));
+  CHECK_FAILS(g, rlx_graph_add_pool(g, x, (rlx_pool_kind)3, 2, k, NULL, NULL, NULL, 0, 0, &t),
+              "pool", "kind");
+  CHECK(rlx_graph_add_pool(g, x, RLX_POOL_MAX, 4, k, NULL, NULL, NULL, 0, 0, &t) != RLX_OK);
+
+  int64_t p4[8] = {0, 0, -2, 1, 0, 0, 3, 0};
+  CHECK_OK_G(g, rlx_graph_add_pad(g, x, RLX_PAD_REFLECT, p4, 0, &t));
+  CHECK(IS(g, t, RLX_F32, 4, n, 3, 8, 7));
+  CHECK_OK_G(g, rlx_graph_add_pad(g, xi, RLX_PAD_CONSTANT, p4, 3, &t));
+  CHECK(IS(g, t, RLX_I32, 4, 2, 3, 8, 7));
+  int64_t crop[8] = {0, 0, -5, 0, 0, 0, -3, 0}, on_n[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+  CHECK_FAILS(g, rlx_graph_add_pad(g, x, RLX_PAD_CONSTANT, crop, 0, &t), "pad", "crop");
+  CHECK_FAILS(g, rlx_graph_add_pad(g, x, RLX_PAD_EDGE, on_n, 0, &t), "pad", "symbolic");
+  CHECK_FAILS(g, rlx_graph_add_pad(g, x, (rlx_pad_mode)4, p4, 0, &t), "pad", "mode");
+
+  rlx_tensor xd = in_f32(g, "xd", 4, SHAPE(n, 12, 2, 3));
+  CHECK_OK_G(g, rlx_graph_add_depth_to_space(g, xd, 2, RLX_D2S_CRD, &t));
+  CHECK(IS(g, t, RLX_F32, 4, n, 3, 4, 6));
+  CHECK_OK_G(g, rlx_graph_add_space_to_depth(g, t, 2, &t));
+  CHECK(IS(g, t, RLX_F32, 4, n, 12, 2, 3));
+  CHECK_FAILS(g, rlx_graph_add_depth_to_space(g, xd, 3, RLX_D2S_DCR, &t), "depth_to_space",
+              "block^2");
+  CHECK_FAILS(g, rlx_graph_add_space_to_depth(g, xd, 2, &t), "space_to_depth", "multiples");
+  CHECK_FAILS(g, rlx_graph_add_depth_to_space(g, xd, 0, RLX_D2S_DCR, &t), "depth_to_space",
+              "block");
+  CHECK_FAILS(g, rlx_graph_add_depth_to_space(g, x1, 1, RLX_D2S_DCR, &t), "depth_to_space",
+              "[N, C, H, W]");
+  rlx_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------------ symbols */
 
 TEST(symbolic) {
@@ -853,6 +913,7 @@ int main(void) {
   RUN(norms);
   RUN(attention);
   RUN(rope_and_sample);
+  RUN(pool_pad_depth_space_shapes);
   RUN(symbolic);
   RUN(clone);
   RUN(add_node_direct);

@@ -503,6 +503,91 @@ static void c_stop_gradient(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Pooling over 1-3 spatial dims. variant = kind (max / avg) + 2 * flavor,
+ * flavor = spatial dims (1-3) x {plain strided windows, asymmetric pads with
+ * count_include_pad, ceil mode with dilation, global}. */
+static void c_pool(pcase* c, int v) {
+  rlx_pool_kind kind = (rlx_pool_kind)(v & 1);
+  int ns = 1 + (v >> 1) % 3, flavor = (v >> 1) / 3;
+  int64_t k[3], st[3], pads[6], dil[3];
+  rlx_dim xs[5] = {test_rand_int(1, 3), test_rand_int(1, 5)};
+  for (int i = 0; i < ns; i++) {
+    k[i] = test_rand_int(1, 3);
+    st[i] = test_rand_int(1, 3);
+    dil[i] = flavor == 2 ? test_rand_int(1, 2) : 1;
+    pads[i] = flavor == 1 ? test_rand_int(0, k[i] - 1) : 0;
+    pads[ns + i] = flavor == 1 ? test_rand_int(0, k[i]) : 0;
+    xs[2 + i] = test_rand_int(1, ns == 3 ? 6 : 11) + dil[i] * (k[i] - 1);
+    if (flavor == 3) { k[i] = xs[2 + i]; st[i] = 1; }
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, 2 + ns), y;
+  rlx_graph_add_pool(c->g, x, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &y);
+  if (kind == RLX_POOL_MAX) { /* and where each maximum is (ONNX's Indices) */
+    rlx_tensor both[2] = {y, RLX_NONE};
+    rlx_graph_add_pool(c->g, x, RLX_POOL_ARGMAX, ns, k, st, pads, dil, flavor == 2, 0, &both[1]);
+    outputs(c, both, 2);
+    return;
+  }
+  outputs(c, &y, 1);
+}
+
+/* Half-precision pooling: f16 / bf16 input (v & 1), max / avg (v & 2),
+ * padded 2-D windows; the average accumulates in f32 on every backend. */
+static void c_pool_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  int64_t k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1};
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 4), test_rand_int(3, 12), test_rand_int(2, 12)};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), xh, y;
+  rlx_graph_add_cast(c->g, x, t, &xh);
+  rlx_graph_add_pool(c->g, xh, v & 2 ? RLX_POOL_AVG : RLX_POOL_MAX, 2, k, st, pads, NULL, 0, 0, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
+/* Pad: variant = mode (constant, reflect, edge, wrap) + 4 * dtype (f32, i32, f16);
+ * random rank, begin/end pads from -1 (crop) to 3. */
+static void c_pad(pcase* c, int v) {
+  rlx_pad_mode mode = (rlx_pad_mode)(v % 4);
+  rlx_dtype dts[3] = {RLX_F32, RLX_I32, RLX_F16};
+  rlx_dtype t = dts[v / 4];
+  if (t == RLX_F16) c->compute = RLX_F16;
+  int rank = (int)test_rand_int(1, 4);
+  rlx_dim xs[4];
+  int64_t pads[8];
+  for (int d = 0; d < rank; d++) {
+    xs[d] = test_rand_int(2, 7);
+    pads[d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : mode == RLX_PAD_WRAP ? 9 : 3);
+    pads[rank + d] = test_rand_int(-1, mode == RLX_PAD_REFLECT ? xs[d] - 1 : mode == RLX_PAD_WRAP ? 9 : 3);
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, rank), xt = x, y;
+  if (t != RLX_F32) {
+    if (t == RLX_I32) rlx_graph_add_activation(c->g, RLX_ACT_ROUND, x, &x);
+    rlx_graph_add_cast(c->g, x, t, &xt);
+  }
+  rlx_graph_add_pad(c->g, xt, mode, pads, 1.5f, &y);
+  if (t == RLX_F16) rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
+/* DepthToSpace (DCR, CRD), SpaceToDepth, and the two chained. */
+static void c_depth_space(pcase* c, int v) {
+  int32_t b = (int32_t)test_rand_int(1, 3);
+  int64_t N = test_rand_int(1, 2), C = test_rand_int(1, 3), H = test_rand_int(1, 5), W = test_rand_int(1, 5);
+  rlx_tensor y;
+  if (v < 2) {
+    rlx_dim xs[4] = {N, C * b * b, H, W};
+    rlx_tensor x = input(c, RLX_F32, xs, 4);
+    rlx_graph_add_depth_to_space(c->g, x, b, (rlx_d2s_mode)v, &y);
+  } else {
+    rlx_dim xs[4] = {N, C, H * b, W * b};
+    rlx_tensor x = input(c, RLX_F32, xs, 4);
+    rlx_graph_add_space_to_depth(c->g, x, b, &y);
+    if (v == 3) rlx_graph_add_depth_to_space(c->g, y, b, RLX_D2S_DCR, &y);
+  }
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -531,6 +616,10 @@ static const case_def CASES[] = {
     {"stop_gradient", c_stop_gradient, 1, TOL_F32},
     {"cast_pairs", c_cast_pairs, RLX_DTYPE_COUNT, TOL_F32},
     {"new_dtypes", c_new_dtypes, RLX_DTYPE_COUNT - RLX_BOOL - 1, TOL_F32},
+    {"pool", c_pool, 24, TOL_F32},
+    {"pool_half", c_pool_half, 4, TOL_HALF},
+    {"pad", c_pad, 12, {1e-6, 1e-3, 0}},
+    {"depth_space", c_depth_space, 4, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

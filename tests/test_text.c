@@ -378,6 +378,34 @@ TEST(roundtrip_normalization) {
   CHECK(ok);
 }
 
+TEST(roundtrip_vision_ops) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[4] = {2, 8, 6, 6}, x3[5] = {1, 2, 4, 5, 6};
+  rlx_tensor x = add_in(g, "x", RLX_F32, xs, 4), v = add_in(g, "v", RLX_F32, x3, 5), t;
+  int64_t k[3] = {2, 3, 2}, st[3] = {1, 2, 2}, pads[6] = {0, 1, 1, 1, 0, 2}, dil[3] = {1, 1, 2};
+  CHECK_OK_G(g, rlx_graph_add_pool(g, v, RLX_POOL_AVG, 3, k, st, pads, dil, 1, 1, &t));
+  CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 2, k, NULL, NULL, NULL, 0, 0, &t));
+  int64_t p4[8] = {0, 0, -1, 2, 0, 1, 3, 0};
+  CHECK_OK_G(g, rlx_graph_add_pad(g, x, RLX_PAD_CONSTANT, p4, -1.5f, &t));
+  CHECK_OK_G(g, rlx_graph_add_pad(g, x, RLX_PAD_EDGE, p4, 0, &t));
+  CHECK_OK_G(g, rlx_graph_add_depth_to_space(g, x, 2, RLX_D2S_CRD, &t));
+  CHECK_OK_G(g, rlx_graph_add_space_to_depth(g, x, 3, &t));
+  char* text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  int ok = contains(text, "pool=avg kernel=[2,3,2] strides=[1,2,2] pads=[0,1,1,1,0,2] "
+                          "dilations=[1,1,2] ceil_mode=1 count_include_pad=1") &&
+           contains(text, "pool=max kernel=[2,3] strides=[1,1] pads=[0,0,0,0] dilations=[1,1]") &&
+           contains(text, "pads=[0,0,-1,2,0,1,3,0] pad_mode=constant value=-1.5") &&
+           contains(text, "pad_mode=edge") && contains(text, "block=2 d2s_mode=crd") &&
+           contains(text, "space_to_depth(%0) block=3");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
+}
+
 TEST(roundtrip_transformer_ops) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -767,6 +795,7 @@ int main(void) {
   RUN(roundtrip_contraction_and_reduction);
   RUN(roundtrip_normalization);
   RUN(roundtrip_transformer_ops);
+  RUN(roundtrip_vision_ops);
   RUN(roundtrip_labels_with_escapes);
   RUN(roundtrip_random_graphs);
   RUN(float_attribute_values);

@@ -523,6 +523,45 @@ class Graph(_capi.Owned):
         (Executable.set_seed)."""
         return self._add(lib.rlx_graph_add_sample, self._t(logits), top_k, top_p, temperature)
 
+    # ---- vision
+    def pool(self, x, kernel, *, kind="max", strides=None, pads=None, dilations=None,
+             ceil_mode=False, count_include_pad=False):
+        """Max ('max') or average ('avg') pooling of x [N, C, spatial...] over len(kernel)
+        spatial dims; pads lists the begin pads of each spatial dim, then the end pads."""
+        ns = len(kernel)
+        kinds = {"max": 0, "avg": 1}
+        if kind not in kinds:
+            raise ValueError(f"pool kind {kind!r} is not one of {sorted(kinds)}")
+        def dims(v, n):
+            if v is None:
+                return None
+            if len(v) != n:
+                raise ValueError(f"expected {n} values, got {len(v)}")
+            return (ctypes.c_int64 * n)(*v)
+        return self._add(lib.rlx_graph_add_pool, self._t(x), kinds[kind], ns, dims(kernel, ns),
+                         dims(strides, ns), dims(pads, 2 * ns), dims(dilations, ns),
+                         int(ceil_mode), int(count_include_pad))
+
+    def pad(self, x, pads, *, mode="constant", value=0.0):
+        """Pads (or, negative, crops) every dim: pads = begins of every dim, then ends;
+        mode 'constant' (value), 'reflect', 'edge' or 'wrap'."""
+        modes = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+        if mode not in modes:
+            raise ValueError(f"pad mode {mode!r} is not one of {sorted(modes)}")
+        arr = (ctypes.c_int64 * max(len(pads), 1))(*pads)
+        return self._add(lib.rlx_graph_add_pad, self._t(x), modes[mode], arr, value)
+
+    def depth_to_space(self, x, block, mode="dcr"):
+        """[N, C*b*b, H, W] -> [N, C, H*b, W*b]; mode 'dcr' or 'crd' (pixel_shuffle)."""
+        modes = {"dcr": 0, "crd": 1}
+        if mode not in modes:
+            raise ValueError(f"depth_to_space mode {mode!r} is not one of {sorted(modes)}")
+        return self._add(lib.rlx_graph_add_depth_to_space, self._t(x), block, modes[mode])
+
+    def space_to_depth(self, x, block):
+        """[N, C, H*b, W*b] -> [N, C*b*b, H, W] (the inverse of dcr depth_to_space)."""
+        return self._add(lib.rlx_graph_add_space_to_depth, self._t(x), block)
+
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))
 

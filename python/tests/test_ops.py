@@ -158,6 +158,27 @@ CASES = {
     "rope_neox": (lambda g, x, c, s: g.rope(x, c, s, head_dim=4),
                   _rope_neox, [_a(1, 3, 2, 4), _a(3, 2, seed=4), _a(3, 2, seed=5)], 1e-5),
     "sample_greedy": (lambda g, a: g.sample(a, temperature=0.0), lambda a: a.argmax(-1), [A], 0),
+    "pool_max_2d": (lambda g, x: g.pool(x, [2, 2], strides=[2, 2]),
+                    lambda x: x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)), [_a(1, 2, 4, 4)], 0),
+    "pool_avg_1d_pads": (
+        lambda g, x: g.pool(x, [3], kind="avg", pads=[1, 1], count_include_pad=True),
+        lambda x: np.stack([np.pad(x, ((0, 0), (0, 0), (1, 1)))[..., i:i + 3].mean(-1)
+                            for i in range(5)], -1), [_a(1, 2, 5)], 1e-6),
+    "pad_reflect": (lambda g, x: g.pad(x, [0, 2, 0, 1], mode="reflect"),
+                    lambda x: np.pad(x, ((0, 0), (2, 1)), mode="reflect"), [_a(2, 4)], 0),
+    "pad_wrap": (lambda g, x: g.pad(x, [1, 4, 0, 2], mode="wrap"),
+                 lambda x: np.pad(x, ((1, 0), (4, 2)), mode="wrap"), [_a(2, 4)], 0),
+    "pad_constant_crop": (lambda g, x: g.pad(x, [1, -1, 0, 2], value=2.5),
+                          lambda x: np.pad(x[:, 1:], ((1, 0), (0, 2)), constant_values=2.5),
+                          [_a(2, 4)], 0),
+    "depth_to_space_crd": (
+        lambda g, x: g.depth_to_space(x, 2, mode="crd"),
+        lambda x: x.reshape(1, 2, 2, 2, 3, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 6),
+        [_a(1, 8, 3, 3)], 0),
+    "space_to_depth": (
+        lambda g, x: g.space_to_depth(x, 2),
+        lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),
+        [_a(1, 2, 4, 4)], 0),
 }
 
 

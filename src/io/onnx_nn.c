@@ -2,9 +2,11 @@
  * hyperbolic and inverse trigonometric functions, integer Mod, the NLL and
  * softmax cross-entropy losses, BatchNormalization (inference),
  * InstanceNormalization, MeanVarianceNormalization, global pooling, OneHot,
- * DepthToSpace / SpaceToDepth, EyeLike, Pad, and Conv / MaxPool / AveragePool
- * (windows gathered by index tables, then a matmul or a reduction). Each is exact up to the
- * rounding of the ops it is built from; see onnx_ops.c for the Tier 1 table. */
+ * EyeLike, Pad with a run-time fill, and Conv (windows gathered by index tables, then a
+ * matmul). Each is exact up to the rounding of the ops it is built from; see
+ * onnx_ops.c for the Tier 1 table. MaxPool / AveragePool / the global pools,
+ * Pad (constant, reflect, edge, wrap), DepthToSpace and SpaceToDepth map onto
+ * their IR ops. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,16 +193,28 @@ static rlx_status map_mvn(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
-/* GlobalAveragePool / GlobalMaxPool: reduce every spatial axis, kept. */
+/* GlobalAveragePool / GlobalMaxPool: the Pool op with the whole spatial
+ * extent as its window; a reduction over the spatial axes where they are
+ * symbolic (the same values, any size). */
 static rlx_status map_global_pool(rlx_ox_ctx* c) {
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
   rlx_type tx = type_of(c, x);
   if (tx.rank < 3) return rlx_ox_invalid(c, "input must be [N, C, D...]");
-  int32_t axes[RLX_MAX_RANK], n = 0;
-  for (int32_t d = 2; d < tx.rank; d++) axes[n++] = d;
-  RLX_RETURN_IF_ERROR(reduce(c, rlx_ox_arg(c) ? RLX_RED_MAX : RLX_RED_MEAN, x, axes, n, 1, &y));
+  int32_t axes[RLX_MAX_RANK], n = 0, is_static = 1;
+  int64_t kernel[RLX_MAX_RANK];
+  for (int32_t d = 2; d < tx.rank; d++) {
+    kernel[n] = tx.shape[d];
+    if (tx.shape[d] < 1) is_static = 0;
+    axes[n++] = d;
+  }
+  if (is_static && n <= 3) {
+    G(rlx_graph_add_pool(GRAPH, x, rlx_ox_arg(c) ? RLX_POOL_MAX : RLX_POOL_AVG, n, kernel, NULL,
+                         NULL, NULL, 0, 0, &y));
+  } else {
+    RLX_RETURN_IF_ERROR(reduce(c, rlx_ox_arg(c) ? RLX_RED_MAX : RLX_RED_MEAN, x, axes, n, 1, &y));
+  }
   return rlx_ox_set(c, 0, y);
 }
 
@@ -247,7 +261,7 @@ static rlx_status map_one_hot(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
-/* DepthToSpace (DCR / CRD) and SpaceToDepth: reshape, transpose, reshape. */
+/* DepthToSpace (DCR / CRD) and SpaceToDepth onto their IR ops. */
 static rlx_status map_depth_space(rlx_ox_ctx* c) {
   int to_space = rlx_ox_arg(c);
   int64_t b;
@@ -257,34 +271,16 @@ static rlx_status map_depth_space(rlx_ox_ctx* c) {
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type t = type_of(c, x);
-  if (t.rank != 4 || b < 1) return rlx_ox_invalid(c, "input must be 4-D and blocksize >= 1");
-  for (int32_t d = 0; d < 4; d++) RLX_RETURN_IF_ERROR(need_static(c, &t, d, rlx_ox_op_type(c)));
-  int64_t n = t.shape[0], ch = t.shape[1], h = t.shape[2], w = t.shape[3];
-  rlx_dim s6[6], out[4];
-  int32_t perm[6];
+  if (t.rank != 4 || b < 1 || b > (1 << 20))
+    return rlx_ox_invalid(c, "input must be 4-D and blocksize in 1..2^20");
+  for (int32_t d = 1; d < 4; d++) RLX_RETURN_IF_ERROR(need_static(c, &t, d, rlx_ox_op_type(c)));
   if (to_space) {
-    if (ch % (b * b)) return rlx_ox_invalid(c, "channels not divisible by blocksize^2");
     int crd = strcmp(mode, "CRD") == 0;
     if (!crd && strcmp(mode, "DCR")) return rlx_ox_unsupported(c, "mode '%s'", mode);
-    int64_t cc = ch / (b * b);
-    rlx_dim dcr[6] = {n, b, b, cc, h, w}, crd6[6] = {n, cc, b, b, h, w};
-    int32_t pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
-    memcpy(s6, crd ? crd6 : dcr, sizeof s6);
-    memcpy(perm, crd ? pc : pd, sizeof perm);
-    rlx_dim o[4] = {n, cc, h * b, w * b};
-    memcpy(out, o, sizeof out);
+    G(rlx_graph_add_depth_to_space(GRAPH, x, (int32_t)b, crd ? RLX_D2S_CRD : RLX_D2S_DCR, &y));
   } else {
-    if (h % b || w % b) return rlx_ox_invalid(c, "spatial dims not divisible by blocksize");
-    rlx_dim s[6] = {n, ch, h / b, b, w / b, b};
-    int32_t p[6] = {0, 3, 5, 1, 2, 4};
-    memcpy(s6, s, sizeof s6);
-    memcpy(perm, p, sizeof perm);
-    rlx_dim o[4] = {n, ch * b * b, h / b, w / b};
-    memcpy(out, o, sizeof out);
+    G(rlx_graph_add_space_to_depth(GRAPH, x, (int32_t)b, &y));
   }
-  RLX_RETURN_IF_ERROR(reshape(c, x, s6, 6, &y));
-  G(rlx_graph_add_transpose(GRAPH, y, perm, 6, &y));
-  RLX_RETURN_IF_ERROR(reshape(c, y, out, 4, &y));
   return rlx_ox_set(c, 0, y);
 }
 
@@ -356,7 +352,9 @@ static rlx_status pad_axis(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t bef
   return RLX_OK;
 }
 
-static rlx_status map_pad(rlx_ox_ctx* c) {
+/* Pad as a composition (narrow, concat, gather): a constant value only
+ * known at run time. */
+static rlx_status map_pad_composed(rlx_ox_ctx* c) {
   char mode_s[16];
   int64_t pads[2 * RLX_MAX_RANK], axes_raw[RLX_MAX_RANK];
   int32_t np = -1, na = -1;
@@ -401,6 +399,56 @@ static rlx_status map_pad(rlx_ox_ctx* c) {
     if (b || e) RLX_RETURN_IF_ERROR(pad_axis(c, &x, axes[i], b, e, mode, value));
   }
   return rlx_ox_set(c, 0, x);
+}
+
+/* The constant fill as a float when it is known and exact in f32; 0 when
+ * it is neither (the composition then handles it). */
+static int pad_fill(rlx_ox_ctx* c, rlx_dtype dtype, float* out) {
+  *out = 0.0f;
+  if (rlx_ox_opset(c) < 11) return rlx_ox_attr_float(c, "value", 0.0f, out) == RLX_OK;
+  if (!rlx_ox_has(c, 2)) return 1;
+  const rlx_host_tensor* v = rlx_ox_known(c, 2);
+  if (!v || rlx_host_numel(v) != 1) return 0;
+  double d = rlx_load_f64(v->data, v->dtype, 0);
+  *out = (float)d;
+  /* f32 and narrower outputs round the fill no further than f32 does */
+  int narrow = dtype == RLX_F32 || dtype == RLX_F16 || dtype == RLX_BF16;
+  return (double)*out == d || isnan(d) || narrow;
+}
+
+/* Pad onto the Pad op (constant, reflect, edge, wrap; negative pads crop). */
+static rlx_status map_pad(rlx_ox_ctx* c) {
+  char mode_s[16];
+  int64_t raw[2 * RLX_MAX_RANK], axes_raw[RLX_MAX_RANK], pads[2 * RLX_MAX_RANK] = {0};
+  int32_t np = -1, na = -1;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "constant", mode_s, sizeof mode_s));
+  int mode = strcmp(mode_s, "constant") == 0 ? RLX_PAD_CONSTANT
+           : strcmp(mode_s, "reflect") == 0  ? RLX_PAD_REFLECT
+           : strcmp(mode_s, "edge") == 0     ? RLX_PAD_EDGE
+           : strcmp(mode_s, "wrap") == 0     ? RLX_PAD_WRAP : -1;
+  rlx_tensor x, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  rlx_type tx = type_of(c, x);
+  float value;
+  if (mode < 0 || !pad_fill(c, tx.dtype, &value)) return map_pad_composed(c);
+  if (rlx_ox_opset(c) < 11) {
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", raw, 2 * RLX_MAX_RANK, &np));
+  } else {
+    RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 1, "pads", raw, 2 * RLX_MAX_RANK, &np));
+    if (rlx_ox_has(c, 3)) RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 3, "axes", axes_raw, RLX_MAX_RANK, &na));
+  }
+  int32_t n_axes = na >= 0 ? na : tx.rank;
+  if (np != 2 * n_axes) return rlx_ox_invalid(c, "pads has %d entries for %d axes", (int)np, (int)n_axes);
+  for (int32_t i = 0; i < n_axes; i++) {
+    int32_t ax;
+    RLX_RETURN_IF_ERROR(norm_axis(c, na >= 0 ? axes_raw[i] : i, tx.rank, &ax));
+    if (raw[i] > RLX_ONNX_MAX_FOLD_BYTES || raw[i + n_axes] > RLX_ONNX_MAX_FOLD_BYTES)
+      return rlx_ox_unsupported(c, "pad of %lld", (long long)(raw[i] > raw[i + n_axes] ? raw[i] : raw[i + n_axes]));
+    pads[ax] = raw[i];
+    pads[tx.rank + ax] = raw[i + n_axes];
+  }
+  G(rlx_graph_add_pad(GRAPH, x, (rlx_pad_mode)mode, pads, value, &y));
+  return rlx_ox_set(c, 0, y);
 }
 
 /* ------------------------------------------------------------------ convolution and pooling */
@@ -680,53 +728,80 @@ static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
-/* MaxPool / AveragePool: windows by gather, then a reduction over the window
- * axes. Average divides by the window's count of real (or, with
- * count_include_pad, explicitly padded) elements, pooled from a ones tensor. */
+/* MaxPool's Indices in storage_order 1: the (n, c) plane's offset plus the
+ * column-major index of the spatial position (first spatial dim fastest),
+ * from the row-major index `at` (non-negative: i64 division floors). */
+static rlx_status column_major_indices(rlx_ox_ctx* c, rlx_tensor at, const rlx_type* tx,
+                                       int32_t ns, rlx_tensor* out) {
+  int64_t plane = 1;
+  for (int32_t i = 0; i < ns; i++) plane *= tx->shape[2 + i];
+  rlx_tensor base, spatial, acc;
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, at, (double)plane, &base));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, base, (double)plane, &acc));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, at, acc, &spatial));
+  int64_t row_stride = plane, col_stride = 1;
+  for (int32_t i = 0; i < ns; i++) {
+    int64_t len = tx->shape[2 + i];
+    row_stride /= len;
+    rlx_tensor q, coord;
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, spatial, (double)row_stride, &coord));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_DIV, coord, (double)len, &q));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, q, (double)len, &q));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, coord, q, &coord));
+    RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, coord, (double)col_stride, &coord));
+    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, acc, coord, &acc));
+    col_stride *= len;
+  }
+  *out = acc;
+  return RLX_OK;
+}
+
+/* MaxPool / AveragePool onto the Pool op. auto_pad and ceil_mode are
+ * resolved by window_geometry into begin pads and the explicit end pads; the
+ * op re-derives the same output size. Integer max pooling runs in a float
+ * type that holds the integers exactly (f32 for 8-bit ones, f64 for wider
+ * ones: a shader backend then runs it on the host) and casts back. */
 static rlx_status map_pool(rlx_ox_ctx* c) {
   int is_max = rlx_ox_arg(c);
-  int64_t kshape[3], ceil_mode, include_pad = 0, storage;
+  int64_t kshape[3], ceil_mode, include_pad = 0, storage = 0;
   int32_t nk;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "ceil_mode", 0, &ceil_mode));
   if (is_max) RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "storage_order", 0, &storage));
   else RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "count_include_pad", 0, &include_pad));
-  if (rlx_ox_wants(c, 1)) return rlx_ox_unsupported(c, "the Indices output");
-  rlx_tensor x, y, fill, over;
+  int indices = rlx_ox_wants(c, 1);
+  if (indices && storage != 0 && storage != 1) return rlx_ox_invalid(c, "storage_order %lld", (long long)storage);
+  rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type tx = type_of(c, x);
-  if (!is_max || tx.dtype == RLX_BOOL) /* max pads integers with their lowest value */
-    RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
+  if (!is_max || tx.dtype == RLX_BOOL) RLX_RETURN_IF_ERROR(need_float(c, x, rlx_ox_op_type(c)));
   if (nk != tx.rank - 2) return rlx_ox_invalid(c, "kernel_shape must have one entry per spatial dim");
   window w;
   RLX_RETURN_IF_ERROR(window_geometry(c, &tx, kshape, ceil_mode != 0, &w));
-  int64_t ends[3];
+  int64_t ends[3], pads[6];
   RLX_RETURN_IF_ERROR(explicit_end_pads(c, &w, ends));
-  int32_t axes[3];
-  for (int32_t i = 0; i < w.n; i++) axes[i] = 3 + 2 * i;
-  RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, is_max ? -INFINITY : 0.0, &fill));
-  RLX_RETURN_IF_ERROR(window_gather(c, x, &w, ends, fill, fill, &y));
-  RLX_RETURN_IF_ERROR(reduce(c, is_max ? RLX_RED_MAX : RLX_RED_SUM, y, axes, w.n, 0, &y));
-  if (!is_max) {
-    rlx_type ones_t = tx;
-    ones_t.shape[0] = ones_t.shape[1] = 1;
-    int64_t count = rlx_type_numel(&ones_t);
-    RLX_RETURN_IF_ERROR(check_table(c, count, sizeof(float)));
-    float* ones = malloc(sizeof(float) * (size_t)count);
-    if (!ones) return rlx_ox_invalid(c, "out of host memory");
-    for (int64_t i = 0; i < count; i++) ones[i] = 1.0f;
-    rlx_tensor o, n;
-    rlx_status s = constant(c, RLX_F32, ones_t.rank, ones_t.shape, ones,
-                            sizeof(float) * (size_t)count, &o);
-    free(ones);
-    RLX_RETURN_IF_ERROR(s);
-    RLX_RETURN_IF_ERROR(cast(c, o, tx.dtype, &o));
-    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, include_pad ? 1.0 : 0.0, &fill));
-    RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &over));
-    RLX_RETURN_IF_ERROR(window_gather(c, o, &w, ends, fill, over, &n));
-    RLX_RETURN_IF_ERROR(reduce(c, RLX_RED_SUM, n, axes, w.n, 0, &n));
-    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, y, n, &y));
+  for (int32_t i = 0; i < w.n; i++) {
+    pads[i] = w.pad_begin[i];
+    pads[w.n + i] = ends[i];
   }
+  int as_float = !rlx_dtype_is_float(tx.dtype);
+  int narrow = tx.dtype == RLX_I8 || tx.dtype == RLX_U8;
+  if (as_float) RLX_RETURN_IF_ERROR(cast(c, x, narrow ? RLX_F32 : RLX_F64, &x));
+  G(rlx_graph_add_pool(GRAPH, x, is_max ? RLX_POOL_MAX : RLX_POOL_AVG, w.n, w.k, w.stride, pads,
+                       w.dil, ceil_mode != 0, include_pad != 0, &y));
+  rlx_type ty = type_of(c, y);
+  for (int32_t i = 0; i < w.n; i++)
+    if (ty.shape[2 + i] != w.out[i])
+      return rlx_ox_invalid(c, "spatial dim %d: pooled size %lld, ONNX expects %lld", (int)i,
+                            (long long)ty.shape[2 + i], (long long)w.out[i]);
+  if (indices) {
+    rlx_tensor at;
+    G(rlx_graph_add_pool(GRAPH, x, RLX_POOL_ARGMAX, w.n, w.k, w.stride, pads, w.dil,
+                         ceil_mode != 0, 0, &at));
+    if (storage == 1) RLX_RETURN_IF_ERROR(column_major_indices(c, at, &tx, w.n, &at));
+    RLX_RETURN_IF_ERROR(rlx_ox_set(c, 1, at));
+  }
+  if (as_float) RLX_RETURN_IF_ERROR(cast(c, y, tx.dtype, &y));
   return rlx_ox_set(c, 0, y);
 }
 

@@ -262,7 +262,7 @@ rlx_status rlx_graph_set_outputs(rlx_graph* g, const rlx_tensor* outputs, int32_
 /* Keeps only the attributes the op carries, so two nodes that mean the same
  * thing compare (and hash, and print) the same. */
 static void canonical_attrs(rlx_op op, const rlx_node_attrs* src, rlx_node_attrs* dst) {
-  uint32_t mask = rlx_op_table[op].attrs;
+  uint64_t mask = rlx_op_table[op].attrs;
   memset(dst, 0, sizeof *dst);
 #define ATTR(e, text, kind, field) \
   if (mask & ATTR_BIT(e)) memcpy(&dst->field, &src->field, sizeof src->field);
@@ -809,6 +809,58 @@ rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t, rlx_
   a.layout = (int32_t)layout;
   rlx_tensor in[3] = {x, cos_t, sin_t};
   return add1(g, RLX_OP_ROPE, &a, in, 3, out);
+}
+
+/* Copies n ints into an attribute list, `fill` where src is NULL. */
+static void set_ints(rlx_ints* dst, const int64_t* src, int32_t n, int64_t fill) {
+  dst->n = n;
+  for (int32_t i = 0; i < n; i++) dst->v[i] = src ? src[i] : fill;
+}
+
+rlx_status rlx_graph_add_pool(rlx_graph* g, rlx_tensor x, rlx_pool_kind kind, int32_t n_spatial,
+                              const int64_t* kernel, const int64_t* strides, const int64_t* pads,
+                              const int64_t* dilations, int32_t ceil_mode,
+                              int32_t count_include_pad, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (n_spatial < 1 || n_spatial > 3)
+    return rlx_graph_fail_op(g, RLX_OP_POOL, 0, "n_spatial %d is not 1, 2 or 3", (int)n_spatial);
+  if (!kernel) return rlx_graph_fail_op(g, RLX_OP_POOL, 0, "kernel is NULL");
+  rlx_node_attrs a = {0};
+  a.pool = (int32_t)kind;
+  set_ints(&a.kernel, kernel, n_spatial, 1);
+  set_ints(&a.strides, strides, n_spatial, 1);
+  set_ints(&a.pads, pads, 2 * n_spatial, 0);
+  set_ints(&a.dilations, dilations, n_spatial, 1);
+  a.ceil_mode = ceil_mode;
+  a.count_include_pad = count_include_pad;
+  return add1(g, RLX_OP_POOL, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_pad(rlx_graph* g, rlx_tensor x, rlx_pad_mode mode, const int64_t* pads,
+                             float value, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!pads) return rlx_graph_fail_op(g, RLX_OP_PAD, 0, "pads is NULL");
+  if (x < 0 || x >= g->n_values) return rlx_graph_fail_op(g, RLX_OP_PAD, 0, "x %d is not a tensor of this graph", (int)x);
+  rlx_node_attrs a = {0};
+  a.pad_mode = (int32_t)mode;
+  set_ints(&a.pads, pads, 2 * g->values[x].type.rank, 0);
+  a.value = value;
+  return add1(g, RLX_OP_PAD, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_depth_to_space(rlx_graph* g, rlx_tensor x, int32_t block,
+                                        rlx_d2s_mode mode, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.block = block;
+  a.d2s_mode = (int32_t)mode;
+  return add1(g, RLX_OP_DEPTH_TO_SPACE, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t block,
+                                        rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.block = block;
+  return add1(g, RLX_OP_SPACE_TO_DEPTH, &a, &x, 1, out);
 }
 
 rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,

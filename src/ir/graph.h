@@ -19,7 +19,7 @@ typedef enum rlx_attr_id {
 #undef ATTR
   RLX_ATTR_COUNT
 } rlx_attr_id;
-#define ATTR_BIT(e) (1u << RLX_ATTR_##e)
+#define ATTR_BIT(e) (1ull << RLX_ATTR_##e)
 
 enum {
   OPF_LEAF = 1u << 0,        /* Input / Param / Constant: no inputs, persistent */
@@ -31,7 +31,7 @@ enum {
 typedef struct rlx_op_info {
   const char* text;
   int32_t min_inputs, max_inputs, n_outputs;
-  uint32_t attrs; /* ATTR_BIT mask */
+  uint64_t attrs; /* ATTR_BIT mask */
   uint32_t flags; /* OPF_* */
 } rlx_op_info;
 
@@ -44,6 +44,14 @@ typedef struct rlx_type {
   int32_t rank;
   rlx_dim shape[RLX_MAX_RANK];
 } rlx_type;
+
+/* An attribute list of ints (pool kernel / strides / dilations, begin and
+ * end pads of every dim). */
+#define RLX_INTS_MAX (2 * RLX_MAX_RANK)
+typedef struct rlx_ints {
+  int32_t n;
+  int64_t v[RLX_INTS_MAX];
+} rlx_ints;
 
 /* All attributes any op can carry; each op uses the subset named in ops.def.
  * Unused fields are zero. */
@@ -67,6 +75,12 @@ typedef struct rlx_node_attrs {
   int32_t n_rot, style;
   int32_t top_k;
   float top_p, temperature;
+  /* Pool: kernel/strides/dilations per spatial dim; pads: begins of every
+   * padded dim, then ends (ONNX order). Pad uses pads over every dim. */
+  int32_t pool, pad_mode, d2s_mode; /* rlx_pool_kind, rlx_pad_mode, rlx_d2s_mode */
+  rlx_ints kernel, strides, pads, dilations;
+  int32_t ceil_mode, count_include_pad, block;
+  float value;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -764,6 +764,114 @@ static rlx_status infer_sample(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ vision */
+
+/* One pooled dim's output size (see rlx_graph_add_pool), or -1 if the window
+ * does not fit. */
+static int64_t pool_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                            int32_t ceil_mode) {
+  int64_t span = in + pb + pe - d * (k - 1) - 1;
+  if (span < 0) return -1;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  /* A ceil-mode window must start inside the input or its begin padding. */
+  if (ceil_mode && (out - 1) * s >= in + pb) out--;
+  return out;
+}
+
+static rlx_status check_pool_lists(infer_ctx* c, int32_t ns) {
+  const rlx_node_attrs* a = c->a;
+  if (a->kernel.n != ns || a->strides.n != ns || a->dilations.n != ns || a->pads.n != 2 * ns)
+    return FAIL(c, "kernel, strides, dilations need %d entries and pads %d (got %d, %d, %d, %d)",
+                (int)ns, (int)(2 * ns), (int)a->kernel.n, (int)a->strides.n,
+                (int)a->dilations.n, (int)a->pads.n);
+  for (int32_t i = 0; i < ns; i++) {
+    if (a->kernel.v[i] < 1 || a->strides.v[i] < 1 || a->dilations.v[i] < 1)
+      return FAIL(c, "spatial dim %d: kernel %lld, stride %lld and dilation %lld must be >= 1",
+                  (int)i, (long long)a->kernel.v[i], (long long)a->strides.v[i],
+                  (long long)a->dilations.v[i]);
+    if (a->pads.v[i] < 0 || a->pads.v[ns + i] < 0)
+      return FAIL(c, "spatial dim %d: pads %lld, %lld must be >= 0", (int)i,
+                  (long long)a->pads.v[i], (long long)a->pads.v[ns + i]);
+  }
+  return RLX_OK;
+}
+
+static rlx_status infer_pool(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  if (a->pool != RLX_POOL_MAX && a->pool != RLX_POOL_AVG && a->pool != RLX_POOL_ARGMAX)
+    return FAIL(c, "pool kind %d is not max, avg or argmax", (int)a->pool);
+  int32_t ns = a->kernel.n;
+  if (ns < 1 || ns > 3) return FAIL(c, "%d spatial dims; pooling takes 1, 2 or 3", (int)ns);
+  if (x->rank != ns + 2 || !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "x %s must be a float tensor [N, C, %d spatial dims]", TSTR(c, x, b1), (int)ns);
+  RLX_RETURN_IF_ERROR(check_pool_lists(c, ns));
+  c->out[0] = *x;
+  for (int32_t i = 0; i < ns; i++) {
+    rlx_dim in = x->shape[2 + i];
+    if (in < 0) return FAIL(c, "spatial dim %d of x %s is symbolic", (int)i, TSTR(c, x, b1));
+    int64_t o = pool_out_dim(in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
+                             a->pads.v[i], a->pads.v[ns + i], a->ceil_mode);
+    if (o < 1)
+      return FAIL(c, "spatial dim %d: a window of %lld (dilation %lld) does not fit %lld + pads",
+                  (int)i, (long long)a->kernel.v[i], (long long)a->dilations.v[i], (long long)in);
+    c->out[0].shape[2 + i] = o;
+  }
+  if (a->pool == RLX_POOL_ARGMAX) c->out[0].dtype = RLX_I64;
+  return RLX_OK;
+}
+
+static rlx_status infer_pad(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  int32_t r = x->rank;
+  if (a->pad_mode < RLX_PAD_CONSTANT || a->pad_mode > RLX_PAD_WRAP)
+    return FAIL(c, "pad mode %d is not constant, reflect, edge or wrap", (int)a->pad_mode);
+  if (a->pads.n != 2 * r)
+    return FAIL(c, "pads has %d entries; x %s needs %d", (int)a->pads.n, TSTR(c, x, b1), (int)(2 * r));
+  c->out[0] = *x;
+  for (int32_t d = 0; d < r; d++) {
+    int64_t pb = a->pads.v[d], pe = a->pads.v[r + d];
+    if (pb == 0 && pe == 0) continue;
+    if (x->shape[d] < 0) return FAIL(c, "dim %d of x %s is symbolic and padded", (int)d, TSTR(c, x, b1));
+    int64_t o = x->shape[d] + pb + pe;
+    if (o < 0) return FAIL(c, "dim %d: pads %lld, %lld crop more than its %lld", (int)d,
+                           (long long)pb, (long long)pe, (long long)x->shape[d]);
+    if (a->pad_mode != RLX_PAD_CONSTANT && x->shape[d] == 0 && o > 0)
+      return FAIL(c, "dim %d: reflect / edge / wrap padding of an empty dim", (int)d);
+    c->out[0].shape[d] = o;
+  }
+  return RLX_OK;
+}
+
+/* DepthToSpace / SpaceToDepth: rank 4 with static C, H, W. */
+static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  int64_t b = a->block;
+  if (b < 1) return FAIL(c, "block %d must be >= 1", (int)a->block);
+  if (to_space && a->d2s_mode != RLX_D2S_DCR && a->d2s_mode != RLX_D2S_CRD)
+    return FAIL(c, "mode %d is not dcr or crd", (int)a->d2s_mode);
+  if (x->rank != 4 || x->shape[1] < 0 || x->shape[2] < 0 || x->shape[3] < 0)
+    return FAIL(c, "x %s must be [N, C, H, W] with static C, H, W", TSTR(c, x, b1));
+  c->out[0] = *x;
+  if (to_space) {
+    if (x->shape[1] % (b * b)) return FAIL(c, "channels of x %s are not a multiple of block^2 = %lld", TSTR(c, x, b1), (long long)(b * b));
+    c->out[0].shape[1] = x->shape[1] / (b * b);
+    c->out[0].shape[2] = x->shape[2] * b;
+    c->out[0].shape[3] = x->shape[3] * b;
+  } else {
+    if (x->shape[2] % b || x->shape[3] % b) return FAIL(c, "H and W of x %s are not multiples of block %lld", TSTR(c, x, b1), (long long)b);
+    c->out[0].shape[1] = x->shape[1] * b * b;
+    c->out[0].shape[2] = x->shape[2] / b;
+    c->out[0].shape[3] = x->shape[3] / b;
+  }
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 /* Ops that only move or convert elements: the float8 storage types pass
@@ -837,6 +945,10 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_ATTENTION: return infer_attention(c);
     case RLX_OP_ROPE: return infer_rope(c);
     case RLX_OP_SAMPLE: return infer_sample(c);
+    case RLX_OP_POOL: return infer_pool(c);
+    case RLX_OP_PAD: return infer_pad(c);
+    case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
+    case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

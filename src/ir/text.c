@@ -36,6 +36,9 @@
 static const char* const layout_names[] = {"bshd", "bhsd"};
 static const char* const mask_names[] = {"none", "causal", "custom", "sliding", "bias"};
 static const char* const style_names[] = {"neox", "gptj"};
+static const char* const pool_names[] = {"max", "avg", "argmax"};
+static const char* const pad_names[] = {"constant", "reflect", "edge", "wrap"};
+static const char* const d2s_names[] = {"dcr", "crd"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");
@@ -61,8 +64,8 @@ static int32_t family_size(rlx_op op) {
 /* ------------------------------------------------------------------ attribute table */
 
 typedef enum attr_kind {
-  AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_STR, AK_BYTES,
-  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE
+  AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_INTS, AK_STR, AK_BYTES,
+  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S
 } attr_kind;
 
 typedef struct attr_info {
@@ -83,6 +86,9 @@ static name_table enum_names(attr_kind k) {
     case AK_ENUM_LAYOUT: return (name_table){layout_names, COUNT_OF(layout_names)};
     case AK_ENUM_MASK: return (name_table){mask_names, COUNT_OF(mask_names)};
     case AK_ENUM_STYLE: return (name_table){style_names, COUNT_OF(style_names)};
+    case AK_ENUM_POOL: return (name_table){pool_names, COUNT_OF(pool_names)};
+    case AK_ENUM_PAD: return (name_table){pad_names, COUNT_OF(pad_names)};
+    case AK_ENUM_D2S: return (name_table){d2s_names, COUNT_OF(d2s_names)};
     default: return (name_table){NULL, 0};
   }
 }
@@ -216,6 +222,15 @@ static void print_attr(sbuf* b, const rlx_node* n, int32_t input_rank, rlx_attr_
       sb_putn(b, "]", 1);
       break;
     }
+    case AK_INTS: {
+      rlx_ints l;
+      memcpy(&l, (const char*)a + info->offset, sizeof l);
+      sb_putn(b, "[", 1);
+      for (int32_t i = 0; i < l.n && i < RLX_INTS_MAX; i++)
+        sb_printf(b, "%s%" PRId64, i ? "," : "", l.v[i]);
+      sb_putn(b, "]", 1);
+      break;
+    }
     case AK_AXES: {
       sb_putn(b, "[", 1);
       int first = 1;
@@ -269,7 +284,7 @@ static void print_node(sbuf* b, const rlx_graph* g, const rlx_node* n) {
   else if (n->n_out > 0)
     input_rank = g->values[n->out[0]].type.rank;
   for (int32_t id = 0; id < RLX_ATTR_COUNT; id++)
-    if (info->attrs & (1u << id)) print_attr(b, n, input_rank, (rlx_attr_id)id);
+    if (info->attrs & (1ull << id)) print_attr(b, n, input_rank, (rlx_attr_id)id);
   if (n->label) {
     sb_puts(b, " label=");
     print_quoted(b, n->label);
@@ -786,6 +801,13 @@ static rlx_status parse_attr_value(parser* p, int id, rlx_node_attrs* a, int32_t
       for (int32_t i = 0; i < n; i++) a->perm[i] = (int32_t)vals[i];
       return RLX_OK;
     }
+    case AK_INTS: {
+      rlx_ints l;
+      token toks[RLX_INTS_MAX];
+      RLX_RETURN_IF_ERROR(parse_int_list(p, -TEXT_MAX_DIM, TEXT_MAX_DIM, RLX_INTS_MAX, l.v, &l.n, toks));
+      memcpy((char*)a + info->offset, &l, sizeof l);
+      return RLX_OK;
+    }
     case AK_AXES: return parse_axes(p, input_rank, &a->axes);
     case AK_STR:
       if (t.kind != T_STR) return FAIL(p, &t, "expected a quoted string");
@@ -886,7 +908,7 @@ static rlx_status parse_attrs(parser* p, node_line* nl) {
   const char* op_name = rlx_op_name(nl->op, nl->a.kind);
   int32_t input_rank = 0;
   if (nl->n_in > 0 && nl->in[0] != RLX_NONE) input_rank = rlx_tensor_type(p->g, nl->in[0])->rank;
-  uint32_t seen = 0;
+  uint64_t seen = 0;
   while (p->tok.kind == T_IDENT) {
     token name = p->tok;
     RLX_RETURN_IF_ERROR(advance(p));
@@ -900,10 +922,10 @@ static rlx_status parse_attrs(parser* p, node_line* nl) {
     }
     int id = find_attr(&name);
     if (id < 0) return FAIL(p, &name, "unknown attribute '%.*s'", tok_len(&name), name.s);
-    if (!(info->attrs & (1u << id)))
+    if (!(info->attrs & (1ull << id)))
       return FAIL(p, &name, "'%s' has no attribute '%s'", op_name, attr_table[id].text);
-    if (seen & (1u << id)) return FAIL(p, &name, "duplicate attribute '%s'", attr_table[id].text);
-    seen |= 1u << id;
+    if (seen & (1ull << id)) return FAIL(p, &name, "duplicate attribute '%s'", attr_table[id].text);
+    seen |= 1ull << id;
     RLX_RETURN_IF_ERROR(parse_attr_value(p, id, &nl->a, input_rank));
   }
   return RLX_OK;

@@ -171,6 +171,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
       return work_of(p->B * p->S * p->H * (p->n_rot / 2 + p->D - p->n_rot), RLX_WORK_LANE);
     }
     case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
+    case RLX_K_POOL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -333,6 +334,53 @@ static rlx_status lower_transpose(const rlx_graph* g, const rlx_plan* plan, int3
     v.stride[d] = src.stride[p];
   }
   return lower_copy_like(g, plan, ni, v, out);
+}
+
+/* DepthToSpace / SpaceToDepth are index permutations: one COPY whose out
+ * view splits the spatial dims [N, C, H, b, W, b] and whose in view reads
+ * the matching channel of x through strides (exact, native everywhere the
+ * copy kernel is). */
+static rlx_status lower_depth_space(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                    rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  int to_space = n->op == RLX_OP_DEPTH_TO_SPACE;
+  rlx_view x = rlx_view_of(g, plan, n->in[0]);
+  rlx_view y = rlx_view_of(g, plan, n->out[0]);
+  int64_t b = n->a.block;
+  /* The space side [N, C, H*b, W*b] seen as [N, C, H, b, W, b], dense. */
+  const rlx_view* space = to_space ? &y : &x;
+  const rlx_view* depth = to_space ? &x : &y;
+  int64_t N = space->shape[0], C = space->shape[1], H = space->shape[2] / b, W = space->shape[3] / b;
+  rlx_view sv = *space, dv = *depth;
+  int64_t sshape[6] = {N, C, H, b, W, b};
+  sv.rank = dv.rank = 6;
+  int64_t st = 1;
+  for (int32_t d = 5; d >= 0; d--) {
+    sv.shape[d] = dv.shape[d] = sshape[d];
+    sv.stride[d] = st;
+    st *= sshape[d];
+  }
+  /* Depth side [N, C*b*b, H, W] dense: channel of (c, bh, bw). */
+  int64_t hw = H * W, ch = C * b * b;
+  int dcr = !to_space || n->a.d2s_mode == RLX_D2S_DCR;
+  dv.stride[0] = ch * hw;
+  dv.stride[1] = dcr ? hw : b * b * hw;         /* c */
+  dv.stride[2] = W;                             /* h */
+  dv.stride[3] = dcr ? b * C * hw : b * hw;     /* bh */
+  dv.stride[4] = 1;                             /* w */
+  dv.stride[5] = dcr ? C * hw : hw;             /* bw */
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
+  s->n_in = s->n_out = 1;
+  /* COPY: out dense-or-strided, in aligned to it. */
+  if (to_space) { s->out[0] = sv; s->in[0] = dv; }
+  else {
+    /* out = depth (dense [N, C*b*b, H, W]) is written through the permuted
+     * strides; in = the dense space view. */
+    s->out[0] = dv;
+    s->in[0] = sv;
+  }
+  return RLX_OK;
 }
 
 static rlx_status lower_narrow(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
@@ -582,6 +630,8 @@ rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
     case RLX_OP_LOG_SOFTMAX: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX, 1, out); break;
     case RLX_OP_CUMSUM: st = lower_row_op(g, plan, ni, RLX_K_CUMSUM, 0, out); break;
     case RLX_OP_TOPK: st = lower_row_op(g, plan, ni, RLX_K_TOPK, 0, out); break;
+    case RLX_OP_DEPTH_TO_SPACE:
+    case RLX_OP_SPACE_TO_DEPTH: st = lower_depth_space(g, plan, ni, out); break;
     default: return fail_node(out, g, ni, RLX_UNIMPLEMENTED, "no basic lowering for this op");
   }
   if (st != RLX_OK) {
@@ -601,7 +651,9 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
     case RLX_OP_ATTENTION:
     case RLX_OP_ROPE:
-    case RLX_OP_SAMPLE: return 1;
+    case RLX_OP_SAMPLE:
+    case RLX_OP_POOL:
+    case RLX_OP_PAD: return 1;
     default: return 0;
   }
 }

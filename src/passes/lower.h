@@ -136,6 +136,26 @@ typedef struct rlx_sample_params {
   float top_p, temperature;
 } rlx_sample_params;
 
+/* Pool and Pad (RLX_K_POOL, op = mode). in0 and out are dense with the
+ * same rank. Output element o reads, per dim d and tap t_d < kernel[d],
+ * input coordinate i_d = o_d * stride[d] - pad[d] + t_d * dilation[d]
+ * (taps = product of kernel). Pooling modes skip taps outside the input;
+ * an average divides by the taps inside it, or with count_include_pad by
+ * those inside [-pad, in + pad_end). Pad modes have one tap (kernel 1,
+ * stride 1): constant writes `value` outside the input, reflect mirrors
+ * (period 2 * (in - 1)), edge clamps, wrap repeats (period in). With index_out, the max mode writes
+ * the (dense) input element index of the first maximal tap instead. */
+enum { RLX_WIN_MAX = 0, RLX_WIN_AVG = 1, RLX_WIN_PAD_CONSTANT = 2, RLX_WIN_PAD_REFLECT = 3,
+       RLX_WIN_PAD_EDGE = 4, RLX_WIN_PAD_WRAP = 5 };
+typedef struct rlx_pool_params {
+  int32_t rank, count_include_pad;
+  int32_t index_out; /* max mode: write the i64 input index of the maximum */
+  float value;
+  int64_t taps;
+  int64_t kernel[RLX_MAX_RANK], stride[RLX_MAX_RANK], dilation[RLX_MAX_RANK];
+  int64_t pad[RLX_MAX_RANK], pad_end[RLX_MAX_RANK];
+} rlx_pool_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -149,7 +169,8 @@ typedef struct rlx_sample_params {
  *   element of the scattered window, idx's shape with the axis at the
  *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
  *   (group);  rope: one rotated pair or one pass-through element (lane);
- *   sample: one row of logits (group);  host: none.
+ *   sample: one row of logits (group);  pool: one output element (lane);
+ *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
 typedef enum rlx_work_unit { RLX_WORK_NONE, RLX_WORK_LANE, RLX_WORK_GROUP } rlx_work_unit;
@@ -182,6 +203,7 @@ typedef struct rlx_step {
     rlx_attention_params attn;
     rlx_rope_params rope;
     rlx_sample_params sample;
+    rlx_pool_params pool;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

@@ -340,6 +340,47 @@ static rlx_status lower_sample(const rlx_graph* g, const rlx_plan* plan, int32_t
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ pool, pad */
+
+/* Pool: N and C are window dims of size 1; Pad: every dim has one tap
+ * shifted by its begin pad. */
+static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_POOL, ni);
+  s->n_in = s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  rlx_pool_params* p = &s->p.pool;
+  int32_t r = s->in[0].rank;
+  p->rank = r;
+  for (int32_t d = 0; d < r; d++) p->kernel[d] = p->stride[d] = p->dilation[d] = 1;
+  if (n->op == RLX_OP_PAD) {
+    s->op = RLX_WIN_PAD_CONSTANT + n->a.pad_mode;
+    p->value = n->a.value;
+    for (int32_t d = 0; d < r; d++) {
+      p->pad[d] = n->a.pads.v[d];
+      p->pad_end[d] = n->a.pads.v[r + d];
+    }
+  } else {
+    int32_t ns = n->a.kernel.n;
+    if (r != ns + 2) return fail_node(out, g, ni, "pool input rank must be 2 + spatial dims");
+    s->op = n->a.pool == RLX_POOL_AVG ? RLX_WIN_AVG : RLX_WIN_MAX;
+    p->index_out = n->a.pool == RLX_POOL_ARGMAX;
+    p->count_include_pad = n->a.count_include_pad;
+    for (int32_t i = 0; i < ns; i++) {
+      p->kernel[2 + i] = n->a.kernel.v[i];
+      p->stride[2 + i] = n->a.strides.v[i];
+      p->dilation[2 + i] = n->a.dilations.v[i];
+      p->pad[2 + i] = n->a.pads.v[i];
+      p->pad_end[2 + i] = n->a.pads.v[ns + i];
+    }
+  }
+  p->taps = 1;
+  for (int32_t d = 0; d < r; d++) p->taps *= p->kernel[d];
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -351,6 +392,8 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
     case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
+    case RLX_OP_POOL:
+    case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

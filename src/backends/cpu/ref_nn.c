@@ -299,6 +299,95 @@ static rlx_status ref_sample(uint8_t* arena, const rlx_step* s, const rlx_run_ct
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ pool, pad */
+
+/* Mirror of i into [0, n): reflection without repeating the edge, as often
+ * as the pad needs (period 2 * (n - 1)). */
+static int64_t reflect_index(int64_t i, int64_t n) {
+  if (n == 1) return 0;
+  int64_t period = 2 * (n - 1);
+  i %= period;
+  if (i < 0) i += period;
+  return i < n ? i : period - i;
+}
+
+/* Pad: the one source element of output element o, or -1 for the fill. */
+static int64_t pad_source(const rlx_step* s, const int64_t* oc) {
+  const rlx_pool_params* p = &s->p.pool;
+  const rlx_view* x = &s->in[0];
+  int64_t off = 0;
+  for (int32_t d = 0; d < p->rank; d++) {
+    int64_t n = x->shape[d], i = oc[d] - p->pad[d];
+    if (i < 0 || i >= n) {
+      if (s->op == RLX_WIN_PAD_CONSTANT) return -1;
+      if (s->op == RLX_WIN_PAD_EDGE) i = i < 0 ? 0 : n - 1;
+      else if (s->op == RLX_WIN_PAD_WRAP) i = ((i % n) + n) % n;
+      else i = reflect_index(i, n);
+    }
+    off += i * x->stride[d];
+  }
+  return off;
+}
+
+/* Pool: max or average over the window of output element o; *at receives
+ * the input index of the first maximum (-1 if no tap is inside). */
+static double pool_window(uint8_t* arena, const rlx_step* s, const int64_t* oc, int64_t* at) {
+  const rlx_pool_params* p = &s->p.pool;
+  const rlx_view* x = &s->in[0];
+  double acc = s->op == RLX_WIN_MAX ? -INFINITY : 0.0;
+  int64_t inside = 0, padded = 0;
+  *at = -1;
+  for (int64_t t = 0; t < p->taps; t++) {
+    int64_t rem = t, off = 0;
+    int in_x = 1, in_pad = 1;
+    for (int32_t d = p->rank - 1; d >= 0; d--) {
+      int64_t k = rem % p->kernel[d];
+      rem /= p->kernel[d];
+      int64_t i = oc[d] * p->stride[d] - p->pad[d] + k * p->dilation[d];
+      if (i < 0 || i >= x->shape[d]) in_x = 0;
+      if (i < -p->pad[d] || i >= x->shape[d] + p->pad_end[d]) in_pad = 0;
+      off += i * x->stride[d];
+    }
+    padded += in_pad;
+    if (!in_x) continue;
+    inside++;
+    double v = ld(arena, x, off);
+    if (s->op != RLX_WIN_MAX) acc += v;
+    else if (*at < 0 || ((v > acc || isnan(v)) && !isnan(acc))) acc = v, *at = off;
+  }
+  if (s->op == RLX_WIN_MAX) return acc;
+  int64_t count = p->count_include_pad ? padded : inside;
+  return count ? acc / (double)count : NAN;
+}
+
+static rlx_status ref_pool(uint8_t* arena, const rlx_step* s) {
+  const rlx_view* y = &s->out[0];
+  int64_t n = rlx_view_numel(y);
+  int64_t oc[RLX_MAX_RANK];
+  for (int64_t o = 0; o < n; o++) {
+    int64_t rem = o;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+      oc[d] = rem % y->shape[d];
+      rem /= y->shape[d];
+    }
+    if (s->op >= RLX_WIN_PAD_CONSTANT) {
+      int64_t src = pad_source(s, oc);
+      if (src < 0) st(arena, y, o, s->p.pool.value);
+      else { /* a raw element copy: exact for every dtype */
+        size_t es = rlx_dtype_size(y->dtype);
+        rlx_convert(arena + y->offset + (size_t)o * es, y->dtype,
+                    arena + s->in[0].offset + (size_t)src * es, s->in[0].dtype, 1);
+      }
+    } else {
+      int64_t at;
+      double v = pool_window(arena, s, oc, &at);
+      if (s->p.pool.index_out) rlx_store_i64(arena + y->offset, y->dtype, o, at);
+      else st(arena, y, o, v);
+    }
+  }
+  return RLX_OK;
+}
+
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err) {
   switch (s->kernel) {
@@ -307,6 +396,7 @@ rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
     case RLX_K_ATTENTION: return ref_attention(arena, s, err);
     case RLX_K_ROPE: return ref_rope(arena, s);
     case RLX_K_SAMPLE: return ref_sample(arena, s, ctx, err);
+    case RLX_K_POOL: return ref_pool(arena, s);
     default:
       return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
                       (int)s->kernel);

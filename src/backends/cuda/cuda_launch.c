@@ -614,6 +614,46 @@ static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return RLX_OK;
 }
 
+_Static_assert((int)RLXK_WIN_MAX == (int)RLX_WIN_MAX && (int)RLXK_WIN_AVG == (int)RLX_WIN_AVG &&
+                   (int)RLXK_WIN_PAD_CONSTANT == (int)RLX_WIN_PAD_CONSTANT &&
+                   (int)RLXK_WIN_PAD_REFLECT == (int)RLX_WIN_PAD_REFLECT &&
+                   (int)RLXK_WIN_PAD_EDGE == (int)RLX_WIN_PAD_EDGE &&
+                   (int)RLXK_WIN_PAD_WRAP == (int)RLX_WIN_PAD_WRAP,
+               "pool.cu's mode codes out of sync with RLX_WIN_*");
+
+static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  const rlx_pool_params* q = &s->p.pool;
+  int64_t total = s->work.items; /* output elements */
+  if (total == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_POOL, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_pool* p = &x->p.pool;
+  p->n = total;
+  p->taps = q->taps;
+  p->rank = q->rank;
+  for (int32_t d = 0; d < q->rank; d++) {
+    p->in_shape[d] = s->in[0].shape[d];
+    p->in_stride[d] = s->in[0].stride[d];
+    p->out_shape[d] = s->out[0].shape[d];
+    p->kernel[d] = q->kernel[d];
+    p->stride[d] = q->stride[d];
+    p->dilation[d] = q->dilation[d];
+    p->pad[d] = q->pad[d];
+    p->pad_end[d] = q->pad_end[d];
+  }
+  p->xoff = s->in[0].offset;
+  p->ooff = s->out[0].offset;
+  p->mode = s->op;
+  p->count_include_pad = q->count_include_pad;
+  p->index_out = q->index_out;
+  p->xdt = s->in[0].dtype;
+  p->odt = s->out[0].dtype;
+  p->value = q->value;
+  x->grid[0] = grid_for(b, total, 256);
+  return RLX_OK;
+}
+
 static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_sample_params* sp = &s->p.sample;
@@ -796,6 +836,7 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_ATTENTION build_attention
 #define RLX_CUDA_KIND_ROPE build_rope
 #define RLX_CUDA_KIND_SAMPLE build_sample
+#define RLX_CUDA_KIND_POOL build_pool
 #define RLX_CUDA_KIND_HOST build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

@@ -263,6 +263,22 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + i, v[i]);
       break;
     }
+    case RLX_K_POOL: {
+      const rlx_pool_params* p = &s->p.pool;
+      put(e, x + PL_RANK, p->rank);
+      put(e, x + PL_CIP, p->count_include_pad);
+      put_float(e, x + PL_VALUE, p->value);
+      put(e, x + PL_TAPS, p->taps);
+      put(e, x + PL_INDEX_OUT, p->index_out);
+      for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
+        put(e, x + PL_KERNEL + d, p->kernel[d]);
+        put(e, x + PL_STRIDE + d, p->stride[d]);
+        put(e, x + PL_DIL + d, p->dilation[d]);
+        put(e, x + PL_PAD + d, p->pad[d]);
+        put(e, x + PL_PAD_END + d, p->pad_end[d]);
+      }
+      break;
+    }
     case RLX_K_SAMPLE: {
       const rlx_sample_params* p = &s->p.sample;
       put(e, x + SM_ROWS, p->rows);
@@ -358,3 +374,9 @@ int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
 #else
 typedef int rlx_vk_params_unused;
 #endif
+
+_Static_assert(PL_MAX == RLX_WIN_MAX && PL_AVG == RLX_WIN_AVG &&
+                   PL_PAD_CONSTANT == RLX_WIN_PAD_CONSTANT &&
+                   PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE &&
+                   PL_PAD_WRAP == RLX_WIN_PAD_WRAP,
+               "pool.comp's mode codes out of sync with RLX_WIN_*");

@@ -166,6 +166,22 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_POOL: {
+      const rlx_pool_params* p = &s->p.pool;
+      put_x(e, WG_PL_RANK, p->rank);
+      put_x(e, WG_PL_CIP, p->count_include_pad);
+      put_float(e, WG_PL_VALUE, p->value);
+      put_x(e, WG_PL_TAPS, p->taps);
+      put_x(e, WG_PL_INDEX_OUT, p->index_out);
+      for (int32_t d = 0; d < p->rank && d < RLX_MAX_RANK; d++) {
+        put_x(e, WG_PL_KERNEL + (uint32_t)d, p->kernel[d]);
+        put_x(e, WG_PL_STRIDE + (uint32_t)d, p->stride[d]);
+        put_x(e, WG_PL_DIL + (uint32_t)d, p->dilation[d]);
+        put_x(e, WG_PL_PAD + (uint32_t)d, p->pad[d]);
+        put_x(e, WG_PL_PAD_END + (uint32_t)d, p->pad_end[d]);
+      }
+      break;
+    }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,

@@ -96,6 +96,21 @@ typedef struct rlxk_rope {
   int32_t n_rot, style, per_token, xdt, cdt, sdt, odt, pad_;
 } rlxk_rope;
 
+/* Pool / Pad (mode: RLXK_WIN_*, the values of RLX_WIN_* in
+ * src/passes/lower.h): x and out dense, same rank. */
+enum { RLXK_WIN_MAX = 0, RLXK_WIN_AVG = 1, RLXK_WIN_PAD_CONSTANT = 2, RLXK_WIN_PAD_REFLECT = 3,
+       RLXK_WIN_PAD_EDGE = 4, RLXK_WIN_PAD_WRAP = 5 };
+typedef struct rlxk_pool {
+  int64_t n, taps;
+  int64_t in_shape[RLXK_MAX_RANK], in_stride[RLXK_MAX_RANK], out_shape[RLXK_MAX_RANK];
+  int64_t kernel[RLXK_MAX_RANK], stride[RLXK_MAX_RANK], dilation[RLXK_MAX_RANK];
+  int64_t pad[RLXK_MAX_RANK], pad_end[RLXK_MAX_RANK];
+  uint64_t xoff, ooff;
+  int32_t rank, mode, count_include_pad, index_out, xdt, odt;
+  float value;
+  int32_t pad_;
+} rlxk_pool;
+
 /* Sample: one block per row (grid-strided); scratch holds per block a
  * power-of-two array of (prob, index) for sorting. */
 typedef struct rlxk_sample {

@@ -145,6 +145,23 @@
 #define SM_TOPK 2
 #define SM_TOPP 3 /* float bits */
 #define SM_TEMP 4 /* float bits */
+/* pool / pad (mode = RLXVK_OP: RLX_WIN_* of src/passes/lower.h) */
+#define PL_RANK 0
+#define PL_CIP 1   /* count_include_pad */
+#define PL_VALUE 2 /* float bits: the constant pad's fill */
+#define PL_TAPS 3
+#define PL_KERNEL 4 /* per dim (8 each) */
+#define PL_STRIDE 12
+#define PL_DIL 20
+#define PL_PAD 28
+#define PL_PAD_END 36
+#define PL_INDEX_OUT 44 /* max: write the i64 input index of the maximum */
+#define PL_MAX 0
+#define PL_AVG 1
+#define PL_PAD_CONSTANT 2
+#define PL_PAD_REFLECT 3
+#define PL_PAD_EDGE 4
+#define PL_PAD_WRAP 5
 /* eltwise_vec (dense elementwise fast path) */
 #define EV_N 0      /* elements (raw copies: 32-bit words) */
 #define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */

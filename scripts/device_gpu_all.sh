@@ -44,10 +44,12 @@ if [ "${1:-}" = pack ]; then
   cmake --build "$BUILD" -j2 --target $BINS rlx_shared
   rm -rf "$CARRY" && mkdir -p "$CARRY/bin"
   for b in $BINS; do strip -o "$CARRY/bin/$b" "$BUILD/$b"; done
-  tar -C "$CARRY" -cJf "$CARRY/bin.tar.xz" bin && rm -rf "$CARRY/bin"
-  cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
   # librlx.so (CUDA built in) for the Python package's tests there
-  strip -o "$CARRY/librlx.so" "$BUILD/librlx.so"
+  strip -o "$CARRY/bin/librlx.so" "$BUILD/librlx.so"
+  # Every binary embeds the same kernel fatbins (~25 MB each): xz -9's 64 MiB
+  # window stores them once (~7 MB instead of ~65 MB at the default level).
+  tar -C "$CARRY" -cf - bin | xz -9 -T2 > "$CARRY/bin.tar.xz" && rm -rf "$CARRY/bin"
+  cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
   cp -L /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 "$CARRY/" # librlx.so needs it; the GPU machine lacks it
   cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
   du -sh "$CARRY"/*
@@ -93,9 +95,9 @@ for d in $BACKENDS; do
 done
 # The Python package (python/tests, pytest) over the carried librlx.so, on
 # every device (cuda included), when the machine's python has pytest + numpy.
-if [ -f "$CARRY/librlx.so" ]; then
+if [ -f "$B/librlx.so" ]; then
   if python3 -c "import pytest, numpy" 2>/dev/null; then
-    LD_LIBRARY_PATH=$PWD/$CARRY:$LD_LIBRARY_PATH RLX_LIBRARY=$PWD/$CARRY/librlx.so PYTHONPATH=$PWD/python \
+    RLX_LIBRARY=$B/librlx.so PYTHONPATH=$PWD/python \
       timeout 300 python3 -m pytest -q \
       -p no:cacheprovider python/tests > $T/python.txt 2>&1
     echo "python tests exit $?: $(tail -1 $T/python.txt)"

@@ -7,12 +7,19 @@ layout(local_size_x = 64) in;
 
 const int O = RLXVK_SLOT_OUT0, X = RLXVK_SLOT_IN0;
 
+// GLSL leaves % undefined for a negative operand (NVIDIA's driver and
+// lavapipe disagree), so both folds below take the remainder of i >= 0 only.
+// Reflection is symmetric about 0 (reflect(-i) == reflect(i)).
 int reflect_index(int i, int n) {
   if (n == 1) return 0;
   int period = 2 * (n - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < n ? i : period - i;
+  int m = (i < 0 ? -i : i) % period;
+  return m < n ? m : period - m;
+}
+
+// Periodic continuation: -1 -> n-1, -n -> 0.
+int wrap_index(int i, int n) {
+  return i >= 0 ? i % n : n - 1 - (-i - 1) % n;
 }
 
 // Source element of a padded output element, or -1 for the fill value.
@@ -23,7 +30,7 @@ int pad_source(int mode, int oc[8], int rank) {
     if (i < 0 || i >= n) {
       if (mode == PL_PAD_CONSTANT) return -1;
       if (mode == PL_PAD_EDGE) i = i < 0 ? 0 : n - 1;
-      else if (mode == PL_PAD_WRAP) i = ((i % n) + n) % n;
+      else if (mode == PL_PAD_WRAP) i = wrap_index(i, n);
       else i = reflect_index(i, n);
     }
     off += i * v_stride(X, d);

@@ -191,6 +191,19 @@ RLX_HD int64_t rlx_act_u64(int act, int64_t x) {
   return act == RLX_ACT_NEG ? (int64_t)(0 - (uint64_t)x) : x;
 }
 
+/* Pad: the input coordinate a padded coordinate i outside [0, n) reads for
+ * mode RLX_PAD_REFLECT (mirror without repeating the edge, period
+ * 2 (n - 1)), RLX_PAD_EDGE (clamp) or RLX_PAD_WRAP (period n). Remainders
+ * are taken of non-negative values only, as the GLSL twin must (% of a
+ * negative int is undefined there); reflection is symmetric about 0. */
+RLX_HD int64_t rlx_pad_fold(int mode, int64_t i, int64_t n) {
+  if (mode == RLX_PAD_EDGE) return i < 0 ? 0 : (i >= n ? n - 1 : i);
+  if (mode == RLX_PAD_WRAP) return i >= 0 ? i % n : n - 1 - (-i - 1) % n;
+  if (n == 1) return 0;
+  int64_t period = 2 * (n - 1), m = (i < 0 ? -i : i) % period;
+  return m < n ? m : period - m;
+}
+
 /* Comparisons: NaN compares unequal to everything (IEEE). */
 RLX_HD int rlx_compare_f64(int op, double a, double b) {
   switch (op) {

@@ -147,6 +147,12 @@ typedef struct rlx_sample_params {
  * the (dense) input element index of the first maximal tap instead. */
 enum { RLX_WIN_MAX = 0, RLX_WIN_AVG = 1, RLX_WIN_PAD_CONSTANT = 2, RLX_WIN_PAD_REFLECT = 3,
        RLX_WIN_PAD_EDGE = 4, RLX_WIN_PAD_WRAP = 5 };
+/* Pad window modes are the rlx_pad_mode codes shifted by 2 (kernels hand
+ * mode - RLX_WIN_PAD_CONSTANT to rlx_pad_fold). */
+_Static_assert(RLX_WIN_PAD_CONSTANT - 2 == RLX_PAD_CONSTANT &&
+                   RLX_WIN_PAD_REFLECT - 2 == RLX_PAD_REFLECT &&
+                   RLX_WIN_PAD_EDGE - 2 == RLX_PAD_EDGE && RLX_WIN_PAD_WRAP - 2 == RLX_PAD_WRAP,
+               "window pad modes follow rlx_pad_mode");
 typedef struct rlx_pool_params {
   int32_t rank, count_include_pad;
   int32_t index_out; /* max mode: write the i64 input index of the maximum */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "base/scalar_math.h"
 #include "ir/dtype.h"
 
 /* Element i (relative to the view's element [0,...,0]) of a view. */
@@ -301,16 +302,6 @@ static rlx_status ref_sample(uint8_t* arena, const rlx_step* s, const rlx_run_ct
 
 /* ------------------------------------------------------------------ pool, pad */
 
-/* Mirror of i into [0, n): reflection without repeating the edge, as often
- * as the pad needs (period 2 * (n - 1)). */
-static int64_t reflect_index(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  int64_t period = 2 * (n - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < n ? i : period - i;
-}
-
 /* Pad: the one source element of output element o, or -1 for the fill. */
 static int64_t pad_source(const rlx_step* s, const int64_t* oc) {
   const rlx_pool_params* p = &s->p.pool;
@@ -320,9 +311,7 @@ static int64_t pad_source(const rlx_step* s, const int64_t* oc) {
     int64_t n = x->shape[d], i = oc[d] - p->pad[d];
     if (i < 0 || i >= n) {
       if (s->op == RLX_WIN_PAD_CONSTANT) return -1;
-      if (s->op == RLX_WIN_PAD_EDGE) i = i < 0 ? 0 : n - 1;
-      else if (s->op == RLX_WIN_PAD_WRAP) i = ((i % n) + n) % n;
-      else i = reflect_index(i, n);
+      i = rlx_pad_fold(s->op - RLX_WIN_PAD_CONSTANT, i, n); /* RLX_WIN_PAD_x = RLX_PAD_x + 2 */
     }
     off += i * x->stride[d];
   }

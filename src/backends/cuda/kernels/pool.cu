@@ -3,14 +3,6 @@
  * lowering's rlx_pool_params (src/passes/lower.h), copied into rlxk_pool. */
 #include "common.cuh"
 
-RLXK_DEV int64_t pool_reflect(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  int64_t period = 2 * (n - 1);
-  i %= period;
-  if (i < 0) i += period;
-  return i < n ? i : period - i;
-}
-
 /* Source element of a padded output element, or -1 for the fill value. */
 RLXK_DEV int64_t pool_pad_source(const rlxk_pool& p, const int64_t* oc) {
   int64_t off = 0;
@@ -18,9 +10,7 @@ RLXK_DEV int64_t pool_pad_source(const rlxk_pool& p, const int64_t* oc) {
     int64_t n = p.in_shape[d], i = oc[d] - p.pad[d];
     if (i < 0 || i >= n) {
       if (p.mode == RLXK_WIN_PAD_CONSTANT) return -1;
-      if (p.mode == RLXK_WIN_PAD_EDGE) i = i < 0 ? 0 : n - 1;
-      else if (p.mode == RLXK_WIN_PAD_WRAP) i = ((i % n) + n) % n;
-      else i = pool_reflect(i, n);
+      i = rlx_pad_fold(p.mode - RLXK_WIN_PAD_CONSTANT, i, n); /* the reference's fold */
     }
     off += i * p.in_stride[d];
   }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/file.h"
 #include "ir/graph.h"
 #include "ir/names.h"
@@ -103,50 +104,6 @@ static void attr_set_i32(rlx_node_attrs* a, size_t off, int32_t v) {
   memcpy((char*)a + off, &v, sizeof v);
 }
 
-/* ------------------------------------------------------------------ string builder */
-
-typedef struct sbuf {
-  char* p;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void sb_reserve(sbuf* b, size_t extra) {
-  if (b->oom || b->n + extra + 1 <= b->cap) return;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->n + extra + 1) cap *= 2;
-  char* p = realloc(b->p, cap);
-  if (!p) { b->oom = 1; return; }
-  b->p = p;
-  b->cap = cap;
-}
-
-static void sb_putn(sbuf* b, const char* s, size_t n) {
-  sb_reserve(b, n);
-  if (b->oom) return;
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = '\0';
-}
-
-static void sb_puts(sbuf* b, const char* s) { sb_putn(b, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf* b, const char* fmt, ...) {
-  char small[128];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) { b->oom = 1; return; }
-  if ((size_t)n < sizeof small) { sb_putn(b, small, (size_t)n); return; }
-  sb_reserve(b, (size_t)n);
-  if (b->oom) return;
-  va_start(ap, fmt);
-  vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->n += (size_t)n;
-}
-
 /* ------------------------------------------------------------------ printer */
 
 static int is_ident_start(char c) {
@@ -156,57 +113,57 @@ static int is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <=
 
 /* \" and \\ are the format's escapes; control bytes also get escapes so that
  * a name made through the API can never break the line structure. */
-static void print_quoted(sbuf* b, const char* s) {
-  sb_putn(b, "\"", 1);
+static void print_quoted(rlx_buf* b, const char* s) {
+  rlx_buf_add(b, "\"", 1);
   for (const char* c = s ? s : ""; *c; c++) {
     unsigned char u = (unsigned char)*c;
-    if (u == '"' || u == '\\') { sb_putn(b, "\\", 1); sb_putn(b, c, 1); }
-    else if (u == '\n') sb_puts(b, "\\n");
-    else if (u == '\t') sb_puts(b, "\\t");
-    else if (u < 0x20 || u == 0x7f) sb_printf(b, "\\x%02x", u);
-    else sb_putn(b, c, 1);
+    if (u == '"' || u == '\\') { rlx_buf_add(b, "\\", 1); rlx_buf_add(b, c, 1); }
+    else if (u == '\n') rlx_buf_puts(b, "\\n");
+    else if (u == '\t') rlx_buf_puts(b, "\\t");
+    else if (u < 0x20 || u == 0x7f) rlx_buf_printf(b, "\\x%02x", u);
+    else rlx_buf_add(b, c, 1);
   }
-  sb_putn(b, "\"", 1);
+  rlx_buf_add(b, "\"", 1);
 }
 
 /* Symbol names are bare identifiers when they can be, quoted otherwise. */
-static void print_symbol(sbuf* b, const char* name) {
+static void print_symbol(rlx_buf* b, const char* name) {
   int bare = name && is_ident_start(name[0]);
   for (const char* c = name; bare && *c; c++) bare = is_ident_char(*c);
-  if (bare) sb_puts(b, name);
+  if (bare) rlx_buf_puts(b, name);
   else print_quoted(b, name);
 }
 
-static void print_float(sbuf* b, float v) {
-  if (isnan(v)) sb_puts(b, "nan");
-  else if (isinf(v)) sb_puts(b, v > 0 ? "inf" : "-inf");
-  else sb_printf(b, "%.9g", (double)v);
+static void print_float(rlx_buf* b, float v) {
+  if (isnan(v)) rlx_buf_puts(b, "nan");
+  else if (isinf(v)) rlx_buf_puts(b, v > 0 ? "inf" : "-inf");
+  else rlx_buf_printf(b, "%.9g", (double)v);
 }
 
-static void print_type(sbuf* b, const rlx_graph* g, const rlx_type* t) {
-  sb_puts(b, rlx_dtype_name(t->dtype));
-  sb_putn(b, "[", 1);
+static void print_type(rlx_buf* b, const rlx_graph* g, const rlx_type* t) {
+  rlx_buf_puts(b, rlx_dtype_name(t->dtype));
+  rlx_buf_add(b, "[", 1);
   for (int32_t i = 0; i < t->rank && i < RLX_MAX_RANK; i++) {
-    if (i) sb_putn(b, ",", 1);
+    if (i) rlx_buf_add(b, ",", 1);
     rlx_dim d = t->shape[i];
-    if (d >= 0) { sb_printf(b, "%" PRId64, d); continue; }
+    if (d >= 0) { rlx_buf_printf(b, "%" PRId64, d); continue; }
     int64_t sym = -(d + 1);
     if (sym < g->n_symbols) print_symbol(b, g->symbols[sym]);
-    else sb_putn(b, "?", 1); /* corrupt graph: keep printing, the parser will reject it */
+    else rlx_buf_add(b, "?", 1); /* corrupt graph: keep printing, the parser will reject it */
   }
-  sb_putn(b, "]", 1);
+  rlx_buf_add(b, "]", 1);
 }
 
-static void print_attr(sbuf* b, const rlx_node* n, int32_t input_rank, rlx_attr_id id) {
+static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_attr_id id) {
   const attr_info* info = &attr_table[id];
   const rlx_node_attrs* a = &n->a;
-  sb_printf(b, " %s=", info->text);
+  rlx_buf_printf(b, " %s=", info->text);
   switch (info->kind) {
-    case AK_I32: sb_printf(b, "%" PRId32, attr_get_i32(a, info->offset)); break;
+    case AK_I32: rlx_buf_printf(b, "%" PRId32, attr_get_i32(a, info->offset)); break;
     case AK_I64: {
       int64_t v;
       memcpy(&v, (const char*)a + info->offset, sizeof v);
-      sb_printf(b, "%" PRId64, v);
+      rlx_buf_printf(b, "%" PRId64, v);
       break;
     }
     case AK_F32: {
@@ -216,68 +173,68 @@ static void print_attr(sbuf* b, const rlx_node* n, int32_t input_rank, rlx_attr_
       break;
     }
     case AK_PERM: {
-      sb_putn(b, "[", 1);
+      rlx_buf_add(b, "[", 1);
       for (int32_t i = 0; i < input_rank && i < RLX_MAX_RANK; i++)
-        sb_printf(b, "%s%" PRId32, i ? "," : "", a->perm[i]);
-      sb_putn(b, "]", 1);
+        rlx_buf_printf(b, "%s%" PRId32, i ? "," : "", a->perm[i]);
+      rlx_buf_add(b, "]", 1);
       break;
     }
     case AK_INTS: {
       rlx_ints l;
       memcpy(&l, (const char*)a + info->offset, sizeof l);
-      sb_putn(b, "[", 1);
+      rlx_buf_add(b, "[", 1);
       for (int32_t i = 0; i < l.n && i < RLX_INTS_MAX; i++)
-        sb_printf(b, "%s%" PRId64, i ? "," : "", l.v[i]);
-      sb_putn(b, "]", 1);
+        rlx_buf_printf(b, "%s%" PRId64, i ? "," : "", l.v[i]);
+      rlx_buf_add(b, "]", 1);
       break;
     }
     case AK_AXES: {
-      sb_putn(b, "[", 1);
+      rlx_buf_add(b, "[", 1);
       int first = 1;
       for (int i = 0; i < 32; i++) {
         if (!(a->axes & (1u << i))) continue;
-        sb_printf(b, "%s%d", first ? "" : ",", i);
+        rlx_buf_printf(b, "%s%d", first ? "" : ",", i);
         first = 0;
       }
-      sb_putn(b, "]", 1);
+      rlx_buf_add(b, "]", 1);
       break;
     }
     case AK_STR: print_quoted(b, a->name); break;
     case AK_BYTES: {
-      sb_puts(b, "0x");
+      rlx_buf_puts(b, "0x");
       static const char hex[] = "0123456789abcdef";
       const unsigned char* d = a->data;
-      sb_reserve(b, 2 * a->data_bytes);
+      rlx_buf_reserve(b, 2 * a->data_bytes);
       for (size_t i = 0; d && i < a->data_bytes && !b->oom; i++) {
         char two[2] = {hex[d[i] >> 4], hex[d[i] & 15]};
-        sb_putn(b, two, 2);
+        rlx_buf_add(b, two, 2);
       }
       break;
     }
     default: {
       name_table t = enum_names(info->kind);
       int32_t v = attr_get_i32(a, info->offset);
-      if (v >= 0 && v < t.count) sb_puts(b, t.names[v]);
-      else sb_printf(b, "%" PRId32, v); /* the parser takes numbers for enums too */
+      if (v >= 0 && v < t.count) rlx_buf_puts(b, t.names[v]);
+      else rlx_buf_printf(b, "%" PRId32, v); /* the parser takes numbers for enums too */
       break;
     }
   }
 }
 
-static void print_node(sbuf* b, const rlx_graph* g, const rlx_node* n) {
+static void print_node(rlx_buf* b, const rlx_graph* g, const rlx_node* n) {
   const rlx_op_info* info = &rlx_op_table[n->op];
-  for (int32_t i = 0; i < n->n_out; i++) sb_printf(b, "%s%%%" PRId32, i ? ", " : "", n->out[i]);
-  sb_puts(b, " = ");
-  sb_puts(b, rlx_op_name(n->op, n->a.kind));
+  for (int32_t i = 0; i < n->n_out; i++) rlx_buf_printf(b, "%s%%%" PRId32, i ? ", " : "", n->out[i]);
+  rlx_buf_puts(b, " = ");
+  rlx_buf_puts(b, rlx_op_name(n->op, n->a.kind));
   int32_t input_rank = 0;
   if (info->max_inputs > 0) {
-    sb_putn(b, "(", 1);
+    rlx_buf_add(b, "(", 1);
     for (int32_t i = 0; i < n->n_in; i++) {
-      if (i) sb_puts(b, ", ");
-      if (n->in[i] == RLX_NONE) sb_putn(b, "_", 1);
-      else sb_printf(b, "%%%" PRId32, n->in[i]);
+      if (i) rlx_buf_puts(b, ", ");
+      if (n->in[i] == RLX_NONE) rlx_buf_add(b, "_", 1);
+      else rlx_buf_printf(b, "%%%" PRId32, n->in[i]);
     }
-    sb_putn(b, ")", 1);
+    rlx_buf_add(b, ")", 1);
   }
   if (n->n_in > 0 && n->in[0] >= 0 && n->in[0] < g->n_values)
     input_rank = g->values[n->in[0]].type.rank;
@@ -286,35 +243,35 @@ static void print_node(sbuf* b, const rlx_graph* g, const rlx_node* n) {
   for (int32_t id = 0; id < RLX_ATTR_COUNT; id++)
     if (info->attrs & (1ull << id)) print_attr(b, n, input_rank, (rlx_attr_id)id);
   if (n->label) {
-    sb_puts(b, " label=");
+    rlx_buf_puts(b, " label=");
     print_quoted(b, n->label);
   }
-  sb_puts(b, " : ");
+  rlx_buf_puts(b, " : ");
   for (int32_t i = 0; i < n->n_out; i++) {
-    if (i) sb_puts(b, ", ");
+    if (i) rlx_buf_puts(b, ", ");
     print_type(b, g, &g->values[n->out[i]].type);
   }
-  sb_putn(b, "\n", 1);
+  rlx_buf_add(b, "\n", 1);
 }
 
 rlx_status rlx_graph_print(const rlx_graph* g, char** out_text) {
   if (!out_text) return RLX_INVALID_ARGUMENT;
   *out_text = NULL;
   if (!g) return RLX_INVALID_ARGUMENT;
-  sbuf b = {0};
-  sb_puts(&b, "rlx 1\n");
+  rlx_buf b = {0};
+  rlx_buf_puts(&b, "rlx 1\n");
   if (g->n_symbols > 0) {
-    sb_puts(&b, "symbols");
+    rlx_buf_puts(&b, "symbols");
     for (int32_t i = 0; i < g->n_symbols; i++) {
-      sb_putn(&b, " ", 1);
+      rlx_buf_add(&b, " ", 1);
       print_symbol(&b, g->symbols[i]);
     }
-    sb_putn(&b, "\n", 1);
+    rlx_buf_add(&b, "\n", 1);
   }
   for (int32_t i = 0; i < g->n_nodes; i++) print_node(&b, g, &g->nodes[i]);
-  sb_puts(&b, "outputs");
-  for (int32_t i = 0; i < g->n_outputs; i++) sb_printf(&b, " %%%" PRId32, g->outputs[i]);
-  sb_putn(&b, "\n", 1);
+  rlx_buf_puts(&b, "outputs");
+  for (int32_t i = 0; i < g->n_outputs; i++) rlx_buf_printf(&b, " %%%" PRId32, g->outputs[i]);
+  rlx_buf_add(&b, "\n", 1);
   if (b.oom) {
     free(b.p);
     return RLX_RESOURCE_EXHAUSTED;
@@ -725,7 +682,7 @@ static int types_equal(const rlx_type* a, const rlx_type* b) {
 }
 
 static const char* type_text(const rlx_graph* g, const rlx_type* t, char* buf, size_t cap) {
-  sbuf b = {0};
+  rlx_buf b = {0};
   print_type(&b, g, t);
   snprintf(buf, cap, "%s", b.p && !b.oom ? b.p : "?");
   free(b.p);

@@ -48,17 +48,7 @@ uint64_t rlx_compiled_bytes(const rlx_compiled* c) {
 /* ------------------------------------------------------------ keys */
 
 void rlx_compile_key_add(rlx_compile_key* k, const void* data, size_t n) {
-  if (k->oom || n == 0) return;
-  if (k->n + n > k->cap) {
-    size_t cap = k->cap ? k->cap : 256;
-    while (cap < k->n + n) cap *= 2;
-    uint8_t* grown = realloc(k->bytes, cap);
-    if (!grown) { k->oom = 1; return; }
-    k->bytes = grown;
-    k->cap = cap;
-  }
-  memcpy(k->bytes + k->n, data, n);
-  k->n += n;
+  rlx_buf_add(&k->buf, data, n);
 }
 
 void rlx_compile_key_add_i64(rlx_compile_key* k, int64_t v) { rlx_compile_key_add(k, &v, sizeof v); }
@@ -82,7 +72,7 @@ void rlx_compile_key_add_env(rlx_compile_key* k) {
 
 void rlx_compile_key_finish(rlx_compile_key* k) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a, then a final mix */
-  for (size_t i = 0; i < k->n; i++) h = (h ^ k->bytes[i]) * 1099511628211ull;
+  for (size_t i = 0; i < k->buf.n; i++) h = (h ^ (uint8_t)k->buf.p[i]) * 1099511628211ull;
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
@@ -90,8 +80,8 @@ void rlx_compile_key_finish(rlx_compile_key* k) {
 }
 
 void rlx_compile_key_free(rlx_compile_key* k) {
-  free(k->bytes);
-  memset(k, 0, sizeof *k);
+  rlx_buf_free(&k->buf);
+  k->hash = 0;
 }
 
 /* ------------------------------------------------------------ the cache */
@@ -115,7 +105,7 @@ static struct {
 int rlx_compile_cache_enabled(void) { return rlx_env_int(RLX_ENV_COMPILE_CACHE) > 0; }
 
 static int same_key(const rlx_compile_key* a, const rlx_compile_key* b) {
-  return a->hash == b->hash && a->n == b->n && memcmp(a->bytes, b->bytes, a->n) == 0;
+  return a->hash == b->hash && a->buf.n == b->buf.n && memcmp(a->buf.p, b->buf.p, a->buf.n) == 0;
 }
 
 /* Index of the entry stored under k, or -1. Call with the lock held. */
@@ -126,7 +116,7 @@ static int32_t find_locked(const rlx_compile_key* k) {
 }
 
 rlx_compiled* rlx_compile_cache_find(const rlx_compile_key* k) {
-  if (k->oom) return NULL;
+  if (k->buf.oom) return NULL;
   pthread_mutex_lock(&cache.lock);
   int32_t i = find_locked(k);
   rlx_compiled* c = NULL;
@@ -176,10 +166,9 @@ static int append_locked(const rlx_compile_key* k, rlx_compiled* c, uint64_t byt
   }
   entry* en = &cache.entries[cache.n];
   memset(en, 0, sizeof *en);
-  en->key.bytes = malloc(k->n ? k->n : 1);
-  if (!en->key.bytes) return 0;
-  memcpy(en->key.bytes, k->bytes, k->n);
-  en->key.n = en->key.cap = k->n;
+  en->key.buf = (rlx_buf){0};
+  rlx_buf_add(&en->key.buf, k->buf.p, k->buf.n);
+  if (en->key.buf.oom) { rlx_buf_free(&en->key.buf); return 0; }
   en->key.hash = k->hash;
   en->part = rlx_compiled_ref(c);
   en->bytes = bytes;
@@ -194,8 +183,8 @@ static int append_locked(const rlx_compile_key* k, rlx_compiled* c, uint64_t byt
 rlx_compiled* rlx_compile_cache_insert(const rlx_compile_key* k, rlx_compiled* c) {
   int64_t max_entries = rlx_env_int(RLX_ENV_COMPILE_CACHE);
   uint64_t max_bytes = rlx_env_size(RLX_ENV_COMPILE_CACHE_BYTES);
-  uint64_t bytes = rlx_compiled_bytes(c) + k->n;
-  if (k->oom || max_entries <= 0 || bytes > max_bytes) return c; /* not kept */
+  uint64_t bytes = rlx_compiled_bytes(c) + k->buf.n;
+  if (k->buf.oom || max_entries <= 0 || bytes > max_bytes) return c; /* not kept */
   pthread_mutex_lock(&cache.lock);
   int32_t i = find_locked(k);
   if (i >= 0) { /* another thread compiled the same variant meanwhile: share its part */

@@ -17,6 +17,7 @@
 #ifndef RLX_RUNTIME_COMPILE_CACHE_H
 #define RLX_RUNTIME_COMPILE_CACHE_H
 
+#include "base/buf.h"
 #include <stdatomic.h>
 
 #include "passes/lower.h"
@@ -53,10 +54,8 @@ uint64_t rlx_compiled_bytes(const rlx_compiled* c);
  * interchangeable exactly when their keys are equal. The 64-bit hash only
  * picks candidates; a hit compares every byte. */
 typedef struct rlx_compile_key {
-  uint8_t* bytes;
-  size_t n, cap;
+  rlx_buf buf;   /* buf.oom: an append failed, the key is unusable */
   uint64_t hash;
-  int oom; /* an append failed: the key is unusable */
 } rlx_compile_key;
 
 void rlx_compile_key_add(rlx_compile_key* k, const void* data, size_t n);

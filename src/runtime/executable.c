@@ -278,7 +278,7 @@ static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   rlx_compile_key_add_env(k);
   rlx_compile_key_add_str(k, e->graph_text);
   rlx_compile_key_finish(k);
-  if (!k->oom) return 1;
+  if (!k->buf.oom) return 1;
   rlx_compile_key_free(k);
   return 0;
 }

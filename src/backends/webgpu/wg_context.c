@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/env.h"
 #include "backends/webgpu/wg_internal.h"
 
@@ -579,28 +580,6 @@ static const char* f16_load_int =
     "  return vec4<f32>(f16_to_f32_int(p.x), f16_to_f32_int(p.x >> 16u), f16_to_f32_int(p.y),\n"
     "                   f16_to_f32_int(p.y >> 16u));\n}\n";
 
-/* Growable text for one module. */
-typedef struct text text;
-struct text {
-  char* s;
-  size_t n, cap;
-  int oom;
-};
-
-static void add(text* t, const char* s) {
-  size_t k = strlen(s);
-  if (t->oom) return;
-  if (t->n + k + 1 > t->cap) {
-    size_t cap = (t->cap ? t->cap * 2 : 16384) + k;
-    char* g = realloc(t->s, cap);
-    if (!g) { t->oom = 1; return; }
-    t->s = g;
-    t->cap = cap;
-  }
-  memcpy(t->s + t->n, s, k + 1);
-  t->n += k;
-}
-
 rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_error* err,
                            WGPUComputePipeline* out) {
   atomic = atomic ? 1 : 0;
@@ -610,21 +589,21 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   }
   kernel_source ks = source_of(k);
   if (!ks.src) return rlx_fail(err, RLX_INTERNAL, "webgpu: no kernel %d", (int)k);
-  text t = {NULL, 0, 0, 0};
+  rlx_buf t = {0}; /* the module's source */
   /* enable directives come before every declaration */
-  if (c->use_f16) add(&t, "enable f16;\n");
+  if (c->use_f16) rlx_buf_puts(&t, "enable f16;\n");
   /* Reductions run in workgroup-uniform control flow (the row index comes
    * from the record, which the analysis cannot prove uniform). */
-  if (c->use_subgroups) add(&t, "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n");
-  add(&t, arena_prelude(ks.vec4 ? ARENA_VEC4 : atomic ? ARENA_ATOMIC : ARENA_WORDS));
-  add(&t, c->use_subgroups ? feature_prelude_sg : feature_prelude_wg);
-  add(&t, c->use_f16 ? f16_load_native : f16_load_int);
-  add(&t, ks.defines);
-  add(&t, rlx_wg_src_constants); /* generated: record layout + op codes */
-  add(&t, rlx_wg_src_common);
-  add(&t, ks.src);
-  if (t.oom) { free(t.s); return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); }
-  WGPUShaderSourceWGSL wgsl = {{NULL, WGPU_STYPE_SHADER_SOURCE_WGSL}, {t.s, t.n}};
+  if (c->use_subgroups) rlx_buf_puts(&t, "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n");
+  rlx_buf_puts(&t, arena_prelude(ks.vec4 ? ARENA_VEC4 : atomic ? ARENA_ATOMIC : ARENA_WORDS));
+  rlx_buf_puts(&t, c->use_subgroups ? feature_prelude_sg : feature_prelude_wg);
+  rlx_buf_puts(&t, c->use_f16 ? f16_load_native : f16_load_int);
+  rlx_buf_puts(&t, ks.defines);
+  rlx_buf_puts(&t, rlx_wg_src_constants); /* generated: record layout + op codes */
+  rlx_buf_puts(&t, rlx_wg_src_common);
+  rlx_buf_puts(&t, ks.src);
+  if (t.oom) { rlx_buf_free(&t); return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); }
+  WGPUShaderSourceWGSL wgsl = {{NULL, WGPU_STYPE_SHADER_SOURCE_WGSL}, {t.p, t.n}};
   WGPUShaderModuleDescriptor md;
   memset(&md, 0, sizeof md);
   md.nextInChain = &wgsl.chain;
@@ -642,8 +621,8 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   WGPUComputePipeline p = mod ? c->f.wgpuDeviceCreateComputePipeline(c->device, &pd) : NULL;
   rlx_status s = rlx_wg_scope_pop(c, err, what);
   if (mod) c->f.wgpuShaderModuleRelease(mod);
-  if (s == RLX_OK && rlx_env_flag(RLX_ENV_WG_DUMP)) fputs(t.s, stderr);
-  free(t.s);
+  if (s == RLX_OK && rlx_env_flag(RLX_ENV_WG_DUMP)) fputs(t.p, stderr);
+  rlx_buf_free(&t);
   if (s == RLX_OK && !p) s = rlx_fail(err, RLX_INTERNAL, "webgpu: %s failed", what);
   if (s) {
     if (p) c->f.wgpuComputePipelineRelease(p);

@@ -188,6 +188,8 @@ rlx_status rlx_ox_gather_elements(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor idx, i
                                   rlx_tensor* out);
 /* The table of onnx_nn.c (NULL when op_type is not there). */
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type);
+/* The table of onnx_misc.c (NULL when op_type is not there). */
+const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type);
 
 #endif /* RLX_HAVE_ONNX */
 #endif

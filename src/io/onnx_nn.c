@@ -71,14 +71,50 @@ static rlx_status map_trig_f64(rlx_ox_ctx* c) {
 
 /* Integer Mod: C remainder r = a - (a / b) * b (fmod = 1), or with the
  * divisor's sign (fmod = 0: r + b where r != 0 and sign(r) != sign(b)). */
+/* C fmod on floats: r = a - trunc(a / b) * b, in f64 (trunc by the
+ * truncating cast to i64). For f16/bf16/f32 operands whose quotient is
+ * below 2^24 in magnitude each step is exact in f64 (the product of the
+ * truncated quotient and b fits 53 bits; the difference is the exact
+ * result, representable in the operand type). A quotient rounded up across
+ * an integer leaves r with the wrong sign; one correction by |b| toward a's
+ * sign repairs that (f64 operands, large quotients). Beyond 2^62 the cast
+ * saturates and the result is not fmod's: the mapping is exact over the
+ * range models use, not over every float. */
+static rlx_status float_fmod(rlx_ox_ctx* c, rlx_tensor a, rlx_tensor b, rlx_tensor* out) {
+  rlx_dtype dt = type_of(c, a).dtype;
+  rlx_tensor q, n, r, rneg, aneg, differ, nz, f, babs, bneg, step, fixed;
+  RLX_RETURN_IF_ERROR(cast(c, a, RLX_F64, &a));
+  RLX_RETURN_IF_ERROR(cast(c, b, RLX_F64, &b));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, a, b, &q));
+  RLX_RETURN_IF_ERROR(cast(c, q, RLX_I64, &n));
+  RLX_RETURN_IF_ERROR(cast(c, n, RLX_F64, &n));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, n, b, &n));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, a, n, &r));
+  RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, r, 0.0, &rneg));
+  RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_LT, a, 0.0, &aneg));
+  RLX_RETURN_IF_ERROR(cmp(c, RLX_CMP_NE, rneg, aneg, &differ));
+  RLX_RETURN_IF_ERROR(cmp_s(c, RLX_CMP_NE, r, 0.0, &nz));
+  RLX_RETURN_IF_ERROR(bool_const(c, 0, &f));
+  RLX_RETURN_IF_ERROR(where(c, nz, differ, f, &differ));
+  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_ABS, b, &babs));
+  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_NEG, babs, &bneg));
+  RLX_RETURN_IF_ERROR(where(c, aneg, bneg, babs, &step));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, r, step, &fixed));
+  RLX_RETURN_IF_ERROR(where(c, differ, fixed, r, &r));
+  return cast(c, r, dt, out);
+}
+
 static rlx_status map_mod(rlx_ox_ctx* c) {
   int64_t fmod_mode;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "fmod", 0, &fmod_mode));
   rlx_tensor a, b, q, r;
   RLX_RETURN_IF_ERROR(in(c, 0, &a));
   RLX_RETURN_IF_ERROR(in(c, 1, &b));
-  if (!rlx_dtype_is_int(type_of(c, a).dtype))
-    return rlx_ox_unsupported(c, "floating-point Mod (no exact composition)");
+  if (!rlx_dtype_is_int(type_of(c, a).dtype)) {
+    if (!fmod_mode) return rlx_ox_invalid(c, "floating-point Mod needs fmod = 1");
+    RLX_RETURN_IF_ERROR(float_fmod(c, a, b, &r));
+    return rlx_ox_set(c, 0, r);
+  }
   RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_DIV, a, b, &q));
   RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, q, b, &q));
   RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, a, q, &r));
@@ -904,7 +940,7 @@ static const rlx_ox_op nn_ops[] = {
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {
   for (size_t i = 0; i < sizeof nn_ops / sizeof nn_ops[0]; i++)
     if (strcmp(nn_ops[i].op_type, op_type) == 0) return &nn_ops[i];
-  return NULL;
+  return rlx_ox_find_misc_op(op_type);
 }
 
 #else

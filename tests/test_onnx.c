@@ -1301,6 +1301,187 @@ TEST(cast_through_float8) {
   pool_free();
 }
 
+/* ------------------------------------------------------------------ Einsum, Det, value-shaped ops */
+
+static void attr_s(Onnx__NodeProto* n, const char* name, const char* v) {
+  Onnx__AttributeProto* a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+  a->has_s = 1;
+  a->s.len = strlen(v);
+  a->s.data = (uint8_t*)tstr(v);
+}
+
+/* Brute-force einsum over every assignment of the labels: `eq` spells every
+ * dim with a letter (no ellipsis, explicit output), so it is the reference
+ * for an equation the importer sees in another spelling. */
+static void einsum_ref(const char* eq, int n_in, const int64_t (*shapes)[4], const float* const* x,
+                       float* out, int64_t out_n) {
+  const char* terms[4];
+  int lens[4], n_t = 0;
+  int64_t size[128] = {0};
+  const char* p = eq;
+  for (; n_t <= n_in; n_t++) {
+    terms[n_t] = p;
+    while (*p && *p != ',' && *p != '-') p++;
+    lens[n_t] = (int)(p - terms[n_t]);
+    if (*p == ',') p++;
+    else if (*p == '-') p += 2;
+  }
+  char labels[16];
+  int n_lab = 0;
+  for (int t = 0; t < n_in; t++)
+    for (int d = 0; d < lens[t]; d++) {
+      int ch = terms[t][d];
+      if (!size[ch]) labels[n_lab++] = (char)ch;
+      size[ch] = shapes[t][d];
+    }
+  double acc[256] = {0};
+  int64_t val[128] = {0};
+  for (int64_t combo = 0;; combo++) {
+    int64_t rem = combo;
+    for (int l = n_lab - 1; l >= 0; l--) {
+      val[(int)labels[l]] = rem % size[(int)labels[l]];
+      rem /= size[(int)labels[l]];
+    }
+    if (rem) break;
+    double prod = 1;
+    for (int t = 0; t < n_in; t++) {
+      int64_t off = 0;
+      for (int d = 0; d < lens[t]; d++) off = off * shapes[t][d] + val[(int)terms[t][d]];
+      prod *= x[t][off];
+    }
+    int64_t o = 0;
+    for (int d = 0; d < lens[n_in]; d++) o = o * size[(int)terms[n_in][d]] + val[(int)terms[n_in][d]];
+    acc[o] += prod;
+  }
+  for (int64_t i = 0; i < out_n; i++) out[i] = (float)acc[i];
+}
+
+typedef struct einsum_case {
+  const char* eq;  /* what the model says */
+  const char* ref; /* the same, every dim named */
+  int n_in;
+  int ranks[3];
+  int64_t shapes[3][4];
+  int64_t out_n;
+} einsum_case;
+
+static int einsum_check(const einsum_case* k) {
+  model md;
+  model_init(&md, 12);
+  static const char* const in_names[3] = {"a", "b", "c"};
+  float data[3][64], got[64], want[64];
+  const float* ptrs[3];
+  for (int i = 0; i < k->n_in; i++) {
+    input(&md, in_names[i], F32, k->ranks[i], k->shapes[i]);
+    test_fill_f32(data[i], 64, -1, 1);
+    ptrs[i] = data[i];
+  }
+  const char* ins = k->n_in == 1 ? "a" : k->n_in == 2 ? "a,b" : "a,b,c";
+  attr_s(node(&md, "Einsum", ins, "y"), "equation", k->eq);
+  output(&md, "y");
+  einsum_ref(k->ref, k->n_in, (const int64_t(*)[4])k->shapes, ptrs, want, k->out_n);
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  int ok = import(&md, NULL, &m, &err) == RLX_OK;
+  if (!ok) fprintf(stderr, "%s: %s\n", k->eq, err.msg);
+  ok = ok && run_f32(m, k->n_in, in_names, (const int64_t(*)[4])k->shapes, k->ranks, ptrs, 0, got,
+                     (size_t)k->out_n);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  if (ok && !close_to(got, want, (int)k->out_n, 1e-5)) {
+    fprintf(stderr, "einsum %s differs\n", k->eq);
+    ok = 0;
+  }
+  return ok;
+}
+
+TEST(einsum_equations) {
+  static const einsum_case cases[] = {
+      {"bij,bjk->bik", "bij,bjk->bik", 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}, 30},
+      {"ii->i", "ii->i", 1, {2}, {{4, 4}}, 4},
+      {"ij->", "ij->", 1, {2}, {{3, 4}}, 1},
+      {"ii", "ii->", 1, {2}, {{5, 5}}, 1},
+      {"...ij,...jk->...ik", "xyij,xyjk->xyik", 2, {4, 4}, {{2, 3, 2, 4}, {2, 3, 4, 2}}, 24},
+      {"ij,jk,kl->il", "ij,jk,kl->il", 3, {2, 2, 2}, {{2, 3}, {3, 4}, {4, 2}}, 4},
+      {"i,j", "i,j->ij", 2, {1, 1}, {{3}, {4}}, 12},
+      {"ij,ij->ji", "ij,ij->ji", 2, {2, 2}, {{3, 4}, {3, 4}}, 12},
+      {"iij,kj->ki", "iij,kj->ki", 2, {3, 2}, {{3, 3, 2}, {4, 2}}, 12},
+      {"b i j, b k j -> b", "bij,bkj->b", 2, {3, 3}, {{2, 2, 3}, {2, 4, 3}}, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    CHECK_MSG(einsum_check(&cases[i]), "%s", cases[i].eq);
+}
+
+/* Det of 3x3 matrices (Leibniz expansion) against the cofactor formula. */
+TEST(det_three_by_three) {
+  model md;
+  model_init(&md, 11);
+  int64_t d[3] = {2, 3, 3};
+  input(&md, "x", F32, 3, d);
+  node(&md, "Det", "x", "y");
+  output(&md, "y");
+  float x[18], got[2], want[2];
+  test_fill_f32(x, 18, -2, 2);
+  for (int b = 0; b < 2; b++) {
+    const float* a = x + 9 * b;
+    want[b] = (float)((double)a[0] * (a[4] * a[8] - a[5] * a[7]) -
+                      (double)a[1] * (a[3] * a[8] - a[5] * a[6]) +
+                      (double)a[2] * (a[3] * a[7] - a[4] * a[6]));
+  }
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{2, 3, 3}};
+  const int ranks[1] = {3};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, 2);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && close_to(got, want, 2, 1e-5));
+}
+
+/* NonZero's output shape is its input's non-zero count: an input derived
+ * from a graph input is reported as needed, and a frozen one folds. */
+TEST(nonzero_needs_its_input) {
+  model md;
+  model_init(&md, 13);
+  int64_t d[2] = {2, 3};
+  input(&md, "x", F32, 2, d);
+  node(&md, "NonZero", "x", "y");
+  output(&md, "y");
+  char needs[64] = "";
+  rlx_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.needs_input = needs;
+  o.needs_input_cap = sizeof needs;
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK(import(&md, &o, &m, &err) == RLX_FAILED_PRECONDITION && m == NULL);
+  CHECK_MSG(strcmp(needs, "x") == 0, "%s / %s", needs, err.msg);
+  float v[6] = {0, 1.5f, 0, -2, 0, 3};
+  rlx_host_tensor h = {RLX_F32, 2, {2, 3}, v, sizeof v};
+  const char* fn[1] = {"x"};
+  o.frozen_names = fn;
+  o.frozen_values = &h;
+  o.n_frozen = 1;
+  CHECK_MSG(import(&md, &o, &m, &err) == RLX_OK, "%s", err.msg);
+  rlx_dtype dt;
+  int32_t rank;
+  rlx_dim shape[RLX_MAX_RANK];
+  rlx_graph_tensor_type(m->graph, m->graph->outputs[0], &dt, &rank, shape);
+  CHECK(dt == RLX_I64 && rank == 2 && shape[0] == 2 && shape[1] == 3);
+  rlx_exec* e = NULL;
+  int64_t got[6], want[6] = {0, 1, 1, 1, 0, 2};
+  int ok = rlx_compile(m->graph, "cpu", NULL, &e) == RLX_OK &&
+           rlx_onnx_model_set_params(m, e, &err) == RLX_OK && rlx_exec_run(e) == RLX_OK &&
+           rlx_exec_read_output(e, 0, RLX_I64, got, sizeof got) == RLX_OK;
+  rlx_exec_destroy(e);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK(ok && memcmp(got, want, sizeof got) == 0);
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -1323,6 +1504,9 @@ int main(void) {
   RUN(onnx_files_must_be_regular);
   RUN(initializers_of_the_newer_dtypes);
   RUN(cast_through_float8);
+  RUN(einsum_equations);
+  RUN(det_three_by_three);
+  RUN(nonzero_needs_its_input);
   return test_summary();
 }
 #endif

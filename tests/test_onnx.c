@@ -1482,6 +1482,59 @@ TEST(nonzero_needs_its_input) {
   CHECK(ok && memcmp(got, want, sizeof got) == 0);
 }
 
+/* ScatterElements with known duplicate indices: each reduction applies the
+ * updates in index order (none: the last write wins); mul with indices
+ * from a graph input is reported as needing them. */
+static int scatter_case(const char* reduction, const float* want, int known) {
+  model md;
+  model_init(&md, 18);
+  int64_t d[2] = {1, 5}, di[2] = {1, 4};
+  int64_t idx[4] = {1, -4, 3, 1};
+  float upd[4] = {2, 3, 4, 5};
+  input(&md, "x", F32, 2, d);
+  if (known) initializer(&md, tensor("i", I64, 2, di, idx, sizeof idx));
+  else input(&md, "i", I64, 2, di);
+  initializer(&md, tensor("u", F32, 2, di, upd, sizeof upd));
+  Onnx__NodeProto* n = node(&md, "ScatterElements", "x,i,u", "y");
+  attr_i(n, "axis", 1);
+  attr_s(n, "reduction", reduction);
+  output(&md, "y");
+  char needs[64] = "";
+  rlx_onnx_options o;
+  memset(&o, 0, sizeof o);
+  o.needs_input = needs;
+  o.needs_input_cap = sizeof needs;
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  rlx_status s = import(&md, &o, &m, &err);
+  if (!known) {
+    pool_free();
+    return s == RLX_FAILED_PRECONDITION && strcmp(needs, "i") == 0;
+  }
+  float x[5] = {1, 4, -1, 2, 7}, got[5];
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{1, 5}};
+  const int ranks[1] = {2};
+  const float* data[1] = {x};
+  int ok = s == RLX_OK && run_f32(m, 1, in, shapes, ranks, data, 0, got, 5);
+  if (s != RLX_OK) fprintf(stderr, "%s: %s\n", reduction, err.msg);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  return ok && close_to(got, want, 5, 0);
+}
+
+TEST(scatter_elements_duplicates_per_reduction) {
+  static const float none[5] = {1, 5, -1, 4, 7}, add[5] = {1, 14, -1, 6, 7};
+  static const float mul[5] = {1, 120, -1, 8, 7}, mx[5] = {1, 5, -1, 4, 7};
+  static const float mn[5] = {1, 2, -1, 2, 7};
+  CHECK(scatter_case("none", none, 1));
+  CHECK(scatter_case("add", add, 1));
+  CHECK(scatter_case("mul", mul, 1));
+  CHECK(scatter_case("max", mx, 1));
+  CHECK(scatter_case("min", mn, 1));
+  CHECK(scatter_case("mul", mul, 0));
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -1507,6 +1560,7 @@ int main(void) {
   RUN(einsum_equations);
   RUN(det_three_by_three);
   RUN(nonzero_needs_its_input);
+  RUN(scatter_elements_duplicates_per_reduction);
   return test_summary();
 }
 #endif

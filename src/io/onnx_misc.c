@@ -264,11 +264,11 @@ static rlx_status map_scatter_nd(rlx_ox_ctx* c) {
     s = host_i64(c, m, &dest);
     if (s == RLX_OK) s = host_i64(c, m * R, &occ);
     for (int64_t r = 0; s == RLX_OK && r < m; r++)
-      for (int32_t j = 0, st = 1; j < k; j++) {
+      for (int64_t j = 0, st = 1; j < k; j++) {
         int32_t jj = k - 1 - j;
         int64_t v = rlx_load_i64(kn->data, kn->dtype, r * k + jj);
         dest[r] += (v < 0 ? v + td.shape[jj] : v) * st;
-        st *= (int32_t)td.shape[jj];
+        st *= td.shape[jj];
       }
     if (s == RLX_OK) s = occurrences(c, dest, m, P, occ, &layers);
     for (int64_t r = m - 1; s == RLX_OK && r >= 0; r--)

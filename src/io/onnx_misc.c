@@ -92,8 +92,8 @@ static rlx_status scatter_layer(rlx_ox_ctx* c, rlx_tensor acc, rlx_tensor idx, r
  * shape, already wrapped to [0, dim)). occ (may be NULL) gives, per index
  * element, how many earlier elements (row-major) hit the same destination:
  * layers of equal occ are applied in order, which makes every reduction exact
- * with duplicates (reduction none: the last write wins, as the ONNX
- * reference does). Without occ (indices unknown at import) add is one
+ * with duplicates (reduction none: plan_layers keeps only the last write, as
+ * the ONNX reference ends up with). Without occ (indices unknown at import) add is one
  * SCATTER_ADD, none assumes distinct indices (ONNX leaves duplicates
  * undefined there), and mul/max/min need the indices known. */
 static rlx_status scatter_core(rlx_ox_ctx* c, rlx_tensor data, rlx_tensor idx, rlx_tensor upd,
@@ -105,8 +105,7 @@ static rlx_status scatter_core(rlx_ox_ctx* c, rlx_tensor data, rlx_tensor idx, r
   }
   rlx_tensor ones, acc = data;
   RLX_RETURN_IF_ERROR(filled_like(c, upd, 1.0, &ones));
-  if (!occ || layers <= 1)
-    return scatter_layer(c, data, idx, upd, ones, axis, red, out);
+  if (!occ) return scatter_layer(c, data, idx, upd, ones, axis, red, out);
   rlx_type tu = type_of(c, upd);
   int64_t n = rlx_type_numel(&tu);
   uint8_t* m = malloc((size_t)(n ? n : 1));
@@ -142,6 +141,36 @@ static rlx_status occurrences(rlx_ox_ctx* c, const int64_t* dest, int64_t n, int
     if (occ[p] + 1 > *layers) *layers = occ[p] + 1;
   }
   free(seen);
+  return RLX_OK;
+}
+
+/* Each layer costs a few nodes: a pile of duplicates would make a huge
+ * graph, so mul/max/min take up to this many writes per destination. */
+#define SCATTER_MAX_LAYERS 64
+
+/* Turns occurrence ranks into the layering a reduction needs: NULL when
+ * every destination is written once (one plain layer); for none only the
+ * last write per destination matters (rank 0, the others -1: one masked
+ * layer). */
+static rlx_status plan_layers(rlx_ox_ctx* c, int red, const int64_t* dest, int64_t n,
+                              int64_t n_dest, int64_t** occ, int64_t* layers) {
+  if (*layers <= 1) {
+    free(*occ);
+    *occ = NULL;
+    return RLX_OK;
+  }
+  if (red != SCAT_NONE) {
+    if (*layers > SCATTER_MAX_LAYERS)
+      return rlx_ox_unsupported(c, "%lld writes to one destination (at most %d)",
+                                (long long)*layers, SCATTER_MAX_LAYERS);
+    return RLX_OK;
+  }
+  int64_t* total;
+  RLX_RETURN_IF_ERROR(host_i64(c, n_dest, &total));
+  for (int64_t p = 0; p < n; p++) total[dest[p]]++;
+  for (int64_t p = 0; p < n; p++) (*occ)[p] = (*occ)[p] == total[dest[p]] - 1 ? 0 : -1;
+  free(total);
+  *layers = 1;
   return RLX_OK;
 }
 
@@ -199,6 +228,7 @@ static rlx_status map_scatter_elements(rlx_ox_ctx* c) {
   rlx_status s = host_i64(c, n, &occ);
   if (s == RLX_OK) s = elements_dest(c, k, &td, ax, dest);
   if (s == RLX_OK) s = occurrences(c, dest, n, rlx_type_numel(&td), occ, &layers);
+  if (s == RLX_OK) s = plan_layers(c, red, dest, n, rlx_type_numel(&td), &occ, &layers);
   if (s == RLX_OK) s = scatter_core(c, data, idx, upd, ax, red, occ, layers, &y);
   free(dest);
   free(occ);
@@ -271,7 +301,8 @@ static rlx_status map_scatter_nd(rlx_ox_ctx* c) {
         st *= td.shape[jj];
       }
     if (s == RLX_OK) s = occurrences(c, dest, m, P, occ, &layers);
-    for (int64_t r = m - 1; s == RLX_OK && r >= 0; r--)
+    if (s == RLX_OK) s = plan_layers(c, red, dest, m, P, &occ, &layers);
+    for (int64_t r = m - 1; s == RLX_OK && occ && r >= 0; r--)
       for (int64_t q = R - 1; q >= 0; q--) occ[r * R + q] = occ[r];
   }
   if (s == RLX_OK) s = scatter_core(c, data, rows, upd, 0, red, occ, layers, &y);

@@ -1332,7 +1332,7 @@ static void einsum_ref(const char* eq, int n_in, const int64_t (*shapes)[4], con
     for (int d = 0; d < lens[t]; d++) {
       int ch = terms[t][d];
       if (!size[ch]) labels[n_lab++] = (char)ch;
-      size[ch] = shapes[t][d];
+      if (shapes[t][d] > size[ch]) size[ch] = shapes[t][d]; /* size 1 broadcasts */
     }
   double acc[256] = {0};
   int64_t val[128] = {0};
@@ -1346,7 +1346,8 @@ static void einsum_ref(const char* eq, int n_in, const int64_t (*shapes)[4], con
     double prod = 1;
     for (int t = 0; t < n_in; t++) {
       int64_t off = 0;
-      for (int d = 0; d < lens[t]; d++) off = off * shapes[t][d] + val[(int)terms[t][d]];
+      for (int d = 0; d < lens[t]; d++)
+        off = off * shapes[t][d] + (shapes[t][d] == 1 ? 0 : val[(int)terms[t][d]]);
       prod *= x[t][off];
     }
     int64_t o = 0;
@@ -1407,6 +1408,8 @@ TEST(einsum_equations) {
       {"ij,ij->ji", "ij,ij->ji", 2, {2, 2}, {{3, 4}, {3, 4}}, 12},
       {"iij,kj->ki", "iij,kj->ki", 2, {3, 2}, {{3, 3, 2}, {4, 2}}, 12},
       {"b i j, b k j -> b", "bij,bkj->b", 2, {3, 3}, {{2, 2, 3}, {2, 4, 3}}, 2},
+      {"...ij,...jk", "xyij,yjk->xyik", 2, {4, 3}, {{2, 3, 2, 4}, {3, 4, 2}}, 24},
+      {"...ij,...jk->...ik", "xyij,xyjk->xyik", 2, {4, 4}, {{2, 1, 2, 4}, {1, 3, 4, 2}}, 24},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     CHECK_MSG(einsum_check(&cases[i]), "%s", cases[i].eq);

@@ -481,6 +481,31 @@ static rlx_status ein_arrange(rlx_ox_ctx* c, rlx_tensor x, const ein_term* t, co
   return reshape(c, x, shape, n_runs, out);
 }
 
+/* NumPy broadcasting of a label both operands carry: a size-1 side is
+ * expanded to the other's size; other mismatches are errors. */
+static rlx_status ein_broadcast(rlx_ox_ctx* c, rlx_tensor* a, const ein_term* ta, rlx_tensor* b,
+                                const ein_term* tb) {
+  rlx_type tya = type_of(c, *a), tyb = type_of(c, *b);
+  int grow_a = 0, grow_b = 0;
+  for (int32_t d = 0; d < ta->n; d++) {
+    int32_t e = ein_find(tb, ta->lab[d]);
+    if (e < 0 || tya.shape[d] == tyb.shape[e]) continue;
+    if (tya.shape[d] == 1) {
+      tya.shape[d] = tyb.shape[e];
+      grow_a = 1;
+    } else if (tyb.shape[e] == 1) {
+      tyb.shape[e] = tya.shape[d];
+      grow_b = 1;
+    } else {
+      return rlx_ox_invalid(c, "label sizes %lld and %lld do not broadcast",
+                            (long long)tya.shape[d], (long long)tyb.shape[e]);
+    }
+  }
+  if (grow_a) RLX_RETURN_IF_ERROR(expand_to(c, *a, tya.shape, tya.rank, a));
+  if (grow_b) RLX_RETURN_IF_ERROR(expand_to(c, *b, tyb.shape, tyb.rank, b));
+  return RLX_OK;
+}
+
 /* Contracts two prepared operands: shared labels kept for later are batch
  * dims, shared labels not kept are summed by a batched matmul
  * [Bt, M, K] x [Bt, K, N]; the result's labels are batch, a-only, b-only. */
@@ -489,14 +514,12 @@ static rlx_status ein_pair(rlx_ox_ctx* c, rlx_tensor a, const ein_term* ta, rlx_
                            rlx_tensor* out, ein_term* tout) {
   int32_t bat[RLX_MAX_RANK], con[RLX_MAX_RANK], ao[RLX_MAX_RANK], bo[RLX_MAX_RANK];
   int32_t nb = 0, nc = 0, na = 0, nbo = 0;
+  RLX_RETURN_IF_ERROR(ein_broadcast(c, &a, ta, &b, tb));
   rlx_type tya = type_of(c, a), tyb = type_of(c, b);
   rlx_dim oshape[RLX_MAX_RANK];
   for (int32_t d = 0; d < ta->n; d++) {
     int32_t lab = ta->lab[d], in_b = ein_find(tb, lab), kept = 0;
     for (int32_t j = 0; j < n_keep; j++) kept |= ein_find(&keep[j], lab) >= 0;
-    if (in_b >= 0 && tya.shape[d] != tyb.shape[in_b])
-      return rlx_ox_unsupported(c, "label sizes %lld and %lld differ (broadcast einsum)",
-                                (long long)tya.shape[d], (long long)tyb.shape[in_b]);
     if (in_b >= 0 && kept) bat[nb++] = lab;
     else if (in_b >= 0) con[nc++] = lab;
     else ao[na++] = lab;

@@ -526,6 +526,9 @@ static rlx_status ein_pair(rlx_ox_ctx* c, rlx_tensor a, const ein_term* ta, rlx_
   }
   for (int32_t d = 0; d < tb->n; d++)
     if (ein_find(ta, tb->lab[d]) < 0) bo[nbo++] = tb->lab[d];
+  if (nb + na + nbo > RLX_MAX_RANK)
+    return rlx_ox_unsupported(c, "an intermediate product of rank %d (at most %d)",
+                              (int)(nb + na + nbo), RLX_MAX_RANK);
   int32_t order_a[RLX_MAX_RANK], order_b[RLX_MAX_RANK], oa = 0, ob = 0;
   tout->n = 0;
   for (int32_t i = 0; i < nb; i++) {

@@ -9,6 +9,7 @@
  *
  * argv[1]: the device (default cpu); 77 (skipped) when it is unavailable,
  * when ONNX import is not built or libonnx-testdata is missing. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -243,6 +244,62 @@ TEST(lru_bound) {
   rlx_graph_destroy(g);
 }
 
+/* tests/data/onnx/value_params.onnx (scripts/gen_value_input_models.py):
+ * y = Reshape(x W + b, shape). Expected y (row-major, any shape) for W. */
+#define PARAMS_MODEL "tests/data/onnx/value_params.onnx"
+static void expected_xwb(const float* x, const float* w, const float* b, float* y) {
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 4; j++) {
+      float acc = b[j];
+      for (int k = 0; k < 3; k++) acc += x[i * 3 + k] * w[k * 4 + j];
+      y[i * 4 + j] = acc;
+    }
+}
+
+static void run_shape(rlx_exec* e, int64_t rows, const float* want) {
+  int64_t shape[2] = {rows, 8 / rows}, two = 2;
+  CHECK_OK_E(e, rlx_exec_set_input(e, "shape", RLX_I64, &two, 1, shape, sizeof shape));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  int32_t rank = 0;
+  int64_t got_shape[RLX_MAX_RANK];
+  CHECK_OK_E(e, rlx_exec_output_type(e, 0, NULL, &rank, got_shape));
+  CHECK(rank == 2 && got_shape[0] == rows && got_shape[1] == 8 / rows);
+  float got[8];
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, got, sizeof got));
+  for (int i = 0; i < 8; i++) CHECK_MSG(fabsf(got[i] - want[i]) < 1e-4f, "y[%d] %g, want %g", i, got[i], want[i]);
+}
+
+/* Params from the file (rlx_onnx_set_params on the deferred graph), then a
+ * param set by the user: it reaches the build that exists and the one
+ * built after it. */
+TEST(params_reach_every_build) {
+  rlx_graph* g = NULL;
+  char* err = NULL;
+  CHECK_MSG(rlx_onnx_load(PARAMS_MODEL, &g, &err) == RLX_OK, "%s", err ? err : "");
+  rlx_free(err);
+  if (!g) return;
+  CHECK(rlx_graph_param_count(g) == 2);
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, device, NULL, &e));
+  err = NULL;
+  CHECK_MSG(rlx_onnx_set_params(e, PARAMS_MODEL, &err) == RLX_OK, "%s", err ? err : "");
+  rlx_free(err);
+  float x[6] = {1, 2, 3, -1, 0.5f, 2}, w[12], b[4] = {1, -1, 2, -2}, want[8];
+  for (int i = 0; i < 12; i++) w[i] = (float)i / 4;
+  int64_t xs[2] = {2, 3};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, xs, 2, x, sizeof x));
+  expected_xwb(x, w, b, want);
+  run_shape(e, 4, want);
+  for (int i = 0; i < 12; i++) w[i] = (float)(i % 5) - 2;
+  CHECK_OK_E(e, rlx_exec_set_param(e, "W", RLX_F32, w, sizeof w));
+  expected_xwb(x, w, b, want);
+  run_shape(e, 2, want); /* a new build: gets the new W */
+  run_shape(e, 4, want); /* the first build: gets it too */
+  CHECK(rlx_vi_build_count(rlx_exec_value_inputs(e)) == 2);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 /* A value input that was never set is named by the run's error. */
 TEST(unset_value_input) {
   rlx_graph* g = NULL;
@@ -291,5 +348,6 @@ int main(int argc, char** argv) {
   RUN(tile_repeats);
   RUN(lru_bound);
   RUN(unset_value_input);
+  RUN(params_reach_every_build);
   return test_summary();
 }

@@ -117,8 +117,14 @@ if(TEST test_onnx_frozen)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(onnx_value_inputs_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
+# With the conformance runner, onnx_cli also runs a sample of the in-scope
+# node cases through `rlx run` (its --list-scope names them).
+set(rlx_onnx_cli_runner "")
+if(TARGET test_onnx_conformance)
+  set(rlx_onnx_cli_runner $<TARGET_FILE:test_onnx_conformance>)
+endif()
 add_test(NAME onnx_cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_cli.sh $<TARGET_FILE:rlx>
-         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+         ${rlx_onnx_cli_runner} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(onnx_cli PROPERTIES SKIP_RETURN_CODE 77)
 # ---- end ONNX
 

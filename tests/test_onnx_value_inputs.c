@@ -120,6 +120,16 @@ static void two_values(const char* a, const char* b) {
   run_case(e, a);
   CHECK_MSG(rlx_vi_build_count(vi) == builds + 1, "%s: same value imported again", a);
   CHECK(rlx_vi_variant_count(vi) == 2);
+  /* a second executable of the same graph finds the build for a value in
+   * the compile cache (keyed by the built graph's text) */
+  rlx_exec* again = NULL;
+  CHECK_OK_G(g, rlx_compile(g, device, NULL, &again));
+  run_case(again, b);
+  char* report = NULL;
+  CHECK_OK_E(again, rlx_exec_report(again, &report));
+  CHECK_MSG(report && strstr(report, "reused from the compile cache"), "%s", report ? report : "");
+  rlx_free(report);
+  rlx_exec_destroy(again);
   rlx_exec_destroy(e);
   rlx_graph_destroy(g);
 }

@@ -1229,7 +1229,8 @@ static rlx_status add_deferred_output(importer* I, const Onnx__ValueInfoProto* v
     int named = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
     RLX_RETURN_IF_ERROR(dim_symbol(I, named ? d->dim_param : NULL, &a.type.shape[i]));
   }
-  if (rlx_graph_add_node(I->main, RLX_OP_DEFERRED, &a, NULL, 0, out) != RLX_OK)
+  if (rlx_graph_add_node(I->main, RLX_OP_DEFERRED, &a, NULL, 0, out) != RLX_OK ||
+      rlx_graph_set_name(I->main, *out, name) != RLX_OK)
     return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX graph output '%s': %s", name,
                     rlx_graph_last_error(I->main));
   return RLX_OK;

@@ -111,9 +111,20 @@ if(TEST test_onnx_conformance)
 endif()
 if(TEST test_onnx_frozen)
   set_tests_properties(test_onnx_frozen PROPERTIES SKIP_RETURN_CODE 77)
+  # Shape-valued inputs at run time: cpu (the glob), Vulkan and WebGPU.
+  set_tests_properties(test_onnx_value_inputs PROPERTIES SKIP_RETURN_CODE 77)
+  add_test(NAME onnx_value_inputs_vulkan COMMAND test_onnx_value_inputs vulkan
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_value_inputs_vulkan PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()
+# With the conformance runner, onnx_cli also runs a sample of the in-scope
+# node cases through `rlx run` (its --list-scope names them).
+set(rlx_onnx_cli_runner "")
+if(TARGET test_onnx_conformance)
+  set(rlx_onnx_cli_runner $<TARGET_FILE:test_onnx_conformance>)
 endif()
 add_test(NAME onnx_cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_cli.sh $<TARGET_FILE:rlx>
-         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+         ${rlx_onnx_cli_runner} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(onnx_cli PROPERTIES SKIP_RETURN_CODE 77)
 # ---- end ONNX
 
@@ -177,6 +188,8 @@ rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)
 # Shared compiled code (clones, compile cache) on WebGPU; the plain
 # test_compile_cache covers the CPU and Vulkan.
 rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)
+# Shape-valued ONNX inputs at run time (test_onnx_value_inputs) on WebGPU.
+rlx_add_webgpu_test(onnx_value_inputs_webgpu test_onnx_value_inputs 600 "" webgpu)
 # Again under the device setups test_webgpu runs in: 4 KiB binding windows
 # (staged steps), no shader-f16 / subgroups / fast kernels, Dawn's defaults.
 foreach(v "windowed;RLX_WG_MAX_BINDING=4096"

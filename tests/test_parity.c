@@ -655,7 +655,9 @@ static double tolerance_for(const case_def* cd, rlx_dtype t, const char* device)
  * step (Input is every case's input; Constant is the gather/scatter
  * indices; Param only differs from Input in how it is set, which the
  * backend contract suite covers). */
-static const rlx_op OP_EXEMPT[] = {RLX_OP_INPUT, RLX_OP_PARAM, RLX_OP_CONSTANT};
+/* Deferred computes nothing: it stands for an imported body that is built
+ * per input value (test_onnx_value_inputs runs those on every device). */
+static const rlx_op OP_EXEMPT[] = {RLX_OP_INPUT, RLX_OP_PARAM, RLX_OP_CONSTANT, RLX_OP_DEFERRED};
 /* Kernel kinds the reference never lowers to: RLX_K_HOST is a GPU
  * backend's fallback to the CPU (test_contract's host_fallback runs it on
  * every device). */

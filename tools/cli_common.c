@@ -751,8 +751,11 @@ int cli_set_inputs(const char* cmd, const rlx_graph* g, rlx_exec* e, const cli_b
       if (set_random_input(cmd, e, b, &info, seed) != CLI_OK) return CLI_FAIL;
       continue;
     }
-    if (rlx_exec_set_input(e, it->name, it->dtype, it->shape, it->rank, it->data, it->bytes) !=
-        RLX_OK) {
+    /* bfloat16 tensors are often stored as UINT16 bit patterns (NumPy has no
+     * bfloat16; the ONNX test data does so): where the graph declares bf16,
+     * u16 data is taken as its bits (same bytes). */
+    rlx_dtype dt = it->dtype == RLX_U16 && info.dtype == RLX_BF16 ? RLX_BF16 : it->dtype;
+    if (rlx_exec_set_input(e, it->name, dt, it->shape, it->rank, it->data, it->bytes) != RLX_OK) {
       cli_error(cmd, "input '%s' from %s: %s", it->name, it->path, rlx_exec_last_error(e));
       return CLI_FAIL;
     }

@@ -33,15 +33,23 @@ def load_onnx(path, frozen=None):
     """Imports an ONNX model as a Graph: initializers become params (set automatically
     by compile), inputs stay inputs, symbolic dims become symbols.
 
-    frozen: {input_name: array} of inputs whose values must be known at import (a
-    Reshape target, Slice bounds); they become constants. When one is missing the
-    FailedPreconditionError has .needed_input naming it.
+    A model whose shapes depend on the values of some inputs (a Reshape target,
+    Slice bounds, TopK k fed as graph inputs) imports as its interface; the
+    compiled executable builds the model for each distinct value given to run
+    (and keeps the last few builds).
+
+    frozen: {input_name: array} of inputs given a value at import instead (a
+    dict, even empty, asks for this mode); they become constants. When one more
+    is needed the FailedPreconditionError has .needed_input naming it.
     """
     path = os.fspath(path)
     items, n, keep = _frozen(frozen)
     handle, needed, err = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-    status = lib.rlx_onnx_load_frozen_ex(path.encode(), items, n, ctypes.byref(handle),
-                                         ctypes.byref(needed), ctypes.byref(err))
+    if frozen is None:
+        status = lib.rlx_onnx_load(path.encode(), ctypes.byref(handle), ctypes.byref(err))
+    else:
+        status = lib.rlx_onnx_load_frozen_ex(path.encode(), items, n, ctypes.byref(handle),
+                                             ctypes.byref(needed), ctypes.byref(err))
     del keep
     needed_input = _capi.take_string(needed.value) or None
     message = _capi.take_string(err.value)

@@ -82,10 +82,30 @@ def test_frozen_input(tmp_path):
     path = tmp_path / "reshape.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     with pytest.raises(rlx.FailedPreconditionError) as err:
-        rlx.load_onnx(path)
+        rlx.load_onnx(path, frozen={})
     assert err.value.needed_input == "shape"
     with rlx.load_onnx(path, frozen={"shape": np.array([3, 2], np.int64)}) as g:
         assert [i.name for i in g.inputs] == ["x"]
         exe = g.compile("cpu")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(exe.run(x=x)[0], x.reshape(3, 2))
+
+
+def test_value_inputs_at_run_time(device):
+    """Without frozen values the model imports as its interface and each run
+    builds it for the value of `shape` (tests/data/onnx/value_params.onnx from
+    scripts/gen_value_input_models.py: y = Reshape(x W + b, shape), W and b
+    initializers)."""
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "onnx" / "value_params.onnx"
+    model = onnx.load(str(path))
+    w = numpy_helper.to_array(model.graph.initializer[0])
+    b = numpy_helper.to_array(model.graph.initializer[1])
+    with rlx.load_onnx(path) as g:
+        assert [i.name for i in g.inputs] == ["x", "shape"]
+        exe = g.compile(device)
+    x = np.array([[1, 2, 3], [-1, 0.5, 2]], np.float32)
+    want = x @ w + b
+    for shape in ([4, 2], [8, 1], [4, 2]):
+        got = exe.run(x=x, shape=np.array(shape, np.int64))[0]
+        np.testing.assert_allclose(got, want.reshape(shape), rtol=1e-5, atol=1e-5)

@@ -1204,6 +1204,62 @@ static rlx_status import_graph(importer* I, const Onnx__ModelProto* mp, rlx_onnx
   return collect_params(I, m);
 }
 
+/* A graph output as a Deferred node: the file's declared dtype and rank;
+ * each dim a symbol (a dim_param keeps its name; a fixed dim may change with
+ * the input values, so it becomes a fresh symbol too). */
+static rlx_status add_deferred_output(importer* I, const Onnx__ValueInfoProto* vi,
+                                      rlx_tensor* out) {
+  const char* name = vi && vi->name ? vi->name : "";
+  const Onnx__TypeProto* tp = vi ? vi->type : NULL;
+  const Onnx__TypeProto__Tensor* tt =
+      tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+  int dt = tt ? dtype_from_onnx(tt->elem_type) : -1;
+  if (!name[0] || dt < 0 || !tt->shape || tt->shape->n_dim > RLX_MAX_RANK)
+    return rlx_fail(I->err, RLX_UNIMPLEMENTED,
+                    "ONNX graph output '%s': its body needs input values at import time, and "
+                    "without them the output needs a declared tensor dtype and rank (<= %d)",
+                    name, RLX_MAX_RANK);
+  rlx_node_attrs a;
+  memset(&a, 0, sizeof a);
+  a.name = (char*)name;
+  a.type.dtype = (rlx_dtype)dt;
+  a.type.rank = (int32_t)tt->shape->n_dim;
+  for (size_t i = 0; i < tt->shape->n_dim; i++) {
+    const Onnx__TensorShapeProto__Dimension* d = tt->shape->dim[i];
+    int named = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+    RLX_RETURN_IF_ERROR(dim_symbol(I, named ? d->dim_param : NULL, &a.type.shape[i]));
+  }
+  if (rlx_graph_add_node(I->main, RLX_OP_DEFERRED, &a, NULL, 0, out) != RLX_OK ||
+      rlx_graph_set_name(I->main, *out, name) != RLX_OK)
+    return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX graph output '%s': %s", name,
+                    rlx_graph_last_error(I->main));
+  return RLX_OK;
+}
+
+/* The interface of a model whose body needs input values (opt->deferred). */
+static rlx_status import_deferred(importer* I, const Onnx__ModelProto* mp, rlx_onnx_model* m) {
+  const Onnx__GraphProto* gp = mp->graph;
+  if (!gp) return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX model has no graph");
+  RLX_RETURN_IF_ERROR(find_opset(I, mp));
+  m->opset = I->opset;
+  RLX_RETURN_IF_ERROR(add_initializers(I, gp));
+  RLX_RETURN_IF_ERROR(add_inputs(I, gp, m));
+  for (int32_t v = 0; v < I->n_vals; v++)
+    if (I->vals[v].is_param) RLX_RETURN_IF_ERROR(materialize(I, &I->vals[v], 1));
+  if (gp->n_output == 0 || gp->n_output > 4096)
+    return rlx_fail(I->err, RLX_INVALID_ARGUMENT, "ONNX graph has %zu outputs", gp->n_output);
+  rlx_tensor* outs = malloc(sizeof(rlx_tensor) * gp->n_output);
+  if (!outs) return rlx_fail(I->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  rlx_status s = RLX_OK;
+  for (size_t i = 0; s == RLX_OK && i < gp->n_output; i++)
+    s = add_deferred_output(I, gp->output[i], &outs[i]);
+  if (s == RLX_OK && rlx_graph_set_outputs(I->main, outs, (int32_t)gp->n_output) != RLX_OK)
+    s = rlx_fail(I->err, RLX_INTERNAL, "%s", rlx_graph_last_error(I->main));
+  free(outs);
+  for (int32_t i = 0; s == RLX_OK && i < m->n_inputs; i++) m->input_in_graph[i] = 1;
+  return s == RLX_OK ? collect_params(I, m) : s;
+}
+
 rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* opt,
                            rlx_onnx_model** out_model, rlx_error* err) {
   if (!out_model || (!buf && n)) return rlx_fail(err, RLX_INVALID_ARGUMENT, "bad arguments");
@@ -1223,7 +1279,7 @@ rlx_status rlx_onnx_import(const void* buf, size_t n, const rlx_onnx_options* op
   rlx_status s = m ? rlx_graph_create(&I.main) : RLX_RESOURCE_EXHAUSTED;
   if (s != RLX_OK) rlx_fail(I.err, s, "out of host memory");
   I.g = I.main;
-  if (s == RLX_OK) s = import_graph(&I, mp, m);
+  if (s == RLX_OK) s = opt && opt->deferred ? import_deferred(&I, mp, m) : import_graph(&I, mp, m);
   if (s == RLX_OK) {
     m->graph = I.main;
     I.main = NULL;
@@ -1287,6 +1343,78 @@ static rlx_status frozen_options(const rlx_onnx_frozen_input* frozen, int32_t n,
   return RLX_OK;
 }
 
+static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* frozen, int32_t n,
+                              rlx_graph** out_graph, rlx_exec* e, char** out_needed,
+                              char** out_error);
+
+/* The rebuild hook of a deferred ONNX graph: the model's path (made
+ * absolute, so a later chdir does not lose it); the body is imported again
+ * with the value inputs frozen. */
+typedef struct onnx_rebuild {
+  rlx_rebuild_hook base; /* first: the hook is the struct */
+  char* path;
+} onnx_rebuild;
+
+static rlx_status onnx_rebuild_build(const rlx_rebuild_hook* h, const rlx_rebuild_value* values,
+                                     int32_t n, rlx_graph** out, char** out_needed,
+                                     rlx_error* err) {
+  const onnx_rebuild* r = (const onnx_rebuild*)h;
+  rlx_onnx_frozen_input* frozen = calloc((size_t)n + 1, sizeof *frozen);
+  if (!frozen) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int32_t i = 0; i < n; i++)
+    frozen[i] = (rlx_onnx_frozen_input){values[i].name, values[i].dtype, values[i].rank,
+                                        values[i].shape, values[i].data, values[i].bytes};
+  char* msg = NULL;
+  rlx_status s = load_frozen(r->path, frozen, n, out, NULL, out_needed, &msg);
+  if (s != RLX_OK) rlx_fail(err, s, "rebuilding %s: %s", r->path, msg ? msg : "failed");
+  free(msg);
+  free(frozen);
+  return s;
+}
+
+static void onnx_rebuild_destroy(rlx_rebuild_hook* h) {
+  onnx_rebuild* r = (onnx_rebuild*)h;
+  free(r->path);
+  free(r->base.first_needed);
+  free(r);
+}
+
+static rlx_status attach_rebuild(rlx_graph* g, const char* path, const char* needed,
+                                 rlx_error* err) {
+  onnx_rebuild* r = calloc(1, sizeof *r);
+  if (r) {
+    r->path = realpath(path, NULL);
+    if (!r->path) r->path = dup_message(path);
+    r->base.first_needed = dup_message(needed);
+  }
+  if (!r || !r->path || !r->base.first_needed) {
+    if (r) onnx_rebuild_destroy(&r->base);
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  r->base.refs = 1;
+  r->base.build = onnx_rebuild_build;
+  r->base.destroy = onnx_rebuild_destroy;
+  g->rebuild = &r->base;
+  return RLX_OK;
+}
+
+/* path's interface as a deferred graph (Deferred outputs, rebuild hook);
+ * `needed` names the input whose value the body needs. */
+static rlx_status load_deferred(const char* path, const char* needed, rlx_onnx_model** m,
+                                rlx_error* err) {
+  rlx_onnx_model_destroy(*m);
+  *m = NULL;
+  rlx_onnx_options opt;
+  memset(&opt, 0, sizeof opt);
+  opt.deferred = 1;
+  rlx_error why = {{0}};
+  rlx_status s = rlx_onnx_import_file(path, &opt, m, &why);
+  if (s == RLX_OK) s = attach_rebuild((*m)->graph, path, needed, &why);
+  if (s != RLX_OK)
+    return rlx_fail(err, s, "%s (and the model's interface alone: %s)", err->msg, why.msg);
+  return RLX_OK;
+}
+
 /* Imports path with the given inputs frozen; the graph goes to out_graph
  * (if not NULL) and the params to e (if not NULL). */
 /* When out_needed is not NULL it receives the name of the graph input the
@@ -1306,12 +1434,16 @@ static rlx_status load_frozen(const char* path, const rlx_onnx_frozen_input* fro
   rlx_host_tensor* values = NULL;
   rlx_onnx_model* m = NULL;
   rlx_status s = frozen_options(frozen, n, &opt, &names, &values, &err);
-  if (s == RLX_OK && out_needed) {
+  if (s == RLX_OK) {
     opt.needs_input = needs;
     opt.needs_input_cap = sizeof needs;
+    s = rlx_onnx_import_file(path, &opt, &m, &err);
   }
-  if (s == RLX_OK) s = rlx_onnx_import_file(path, n > 0 || out_needed ? &opt : NULL, &m, &err);
   if (s == RLX_FAILED_PRECONDITION && out_needed && needs[0]) *out_needed = dup_message(needs);
+  /* Nothing frozen and nobody asking what is needed: the interface now,
+   * the body at run time (value_inputs.c). */
+  if (s == RLX_FAILED_PRECONDITION && !out_needed && needs[0] && n <= 0)
+    s = load_deferred(path, needs, &m, &err);
   if (s == RLX_OK && e) s = rlx_onnx_model_set_params(m, e, &err);
   if (s == RLX_OK && out_graph) {
     *out_graph = m->graph;

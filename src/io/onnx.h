@@ -70,6 +70,10 @@ typedef struct rlx_onnx_options {
    * name (the caller may freeze it and import again). May be NULL. */
   char* needs_input;
   size_t needs_input_cap;
+  /* Import only the interface: every graph input, every initializer as a
+   * param, and one Deferred node per output (declared dtype and rank, dims
+   * symbols), for a model whose body needs input values (value_inputs.c). */
+  int deferred;
 } rlx_onnx_options;
 
 typedef struct rlx_onnx_param {

@@ -150,7 +150,22 @@ void rlx_graph_destroy(rlx_graph* g) {
   free(g->values);
   free(g->symbols);
   free(g->outputs);
+  rlx_rebuild_hook_unref(g->rebuild);
   free(g);
+}
+
+void rlx_rebuild_hook_ref(rlx_rebuild_hook* h) {
+  if (h) __atomic_add_fetch(&h->refs, 1, __ATOMIC_RELAXED);
+}
+
+void rlx_rebuild_hook_unref(rlx_rebuild_hook* h) {
+  if (h && __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) == 0) h->destroy(h);
+}
+
+int rlx_graph_has_deferred(const rlx_graph* g) {
+  for (int32_t i = 0; g && i < g->n_nodes; i++)
+    if (g->nodes[i].op == RLX_OP_DEFERRED) return 1;
+  return 0;
 }
 
 const char* rlx_graph_last_error(const rlx_graph* g) { return g ? g->err.msg : "no graph"; }
@@ -374,6 +389,8 @@ rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out) {
   c->n_values = g->n_values;
   if (g->n_outputs) memcpy(c->outputs, g->outputs, sizeof(rlx_tensor) * (size_t)g->n_outputs);
   c->n_outputs = g->n_outputs;
+  c->rebuild = g->rebuild;
+  rlx_rebuild_hook_ref(c->rebuild);
   *out = c;
   return RLX_OK;
 }

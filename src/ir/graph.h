@@ -98,6 +98,35 @@ typedef struct rlx_node {
   char* label;                   /* optional user name (rlx_graph_set_name) */
 } rlx_node;
 
+/* ---- deferred bodies (ops.def DEFERRED; runtime/value_inputs.c)
+ * An importer that cannot build a model's body until some graph inputs have
+ * values (a Reshape target fed as an input) returns a graph whose outputs are
+ * Deferred nodes, with a hook that builds the real graph once those values
+ * are known. The hook is shared (counted) by the graph's clones. */
+typedef struct rlx_rebuild_value { /* one graph input given a value */
+  const char* name;
+  rlx_dtype dtype;
+  int32_t rank;
+  const int64_t* shape;
+  const void* data;
+  size_t bytes;
+} rlx_rebuild_value;
+
+typedef struct rlx_rebuild_hook rlx_rebuild_hook;
+struct rlx_rebuild_hook {
+  int refs; /* changed with atomics (graph.c) */
+  /* The real graph with `values` as constants, or FAILED_PRECONDITION with
+   * *out_needed (malloc'd) naming another input that must have a value. */
+  rlx_status (*build)(const rlx_rebuild_hook* h, const rlx_rebuild_value* values, int32_t n,
+                      rlx_graph** out, char** out_needed, rlx_error* err);
+  void (*destroy)(rlx_rebuild_hook* h); /* frees h and what it owns */
+  char* first_needed; /* an input known to need a value (may be NULL) */
+};
+void rlx_rebuild_hook_ref(rlx_rebuild_hook* h);
+void rlx_rebuild_hook_unref(rlx_rebuild_hook* h);
+/* 1 when g has a Deferred node. */
+int rlx_graph_has_deferred(const rlx_graph* g);
+
 typedef struct rlx_value {
   int32_t node;  /* producer */
   int32_t index; /* which output of the producer */
@@ -114,6 +143,7 @@ struct rlx_graph {
   rlx_tensor* outputs;
   int32_t n_outputs;
   rlx_error err;
+  rlx_rebuild_hook* rebuild; /* builds the Deferred body (NULL: none) */
 };
 
 /* Appends a node after running the shape rule (shape.c). `in` holds n_in

@@ -913,6 +913,14 @@ static rlx_status refuse_u64_order(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* The declared type of an output whose body is built later (ops.def). */
+static rlx_status infer_deferred(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_type(c, &c->a->type, "type"));
+  if (!c->a->name || !c->a->name[0]) return FAIL(c, "needs a non-empty name");
+  c->out[0] = c->a->type;
+  return RLX_OK;
+}
+
 static rlx_status infer_op(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(refuse_f8_compute(c));
   RLX_RETURN_IF_ERROR(refuse_u64_order(c));
@@ -949,6 +957,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_PAD: return infer_pad(c);
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
+    case RLX_OP_DEFERRED: return infer_deferred(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -19,6 +19,7 @@
 #include "passes/decompose.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
+#include "runtime/value_inputs.h"
 
 #define MAX_VARIANTS 16
 
@@ -92,6 +93,7 @@ struct rlx_exec {
   int ran;
   int attempted;     /* rlx_exec_run was called */
   int outputs_valid; /* the last run succeeded: outputs hold its results */
+  rlx_vi* vi;        /* the source has Deferred outputs: runs go to builds per input value */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -515,6 +517,7 @@ void rlx_exec_destroy(rlx_exec* e) {
   free(e->bound);
   free(e->graph_text);
   rlx_graph_destroy(e->src);
+  rlx_vi_destroy(e->vi);
   free(e);
 }
 
@@ -549,6 +552,7 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
     s = bind_options(e, &o);
   }
   if (s == RLX_OK) s = collect_leaves(e);
+  if (s == RLX_OK && rlx_graph_has_deferred(g)) s = rlx_vi_create(e->src, options, &e->vi, &e->err);
   if (s == RLX_OK && options) s = bind_states(e, options);
   if (s == RLX_OK) {
     e->selected = malloc((size_t)g->n_outputs);
@@ -559,7 +563,7 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
   if (s == RLX_OK) {
     int64_t* sizes = malloc(sizeof(int64_t) * (size_t)(g->n_symbols + 1));
     if (!sizes) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
-    else if (options_bind_all(e, sizes)) s = variant_get(e, sizes, &e->cur);
+    else if (!e->vi && options_bind_all(e, sizes)) s = variant_get(e, sizes, &e->cur);
     free(sizes);
   }
   if (s != RLX_OK) {
@@ -656,7 +660,7 @@ rlx_status rlx_exec_clone(const rlx_exec* e, rlx_exec** out_exec) {
   rlx_status s = clone_host_side(e, c);
   if (s) rlx_fail(err, s, "clone: out of host memory");
   if (s == RLX_OK) {
-    s = clone_variants(e, c);
+    s = e->vi ? rlx_vi_clone(e->vi, c, &c->vi, &c->err) : clone_variants(e, c);
     if (s) rlx_fail(err, s, "clone: %s", c->err.msg);
   }
   if (s) {
@@ -783,6 +787,9 @@ rlx_status rlx_exec_feed(rlx_exec* e, const char* input_name, int32_t output_ind
   if (!e || !input_name) return RLX_INVALID_ARGUMENT;
   int i = find_slot(e->inputs, e->n_inputs, input_name);
   if (i < 0) return fail_unknown_name(e, "input", input_name, e->inputs, e->n_inputs);
+  if (e->vi)
+    return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
+                    "feeds are not supported on a model whose shapes depend on input values");
   if (output_index < 0 || output_index >= e->src->n_outputs)
     return rlx_fail(&e->err, RLX_INVALID_ARGUMENT, "output index %d out of range [0, %d)",
                     output_index, e->src->n_outputs);
@@ -994,6 +1001,11 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   rlx_error_clear(&e->err);
   e->outputs_valid = 0; /* until this run succeeds */
   e->attempted = 1;
+  if (e->vi) {
+    RLX_RETURN_IF_ERROR(rlx_vi_run(e, e->vi));
+    e->ran = e->outputs_valid = 1;
+    return RLX_OK;
+  }
   int64_t* sizes = malloc(sizeof(int64_t) * (size_t)(e->src->n_symbols + 1));
   RLX_CHECK_ALLOC(&e->err, sizes);
   rlx_status s = resolve_binding(e, sizes);
@@ -1022,12 +1034,24 @@ rlx_status rlx_exec_run(rlx_exec* e) {
 
 int32_t rlx_exec_output_count(const rlx_exec* e) { return e ? e->src->n_outputs : 0; }
 
+/* The output type of the build that ran last (value inputs). */
+static rlx_status vi_output_type(const rlx_exec* e, int32_t index, rlx_type* out) {
+  const rlx_exec* in = rlx_vi_current(e->vi);
+  if (!in)
+    return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
+                    "output %d depends on input values and nothing has run yet", index);
+  rlx_status s = rlx_exec_output_type(in, index, &out->dtype, &out->rank, out->shape);
+  if (s) rlx_fail((rlx_error*)&e->err, s, "%s", rlx_exec_last_error(in));
+  return s;
+}
+
 /* Output type at the current binding and extent. */
 static rlx_status output_type(const rlx_exec* e, int32_t index, rlx_type* out) {
   if (index < 0 || index >= e->src->n_outputs)
     return rlx_fail((rlx_error*)&e->err, RLX_INVALID_ARGUMENT, "output index %d out of range [0, %d)",
                     index, e->src->n_outputs);
   const rlx_type* st = rlx_tensor_type(e->src, e->src->outputs[index]);
+  if (e->vi) return vi_output_type(e, index, out);
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
                     "output %d has symbolic dims and nothing has run yet", index);
@@ -1052,6 +1076,25 @@ static int convertible(rlx_dtype from, rlx_dtype to) {
   return from == to || (rlx_dtype_is_float(from) && rlx_dtype_is_float(to));
 }
 
+/* read_elements from the build that ran last (value inputs): whole
+ * outputs or whole rows, as the caller asked. */
+static rlx_status vi_read_elements(const rlx_exec* e, int32_t index, int64_t first, int64_t count,
+                                   rlx_dtype dtype, void* dst, size_t bytes) {
+  const rlx_exec* in = rlx_vi_current(e->vi);
+  rlx_type t = {0};
+  RLX_RETURN_IF_ERROR(vi_output_type(e, index, &t));
+  int64_t numel = rlx_type_numel(&t);
+  rlx_status s;
+  if (first == 0 && count == numel) {
+    s = rlx_exec_read_output(in, index, dtype, dst, bytes);
+  } else {
+    int64_t per_row = count ? count : 1;
+    s = rlx_exec_read_output_row(in, index, first / per_row, dtype, dst, bytes);
+  }
+  if (s) rlx_fail((rlx_error*)&e->err, s, "%s", rlx_exec_last_error(in));
+  return s;
+}
+
 /* Reads `count` elements starting at element `first` of output index. */
 static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first, int64_t count,
                                 rlx_dtype dtype, void* dst, size_t bytes) {
@@ -1061,6 +1104,7 @@ static rlx_status read_elements(const rlx_exec* e, int32_t index, int64_t first,
                     e->attempted ? "after a failed run" : "before any run");
   if (!e->selected[index])
     return rlx_fail(err, RLX_FAILED_PRECONDITION, "output %d was not selected for readback", index);
+  if (e->vi) return vi_read_elements(e, index, first, count, dtype, dst, bytes);
   const variant* v = e->cur;
   rlx_tensor t = v->c->g->outputs[index];
   rlx_dtype st = rlx_tensor_type(v->c->g, t)->dtype;
@@ -1106,12 +1150,15 @@ rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t ro
 
 rlx_status rlx_exec_graph(const rlx_exec* e, const rlx_graph** out_graph) {
   if (!e || !out_graph) return RLX_INVALID_ARGUMENT;
+  if (e->vi && rlx_vi_current(e->vi)) return rlx_exec_graph(rlx_vi_current(e->vi), out_graph);
   *out_graph = e->cur ? e->cur->c->g : NULL;
   return e->cur ? RLX_OK : RLX_FAILED_PRECONDITION;
 }
 
 rlx_status rlx_exec_steps(const rlx_exec* e, const rlx_step_list** out_steps,
                           const rlx_plan** out_plan) {
+  if (e && e->vi && rlx_vi_current(e->vi))
+    return rlx_exec_steps(rlx_vi_current(e->vi), out_steps, out_plan);
   if (!e || !e->cur) return RLX_FAILED_PRECONDITION;
   if (out_steps) *out_steps = &e->cur->c->steps;
   if (out_plan) *out_plan = &e->cur->c->plan;
@@ -1120,6 +1167,7 @@ rlx_status rlx_exec_steps(const rlx_exec* e, const rlx_step_list** out_steps,
 
 rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out) {
   if (!e || !out) return RLX_INVALID_ARGUMENT;
+  if (e->vi && rlx_vi_current(e->vi)) return rlx_exec_memory_stats(rlx_vi_current(e->vi), out);
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION, "not compiled yet (symbolic dims unbound)");
   out->arena_bytes = e->cur->c->plan.arena_bytes;
@@ -1152,6 +1200,7 @@ static const char* op_display_name(int op) { return rlx_op_table[op].text; }
 
 rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
   if (!e || !out_text) return RLX_INVALID_ARGUMENT;
+  if (e->vi && rlx_vi_current(e->vi)) return rlx_exec_report(rlx_vi_current(e->vi), out_text);
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION, "not compiled yet (symbolic dims unbound)");
   const variant* v = e->cur;
@@ -1206,6 +1255,7 @@ rlx_status rlx_exec_get_param(const rlx_exec* e, int32_t index, rlx_value_info* 
 rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char** out_text) {
   if (!e || !out_text) return RLX_INVALID_ARGUMENT;
   *out_text = NULL;
+  if (e->vi && rlx_vi_current(e->vi)) return rlx_exec_print_dot(rlx_vi_current(e->vi), title, out_text);
   if (!e->cur)
     return rlx_fail((rlx_error*)&e->err, RLX_FAILED_PRECONDITION,
                     "not compiled yet: bind every symbolic dim first");
@@ -1221,3 +1271,23 @@ rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms) {
   *out_ms = ms;
   return RLX_OK;
 }
+
+/* ------------------------------------------------------------ for value_inputs.c */
+
+int32_t rlx_exec_slot_count(const rlx_exec* e, int is_param) {
+  return is_param ? e->n_params : e->n_inputs;
+}
+
+void rlx_exec_slot_get(const rlx_exec* e, int is_param, int32_t i, rlx_exec_slot* out) {
+  const host_slot* h = is_param ? &e->params[i] : &e->inputs[i];
+  *out = (rlx_exec_slot){h->name, h->type.dtype, h->type.rank,
+                         is_param ? h->type.shape : h->shape, h->data, h->bytes, h->set,
+                         h->version};
+}
+
+uint64_t rlx_exec_params_version(const rlx_exec* e) { return e->params_version; }
+const char* rlx_exec_device_name(const rlx_exec* e) { return e->backend->name; }
+const rlx_compile_options* rlx_exec_options(const rlx_exec* e) { return &e->opt; }
+const uint8_t* rlx_exec_selection(const rlx_exec* e) { return e->selected; }
+rlx_error* rlx_exec_error(const rlx_exec* e) { return (rlx_error*)&e->err; }
+const rlx_vi* rlx_exec_value_inputs(const rlx_exec* e) { return e ? e->vi : NULL; }

@@ -175,6 +175,8 @@ _PROTOTYPES = {
     "rlx_graph_add_pad": (S, [P, T, c_int, DIMS, c_float, OUT_T]),
     "rlx_graph_add_depth_to_space": (S, [P, T, c_int32, c_int, OUT_T]),
     "rlx_graph_add_space_to_depth": (S, [P, T, c_int32, OUT_T]),
+    "rlx_graph_add_resize": (S, [P, T, DIMS, c_int, c_int, c_int, c_float, c_int32,
+                                 POINTER(c_float), POINTER(c_float), c_float, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

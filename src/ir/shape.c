@@ -872,6 +872,47 @@ static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
   return RLX_OK;
 }
 
+/* Resize: sizes of every dim (-1 keeps x's), a scale per dim, roi starts
+ * and ends; dims that move must be static. */
+static rlx_status infer_resize(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  int32_t r = x->rank;
+  if (a->resize_mode < RLX_RESIZE_NEAREST || a->resize_mode > RLX_RESIZE_CUBIC)
+    return FAIL(c, "mode %d is not nearest, linear or cubic", (int)a->resize_mode);
+  if (a->coord_mode < RLX_COORD_HALF_PIXEL || a->coord_mode > RLX_COORD_TF_CROP_AND_RESIZE)
+    return FAIL(c, "coordinate transform %d is unknown", (int)a->coord_mode);
+  if (a->nearest_mode < RLX_NEAREST_ROUND_PREFER_FLOOR || a->nearest_mode > RLX_NEAREST_CEIL)
+    return FAIL(c, "nearest mode %d is unknown", (int)a->nearest_mode);
+  if (a->resize_mode != RLX_RESIZE_NEAREST && !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "linear / cubic resize of x %s needs a float dtype", TSTR(c, x, b1));
+  if (a->sizes.n != r || a->scales.n != r || a->roi.n != 2 * r)
+    return FAIL(c, "x %s needs %d sizes, %d scales and %d roi entries (got %d, %d, %d)",
+                TSTR(c, x, b1), (int)r, (int)r, (int)(2 * r), (int)a->sizes.n,
+                (int)a->scales.n, (int)a->roi.n);
+  c->out[0] = *x;
+  int32_t moving = 0;
+  for (int32_t d = 0; d < r; d++) {
+    int64_t o = a->sizes.v[d] < 0 ? x->shape[d] : a->sizes.v[d];
+    float s = a->scales.v[d];
+    if (!(s >= 0.0f) || !isfinite(s))
+      return FAIL(c, "scale %g of dim %d is not a positive number (or 0: out / in)", (double)s, (int)d);
+    if (x->shape[d] < 0) {
+      if (a->sizes.v[d] >= 0 || (s != 0.0f && s != 1.0f))
+        return FAIL(c, "dim %d of x %s is symbolic and resized", (int)d, TSTR(c, x, b1));
+      continue;
+    }
+    if (o > 0 && x->shape[d] == 0) return FAIL(c, "dim %d of x %s is empty", (int)d, TSTR(c, x, b1));
+    moving += rlx_resize_dim_moves(a, d, x->shape[d], o);
+    c->out[0].shape[d] = o;
+  }
+  if (moving > RLX_RESIZE_MAX_DIMS)
+    return FAIL(c, "%d dims of x %s are resized; at most %d may be", (int)moving, TSTR(c, x, b1),
+                RLX_RESIZE_MAX_DIMS);
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 /* Ops that only move or convert elements: the float8 storage types pass
@@ -949,6 +990,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_PAD: return infer_pad(c);
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
+    case RLX_OP_RESIZE: return infer_resize(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

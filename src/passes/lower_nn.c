@@ -381,6 +381,42 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ resize */
+
+/* Resize: the dims that move get a row of the per-dim tables; the others
+ * copy their coordinate. */
+static rlx_status lower_resize(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  const rlx_node_attrs* a = &n->a;
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_RESIZE, ni);
+  s->n_in = s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  s->op = a->resize_mode;
+  rlx_resize_params* p = &s->p.resize;
+  p->rank = s->in[0].rank;
+  p->coord = a->coord_mode;
+  p->nearest = a->nearest_mode;
+  p->exclude_outside = a->exclude_outside;
+  p->cubic_a = a->cubic_a;
+  p->extrapolation = a->value;
+  for (int32_t d = 0; d < p->rank; d++) {
+    int64_t in = s->in[0].shape[d], o = s->out[0].shape[d];
+    if (!rlx_resize_dim_moves(a, d, in, o)) continue;
+    if (p->n_dims == RLX_RESIZE_MAX_DIMS) return fail_node(out, g, ni, "too many resized dims");
+    int32_t i = p->n_dims++;
+    p->dim[i] = d;
+    p->in_size[i] = in;
+    p->out_size[i] = o;
+    p->scale[i] = a->scales.v[d];
+    p->roi_start[i] = a->roi.v[d];
+    p->roi_end[i] = a->roi.v[p->rank + d];
+  }
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -394,6 +430,7 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
+    case RLX_OP_RESIZE: return lower_resize(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

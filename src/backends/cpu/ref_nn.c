@@ -377,6 +377,77 @@ static rlx_status ref_pool(uint8_t* arena, const rlx_step* s) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ resize */
+
+/* The taps of one resized dim for output coordinate o: 0 when
+ * tf_crop_and_resize falls outside the input (extrapolate). */
+static int resize_dim_taps(const rlx_step* s, int32_t i, int64_t o, int64_t* idx, double* w) {
+  const rlx_resize_params* p = &s->p.resize;
+  double scale = p->scale[i] > 0.0f ? (double)p->scale[i]
+                                     : (double)p->out_size[i] / (double)p->in_size[i];
+  double x = rlx_resize_source(p->coord, o, scale, p->in_size[i], p->out_size[i],
+                              p->roi_start[i], p->roi_end[i]);
+  if (p->coord == RLX_COORD_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(p->in_size[i] - 1)))
+    return 0;
+  return rlx_resize_taps(s->op, p->nearest, p->cubic_a, p->exclude_outside, x, p->in_size[i],
+                         idx, w);
+}
+
+/* Output element o (coordinates oc): the weighted sum over the product of
+ * the resized dims' taps; nearest copies its one source element raw, so
+ * every dtype is exact. */
+static void resize_element(uint8_t* arena, const rlx_step* s, int64_t o, const int64_t* oc) {
+  const rlx_resize_params* p = &s->p.resize;
+  const rlx_view *x = &s->in[0], *y = &s->out[0];
+  int64_t idx[RLX_RESIZE_MAX_DIMS][4], base = 0, total = 1;
+  double w[RLX_RESIZE_MAX_DIMS][4];
+  int n[RLX_RESIZE_MAX_DIMS];
+  int moving[RLX_MAX_RANK] = {0};
+  for (int32_t i = 0; i < p->n_dims; i++) {
+    moving[p->dim[i]] = 1;
+    n[i] = resize_dim_taps(s, i, oc[p->dim[i]], idx[i], w[i]);
+    if (!n[i]) { st(arena, y, o, p->extrapolation); return; }
+    total *= n[i];
+  }
+  for (int32_t d = 0; d < p->rank; d++)
+    if (!moving[d]) base += oc[d] * x->stride[d];
+  if (s->op == RLX_RESIZE_NEAREST) {
+    for (int32_t i = 0; i < p->n_dims; i++) base += idx[i][0] * x->stride[p->dim[i]];
+    size_t es = rlx_dtype_size(y->dtype);
+    rlx_convert(arena + y->offset + (size_t)o * es, y->dtype,
+                arena + x->offset + (size_t)base * es, x->dtype, 1);
+    return;
+  }
+  double acc = 0.0;
+  for (int64_t t = 0; t < total; t++) {
+    int64_t rem = t, off = base;
+    double wt = 1.0;
+    for (int32_t i = p->n_dims - 1; i >= 0; i--) {
+      int k = (int)(rem % n[i]);
+      rem /= n[i];
+      off += idx[i][k] * x->stride[p->dim[i]];
+      wt *= w[i][k];
+    }
+    acc += wt * ld(arena, x, off);
+  }
+  st(arena, y, o, acc);
+}
+
+static rlx_status ref_resize(uint8_t* arena, const rlx_step* s) {
+  const rlx_view* y = &s->out[0];
+  int64_t n = rlx_view_numel(y);
+  int64_t oc[RLX_MAX_RANK];
+  for (int64_t o = 0; o < n; o++) {
+    int64_t rem = o;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+      oc[d] = rem % y->shape[d];
+      rem /= y->shape[d];
+    }
+    resize_element(arena, s, o, oc);
+  }
+  return RLX_OK;
+}
+
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err) {
   switch (s->kernel) {
@@ -386,6 +457,7 @@ rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
     case RLX_K_ROPE: return ref_rope(arena, s);
     case RLX_K_SAMPLE: return ref_sample(arena, s, ctx, err);
     case RLX_K_POOL: return ref_pool(arena, s);
+    case RLX_K_RESIZE: return ref_resize(arena, s);
     default:
       return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
                       (int)s->kernel);

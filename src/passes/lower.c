@@ -792,6 +792,7 @@ void rlx_views_coalesce(rlx_view* views, int n) {
 
 int rlx_step_computes_in_f64(const rlx_step* s) {
   if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
+  if (s->kernel == RLX_K_RESIZE && !s->p.resize.f32_exact) return 1;
   for (int32_t i = 0; i < s->n_in; i++)
     if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
   for (int32_t i = 0; i < s->n_out; i++)

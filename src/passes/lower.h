@@ -168,10 +168,18 @@ typedef struct rlx_pool_params {
  * rlx_resize_source(coord, o, scale[i] (0: out / in), in_size[i], out_size[i], roi_start[i],
  * roi_end[i]) (scalar_math.h), whose taps are rlx_resize_taps; the output is
  * the weighted sum over the product of the dims' taps. tf_crop_and_resize
- * writes `extrapolation` where any coordinate falls outside [0, in - 1]. */
+ * writes `extrapolation` where any coordinate falls outside [0, in - 1].
+ * Every transform is affine in o: coef_a[i] * o + coef_b[i] is the same
+ * coordinate for kernels without f64 (computed here in double, rounded
+ * once). f32_exact says whether such a kernel makes the reference's
+ * discrete choices (nearest rounding, extrapolation) for every element:
+ * true for linear / cubic (continuous in the coordinate) and for nearest
+ * with power-of-two scales under a transform without (in - 1) / (out - 1);
+ * otherwise the step counts as computing in f64 (rlx_step_computes_in_f64). */
 typedef struct rlx_resize_params {
-  int32_t rank, n_dims;
+  int32_t rank, n_dims, f32_exact;
   int32_t coord, nearest, exclude_outside;
+  float coef_a[RLX_RESIZE_MAX_DIMS], coef_b[RLX_RESIZE_MAX_DIMS];
   float cubic_a, extrapolation;
   int32_t dim[RLX_RESIZE_MAX_DIMS];
   int64_t in_size[RLX_RESIZE_MAX_DIMS], out_size[RLX_RESIZE_MAX_DIMS];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "passes/lower.h"
+#include "base/scalar_math.h"
 
 static rlx_view absent_view(void) {
   rlx_view v;
@@ -383,6 +384,28 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
 
 /* ------------------------------------------------------------------ resize */
 
+/* Whether d is 2^k for a small k (exact reciprocal, exact products). */
+static int is_small_pow2(double d) {
+  for (int k = -12; k <= 12; k++)
+    if (d == ldexp(1.0, k)) return 1;
+  return 0;
+}
+
+/* Resize dim i of p: its affine coefficients, and whether an f32 kernel
+ * rounds the coordinate exactly as the reference does (see lower.h). */
+static int resize_dim_coefs(rlx_resize_params* p, int mode, int32_t i) {
+  int64_t in = p->in_size[i], o = p->out_size[i];
+  double scale = p->scale[i] > 0.0f ? (double)p->scale[i] : (double)o / (double)in;
+  double x0 = rlx_resize_source(p->coord, 0, scale, in, o, p->roi_start[i], p->roi_end[i]);
+  double x1 = rlx_resize_source(p->coord, 1, scale, in, o, p->roi_start[i], p->roi_end[i]);
+  p->coef_a[i] = (float)(x1 - x0);
+  p->coef_b[i] = (float)x0;
+  if (p->coord == RLX_COORD_TF_CROP_AND_RESIZE) return 0; /* the extrapolation edge */
+  if (mode != RLX_RESIZE_NEAREST) return 1;
+  return p->coord != RLX_COORD_ALIGN_CORNERS && is_small_pow2(scale) &&
+         scale * (double)in == (double)o;
+}
+
 /* Resize: the dims that move get a row of the per-dim tables; the others
  * copy their coordinate. */
 static rlx_status lower_resize(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
@@ -414,6 +437,8 @@ static rlx_status lower_resize(const rlx_graph* g, const rlx_plan* plan, int32_t
     p->roi_start[i] = a->roi.v[d];
     p->roi_end[i] = a->roi.v[p->rank + d];
   }
+  p->f32_exact = 1;
+  for (int32_t i = 0; i < p->n_dims; i++) p->f32_exact &= resize_dim_coefs(p, s->op, i);
   return finish_step(g, s, out);
 }
 

@@ -50,7 +50,12 @@
   X(PL_RANK, 0) X(PL_CIP, 1) X(PL_VALUE, 2) X(PL_TAPS, 3) X(PL_KERNEL, 4) X(PL_STRIDE, 12)      \
   X(PL_DIL, 20) X(PL_PAD, 28) X(PL_PAD_END, 36) X(PL_INDEX_OUT, 44) X(PL_MAX, RLX_WIN_MAX) X(PL_AVG, RLX_WIN_AVG)   \
   X(PL_PAD_CONSTANT, RLX_WIN_PAD_CONSTANT) X(PL_PAD_REFLECT, RLX_WIN_PAD_REFLECT)               \
-  X(PL_PAD_EDGE, RLX_WIN_PAD_EDGE) X(PL_PAD_WRAP, RLX_WIN_PAD_WRAP)
+  X(PL_PAD_EDGE, RLX_WIN_PAD_EDGE) X(PL_PAD_WRAP, RLX_WIN_PAD_WRAP)                            \
+  X(RZ_RANK, 0) X(RZ_NDIMS, 1) X(RZ_NEAREST, 2) X(RZ_EXCL, 3) X(RZ_CUBIC_A, 4) X(RZ_EXTRAP, 5)  \
+  X(RZ_CROP, 6) X(RZ_DIM, 8) X(RZ_IN, 11) X(RZ_COEF_A, 14) X(RZ_COEF_B, 17)                      \
+  X(RZ_MODE_NEAREST, RLX_RESIZE_NEAREST) X(RZ_MODE_LINEAR, RLX_RESIZE_LINEAR)                    \
+  X(RZ_ROUND_PREFER_FLOOR, RLX_NEAREST_ROUND_PREFER_FLOOR)                                      \
+  X(RZ_ROUND_PREFER_CEIL, RLX_NEAREST_ROUND_PREFER_CEIL) X(RZ_FLOOR, RLX_NEAREST_FLOOR)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

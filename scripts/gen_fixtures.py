@@ -31,8 +31,11 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "act", "eps", "num_heads", "num_kv_heads", "head_dim", "layout", "mask",
               "window", "score_scale", "softcap", "n_rot", "style", "top_k", "top_p",
               "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
-              "count_include_pad", "pad_mode", "value", "block", "d2s_mode"]
-FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value"}
+              "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
+              "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
+              "roi"]
+FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a"}
+FLOAT_LIST_ATTRS = {"scales", "roi"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
              np.dtype(np.float64): "f64", np.dtype(np.int8): "i8",
@@ -139,6 +142,8 @@ class Case:
         return outs[0] if single else outs
 
     def _attr_str(self, key, v):
+        if key in FLOAT_LIST_ATTRS:
+            return "[" + ",".join(fmt_float(x) for x in v) + "]"
         if isinstance(v, (list, tuple)):
             return "[" + ",".join(str(int(x)) for x in v) + "]"
         if isinstance(v, str):
@@ -1216,6 +1221,56 @@ def depth_space_cases():
     y = c.op("space_to_depth", [x], as_dtype(space_to_depth_ref(a, 2), a), {"block": 2})
     c.output(c.op("depth_to_space", [y], a, {"block": 2, "d2s_mode": "dcr"}))
     yield c
+
+
+def resize_case(name, shape, torch_kwargs, attrs, scale=None):
+    """F.interpolate of a random [N, C, spatial...] input as one resize node:
+    sizes of every dim, scales 0 (out / in) unless the case gives torch a
+    scale_factor (then that scale, as ONNX export writes it)."""
+    c = Case(name, F32_TOL)
+    a = c.uniform(shape)
+    want = torch.nn.functional.interpolate(t64(a), **torch_kwargs).numpy()
+    r = a.ndim
+    scales = [1.0, 1.0] + [scale] * (r - 2) if scale else [0.0] * r
+    full = dict(attrs, sizes=list(want.shape), scales=scales, roi=[0.0] * r + [1.0] * r,
+                value=0.0)
+    full.setdefault("cubic_a", -0.75)
+    full.setdefault("nearest_mode", "round_prefer_floor")
+    full.setdefault("exclude_outside", 0)
+    x = c.input(a)
+    c.output(c.op("resize", [x], as_dtype(want, a), full))
+    return c
+
+
+@case
+def resize_cases():
+    # nearest: src = floor(dst / scale) (ONNX asymmetric + floor)
+    nearest = {"resize_mode": "nearest", "coord_mode": "asymmetric", "nearest_mode": "floor"}
+    yield resize_case("resize_nearest2d_x2", [2, 3, 4, 5],
+                      {"scale_factor": 2.0, "mode": "nearest"}, nearest, scale=2.0)
+    yield resize_case("resize_nearest1d_x3", [1, 2, 7],
+                      {"scale_factor": 3.0, "mode": "nearest"}, nearest, scale=3.0)
+    yield resize_case("resize_nearest3d_x2", [1, 2, 3, 2, 4],
+                      {"scale_factor": 2.0, "mode": "nearest"}, nearest, scale=2.0)
+    # bilinear / bicubic, align_corners False: pytorch_half_pixel
+    linear = {"resize_mode": "linear", "coord_mode": "pytorch_half_pixel"}
+    yield resize_case("resize_bilinear_up", [2, 2, 5, 4],
+                      {"size": [9, 11], "mode": "bilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bilinear_down", [1, 3, 9, 8],
+                      {"size": [4, 5], "mode": "bilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bilinear_align_corners", [1, 2, 5, 6],
+                      {"size": [8, 3], "mode": "bilinear", "align_corners": True},
+                      {"resize_mode": "linear", "coord_mode": "align_corners"})
+    yield resize_case("resize_linear1d", [2, 3, 6],
+                      {"size": [13], "mode": "linear", "align_corners": False}, linear)
+    yield resize_case("resize_trilinear", [1, 2, 3, 4, 5],
+                      {"size": [5, 3, 7], "mode": "trilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bicubic", [1, 2, 6, 5],
+                      {"size": [11, 8], "mode": "bicubic", "align_corners": False},
+                      {"resize_mode": "cubic", "coord_mode": "pytorch_half_pixel"})
+    yield resize_case("resize_bicubic_align_corners", [2, 1, 4, 7],
+                      {"size": [7, 5], "mode": "bicubic", "align_corners": True},
+                      {"resize_mode": "cubic", "coord_mode": "align_corners"})
 
 
 # ---------------------------------------------------------------- main

@@ -440,6 +440,31 @@ RLX_API rlx_status rlx_graph_add_resize(rlx_graph* g, rlx_tensor x, const int64_
                                         const float* roi, float extrapolation_value,
                                         rlx_tensor* out);
 
+typedef enum rlx_grid_padding {
+  RLX_GRID_ZEROS = 0,      /* taps outside the input read 0 */
+  RLX_GRID_BORDER = 1,     /* coordinates clamp to the input */
+  RLX_GRID_REFLECTION = 2, /* coordinates reflect at the border */
+} rlx_grid_padding;
+/* GridSample (PyTorch grid_sample, ONNX GridSample-16): x [N, C, H, W],
+ * grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] -> [N, C, Ho, Wo]. mode nearest
+ * (round half to even), linear (bilinear) or cubic (bicubic, a = -0.75);
+ * align_corners maps -1 / 1 to the corner pixels' centres instead of their
+ * outer edges. Float x and grid. */
+RLX_API rlx_status rlx_graph_add_grid_sample(rlx_graph* g, rlx_tensor x, rlx_tensor grid,
+                                             rlx_resize_mode mode, rlx_grid_padding padding,
+                                             int32_t align_corners, rlx_tensor* out);
+/* RoiAlign (ONNX RoiAlign-16): x [N, C, H, W], rois [R, 4] (x1, y1, x2, y2
+ * in input pixels / spatial_scale), batch_indices [R] (int) ->
+ * [R, C, out_h, out_w]: each bin averages (or takes the max of the
+ * weighted corners of) sampling_ratio^2 bilinear samples (0: ceil of the
+ * bin size). half_pixel shifts the roi by -0.5 pixel (ONNX half_pixel,
+ * torchvision aligned=True); without it a roi is at least 1 x 1. */
+RLX_API rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tensor rois,
+                                           rlx_tensor batch_indices, rlx_pool_kind mode,
+                                           int64_t out_h, int64_t out_w, int32_t sampling_ratio,
+                                           float spatial_scale, int32_t half_pixel,
+                                           rlx_tensor* out);
+
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
  * temperature <= 0 means greedy. The seed is given per run. */

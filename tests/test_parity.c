@@ -635,6 +635,35 @@ static void c_resize_types(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* GridSample: variant = mode (nearest, linear, cubic) + 3 * padding
+ * (zeros, border, reflection) + 9 * align_corners; grid points reach a
+ * little past [-1, 1]. */
+static void c_grid_sample(pcase* c, int v) {
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 3), test_rand_int(1, 7), test_rand_int(1, 7)};
+  rlx_dim gs[4] = {xs[0], test_rand_int(1, 5), test_rand_int(1, 5), 2};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), grid = input(c, RLX_F32, gs, 4), y;
+  rlx_graph_add_grid_sample(c->g, x, grid, (rlx_resize_mode)(v % 3), (rlx_grid_padding)(v / 3 % 3),
+                            v / 9, &y);
+  outputs(c, &y, 1);
+}
+
+/* RoiAlign: variant = avg / max + 2 * (half_pixel) + 4 * (adaptive
+ * sampling ratio). Rois from the inputs (|values| < 2, scaled by 3), some
+ * past the input; batch indices a constant. */
+static void c_roi_align(pcase* c, int v) {
+  int64_t N = test_rand_int(1, 2), R = test_rand_int(1, 4);
+  rlx_dim xs[4] = {N, test_rand_int(1, 3), test_rand_int(2, 9), test_rand_int(2, 9)}, rs[2] = {R, 4};
+  int64_t idx[4];
+  for (int64_t r = 0; r < R; r++) idx[r] = test_rand_int(0, N - 1);
+  rlx_tensor x = input(c, RLX_F32, xs, 4), rois = input(c, RLX_F32, rs, 2), bi, y;
+  rlx_graph_add_activation(c->g, RLX_ACT_ABS, rois, &rois);
+  rlx_graph_add_constant(c->g, RLX_I64, &R, 1, idx, sizeof(int64_t) * (size_t)R, &bi);
+  rlx_graph_add_roi_align(c->g, x, rois, bi, (rlx_pool_kind)(v & 1), test_rand_int(1, 4),
+                          test_rand_int(1, 4), v & 4 ? 0 : (int32_t)test_rand_int(1, 3), 3.0f,
+                          (v >> 1) & 1, &y);
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -669,6 +698,8 @@ static const case_def CASES[] = {
     {"depth_space", c_depth_space, 4, TOL_F32},
     {"resize", c_resize, 21, TOL_F32},
     {"resize_types", c_resize_types, 4, {1e-6, 1e-2, 1e-2}},
+    {"grid_sample", c_grid_sample, 18, TOL_F32},
+    {"roi_align", c_roi_align, 8, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

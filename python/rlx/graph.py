@@ -582,6 +582,31 @@ class Graph(_capi.Owned):
                          self._RESIZE_NEAREST[nearest], cubic_a, int(exclude_outside),
                          floats(scales), floats(roi), extrapolation_value)
 
+    _GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+    def grid_sample(self, x, grid, *, mode="linear", padding="zeros", align_corners=False):
+        """PyTorch grid_sample of x [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in [-1, 1]);
+        mode 'nearest' / 'linear' / 'cubic', padding 'zeros' / 'border' / 'reflection'."""
+        if mode not in self._RESIZE_MODES:
+            raise ValueError(f"grid_sample mode {mode!r} is not one of {sorted(self._RESIZE_MODES)}")
+        if padding not in self._GRID_PADDING:
+            raise ValueError(f"grid_sample padding {padding!r} is not one of "
+                             f"{sorted(self._GRID_PADDING)}")
+        return self._add(lib.rlx_graph_add_grid_sample, self._t(x), self._t(grid),
+                         self._RESIZE_MODES[mode], self._GRID_PADDING[padding], int(align_corners))
+
+    def roi_align(self, x, rois, batch_indices, output_size, *, mode="avg", sampling_ratio=0,
+                  spatial_scale=1.0, half_pixel=True):
+        """ONNX RoiAlign: x [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R]
+        -> [R, C, out_h, out_w]; mode 'avg' or 'max'."""
+        modes = {"max": 0, "avg": 1}
+        if mode not in modes:
+            raise ValueError(f"roi_align mode {mode!r} is not one of {sorted(modes)}")
+        oh, ow = output_size
+        return self._add(lib.rlx_graph_add_roi_align, self._t(x), self._t(rois),
+                         self._t(batch_indices), modes[mode], oh, ow, sampling_ratio,
+                         spatial_scale, int(half_pixel))
+
     def depth_to_space(self, x, block, mode="dcr"):
         """[N, C*b*b, H, W] -> [N, C, H*b, W*b]; mode 'dcr' or 'crd' (pixel_shuffle)."""
         modes = {"dcr": 0, "crd": 1}

@@ -1003,6 +1003,56 @@ static rlx_status map_resize(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
+/* GridSample (16: bilinear / nearest / bicubic; 20: linear / cubic, 2-D). */
+static rlx_status map_grid_sample(rlx_ox_ctx* c) {
+  static const char* const modes[] = {"nearest", "linear", "cubic"};
+  static const char* const pads[] = {"zeros", "border", "reflection"};
+  char mode[32], pad[32];
+  int64_t align = 0;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", rlx_ox_opset(c) < 20 ? "bilinear" : "linear",
+                                         mode, sizeof mode));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "padding_mode", "zeros", pad, sizeof pad));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "align_corners", 0, &align));
+  if (strcmp(mode, "bilinear") == 0) strcpy(mode, "linear");
+  if (strcmp(mode, "bicubic") == 0) strcpy(mode, "cubic");
+  int m = name_index(mode, modes, 3), p = name_index(pad, pads, 3);
+  if (m < 0) return rlx_ox_unsupported(c, "mode '%s'", mode);
+  if (p < 0) return rlx_ox_unsupported(c, "padding_mode '%s'", pad);
+  rlx_tensor x, grid, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &grid));
+  G(rlx_graph_add_grid_sample(GRAPH, x, grid, (rlx_resize_mode)m, (rlx_grid_padding)p,
+                              align != 0, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* RoiAlign (10, 16): opset 10 has no half-pixel offset. */
+static rlx_status map_roi_align(rlx_ox_ctx* c) {
+  char mode[16], coord[32];
+  int64_t oh = 1, ow = 1, ratio = 0;
+  float scale = 1.0f;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "avg", mode, sizeof mode));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "coordinate_transformation_mode",
+                                         rlx_ox_opset(c) < 16 ? "output_half_pixel" : "half_pixel",
+                                         coord, sizeof coord));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "output_height", 1, &oh));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "output_width", 1, &ow));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "sampling_ratio", 0, &ratio));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "spatial_scale", 1.0f, &scale));
+  int max = strcmp(mode, "max") == 0, half = strcmp(coord, "half_pixel") == 0;
+  if (!max && strcmp(mode, "avg") != 0) return rlx_ox_unsupported(c, "mode '%s'", mode);
+  if (!half && strcmp(coord, "output_half_pixel") != 0)
+    return rlx_ox_unsupported(c, "coordinate_transformation_mode '%s'", coord);
+  if (ratio < 0 || ratio > INT32_MAX) return rlx_ox_invalid(c, "sampling_ratio %lld", (long long)ratio);
+  rlx_tensor x, rois, bi, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &rois));
+  RLX_RETURN_IF_ERROR(in(c, 2, &bi));
+  G(rlx_graph_add_roi_align(GRAPH, x, rois, bi, max ? RLX_POOL_MAX : RLX_POOL_AVG, oh, ow,
+                            (int32_t)ratio, scale, half, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
 /* ------------------------------------------------------------------ table */
 
 static const rlx_ox_op nn_ops[] = {
@@ -1020,6 +1070,7 @@ static const rlx_ox_op nn_ops[] = {
     {"DepthToSpace", map_depth_space, 1, 0},
     {"EyeLike", map_eye_like, 0, 0},
     {"GlobalAveragePool", map_global_pool, 0, 0},
+    {"GridSample", map_grid_sample, 0, 0},
     {"GlobalMaxPool", map_global_pool, 1, 0},
     {"InstanceNormalization", map_instance_norm, 0, 0},
     {"MeanVarianceNormalization", map_mvn, 0, 0},
@@ -1028,6 +1079,7 @@ static const rlx_ox_op nn_ops[] = {
     {"OneHot", map_one_hot, 0, 0},
     {"Pad", map_pad, 0, 0},
     {"Resize", map_resize, 0, 0},
+    {"RoiAlign", map_roi_align, 0, 0},
     {"Sinh", map_trig_f64, 0, 0},
     {"SoftmaxCrossEntropyLoss", map_nll, 1, 0},
     {"SpaceToDepth", map_depth_space, 0, 0},

@@ -891,6 +891,32 @@ rlx_status rlx_graph_add_resize(rlx_graph* g, rlx_tensor x, const int64_t* sizes
   return add1(g, RLX_OP_RESIZE, &a, &x, 1, out);
 }
 
+rlx_status rlx_graph_add_grid_sample(rlx_graph* g, rlx_tensor x, rlx_tensor grid,
+                                     rlx_resize_mode mode, rlx_grid_padding padding,
+                                     int32_t align_corners, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.resize_mode = (int32_t)mode;
+  a.grid_padding = (int32_t)padding;
+  a.align_corners = align_corners;
+  rlx_tensor in[2] = {x, grid};
+  return add1(g, RLX_OP_GRID_SAMPLE, &a, in, 2, out);
+}
+
+rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tensor rois,
+                                   rlx_tensor batch_indices, rlx_pool_kind mode, int64_t out_h,
+                                   int64_t out_w, int32_t sampling_ratio, float spatial_scale,
+                                   int32_t half_pixel, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.pool = (int32_t)mode;
+  int64_t hw[2] = {out_h, out_w};
+  set_ints(&a.sizes, hw, 2, 0);
+  a.sampling_ratio = sampling_ratio;
+  a.spatial_scale = spatial_scale;
+  a.align_corners = half_pixel;
+  rlx_tensor in[3] = {x, rois, batch_indices};
+  return add1(g, RLX_OP_ROI_ALIGN, &a, in, 3, out);
+}
+
 rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
                                 float temperature, rlx_tensor* out) {
   rlx_node_attrs a = {0};

@@ -94,6 +94,11 @@ typedef struct rlx_node_attrs {
   float cubic_a;
   rlx_ints sizes;
   rlx_floats scales, roi;
+  /* GridSample: resize_mode (nearest / linear / cubic), grid_padding,
+   * align_corners. RoiAlign: pool (max / avg), sizes = [out_h, out_w],
+   * sampling_ratio, spatial_scale, align_corners = half-pixel offset. */
+  int32_t grid_padding, align_corners, sampling_ratio;
+  float spatial_scale;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

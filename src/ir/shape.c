@@ -913,6 +913,48 @@ static rlx_status infer_resize(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* GridSample: x [N, C, H, W], grid [N, Ho, Wo, 2] -> [N, C, Ho, Wo]. */
+static rlx_status infer_grid_sample(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *grid = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  if (a->resize_mode < RLX_RESIZE_NEAREST || a->resize_mode > RLX_RESIZE_CUBIC)
+    return FAIL(c, "mode %d is not nearest, linear or cubic", (int)a->resize_mode);
+  if (a->grid_padding < RLX_GRID_ZEROS || a->grid_padding > RLX_GRID_REFLECTION)
+    return FAIL(c, "padding %d is not zeros, border or reflection", (int)a->grid_padding);
+  if (x->rank != 4 || grid->rank != 4 || grid->shape[3] != 2 || !rlx_dtype_is_float(x->dtype) ||
+      !rlx_dtype_is_float(grid->dtype))
+    return FAIL(c, "x %s must be float [N, C, H, W] and grid %s float [N, Ho, Wo, 2]",
+                TSTR(c, x, b1), TSTR(c, grid, b2));
+  if (x->shape[0] != grid->shape[0])
+    return FAIL(c, "x %s and grid %s differ in N", TSTR(c, x, b1), TSTR(c, grid, b2));
+  c->out[0] = *x;
+  c->out[0].shape[2] = grid->shape[1];
+  c->out[0].shape[3] = grid->shape[2];
+  return RLX_OK;
+}
+
+/* RoiAlign: x [N, C, H, W], rois [R, 4], batch_indices [R] -> [R, C, h, w]. */
+static rlx_status infer_roi_align(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *rois = c->t[1], *bi = c->t[2];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  if (a->pool != RLX_POOL_MAX && a->pool != RLX_POOL_AVG)
+    return FAIL(c, "mode %d is not max or avg", (int)a->pool);
+  if (a->sizes.n != 2 || a->sizes.v[0] < 1 || a->sizes.v[1] < 1 || a->sampling_ratio < 0)
+    return FAIL(c, "sizes must be [out_h >= 1, out_w >= 1] and sampling_ratio >= 0");
+  if (x->rank != 4 || !rlx_dtype_is_float(x->dtype) || rois->rank != 2 || rois->shape[1] != 4 ||
+      !rlx_dtype_is_float(rois->dtype) || bi->rank != 1 || !rlx_dtype_is_int(bi->dtype) ||
+      bi->shape[0] != rois->shape[0])
+    return FAIL(c, "x %s must be float [N, C, H, W], rois %s float [R, 4], batch_indices %s int [R]",
+                TSTR(c, x, b1), TSTR(c, rois, b2), TSTR(c, bi, b3));
+  c->out[0] = *x;
+  c->out[0].shape[0] = rois->shape[0];
+  c->out[0].shape[2] = a->sizes.v[0];
+  c->out[0].shape[3] = a->sizes.v[1];
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 /* Ops that only move or convert elements: the float8 storage types pass
@@ -991,6 +1033,8 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
     case RLX_OP_RESIZE: return infer_resize(c);
+    case RLX_OP_GRID_SAMPLE: return infer_grid_sample(c);
+    case RLX_OP_ROI_ALIGN: return infer_roi_align(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

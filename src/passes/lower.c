@@ -173,6 +173,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
     case RLX_K_POOL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_RESIZE: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_SAMPLER: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -655,7 +656,9 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:
     case RLX_OP_PAD:
-    case RLX_OP_RESIZE: return 1;
+    case RLX_OP_RESIZE:
+    case RLX_OP_GRID_SAMPLE:
+    case RLX_OP_ROI_ALIGN: return 1;
     default: return 0;
   }
 }

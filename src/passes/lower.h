@@ -186,6 +186,16 @@ typedef struct rlx_resize_params {
   float scale[RLX_RESIZE_MAX_DIMS], roi_start[RLX_RESIZE_MAX_DIMS], roi_end[RLX_RESIZE_MAX_DIMS];
 } rlx_resize_params;
 
+/* GridSample and RoiAlign (RLX_K_SAMPLER, op = RLX_SAMPLER_*). Views are
+ * dense. GridSample: mode is an rlx_resize_mode, padding an
+ * rlx_grid_padding. RoiAlign: mode is an rlx_pool_kind; half_pixel is
+ * ONNX's half_pixel transform. */
+enum { RLX_SAMPLER_GRID = 0, RLX_SAMPLER_ROI_ALIGN = 1 };
+typedef struct rlx_sampler_params {
+  int32_t mode, padding, align_corners, sampling_ratio;
+  float spatial_scale;
+} rlx_sampler_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -200,7 +210,7 @@ typedef struct rlx_resize_params {
  *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
  *   (group);  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
- *   resize: one output element (lane);
+ *   resize: one output element (lane);  sampler: one output element (lane);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -236,6 +246,7 @@ typedef struct rlx_step {
     rlx_sample_params sample;
     rlx_pool_params pool;
     rlx_resize_params resize;
+    rlx_sampler_params sampler;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

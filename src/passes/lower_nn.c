@@ -442,6 +442,27 @@ static rlx_status lower_resize(const rlx_graph* g, const rlx_plan* plan, int32_t
   return finish_step(g, s, out);
 }
 
+/* GridSample / RoiAlign: the node's inputs and attributes as they are. */
+static rlx_status lower_sampler(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_SAMPLER, ni);
+  s->n_in = n->n_in;
+  s->n_out = 1;
+  for (int32_t i = 0; i < n->n_in; i++) s->in[i] = rlx_view_of(g, plan, n->in[i]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  rlx_sampler_params* p = &s->p.sampler;
+  int grid = n->op == RLX_OP_GRID_SAMPLE;
+  s->op = grid ? RLX_SAMPLER_GRID : RLX_SAMPLER_ROI_ALIGN;
+  p->mode = grid ? n->a.resize_mode : n->a.pool;
+  p->padding = n->a.grid_padding;
+  p->align_corners = n->a.align_corners;
+  p->sampling_ratio = n->a.sampling_ratio;
+  p->spatial_scale = n->a.spatial_scale;
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -456,6 +477,8 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_POOL:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
     case RLX_OP_RESIZE: return lower_resize(g, plan, ni, out);
+    case RLX_OP_GRID_SAMPLE:
+    case RLX_OP_ROI_ALIGN: return lower_sampler(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

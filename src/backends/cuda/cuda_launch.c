@@ -877,6 +877,7 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_SAMPLE build_sample
 #define RLX_CUDA_KIND_POOL build_pool
 #define RLX_CUDA_KIND_RESIZE build_resize
+#define RLX_CUDA_KIND_SAMPLER build_host /* cuda_supports sends these nodes to the host */
 #define RLX_CUDA_KIND_HOST build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

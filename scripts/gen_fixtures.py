@@ -33,8 +33,9 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
               "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
               "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
-              "roi"]
-FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a"}
+              "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale"]
+FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
+               "spatial_scale"}
 FLOAT_LIST_ATTRS = {"scales", "roi"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
@@ -1271,6 +1272,86 @@ def resize_cases():
     yield resize_case("resize_bicubic_align_corners", [2, 1, 4, 7],
                       {"size": [7, 5], "mode": "bicubic", "align_corners": True},
                       {"resize_mode": "cubic", "coord_mode": "align_corners"})
+
+
+@case
+def grid_sample_cases():
+    modes = {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}
+    for name, mode, pad, align in [("grid_sample_bilinear_zeros", "bilinear", "zeros", False),
+                                   ("grid_sample_bilinear_border_ac", "bilinear", "border", True),
+                                   ("grid_sample_nearest_reflection", "nearest", "reflection", False),
+                                   ("grid_sample_bicubic_zeros_ac", "bicubic", "zeros", True),
+                                   ("grid_sample_bicubic_reflection", "bicubic", "reflection", False)]:
+        c = Case(name, F32_TOL)
+        a = c.uniform([2, 3, 5, 6])
+        grid = c.uniform([2, 4, 3, 2], -1.2, 1.2)
+        want = torch.nn.functional.grid_sample(t64(a), t64(grid), mode=mode, padding_mode=pad,
+                                               align_corners=align).numpy()
+        x, g = c.input(a), c.input(grid)
+        c.output(c.op("grid_sample", [x, g], as_dtype(want, a),
+                      {"resize_mode": modes[mode], "grid_padding": pad,
+                       "align_corners": int(align)}))
+        yield c
+
+
+def roi_align_ref(x, rois, idx, oh, ow, ratio, scale, aligned):
+    """RoiAlign as torchvision.ops.roi_align defines it (average of bilinear
+    samples; not installed here, so written out), in float64."""
+    H, W = x.shape[2], x.shape[3]
+    out = np.zeros([len(rois), x.shape[1], oh, ow])
+
+    def sample(plane, y, xx):
+        if y < -1.0 or y > H or xx < -1.0 or xx > W:
+            return 0.0
+        y, xx = max(y, 0.0), max(xx, 0.0)
+        y0, x0 = int(y), int(xx)
+        y1, x1 = min(y0 + 1, H - 1), min(x0 + 1, W - 1)
+        if y0 >= H - 1:
+            y0 = y1 = H - 1
+            y = float(y0)
+        if x0 >= W - 1:
+            x0 = x1 = W - 1
+            xx = float(x0)
+        ly, lx = y - y0, xx - x0
+        return ((1 - ly) * (1 - lx) * plane[y0, x0] + (1 - ly) * lx * plane[y0, x1] +
+                ly * (1 - lx) * plane[y1, x0] + ly * lx * plane[y1, x1])
+
+    off = 0.5 if aligned else 0.0
+    for r, (b, roi) in enumerate(zip(idx, rois.astype(np.float64))):
+        x1, y1, x2, y2 = roi * scale - off
+        rw, rh = x2 - x1, y2 - y1
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = ratio if ratio > 0 else int(np.ceil(rh / oh))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / ow))
+        for c in range(x.shape[1]):
+            plane = x[b, c].astype(np.float64)
+            for ph in range(oh):
+                for pw in range(ow):
+                    acc = 0.0
+                    for iy in range(gh):
+                        for ix in range(gw):
+                            acc += sample(plane, y1 + ph * bh + (iy + 0.5) * bh / gh,
+                                          x1 + pw * bw + (ix + 0.5) * bw / gw)
+                    out[r, c, ph, pw] = acc / max(gh * gw, 1)
+    return out
+
+
+@case
+def roi_align_cases():
+    for name, ratio, aligned in [("roi_align_ratio2", 2, True), ("roi_align_adaptive", 0, False)]:
+        c = Case(name, F32_TOL)
+        a = c.uniform([2, 3, 8, 9])
+        rois = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 8.5, 4.0], [-1.0, 3.0, 3.0, 9.5]],
+                        np.float32)
+        idx = np.array([1, 0, 1], np.int64)
+        want = roi_align_ref(a, rois, idx, 3, 4, ratio, 1.0, aligned)
+        x, r, i = c.input(a), c.input(rois), c.input(idx)
+        c.output(c.op("roi_align", [x, r, i], as_dtype(want, a),
+                      {"pool": "avg", "sizes": [3, 4], "sampling_ratio": ratio,
+                       "spatial_scale": 1.0, "align_corners": int(aligned)}))
+        yield c
 
 
 # ---------------------------------------------------------------- main

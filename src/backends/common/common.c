@@ -211,8 +211,6 @@ static int f64_int_cast(const rlx_graph* g, const rlx_node* n) {
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (rlx_shader_node_has_newer_dtype(g, ni) || f64_int_cast(g, n)) return 0;
-  /* No GridSample / RoiAlign shaders yet: the host fallback runs them. */
-  if (n->op == RLX_OP_GRID_SAMPLE || n->op == RLX_OP_ROI_ALIGN) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

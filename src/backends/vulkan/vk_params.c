@@ -296,6 +296,15 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       }
       break;
     }
+    case RLX_K_SAMPLER: {
+      const rlx_sampler_params* p = &s->p.sampler;
+      put(e, x + SP_MODE, p->mode);
+      put(e, x + SP_PADDING, p->padding);
+      put(e, x + SP_ALIGN, p->align_corners);
+      put(e, x + SP_RATIO, p->sampling_ratio);
+      put_float(e, x + SP_SCALE, p->spatial_scale);
+      break;
+    }
     case RLX_K_SAMPLE: {
       const rlx_sample_params* p = &s->p.sample;
       put(e, x + SM_ROWS, p->rows);
@@ -402,3 +411,8 @@ _Static_assert(RZ_MODE_NEAREST == RLX_RESIZE_NEAREST && RZ_MODE_LINEAR == RLX_RE
                    RZ_ROUND_PREFER_CEIL == RLX_NEAREST_ROUND_PREFER_CEIL &&
                    RZ_FLOOR == RLX_NEAREST_FLOOR,
                "resize.comp's mode codes out of sync with rlx.h");
+_Static_assert(SP_GRID == RLX_SAMPLER_GRID && SP_ROI_ALIGN == RLX_SAMPLER_ROI_ALIGN &&
+                   SP_NEAREST == RLX_RESIZE_NEAREST && SP_CUBIC == RLX_RESIZE_CUBIC &&
+                   SP_ZEROS == RLX_GRID_ZEROS && SP_REFLECTION == RLX_GRID_REFLECTION &&
+                   SP_POOL_MAX == RLX_POOL_MAX,
+               "sampler.comp's codes out of sync with rlx.h / lower.h");

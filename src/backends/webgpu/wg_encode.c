@@ -475,6 +475,8 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
 int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (n->op == RLX_OP_SAMPLE) return 0;
+  /* No GridSample / RoiAlign kernels in WGSL yet: the host fallback runs them. */
+  if (n->op == RLX_OP_GRID_SAMPLE || n->op == RLX_OP_ROI_ALIGN) return 0;
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&
       rlx_tensor_type(g, n->out[0])->dtype == RLX_I64)

@@ -180,6 +180,19 @@
 #define RZ_ROUND_PREFER_FLOOR 0
 #define RZ_ROUND_PREFER_CEIL 1
 #define RZ_FLOOR 2
+/* grid sample / roi align (op = RLXVK_OP: RLX_SAMPLER_*) */
+#define SP_MODE 0    /* rlx_resize_mode (grid) or rlx_pool_kind (roi) */
+#define SP_PADDING 1 /* rlx_grid_padding */
+#define SP_ALIGN 2   /* align_corners (grid) / half_pixel (roi) */
+#define SP_RATIO 3   /* sampling_ratio */
+#define SP_SCALE 4   /* float bits: spatial_scale */
+#define SP_GRID 0
+#define SP_ROI_ALIGN 1
+#define SP_NEAREST 0
+#define SP_CUBIC 2
+#define SP_ZEROS 0
+#define SP_REFLECTION 2
+#define SP_POOL_MAX 0
 /* eltwise_vec (dense elementwise fast path) */
 #define EV_N 0      /* elements (raw copies: 32-bit words) */
 #define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */

@@ -199,6 +199,15 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       }
       break;
     }
+    case RLX_K_SAMPLER: {
+      const rlx_sampler_params* p = &s->p.sampler;
+      put_x(e, WG_SP_MODE, p->mode);
+      put_x(e, WG_SP_PADDING, p->padding);
+      put_x(e, WG_SP_ALIGN, p->align_corners);
+      put_x(e, WG_SP_RATIO, p->sampling_ratio);
+      put_float(e, WG_SP_SCALE, p->spatial_scale);
+      break;
+    }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
@@ -475,8 +484,6 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
 int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (n->op == RLX_OP_SAMPLE) return 0;
-  /* No GridSample / RoiAlign kernels in WGSL yet: the host fallback runs them. */
-  if (n->op == RLX_OP_GRID_SAMPLE || n->op == RLX_OP_ROI_ALIGN) return 0;
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&
       rlx_tensor_type(g, n->out[0])->dtype == RLX_I64)

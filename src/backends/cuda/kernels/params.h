@@ -126,6 +126,15 @@ typedef struct rlxk_resize {
   float cubic_a, extrapolation;
 } rlxk_resize;
 
+/* GridSample (op 0) / RoiAlign (op 1): rlx_sampler_params plus the views
+ * (all dense); x [N, C, H, W], out [N or R, C, Ho, Wo]. */
+typedef struct rlxk_sampler {
+  int64_t n, N, C, H, W, Ho, Wo;
+  uint64_t xoff, goff, boff, ooff; /* grid or rois; batch indices */
+  int32_t op, mode, padding, align, ratio, xdt, gdt, bdt, odt;
+  float spatial_scale;
+} rlxk_sampler;
+
 /* Sample: one block per row (grid-strided); scratch holds per block a
  * power-of-two array of (prob, index) for sorting. */
 typedef struct rlxk_sample {

@@ -98,7 +98,11 @@ float roi_bin(int r, int c, int ph, int pw) {
   float bh = rh / float(oh), bw = rw / float(ow);
   int gh = ratio > 0 ? ratio : int(ceil(rh / float(oh)));
   int gw = ratio > 0 ? ratio : int(ceil(rw / float(ow)));
-  int plane = int(ld_i(v_dt(B), v_off(B), r)) * v_shape(X, 1) + c;
+  int64_t b = ld_i(v_dt(B), v_off(B), r);
+  // The reference refuses a batch index outside x; a kernel cannot, so it
+  // writes NaN instead of reading outside x.
+  if (b < 0L || b >= int64_t(v_shape(X, 0))) return NAN_F;
+  int plane = int(b) * v_shape(X, 1) + c;
   float acc = is_max ? -INF_F : 0.0;
   for (int iy = 0; iy < gh; iy++) {
     float yy = y1 + float(ph) * bh + (float(iy) + 0.5) * bh / float(gh);

@@ -126,7 +126,13 @@ fn sp_roi_bin(r: i32, c: i32, ph: i32, pw: i32) -> f32 {
   let bw = rw / f32(ow);
   let gh = select(i32(ceil(rh / f32(oh))), ratio, ratio > 0);
   let gw = select(i32(ceil(rw / f32(ow))), ratio, ratio > 0);
-  let plane = i64_low_i32(ld_i(v_dt(4u), v_off(4u), r)) * i32(v_shape(2u, 1u)) + c;
+  let b = ld_i(v_dt(4u), v_off(4u), r);
+  // The reference refuses a batch index outside x; a kernel cannot, so it
+  // writes NaN instead of reading outside x.
+  if (!i64_fits_i32(b) || i64_low_i32(b) < 0 || i64_low_i32(b) >= i32(v_shape(2u, 0u))) {
+    return nan_f();
+  }
+  let plane = i64_low_i32(b) * i32(v_shape(2u, 1u)) + c;
   var acc = select(0.0, -inf_f(), is_max);
   for (var iy = 0; iy < gh; iy = iy + 1) {
     let yy = y1 + f32(ph) * bh + (f32(iy) + 0.5) * bh / f32(gh);

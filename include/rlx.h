@@ -401,6 +401,70 @@ RLX_API rlx_status rlx_graph_add_depth_to_space(rlx_graph* g, rlx_tensor x, int3
 RLX_API rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t block,
                                                 rlx_tensor* out);
 
+typedef enum rlx_resize_mode {
+  RLX_RESIZE_NEAREST = 0, /* one source element, rounded per rlx_resize_nearest */
+  RLX_RESIZE_LINEAR = 1,  /* n-linear over the resized dims */
+  RLX_RESIZE_CUBIC = 2,   /* Keys cubic with coefficient cubic_a */
+} rlx_resize_mode;
+/* How output coordinate o of a dim maps to input coordinate x (ONNX
+ * coordinate_transformation_mode); scale is the dim's scale, in / out its
+ * sizes. */
+typedef enum rlx_resize_coord {
+  RLX_COORD_HALF_PIXEL = 0,           /* (o + 0.5) / scale - 0.5 */
+  RLX_COORD_HALF_PIXEL_SYMMETRIC = 1, /* half_pixel about the centre of the input */
+  RLX_COORD_PYTORCH_HALF_PIXEL = 2,   /* half_pixel, 0 when out == 1 */
+  RLX_COORD_ALIGN_CORNERS = 3,        /* o * (in - 1) / (out - 1), 0 when out == 1 */
+  RLX_COORD_ASYMMETRIC = 4,           /* o / scale */
+  RLX_COORD_TF_HALF_PIXEL_FOR_NN = 5, /* (o + 0.5) / scale */
+  RLX_COORD_TF_CROP_AND_RESIZE = 6,   /* within roi; outside the input: extrapolation */
+} rlx_resize_coord;
+typedef enum rlx_resize_nearest {
+  RLX_NEAREST_ROUND_PREFER_FLOOR = 0,
+  RLX_NEAREST_ROUND_PREFER_CEIL = 1,
+  RLX_NEAREST_FLOOR = 2,
+  RLX_NEAREST_CEIL = 3,
+} rlx_resize_nearest;
+/* Resize x to sizes[rank] (every dim; unchanged dims repeat x's size).
+ * scales[rank] is the scale the coordinate transform divides by (NULL, or
+ * an entry 0: sizes / x's sizes in double, as when ONNX gives sizes). roi[2 * rank] (starts, then
+ * ends, as fractions of the input) is read by tf_crop_and_resize only (NULL:
+ * 0 .. 1), which writes extrapolation_value where a coordinate falls outside
+ * the input. Cubic: cubic_a is the kernel's coefficient (ONNX -0.75, PyTorch
+ * -0.75), exclude_outside drops taps outside the input and renormalises.
+ * Source indices clamp to the input (edge). Float x, or any dtype for
+ * nearest; at most 3 dims may be resized. */
+RLX_API rlx_status rlx_graph_add_resize(rlx_graph* g, rlx_tensor x, const int64_t* sizes,
+                                        rlx_resize_mode mode, rlx_resize_coord coord,
+                                        rlx_resize_nearest nearest, float cubic_a,
+                                        int32_t exclude_outside, const float* scales,
+                                        const float* roi, float extrapolation_value,
+                                        rlx_tensor* out);
+
+typedef enum rlx_grid_padding {
+  RLX_GRID_ZEROS = 0,      /* taps outside the input read 0 */
+  RLX_GRID_BORDER = 1,     /* coordinates clamp to the input */
+  RLX_GRID_REFLECTION = 2, /* coordinates reflect at the border */
+} rlx_grid_padding;
+/* GridSample (PyTorch grid_sample, ONNX GridSample-16): x [N, C, H, W],
+ * grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] -> [N, C, Ho, Wo]. mode nearest
+ * (round half to even), linear (bilinear) or cubic (bicubic, a = -0.75);
+ * align_corners maps -1 / 1 to the corner pixels' centres instead of their
+ * outer edges. Float x and grid. */
+RLX_API rlx_status rlx_graph_add_grid_sample(rlx_graph* g, rlx_tensor x, rlx_tensor grid,
+                                             rlx_resize_mode mode, rlx_grid_padding padding,
+                                             int32_t align_corners, rlx_tensor* out);
+/* RoiAlign (ONNX RoiAlign-16): x [N, C, H, W], rois [R, 4] (x1, y1, x2, y2
+ * in input pixels / spatial_scale), batch_indices [R] (int) ->
+ * [R, C, out_h, out_w]: each bin averages (or takes the max of the
+ * weighted corners of) sampling_ratio^2 bilinear samples (0: ceil of the
+ * bin size). half_pixel shifts the roi by -0.5 pixel (ONNX half_pixel,
+ * torchvision aligned=True); without it a roi is at least 1 x 1. */
+RLX_API rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tensor rois,
+                                           rlx_tensor batch_indices, rlx_pool_kind mode,
+                                           int64_t out_h, int64_t out_w, int32_t sampling_ratio,
+                                           float spatial_scale, int32_t half_pixel,
+                                           rlx_tensor* out);
+
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
  * temperature <= 0 means greedy. The seed is given per run. */

@@ -31,8 +31,12 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "act", "eps", "num_heads", "num_kv_heads", "head_dim", "layout", "mask",
               "window", "score_scale", "softcap", "n_rot", "style", "top_k", "top_p",
               "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
-              "count_include_pad", "pad_mode", "value", "block", "d2s_mode"]
-FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value"}
+              "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
+              "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
+              "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale"]
+FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
+               "spatial_scale"}
+FLOAT_LIST_ATTRS = {"scales", "roi"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
              np.dtype(np.float64): "f64", np.dtype(np.int8): "i8",
@@ -139,6 +143,8 @@ class Case:
         return outs[0] if single else outs
 
     def _attr_str(self, key, v):
+        if key in FLOAT_LIST_ATTRS:
+            return "[" + ",".join(fmt_float(x) for x in v) + "]"
         if isinstance(v, (list, tuple)):
             return "[" + ",".join(str(int(x)) for x in v) + "]"
         if isinstance(v, str):
@@ -1216,6 +1222,136 @@ def depth_space_cases():
     y = c.op("space_to_depth", [x], as_dtype(space_to_depth_ref(a, 2), a), {"block": 2})
     c.output(c.op("depth_to_space", [y], a, {"block": 2, "d2s_mode": "dcr"}))
     yield c
+
+
+def resize_case(name, shape, torch_kwargs, attrs, scale=None):
+    """F.interpolate of a random [N, C, spatial...] input as one resize node:
+    sizes of every dim, scales 0 (out / in) unless the case gives torch a
+    scale_factor (then that scale, as ONNX export writes it)."""
+    c = Case(name, F32_TOL)
+    a = c.uniform(shape)
+    want = torch.nn.functional.interpolate(t64(a), **torch_kwargs).numpy()
+    r = a.ndim
+    scales = [1.0, 1.0] + [scale] * (r - 2) if scale else [0.0] * r
+    full = dict(attrs, sizes=list(want.shape), scales=scales, roi=[0.0] * r + [1.0] * r,
+                value=0.0)
+    full.setdefault("cubic_a", -0.75)
+    full.setdefault("nearest_mode", "round_prefer_floor")
+    full.setdefault("exclude_outside", 0)
+    x = c.input(a)
+    c.output(c.op("resize", [x], as_dtype(want, a), full))
+    return c
+
+
+@case
+def resize_cases():
+    # nearest: src = floor(dst / scale) (ONNX asymmetric + floor)
+    nearest = {"resize_mode": "nearest", "coord_mode": "asymmetric", "nearest_mode": "floor"}
+    yield resize_case("resize_nearest2d_x2", [2, 3, 4, 5],
+                      {"scale_factor": 2.0, "mode": "nearest"}, nearest, scale=2.0)
+    yield resize_case("resize_nearest1d_x3", [1, 2, 7],
+                      {"scale_factor": 3.0, "mode": "nearest"}, nearest, scale=3.0)
+    yield resize_case("resize_nearest3d_x2", [1, 2, 3, 2, 4],
+                      {"scale_factor": 2.0, "mode": "nearest"}, nearest, scale=2.0)
+    # bilinear / bicubic, align_corners False: pytorch_half_pixel
+    linear = {"resize_mode": "linear", "coord_mode": "pytorch_half_pixel"}
+    yield resize_case("resize_bilinear_up", [2, 2, 5, 4],
+                      {"size": [9, 11], "mode": "bilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bilinear_down", [1, 3, 9, 8],
+                      {"size": [4, 5], "mode": "bilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bilinear_align_corners", [1, 2, 5, 6],
+                      {"size": [8, 3], "mode": "bilinear", "align_corners": True},
+                      {"resize_mode": "linear", "coord_mode": "align_corners"})
+    yield resize_case("resize_linear1d", [2, 3, 6],
+                      {"size": [13], "mode": "linear", "align_corners": False}, linear)
+    yield resize_case("resize_trilinear", [1, 2, 3, 4, 5],
+                      {"size": [5, 3, 7], "mode": "trilinear", "align_corners": False}, linear)
+    yield resize_case("resize_bicubic", [1, 2, 6, 5],
+                      {"size": [11, 8], "mode": "bicubic", "align_corners": False},
+                      {"resize_mode": "cubic", "coord_mode": "pytorch_half_pixel"})
+    yield resize_case("resize_bicubic_align_corners", [2, 1, 4, 7],
+                      {"size": [7, 5], "mode": "bicubic", "align_corners": True},
+                      {"resize_mode": "cubic", "coord_mode": "align_corners"})
+
+
+@case
+def grid_sample_cases():
+    modes = {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}
+    for name, mode, pad, align in [("grid_sample_bilinear_zeros", "bilinear", "zeros", False),
+                                   ("grid_sample_bilinear_border_ac", "bilinear", "border", True),
+                                   ("grid_sample_nearest_reflection", "nearest", "reflection", False),
+                                   ("grid_sample_bicubic_zeros_ac", "bicubic", "zeros", True),
+                                   ("grid_sample_bicubic_reflection", "bicubic", "reflection", False)]:
+        c = Case(name, F32_TOL)
+        a = c.uniform([2, 3, 5, 6])
+        grid = c.uniform([2, 4, 3, 2], -1.2, 1.2)
+        want = torch.nn.functional.grid_sample(t64(a), t64(grid), mode=mode, padding_mode=pad,
+                                               align_corners=align).numpy()
+        x, g = c.input(a), c.input(grid)
+        c.output(c.op("grid_sample", [x, g], as_dtype(want, a),
+                      {"resize_mode": modes[mode], "grid_padding": pad,
+                       "align_corners": int(align)}))
+        yield c
+
+
+def roi_align_ref(x, rois, idx, oh, ow, ratio, scale, aligned):
+    """RoiAlign as torchvision.ops.roi_align defines it (average of bilinear
+    samples; not installed here, so written out), in float64."""
+    H, W = x.shape[2], x.shape[3]
+    out = np.zeros([len(rois), x.shape[1], oh, ow])
+
+    def sample(plane, y, xx):
+        if y < -1.0 or y > H or xx < -1.0 or xx > W:
+            return 0.0
+        y, xx = max(y, 0.0), max(xx, 0.0)
+        y0, x0 = int(y), int(xx)
+        y1, x1 = min(y0 + 1, H - 1), min(x0 + 1, W - 1)
+        if y0 >= H - 1:
+            y0 = y1 = H - 1
+            y = float(y0)
+        if x0 >= W - 1:
+            x0 = x1 = W - 1
+            xx = float(x0)
+        ly, lx = y - y0, xx - x0
+        return ((1 - ly) * (1 - lx) * plane[y0, x0] + (1 - ly) * lx * plane[y0, x1] +
+                ly * (1 - lx) * plane[y1, x0] + ly * lx * plane[y1, x1])
+
+    off = 0.5 if aligned else 0.0
+    for r, (b, roi) in enumerate(zip(idx, rois.astype(np.float64))):
+        x1, y1, x2, y2 = roi * scale - off
+        rw, rh = x2 - x1, y2 - y1
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        gh = ratio if ratio > 0 else int(np.ceil(rh / oh))
+        gw = ratio if ratio > 0 else int(np.ceil(rw / ow))
+        for c in range(x.shape[1]):
+            plane = x[b, c].astype(np.float64)
+            for ph in range(oh):
+                for pw in range(ow):
+                    acc = 0.0
+                    for iy in range(gh):
+                        for ix in range(gw):
+                            acc += sample(plane, y1 + ph * bh + (iy + 0.5) * bh / gh,
+                                          x1 + pw * bw + (ix + 0.5) * bw / gw)
+                    out[r, c, ph, pw] = acc / max(gh * gw, 1)
+    return out
+
+
+@case
+def roi_align_cases():
+    for name, ratio, aligned in [("roi_align_ratio2", 2, True), ("roi_align_adaptive", 0, False)]:
+        c = Case(name, F32_TOL)
+        a = c.uniform([2, 3, 8, 9])
+        rois = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 8.5, 4.0], [-1.0, 3.0, 3.0, 9.5]],
+                        np.float32)
+        idx = np.array([1, 0, 1], np.int64)
+        want = roi_align_ref(a, rois, idx, 3, 4, ratio, 1.0, aligned)
+        x, r, i = c.input(a), c.input(rois), c.input(idx)
+        c.output(c.op("roi_align", [x, r, i], as_dtype(want, a),
+                      {"pool": "avg", "sizes": [3, 4], "sampling_ratio": ratio,
+                       "spatial_scale": 1.0, "align_corners": int(aligned)}))
+        yield c
 
 
 # ---------------------------------------------------------------- main

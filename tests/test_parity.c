@@ -588,6 +588,82 @@ static void c_depth_space(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Resize: variant = mode (nearest, linear, cubic) + 3 * coordinate
+ * transform (7). Random 1-3 resized dims of a rank 3-5 tensor (N, C, then
+ * spatial), each up- or down-sampled, with given scales (so the transform
+ * divides by a scale other than out / in) or sizes; a random nearest
+ * rounding, cubic coefficient and exclude_outside; a random roi that
+ * reaches past the input for tf_crop_and_resize. */
+static void c_resize(pcase* c, int v) {
+  rlx_resize_mode mode = (rlx_resize_mode)(v % 3);
+  rlx_resize_coord coord = (rlx_resize_coord)(v / 3);
+  int ns = (int)test_rand_int(1, 3), rank = ns + 2, given = (int)test_rand_int(0, 1);
+  rlx_dim xs[5] = {test_rand_int(1, 2), test_rand_int(1, 3)};
+  int64_t sizes[5] = {-1, -1};
+  float scales[5] = {1, 1}, roi[10];
+  for (int d = 0; d < rank; d++) { roi[d] = 0.0f; roi[rank + d] = 1.0f; }
+  for (int i = 2; i < rank; i++) {
+    xs[i] = test_rand_int(1, ns == 3 ? 5 : 9);
+    scales[i] = (float)test_rand_int(3, 30) / 10.0f; /* 0.3x .. 3x */
+    sizes[i] = (int64_t)floor((double)xs[i] * (double)scales[i]);
+    if (sizes[i] < 1) sizes[i] = 1;
+    roi[i] = (float)test_rand_int(-2, 4) / 10.0f;
+    roi[rank + i] = (float)test_rand_int(6, 12) / 10.0f;
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, rank), y;
+  rlx_graph_add_resize(c->g, x, sizes, mode, coord, (rlx_resize_nearest)test_rand_int(0, 3),
+                       test_rand_int(0, 1) ? -0.75f : -0.5f, (int32_t)test_rand_int(0, 1),
+                       given ? scales : NULL, roi, 2.5f, &y);
+  outputs(c, &y, 1);
+}
+
+/* Resize in other dtypes: nearest of i32 (exact) and f16, linear of f16
+ * and bf16 (v = 0..3), 2-D upsampling. */
+static void c_resize_types(pcase* c, int v) {
+  rlx_dtype dts[4] = {RLX_I32, RLX_F16, RLX_F16, RLX_BF16};
+  rlx_dtype t = dts[v];
+  if (t != RLX_I32) c->compute = t;
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 3), test_rand_int(2, 7), test_rand_int(2, 7)};
+  int64_t sizes[4] = {-1, -1, 2 * xs[2] + 1, 3 * xs[3] - 1};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), xt, y;
+  if (t == RLX_I32) rlx_graph_add_activation(c->g, RLX_ACT_ROUND, x, &x);
+  rlx_graph_add_cast(c->g, x, t, &xt);
+  rlx_graph_add_resize(c->g, xt, sizes, v < 2 ? RLX_RESIZE_NEAREST : RLX_RESIZE_LINEAR,
+                       RLX_COORD_HALF_PIXEL, RLX_NEAREST_ROUND_PREFER_FLOOR, -0.75f, 0, NULL,
+                       NULL, 0.0f, &y);
+  if (t != RLX_I32) rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
+/* GridSample: variant = mode (nearest, linear, cubic) + 3 * padding
+ * (zeros, border, reflection) + 9 * align_corners; grid points reach a
+ * little past [-1, 1]. */
+static void c_grid_sample(pcase* c, int v) {
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 3), test_rand_int(1, 7), test_rand_int(1, 7)};
+  rlx_dim gs[4] = {xs[0], test_rand_int(1, 5), test_rand_int(1, 5), 2};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), grid = input(c, RLX_F32, gs, 4), y;
+  rlx_graph_add_grid_sample(c->g, x, grid, (rlx_resize_mode)(v % 3), (rlx_grid_padding)(v / 3 % 3),
+                            v / 9, &y);
+  outputs(c, &y, 1);
+}
+
+/* RoiAlign: variant = avg / max + 2 * (half_pixel) + 4 * (adaptive
+ * sampling ratio). Rois from the inputs (|values| < 2, scaled by 3), some
+ * past the input; batch indices a constant. */
+static void c_roi_align(pcase* c, int v) {
+  int64_t N = test_rand_int(1, 2), R = test_rand_int(1, 4);
+  rlx_dim xs[4] = {N, test_rand_int(1, 3), test_rand_int(2, 9), test_rand_int(2, 9)}, rs[2] = {R, 4};
+  int64_t idx[4];
+  for (int64_t r = 0; r < R; r++) idx[r] = test_rand_int(0, N - 1);
+  rlx_tensor x = input(c, RLX_F32, xs, 4), rois = input(c, RLX_F32, rs, 2), bi, y;
+  rlx_graph_add_activation(c->g, RLX_ACT_ABS, rois, &rois);
+  rlx_graph_add_constant(c->g, RLX_I64, &R, 1, idx, sizeof(int64_t) * (size_t)R, &bi);
+  rlx_graph_add_roi_align(c->g, x, rois, bi, (rlx_pool_kind)(v & 1), test_rand_int(1, 4),
+                          test_rand_int(1, 4), v & 4 ? 0 : (int32_t)test_rand_int(1, 3), 3.0f,
+                          (v >> 1) & 1, &y);
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -620,6 +696,10 @@ static const case_def CASES[] = {
     {"pool_half", c_pool_half, 4, TOL_HALF},
     {"pad", c_pad, 12, {1e-6, 1e-3, 0}},
     {"depth_space", c_depth_space, 4, TOL_F32},
+    {"resize", c_resize, 21, TOL_F32},
+    {"resize_types", c_resize_types, 4, {1e-6, 1e-2, 1e-2}},
+    {"grid_sample", c_grid_sample, 18, TOL_F32},
+    {"roi_align", c_roi_align, 8, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -551,6 +551,62 @@ class Graph(_capi.Owned):
         arr = (ctypes.c_int64 * max(len(pads), 1))(*pads)
         return self._add(lib.rlx_graph_add_pad, self._t(x), modes[mode], arr, value)
 
+    _RESIZE_MODES = {"nearest": 0, "linear": 1, "cubic": 2}
+    _RESIZE_COORDS = {"half_pixel": 0, "half_pixel_symmetric": 1, "pytorch_half_pixel": 2,
+                      "align_corners": 3, "asymmetric": 4, "tf_half_pixel_for_nn": 5,
+                      "tf_crop_and_resize": 6}
+    _RESIZE_NEAREST = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}
+
+    def resize(self, x, sizes=None, *, scales=None, mode="nearest", coord="half_pixel",
+               nearest="round_prefer_floor", cubic_a=-0.75, exclude_outside=False, roi=None,
+               extrapolation_value=0.0):
+        """ONNX Resize of x to `sizes` (every dim; -1 keeps it), or to floor(dim * scale)
+        when only `scales` is given. mode 'nearest' / 'linear' / 'cubic'; coord is the
+        coordinate_transformation_mode; roi (starts, then ends) for 'tf_crop_and_resize'."""
+        for name, value, table in (("mode", mode, self._RESIZE_MODES),
+                                   ("coord", coord, self._RESIZE_COORDS),
+                                   ("nearest", nearest, self._RESIZE_NEAREST)):
+            if value not in table:
+                raise ValueError(f"resize {name} {value!r} is not one of {sorted(table)}")
+        xt = x if isinstance(x, Tensor) else None
+        rank = len(xt.shape) if xt is not None else len(sizes)
+        if sizes is None:
+            if scales is None:
+                raise ValueError("resize needs sizes or scales")
+            sizes = [int(d * s) if s != 1 else -1 for d, s in zip(xt.shape, scales)]
+        if len(sizes) != rank or (scales is not None and len(scales) != rank):
+            raise ValueError(f"resize of a rank-{rank} tensor needs {rank} sizes / scales")
+        floats = lambda v: None if v is None else (ctypes.c_float * max(len(v), 1))(*v)
+        return self._add(lib.rlx_graph_add_resize, self._t(x), (ctypes.c_int64 * rank)(*sizes),
+                         self._RESIZE_MODES[mode], self._RESIZE_COORDS[coord],
+                         self._RESIZE_NEAREST[nearest], cubic_a, int(exclude_outside),
+                         floats(scales), floats(roi), extrapolation_value)
+
+    _GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+    def grid_sample(self, x, grid, *, mode="linear", padding="zeros", align_corners=False):
+        """PyTorch grid_sample of x [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in [-1, 1]);
+        mode 'nearest' / 'linear' / 'cubic', padding 'zeros' / 'border' / 'reflection'."""
+        if mode not in self._RESIZE_MODES:
+            raise ValueError(f"grid_sample mode {mode!r} is not one of {sorted(self._RESIZE_MODES)}")
+        if padding not in self._GRID_PADDING:
+            raise ValueError(f"grid_sample padding {padding!r} is not one of "
+                             f"{sorted(self._GRID_PADDING)}")
+        return self._add(lib.rlx_graph_add_grid_sample, self._t(x), self._t(grid),
+                         self._RESIZE_MODES[mode], self._GRID_PADDING[padding], int(align_corners))
+
+    def roi_align(self, x, rois, batch_indices, output_size, *, mode="avg", sampling_ratio=0,
+                  spatial_scale=1.0, half_pixel=True):
+        """ONNX RoiAlign: x [N, C, H, W], rois [R, 4] (x1, y1, x2, y2), batch_indices [R]
+        -> [R, C, out_h, out_w]; mode 'avg' or 'max'."""
+        modes = {"max": 0, "avg": 1}
+        if mode not in modes:
+            raise ValueError(f"roi_align mode {mode!r} is not one of {sorted(modes)}")
+        oh, ow = output_size
+        return self._add(lib.rlx_graph_add_roi_align, self._t(x), self._t(rois),
+                         self._t(batch_indices), modes[mode], oh, ow, sampling_ratio,
+                         spatial_scale, int(half_pixel))
+
     def depth_to_space(self, x, block, mode="dcr"):
         """[N, C*b*b, H, W] -> [N, C, H*b, W*b]; mode 'dcr' or 'crd' (pixel_shuffle)."""
         modes = {"dcr": 0, "crd": 1}

@@ -175,6 +175,17 @@ CASES = {
         lambda g, x: g.depth_to_space(x, 2, mode="crd"),
         lambda x: x.reshape(1, 2, 2, 2, 3, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 6),
         [_a(1, 8, 3, 3)], 0),
+    "resize_nearest_2x": (lambda g, x: g.resize(x, scales=[1, 1, 2, 3]),
+                          lambda x: x.repeat(2, axis=2).repeat(3, axis=3), [_a(1, 2, 3, 4)], 0),
+    "resize_linear_align_corners": (
+        lambda g, x: g.resize(x, [2, 7], mode="linear", coord="align_corners"),
+        lambda x: np.stack([np.interp(np.linspace(0, 4, 7), np.arange(5), r) for r in x]),
+        [_a(2, 5)], 1e-6),
+    "grid_sample_identity": (
+        lambda g, x, grid: g.grid_sample(x, grid, align_corners=True),
+        lambda x, grid: x,
+        [_a(1, 2, 3, 4), np.stack(np.meshgrid(np.linspace(-1, 1, 4), np.linspace(-1, 1, 3)),
+                                  -1)[None].astype(np.float32)], 1e-6),
     "space_to_depth": (
         lambda g, x: g.space_to_depth(x, 2),
         lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),

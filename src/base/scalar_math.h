@@ -204,6 +204,88 @@ RLX_HD int64_t rlx_pad_fold(int mode, int64_t i, int64_t n) {
   return m < n ? m : period - m;
 }
 
+/* Resize: the input coordinate of output coordinate o along a dim of
+ * input size in and output size out (ONNX coordinate_transformation_mode;
+ * scale as given, or out / in). The resized length is in * scale before
+ * flooring, as in the ONNX reference (align_corners with a given scale
+ * divides by it, not by out - 1). In double, as the reference computes. */
+RLX_HD double rlx_resize_source(int coord, int64_t o, double scale, int64_t in, int64_t out,
+                               double roi_start, double roi_end) {
+  double x = (double)o, len = scale * (double)in;
+  switch (coord) {
+    case RLX_COORD_HALF_PIXEL_SYMMETRIC: {
+      double adjust = (double)out / len;
+      double offset = (double)in / 2.0 * (1.0 - adjust);
+      return offset + (x + 0.5) / scale - 0.5;
+    }
+    case RLX_COORD_PYTORCH_HALF_PIXEL: return len > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case RLX_COORD_ALIGN_CORNERS: return len > 1.0 ? x * (double)(in - 1) / (len - 1.0) : 0.0;
+    case RLX_COORD_ASYMMETRIC: return x / scale;
+    case RLX_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case RLX_COORD_TF_CROP_AND_RESIZE:
+      if (len > 1.0)
+        return roi_start * (double)(in - 1) +
+               x * (roi_end - roi_start) * (double)(in - 1) / (len - 1.0);
+      return 0.5 * (roi_start + roi_end) * (double)(in - 1);
+    default: return (x + 0.5) / scale - 0.5; /* half_pixel */
+  }
+}
+
+/* Nearest resize: the rounded coordinate (not yet clamped). */
+RLX_HD double rlx_resize_round(int nearest, double x) {
+  double f = floor(x);
+  switch (nearest) {
+    case RLX_NEAREST_ROUND_PREFER_CEIL: return floor(x + 0.5);
+    case RLX_NEAREST_FLOOR: return f;
+    case RLX_NEAREST_CEIL: return ceil(x);
+    default: return x - f == 0.5 ? f : floor(x + 0.5); /* round_prefer_floor */
+  }
+}
+
+/* Keys cubic weight of a tap at distance t (0 <= |t| < 2) with coefficient a. */
+RLX_HD double rlx_cubic_weight(double a, double t) {
+  t = t < 0 ? -t : t;
+  if (t <= 1.0) return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  if (t < 2.0) return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+  return 0.0;
+}
+
+/* Resize taps of input coordinate x along a dim of size in: writes up to
+ * 4 source indices (clamped to the input: edge) and their weights, returns
+ * how many. mode is an rlx_resize_mode; exclude_outside drops cubic taps
+ * outside the input and renormalises the rest. */
+RLX_HD int rlx_resize_taps(int mode, int nearest, double cubic_a, int exclude_outside, double x,
+                           int64_t in, int64_t* idx, double* w) {
+  double f = floor(x);
+  int64_t base = (int64_t)f;
+  int n = 0;
+  if (mode == RLX_RESIZE_NEAREST) {
+    base = (int64_t)rlx_resize_round(nearest, x);
+    idx[0] = base;
+    w[0] = 1.0;
+    n = 1;
+  } else if (mode == RLX_RESIZE_LINEAR) {
+    idx[0] = base;
+    idx[1] = base + 1;
+    w[0] = 1.0 - (x - f);
+    w[1] = x - f;
+    n = 2;
+  } else {
+    double sum = 0.0;
+    for (int k = 0; k < 4; k++) {
+      idx[k] = base - 1 + k;
+      w[k] = rlx_cubic_weight(cubic_a, x - (double)idx[k]);
+      if (exclude_outside && (idx[k] < 0 || idx[k] >= in)) w[k] = 0.0;
+      sum += w[k];
+    }
+    if (exclude_outside && sum != 0.0)
+      for (int k = 0; k < 4; k++) w[k] /= sum;
+    n = 4;
+  }
+  for (int k = 0; k < n; k++) idx[k] = idx[k] < 0 ? 0 : (idx[k] >= in ? in - 1 : idx[k]);
+  return n;
+}
+
 /* Comparisons: NaN compares unequal to everything (IEEE). */
 RLX_HD int rlx_compare_f64(int op, double a, double b) {
   switch (op) {

@@ -908,6 +908,187 @@ static rlx_status map_nll(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, loss);
 }
 
+/* ------------------------------------------------------------------ resize, upsample */
+
+/* A known float input as a list; 0 entries when the input is absent or
+ * empty (ONNX marks an unused roi / scales that way). */
+static rlx_status known_floats(rlx_ox_ctx* c, int32_t i, const char* what, float* out,
+                               int32_t cap, int32_t* out_n) {
+  *out_n = 0;
+  if (i >= rlx_ox_n_in(c) || !rlx_ox_has(c, i)) return RLX_OK;
+  const rlx_host_tensor* k;
+  RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, i, what, &k));
+  if (!rlx_dtype_is_float(k->dtype)) return rlx_ox_invalid(c, "%s must be float", what);
+  int64_t n = rlx_host_numel(k);
+  if (n > cap) return rlx_ox_unsupported(c, "%s has %lld entries (at most %d)", what, (long long)n, (int)cap);
+  for (int64_t j = 0; j < n; j++) out[j] = (float)rlx_load_f64(k->data, k->dtype, j);
+  *out_n = (int32_t)n;
+  return RLX_OK;
+}
+
+static int name_index(const char* s, const char* const* names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, names[i]) == 0) return i;
+  return -1;
+}
+
+/* The Resize attributes every opset spells the same way. */
+typedef struct resize_attrs {
+  int mode, coord, nearest, exclude_outside;
+  float cubic_a, extrapolation;
+} resize_attrs;
+
+static rlx_status resize_read_attrs(rlx_ox_ctx* c, int legacy, resize_attrs* r) {
+  static const char* const modes[] = {"nearest", "linear", "cubic"};
+  static const char* const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                       "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                       "tf_crop_and_resize"};
+  static const char* const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  char mode[32], coord[32], nearest[32];
+  int64_t excl = 0, antialias = 0;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "nearest", mode, sizeof mode));
+  if (strcmp(mode, "bilinear") == 0) strcpy(mode, "linear"); /* Upsample-7's spelling */
+  r->mode = name_index(mode, modes, 3);
+  if (r->mode < 0) return rlx_ox_unsupported(c, "mode '%s'", mode);
+  /* Upsample and Resize-10 sample asymmetrically and take the floor. */
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "coordinate_transformation_mode",
+                                         legacy ? "asymmetric" : "half_pixel", coord, sizeof coord));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "nearest_mode", legacy ? "floor" : "round_prefer_floor",
+                                         nearest, sizeof nearest));
+  r->coord = name_index(coord, coords, 7);
+  r->nearest = name_index(nearest, nearests, 4);
+  if (r->coord < 0) return rlx_ox_unsupported(c, "coordinate_transformation_mode '%s'", coord);
+  if (r->nearest < 0) return rlx_ox_unsupported(c, "nearest_mode '%s'", nearest);
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "cubic_coeff_a", -0.75f, &r->cubic_a));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "extrapolation_value", 0.0f, &r->extrapolation));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "exclude_outside", 0, &excl));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "antialias", 0, &antialias));
+  if (antialias) return rlx_ox_unsupported(c, "antialias");
+  r->exclude_outside = excl != 0;
+  return RLX_OK;
+}
+
+/* Spreads the per-axis lists of opset 18's `axes` over every dim of rank
+ * r: scales default to 1, roi to 0 .. 1. */
+static rlx_status resize_axes(rlx_ox_ctx* c, int32_t r, const int64_t* axes, int32_t na,
+                              float* scales, int32_t* ns, int64_t* sizes, int32_t* nz,
+                              float* roi, int32_t* nr) {
+  float sc[RLX_MAX_RANK], ro[2 * RLX_MAX_RANK];
+  int64_t sz[RLX_MAX_RANK];
+  if ((*ns && *ns != na) || (*nz && *nz != na) || (*nr && *nr != 2 * na))
+    return rlx_ox_invalid(c, "scales / sizes / roi do not match %d axes", (int)na);
+  for (int32_t d = 0; d < r; d++) { sc[d] = 1.0f; sz[d] = -1; ro[d] = 0.0f; ro[r + d] = 1.0f; }
+  for (int32_t i = 0; i < na; i++) {
+    int32_t ax;
+    RLX_RETURN_IF_ERROR(norm_axis(c, axes[i], r, &ax));
+    if (*ns) sc[ax] = scales[i];
+    if (*nz) sz[ax] = sizes[i];
+    if (*nr) { ro[ax] = roi[i]; ro[r + ax] = roi[na + i]; }
+  }
+  memcpy(scales, sc, sizeof sc);
+  memcpy(sizes, sz, sizeof sz);
+  memcpy(roi, ro, sizeof ro);
+  *ns = *ns ? r : 0;
+  *nz = *nz ? r : 0;
+  *nr = *nr ? 2 * r : 0;
+  return RLX_OK;
+}
+
+/* Resize (opsets 10 .. 19) and Upsample (7, 9) onto the Resize op: scales,
+ * sizes and roi must be known at import time (the output shape depends on
+ * them). Output size: sizes, or floor(in * scale). */
+static rlx_status map_resize(rlx_ox_ctx* c) {
+  int upsample = strcmp(rlx_ox_op_type(c), "Upsample") == 0;
+  int64_t opset = rlx_ox_opset(c);
+  int legacy = upsample || opset < 11;
+  resize_attrs ra;
+  RLX_RETURN_IF_ERROR(resize_read_attrs(c, legacy, &ra));
+  rlx_tensor x, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  rlx_type tx = type_of(c, x);
+  int32_t r = tx.rank, ns = 0, nz = 0, nr = 0, na = -1;
+  float scales[RLX_MAX_RANK], roi[2 * RLX_MAX_RANK];
+  int64_t sizes[RLX_MAX_RANK], axes[RLX_MAX_RANK];
+  if (upsample && opset < 9) {
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_floats(c, "scales", scales, RLX_MAX_RANK, &ns));
+  } else if (legacy) {
+    RLX_RETURN_IF_ERROR(known_floats(c, 1, "scales", scales, RLX_MAX_RANK, &ns));
+  } else {
+    RLX_RETURN_IF_ERROR(known_floats(c, 1, "roi", roi, 2 * RLX_MAX_RANK, &nr));
+    RLX_RETURN_IF_ERROR(known_floats(c, 2, "scales", scales, RLX_MAX_RANK, &ns));
+    if (rlx_ox_n_in(c) > 3 && rlx_ox_has(c, 3))
+      RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 3, "sizes", sizes, RLX_MAX_RANK, &nz));
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "axes", axes, RLX_MAX_RANK, &na));
+    char policy[32];
+    RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "keep_aspect_ratio_policy", "stretch", policy, sizeof policy));
+    if (strcmp(policy, "stretch") != 0 && nz) return rlx_ox_unsupported(c, "keep_aspect_ratio_policy '%s'", policy);
+  }
+  if (na >= 0) RLX_RETURN_IF_ERROR(resize_axes(c, r, axes, na, scales, &ns, sizes, &nz, roi, &nr));
+  if ((ns == 0) == (nz == 0)) return rlx_ox_invalid(c, "exactly one of scales and sizes must be given");
+  if ((ns && ns != r) || (nz && nz != r) || (nr && nr != 2 * r))
+    return rlx_ox_invalid(c, "scales / sizes / roi do not match rank %d", (int)r);
+  for (int32_t d = 0; ns && d < r; d++) {
+    if (!(scales[d] > 0.0f)) return rlx_ox_invalid(c, "scale %g is not positive", (double)scales[d]);
+    if (scales[d] == 1.0f) { sizes[d] = -1; continue; }
+    RLX_RETURN_IF_ERROR(need_static(c, &tx, d, "Resize"));
+    sizes[d] = (int64_t)floor((double)tx.shape[d] * (double)scales[d]);
+  }
+  G(rlx_graph_add_resize(GRAPH, x, sizes, (rlx_resize_mode)ra.mode, (rlx_resize_coord)ra.coord,
+                         (rlx_resize_nearest)ra.nearest, ra.cubic_a, ra.exclude_outside,
+                         ns ? scales : NULL, nr ? roi : NULL, ra.extrapolation, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* GridSample (16: bilinear / nearest / bicubic; 20: linear / cubic, 2-D). */
+static rlx_status map_grid_sample(rlx_ox_ctx* c) {
+  static const char* const modes[] = {"nearest", "linear", "cubic"};
+  static const char* const pads[] = {"zeros", "border", "reflection"};
+  char mode[32], pad[32];
+  int64_t align = 0;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", rlx_ox_opset(c) < 20 ? "bilinear" : "linear",
+                                         mode, sizeof mode));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "padding_mode", "zeros", pad, sizeof pad));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "align_corners", 0, &align));
+  if (strcmp(mode, "bilinear") == 0) strcpy(mode, "linear");
+  if (strcmp(mode, "bicubic") == 0) strcpy(mode, "cubic");
+  int m = name_index(mode, modes, 3), p = name_index(pad, pads, 3);
+  if (m < 0) return rlx_ox_unsupported(c, "mode '%s'", mode);
+  if (p < 0) return rlx_ox_unsupported(c, "padding_mode '%s'", pad);
+  rlx_tensor x, grid, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &grid));
+  G(rlx_graph_add_grid_sample(GRAPH, x, grid, (rlx_resize_mode)m, (rlx_grid_padding)p,
+                              align != 0, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* RoiAlign (10, 16): opset 10 has no half-pixel offset. */
+static rlx_status map_roi_align(rlx_ox_ctx* c) {
+  char mode[16], coord[32];
+  int64_t oh = 1, ow = 1, ratio = 0;
+  float scale = 1.0f;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "mode", "avg", mode, sizeof mode));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "coordinate_transformation_mode",
+                                         rlx_ox_opset(c) < 16 ? "output_half_pixel" : "half_pixel",
+                                         coord, sizeof coord));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "output_height", 1, &oh));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "output_width", 1, &ow));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "sampling_ratio", 0, &ratio));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "spatial_scale", 1.0f, &scale));
+  int max = strcmp(mode, "max") == 0, half = strcmp(coord, "half_pixel") == 0;
+  if (!max && strcmp(mode, "avg") != 0) return rlx_ox_unsupported(c, "mode '%s'", mode);
+  if (!half && strcmp(coord, "output_half_pixel") != 0)
+    return rlx_ox_unsupported(c, "coordinate_transformation_mode '%s'", coord);
+  if (ratio < 0 || ratio > INT32_MAX) return rlx_ox_invalid(c, "sampling_ratio %lld", (long long)ratio);
+  rlx_tensor x, rois, bi, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(in(c, 1, &rois));
+  RLX_RETURN_IF_ERROR(in(c, 2, &bi));
+  G(rlx_graph_add_roi_align(GRAPH, x, rois, bi, max ? RLX_POOL_MAX : RLX_POOL_AVG, oh, ow,
+                            (int32_t)ratio, scale, half, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
 /* ------------------------------------------------------------------ table */
 
 static const rlx_ox_op nn_ops[] = {
@@ -925,6 +1106,7 @@ static const rlx_ox_op nn_ops[] = {
     {"DepthToSpace", map_depth_space, 1, 0},
     {"EyeLike", map_eye_like, 0, 0},
     {"GlobalAveragePool", map_global_pool, 0, 0},
+    {"GridSample", map_grid_sample, 0, 0},
     {"GlobalMaxPool", map_global_pool, 1, 0},
     {"InstanceNormalization", map_instance_norm, 0, 0},
     {"MeanVarianceNormalization", map_mvn, 0, 0},
@@ -932,9 +1114,12 @@ static const rlx_ox_op nn_ops[] = {
     {"NegativeLogLikelihoodLoss", map_nll, 0, 0},
     {"OneHot", map_one_hot, 0, 0},
     {"Pad", map_pad, 0, 0},
+    {"Resize", map_resize, 0, 0},
+    {"RoiAlign", map_roi_align, 0, 0},
     {"Sinh", map_trig_f64, 0, 0},
     {"SoftmaxCrossEntropyLoss", map_nll, 1, 0},
     {"SpaceToDepth", map_depth_space, 0, 0},
+    {"Upsample", map_resize, 0, 0},
 };
 
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {

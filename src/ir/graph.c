@@ -880,6 +880,60 @@ rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t bloc
   return add1(g, RLX_OP_SPACE_TO_DEPTH, &a, &x, 1, out);
 }
 
+rlx_status rlx_graph_add_resize(rlx_graph* g, rlx_tensor x, const int64_t* sizes,
+                                rlx_resize_mode mode, rlx_resize_coord coord,
+                                rlx_resize_nearest nearest, float cubic_a,
+                                int32_t exclude_outside, const float* scales, const float* roi,
+                                float extrapolation_value, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!sizes) return rlx_graph_fail_op(g, RLX_OP_RESIZE, 0, "sizes is NULL");
+  if (x < 0 || x >= g->n_values)
+    return rlx_graph_fail_op(g, RLX_OP_RESIZE, 0, "x %d is not a tensor of this graph", (int)x);
+  const rlx_type* t = &g->values[x].type;
+  rlx_node_attrs a = {0};
+  a.resize_mode = (int32_t)mode;
+  a.coord_mode = (int32_t)coord;
+  a.nearest_mode = (int32_t)nearest;
+  a.cubic_a = cubic_a;
+  a.exclude_outside = exclude_outside;
+  a.value = extrapolation_value;
+  set_ints(&a.sizes, sizes, t->rank, -1);
+  a.scales.n = t->rank;
+  a.roi.n = 2 * t->rank;
+  for (int32_t d = 0; d < t->rank; d++) {
+    a.scales.v[d] = scales ? scales[d] : 0.0f; /* 0: out / in, in double */
+    a.roi.v[d] = roi ? roi[d] : 0.0f;
+    a.roi.v[t->rank + d] = roi ? roi[t->rank + d] : 1.0f;
+  }
+  return add1(g, RLX_OP_RESIZE, &a, &x, 1, out);
+}
+
+rlx_status rlx_graph_add_grid_sample(rlx_graph* g, rlx_tensor x, rlx_tensor grid,
+                                     rlx_resize_mode mode, rlx_grid_padding padding,
+                                     int32_t align_corners, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.resize_mode = (int32_t)mode;
+  a.grid_padding = (int32_t)padding;
+  a.align_corners = align_corners;
+  rlx_tensor in[2] = {x, grid};
+  return add1(g, RLX_OP_GRID_SAMPLE, &a, in, 2, out);
+}
+
+rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tensor rois,
+                                   rlx_tensor batch_indices, rlx_pool_kind mode, int64_t out_h,
+                                   int64_t out_w, int32_t sampling_ratio, float spatial_scale,
+                                   int32_t half_pixel, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.pool = (int32_t)mode;
+  int64_t hw[2] = {out_h, out_w};
+  set_ints(&a.sizes, hw, 2, 0);
+  a.sampling_ratio = sampling_ratio;
+  a.spatial_scale = spatial_scale;
+  a.align_corners = half_pixel;
+  rlx_tensor in[3] = {x, rois, batch_indices};
+  return add1(g, RLX_OP_ROI_ALIGN, &a, in, 3, out);
+}
+
 rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
                                 float temperature, rlx_tensor* out) {
   rlx_node_attrs a = {0};

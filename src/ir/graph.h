@@ -53,6 +53,12 @@ typedef struct rlx_ints {
   int64_t v[RLX_INTS_MAX];
 } rlx_ints;
 
+/* An attribute list of floats (Resize scales per dim, roi starts then ends). */
+typedef struct rlx_floats {
+  int32_t n;
+  float v[RLX_INTS_MAX];
+} rlx_floats;
+
 /* All attributes any op can carry; each op uses the subset named in ops.def.
  * Unused fields are zero. */
 typedef struct rlx_node_attrs {
@@ -81,10 +87,36 @@ typedef struct rlx_node_attrs {
   rlx_ints kernel, strides, pads, dilations;
   int32_t ceil_mode, count_include_pad, block;
   float value;
+  /* Resize: output sizes of every dim, the ONNX scale of every dim (the
+   * coordinate transform divides by it), roi (starts, then ends) for
+   * tf_crop_and_resize; `value` is the extrapolation value. */
+  int32_t resize_mode, coord_mode, nearest_mode, exclude_outside;
+  float cubic_a;
+  rlx_ints sizes;
+  rlx_floats scales, roi;
+  /* GridSample: resize_mode (nearest / linear / cubic), grid_padding,
+   * align_corners. RoiAlign: pool (max / avg), sizes = [out_h, out_w],
+   * sampling_ratio, spatial_scale, align_corners = half-pixel offset. */
+  int32_t grid_padding, align_corners, sampling_ratio;
+  float spatial_scale;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;
 } rlx_node_attrs;
+
+/* Resize: at most this many dims change (the kernels' per-dim tables). */
+#define RLX_RESIZE_MAX_DIMS 3
+
+/* Whether Resize dim d (input size in, output size out) samples anything
+ * but the identity: a size change, a scale other than 1, or a crop. */
+static inline int rlx_resize_dim_moves(const rlx_node_attrs* a, int32_t d, int64_t in,
+                                       int64_t out) {
+  int32_t r = a->scales.n;
+  int crop = a->coord_mode == RLX_COORD_TF_CROP_AND_RESIZE &&
+             (a->roi.v[d] != 0.0f || a->roi.v[r + d] != 1.0f);
+  float s = a->scales.v[d];
+  return in != out || (s != 0.0f && s != 1.0f) || crop;
+}
 
 #define RLX_MAX_OUTPUTS 2
 

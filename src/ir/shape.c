@@ -872,6 +872,89 @@ static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
   return RLX_OK;
 }
 
+/* Resize: sizes of every dim (-1 keeps x's), a scale per dim, roi starts
+ * and ends; dims that move must be static. */
+static rlx_status infer_resize(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  int32_t r = x->rank;
+  if (a->resize_mode < RLX_RESIZE_NEAREST || a->resize_mode > RLX_RESIZE_CUBIC)
+    return FAIL(c, "mode %d is not nearest, linear or cubic", (int)a->resize_mode);
+  if (a->coord_mode < RLX_COORD_HALF_PIXEL || a->coord_mode > RLX_COORD_TF_CROP_AND_RESIZE)
+    return FAIL(c, "coordinate transform %d is unknown", (int)a->coord_mode);
+  if (a->nearest_mode < RLX_NEAREST_ROUND_PREFER_FLOOR || a->nearest_mode > RLX_NEAREST_CEIL)
+    return FAIL(c, "nearest mode %d is unknown", (int)a->nearest_mode);
+  if (a->resize_mode != RLX_RESIZE_NEAREST && !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "linear / cubic resize of x %s needs a float dtype", TSTR(c, x, b1));
+  if (a->sizes.n != r || a->scales.n != r || a->roi.n != 2 * r)
+    return FAIL(c, "x %s needs %d sizes, %d scales and %d roi entries (got %d, %d, %d)",
+                TSTR(c, x, b1), (int)r, (int)r, (int)(2 * r), (int)a->sizes.n,
+                (int)a->scales.n, (int)a->roi.n);
+  c->out[0] = *x;
+  int32_t moving = 0;
+  for (int32_t d = 0; d < r; d++) {
+    int64_t o = a->sizes.v[d] < 0 ? x->shape[d] : a->sizes.v[d];
+    float s = a->scales.v[d];
+    if (!(s >= 0.0f) || !isfinite(s))
+      return FAIL(c, "scale %g of dim %d is not a positive number (or 0: out / in)", (double)s, (int)d);
+    if (x->shape[d] < 0) {
+      if (a->sizes.v[d] >= 0 || (s != 0.0f && s != 1.0f))
+        return FAIL(c, "dim %d of x %s is symbolic and resized", (int)d, TSTR(c, x, b1));
+      continue;
+    }
+    if (o > 0 && x->shape[d] == 0) return FAIL(c, "dim %d of x %s is empty", (int)d, TSTR(c, x, b1));
+    moving += rlx_resize_dim_moves(a, d, x->shape[d], o);
+    c->out[0].shape[d] = o;
+  }
+  if (moving > RLX_RESIZE_MAX_DIMS)
+    return FAIL(c, "%d dims of x %s are resized; at most %d may be", (int)moving, TSTR(c, x, b1),
+                RLX_RESIZE_MAX_DIMS);
+  return RLX_OK;
+}
+
+/* GridSample: x [N, C, H, W], grid [N, Ho, Wo, 2] -> [N, C, Ho, Wo]. */
+static rlx_status infer_grid_sample(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *grid = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  if (a->resize_mode < RLX_RESIZE_NEAREST || a->resize_mode > RLX_RESIZE_CUBIC)
+    return FAIL(c, "mode %d is not nearest, linear or cubic", (int)a->resize_mode);
+  if (a->grid_padding < RLX_GRID_ZEROS || a->grid_padding > RLX_GRID_REFLECTION)
+    return FAIL(c, "padding %d is not zeros, border or reflection", (int)a->grid_padding);
+  if (x->rank != 4 || grid->rank != 4 || grid->shape[3] != 2 || !rlx_dtype_is_float(x->dtype) ||
+      !rlx_dtype_is_float(grid->dtype))
+    return FAIL(c, "x %s must be float [N, C, H, W] and grid %s float [N, Ho, Wo, 2]",
+                TSTR(c, x, b1), TSTR(c, grid, b2));
+  if (x->shape[0] != grid->shape[0])
+    return FAIL(c, "x %s and grid %s differ in N", TSTR(c, x, b1), TSTR(c, grid, b2));
+  c->out[0] = *x;
+  c->out[0].shape[2] = grid->shape[1];
+  c->out[0].shape[3] = grid->shape[2];
+  return RLX_OK;
+}
+
+/* RoiAlign: x [N, C, H, W], rois [R, 4], batch_indices [R] -> [R, C, h, w]. */
+static rlx_status infer_roi_align(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *rois = c->t[1], *bi = c->t[2];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  if (a->pool != RLX_POOL_MAX && a->pool != RLX_POOL_AVG)
+    return FAIL(c, "mode %d is not max or avg", (int)a->pool);
+  if (a->sizes.n != 2 || a->sizes.v[0] < 1 || a->sizes.v[1] < 1 || a->sampling_ratio < 0)
+    return FAIL(c, "sizes must be [out_h >= 1, out_w >= 1] and sampling_ratio >= 0");
+  if (x->rank != 4 || !rlx_dtype_is_float(x->dtype) || rois->rank != 2 || rois->shape[1] != 4 ||
+      !rlx_dtype_is_float(rois->dtype) || bi->rank != 1 || !rlx_dtype_is_int(bi->dtype) ||
+      bi->shape[0] != rois->shape[0])
+    return FAIL(c, "x %s must be float [N, C, H, W], rois %s float [R, 4], batch_indices %s int [R]",
+                TSTR(c, x, b1), TSTR(c, rois, b2), TSTR(c, bi, b3));
+  c->out[0] = *x;
+  c->out[0].shape[0] = rois->shape[0];
+  c->out[0].shape[2] = a->sizes.v[0];
+  c->out[0].shape[3] = a->sizes.v[1];
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 /* Ops that only move or convert elements: the float8 storage types pass
@@ -958,6 +1041,9 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
     case RLX_OP_DEFERRED: return infer_deferred(c);
+    case RLX_OP_RESIZE: return infer_resize(c);
+    case RLX_OP_GRID_SAMPLE: return infer_grid_sample(c);
+    case RLX_OP_ROI_ALIGN: return infer_roi_align(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

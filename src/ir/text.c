@@ -40,9 +40,17 @@ static const char* const style_names[] = {"neox", "gptj"};
 static const char* const pool_names[] = {"max", "avg", "argmax"};
 static const char* const pad_names[] = {"constant", "reflect", "edge", "wrap"};
 static const char* const d2s_names[] = {"dcr", "crd"};
+static const char* const resize_names[] = {"nearest", "linear", "cubic"};
+static const char* const coord_names[] = {"half_pixel", "half_pixel_symmetric",
+                                          "pytorch_half_pixel", "align_corners", "asymmetric",
+                                          "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+static const char* const grid_pad_names[] = {"zeros", "border", "reflection"};
+static const char* const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                            "ceil"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");
+_Static_assert(COUNT_OF(coord_names) == RLX_COORD_TF_CROP_AND_RESIZE + 1, "coord_names out of sync");
 
 typedef struct name_table {
   const char* const* names;
@@ -66,7 +74,8 @@ static int32_t family_size(rlx_op op) {
 
 typedef enum attr_kind {
   AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_INTS, AK_STR, AK_BYTES,
-  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S
+  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S,
+  AK_FLOATS, AK_ENUM_RESIZE, AK_ENUM_COORD, AK_ENUM_NEAREST, AK_ENUM_GRID_PAD
 } attr_kind;
 
 typedef struct attr_info {
@@ -90,6 +99,10 @@ static name_table enum_names(attr_kind k) {
     case AK_ENUM_POOL: return (name_table){pool_names, COUNT_OF(pool_names)};
     case AK_ENUM_PAD: return (name_table){pad_names, COUNT_OF(pad_names)};
     case AK_ENUM_D2S: return (name_table){d2s_names, COUNT_OF(d2s_names)};
+    case AK_ENUM_RESIZE: return (name_table){resize_names, COUNT_OF(resize_names)};
+    case AK_ENUM_COORD: return (name_table){coord_names, COUNT_OF(coord_names)};
+    case AK_ENUM_NEAREST: return (name_table){nearest_names, COUNT_OF(nearest_names)};
+    case AK_ENUM_GRID_PAD: return (name_table){grid_pad_names, COUNT_OF(grid_pad_names)};
     default: return (name_table){NULL, 0};
   }
 }
@@ -176,6 +189,17 @@ static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_at
       rlx_buf_add(b, "[", 1);
       for (int32_t i = 0; i < input_rank && i < RLX_MAX_RANK; i++)
         rlx_buf_printf(b, "%s%" PRId32, i ? "," : "", a->perm[i]);
+      rlx_buf_add(b, "]", 1);
+      break;
+    }
+    case AK_FLOATS: {
+      rlx_floats l;
+      memcpy(&l, (const char*)a + info->offset, sizeof l);
+      rlx_buf_add(b, "[", 1);
+      for (int32_t i = 0; i < l.n && i < RLX_INTS_MAX; i++) {
+        if (i) rlx_buf_add(b, ",", 1);
+        print_float(b, l.v[i]);
+      }
       rlx_buf_add(b, "]", 1);
       break;
     }
@@ -609,6 +633,21 @@ static rlx_status parse_int_list(parser* p, int64_t lo, int64_t hi, int32_t cap,
   }
 }
 
+/* [a,b,c] of floats; at most RLX_INTS_MAX entries. */
+static rlx_status parse_float_list(parser* p, rlx_floats* l) {
+  l->n = 0;
+  RLX_RETURN_IF_ERROR(expect_punct(p, '[', "to open a list"));
+  if (tok_punct(&p->tok, ']')) return advance(p);
+  for (;;) {
+    if (l->n >= RLX_INTS_MAX) return FAIL(p, &p->tok, "list longer than %d entries", RLX_INTS_MAX);
+    RLX_RETURN_IF_ERROR(parse_float(p, &p->tok, &l->v[l->n]));
+    l->n++;
+    RLX_RETURN_IF_ERROR(advance(p));
+    if (tok_punct(&p->tok, ']')) return advance(p);
+    RLX_RETURN_IF_ERROR(expect_punct(p, ',', "or ']' in a list"));
+  }
+}
+
 /* ------------------------------------------------------------------ types */
 
 static int tok_to_cstr(const token* t, char* buf, size_t cap) {
@@ -756,6 +795,12 @@ static rlx_status parse_attr_value(parser* p, int id, rlx_node_attrs* a, int32_t
       int32_t n = 0;
       RLX_RETURN_IF_ERROR(parse_int_list(p, INT32_MIN, INT32_MAX, RLX_MAX_RANK, vals, &n, toks));
       for (int32_t i = 0; i < n; i++) a->perm[i] = (int32_t)vals[i];
+      return RLX_OK;
+    }
+    case AK_FLOATS: {
+      rlx_floats l;
+      RLX_RETURN_IF_ERROR(parse_float_list(p, &l));
+      memcpy((char*)a + info->offset, &l, sizeof l);
       return RLX_OK;
     }
     case AK_INTS: {

@@ -172,6 +172,8 @@ rlx_work rlx_step_work(const rlx_step* s) {
     }
     case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
     case RLX_K_POOL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_RESIZE: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_SAMPLER: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -653,7 +655,10 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_ROPE:
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:
-    case RLX_OP_PAD: return 1;
+    case RLX_OP_PAD:
+    case RLX_OP_RESIZE:
+    case RLX_OP_GRID_SAMPLE:
+    case RLX_OP_ROI_ALIGN: return 1;
     default: return 0;
   }
 }
@@ -790,6 +795,7 @@ void rlx_views_coalesce(rlx_view* views, int n) {
 
 int rlx_step_computes_in_f64(const rlx_step* s) {
   if (s->kernel == RLX_K_COPY || s->kernel == RLX_K_GATHER) return 0;
+  if (s->kernel == RLX_K_RESIZE && !s->p.resize.f32_exact) return 1;
   for (int32_t i = 0; i < s->n_in; i++)
     if (s->in[i].rank >= 0 && s->in[i].dtype == RLX_F64) return 1;
   for (int32_t i = 0; i < s->n_out; i++)

@@ -162,6 +162,40 @@ typedef struct rlx_pool_params {
   int64_t pad[RLX_MAX_RANK], pad_end[RLX_MAX_RANK];
 } rlx_pool_params;
 
+/* Resize (RLX_K_RESIZE, op = rlx_resize_mode). in0 and out are dense with
+ * the same rank; dims not listed in dim[] copy their coordinate. For each
+ * listed dim i, output coordinate o maps to input coordinate
+ * rlx_resize_source(coord, o, scale[i] (0: out / in), in_size[i], out_size[i], roi_start[i],
+ * roi_end[i]) (scalar_math.h), whose taps are rlx_resize_taps; the output is
+ * the weighted sum over the product of the dims' taps. tf_crop_and_resize
+ * writes `extrapolation` where any coordinate falls outside [0, in - 1].
+ * Every transform is affine in o: coef_a[i] * o + coef_b[i] is the same
+ * coordinate for kernels without f64 (computed here in double, rounded
+ * once). f32_exact says whether such a kernel makes the reference's
+ * discrete choices (nearest rounding, extrapolation) for every element:
+ * true for linear / cubic (continuous in the coordinate) and for nearest
+ * with power-of-two scales under a transform without (in - 1) / (out - 1);
+ * otherwise the step counts as computing in f64 (rlx_step_computes_in_f64). */
+typedef struct rlx_resize_params {
+  int32_t rank, n_dims, f32_exact;
+  int32_t coord, nearest, exclude_outside;
+  float coef_a[RLX_RESIZE_MAX_DIMS], coef_b[RLX_RESIZE_MAX_DIMS];
+  float cubic_a, extrapolation;
+  int32_t dim[RLX_RESIZE_MAX_DIMS];
+  int64_t in_size[RLX_RESIZE_MAX_DIMS], out_size[RLX_RESIZE_MAX_DIMS];
+  float scale[RLX_RESIZE_MAX_DIMS], roi_start[RLX_RESIZE_MAX_DIMS], roi_end[RLX_RESIZE_MAX_DIMS];
+} rlx_resize_params;
+
+/* GridSample and RoiAlign (RLX_K_SAMPLER, op = RLX_SAMPLER_*). Views are
+ * dense. GridSample: mode is an rlx_resize_mode, padding an
+ * rlx_grid_padding. RoiAlign: mode is an rlx_pool_kind; half_pixel is
+ * ONNX's half_pixel transform. */
+enum { RLX_SAMPLER_GRID = 0, RLX_SAMPLER_ROI_ALIGN = 1 };
+typedef struct rlx_sampler_params {
+  int32_t mode, padding, align_corners, sampling_ratio;
+  float spatial_scale;
+} rlx_sampler_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -176,6 +210,7 @@ typedef struct rlx_pool_params {
  *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
  *   (group);  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
+ *   resize: one output element (lane);  sampler: one output element (lane);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -210,6 +245,8 @@ typedef struct rlx_step {
     rlx_rope_params rope;
     rlx_sample_params sample;
     rlx_pool_params pool;
+    rlx_resize_params resize;
+    rlx_sampler_params sampler;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

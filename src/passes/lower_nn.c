@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "passes/lower.h"
+#include "base/scalar_math.h"
 
 static rlx_view absent_view(void) {
   rlx_view v;
@@ -381,6 +382,87 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ resize */
+
+/* Whether d is 2^k for a small k (exact reciprocal, exact products). */
+static int is_small_pow2(double d) {
+  for (int k = -12; k <= 12; k++)
+    if (d == ldexp(1.0, k)) return 1;
+  return 0;
+}
+
+/* Resize dim i of p: its affine coefficients, and whether an f32 kernel
+ * rounds the coordinate exactly as the reference does (see lower.h). */
+static int resize_dim_coefs(rlx_resize_params* p, int mode, int32_t i) {
+  int64_t in = p->in_size[i], o = p->out_size[i];
+  double scale = p->scale[i] > 0.0f ? (double)p->scale[i] : (double)o / (double)in;
+  double x0 = rlx_resize_source(p->coord, 0, scale, in, o, p->roi_start[i], p->roi_end[i]);
+  double x1 = rlx_resize_source(p->coord, 1, scale, in, o, p->roi_start[i], p->roi_end[i]);
+  p->coef_a[i] = (float)(x1 - x0);
+  p->coef_b[i] = (float)x0;
+  if (p->coord == RLX_COORD_TF_CROP_AND_RESIZE) return 0; /* the extrapolation edge */
+  if (mode != RLX_RESIZE_NEAREST) return 1;
+  return p->coord != RLX_COORD_ALIGN_CORNERS && is_small_pow2(scale) &&
+         scale * (double)in == (double)o;
+}
+
+/* Resize: the dims that move get a row of the per-dim tables; the others
+ * copy their coordinate. */
+static rlx_status lower_resize(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  const rlx_node_attrs* a = &n->a;
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_RESIZE, ni);
+  s->n_in = s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  s->op = a->resize_mode;
+  rlx_resize_params* p = &s->p.resize;
+  p->rank = s->in[0].rank;
+  p->coord = a->coord_mode;
+  p->nearest = a->nearest_mode;
+  p->exclude_outside = a->exclude_outside;
+  p->cubic_a = a->cubic_a;
+  p->extrapolation = a->value;
+  for (int32_t d = 0; d < p->rank; d++) {
+    int64_t in = s->in[0].shape[d], o = s->out[0].shape[d];
+    if (!rlx_resize_dim_moves(a, d, in, o)) continue;
+    if (p->n_dims == RLX_RESIZE_MAX_DIMS) return fail_node(out, g, ni, "too many resized dims");
+    int32_t i = p->n_dims++;
+    p->dim[i] = d;
+    p->in_size[i] = in;
+    p->out_size[i] = o;
+    p->scale[i] = a->scales.v[d];
+    p->roi_start[i] = a->roi.v[d];
+    p->roi_end[i] = a->roi.v[p->rank + d];
+  }
+  p->f32_exact = 1;
+  for (int32_t i = 0; i < p->n_dims; i++) p->f32_exact &= resize_dim_coefs(p, s->op, i);
+  return finish_step(g, s, out);
+}
+
+/* GridSample / RoiAlign: the node's inputs and attributes as they are. */
+static rlx_status lower_sampler(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_SAMPLER, ni);
+  s->n_in = n->n_in;
+  s->n_out = 1;
+  for (int32_t i = 0; i < n->n_in; i++) s->in[i] = rlx_view_of(g, plan, n->in[i]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  rlx_sampler_params* p = &s->p.sampler;
+  int grid = n->op == RLX_OP_GRID_SAMPLE;
+  s->op = grid ? RLX_SAMPLER_GRID : RLX_SAMPLER_ROI_ALIGN;
+  p->mode = grid ? n->a.resize_mode : n->a.pool;
+  p->padding = n->a.grid_padding;
+  p->align_corners = n->a.align_corners;
+  p->sampling_ratio = n->a.sampling_ratio;
+  p->spatial_scale = n->a.spatial_scale;
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -394,6 +476,9 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
+    case RLX_OP_RESIZE: return lower_resize(g, plan, ni, out);
+    case RLX_OP_GRID_SAMPLE:
+    case RLX_OP_ROI_ALIGN: return lower_sampler(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

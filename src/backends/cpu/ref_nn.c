@@ -377,6 +377,226 @@ static rlx_status ref_pool(uint8_t* arena, const rlx_step* s) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ resize */
+
+/* The taps of one resized dim for output coordinate o: 0 when
+ * tf_crop_and_resize falls outside the input (extrapolate). */
+static int resize_dim_taps(const rlx_step* s, int32_t i, int64_t o, int64_t* idx, double* w) {
+  const rlx_resize_params* p = &s->p.resize;
+  double scale = p->scale[i] > 0.0f ? (double)p->scale[i]
+                                     : (double)p->out_size[i] / (double)p->in_size[i];
+  double x = rlx_resize_source(p->coord, o, scale, p->in_size[i], p->out_size[i],
+                              p->roi_start[i], p->roi_end[i]);
+  if (p->coord == RLX_COORD_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(p->in_size[i] - 1)))
+    return 0;
+  return rlx_resize_taps(s->op, p->nearest, p->cubic_a, p->exclude_outside, x, p->in_size[i],
+                         idx, w);
+}
+
+/* Output element o (coordinates oc): the weighted sum over the product of
+ * the resized dims' taps; nearest copies its one source element raw, so
+ * every dtype is exact. */
+static void resize_element(uint8_t* arena, const rlx_step* s, int64_t o, const int64_t* oc) {
+  const rlx_resize_params* p = &s->p.resize;
+  const rlx_view *x = &s->in[0], *y = &s->out[0];
+  int64_t idx[RLX_RESIZE_MAX_DIMS][4], base = 0, total = 1;
+  double w[RLX_RESIZE_MAX_DIMS][4];
+  int n[RLX_RESIZE_MAX_DIMS];
+  int moving[RLX_MAX_RANK] = {0};
+  for (int32_t i = 0; i < p->n_dims; i++) {
+    moving[p->dim[i]] = 1;
+    n[i] = resize_dim_taps(s, i, oc[p->dim[i]], idx[i], w[i]);
+    if (!n[i]) { st(arena, y, o, p->extrapolation); return; }
+    total *= n[i];
+  }
+  for (int32_t d = 0; d < p->rank; d++)
+    if (!moving[d]) base += oc[d] * x->stride[d];
+  if (s->op == RLX_RESIZE_NEAREST) {
+    for (int32_t i = 0; i < p->n_dims; i++) base += idx[i][0] * x->stride[p->dim[i]];
+    size_t es = rlx_dtype_size(y->dtype);
+    rlx_convert(arena + y->offset + (size_t)o * es, y->dtype,
+                arena + x->offset + (size_t)base * es, x->dtype, 1);
+    return;
+  }
+  double acc = 0.0;
+  for (int64_t t = 0; t < total; t++) {
+    int64_t rem = t, off = base;
+    double wt = 1.0;
+    for (int32_t i = p->n_dims - 1; i >= 0; i--) {
+      int k = (int)(rem % n[i]);
+      rem /= n[i];
+      off += idx[i][k] * x->stride[p->dim[i]];
+      wt *= w[i][k];
+    }
+    acc += wt * ld(arena, x, off);
+  }
+  st(arena, y, o, acc);
+}
+
+static rlx_status ref_resize(uint8_t* arena, const rlx_step* s) {
+  const rlx_view* y = &s->out[0];
+  int64_t n = rlx_view_numel(y);
+  int64_t oc[RLX_MAX_RANK];
+  for (int64_t o = 0; o < n; o++) {
+    int64_t rem = o;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+      oc[d] = rem % y->shape[d];
+      rem /= y->shape[d];
+    }
+    resize_element(arena, s, o, oc);
+  }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ grid sample, roi align */
+
+/* Grid coordinate g in [-1, 1] -> pixel coordinate along a dim of n. */
+static double grid_unnormalize(double g, int64_t n, int align) {
+  return align ? (g + 1.0) / 2.0 * (double)(n - 1) : ((g + 1.0) * (double)n - 1.0) / 2.0;
+}
+
+/* Mirror of c into [lo2 / 2, hi2 / 2] (bounds given doubled, as PyTorch). */
+static double reflect_coord(double c, double lo2, double hi2) {
+  if (lo2 == hi2) return 0.0;
+  double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
+  c = fabs(c - lo);
+  double extra = fmod(c, span), flips = floor(c / span);
+  return fmod(flips, 2.0) == 0.0 ? extra + lo : span - extra + lo;
+}
+
+/* Border / reflection padding of coordinate c along a dim of n. */
+static double grid_pad_coord(double c, int64_t n, int padding, int align) {
+  if (padding == RLX_GRID_ZEROS) return c;
+  if (padding == RLX_GRID_REFLECTION)
+    c = align ? reflect_coord(c, 0.0, 2.0 * (double)(n - 1)) : reflect_coord(c, -1.0, 2.0 * (double)n - 1.0);
+  return c < 0.0 ? 0.0 : (c > (double)(n - 1) ? (double)(n - 1) : c);
+}
+
+/* x[plane][iy][ix], 0 outside the input. */
+static double grid_tap(uint8_t* arena, const rlx_view* x, int64_t plane, int64_t iy, int64_t ix) {
+  int64_t H = x->shape[2], W = x->shape[3];
+  if (iy < 0 || iy >= H || ix < 0 || ix >= W) return 0.0;
+  return ld(arena, x, (plane * H + iy) * W + ix);
+}
+
+/* One GridSample output: x plane `plane` sampled at grid point (gx, gy). */
+static double grid_sample_at(uint8_t* arena, const rlx_step* s, int64_t plane, double gx, double gy) {
+  const rlx_sampler_params* p = &s->p.sampler;
+  const rlx_view* x = &s->in[0];
+  int64_t H = x->shape[2], W = x->shape[3];
+  double ix = grid_unnormalize(gx, W, p->align_corners), iy = grid_unnormalize(gy, H, p->align_corners);
+  if (p->mode == RLX_RESIZE_CUBIC) { /* padding per tap, on the raw coordinate's taps */
+    double fx = floor(ix), fy = floor(iy), acc = 0.0;
+    for (int j = 0; j < 4; j++) {
+      double ty = fy - 1.0 + j, wy = rlx_cubic_weight(-0.75, iy - ty);
+      double py = grid_pad_coord(ty, H, p->padding, p->align_corners);
+      for (int i = 0; i < 4; i++) {
+        double tx = fx - 1.0 + i, wx = rlx_cubic_weight(-0.75, ix - tx);
+        double px = grid_pad_coord(tx, W, p->padding, p->align_corners);
+        acc += wy * wx * grid_tap(arena, x, plane, (int64_t)py, (int64_t)px);
+      }
+    }
+    return acc;
+  }
+  ix = grid_pad_coord(ix, W, p->padding, p->align_corners);
+  iy = grid_pad_coord(iy, H, p->padding, p->align_corners);
+  if (p->mode == RLX_RESIZE_NEAREST)
+    return grid_tap(arena, x, plane, (int64_t)rlx_round_half_even(iy), (int64_t)rlx_round_half_even(ix));
+  double x0 = floor(ix), y0 = floor(iy), lx = ix - x0, ly = iy - y0;
+  int64_t a = (int64_t)x0, b = (int64_t)y0;
+  return (1 - ly) * ((1 - lx) * grid_tap(arena, x, plane, b, a) + lx * grid_tap(arena, x, plane, b, a + 1)) +
+         ly * ((1 - lx) * grid_tap(arena, x, plane, b + 1, a) + lx * grid_tap(arena, x, plane, b + 1, a + 1));
+}
+
+static void ref_grid_sample(uint8_t* arena, const rlx_step* s) {
+  const rlx_view *y = &s->out[0], *grid = &s->in[1];
+  int64_t C = y->shape[1], Ho = y->shape[2], Wo = y->shape[3], n = rlx_view_numel(y);
+  for (int64_t o = 0; o < n; o++) {
+    int64_t w = o % Wo, h = (o / Wo) % Ho, nc = o / (Wo * Ho), b = nc / C;
+    int64_t gi = ((b * Ho + h) * Wo + w) * 2;
+    st(arena, y, o, grid_sample_at(arena, s, nc, ld(arena, grid, gi), ld(arena, grid, gi + 1)));
+  }
+}
+
+/* RoiAlign's bilinear sample at (yy, xx) of plane `plane` (the ONNX /
+ * Caffe2 rule: outside [-1, n] it is 0; coordinates clamp to the last
+ * pixel). Returns the four weighted corners in v[4]. */
+static void roi_sample(uint8_t* arena, const rlx_view* x, int64_t plane, double yy, double xx,
+                       double v[4]) {
+  int64_t H = x->shape[2], W = x->shape[3];
+  v[0] = v[1] = v[2] = v[3] = 0.0;
+  if (yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W) return;
+  if (yy < 0) yy = 0;
+  if (xx < 0) xx = 0;
+  int64_t y0 = (int64_t)yy, x0 = (int64_t)xx, y1, x1;
+  if (y0 >= H - 1) { y0 = y1 = H - 1; yy = (double)y0; } else y1 = y0 + 1;
+  if (x0 >= W - 1) { x0 = x1 = W - 1; xx = (double)x0; } else x1 = x0 + 1;
+  double ly = yy - (double)y0, lx = xx - (double)x0, hy = 1.0 - ly, hx = 1.0 - lx;
+  int64_t base = plane * H * W;
+  v[0] = hy * hx * ld(arena, x, base + y0 * W + x0);
+  v[1] = hy * lx * ld(arena, x, base + y0 * W + x1);
+  v[2] = ly * hx * ld(arena, x, base + y1 * W + x0);
+  v[3] = ly * lx * ld(arena, x, base + y1 * W + x1);
+}
+
+/* One RoiAlign output bin (r, c, ph, pw). */
+static double roi_bin(uint8_t* arena, const rlx_step* s, int64_t r, int64_t c, int64_t ph, int64_t pw) {
+  const rlx_sampler_params* p = &s->p.sampler;
+  const rlx_view *x = &s->in[0], *rois = &s->in[1], *bi = &s->in[2], *y = &s->out[0];
+  double off = p->align_corners ? 0.5 : 0.0, sc = (double)p->spatial_scale;
+  double x1 = ld(arena, rois, r * 4) * sc - off, y1 = ld(arena, rois, r * 4 + 1) * sc - off;
+  double rw = ld(arena, rois, r * 4 + 2) * sc - off - x1, rh = ld(arena, rois, r * 4 + 3) * sc - off - y1;
+  if (!p->align_corners) {
+    rw = rw > 1.0 ? rw : 1.0;
+    rh = rh > 1.0 ? rh : 1.0;
+  }
+  int64_t oh = y->shape[2], ow = y->shape[3];
+  double bh = rh / (double)oh, bw = rw / (double)ow;
+  int64_t gh = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(rh / (double)oh);
+  int64_t gw = p->sampling_ratio > 0 ? p->sampling_ratio : (int64_t)ceil(rw / (double)ow);
+  int64_t count = gh * gw > 1 ? gh * gw : 1;
+  int64_t plane = rlx_load_i64(arena + bi->offset, bi->dtype, r) * x->shape[1] + c;
+  double acc = p->mode == RLX_POOL_MAX ? -INFINITY : 0.0;
+  for (int64_t iy = 0; iy < gh; iy++) {
+    double yy = y1 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+    for (int64_t ix = 0; ix < gw; ix++) {
+      double xx = x1 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw, v[4];
+      roi_sample(arena, x, plane, yy, xx, v);
+      if (p->mode == RLX_POOL_MAX) {
+        double m = fmax(fmax(v[0], v[1]), fmax(v[2], v[3]));
+        acc = m > acc ? m : acc;
+      } else {
+        acc += v[0] + v[1] + v[2] + v[3];
+      }
+    }
+  }
+  if (p->mode == RLX_POOL_MAX) return gh * gw > 0 ? acc : 0.0;
+  return acc / (double)count;
+}
+
+static rlx_status ref_roi_align(uint8_t* arena, const rlx_step* s, rlx_error* err) {
+  const rlx_view *y = &s->out[0], *bi = &s->in[2];
+  int64_t C = y->shape[1], oh = y->shape[2], ow = y->shape[3], n = rlx_view_numel(y);
+  int64_t N = s->in[0].shape[0];
+  for (int64_t r = 0; r < y->shape[0]; r++) {
+    int64_t b = rlx_load_i64(arena + bi->offset, bi->dtype, r);
+    if (b < 0 || b >= N)
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "node %d: roi %lld has batch index %lld outside [0, %lld)",
+                      s->node, (long long)r, (long long)b, (long long)N);
+  }
+  for (int64_t o = 0; o < n; o++) {
+    int64_t pw = o % ow, ph = (o / ow) % oh, c = (o / (ow * oh)) % C, r = o / (ow * oh * C);
+    st(arena, y, o, roi_bin(arena, s, r, c, ph, pw));
+  }
+  return RLX_OK;
+}
+
+static rlx_status ref_sampler(uint8_t* arena, const rlx_step* s, rlx_error* err) {
+  if (s->op == RLX_SAMPLER_ROI_ALIGN) return ref_roi_align(arena, s, err);
+  ref_grid_sample(arena, s);
+  return RLX_OK;
+}
+
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err) {
   switch (s->kernel) {
@@ -386,6 +606,8 @@ rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
     case RLX_K_ROPE: return ref_rope(arena, s);
     case RLX_K_SAMPLE: return ref_sample(arena, s, ctx, err);
     case RLX_K_POOL: return ref_pool(arena, s);
+    case RLX_K_RESIZE: return ref_resize(arena, s);
+    case RLX_K_SAMPLER: return ref_sampler(arena, s, err);
     default:
       return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
                       (int)s->kernel);

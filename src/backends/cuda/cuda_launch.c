@@ -654,6 +654,79 @@ static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return RLX_OK;
 }
 
+_Static_assert(RLXK_RESIZE_DIMS == RLX_RESIZE_MAX_DIMS, "resize.cu's dim tables out of sync");
+
+static rlx_status build_resize(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  const rlx_resize_params* q = &s->p.resize;
+  int64_t total = s->work.items; /* output elements */
+  if (total == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_RESIZE, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_resize* p = &x->p.resize;
+  p->n = total;
+  p->rank = q->rank;
+  for (int32_t d = 0; d < q->rank; d++) {
+    p->in_stride[d] = s->in[0].stride[d];
+    p->out_shape[d] = s->out[0].shape[d];
+  }
+  p->n_dims = q->n_dims;
+  for (int32_t k = 0; k < q->n_dims; k++) {
+    p->dim[k] = q->dim[k];
+    p->in_size[k] = q->in_size[k];
+    p->out_size[k] = q->out_size[k];
+    p->scale[k] = q->scale[k];
+    p->roi_start[k] = q->roi_start[k];
+    p->roi_end[k] = q->roi_end[k];
+  }
+  p->xoff = s->in[0].offset;
+  p->ooff = s->out[0].offset;
+  p->mode = s->op;
+  p->coord = q->coord;
+  p->nearest = q->nearest;
+  p->exclude_outside = q->exclude_outside;
+  p->xdt = s->in[0].dtype;
+  p->odt = s->out[0].dtype;
+  p->cubic_a = q->cubic_a;
+  p->extrapolation = q->extrapolation;
+  x->grid[0] = grid_for(b, total, 256);
+  return RLX_OK;
+}
+
+static rlx_status build_sampler(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                rlx_launch_list* l, rlx_error* err) {
+  const rlx_sampler_params* q = &s->p.sampler;
+  int64_t total = s->work.items; /* output elements */
+  if (total == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_SAMPLER, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_sampler* p = &x->p.sampler;
+  const rlx_view *xv = &s->in[0], *ov = &s->out[0];
+  p->n = total;
+  p->N = xv->shape[0];
+  p->C = xv->shape[1];
+  p->H = xv->shape[2];
+  p->W = xv->shape[3];
+  p->Ho = ov->shape[2];
+  p->Wo = ov->shape[3];
+  p->xoff = xv->offset;
+  p->goff = s->in[1].offset;
+  p->boff = s->n_in > 2 ? s->in[2].offset : 0;
+  p->ooff = ov->offset;
+  p->op = s->op;
+  p->mode = q->mode;
+  p->padding = q->padding;
+  p->align = q->align_corners;
+  p->ratio = q->sampling_ratio;
+  p->xdt = xv->dtype;
+  p->gdt = s->in[1].dtype;
+  p->bdt = s->n_in > 2 ? s->in[2].dtype : RLX_I64;
+  p->odt = ov->dtype;
+  p->spatial_scale = q->spatial_scale;
+  x->grid[0] = grid_for(b, total, 256);
+  return RLX_OK;
+}
+
 static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_sample_params* sp = &s->p.sample;
@@ -837,6 +910,8 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_ROPE build_rope
 #define RLX_CUDA_KIND_SAMPLE build_sample
 #define RLX_CUDA_KIND_POOL build_pool
+#define RLX_CUDA_KIND_RESIZE build_resize
+#define RLX_CUDA_KIND_SAMPLER build_sampler
 #define RLX_CUDA_KIND_HOST build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

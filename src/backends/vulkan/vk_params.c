@@ -279,6 +279,32 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       }
       break;
     }
+    case RLX_K_RESIZE: {
+      const rlx_resize_params* p = &s->p.resize;
+      put(e, x + RZ_RANK, p->rank);
+      put(e, x + RZ_NDIMS, p->n_dims);
+      put(e, x + RZ_NEAREST, p->nearest);
+      put(e, x + RZ_EXCL, p->exclude_outside);
+      put_float(e, x + RZ_CUBIC_A, p->cubic_a);
+      put_float(e, x + RZ_EXTRAP, p->extrapolation);
+      put(e, x + RZ_CROP, p->coord == RLX_COORD_TF_CROP_AND_RESIZE);
+      for (int32_t i = 0; i < p->n_dims && i < RLX_RESIZE_MAX_DIMS; i++) {
+        put(e, x + RZ_DIM + i, p->dim[i]);
+        put(e, x + RZ_IN + i, p->in_size[i]);
+        put_float(e, x + RZ_COEF_A + i, p->coef_a[i]);
+        put_float(e, x + RZ_COEF_B + i, p->coef_b[i]);
+      }
+      break;
+    }
+    case RLX_K_SAMPLER: {
+      const rlx_sampler_params* p = &s->p.sampler;
+      put(e, x + SP_MODE, p->mode);
+      put(e, x + SP_PADDING, p->padding);
+      put(e, x + SP_ALIGN, p->align_corners);
+      put(e, x + SP_RATIO, p->sampling_ratio);
+      put_float(e, x + SP_SCALE, p->spatial_scale);
+      break;
+    }
     case RLX_K_SAMPLE: {
       const rlx_sample_params* p = &s->p.sample;
       put(e, x + SM_ROWS, p->rows);
@@ -380,3 +406,13 @@ _Static_assert(PL_MAX == RLX_WIN_MAX && PL_AVG == RLX_WIN_AVG &&
                    PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE &&
                    PL_PAD_WRAP == RLX_WIN_PAD_WRAP,
                "pool.comp's mode codes out of sync with RLX_WIN_*");
+_Static_assert(RZ_MODE_NEAREST == RLX_RESIZE_NEAREST && RZ_MODE_LINEAR == RLX_RESIZE_LINEAR &&
+                   RZ_ROUND_PREFER_FLOOR == RLX_NEAREST_ROUND_PREFER_FLOOR &&
+                   RZ_ROUND_PREFER_CEIL == RLX_NEAREST_ROUND_PREFER_CEIL &&
+                   RZ_FLOOR == RLX_NEAREST_FLOOR,
+               "resize.comp's mode codes out of sync with rlx.h");
+_Static_assert(SP_GRID == RLX_SAMPLER_GRID && SP_ROI_ALIGN == RLX_SAMPLER_ROI_ALIGN &&
+                   SP_NEAREST == RLX_RESIZE_NEAREST && SP_CUBIC == RLX_RESIZE_CUBIC &&
+                   SP_ZEROS == RLX_GRID_ZEROS && SP_REFLECTION == RLX_GRID_REFLECTION &&
+                   SP_POOL_MAX == RLX_POOL_MAX,
+               "sampler.comp's codes out of sync with rlx.h / lower.h");

@@ -182,6 +182,32 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       }
       break;
     }
+    case RLX_K_RESIZE: {
+      const rlx_resize_params* p = &s->p.resize;
+      put_x(e, WG_RZ_RANK, p->rank);
+      put_x(e, WG_RZ_NDIMS, p->n_dims);
+      put_x(e, WG_RZ_NEAREST, p->nearest);
+      put_x(e, WG_RZ_EXCL, p->exclude_outside);
+      put_float(e, WG_RZ_CUBIC_A, p->cubic_a);
+      put_float(e, WG_RZ_EXTRAP, p->extrapolation);
+      put_x(e, WG_RZ_CROP, p->coord == RLX_COORD_TF_CROP_AND_RESIZE);
+      for (int32_t i = 0; i < p->n_dims && i < RLX_RESIZE_MAX_DIMS; i++) {
+        put_x(e, WG_RZ_DIM + (uint32_t)i, p->dim[i]);
+        put_x(e, WG_RZ_IN + (uint32_t)i, p->in_size[i]);
+        put_float(e, WG_RZ_COEF_A + (uint32_t)i, p->coef_a[i]);
+        put_float(e, WG_RZ_COEF_B + (uint32_t)i, p->coef_b[i]);
+      }
+      break;
+    }
+    case RLX_K_SAMPLER: {
+      const rlx_sampler_params* p = &s->p.sampler;
+      put_x(e, WG_SP_MODE, p->mode);
+      put_x(e, WG_SP_PADDING, p->padding);
+      put_x(e, WG_SP_ALIGN, p->align_corners);
+      put_x(e, WG_SP_RATIO, p->sampling_ratio);
+      put_float(e, WG_SP_SCALE, p->spatial_scale);
+      break;
+    }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,

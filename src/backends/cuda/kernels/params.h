@@ -111,6 +111,30 @@ typedef struct rlxk_pool {
   int32_t pad_;
 } rlxk_pool;
 
+/* Resize: the shared lowering's rlx_resize_params plus the views; the
+ * kernel computes coordinates and taps in double with scalar_math.h's
+ * functions, exactly as the CPU reference. */
+#define RLXK_RESIZE_DIMS 3
+typedef struct rlxk_resize {
+  int64_t n;
+  int64_t in_stride[RLXK_MAX_RANK], out_shape[RLXK_MAX_RANK];
+  int64_t in_size[RLXK_RESIZE_DIMS], out_size[RLXK_RESIZE_DIMS];
+  uint64_t xoff, ooff;
+  int32_t dim[RLXK_RESIZE_DIMS];
+  float scale[RLXK_RESIZE_DIMS], roi_start[RLXK_RESIZE_DIMS], roi_end[RLXK_RESIZE_DIMS];
+  int32_t rank, n_dims, mode, coord, nearest, exclude_outside, xdt, odt;
+  float cubic_a, extrapolation;
+} rlxk_resize;
+
+/* GridSample (op 0) / RoiAlign (op 1): rlx_sampler_params plus the views
+ * (all dense); x [N, C, H, W], out [N or R, C, Ho, Wo]. */
+typedef struct rlxk_sampler {
+  int64_t n, N, C, H, W, Ho, Wo;
+  uint64_t xoff, goff, boff, ooff; /* grid or rois; batch indices */
+  int32_t op, mode, padding, align, ratio, xdt, gdt, bdt, odt;
+  float spatial_scale;
+} rlxk_sampler;
+
 /* Sample: one block per row (grid-strided); scratch holds per block a
  * power-of-two array of (prob, index) for sorting. */
 typedef struct rlxk_sample {

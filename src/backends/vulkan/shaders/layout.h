@@ -162,6 +162,37 @@
 #define PL_PAD_REFLECT 3
 #define PL_PAD_EDGE 4
 #define PL_PAD_WRAP 5
+/* resize (mode = RLXVK_OP: rlx_resize_mode; per resized dim i < RZ_NDIMS:
+ * the dim, its input size, coordinate = COEF_A * o + COEF_B) */
+#define RZ_RANK 0
+#define RZ_NDIMS 1
+#define RZ_NEAREST 2  /* rlx_resize_nearest */
+#define RZ_EXCL 3     /* exclude_outside */
+#define RZ_CUBIC_A 4  /* float bits */
+#define RZ_EXTRAP 5   /* float bits */
+#define RZ_CROP 6     /* tf_crop_and_resize: extrapolate outside [0, in - 1] */
+#define RZ_DIM 8      /* per resized dim (3 each) */
+#define RZ_IN 11
+#define RZ_COEF_A 14  /* float bits */
+#define RZ_COEF_B 17  /* float bits */
+#define RZ_MODE_NEAREST 0
+#define RZ_MODE_LINEAR 1
+#define RZ_ROUND_PREFER_FLOOR 0
+#define RZ_ROUND_PREFER_CEIL 1
+#define RZ_FLOOR 2
+/* grid sample / roi align (op = RLXVK_OP: RLX_SAMPLER_*) */
+#define SP_MODE 0    /* rlx_resize_mode (grid) or rlx_pool_kind (roi) */
+#define SP_PADDING 1 /* rlx_grid_padding */
+#define SP_ALIGN 2   /* align_corners (grid) / half_pixel (roi) */
+#define SP_RATIO 3   /* sampling_ratio */
+#define SP_SCALE 4   /* float bits: spatial_scale */
+#define SP_GRID 0
+#define SP_ROI_ALIGN 1
+#define SP_NEAREST 0
+#define SP_CUBIC 2
+#define SP_ZEROS 0
+#define SP_REFLECTION 2
+#define SP_POOL_MAX 0
 /* eltwise_vec (dense elementwise fast path) */
 #define EV_N 0      /* elements (raw copies: 32-bit words) */
 #define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */

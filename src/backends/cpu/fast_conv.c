@@ -2,15 +2,20 @@
  * the windows are unfolded into a column scratch (im2col) and multiplied
  * with the group's weights by the threaded GEMM (gemm.c, or OpenBLAS when
  * chosen); bias, residual and activation follow in one pass over the
- * output. ConvTranspose and half-precision steps are declined and run on
- * the reference (ref_nn.c).
+ * output. Half-precision steps are declined and run on the reference
+ * (ref_nn.c).
  *
  * The column order is (channel, tap) in both layouts, so the weights
  * [OC, C/g, k...] are used as stored:
  *   channels first: col [Cg*K, L],  y_g [OCg, L] = W_g . col
  *   channels last:  col [L, Cg*K],  y_g [L, OCg] = col . W_g^T (ldc = OC)
  * A 1x1 window with stride 1 and no padding needs no columns: x is already
- * one (with its channel stride as leading dimension). */
+ * one (with its channel stride as leading dimension).
+ *
+ * ConvTranspose runs the other way round (GEMM, then col2im): per image
+ * and group, cols [OCg*K, L_in] = W_g^T . x_g with W_g the group's rows
+ * [Cg, OCg*K] of w [C, OCg, k...] as stored, then every column entry is
+ * added into the output position its tap reaches (zeroed first). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,9 +128,72 @@ static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float
     conv_gemm(f, 0, 0, ocg, J->L, depth, wg, depth, col, ld_col, y + (n * p->OC + g * ocg) * J->L, J->L);
 }
 
+/* ---- transpose */
+
+/* Adds cols [OCg*K, L_in] of image n, group g into y: entry (ocg, t, l)
+ * lands at output o = i * stride - pad + t * dilation per dim, if inside.
+ * Threaded over ocg, so no two threads add into the same output. */
+typedef struct col2im_job {
+  const rlx_conv_params* p;
+  const float* cols;
+  float* y;
+  int64_t n, oc0, taps, L_in;
+} col2im_job;
+
+static void col2im_rows(void* ctx, int64_t begin, int64_t end) {
+  const col2im_job* J = ctx;
+  const rlx_conv_params* p = J->p;
+  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int64_t k1 = p->kernel[1], k2 = p->kernel[2], i1 = p->in[1], i2 = p->in[2];
+  int64_t area = p->out[0] * p->out[1] * p->out[2];
+  for (int64_t ocg = begin; ocg < end; ocg++) {
+    int64_t oc = J->oc0 + ocg;
+    for (int64_t t = 0; t < J->taps; t++) {
+      int64_t tk[3] = {t / (k1 * k2), t / k2 % k1, t % k2};
+      const float* row = J->cols + (ocg * J->taps + t) * J->L_in;
+      for (int64_t l = 0; l < J->L_in; l++) {
+        int64_t il[3] = {l / (i1 * i2), l / i2 % i1, l % i2}, at = 0;
+        int inside = 1;
+        for (int d = 0; d < 3 && inside; d++) {
+          int64_t o = il[d] * p->stride[d] - p->pad[d] + tk[d] * p->dilation[d];
+          inside = o >= 0 && o < p->out[d];
+          at = at * p->out[d] + o;
+        }
+        if (!inside) continue;
+        if (last) J->y[(J->n * area + at) * p->OC + oc] += row[l];
+        else J->y[(J->n * p->OC + oc) * area + at] += row[l];
+      }
+    }
+  }
+}
+
+static int fast_conv_transpose(rlx_cpu_fast* f, conv_job* J, const float* x, const float* w,
+                               float* y) {
+  const rlx_conv_params* p = J->p;
+  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int64_t ocg = p->OC / p->groups, L_in = p->in[0] * p->in[1] * p->in[2];
+  int64_t rows = ocg * J->taps, bytes = rows * L_in * (int64_t)sizeof(float);
+  if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
+  float* cols = malloc((size_t)bytes + 1);
+  if (!cols) return 0;
+  memset(y, 0, (size_t)(p->N * p->OC * J->L) * sizeof(float));
+  for (int64_t n = 0; n < p->N; n++)
+    for (int64_t g = 0; g < p->groups; g++) {
+      const float* wg = w + g * J->cg * rows;  /* [Cg, OCg*K] */
+      const float* xg = last ? x + n * L_in * p->C + g * J->cg : x + (n * p->C + g * J->cg) * L_in;
+      /* cols [OCg*K, L_in] = wg^T [OCg*K, Cg] . x_g [Cg, L_in] */
+      if (last) conv_gemm(f, 1, 1, rows, L_in, J->cg, wg, rows, xg, p->C, cols, L_in);
+      else conv_gemm(f, 1, 0, rows, L_in, J->cg, wg, rows, xg, L_in, cols, L_in);
+      col2im_job C = {p, cols, y, n, g * ocg, J->taps, L_in};
+      rlx_cpu_parallel_for(f->pool, ocg, 1, col2im_rows, &C);
+    }
+  free(cols);
+  return 1;
+}
+
 int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   const rlx_conv_params* p = &s->p.conv;
-  if (s->op != RLX_CONV_FORWARD || s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 ||
+  if (s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 ||
       s->out[0].dtype != RLX_F32)
     return 0;
   if ((p->has_bias && s->in[2].dtype != RLX_F32) || (p->has_residual && s->in[3].dtype != RLX_F32))
@@ -142,20 +210,24 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   J.cg = p->C / p->groups;
   J.taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
   J.L = p->out[0] * p->out[1] * p->out[2];
-  int64_t bytes = J.cg * J.taps * J.L * (int64_t)sizeof(float);
-  if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
-  float* scratch = is_pointwise(p) ? NULL : malloc((size_t)bytes + 1);
-  if (!is_pointwise(p) && !scratch) return 0;
-  J.col = scratch;
   const float* x = (const float*)(arena + s->in[0].offset);
   const float* w = (const float*)(arena + s->in[1].offset);
   float* y = (float*)(arena + s->out[0].offset);
-  int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
-  for (int64_t n = 0; n < p->N; n++) {
-    J.x = x + n * image;
-    for (int64_t g = 0; g < p->groups; g++) conv_image_group(f, &J, w, y, n, g);
+  if (s->op == RLX_CONV_TRANSPOSE) {
+    if (!fast_conv_transpose(f, &J, x, w, y)) return 0;
+  } else {
+    int64_t bytes = J.cg * J.taps * J.L * (int64_t)sizeof(float);
+    if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
+    float* scratch = is_pointwise(p) ? NULL : malloc((size_t)bytes + 1);
+    if (!is_pointwise(p) && !scratch) return 0;
+    J.col = scratch;
+    int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
+    for (int64_t n = 0; n < p->N; n++) {
+      J.x = x + n * image;
+      for (int64_t g = 0; g < p->groups; g++) conv_image_group(f, &J, w, y, n, g);
+    }
+    free(scratch);
   }
-  free(scratch);
   if (p->has_bias || p->has_residual || p->act != RLX_ACT_NONE) {
     J.y = y;
     J.bias = p->has_bias ? (const float*)(arena + s->in[2].offset) : NULL;

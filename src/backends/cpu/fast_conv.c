@@ -14,6 +14,11 @@
  * A 1x1 window with stride 1 and no padding needs no columns: x is already
  * one (with its channel stride as leading dimension).
  *
+ * Depthwise convs (one input channel per group) skip the GEMM: a group's
+ * product would be a single row, so the taps are summed directly, along
+ * the innermost output dim (channels first) or across the channels, with
+ * the weights reordered tap-major (channels last).
+ *
  * ConvTranspose runs the other way round (GEMM, then col2im): per image
  * and group, cols [OCg*K, L_in] = W_g^T . x_g with W_g the group's rows
  * [Cg, OCg*K] of w [C, OCg, k...] as stored, then every column entry is
@@ -162,6 +167,112 @@ static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float
     conv_gemm(f, 0, 0, ocg, J->L, depth, wg, depth, col, ld_col, y + (n * p->OC + g * ocg) * J->L, J->L);
 }
 
+/* ---- depthwise */
+
+typedef struct dw_job {
+  const rlx_conv_params* p;
+  const float *x, *w; /* w: [OC, taps] (channels first) or [taps, OC] (last) */
+  float* y;
+  int64_t taps, mult; /* output channels per input channel */
+} dw_job;
+
+/* The outputs o in [*lo, *hi) whose input o * s + base lies in [0, in). */
+static void valid_run(int64_t n_out, int64_t s, int64_t base, int64_t in, int64_t* lo, int64_t* hi) {
+  *lo = base >= 0 ? 0 : (-base + s - 1) / s;
+  *hi = base > in - 1 ? 0 : (in - 1 - base) / s + 1;
+  if (*hi > n_out) *hi = n_out;
+  if (*lo > *hi) *lo = *hi;
+}
+
+/* out[o] += w * src[o * s + base] over a valid run (no bounds checks left,
+ * so the unit-stride case vectorises). */
+static void axpy_run(float* restrict out, const float* restrict src, float w, int64_t s,
+                     int64_t base, int64_t lo, int64_t hi) {
+  if (s == 1)
+    for (int64_t o = lo; o < hi; o++) out[o] += w * src[o + base];
+  else
+    for (int64_t o = lo; o < hi; o++) out[o] += w * src[o * s + base];
+}
+
+/* Channels first: planes (n, oc) of y. */
+static void dw_planes(void* ctx, int64_t begin, int64_t end) {
+  const dw_job* J = ctx;
+  const rlx_conv_params* p = J->p;
+  int64_t in_area = p->in[0] * p->in[1] * p->in[2], out_area = p->out[0] * p->out[1] * p->out[2];
+  for (int64_t r = begin; r < end; r++) {
+    int64_t n = r / p->OC, oc = r % p->OC;
+    const float* xc = J->x + (n * p->C + oc / J->mult) * in_area;
+    float* yp = J->y + r * out_area;
+    memset(yp, 0, sizeof(float) * (size_t)out_area);
+    for (int64_t t = 0; t < J->taps; t++) {
+      int64_t tk[3];
+      unravel3(t, p->kernel[1], p->kernel[2], tk);
+      float wv = J->w[oc * J->taps + t];
+      float* out = yp;
+      for (int64_t o0 = 0; o0 < p->out[0]; o0++) {
+        int64_t i0 = o0 * p->stride[0] - p->pad[0] + tk[0] * p->dilation[0];
+        for (int64_t o1 = 0; o1 < p->out[1]; o1++, out += p->out[2]) {
+          int64_t i1 = o1 * p->stride[1] - p->pad[1] + tk[1] * p->dilation[1];
+          if (i0 < 0 || i0 >= p->in[0] || i1 < 0 || i1 >= p->in[1]) continue;
+          const float* src = xc + (i0 * p->in[1] + i1) * p->in[2];
+          int64_t base = -p->pad[2] + tk[2] * p->dilation[2], lo, hi;
+          valid_run(p->out[2], p->stride[2], base, p->in[2], &lo, &hi);
+          axpy_run(out, src, wv, p->stride[2], base, lo, hi);
+        }
+      }
+    }
+  }
+}
+
+/* Channels last: output rows (n, position) of OC channels. */
+static void dw_rows(void* ctx, int64_t begin, int64_t end) {
+  const dw_job* J = ctx;
+  const rlx_conv_params* p = J->p;
+  int64_t in_area = p->in[0] * p->in[1] * p->in[2], out_area = p->out[0] * p->out[1] * p->out[2];
+  for (int64_t r = begin; r < end; r++) {
+    int64_t n = r / out_area, ol[3];
+    unravel3(r % out_area, p->out[1], p->out[2], ol);
+    float* yr = J->y + r * p->OC;
+    memset(yr, 0, sizeof(float) * (size_t)p->OC);
+    for (int64_t t = 0; t < J->taps; t++) {
+      int64_t tk[3], at = 0;
+      unravel3(t, p->kernel[1], p->kernel[2], tk);
+      int inside = 1;
+      for (int d = 0; d < 3 && inside; d++) {
+        int64_t i = ol[d] * p->stride[d] - p->pad[d] + tk[d] * p->dilation[d];
+        inside = i >= 0 && i < p->in[d];
+        at = at * p->in[d] + i;
+      }
+      if (!inside) continue;
+      const float* xr = J->x + (n * in_area + at) * p->C;
+      const float* wt = J->w + t * p->OC;
+      if (J->mult == 1)
+        for (int64_t oc = 0; oc < p->OC; oc++) yr[oc] += xr[oc] * wt[oc];
+      else
+        for (int64_t oc = 0; oc < p->OC; oc++) yr[oc] += xr[oc / J->mult] * wt[oc];
+    }
+  }
+}
+
+static int fast_depthwise(rlx_cpu_fast* f, const rlx_conv_params* p, int64_t taps, const float* x,
+                          const float* w, float* y) {
+  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  dw_job J = {p, x, w, y, taps, p->OC / p->C};
+  float* wt = NULL;
+  if (last) { /* [OC, taps] -> [taps, OC] */
+    wt = malloc(sizeof(float) * (size_t)(p->OC * taps) + 1);
+    if (!wt) return 0;
+    for (int64_t oc = 0; oc < p->OC; oc++)
+      for (int64_t t = 0; t < taps; t++) wt[t * p->OC + oc] = w[oc * taps + t];
+    J.w = wt;
+  }
+  int64_t out_area = p->out[0] * p->out[1] * p->out[2];
+  if (last) rlx_cpu_parallel_for(f->pool, p->N * out_area, 16, dw_rows, &J);
+  else rlx_cpu_parallel_for(f->pool, p->N * p->OC, 1, dw_planes, &J);
+  free(wt);
+  return 1;
+}
+
 /* ---- transpose */
 
 /* Adds cols [OCg*K, L_in] of image n, group g into y: entry (ocg, t, l)
@@ -251,6 +362,8 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   float* y = (float*)(arena + s->out[0].offset);
   if (s->op == RLX_CONV_TRANSPOSE) {
     if (!fast_conv_transpose(f, &J, x, w, y)) return 0;
+  } else if (J.cg == 1 && p->groups == p->C && p->groups > 1) {
+    if (!fast_depthwise(f, p, J.taps, x, w, y)) return 0;
   } else {
     int64_t bytes = J.cg * J.taps * J.L * (int64_t)sizeof(float);
     if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;

@@ -99,6 +99,9 @@ typedef struct rlx_node_attrs {
    * sampling_ratio, spatial_scale, align_corners = half-pixel offset. */
   int32_t grid_padding, align_corners, sampling_ratio;
   float spatial_scale;
+  /* Conv / ConvTranspose / Im2Col (strides, pads, dilations above) */
+  int32_t groups, conv_layout; /* conv_layout: rlx_conv_layout */
+  rlx_ints output_padding;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -47,6 +47,7 @@ static const char* const coord_names[] = {"half_pixel", "half_pixel_symmetric",
 static const char* const grid_pad_names[] = {"zeros", "border", "reflection"};
 static const char* const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                             "ceil"};
+static const char* const conv_layout_names[] = {"channels_first", "channels_last"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");
@@ -75,7 +76,8 @@ static int32_t family_size(rlx_op op) {
 typedef enum attr_kind {
   AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_INTS, AK_STR, AK_BYTES,
   AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S,
-  AK_FLOATS, AK_ENUM_RESIZE, AK_ENUM_COORD, AK_ENUM_NEAREST, AK_ENUM_GRID_PAD
+  AK_FLOATS, AK_ENUM_RESIZE, AK_ENUM_COORD, AK_ENUM_NEAREST, AK_ENUM_GRID_PAD,
+  AK_ENUM_CONV_LAYOUT
 } attr_kind;
 
 typedef struct attr_info {
@@ -103,6 +105,7 @@ static name_table enum_names(attr_kind k) {
     case AK_ENUM_COORD: return (name_table){coord_names, COUNT_OF(coord_names)};
     case AK_ENUM_NEAREST: return (name_table){nearest_names, COUNT_OF(nearest_names)};
     case AK_ENUM_GRID_PAD: return (name_table){grid_pad_names, COUNT_OF(grid_pad_names)};
+    case AK_ENUM_CONV_LAYOUT: return (name_table){conv_layout_names, COUNT_OF(conv_layout_names)};
     default: return (name_table){NULL, 0};
   }
 }

@@ -171,6 +171,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_POOL RLX_VK_PIPE_POOL
 #define RLX_VK_KIND_RESIZE RLX_VK_PIPE_RESIZE
 #define RLX_VK_KIND_SAMPLER RLX_VK_PIPE_SAMPLER
+#define RLX_VK_KIND_CONV RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */

@@ -33,13 +33,11 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
               "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
               "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
-              "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale"]
+              "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale",
+              "groups", "conv_layout", "output_padding"]
 FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
                "spatial_scale"}
 FLOAT_LIST_ATTRS = {"scales", "roi"}
-              "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "groups",
-              "conv_layout", "output_padding"]
-FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
              np.dtype(np.float64): "f64", np.dtype(np.int8): "i8",

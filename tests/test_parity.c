@@ -661,6 +661,9 @@ static void c_roi_align(pcase* c, int v) {
   rlx_graph_add_roi_align(c->g, x, rois, bi, (rlx_pool_kind)(v & 1), test_rand_int(1, 4),
                           test_rand_int(1, 4), v & 4 ? 0 : (int32_t)test_rand_int(1, 3), 3.0f,
                           (v >> 1) & 1, &y);
+  outputs(c, &y, 1);
+}
+
 /* Random convolution geometry for ns spatial dims: kernel 1-3, stride 1-2,
  * dilation 1-2 (with `dilate`), pads 0..k-1 begin / 0..k end (with `pad`),
  * inputs big enough for one output. */

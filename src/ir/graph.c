@@ -932,6 +932,8 @@ rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tensor rois,
   a.align_corners = half_pixel;
   rlx_tensor in[3] = {x, rois, batch_indices};
   return add1(g, RLX_OP_ROI_ALIGN, &a, in, 3, out);
+}
+
 /* The attributes Conv, ConvTranspose and Im2Col share; NULL lists take
  * their defaults (stride / dilation 1, no padding). */
 static void set_conv_attrs(rlx_node_attrs* a, int32_t ns, const int64_t* strides,

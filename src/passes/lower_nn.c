@@ -460,6 +460,9 @@ static rlx_status lower_sampler(const rlx_graph* g, const rlx_plan* plan, int32_
   p->align_corners = n->a.align_corners;
   p->sampling_ratio = n->a.sampling_ratio;
   p->spatial_scale = n->a.spatial_scale;
+  return finish_step(g, s, out);
+}
+
 /* ------------------------------------------------------------------ conv */
 
 /* The whole geometry of a Conv / ConvTranspose node: every dim past

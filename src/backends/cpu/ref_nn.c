@@ -594,6 +594,9 @@ static rlx_status ref_roi_align(uint8_t* arena, const rlx_step* s, rlx_error* er
 static rlx_status ref_sampler(uint8_t* arena, const rlx_step* s, rlx_error* err) {
   if (s->op == RLX_SAMPLER_ROI_ALIGN) return ref_roi_align(arena, s, err);
   ref_grid_sample(arena, s);
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ conv */
 
 /* Dense element index of (n, c, spatial i[3]) in a conv activation with

@@ -81,6 +81,10 @@ typedef struct rlx_node_attrs {
   rlx_ints kernel, strides, pads, dilations;
   int32_t ceil_mode, count_include_pad, block;
   float value;
+  /* GroupNorm: groups of channels; LRN: window size across channels and
+   * y = x / (bias + alpha / size * sum of squares)^beta. */
+  int32_t groups, size;
+  float alpha, beta, bias;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -47,6 +47,9 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
     case RLX_OP_ATTENTION: return i == 3;
+    case RLX_OP_GROUP_NORM:
+    case RLX_OP_CHANNEL_NORM:
+    case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
     default: return 0;
   }
 }
@@ -608,6 +611,33 @@ static rlx_status infer_layer_norm(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* Channel-wise norms (GroupNorm, LayerNorm2d, BatchNorm, LRN): x is
+ * [N, C, spatial...]; per-channel inputs from 1 on are [C] vectors. */
+static rlx_status infer_channel_norm(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 2, "input [N, C, ...]"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
+  if (c->op != RLX_OP_LRN) RLX_RETURN_IF_ERROR(check_eps(c));
+  static const char* names[] = {"x", "gamma", "beta", "mean", "var"};
+  rlx_dim ch = c->t[0]->shape[1];
+  for (int32_t i = 1; i < c->n_in && i < 5; i++)
+    RLX_RETURN_IF_ERROR(need_vector(c, i, ch, names[i]));
+  if (c->op == RLX_OP_GROUP_NORM) {
+    int32_t g = c->a->groups;
+    if (g < 1) return FAIL(c, "groups %d must be >= 1", (int)g);
+    if (ch >= 0 && ch % g != 0)
+      return FAIL(c, "channels %lld are not divisible by groups %d", (long long)ch, (int)g);
+  }
+  if (c->op == RLX_OP_LRN) {
+    const rlx_node_attrs* a = c->a;
+    if (a->size < 1) return FAIL(c, "size %d must be >= 1", (int)a->size);
+    if (!isfinite(a->alpha) || !isfinite(a->beta) || !isfinite(a->bias))
+      return FAIL(c, "alpha, beta and bias must be finite (got %g, %g, %g)", (double)a->alpha,
+                  (double)a->beta, (double)a->bias);
+  }
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
 static rlx_status infer_rms_norm(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
   RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
@@ -949,6 +979,8 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_PAD: return infer_pad(c);
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
+    case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM: case RLX_OP_BATCH_NORM: case RLX_OP_LRN:
+      return infer_channel_norm(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -108,6 +108,45 @@ static rlx_status rule_axis_to_last(rewriter* r, const rlx_node* n) {
   return RLX_OK;
 }
 
+/* Scalar constant of dtype dt (made in f32, cast when dt differs). */
+static rlx_status add_scalar(rewriter* r, float v, rlx_dtype dt, rlx_tensor* out) {
+  RLX_RETURN_IF_ERROR(rlx_graph_add_constant(r->dst, RLX_F32, NULL, 0, &v, sizeof v, out));
+  return dt == RLX_F32 ? RLX_OK : rlx_graph_add_cast(r->dst, *out, dt, out);
+}
+
+/* LRN -> x*x, a size-1 dim inserted at 1 so channels become the first
+ * spatial dim, an average Pool over `size` channels counting the zero pads
+ * (= sum / size), then x / (bias + alpha * avg)^beta. ONNX's window:
+ * (size-1)/2 channels before, the rest after. Ranks 2..4 (Pool takes at
+ * most 3 spatial dims). */
+static rlx_status rule_lrn(rewriter* r, const rlx_node* n) {
+  const rlx_type* t = rlx_tensor_type(r->src, n->in[0]);
+  if (t->rank < 2 || t->rank > 4)
+    return rlx_fail(&r->dst->err, RLX_UNIMPLEMENTED, "lrn: rank %d input (ranks 2..4 are supported)",
+                    (int)t->rank);
+  rlx_tensor x = mapped(r, n->in[0]), sq, win, k;
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, x, x, &sq));
+  rlx_dim shape[RLX_MAX_RANK];
+  shape[0] = t->shape[0];
+  shape[1] = 1;
+  for (int32_t d = 1; d < t->rank; d++) shape[d + 1] = t->shape[d];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, sq, shape, t->rank + 1, &win));
+  int32_t ns = t->rank - 1;
+  int64_t kernel[3] = {n->a.size, 1, 1}, pads[6] = {0};
+  pads[0] = (n->a.size - 1) / 2;
+  pads[ns] = n->a.size - 1 - pads[0];
+  RLX_RETURN_IF_ERROR(
+      rlx_graph_add_pool(r->dst, win, RLX_POOL_AVG, ns, kernel, NULL, pads, NULL, 0, 1, &win));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, win, t->shape, t->rank, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.alpha, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, win, k, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.bias, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_ADD, win, k, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.beta, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_POW, win, k, &win));
+  return add_binary(r, RLX_BIN_DIV, x, win, &r->map[n->out[0]]);
+}
+
 static int is_row_op(rlx_op op) {
   return op == RLX_OP_SOFTMAX || op == RLX_OP_LOG_SOFTMAX || op == RLX_OP_CUMSUM ||
          op == RLX_OP_ARGMAX || op == RLX_OP_ARGMIN || op == RLX_OP_TOPK;
@@ -146,7 +185,9 @@ rlx_status rlx_decompose(rlx_graph* g, rlx_supports_fn supports, rlx_graph** out
   for (int32_t i = 0; i < g->n_nodes && s == RLX_OK; i++) {
     const rlx_node* n = &g->nodes[i];
     int applied = 0;
-    if (!supports(g, i)) s = try_rule(&r, n, &applied);
+    /* LRN has no kernel anywhere: it is always a composition. */
+    if (n->op == RLX_OP_LRN) s = rule_lrn(&r, n), applied = s == RLX_OK;
+    else if (!supports(g, i)) s = try_rule(&r, n, &applied);
     if (s == RLX_OK && applied && out_decomposed) out_decomposed[n->op]++;
     if (s == RLX_OK && !applied) s = copy_node(&r, n);
   }

@@ -8,6 +8,8 @@
  *   FusedResidualRmsNorm      -> Add(x, residual) [+ Add(bias)] + RmsNorm
  *   Softmax / LogSoftmax / Cumsum / ArgMax / ArgMin / TopK on a non-last axis
  *                             -> Transpose to last, op, Transpose back
+ *   LRN (always, no backend has it) -> Mul, Reshape, avg Pool over channels,
+ *                             Mul, Add, Pow, Div
  * Nodes still unsupported after this run on the host fallback. */
 #ifndef RLX_PASSES_DECOMPOSE_H
 #define RLX_PASSES_DECOMPOSE_H

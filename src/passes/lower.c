@@ -172,6 +172,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
     }
     case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
     case RLX_K_POOL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_GROUP_NORM: return work_of(s->p.gnorm.outer * s->p.gnorm.inner, RLX_WORK_GROUP);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -653,7 +654,10 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_ROPE:
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:
-    case RLX_OP_PAD: return 1;
+    case RLX_OP_PAD:
+    case RLX_OP_GROUP_NORM:
+    case RLX_OP_CHANNEL_NORM:
+    case RLX_OP_BATCH_NORM: return 1;
     default: return 0;
   }
 }

@@ -162,6 +162,24 @@ typedef struct rlx_pool_params {
   int64_t pad[RLX_MAX_RANK], pad_end[RLX_MAX_RANK];
 } rlx_pool_params;
 
+/* Channel-wise norms (RLX_K_GROUP_NORM): GroupNorm, InstanceNorm (groups =
+ * C), LayerNorm2d and BatchNorm. in0 x and out are dense; group (o, i) for
+ * o < outer, i < inner holds the n elements o*n*inner + j*inner + i (j < n),
+ * normalised with the biased variance of the group (two passes, f32 or
+ * wider accumulation). Element j of group o has channel
+ * ((o % groups) * n + j) / cdiv for gamma (in1) and beta (in2). With
+ * has_stats the group is not reduced: mean (in3) and var (in4) are read at
+ * o % groups (BatchNorm, where every group is one (sample, channel)).
+ *   GroupNorm [N, C, S]: outer N*G, n (C/G)*S, inner 1, groups G, cdiv S;
+ *   LayerNorm2d:         outer N,   n C,       inner S, groups 1, cdiv 1;
+ *   BatchNorm:           outer N*C, n S,       inner 1, groups C, cdiv S. */
+enum { RLX_GN_X, RLX_GN_GAMMA, RLX_GN_BETA, RLX_GN_MEAN, RLX_GN_VAR };
+typedef struct rlx_gnorm_params {
+  int64_t outer, n, inner, groups, cdiv;
+  float eps;
+  int32_t has_gamma, has_beta, has_stats;
+} rlx_gnorm_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -176,6 +194,7 @@ typedef struct rlx_pool_params {
  *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
  *   (group);  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
+ *   group_norm: one normalised group (outer x inner of them; group);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -210,6 +229,7 @@ typedef struct rlx_step {
     rlx_rope_params rope;
     rlx_sample_params sample;
     rlx_pool_params pool;
+    rlx_gnorm_params gnorm;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

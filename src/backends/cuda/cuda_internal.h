@@ -128,7 +128,8 @@ typedef struct rlx_lt_api {
   X(WHERE_ROWS, rlx_where_rows, decode)                                                      \
   X(ATTN_F32_D64, rlx_attn_f32_d64, attention_f32)                                           \
   X(ATTN_F32_D128R8, rlx_attn_f32_d128r8, attention_f32)                                    \
-  X(POOL, rlx_pool, pool)
+  X(POOL, rlx_pool, pool)                                                                    \
+  X(GNORM, rlx_gnorm, gnorm)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -198,6 +199,7 @@ typedef union rlx_launch_params {
   rlxk_rope rope;
   rlxk_sample sample;
   rlxk_pool pool;
+  rlxk_gnorm gnorm;
   rlxk_mm mm;
   rlxk_epilogue epi;
 } rlx_launch_params;

@@ -50,7 +50,9 @@
   X(PL_RANK, 0) X(PL_CIP, 1) X(PL_VALUE, 2) X(PL_TAPS, 3) X(PL_KERNEL, 4) X(PL_STRIDE, 12)      \
   X(PL_DIL, 20) X(PL_PAD, 28) X(PL_PAD_END, 36) X(PL_INDEX_OUT, 44) X(PL_MAX, RLX_WIN_MAX) X(PL_AVG, RLX_WIN_AVG)   \
   X(PL_PAD_CONSTANT, RLX_WIN_PAD_CONSTANT) X(PL_PAD_REFLECT, RLX_WIN_PAD_REFLECT)               \
-  X(PL_PAD_EDGE, RLX_WIN_PAD_EDGE) X(PL_PAD_WRAP, RLX_WIN_PAD_WRAP)
+  X(PL_PAD_EDGE, RLX_WIN_PAD_EDGE) X(PL_PAD_WRAP, RLX_WIN_PAD_WRAP)                            \
+  X(GN_N, 0) X(GN_INNER, 1) X(GN_GROUPS, 2) X(GN_CDIV, 3) X(GN_EPS, 4) X(GN_HAS_GAMMA, 5)        \
+  X(GN_HAS_BETA, 6) X(GN_HAS_STATS, 7)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

@@ -111,6 +111,15 @@ typedef struct rlxk_pool {
   int32_t pad_;
 } rlxk_pool;
 
+/* Channel-wise norms (rlx_gnorm_params in src/passes/lower.h): x, out
+ * dense; slots of off/dt: x, gamma, beta, mean, var (dt -1: absent). */
+typedef struct rlxk_gnorm {
+  int64_t outer, n, inner, groups, cdiv;
+  uint64_t off[5], ooff;
+  int32_t dt[5], odt, has_stats;
+  float eps;
+} rlxk_gnorm;
+
 /* Sample: one block per row (grid-strided); scratch holds per block a
  * power-of-two array of (prob, index) for sorting. */
 typedef struct rlxk_sample {

@@ -866,6 +866,8 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_ROPE build_rope
 #define RLX_CUDA_KIND_SAMPLE build_sample
 #define RLX_CUDA_KIND_POOL build_pool
+/* no conv kernel yet: Conv nodes are decomposed (cuda_supports) */
+#define RLX_CUDA_KIND_CONV build_host
 #define RLX_CUDA_KIND_GROUP_NORM build_group_norm
 #define RLX_CUDA_KIND_HOST build_host
 

@@ -80,6 +80,7 @@ typedef enum rlx_wg_kernel {
 #define RLX_WG_KIND_ROPE RLX_WG_ROPE
 #define RLX_WG_KIND_SAMPLE RLX_WG_KERNEL_COUNT /* no sampling kernel */
 #define RLX_WG_KIND_POOL RLX_WG_POOL
+#define RLX_WG_KIND_CONV RLX_WG_KERNEL_COUNT /* decomposed (rlx_shader_supports_node) */
 #define RLX_WG_KIND_GROUP_NORM RLX_WG_GNORM
 #define RLX_WG_KIND_HOST RLX_WG_KERNEL_COUNT
 

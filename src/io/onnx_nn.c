@@ -812,6 +812,45 @@ static rlx_status map_nll(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, loss);
 }
 
+/* GroupNormalization's scale or bias: [C] (opset 21), or [num_groups]
+ * (opset 18) repeated over each group's C / num_groups channels. */
+static rlx_status group_vector(rlx_ox_ctx* c, int32_t i, const rlx_type* tx, int64_t groups,
+                               rlx_tensor* out) {
+  RLX_RETURN_IF_ERROR(in(c, i, out));
+  rlx_type t = type_of(c, *out);
+  if (t.dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *out, tx->dtype, out));
+  if (t.rank == 1 && t.shape[0] == tx->shape[1]) return RLX_OK;
+  if (t.rank != 1 || t.shape[0] != groups)
+    return rlx_ox_invalid(c, "input %d must be [C] or [num_groups]", (int)i);
+  rlx_dim per_group[2] = {groups, 1}, spread[2] = {groups, tx->shape[1] / groups},
+          flat[1] = {tx->shape[1]};
+  RLX_RETURN_IF_ERROR(reshape(c, *out, per_group, 2, out));
+  RLX_RETURN_IF_ERROR(expand_to(c, *out, spread, 2, out));
+  return reshape(c, *out, flat, 1, out);
+}
+
+/* GroupNormalization (opset 18 / 21): the GROUP_NORM op. */
+static rlx_status map_group_norm(rlx_ox_ctx* c) {
+  float eps;
+  int64_t groups;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "num_groups", 0, &groups));
+  rlx_ox_attr_ignore(c, "stash_type"); /* the kernels accumulate in f32 or wider anyway */
+  rlx_tensor x, scale, bias, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "GroupNormalization"));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 2) return rlx_ox_invalid(c, "input must be [N, C, ...]");
+  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "the channel dim"));
+  if (groups < 1 || groups > INT32_MAX || tx.shape[1] % groups != 0)
+    return rlx_ox_invalid(c, "num_groups %lld must be >= 1 and divide C = %lld",
+                          (long long)groups, (long long)tx.shape[1]);
+  RLX_RETURN_IF_ERROR(group_vector(c, 1, &tx, groups, &scale));
+  RLX_RETURN_IF_ERROR(group_vector(c, 2, &tx, groups, &bias));
+  G(rlx_graph_add_group_norm(GRAPH, x, scale, bias, (int32_t)groups, eps, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
 /* LRN: the IR op (across channels; decomposed into Pool and elementwise
  * ops by every backend). */
 static rlx_status map_lrn(rlx_ox_ctx* c) {
@@ -859,6 +898,7 @@ static const rlx_ox_op nn_ops[] = {
     {"SoftmaxCrossEntropyLoss", map_nll, 1, 0},
     {"SpaceToDepth", map_depth_space, 0, 0},
     {"LRN", map_lrn, 0, 0},
+    {"GroupNormalization", map_group_norm, 0, 0},
 };
 
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {

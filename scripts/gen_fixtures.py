@@ -1338,8 +1338,8 @@ def channel_norm_cases():
     c = Case("group_norm_affine", F32_TOL)
     a, g, b = c.uniform([2, 6, 5, 4]), c.uniform([6]), c.uniform([6])
     x, gg, bb = c.input(a), c.input(g), c.input(b)
-    c.output(c.op("group_norm", [x, gg, bb], as_dtype(F.group_norm(t64(a), 3, t64(g), t64(b), 1e-5), a),
-                  {"groups": 3, "eps": 1e-5}))
+    ref = F.group_norm(t64(a), 3, t64(g), t64(b), 1e-5)
+    c.output(c.op("group_norm", [x, gg, bb], as_dtype(ref, a), {"groups": 3, "eps": 1e-5}))
     yield c
     c = Case("group_norm_instance", F32_TOL)  # groups = C: InstanceNorm
     a = c.uniform([2, 4, 7])
@@ -1364,7 +1364,8 @@ def channel_norm_cases():
     a = c.uniform([2, 7, 3, 4])
     x = c.input(a)
     ref = F.local_response_norm(t64(a), 5, alpha=2e-2, beta=0.75, k=1.5)
-    c.output(c.op("lrn", [x], as_dtype(ref, a), {"size": 5, "alpha": 2e-2, "beta": 0.75, "bias": 1.5}))
+    attrs = {"size": 5, "alpha": 2e-2, "beta": 0.75, "bias": 1.5}
+    c.output(c.op("lrn", [x], as_dtype(ref, a), attrs))
     yield c
 
 

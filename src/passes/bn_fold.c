@@ -24,35 +24,42 @@ static int32_t* reader_counts(const rlx_graph* g) {
   return n;
 }
 
-/* Node producing value v, or -1 (values are made by one node each). */
-static int32_t producer_of(const rlx_graph* g, rlx_tensor v) {
+/* The node producing each value (-1: none). */
+static int32_t* producers(const rlx_graph* g) {
+  int32_t* p = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
+  if (!p) return NULL;
+  for (int32_t v = 0; v < g->n_values; v++) p[v] = -1;
   for (int32_t i = 0; i < g->n_nodes; i++)
-    for (int32_t k = 0; k < g->nodes[i].n_out; k++)
-      if (g->nodes[i].out[k] == v) return i;
-  return -1;
+    for (int32_t k = 0; k < g->nodes[i].n_out; k++) p[g->nodes[i].out[k]] = i;
+  return p;
 }
 
 static int foldable_conv(const rlx_node* c) {
-  return c->op == RLX_OP_CONV && c->a.act == RLX_ACT_NONE && c->a.conv_layout == RLX_CONV_CHANNELS_FIRST &&
-         (c->n_in < 4 || c->in[3] == RLX_NONE);
+  return c->op == RLX_OP_CONV && c->a.act == RLX_ACT_NONE &&
+         c->a.conv_layout == RLX_CONV_CHANNELS_FIRST && (c->n_in < 4 || c->in[3] == RLX_NONE);
 }
 
 /* Pairs every foldable Conv -> BatchNorm in f->partner. */
 static rlx_status find_pairs(folder* f, int32_t* n_pairs) {
   const rlx_graph* g = f->src;
-  int32_t* readers = reader_counts(g);
-  if (!readers) return RLX_RESOURCE_EXHAUSTED;
+  int32_t *readers = reader_counts(g), *producer = producers(g);
+  if (!readers || !producer) {
+    free(readers);
+    free(producer);
+    return RLX_RESOURCE_EXHAUSTED;
+  }
   *n_pairs = 0;
   for (int32_t i = 0; i < g->n_nodes; i++) {
     const rlx_node* bn = &g->nodes[i];
     if (bn->op != RLX_OP_BATCH_NORM || readers[bn->in[0]] != 1) continue;
-    int32_t ci = producer_of(g, bn->in[0]);
+    int32_t ci = producer[bn->in[0]];
     if (ci < 0 || !foldable_conv(&g->nodes[ci])) continue;
     f->partner[ci] = i;
     f->partner[i] = ci;
     (*n_pairs)++;
   }
   free(readers);
+  free(producer);
   return RLX_OK;
 }
 

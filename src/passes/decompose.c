@@ -122,8 +122,8 @@ static rlx_status add_scalar(rewriter* r, float v, rlx_dtype dt, rlx_tensor* out
 static rlx_status rule_lrn(rewriter* r, const rlx_node* n) {
   const rlx_type* t = rlx_tensor_type(r->src, n->in[0]);
   if (t->rank < 2 || t->rank > 4)
-    return rlx_fail(&r->dst->err, RLX_UNIMPLEMENTED, "lrn: rank %d input (ranks 2..4 are supported)",
-                    (int)t->rank);
+    return rlx_fail(&r->dst->err, RLX_UNIMPLEMENTED,
+                    "lrn: rank %d input (ranks 2..4 are supported)", (int)t->rank);
   rlx_tensor x = mapped(r, n->in[0]), sq, win, k;
   RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, x, x, &sq));
   rlx_dim shape[RLX_MAX_RANK];

@@ -444,7 +444,8 @@ static rlx_status lower_group_norm(const rlx_graph* g, const rlx_plan* plan, int
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   const rlx_view* x = &s->in[RLX_GN_X];
   if (x->rank < 2) return fail_node(out, g, ni, "x must be [N, C, ...]");
-  int64_t batch = x->shape[0], ch = x->shape[1], spatial = view_numel(x) / (batch * ch > 0 ? batch * ch : 1);
+  int64_t batch = x->shape[0], ch = x->shape[1];
+  int64_t spatial = batch * ch > 0 ? view_numel(x) / (batch * ch) : 0;
   rlx_gnorm_params* p = &s->p.gnorm;
   p->eps = n->a.eps;
   p->has_gamma = s->in[RLX_GN_GAMMA].rank >= 0;

@@ -23,7 +23,8 @@ extern "C" __global__ void rlx_gnorm(char* arena, rlxk_gnorm p, rlxk_state* st) 
       var = gn_in(arena, p, G_VAR, o % p.groups);
     } else {
       double s = 0.0;
-      for (int64_t j = threadIdx.x; j < p.n; j += blockDim.x) s += gn_in(arena, p, G_X, base + j * p.inner);
+      for (int64_t j = threadIdx.x; j < p.n; j += blockDim.x)
+        s += gn_in(arena, p, G_X, base + j * p.inner);
       mean = block_sum(s, red) / (double)p.n;
       double q = 0.0;
       for (int64_t j = threadIdx.x; j < p.n; j += blockDim.x) {

@@ -23,7 +23,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
     var_ = ld_f(v_dt(6u), v_off(6u), i32(o % groups));
   } else {
     var s = 0.0;
-    for (var j = lid; j < n; j = j + 256u) { s = s + ld_f(v_dt(2u), v_off(2u), i32(base + j * inner)); }
+    for (var j = lid; j < n; j = j + 256u) {
+      s = s + ld_f(v_dt(2u), v_off(2u), i32(base + j * inner));
+    }
     mean = wg_sum(s, ids, 256u) / f32(n);
     var ss = 0.0;
     for (var j = lid; j < n; j = j + 256u) {

@@ -750,6 +750,21 @@ static void c_channel_norms(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Half-precision channel norms: GroupNorm in f16 (v 0) and LayerNorm2d in
+ * bf16 (v 1), x and the affine cast from f32; statistics accumulate in f32. */
+static void c_channel_norms_half(pcase* c, int v) {
+  rlx_dtype t = v ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_dim xs[4] = {test_rand_int(1, 2), 2 * test_rand_int(1, 4), rdim(), rdim()}, cs[1] = {xs[1]};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), gamma = input(c, RLX_F32, cs, 1), y;
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, gamma, t, &gamma);
+  if (v == 0) rlx_graph_add_group_norm(c->g, x, gamma, RLX_NONE, 2, 1e-5f, &y);
+  else rlx_graph_add_channel_norm(c->g, x, gamma, RLX_NONE, 1e-6f, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -787,6 +802,7 @@ static const case_def CASES[] = {
     {"im2col", c_im2col, 12, TOL_F32},
     {"conv_half", c_conv_half, 4, TOL_HALF},
     {"channel_norms", c_channel_norms, 8, TOL_F32},
+    {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -459,7 +459,7 @@ RLX_API rlx_status rlx_graph_add_batch_norm(rlx_graph* g, rlx_tensor x, rlx_tens
                                             float eps, rlx_tensor* out);
 /* Local response norm across channels (ONNX LRN): the sum of squares over
  * channels [c - (size-1)/2, c + size/2] (clipped); y = x / (bias + alpha /
- * size * sum)^beta. */
+ * size * sum)^beta. Beyond rank 4 the spatial dims must be static. */
 RLX_API rlx_status rlx_graph_add_lrn(rlx_graph* g, rlx_tensor x, int32_t size, float alpha,
                                      float beta, float bias, rlx_tensor* out);
 

@@ -718,6 +718,12 @@ TEST(channel_norm_shapes) {
   CHECK(IS(g, t, RLX_F32, 4, 2, 6, 5, 3));
   CHECK_FAILS(g, rlx_graph_add_lrn(g, x, 0, 1e-4f, 0.75f, 1.0f, &t), "lrn", "size");
   CHECK_FAILS(g, rlx_graph_add_lrn(g, x, 3, NAN, 0.75f, 1.0f, &t), "lrn", "finite");
+  rlx_dim d;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "d", &d));
+  rlx_tensor x5 = in_f32(g, "x5", 5, SHAPE(1, 4, 2, d, 3));
+  rlx_tensor x5s = in_f32(g, "x5s", 5, SHAPE(1, 4, 2, 2, 3));
+  CHECK_OK_G(g, rlx_graph_add_lrn(g, x5s, 3, 1e-4f, 0.75f, 1.0f, &t));
+  CHECK_FAILS(g, rlx_graph_add_lrn(g, x5, 3, 1e-4f, 0.75f, 1.0f, &t), "lrn", "static");
   rlx_graph_destroy(g);
 }
 

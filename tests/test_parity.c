@@ -720,9 +720,8 @@ static rlx_tensor positive(pcase* c, rlx_tensor v) {
  * groups are longer than a workgroup (n > 256). */
 static void c_channel_norms(pcase* c, int v) {
   int rank = (int)test_rand_int(2, 5);
-  if (v >= 5) rank = (int)test_rand_int(3, 4); /* LRN: Pool takes <= 3 spatial dims */
   rlx_dim xs[5] = {test_rand_int(1, 3), test_rand_int(1, 6) * (v == 0 ? 2 : 1)};
-  for (int d = 2; d < rank; d++) xs[d] = rdim();
+  for (int d = 2; d < rank; d++) xs[d] = rank == 5 ? test_rand_int(1, 4) : rdim();
   if (v == 7) xs[2] = 300;
   rlx_dim cs[1] = {xs[1]};
   rlx_tensor x = input(c, RLX_F32, xs, rank), y;

@@ -864,8 +864,7 @@ static rlx_status map_lrn(rlx_ox_ctx* c) {
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   RLX_RETURN_IF_ERROR(need_float(c, x, "LRN"));
-  int32_t rank = type_of(c, x).rank;
-  if (rank < 2 || rank > 4) return rlx_ox_unsupported(c, "LRN of rank %d (2..4 are)", (int)rank);
+  if (type_of(c, x).rank < 2) return rlx_ox_invalid(c, "input must be [N, C, ...]");
   G(rlx_graph_add_lrn(GRAPH, x, (int32_t)size, alpha, beta, bias, &y));
   return rlx_ox_set(c, 0, y);
 }

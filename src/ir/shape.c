@@ -632,6 +632,10 @@ static rlx_status infer_channel_norm(infer_ctx* c) {
   if (c->op == RLX_OP_LRN) {
     const rlx_node_attrs* a = c->a;
     if (a->size < 1) return FAIL(c, "size %d must be >= 1", (int)a->size);
+    for (int32_t d = 2; c->t[0]->rank > 4 && d < c->t[0]->rank; d++)
+      if (c->t[0]->shape[d] < 0)
+        return FAIL(c, "a rank %d input needs static spatial dims (they are merged)",
+                    (int)c->t[0]->rank);
     if (!isfinite(a->alpha) || !isfinite(a->beta) || !isfinite(a->bias))
       return FAIL(c, "alpha, beta and bias must be finite (got %g, %g, %g)", (double)a->alpha,
                   (double)a->beta, (double)a->bias);

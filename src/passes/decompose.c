@@ -114,24 +114,34 @@ static rlx_status add_scalar(rewriter* r, float v, rlx_dtype dt, rlx_tensor* out
   return dt == RLX_F32 ? RLX_OK : rlx_graph_add_cast(r->dst, *out, dt, out);
 }
 
-/* LRN -> x*x, a size-1 dim inserted at 1 so channels become the first
- * spatial dim, an average Pool over `size` channels counting the zero pads
- * (= sum / size), then x / (bias + alpha * avg)^beta. ONNX's window:
- * (size-1)/2 channels before, the rest after. Ranks 2..4 (Pool takes at
- * most 3 spatial dims). */
+/* x [N, C, spatial...] as [N, 1, C, spatial...] (channels become Pool's
+ * first spatial dim); beyond rank 4 the (static) spatial dims are merged
+ * into one, as Pool takes at most 3 spatial dims. Returns the new rank. */
+static int32_t lrn_window_shape(const rlx_type* t, rlx_dim* shape) {
+  shape[0] = t->shape[0];
+  shape[1] = 1;
+  shape[2] = t->shape[1];
+  if (t->rank <= 4) {
+    for (int32_t d = 2; d < t->rank; d++) shape[d + 1] = t->shape[d];
+    return t->rank + 1;
+  }
+  shape[3] = 1;
+  for (int32_t d = 2; d < t->rank; d++) shape[3] *= t->shape[d];
+  return 4;
+}
+
+/* LRN -> x*x, reshaped by lrn_window_shape, an average Pool over `size`
+ * channels counting the zero pads (= sum / size), then
+ * x / (bias + alpha * avg)^beta. ONNX's window: (size-1)/2 channels
+ * before, the rest after. */
 static rlx_status rule_lrn(rewriter* r, const rlx_node* n) {
   const rlx_type* t = rlx_tensor_type(r->src, n->in[0]);
-  if (t->rank < 2 || t->rank > 4)
-    return rlx_fail(&r->dst->err, RLX_UNIMPLEMENTED,
-                    "lrn: rank %d input (ranks 2..4 are supported)", (int)t->rank);
   rlx_tensor x = mapped(r, n->in[0]), sq, win, k;
   RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, x, x, &sq));
   rlx_dim shape[RLX_MAX_RANK];
-  shape[0] = t->shape[0];
-  shape[1] = 1;
-  for (int32_t d = 1; d < t->rank; d++) shape[d + 1] = t->shape[d];
-  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, sq, shape, t->rank + 1, &win));
-  int32_t ns = t->rank - 1;
+  int32_t rank = lrn_window_shape(t, shape);
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, sq, shape, rank, &win));
+  int32_t ns = rank - 2;
   int64_t kernel[3] = {n->a.size, 1, 1}, pads[6] = {0};
   pads[0] = (n->a.size - 1) / 2;
   pads[ns] = n->a.size - 1 - pads[0];

@@ -789,6 +789,46 @@ TEST(fast_conv_steps) {
   }
 }
 
+/* ConvTranspose steps (GEMM + col2im) of both layouts: 1-3-D, stride with
+ * output_padding, dilation, asymmetric pads, groups, bias and activation. */
+TEST(fast_conv_transpose_steps) {
+  test_seed(32);
+  for (int v = 0; v < 12; v++) {
+    int ns = 1 + v % 3, last = (v / 3) % 2, flavor = v / 6;
+    int64_t k[3], st[3], dil[3], pads[6], op[3], sp[3];
+    for (int i = 0; i < ns; i++) {
+      k[i] = test_rand_int(1, 3);
+      st[i] = test_rand_int(1, 3);
+      dil[i] = flavor ? test_rand_int(1, 2) : 1;
+      op[i] = test_rand_int(0, (st[i] > dil[i] ? st[i] : dil[i]) - 1);
+      sp[i] = test_rand_int(1, ns == 3 ? 4 : 9);
+      int64_t full = (sp[i] - 1) * st[i] + dil[i] * (k[i] - 1) + 1;
+      pads[i] = flavor && full > 2 ? test_rand_int(0, 1) : 0;
+      pads[ns + i] = flavor && full > 2 ? test_rand_int(0, 1) : 0;
+    }
+    int64_t groups = flavor ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+    int64_t C = groups * test_rand_int(1, 4), OC = groups * test_rand_int(1, 4);
+    int64_t xs[5], ws[5] = {C, OC / groups}, bs[1] = {OC};
+    xs[0] = N;
+    xs[last ? ns + 1 : 1] = C;
+    for (int i = 0; i < ns; i++) {
+      xs[last ? 1 + i : 2 + i] = sp[i];
+      ws[2 + i] = k[i];
+    }
+    rlx_graph* g = NULL;
+    CHECK(rlx_graph_create(&g) == RLX_OK);
+    rlx_tensor x = in_f32(g, "x", ns + 2, xs), w = in_f32(g, "w", ns + 2, ws), y;
+    rlx_tensor bias = flavor ? in_f32(g, "bias", 1, bs) : RLX_NONE;
+    CHECK_OK_G(g, rlx_graph_add_conv_transpose(
+                      g, x, w, bias, RLX_NONE, ns, st, pads, dil, op, (int32_t)groups,
+                      flavor ? RLX_ACT_TANH : RLX_ACT_NONE,
+                      last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST, &y));
+    CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+    CHECK_STEPS(g, 2, 1.0, 1);
+    rlx_graph_destroy(g);
+  }
+}
+
 /* Runs this test binary again with RLX_CPU_SIMD=level; 1 if it passed. */
 static int rerun_at_level(const char* level) {
   char exe[4096];
@@ -822,6 +862,7 @@ int main(void) {
   RUN(fast_norm_steps);
   RUN(fast_attention_steps);
   RUN(fast_conv_steps);
+  RUN(fast_conv_transpose_steps);
   RUN(fast_matches_reference_end_to_end);
   int failed = test_summary();
   /* Every lower SIMD level this CPU can run gets the same tests. */

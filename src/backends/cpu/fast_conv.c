@@ -2,15 +2,22 @@
  * the windows are unfolded into a column scratch (im2col) and multiplied
  * with the group's weights by the threaded GEMM (gemm.c, or OpenBLAS when
  * chosen); bias, residual and activation follow in one pass over the
- * output. ConvTranspose and half-precision steps are declined and run on
- * the reference (ref_nn.c).
+ * output. Half-precision steps are declined and run on the reference
+ * (ref_nn.c).
  *
- * The column order is (channel, tap) in both layouts, so the weights
- * [OC, C/g, k...] are used as stored:
- *   channels first: col [Cg*K, L],  y_g [OCg, L] = W_g . col
- *   channels last:  col [L, Cg*K],  y_g [L, OCg] = col . W_g^T (ldc = OC)
+ * Channels first, the columns are in (channel, tap) order, so the weights
+ * [OC, C/g, k...] are used as stored: col [Cg*K, L], y_g [OCg, L] = W_g .
+ * col, each column row filled along the innermost output dim. Channels
+ * last, a column row is (tap, channel) so each tap copies Cg contiguous
+ * channels; the group's weights are reordered to match (a small scratch):
+ * col [L, K*Cg], y_g [L, OCg] = col . W'_g^T (ldc = OC).
  * A 1x1 window with stride 1 and no padding needs no columns: x is already
- * one (with its channel stride as leading dimension). */
+ * one (with its channel stride as leading dimension).
+ *
+ * ConvTranspose runs the other way round (GEMM, then col2im): per image
+ * and group, cols [OCg*K, L_in] = W_g^T . x_g with W_g the group's rows
+ * [Cg, OCg*K] of w [C, OCg, k...] as stored, then every column entry is
+ * added into the output position its tap reaches (zeroed first). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,46 +31,76 @@ typedef struct conv_job {
   const rlx_conv_params* p;
   const float* x;  /* image n */
   float* col;
+  float* wt;       /* channels last: one group's weights in (tap, channel) order */
   int64_t c0;      /* first channel of the group */
   int64_t cg, taps, L;
   float* y;        /* for the epilogue: the whole output */
   const float *bias, *res;
 } conv_job;
 
-/* Value of x (image base J->x) at channel c, tap t, output position l, or
- * 0 in the padding. */
-static float conv_tap(const conv_job* J, int64_t c, int64_t t, int64_t l) {
-  const rlx_conv_params* p = J->p;
-  int64_t k1 = p->kernel[1], k2 = p->kernel[2], o1 = p->out[1], o2 = p->out[2];
-  int64_t tk[3] = {t / (k1 * k2), t / k2 % k1, t % k2};
-  int64_t ol[3] = {l / (o1 * o2), l / o2 % o1, l % o2};
-  int64_t at = 0;
-  for (int d = 0; d < 3; d++) {
-    int64_t i = ol[d] * p->stride[d] - p->pad[d] + tk[d] * p->dilation[d];
-    if (i < 0 || i >= p->in[d]) return 0.0f;
-    at = at * p->in[d] + i;
-  }
-  if (p->layout == RLX_CONV_CHANNELS_LAST) return J->x[at * p->C + c];
-  return J->x[c * p->in[0] * p->in[1] * p->in[2] + at];
+/* Taps of flat tap index t, and output coordinates of flat position l. */
+static void unravel3(int64_t i, int64_t d1, int64_t d2, int64_t* out) {
+  out[0] = i / (d1 * d2);
+  out[1] = i / d2 % d1;
+  out[2] = i % d2;
 }
 
-/* Channels first: rows (c, t) of col [cg*taps, L]. */
+/* Channels first: rows (c, t) of col [cg*taps, L], one run per (o0, o1). */
 static void col_rows_first(void* ctx, int64_t begin, int64_t end) {
   const conv_job* J = ctx;
+  const rlx_conv_params* p = J->p;
+  int64_t area = p->in[0] * p->in[1] * p->in[2];
   for (int64_t r = begin; r < end; r++) {
-    float* row = J->col + r * J->L;
-    for (int64_t l = 0; l < J->L; l++) row[l] = conv_tap(J, J->c0 + r / J->taps, r % J->taps, l);
+    int64_t tk[3];
+    unravel3(r % J->taps, p->kernel[1], p->kernel[2], tk);
+    const float* xc = J->x + (J->c0 + r / J->taps) * area;
+    float* out = J->col + r * J->L;
+    for (int64_t o0 = 0; o0 < p->out[0]; o0++) {
+      int64_t i0 = o0 * p->stride[0] - p->pad[0] + tk[0] * p->dilation[0];
+      for (int64_t o1 = 0; o1 < p->out[1]; o1++, out += p->out[2]) {
+        int64_t i1 = o1 * p->stride[1] - p->pad[1] + tk[1] * p->dilation[1];
+        if (i0 < 0 || i0 >= p->in[0] || i1 < 0 || i1 >= p->in[1]) {
+          memset(out, 0, sizeof(float) * (size_t)p->out[2]);
+          continue;
+        }
+        const float* src = xc + (i0 * p->in[1] + i1) * p->in[2];
+        int64_t i2 = -p->pad[2] + tk[2] * p->dilation[2];
+        for (int64_t o2 = 0; o2 < p->out[2]; o2++, i2 += p->stride[2])
+          out[o2] = i2 >= 0 && i2 < p->in[2] ? src[i2] : 0.0f;
+      }
+    }
   }
 }
 
-/* Channels last: rows l of col [L, cg*taps]. */
+/* Channels last: rows l of col [L, taps*cg], Cg channels copied per tap. */
 static void col_rows_last(void* ctx, int64_t begin, int64_t end) {
   const conv_job* J = ctx;
-  int64_t width = J->cg * J->taps;
+  const rlx_conv_params* p = J->p;
+  size_t run = sizeof(float) * (size_t)J->cg;
   for (int64_t l = begin; l < end; l++) {
-    float* row = J->col + l * width;
-    for (int64_t j = 0; j < width; j++) row[j] = conv_tap(J, J->c0 + j / J->taps, j % J->taps, l);
+    int64_t ol[3];
+    unravel3(l, p->out[1], p->out[2], ol);
+    float* out = J->col + l * J->taps * J->cg;
+    for (int64_t t = 0; t < J->taps; t++, out += J->cg) {
+      int64_t tk[3], at = 0;
+      unravel3(t, p->kernel[1], p->kernel[2], tk);
+      int inside = 1;
+      for (int d = 0; d < 3 && inside; d++) {
+        int64_t i = ol[d] * p->stride[d] - p->pad[d] + tk[d] * p->dilation[d];
+        inside = i >= 0 && i < p->in[d];
+        at = at * p->in[d] + i;
+      }
+      if (inside) memcpy(out, J->x + at * p->C + J->c0, run);
+      else memset(out, 0, run);
+    }
   }
+}
+
+/* Group weights [OCg, Cg, K] reordered to [OCg, K, Cg] (channels last). */
+static void weights_tap_major(const float* wg, int64_t ocg, int64_t cg, int64_t taps, float* out) {
+  for (int64_t o = 0; o < ocg; o++)
+    for (int64_t c = 0; c < cg; c++)
+      for (int64_t t = 0; t < taps; t++) out[(o * taps + t) * cg + c] = wg[(o * cg + c) * taps + t];
 }
 
 /* y = act(y + bias + residual) over rows of the output: a row is one
@@ -114,6 +151,8 @@ static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float
     ld_col = last ? p->C : area_in;
   } else if (last) {
     rlx_cpu_parallel_for(f->pool, J->L, 16, col_rows_last, J);
+    weights_tap_major(wg, ocg, J->cg, J->taps, J->wt);
+    wg = J->wt;
   } else {
     rlx_cpu_parallel_for(f->pool, depth, 1, col_rows_first, J);
   }
@@ -123,9 +162,74 @@ static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float
     conv_gemm(f, 0, 0, ocg, J->L, depth, wg, depth, col, ld_col, y + (n * p->OC + g * ocg) * J->L, J->L);
 }
 
+/* ---- transpose */
+
+/* Adds cols [OCg*K, L_in] of image n, group g into y: entry (ocg, t, l)
+ * lands at output o = i * stride - pad + t * dilation per dim, if inside.
+ * Threaded over ocg, so no two threads add into the same output. */
+typedef struct col2im_job {
+  const rlx_conv_params* p;
+  const float* cols;
+  float* y;
+  int64_t n, oc0, taps, L_in;
+} col2im_job;
+
+static void col2im_rows(void* ctx, int64_t begin, int64_t end) {
+  const col2im_job* J = ctx;
+  const rlx_conv_params* p = J->p;
+  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int64_t area = p->out[0] * p->out[1] * p->out[2];
+  /* element (n, oc, at) of y, at the flat output position */
+  int64_t step = last ? p->OC : 1;
+  for (int64_t ocg = begin; ocg < end; ocg++) {
+    int64_t oc = J->oc0 + ocg;
+    float* yb = last ? J->y + J->n * area * p->OC + oc : J->y + (J->n * p->OC + oc) * area;
+    for (int64_t t = 0; t < J->taps; t++) {
+      int64_t tk[3];
+      unravel3(t, p->kernel[1], p->kernel[2], tk);
+      const float* row = J->cols + (ocg * J->taps + t) * J->L_in;
+      for (int64_t i0 = 0; i0 < p->in[0]; i0++) {
+        int64_t o0 = i0 * p->stride[0] - p->pad[0] + tk[0] * p->dilation[0];
+        for (int64_t i1 = 0; i1 < p->in[1]; i1++, row += p->in[2]) {
+          int64_t o1 = i1 * p->stride[1] - p->pad[1] + tk[1] * p->dilation[1];
+          if (o0 < 0 || o0 >= p->out[0] || o1 < 0 || o1 >= p->out[1]) continue;
+          float* dst = yb + (o0 * p->out[1] + o1) * p->out[2] * step;
+          int64_t o2 = -p->pad[2] + tk[2] * p->dilation[2];
+          for (int64_t i2 = 0; i2 < p->in[2]; i2++, o2 += p->stride[2])
+            if (o2 >= 0 && o2 < p->out[2]) dst[o2 * step] += row[i2];
+        }
+      }
+    }
+  }
+}
+
+static int fast_conv_transpose(rlx_cpu_fast* f, conv_job* J, const float* x, const float* w,
+                               float* y) {
+  const rlx_conv_params* p = J->p;
+  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int64_t ocg = p->OC / p->groups, L_in = p->in[0] * p->in[1] * p->in[2];
+  int64_t rows = ocg * J->taps, bytes = rows * L_in * (int64_t)sizeof(float);
+  if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
+  float* cols = malloc((size_t)bytes + 1);
+  if (!cols) return 0;
+  memset(y, 0, (size_t)(p->N * p->OC * J->L) * sizeof(float));
+  for (int64_t n = 0; n < p->N; n++)
+    for (int64_t g = 0; g < p->groups; g++) {
+      const float* wg = w + g * J->cg * rows;  /* [Cg, OCg*K] */
+      const float* xg = last ? x + n * L_in * p->C + g * J->cg : x + (n * p->C + g * J->cg) * L_in;
+      /* cols [OCg*K, L_in] = wg^T [OCg*K, Cg] . x_g [Cg, L_in] */
+      if (last) conv_gemm(f, 1, 1, rows, L_in, J->cg, wg, rows, xg, p->C, cols, L_in);
+      else conv_gemm(f, 1, 0, rows, L_in, J->cg, wg, rows, xg, L_in, cols, L_in);
+      col2im_job C = {p, cols, y, n, g * ocg, J->taps, L_in};
+      rlx_cpu_parallel_for(f->pool, ocg, 1, col2im_rows, &C);
+    }
+  free(cols);
+  return 1;
+}
+
 int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   const rlx_conv_params* p = &s->p.conv;
-  if (s->op != RLX_CONV_FORWARD || s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 ||
+  if (s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 ||
       s->out[0].dtype != RLX_F32)
     return 0;
   if ((p->has_bias && s->in[2].dtype != RLX_F32) || (p->has_residual && s->in[3].dtype != RLX_F32))
@@ -142,20 +246,26 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   J.cg = p->C / p->groups;
   J.taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
   J.L = p->out[0] * p->out[1] * p->out[2];
-  int64_t bytes = J.cg * J.taps * J.L * (int64_t)sizeof(float);
-  if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
-  float* scratch = is_pointwise(p) ? NULL : malloc((size_t)bytes + 1);
-  if (!is_pointwise(p) && !scratch) return 0;
-  J.col = scratch;
   const float* x = (const float*)(arena + s->in[0].offset);
   const float* w = (const float*)(arena + s->in[1].offset);
   float* y = (float*)(arena + s->out[0].offset);
-  int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
-  for (int64_t n = 0; n < p->N; n++) {
-    J.x = x + n * image;
-    for (int64_t g = 0; g < p->groups; g++) conv_image_group(f, &J, w, y, n, g);
+  if (s->op == RLX_CONV_TRANSPOSE) {
+    if (!fast_conv_transpose(f, &J, x, w, y)) return 0;
+  } else {
+    int64_t bytes = J.cg * J.taps * J.L * (int64_t)sizeof(float);
+    if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
+    int64_t wbytes = p->OC / p->groups * J.cg * J.taps * (int64_t)sizeof(float);
+    float* scratch = is_pointwise(p) ? NULL : malloc((size_t)(bytes + wbytes) + 1);
+    if (!is_pointwise(p) && !scratch) return 0;
+    J.col = scratch;
+    J.wt = scratch ? scratch + bytes / (int64_t)sizeof(float) : NULL;
+    int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
+    for (int64_t n = 0; n < p->N; n++) {
+      J.x = x + n * image;
+      for (int64_t g = 0; g < p->groups; g++) conv_image_group(f, &J, w, y, n, g);
+    }
+    free(scratch);
   }
-  free(scratch);
   if (p->has_bias || p->has_residual || p->act != RLX_ACT_NONE) {
     J.y = y;
     J.bias = p->has_bias ? (const float*)(arena + s->in[2].offset) : NULL;

@@ -505,6 +505,26 @@ RLX_API rlx_status rlx_graph_add_im2col(rlx_graph* g, rlx_tensor x, int32_t n_sp
                                         const int64_t* kernel, const int64_t* strides,
                                         const int64_t* pads, const int64_t* dilations,
                                         rlx_conv_layout layout, rlx_tensor* out);
+/* --- channel-wise normalisations of x [N, C, spatial...] (per-channel
+ * gamma, beta, mean, var are [C]; gamma/beta may be RLX_NONE: 1 / 0) */
+/* GroupNorm: the C channels split into `groups` groups of C / groups; each
+ * (sample, group) is normalised over its channels and spatial positions
+ * (biased variance). InstanceNorm is groups = C. */
+RLX_API rlx_status rlx_graph_add_group_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                            rlx_tensor beta, int32_t groups, float eps,
+                                            rlx_tensor* out);
+/* LayerNorm2d (ConvNeXt): every (sample, position) normalised over C. */
+RLX_API rlx_status rlx_graph_add_channel_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                              rlx_tensor beta, float eps, rlx_tensor* out);
+/* BatchNorm, inference: (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]. */
+RLX_API rlx_status rlx_graph_add_batch_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                            rlx_tensor beta, rlx_tensor mean, rlx_tensor var,
+                                            float eps, rlx_tensor* out);
+/* Local response norm across channels (ONNX LRN): the sum of squares over
+ * channels [c - (size-1)/2, c + size/2] (clipped); y = x / (bias + alpha /
+ * size * sum)^beta. Beyond rank 4 the spatial dims must be static. */
+RLX_API rlx_status rlx_graph_add_lrn(rlx_graph* g, rlx_tensor x, int32_t size, float alpha,
+                                     float beta, float bias, rlx_tensor* out);
 
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,

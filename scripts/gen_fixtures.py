@@ -34,9 +34,9 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
               "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
               "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale",
-              "groups", "conv_layout", "output_padding"]
+              "groups", "conv_layout", "output_padding", "size", "alpha", "beta", "bias"]
 FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
-               "spatial_scale"}
+               "spatial_scale", "alpha", "beta", "bias"}
 FLOAT_LIST_ATTRS = {"scales", "roi"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
@@ -1457,6 +1457,45 @@ def conv_cases():
                               [0, 0, 1, 1, 0, 0], [1, 2, 1], 1, [1, 0, 0])
     yield im2col_case("im2col2d", [2, 3, 6, 5], [3, 2], [2, 1], [1, 0, 1, 1], [1, 2])
     yield im2col_case("im2col2d_plain", [1, 2, 4, 4], [2, 2], [1, 1], [0, 0, 0, 0], [1, 1])
+
+
+@case
+def channel_norm_cases():
+    """GroupNorm / InstanceNorm / LayerNorm2d / BatchNorm / LRN against torch's
+    functional forms in float64."""
+    F = torch.nn.functional
+    c = Case("group_norm_affine", F32_TOL)
+    a, g, b = c.uniform([2, 6, 5, 4]), c.uniform([6]), c.uniform([6])
+    x, gg, bb = c.input(a), c.input(g), c.input(b)
+    ref = F.group_norm(t64(a), 3, t64(g), t64(b), 1e-5)
+    c.output(c.op("group_norm", [x, gg, bb], as_dtype(ref, a), {"groups": 3, "eps": 1e-5}))
+    yield c
+    c = Case("group_norm_instance", F32_TOL)  # groups = C: InstanceNorm
+    a = c.uniform([2, 4, 7])
+    x = c.input(a)
+    c.output(c.op("group_norm", [x, None, None], as_dtype(F.instance_norm(t64(a), eps=1e-3), a),
+                  {"groups": 4, "eps": 1e-3}))
+    yield c
+    c = Case("channel_norm_layernorm2d", F32_TOL)  # ConvNeXt's LayerNorm2d
+    a, g, b = c.uniform([2, 5, 3, 4]), c.uniform([5]), c.uniform([5])
+    ref = F.layer_norm(t64(a).permute(0, 2, 3, 1), [5], t64(g), t64(b), 1e-6).permute(0, 3, 1, 2)
+    x, gg, bb = c.input(a), c.input(g), c.input(b)
+    c.output(c.op("channel_norm", [x, gg, bb], as_dtype(ref, a), {"eps": 1e-6}))
+    yield c
+    c = Case("batch_norm_inference", F32_TOL)
+    a, g, b = c.uniform([3, 4, 5, 2]), c.uniform([4]), c.uniform([4])
+    m, v = c.uniform([4]), c.uniform([4], 0.2, 2.0)
+    ref = F.batch_norm(t64(a), t64(m), t64(v), t64(g), t64(b), training=False, eps=1e-5)
+    ins = [c.input(t) for t in (a, g, b, m, v)]
+    c.output(c.op("batch_norm", ins, as_dtype(ref, a), {"eps": 1e-5}))
+    yield c
+    c = Case("lrn_size5", F32_TOL)  # odd sizes: torch's window is ONNX's
+    a = c.uniform([2, 7, 3, 4])
+    x = c.input(a)
+    ref = F.local_response_norm(t64(a), 5, alpha=2e-2, beta=0.75, k=1.5)
+    attrs = {"size": 5, "alpha": 2e-2, "beta": 0.75, "bias": 1.5}
+    c.output(c.op("lrn", [x], as_dtype(ref, a), attrs))
+    yield c
 
 
 # ---------------------------------------------------------------- main

@@ -689,6 +689,44 @@ TEST(pool_pad_depth_space_shapes) {
 
 /* ------------------------------------------------------------------ symbols */
 
+TEST(channel_norm_shapes) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_tensor x = in_f32(g, "x", 4, SHAPE(2, 6, 5, 3)), c6 = in_f32(g, "c6", 1, SHAPE(6));
+  rlx_tensor c4 = in_f32(g, "c4", 1, SHAPE(4)), v = in_f32(g, "v", 1, SHAPE(6));
+  rlx_tensor xi = in_t(g, "xi", RLX_I32, 3, SHAPE(2, 6, 3)), t;
+  CHECK_OK_G(g, rlx_graph_add_group_norm(g, x, c6, c6, 3, 1e-5f, &t));
+  CHECK(IS(g, t, RLX_F32, 4, 2, 6, 5, 3) && rlx_producer(g, t)->a.groups == 3);
+  CHECK_OK_G(g, rlx_graph_add_group_norm(g, x, RLX_NONE, RLX_NONE, 6, 0, &t));
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, x, c6, c6, 4, 1e-5f, &t), "group_norm", "divisible");
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, x, c6, c6, 0, 1e-5f, &t), "group_norm", "groups");
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, x, c4, c6, 2, 1e-5f, &t), "group_norm", "gamma");
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, x, c6, c6, 2, -1.0f, &t), "group_norm", "eps");
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, xi, RLX_NONE, RLX_NONE, 2, 0, &t), "group_norm",
+              "float");
+  CHECK_FAILS(g, rlx_graph_add_group_norm(g, c6, RLX_NONE, RLX_NONE, 1, 0, &t), "group_norm",
+              "rank");
+  CHECK_OK_G(g, rlx_graph_add_channel_norm(g, x, c6, RLX_NONE, 1e-6f, &t));
+  CHECK_FAILS(g, rlx_graph_add_channel_norm(g, x, c6, c4, 1e-6f, &t), "channel_norm", "beta");
+  CHECK_OK_G(g, rlx_graph_add_batch_norm(g, x, c6, c6, v, v, 1e-5f, &t));
+  CHECK(IS(g, t, RLX_F32, 4, 2, 6, 5, 3));
+  CHECK_OK_G(g, rlx_graph_add_batch_norm(g, x, RLX_NONE, RLX_NONE, v, v, 1e-5f, &t));
+  CHECK_FAILS(g, rlx_graph_add_batch_norm(g, x, c6, c6, c4, v, 1e-5f, &t), "batch_norm", "mean");
+  CHECK_FAILS(g, rlx_graph_add_batch_norm(g, x, c6, c6, v, RLX_NONE, 1e-5f, &t), "batch_norm",
+              "input 4");
+  CHECK_OK_G(g, rlx_graph_add_lrn(g, x, 3, 1e-4f, 0.75f, 1.0f, &t));
+  CHECK(IS(g, t, RLX_F32, 4, 2, 6, 5, 3));
+  CHECK_FAILS(g, rlx_graph_add_lrn(g, x, 0, 1e-4f, 0.75f, 1.0f, &t), "lrn", "size");
+  CHECK_FAILS(g, rlx_graph_add_lrn(g, x, 3, NAN, 0.75f, 1.0f, &t), "lrn", "finite");
+  rlx_dim d;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "d", &d));
+  rlx_tensor x5 = in_f32(g, "x5", 5, SHAPE(1, 4, 2, d, 3));
+  rlx_tensor x5s = in_f32(g, "x5s", 5, SHAPE(1, 4, 2, 2, 3));
+  CHECK_OK_G(g, rlx_graph_add_lrn(g, x5s, 3, 1e-4f, 0.75f, 1.0f, &t));
+  CHECK_FAILS(g, rlx_graph_add_lrn(g, x5, 3, 1e-4f, 0.75f, 1.0f, &t), "lrn", "static");
+  rlx_graph_destroy(g);
+}
+
 TEST(symbolic) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -991,6 +1029,7 @@ int main(void) {
   RUN(rope_and_sample);
   RUN(pool_pad_depth_space_shapes);
   RUN(conv_shapes);
+  RUN(channel_norm_shapes);
   RUN(symbolic);
   RUN(clone);
   RUN(add_node_direct);

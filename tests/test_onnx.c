@@ -1234,6 +1234,57 @@ static int cast_initializer(int elem, int typed, const void* raw, size_t bytes, 
   return ok;
 }
 
+/* GroupNormalization with opset 18's per-group scale / bias (spread over
+ * each group's channels) and opset 21's per-channel ones, against a naive
+ * two-pass reference. */
+static void check_group_norm(int64_t opset, int per_group) {
+  enum { N = 2, C = 6, G = 3, S = 5 };
+  model md;
+  model_init(&md, opset);
+  int64_t xs[3] = {N, C, S}, vs[1] = {per_group ? G : C};
+  float x[N * C * S], scale[C], bias[C], want[N * C * S], got[N * C * S];
+  test_fill_f32(x, N * C * S, -2, 2);
+  test_fill_f32(scale, C, 0.5, 2);
+  test_fill_f32(bias, C, -1, 1);
+  initializer(&md, tensor("scale", F32, 1, vs, scale, sizeof(float) * (size_t)vs[0]));
+  initializer(&md, tensor("bias", F32, 1, vs, bias, sizeof(float) * (size_t)vs[0]));
+  input(&md, "x", F32, 3, xs);
+  Onnx__NodeProto* n = node(&md, "GroupNormalization", "x,scale,bias", "y");
+  attr_i(n, "num_groups", G);
+  attr_f(n, "epsilon", 1e-3f);
+  output(&md, "y");
+  int per = C / G * S;
+  for (int g = 0; g < N * G; g++) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < per; j++) mean += x[g * per + j];
+    mean /= per;
+    for (int j = 0; j < per; j++) var += (x[g * per + j] - mean) * (x[g * per + j] - mean);
+    var /= per;
+    for (int j = 0; j < per; j++) {
+      int ch = (g % G) * (C / G) + j / S, v = per_group ? ch / (C / G) : ch;
+      want[g * per + j] =
+          (float)((x[g * per + j] - mean) / sqrt(var + 1e-3) * scale[v] + bias[v]);
+    }
+  }
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  CHECK_MSG(import(&md, NULL, &m, &err) == RLX_OK, "%s", err.msg);
+  const char* in[1] = {"x"};
+  const int64_t shapes[1][4] = {{N, C, S}};
+  const int ranks[1] = {3};
+  const float* data[1] = {x};
+  int ok = run_f32(m, 1, in, shapes, ranks, data, 0, got, N * C * S);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  CHECK_MSG(ok && close_to(got, want, N * C * S, 1e-5), "opset %lld per_group %d",
+            (long long)opset, per_group);
+}
+
+TEST(group_normalization_scales_per_group_or_channel) {
+  check_group_norm(18, 1);
+  check_group_norm(21, 0);
+}
+
 TEST(initializers_of_the_newer_dtypes) {
   const int16_t i16[3] = {-32768, 7, 32767};
   const uint16_t u16[3] = {65535, 7, 0};
@@ -1559,6 +1610,7 @@ int main(void) {
   RUN(declared_inputs_are_kept_even_when_unread);
   RUN(onnx_files_must_be_regular);
   RUN(initializers_of_the_newer_dtypes);
+  RUN(group_normalization_scales_per_group_or_channel);
   RUN(cast_through_float8);
   RUN(einsum_equations);
   RUN(det_three_by_three);

@@ -780,6 +780,66 @@ static void c_conv_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Positive per-channel variance: v*v + 0.25 (the inputs are random signed). */
+static rlx_tensor positive(pcase* c, rlx_tensor v) {
+  float q = 0.25f;
+  rlx_tensor k, y;
+  rlx_graph_add_constant(c->g, RLX_F32, NULL, 0, &q, sizeof q, &k);
+  rlx_graph_add_binary(c->g, RLX_BIN_MUL, v, v, &y);
+  rlx_graph_add_binary(c->g, RLX_BIN_ADD, y, k, &y);
+  return y;
+}
+
+/* Channel-wise norms of x [N, C, spatial 0-3 dims]: GroupNorm (random
+ * divisor of C, affine), InstanceNorm (groups = C, no affine), LayerNorm2d,
+ * BatchNorm (inference), LRN (odd and even windows), and a GroupNorm whose
+ * groups are longer than a workgroup (n > 256). */
+static void c_channel_norms(pcase* c, int v) {
+  int rank = (int)test_rand_int(2, 5);
+  rlx_dim xs[5] = {test_rand_int(1, 3), test_rand_int(1, 6) * (v == 0 ? 2 : 1)};
+  for (int d = 2; d < rank; d++) xs[d] = rank == 5 ? test_rand_int(1, 4) : rdim();
+  if (v == 7) xs[2] = 300;
+  rlx_dim cs[1] = {xs[1]};
+  rlx_tensor x = input(c, RLX_F32, xs, rank), y;
+  rlx_tensor gamma = input(c, RLX_F32, cs, 1), beta = input(c, RLX_F32, cs, 1);
+  int32_t groups = (int32_t)xs[1];
+  while (v == 0 && groups > 1 && (xs[1] % groups != 0 || groups == xs[1])) groups--;
+  switch (v) {
+    case 0: rlx_graph_add_group_norm(c->g, x, gamma, beta, groups, 1e-5f, &y); break;
+    case 1: rlx_graph_add_group_norm(c->g, x, RLX_NONE, RLX_NONE, groups, 1e-5f, &y); break;
+    case 2: rlx_graph_add_channel_norm(c->g, x, gamma, beta, 1e-6f, &y); break;
+    case 3: {
+      rlx_tensor mean = input(c, RLX_F32, cs, 1), var = positive(c, input(c, RLX_F32, cs, 1));
+      rlx_graph_add_batch_norm(c->g, x, gamma, beta, mean, var, 1e-5f, &y);
+      break;
+    }
+    case 4: {
+      rlx_tensor mean = input(c, RLX_F32, cs, 1), var = positive(c, input(c, RLX_F32, cs, 1));
+      rlx_graph_add_batch_norm(c->g, x, RLX_NONE, RLX_NONE, mean, var, 1e-3f, &y);
+      break;
+    }
+    case 5: rlx_graph_add_lrn(c->g, x, 3, 1e-2f, 0.75f, 1.0f, &y); break;
+    case 6: rlx_graph_add_lrn(c->g, x, 4, 0.5f, 0.6f, 2.0f, &y); break;
+    default: rlx_graph_add_group_norm(c->g, x, gamma, beta, 1, 1e-5f, &y); break;
+  }
+  outputs(c, &y, 1);
+}
+
+/* Half-precision channel norms: GroupNorm in f16 (v 0) and LayerNorm2d in
+ * bf16 (v 1), x and the affine cast from f32; statistics accumulate in f32. */
+static void c_channel_norms_half(pcase* c, int v) {
+  rlx_dtype t = v ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_dim xs[4] = {test_rand_int(1, 2), 2 * test_rand_int(1, 4), rdim(), rdim()}, cs[1] = {xs[1]};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), gamma = input(c, RLX_F32, cs, 1), y;
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, gamma, t, &gamma);
+  if (v == 0) rlx_graph_add_group_norm(c->g, x, gamma, RLX_NONE, 2, 1e-5f, &y);
+  else rlx_graph_add_channel_norm(c->g, x, gamma, RLX_NONE, 1e-6f, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -820,6 +880,8 @@ static const case_def CASES[] = {
     {"conv_transpose", c_conv_transpose, 12, TOL_F32},
     {"im2col", c_im2col, 12, TOL_F32},
     {"conv_half", c_conv_half, 4, TOL_HALF},
+    {"channel_norms", c_channel_norms, 8, TOL_F32},
+    {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -378,6 +378,30 @@ TEST(roundtrip_normalization) {
   CHECK(ok);
 }
 
+TEST(roundtrip_channel_norms) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[4] = {2, 6, 5, 3}, cs[1] = {6};
+  rlx_tensor x = add_in(g, "x", RLX_F32, xs, 4), c = add_in(g, "c", RLX_F32, cs, 1), t;
+  CHECK_OK_G(g, rlx_graph_add_group_norm(g, x, c, c, 3, 1e-4f, &t));
+  CHECK_OK_G(g, rlx_graph_add_group_norm(g, t, RLX_NONE, RLX_NONE, 6, 1e-5f, &t));
+  CHECK_OK_G(g, rlx_graph_add_channel_norm(g, t, c, RLX_NONE, 1e-6f, &t));
+  CHECK_OK_G(g, rlx_graph_add_batch_norm(g, t, c, c, c, c, 1e-3f, &t));
+  CHECK_OK_G(g, rlx_graph_add_lrn(g, t, 5, 2e-4f, 0.5f, 2.0f, &t));
+  char* text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  int ok = contains(text, "group_norm(%0, %1, %1) eps=9.99999975e-05 groups=3 : f32[2,6,5,3]") &&
+           contains(text, "group_norm(%2, _, _) eps=9.99999975e-06 groups=6") &&
+           contains(text, "channel_norm(%3, %1, _) eps=9.99999997e-07") &&
+           contains(text, "batch_norm(%4, %1, %1, %1, %1) eps=0.00100000005") &&
+           contains(text, "lrn(%5) size=5 alpha=0.000199999995 beta=0.5 bias=2 : f32[2,6,5,3]");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
+}
+
 TEST(roundtrip_vision_ops) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -827,6 +851,7 @@ int main(void) {
   RUN(roundtrip_transformer_ops);
   RUN(roundtrip_vision_ops);
   RUN(roundtrip_conv_ops);
+  RUN(roundtrip_channel_norms);
   RUN(roundtrip_labels_with_escapes);
   RUN(roundtrip_random_graphs);
   RUN(float_attribute_values);

@@ -664,6 +664,25 @@ class Graph(_capi.Owned):
         return self._add(lib.rlx_graph_add_im2col, self._t(x), ns, self._ints(kernel, ns),
                          self._ints(strides, ns), self._ints(pads, 2 * ns),
                          self._ints(dilations, ns), self._conv_layout(layout))
+    # ---- channel-wise normalization of x [N, C, spatial...]
+    def group_norm(self, x, groups, gamma=None, beta=None, eps=1e-5):
+        """GroupNorm (groups = C: InstanceNorm); gamma/beta are [C]."""
+        return self._add(lib.rlx_graph_add_group_norm, self._t(x), self._t(gamma),
+                         self._t(beta), groups, eps)
+
+    def channel_norm(self, x, gamma=None, beta=None, eps=1e-6):
+        """LayerNorm2d (ConvNeXt): each position normalised over the channels."""
+        return self._add(lib.rlx_graph_add_channel_norm, self._t(x), self._t(gamma),
+                         self._t(beta), eps)
+
+    def batch_norm(self, x, gamma, beta, mean, var, eps=1e-5):
+        """BatchNorm with running statistics (inference)."""
+        return self._add(lib.rlx_graph_add_batch_norm, self._t(x), self._t(gamma),
+                         self._t(beta), self._t(mean), self._t(var), eps)
+
+    def lrn(self, x, size, alpha=1e-4, beta=0.75, bias=1.0):
+        """Local response norm across channels (ONNX LRN)."""
+        return self._add(lib.rlx_graph_add_lrn, self._t(x), size, alpha, beta, bias)
 
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))

@@ -27,6 +27,20 @@ def _rms_norm(x, gamma, eps=1e-6):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * gamma
 
 
+def _group_norm(x, groups, eps):  # x [N, C, ...], no affine
+    n = x.shape[0]
+    g = x.reshape(n, groups, -1)
+    mu = g.mean(-1, keepdims=True)
+    var = ((g - mu) ** 2).mean(-1, keepdims=True)
+    return ((g - mu) / np.sqrt(var + eps)).reshape(x.shape)
+
+
+def _lrn(x, size, alpha, beta, bias):  # ONNX: window (size-1)//2 before, the rest after
+    sq = np.pad(x * x, ((0, 0), ((size - 1) // 2, size // 2)) + ((0, 0),) * (x.ndim - 2))
+    s = sum(sq[:, i:i + x.shape[1]] for i in range(size))
+    return x / (bias + alpha / size * s) ** beta
+
+
 def _attention_causal(q, k, v):  # BSHD
     qh, kh, vh = (t.transpose(0, 2, 1, 3) for t in (q, k, v))
     s = qh @ kh.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
@@ -197,6 +211,22 @@ CASES = {
         lambda x: np.stack([x[:, :, i:i + 2, j:j + 2].reshape(1, -1)
                             for i in range(2) for j in range(2)], -1),
         [_a(1, 2, 3, 3)], 0),
+    "group_norm": (lambda g, x: g.group_norm(x, 2, eps=1e-5),
+                   lambda x: _group_norm(x, 2, 1e-5), [_a(2, 4, 3, 2)], 1e-4),
+    "channel_norm": (lambda g, x: g.channel_norm(x, eps=1e-6),
+                     lambda x: _group_norm(x.transpose(0, 2, 1), 5, 1e-6).transpose(0, 2, 1),
+                     [_a(2, 3, 5)], 1e-4),
+    "batch_norm": (
+        lambda g, x: g.batch_norm(x, g.constant(np.array([1.5, -1, 2], f32)),
+                                  g.constant(np.array([0.5, 0, -1], f32)),
+                                  g.constant(np.array([0.1, 0.2, -0.3], f32)),
+                                  g.constant(np.array([1.0, 0.5, 2.0], f32)), eps=1e-5),
+        lambda x: (x - np.array([0.1, 0.2, -0.3], f32)[:, None])
+        / np.sqrt(np.array([1.0, 0.5, 2.0], f32)[:, None] + 1e-5)
+        * np.array([1.5, -1, 2], f32)[:, None] + np.array([0.5, 0, -1], f32)[:, None],
+        [_a(2, 3, 4)], 1e-5),
+    "lrn": (lambda g, x: g.lrn(x, 4, alpha=0.1, beta=0.75, bias=2.0),
+            lambda x: _lrn(x.astype(np.float64), 4, 0.1, 0.75, 2.0), [_a(2, 5, 3)], 1e-5),
     "space_to_depth": (
         lambda g, x: g.space_to_depth(x, 2),
         lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),

@@ -1,12 +1,13 @@
 /* ONNX ops built from compositions of Tier 1 IR ops beyond the Tier 1 list:
  * hyperbolic and inverse trigonometric functions, integer Mod, the NLL and
- * softmax cross-entropy losses, BatchNormalization (inference),
- * InstanceNormalization, MeanVarianceNormalization, global pooling, OneHot,
+ * softmax cross-entropy losses, MeanVarianceNormalization, global pooling, OneHot,
  * EyeLike, Pad with a run-time fill, and Conv (windows gathered by index tables, then a
  * matmul). Each is exact up to the rounding of the ops it is built from; see
  * onnx_ops.c for the Tier 1 table. MaxPool / AveragePool / the global pools,
- * Pad (constant, reflect, edge, wrap), DepthToSpace and SpaceToDepth map onto
- * their IR ops. */
+ * Pad (constant, reflect, edge, wrap), DepthToSpace, SpaceToDepth,
+ * BatchNormalization (inference; training mode adds batch moments and the
+ * running updates), InstanceNormalization (GroupNorm with groups = C) and
+ * LRN map onto their IR ops. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,55 +133,13 @@ static rlx_status map_mod(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, r);
 }
 
-/* Per-channel vector [C] as [C, 1, ...] for an [N, C, ...] tensor. */
-static rlx_status channel_view(rlx_ox_ctx* c, int32_t i, const rlx_type* tx, rlx_tensor* out) {
+/* Per-channel input i as a [C] vector of x's dtype for an [N, C, ...] x. */
+static rlx_status channel_vector(rlx_ox_ctx* c, int32_t i, const rlx_type* tx, rlx_tensor* out) {
   RLX_RETURN_IF_ERROR(in(c, i, out));
   rlx_type t = type_of(c, *out);
   if (t.rank != 1 || tx->rank < 2 || t.shape[0] != tx->shape[1])
     return rlx_ox_invalid(c, "input %d must be [C] for an [N, C, ...] input", (int)i);
-  if (t.dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *out, tx->dtype, out));
-  rlx_dim shape[RLX_MAX_RANK];
-  for (int32_t d = 0; d < tx->rank - 1; d++) shape[d] = d == 0 ? t.shape[0] : 1;
-  return reshape(c, *out, shape, tx->rank - 1, out);
-}
-
-/* (x - mean) / sqrt(var + eps) * scale + bias, all per channel. */
-static rlx_status normalize(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor mean, rlx_tensor var,
-                            float eps, rlx_tensor scale, rlx_tensor bias, rlx_tensor* out) {
-  rlx_tensor y, inv;
-  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, x, mean, &y));
-  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, var, eps, &inv));
-  RLX_RETURN_IF_ERROR(act(c, RLX_ACT_RSQRT, inv, &inv));
-  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, y, inv, &y));
-  if (scale != RLX_NONE) RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_MUL, y, scale, &y));
-  if (bias != RLX_NONE) RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, y, bias, &y));
-  *out = y;
-  return RLX_OK;
-}
-
-/* BatchNormalization at inference: the running statistics. */
-static rlx_status map_batch_norm(rlx_ox_ctx* c) {
-  float eps, momentum;
-  int64_t training = 0, spatial = 1, is_test;
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "momentum", 0.9f, &momentum)); /* training only */
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "training_mode", 0, &training));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "spatial", 1, &spatial));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "is_test", 1, &is_test));
-  rlx_ox_attr_ignore(c, "consumed_inputs");
-  if (training || !is_test || rlx_ox_wants(c, 1) || rlx_ox_wants(c, 2))
-    return rlx_ox_unsupported(c, "training mode (batch statistics and running updates)");
-  if (!spatial) return rlx_ox_unsupported(c, "spatial = 0");
-  rlx_tensor x, scale, bias, mean, var, y;
-  RLX_RETURN_IF_ERROR(in(c, 0, &x));
-  RLX_RETURN_IF_ERROR(need_float(c, x, "BatchNormalization"));
-  rlx_type tx = type_of(c, x);
-  RLX_RETURN_IF_ERROR(channel_view(c, 1, &tx, &scale));
-  RLX_RETURN_IF_ERROR(channel_view(c, 2, &tx, &bias));
-  RLX_RETURN_IF_ERROR(channel_view(c, 3, &tx, &mean));
-  RLX_RETURN_IF_ERROR(channel_view(c, 4, &tx, &var));
-  RLX_RETURN_IF_ERROR(normalize(c, x, mean, var, eps, scale, bias, &y));
-  return rlx_ox_set(c, 0, y);
+  return t.dtype == tx->dtype ? RLX_OK : cast(c, *out, tx->dtype, out);
 }
 
 /* Mean and (biased) variance over axes, kept as size-1 dims. */
@@ -193,20 +152,86 @@ static rlx_status moments(rlx_ox_ctx* c, rlx_tensor x, const int32_t* axes, int3
   return reduce(c, RLX_RED_MEAN, d, axes, n, 1, var);
 }
 
+/* running = running * momentum + current * (1 - momentum), all [C]. */
+static rlx_status running_update(rlx_ox_ctx* c, rlx_tensor running, rlx_tensor current,
+                                 float momentum, rlx_tensor* out) {
+  rlx_tensor a, b;
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, running, momentum, &a));
+  RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, current, 1.0 - (double)momentum, &b));
+  return bin(c, RLX_BIN_ADD, a, b, out);
+}
+
+/* BatchNormalization training_mode = 1: normalised with the batch's
+ * statistics over every axis but C (biased variance), plus the momentum
+ * updates of the running mean and variance (outputs 1 and 2). */
+static rlx_status batch_norm_training(rlx_ox_ctx* c, rlx_tensor x, const rlx_type* tx,
+                                      rlx_tensor scale, rlx_tensor bias, rlx_tensor mean,
+                                      rlx_tensor var, float eps, float momentum) {
+  int32_t axes[RLX_MAX_RANK], n = 0;
+  for (int32_t d = 0; d < tx->rank; d++)
+    if (d != 1) axes[n++] = d;
+  rlx_tensor bmean, bvar, y;
+  RLX_RETURN_IF_ERROR(moments(c, x, axes, n, &bmean, &bvar));
+  rlx_dim cs[1] = {tx->shape[1]};
+  RLX_RETURN_IF_ERROR(reshape(c, bmean, cs, 1, &bmean));
+  RLX_RETURN_IF_ERROR(reshape(c, bvar, cs, 1, &bvar));
+  G(rlx_graph_add_batch_norm(GRAPH, x, scale, bias, bmean, bvar, eps, &y));
+  RLX_RETURN_IF_ERROR(rlx_ox_set(c, 0, y));
+  if (rlx_ox_wants(c, 1)) {
+    RLX_RETURN_IF_ERROR(running_update(c, mean, bmean, momentum, &y));
+    RLX_RETURN_IF_ERROR(rlx_ox_set(c, 1, y));
+  }
+  if (rlx_ox_wants(c, 2)) {
+    RLX_RETURN_IF_ERROR(running_update(c, var, bvar, momentum, &y));
+    RLX_RETURN_IF_ERROR(rlx_ox_set(c, 2, y));
+  }
+  return RLX_OK;
+}
+
+/* BatchNormalization: the BATCH_NORM op with the running statistics
+ * (inference), or the batch's own (training_mode = 1, opset 14+). */
+static rlx_status map_batch_norm(rlx_ox_ctx* c) {
+  float eps, momentum;
+  int64_t training = 0, spatial = 1, is_test;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "momentum", 0.9f, &momentum)); /* training only */
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "training_mode", 0, &training));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "spatial", 1, &spatial));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "is_test", 1, &is_test));
+  rlx_ox_attr_ignore(c, "consumed_inputs");
+  if (!training && (!is_test || rlx_ox_wants(c, 1) || rlx_ox_wants(c, 2)))
+    return rlx_ox_unsupported(c, "pre-opset-14 training outputs (saved mean / variance)");
+  if (rlx_ox_wants(c, 3) || rlx_ox_wants(c, 4))
+    return rlx_ox_unsupported(c, "saved mean / variance outputs");
+  if (!spatial) return rlx_ox_unsupported(c, "spatial = 0");
+  rlx_tensor x, scale, bias, mean, var, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "BatchNormalization"));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 2) return rlx_ox_invalid(c, "input must be [N, C, ...]");
+  RLX_RETURN_IF_ERROR(channel_vector(c, 1, &tx, &scale));
+  RLX_RETURN_IF_ERROR(channel_vector(c, 2, &tx, &bias));
+  RLX_RETURN_IF_ERROR(channel_vector(c, 3, &tx, &mean));
+  RLX_RETURN_IF_ERROR(channel_vector(c, 4, &tx, &var));
+  if (training) return batch_norm_training(c, x, &tx, scale, bias, mean, var, eps, momentum);
+  G(rlx_graph_add_batch_norm(GRAPH, x, scale, bias, mean, var, eps, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* InstanceNormalization: GROUP_NORM with one group per channel. */
 static rlx_status map_instance_norm(rlx_ox_ctx* c) {
   float eps;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
-  rlx_tensor x, scale, bias, mean, var, y;
+  rlx_tensor x, scale, bias, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   RLX_RETURN_IF_ERROR(need_float(c, x, "InstanceNormalization"));
   rlx_type tx = type_of(c, x);
   if (tx.rank < 3) return rlx_ox_invalid(c, "input must be [N, C, D...]");
-  int32_t axes[RLX_MAX_RANK], n = 0;
-  for (int32_t d = 2; d < tx.rank; d++) axes[n++] = d;
-  RLX_RETURN_IF_ERROR(channel_view(c, 1, &tx, &scale));
-  RLX_RETURN_IF_ERROR(channel_view(c, 2, &tx, &bias));
-  RLX_RETURN_IF_ERROR(moments(c, x, axes, n, &mean, &var));
-  RLX_RETURN_IF_ERROR(normalize(c, x, mean, var, eps, scale, bias, &y));
+  if (tx.shape[1] < 1 || tx.shape[1] > INT32_MAX)
+    return rlx_ox_unsupported(c, "a symbolic or huge channel count");
+  RLX_RETURN_IF_ERROR(channel_vector(c, 1, &tx, &scale));
+  RLX_RETURN_IF_ERROR(channel_vector(c, 2, &tx, &bias));
+  G(rlx_graph_add_group_norm(GRAPH, x, scale, bias, (int32_t)tx.shape[1], eps, &y));
   return rlx_ox_set(c, 0, y);
 }
 
@@ -1004,6 +1029,63 @@ static rlx_status map_roi_align(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
+/* GroupNormalization's scale or bias: [C] (opset 21), or [num_groups]
+ * (opset 18) repeated over each group's C / num_groups channels. */
+static rlx_status group_vector(rlx_ox_ctx* c, int32_t i, const rlx_type* tx, int64_t groups,
+                               rlx_tensor* out) {
+  RLX_RETURN_IF_ERROR(in(c, i, out));
+  rlx_type t = type_of(c, *out);
+  if (t.dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *out, tx->dtype, out));
+  if (t.rank == 1 && t.shape[0] == tx->shape[1]) return RLX_OK;
+  if (t.rank != 1 || t.shape[0] != groups)
+    return rlx_ox_invalid(c, "input %d must be [C] or [num_groups]", (int)i);
+  rlx_dim per_group[2] = {groups, 1}, spread[2] = {groups, tx->shape[1] / groups},
+          flat[1] = {tx->shape[1]};
+  RLX_RETURN_IF_ERROR(reshape(c, *out, per_group, 2, out));
+  RLX_RETURN_IF_ERROR(expand_to(c, *out, spread, 2, out));
+  return reshape(c, *out, flat, 1, out);
+}
+
+/* GroupNormalization (opset 18 / 21): the GROUP_NORM op. */
+static rlx_status map_group_norm(rlx_ox_ctx* c) {
+  float eps;
+  int64_t groups;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "epsilon", 1e-5f, &eps));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "num_groups", 0, &groups));
+  rlx_ox_attr_ignore(c, "stash_type"); /* the kernels accumulate in f32 or wider anyway */
+  rlx_tensor x, scale, bias, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "GroupNormalization"));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 2) return rlx_ox_invalid(c, "input must be [N, C, ...]");
+  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "the channel dim"));
+  if (groups < 1 || groups > INT32_MAX || tx.shape[1] % groups != 0)
+    return rlx_ox_invalid(c, "num_groups %lld must be >= 1 and divide C = %lld",
+                          (long long)groups, (long long)tx.shape[1]);
+  RLX_RETURN_IF_ERROR(group_vector(c, 1, &tx, groups, &scale));
+  RLX_RETURN_IF_ERROR(group_vector(c, 2, &tx, groups, &bias));
+  G(rlx_graph_add_group_norm(GRAPH, x, scale, bias, (int32_t)groups, eps, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
+/* LRN: the IR op (across channels; decomposed into Pool and elementwise
+ * ops by every backend). */
+static rlx_status map_lrn(rlx_ox_ctx* c) {
+  float alpha, beta, bias;
+  int64_t size;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "alpha", 1e-4f, &alpha));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "beta", 0.75f, &beta));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_float(c, "bias", 1.0f, &bias));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "size", 0, &size));
+  if (size < 1 || size > INT32_MAX) return rlx_ox_invalid(c, "size must be >= 1");
+  rlx_tensor x, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "LRN"));
+  if (type_of(c, x).rank < 2) return rlx_ox_invalid(c, "input must be [N, C, ...]");
+  G(rlx_graph_add_lrn(GRAPH, x, (int32_t)size, alpha, beta, bias, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
 /* ------------------------------------------------------------------ table */
 
 static const rlx_ox_op nn_ops[] = {
@@ -1035,6 +1117,8 @@ static const rlx_ox_op nn_ops[] = {
     {"SoftmaxCrossEntropyLoss", map_nll, 1, 0},
     {"SpaceToDepth", map_depth_space, 0, 0},
     {"Upsample", map_resize, 0, 0},
+    {"LRN", map_lrn, 0, 0},
+    {"GroupNormalization", map_group_norm, 0, 0},
 };
 
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {

@@ -993,6 +993,41 @@ rlx_status rlx_graph_add_im2col(rlx_graph* g, rlx_tensor x, int32_t n_spatial,
   return add1(g, RLX_OP_IM2COL, &a, &x, 1, out);
 }
 
+rlx_status rlx_graph_add_group_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, rlx_tensor beta,
+                                    int32_t groups, float eps, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.groups = groups;
+  a.eps = eps;
+  rlx_tensor in[3] = {x, gamma, beta};
+  return add1(g, RLX_OP_GROUP_NORM, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_add_channel_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                      rlx_tensor beta, float eps, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.eps = eps;
+  rlx_tensor in[3] = {x, gamma, beta};
+  return add1(g, RLX_OP_CHANNEL_NORM, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_add_batch_norm(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, rlx_tensor beta,
+                                    rlx_tensor mean, rlx_tensor var, float eps, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.eps = eps;
+  rlx_tensor in[5] = {x, gamma, beta, mean, var};
+  return add1(g, RLX_OP_BATCH_NORM, &a, in, 5, out);
+}
+
+rlx_status rlx_graph_add_lrn(rlx_graph* g, rlx_tensor x, int32_t size, float alpha, float beta,
+                             float bias, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.size = size;
+  a.alpha = alpha;
+  a.beta = beta;
+  a.bias = bias;
+  return add1(g, RLX_OP_LRN, &a, &x, 1, out);
+}
+
 rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
                                 float temperature, rlx_tensor* out) {
   rlx_node_attrs a = {0};

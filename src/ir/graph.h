@@ -102,6 +102,10 @@ typedef struct rlx_node_attrs {
   /* Conv / ConvTranspose / Im2Col (strides, pads, dilations above) */
   int32_t groups, conv_layout; /* conv_layout: rlx_conv_layout */
   rlx_ints output_padding;
+  /* GroupNorm: groups (above) of channels; LRN: window size across
+   * channels and y = x / (bias + alpha / size * sum of squares)^beta. */
+  int32_t size;
+  float alpha, beta, bias;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -49,6 +49,9 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_ATTENTION: return i == 3;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return i >= 2; /* bias, residual */
+    case RLX_OP_GROUP_NORM:
+    case RLX_OP_CHANNEL_NORM:
+    case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
     default: return 0;
   }
 }
@@ -607,6 +610,37 @@ static rlx_status infer_layer_norm(infer_ctx* c) {
       return FAIL(c, "%s must be %s (input %s from axis %d), got %s", i == 1 ? "gamma" : "beta",
                   TSTR(c, &want, b1), TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[i], b3));
   c->out[0] = *x;
+  return RLX_OK;
+}
+
+/* Channel-wise norms (GroupNorm, LayerNorm2d, BatchNorm, LRN): x is
+ * [N, C, spatial...]; per-channel inputs from 1 on are [C] vectors. */
+static rlx_status infer_channel_norm(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 2, "input [N, C, ...]"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "input"));
+  if (c->op != RLX_OP_LRN) RLX_RETURN_IF_ERROR(check_eps(c));
+  static const char* names[] = {"x", "gamma", "beta", "mean", "var"};
+  rlx_dim ch = c->t[0]->shape[1];
+  for (int32_t i = 1; i < c->n_in && i < 5; i++)
+    RLX_RETURN_IF_ERROR(need_vector(c, i, ch, names[i]));
+  if (c->op == RLX_OP_GROUP_NORM) {
+    int32_t g = c->a->groups;
+    if (g < 1) return FAIL(c, "groups %d must be >= 1", (int)g);
+    if (ch >= 0 && ch % g != 0)
+      return FAIL(c, "channels %lld are not divisible by groups %d", (long long)ch, (int)g);
+  }
+  if (c->op == RLX_OP_LRN) {
+    const rlx_node_attrs* a = c->a;
+    if (a->size < 1) return FAIL(c, "size %d must be >= 1", (int)a->size);
+    for (int32_t d = 2; c->t[0]->rank > 4 && d < c->t[0]->rank; d++)
+      if (c->t[0]->shape[d] < 0)
+        return FAIL(c, "a rank %d input needs static spatial dims (they are merged)",
+                    (int)c->t[0]->rank);
+    if (!isfinite(a->alpha) || !isfinite(a->beta) || !isfinite(a->bias))
+      return FAIL(c, "alpha, beta and bias must be finite (got %g, %g, %g)", (double)a->alpha,
+                  (double)a->beta, (double)a->bias);
+  }
+  c->out[0] = *c->t[0];
   return RLX_OK;
 }
 
@@ -1207,6 +1241,8 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_CONV: return infer_conv(c, 0);
     case RLX_OP_CONV_TRANSPOSE: return infer_conv(c, 1);
     case RLX_OP_IM2COL: return infer_im2col(c);
+    case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM: case RLX_OP_BATCH_NORM: case RLX_OP_LRN:
+      return infer_channel_norm(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -108,6 +108,55 @@ static rlx_status rule_axis_to_last(rewriter* r, const rlx_node* n) {
   return RLX_OK;
 }
 
+/* Scalar constant of dtype dt (made in f32, cast when dt differs). */
+static rlx_status add_scalar(rewriter* r, float v, rlx_dtype dt, rlx_tensor* out) {
+  RLX_RETURN_IF_ERROR(rlx_graph_add_constant(r->dst, RLX_F32, NULL, 0, &v, sizeof v, out));
+  return dt == RLX_F32 ? RLX_OK : rlx_graph_add_cast(r->dst, *out, dt, out);
+}
+
+/* x [N, C, spatial...] as [N, 1, C, spatial...] (channels become Pool's
+ * first spatial dim); beyond rank 4 the (static) spatial dims are merged
+ * into one, as Pool takes at most 3 spatial dims. Returns the new rank. */
+static int32_t lrn_window_shape(const rlx_type* t, rlx_dim* shape) {
+  shape[0] = t->shape[0];
+  shape[1] = 1;
+  shape[2] = t->shape[1];
+  if (t->rank <= 4) {
+    for (int32_t d = 2; d < t->rank; d++) shape[d + 1] = t->shape[d];
+    return t->rank + 1;
+  }
+  shape[3] = 1;
+  for (int32_t d = 2; d < t->rank; d++) shape[3] *= t->shape[d];
+  return 4;
+}
+
+/* LRN -> x*x, reshaped by lrn_window_shape, an average Pool over `size`
+ * channels counting the zero pads (= sum / size), then
+ * x / (bias + alpha * avg)^beta. ONNX's window: (size-1)/2 channels
+ * before, the rest after. */
+static rlx_status rule_lrn(rewriter* r, const rlx_node* n) {
+  const rlx_type* t = rlx_tensor_type(r->src, n->in[0]);
+  rlx_tensor x = mapped(r, n->in[0]), sq, win, k;
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, x, x, &sq));
+  rlx_dim shape[RLX_MAX_RANK];
+  int32_t rank = lrn_window_shape(t, shape);
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, sq, shape, rank, &win));
+  int32_t ns = rank - 2;
+  int64_t kernel[3] = {n->a.size, 1, 1}, pads[6] = {0};
+  pads[0] = (n->a.size - 1) / 2;
+  pads[ns] = n->a.size - 1 - pads[0];
+  RLX_RETURN_IF_ERROR(
+      rlx_graph_add_pool(r->dst, win, RLX_POOL_AVG, ns, kernel, NULL, pads, NULL, 0, 1, &win));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(r->dst, win, t->shape, t->rank, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.alpha, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_MUL, win, k, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.bias, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_ADD, win, k, &win));
+  RLX_RETURN_IF_ERROR(add_scalar(r, n->a.beta, t->dtype, &k));
+  RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_POW, win, k, &win));
+  return add_binary(r, RLX_BIN_DIV, x, win, &r->map[n->out[0]]);
+}
+
 static int is_row_op(rlx_op op) {
   return op == RLX_OP_SOFTMAX || op == RLX_OP_LOG_SOFTMAX || op == RLX_OP_CUMSUM ||
          op == RLX_OP_ARGMAX || op == RLX_OP_ARGMIN || op == RLX_OP_TOPK;
@@ -424,7 +473,13 @@ rlx_status rlx_decompose(rlx_graph* g, rlx_supports_fn supports, rlx_graph** out
   for (int32_t i = 0; i < g->n_nodes && s == RLX_OK; i++) {
     const rlx_node* n = &g->nodes[i];
     int applied = 0;
-    if (!supports(g, i) || im2col_padded(n)) s = try_rule(&r, n, &applied);
+    /* LRN has no kernel anywhere: it is always a composition. */
+    if (n->op == RLX_OP_LRN) {
+      s = rule_lrn(&r, n);
+      applied = s == RLX_OK;
+    } else if (!supports(g, i) || im2col_padded(n)) {
+      s = try_rule(&r, n, &applied);
+    }
     if (s == RLX_OK && applied && out_decomposed) out_decomposed[n->op]++;
     if (s == RLX_OK && !applied) s = copy_node(&r, n);
   }

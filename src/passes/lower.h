@@ -217,6 +217,24 @@ typedef struct rlx_conv_params {
   int64_t output_padding[3];       /* transpose only (already in out[]) */
 } rlx_conv_params;
 
+/* Channel-wise norms (RLX_K_GROUP_NORM): GroupNorm, InstanceNorm (groups =
+ * C), LayerNorm2d and BatchNorm. in0 x and out are dense; group (o, i) for
+ * o < outer, i < inner holds the n elements o*n*inner + j*inner + i (j < n),
+ * normalised with the biased variance of the group (two passes, f32 or
+ * wider accumulation). Element j of group o has channel
+ * ((o % groups) * n + j) / cdiv for gamma (in1) and beta (in2). With
+ * has_stats the group is not reduced: mean (in3) and var (in4) are read at
+ * o % groups (BatchNorm, where every group is one (sample, channel)).
+ *   GroupNorm [N, C, S]: outer N*G, n (C/G)*S, inner 1, groups G, cdiv S;
+ *   LayerNorm2d:         outer N,   n C,       inner S, groups 1, cdiv 1;
+ *   BatchNorm:           outer N*C, n S,       inner 1, groups C, cdiv S. */
+enum { RLX_GN_X, RLX_GN_GAMMA, RLX_GN_BETA, RLX_GN_MEAN, RLX_GN_VAR };
+typedef struct rlx_gnorm_params {
+  int64_t outer, n, inner, groups, cdiv;
+  float eps;
+  int32_t has_gamma, has_beta, has_stats;
+} rlx_gnorm_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -233,6 +251,7 @@ typedef struct rlx_conv_params {
  *   sample: one row of logits (group);  pool: one output element (lane);
  *   resize: one output element (lane);  sampler: one output element (lane);
  *   conv: one output element (lane);
+ *   group_norm: one normalised group (outer x inner of them; group);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -270,6 +289,7 @@ typedef struct rlx_step {
     rlx_resize_params resize;
     rlx_sampler_params sampler;
     rlx_conv_params conv;
+    rlx_gnorm_params gnorm;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

@@ -510,6 +510,45 @@ static rlx_status lower_conv(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ channel norms */
+
+/* GroupNorm, LayerNorm2d and BatchNorm on x [N, C, S...]: one
+ * RLX_K_GROUP_NORM step whose geometry says which elements form a group
+ * (see rlx_gnorm_params). */
+static rlx_status lower_group_norm(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                   rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_GROUP_NORM, ni);
+  s->n_in = 5;
+  for (int32_t i = 0; i < 5; i++) s->in[i] = optional_input(g, plan, n, i);
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  const rlx_view* x = &s->in[RLX_GN_X];
+  if (x->rank < 2) return fail_node(out, g, ni, "x must be [N, C, ...]");
+  int64_t batch = x->shape[0], ch = x->shape[1];
+  int64_t spatial = batch * ch > 0 ? view_numel(x) / (batch * ch) : 0;
+  rlx_gnorm_params* p = &s->p.gnorm;
+  p->eps = n->a.eps;
+  p->has_gamma = s->in[RLX_GN_GAMMA].rank >= 0;
+  p->has_beta = s->in[RLX_GN_BETA].rank >= 0;
+  p->has_stats = n->op == RLX_OP_BATCH_NORM;
+  if (n->op == RLX_OP_CHANNEL_NORM) {
+    p->outer = batch, p->n = ch, p->inner = spatial, p->groups = 1, p->cdiv = 1;
+  } else {
+    int64_t groups = n->op == RLX_OP_GROUP_NORM ? n->a.groups : ch;
+    if (groups < 1 || ch % groups != 0) return fail_node(out, g, ni, "groups must divide C");
+    p->outer = batch * groups, p->n = ch / groups * spatial, p->inner = 1;
+    p->groups = groups, p->cdiv = spatial;
+  }
+  for (int32_t i = 1; i < 5; i++)
+    if (s->in[i].rank >= 0 && view_numel(&s->in[i]) != ch)
+      return fail_node(out, g, ni, "gamma, beta, mean and var must have C elements");
+  if (p->has_stats && (s->in[RLX_GN_MEAN].rank < 0 || s->in[RLX_GN_VAR].rank < 0))
+    return fail_node(out, g, ni, "batch norm needs mean and var");
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -528,6 +567,9 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_ROI_ALIGN: return lower_sampler(g, plan, ni, out);
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return lower_conv(g, plan, ni, out);
+    case RLX_OP_GROUP_NORM:
+    case RLX_OP_CHANNEL_NORM:
+    case RLX_OP_BATCH_NORM: return lower_group_norm(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

@@ -16,6 +16,7 @@
 
 #include "base/env.h"
 #include "ir/dtype.h"
+#include "passes/bn_fold.h"
 #include "passes/decompose.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
@@ -176,6 +177,25 @@ static rlx_supports_fn backend_supports(const rlx_exec* e) {
   return e->backend->supports ? e->backend->supports : always_supported;
 }
 
+static int has_batch_norm(const rlx_graph* g) {
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == RLX_OP_BATCH_NORM) return 1;
+  return 0;
+}
+
+/* BatchNorms folded into their Convs, then the backend's decomposition;
+ * failures are reported on spec. */
+static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_graph** out,
+                                     int32_t* counts) {
+  if (!has_batch_norm(spec)) return rlx_decompose(spec, backend_supports(e), out, counts);
+  rlx_graph* folded = NULL;
+  RLX_RETURN_IF_ERROR(rlx_fold_batch_norm(spec, &folded, NULL));
+  rlx_status s = rlx_decompose(folded, backend_supports(e), out, counts);
+  if (s) spec->err = folded->err;
+  rlx_graph_destroy(folded);
+  return s;
+}
+
 /* The memory plan, with the device-state pairs (input, output) of e mapped
  * onto the values of g, so the planner may keep each output in its input. */
 static rlx_status plan_with_states(rlx_exec* e, rlx_graph* g, const rlx_plan_options* po,
@@ -220,7 +240,7 @@ static rlx_status mark_host_nodes(rlx_exec* e, rlx_compiled* c) {
   return RLX_OK;
 }
 
-/* Specialise -> decompose -> plan -> lower: everything but the backend. */
+/* Specialise -> fold BatchNorms -> decompose -> plan -> lower: everything but the backend. */
 static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
   rlx_graph* src = e->src;
   rlx_compiled* c = rlx_compiled_new();
@@ -233,7 +253,7 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   memcpy(c->sizes, sizes, sizeof(int64_t) * (size_t)src->n_symbols);
   s = src->n_symbols > 0 ? rlx_graph_specialize(src, sizes, &spec) : rlx_graph_clone(src, &spec);
   if (s) { e->err = src->err; goto done; }
-  s = rlx_decompose(spec, backend_supports(e), &c->g, c->counts.decomposed);
+  s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
   if (s) { e->err = spec->err; goto done; }
   s = mark_host_nodes(e, c);
   if (s) goto done;
@@ -944,7 +964,7 @@ static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** ou
   rlx_status s = rlx_graph_specialize(e->src, sizes, &spec);
   free(sizes);
   if (s) return rlx_fail(&e->err, s, "%s", e->src->err.msg);
-  s = rlx_decompose(spec, backend_supports(e), &dec, NULL);
+  s = fold_and_decompose(e, spec, &dec, NULL);
   if (s == RLX_OK && dec->n_values != v->c->g->n_values)
     s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
   rlx_error why = {{0}};

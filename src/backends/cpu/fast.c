@@ -684,6 +684,58 @@ static int fast_norm(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   return 1;
 }
 
+/* ------------------------------------------------------------ channel norms */
+
+/* f32 element of an optional per-channel input (gamma, beta, mean, var). */
+static float gn_at(const rows_job* j, int32_t slot, int64_t c) {
+  return ((const float*)(j->arena + j->s->in[slot].offset))[c];
+}
+
+/* Groups [begin, end) of a RLX_K_GROUP_NORM step (each group = (o, i)):
+ * two passes in double over strided elements, then the affine. */
+static void gnorm_range(void* ctx, int64_t begin, int64_t end) {
+  const rows_job* j = ctx;
+  const rlx_gnorm_params* p = &j->s->p.gnorm;
+  const float* x = (const float*)(j->arena + j->s->in[RLX_GN_X].offset);
+  float* y = (float*)(j->arena + j->s->out[0].offset);
+  for (int64_t gi = begin; gi < end; gi++) {
+    int64_t o = gi / p->inner, base = o * p->n * p->inner + gi % p->inner;
+    double mean = 0.0, var = 0.0;
+    if (p->has_stats) {
+      mean = gn_at(j, RLX_GN_MEAN, o % p->groups);
+      var = gn_at(j, RLX_GN_VAR, o % p->groups);
+    } else {
+      for (int64_t k = 0; k < p->n; k++) mean += x[base + k * p->inner];
+      mean /= (double)p->n;
+      for (int64_t k = 0; k < p->n; k++) {
+        double d = x[base + k * p->inner] - mean;
+        var += d * d;
+      }
+      var /= (double)p->n;
+    }
+    float inv = (float)(1.0 / sqrt(var + (double)p->eps)), m = (float)mean;
+    for (int64_t k = 0; k < p->n; k++) {
+      int64_t e = base + k * p->inner, c = ((o % p->groups) * p->n + k) / p->cdiv;
+      float v = (x[e] - m) * inv;
+      if (p->has_gamma) v *= gn_at(j, RLX_GN_GAMMA, c);
+      if (p->has_beta) v += gn_at(j, RLX_GN_BETA, c);
+      y[e] = v;
+    }
+  }
+}
+
+static int fast_group_norm(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
+  const rlx_gnorm_params* p = &s->p.gnorm;
+  if (p->n < 1 || p->inner < 1 || p->groups < 1 || p->cdiv < 1) return 0;
+  for (int32_t i = 0; i < s->n_in; i++)
+    if (s->in[i].rank >= 0 && (s->in[i].dtype != RLX_F32 || overlaps(&s->out[0], &s->in[i])))
+      return 0;
+  if (s->out[0].dtype != RLX_F32) return 0;
+  rows_job j = {s, arena};
+  rlx_cpu_parallel_for(f->pool, p->outer * p->inner, row_grain(p->n), gnorm_range, &j);
+  return 1;
+}
+
 /* ------------------------------------------------------------ attention */
 
 /* Flash-style: each task is (batch, head, block of ATT_QB queries); keys are
@@ -1140,6 +1192,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_RESIZE NULL
 #define RLX_FAST_KIND_SAMPLER NULL
 #define RLX_FAST_KIND_CONV rlx_cpu_fast_conv
+#define RLX_FAST_KIND_GROUP_NORM fast_group_norm
 #define RLX_FAST_KIND_SAMPLE NULL
 #define RLX_FAST_KIND_HOST NULL
 

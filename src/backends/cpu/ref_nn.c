@@ -112,6 +112,49 @@ static rlx_status ref_norm(uint8_t* arena, const rlx_step* s, rlx_error* err) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ channel norms */
+
+/* Mean and biased variance of group (o, i) of a RLX_K_GROUP_NORM step (or
+ * the given statistics), accumulated in double. */
+static void gnorm_stats(uint8_t* arena, const rlx_step* s, int64_t o, int64_t i, double* mean,
+                        double* var) {
+  const rlx_gnorm_params* p = &s->p.gnorm;
+  if (p->has_stats) {
+    *mean = ld(arena, &s->in[RLX_GN_MEAN], o % p->groups);
+    *var = ld(arena, &s->in[RLX_GN_VAR], o % p->groups);
+    return;
+  }
+  int64_t base = o * p->n * p->inner + i;
+  double sum = 0.0, ss = 0.0;
+  for (int64_t j = 0; j < p->n; j++) sum += ld(arena, &s->in[RLX_GN_X], base + j * p->inner);
+  *mean = sum / (double)p->n;
+  for (int64_t j = 0; j < p->n; j++) {
+    double d = ld(arena, &s->in[RLX_GN_X], base + j * p->inner) - *mean;
+    ss += d * d;
+  }
+  *var = ss / (double)p->n;
+}
+
+static rlx_status ref_group_norm(uint8_t* arena, const rlx_step* s) {
+  const rlx_gnorm_params* p = &s->p.gnorm;
+  if (p->n == 0) return RLX_OK;
+  for (int64_t o = 0; o < p->outer; o++)
+    for (int64_t i = 0; i < p->inner; i++) {
+      double mean, var;
+      gnorm_stats(arena, s, o, i, &mean, &var);
+      double inv = 1.0 / sqrt(var + (double)p->eps);
+      int64_t base = o * p->n * p->inner + i;
+      for (int64_t j = 0; j < p->n; j++) {
+        int64_t e = base + j * p->inner, c = ((o % p->groups) * p->n + j) / p->cdiv;
+        double y = (ld(arena, &s->in[RLX_GN_X], e) - mean) * inv;
+        if (p->has_gamma) y *= ld(arena, &s->in[RLX_GN_GAMMA], c);
+        if (p->has_beta) y += ld(arena, &s->in[RLX_GN_BETA], c);
+        st(arena, &s->out[0], e, y);
+      }
+    }
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ attention */
 
 /* Score of query i against key j after scaling, softcap and mask; -INFINITY
@@ -674,6 +717,7 @@ rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
     case RLX_K_RESIZE: return ref_resize(arena, s);
     case RLX_K_SAMPLER: return ref_sampler(arena, s, err);
     case RLX_K_CONV: return ref_conv(arena, s);
+    case RLX_K_GROUP_NORM: return ref_group_norm(arena, s);
     default:
       return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
                       (int)s->kernel);

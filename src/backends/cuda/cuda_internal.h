@@ -130,7 +130,8 @@ typedef struct rlx_lt_api {
   X(ATTN_F32_D128R8, rlx_attn_f32_d128r8, attention_f32)                                    \
   X(POOL, rlx_pool, pool)                                                                    \
   X(RESIZE, rlx_resize, resize)                                                              \
-  X(SAMPLER, rlx_sampler, sampler)
+  X(SAMPLER, rlx_sampler, sampler)                                                           \
+  X(GNORM, rlx_gnorm, gnorm)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -202,6 +203,7 @@ typedef union rlx_launch_params {
   rlxk_pool pool;
   rlxk_resize resize;
   rlxk_sampler sampler;
+  rlxk_gnorm gnorm;
   rlxk_mm mm;
   rlxk_epilogue epi;
 } rlx_launch_params;

@@ -727,6 +727,35 @@ static rlx_status build_sampler(const rlx_cuda_build* b, const rlx_step* s, int3
   return RLX_OK;
 }
 
+static rlx_status build_group_norm(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                   rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  const rlx_gnorm_params* q = &s->p.gnorm;
+  int64_t groups = q->outer * q->inner;
+  if (groups == 0 || q->n == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_GNORM, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_gnorm* p = &x->p.gnorm;
+  memset(p, 0, sizeof *p);
+  p->outer = q->outer;
+  p->n = q->n;
+  p->inner = q->inner;
+  p->groups = q->groups;
+  p->cdiv = q->cdiv;
+  for (int k = 0; k < 5; k++) {
+    int present = s->in[k].rank >= 0;
+    p->dt[k] = present ? (int32_t)s->in[k].dtype : -1;
+    p->off[k] = present ? s->in[k].offset : 0;
+  }
+  p->ooff = s->out[0].offset;
+  p->odt = s->out[0].dtype;
+  p->has_stats = q->has_stats;
+  p->eps = q->eps;
+  x->block = 256;
+  x->grid[0] = rows_grid(groups);
+  return RLX_OK;
+}
+
 static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_sample_params* sp = &s->p.sample;
@@ -914,6 +943,7 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_SAMPLER build_sampler
 /* no conv kernel yet: Conv nodes are decomposed (cuda_supports) */
 #define RLX_CUDA_KIND_CONV build_host
+#define RLX_CUDA_KIND_GROUP_NORM build_group_norm
 #define RLX_CUDA_KIND_HOST build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

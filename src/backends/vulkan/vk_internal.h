@@ -127,7 +127,7 @@ extern const int rlx_vk_shader_table_count;
   X(ELTWISE, eltwise) X(MATMUL, matmul) X(REDUCE, reduce) X(SOFTMAX, softmax)                  \
   X(ARGREDUCE, argreduce) X(CUMSUM, cumsum) X(TOPK, topk) X(GATHER, gather)                    \
   X(SCATTER, scatter) X(NORM, norm) X(ATTENTION, attention) X(ROPE, rope) X(SAMPLE, sample)    \
-  X(POOL, pool) X(RESIZE, resize) X(SAMPLER, sampler)                                          \
+  X(POOL, pool) X(RESIZE, resize) X(SAMPLER, sampler) X(GNORM, gnorm)                          \
   /* dense float / raw-copy elementwise, 4 per lane */                                         \
   X(ELTWISE_VEC, eltwise_vec)                                                                  \
   /* softmax / norms over contiguous rows, vec4 loads */                                       \
@@ -172,6 +172,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_RESIZE RLX_VK_PIPE_RESIZE
 #define RLX_VK_KIND_SAMPLER RLX_VK_PIPE_SAMPLER
 #define RLX_VK_KIND_CONV RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
+#define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */

@@ -305,6 +305,18 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_float(e, x + SP_SCALE, p->spatial_scale);
       break;
     }
+    case RLX_K_GROUP_NORM: {
+      const rlx_gnorm_params* p = &s->p.gnorm;
+      put(e, x + GN_N, p->n);
+      put(e, x + GN_INNER, p->inner);
+      put(e, x + GN_GROUPS, p->groups);
+      put(e, x + GN_CDIV, p->cdiv);
+      put_float(e, x + GN_EPS, p->eps);
+      put(e, x + GN_HAS_GAMMA, p->has_gamma);
+      put(e, x + GN_HAS_BETA, p->has_beta);
+      put(e, x + GN_HAS_STATS, p->has_stats);
+      break;
+    }
     case RLX_K_SAMPLE: {
       const rlx_sample_params* p = &s->p.sample;
       put(e, x + SM_ROWS, p->rows);

@@ -208,6 +208,18 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_float(e, WG_SP_SCALE, p->spatial_scale);
       break;
     }
+    case RLX_K_GROUP_NORM: {
+      const rlx_gnorm_params* p = &s->p.gnorm;
+      put_x(e, WG_GN_N, p->n);
+      put_x(e, WG_GN_INNER, p->inner);
+      put_x(e, WG_GN_GROUPS, p->groups);
+      put_x(e, WG_GN_CDIV, p->cdiv);
+      put_float(e, WG_GN_EPS, p->eps);
+      put_x(e, WG_GN_HAS_GAMMA, p->has_gamma);
+      put_x(e, WG_GN_HAS_BETA, p->has_beta);
+      put_x(e, WG_GN_HAS_STATS, p->has_stats);
+      break;
+    }
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,

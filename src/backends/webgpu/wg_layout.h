@@ -57,7 +57,9 @@
   X(RZ_ROUND_PREFER_FLOOR, RLX_NEAREST_ROUND_PREFER_FLOOR)                                      \
   X(RZ_ROUND_PREFER_CEIL, RLX_NEAREST_ROUND_PREFER_CEIL) X(RZ_FLOOR, RLX_NEAREST_FLOOR)         \
   X(SP_MODE, 0) X(SP_PADDING, 1) X(SP_ALIGN, 2) X(SP_RATIO, 3) X(SP_SCALE, 4)                   \
-  X(SP_ROI_ALIGN, RLX_SAMPLER_ROI_ALIGN)
+  X(SP_ROI_ALIGN, RLX_SAMPLER_ROI_ALIGN)                                                        \
+  X(GN_N, 0) X(GN_INNER, 1) X(GN_GROUPS, 2) X(GN_CDIV, 3) X(GN_EPS, 4) X(GN_HAS_GAMMA, 5)        \
+  X(GN_HAS_BETA, 6) X(GN_HAS_STATS, 7)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

@@ -134,6 +134,14 @@ typedef struct rlxk_sampler {
   int32_t op, mode, padding, align, ratio, xdt, gdt, bdt, odt;
   float spatial_scale;
 } rlxk_sampler;
+/* Channel-wise norms (rlx_gnorm_params in src/passes/lower.h): x, out
+ * dense; slots of off/dt: x, gamma, beta, mean, var (dt -1: absent). */
+typedef struct rlxk_gnorm {
+  int64_t outer, n, inner, groups, cdiv;
+  uint64_t off[5], ooff;
+  int32_t dt[5], odt, has_stats;
+  float eps;
+} rlxk_gnorm;
 
 /* Sample: one block per row (grid-strided); scratch holds per block a
  * power-of-two array of (prob, index) for sorting. */

@@ -193,6 +193,15 @@
 #define SP_ZEROS 0
 #define SP_REFLECTION 2
 #define SP_POOL_MAX 0
+/* group_norm (rlx_gnorm_params) */
+#define GN_N 0
+#define GN_INNER 1
+#define GN_GROUPS 2
+#define GN_CDIV 3
+#define GN_EPS 4 /* float bits */
+#define GN_HAS_GAMMA 5
+#define GN_HAS_BETA 6
+#define GN_HAS_STATS 7
 /* eltwise_vec (dense elementwise fast path) */
 #define EV_N 0      /* elements (raw copies: 32-bit words) */
 #define EV_RAW 1    /* 1: same-dtype copy moved as 32-bit words */

@@ -1,0 +1,159 @@
+/* BatchNorm folded into the preceding Conv (src/passes/bn_fold.c): the
+ * folded graph has no BatchNorm left and gives the numbers of the unfolded
+ * Conv + BatchNorm; pairs that must not fold (activation, residual, a
+ * second reader, channels-last) keep their BatchNorm. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ir/graph.h"
+#include "passes/bn_fold.h"
+
+/* Helpers that return a value report a failing call and give up with
+ * `fail` (the caller's CHECK on that value fails the test). */
+#define OR_RETURN(fail, msg, expr)                                  \
+  do {                                                              \
+    if ((expr) != RLX_OK) {                                         \
+      fprintf(stderr, "%s: %s\n", #expr, msg);                       \
+      return fail;                                                  \
+    }                                                               \
+  } while (0)
+
+enum { N = 2, C = 3, OC = 4, H = 6, W = 5, K = 3 };
+
+static rlx_tensor constant(rlx_graph* g, const rlx_dim* shape, int rank, double lo, double hi) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) n *= shape[i];
+  float* v = malloc(sizeof(float) * (size_t)n);
+  test_fill_f32(v, n, lo, hi);
+  rlx_tensor t = RLX_NONE;
+  if (v) rlx_graph_add_constant(g, RLX_F32, shape, rank, v, sizeof(float) * (size_t)n, &t);
+  free(v);
+  return t; /* RLX_NONE on failure: the node using it fails */
+}
+
+typedef struct pair_opts {
+  rlx_activation act;
+  int residual, export_conv, channels_last, with_bias, with_affine;
+} pair_opts;
+
+/* x -> Conv (3x3, pad 1, stride 1) -> BatchNorm; the BatchNorm's output
+ * (and with export_conv the Conv's too) are the graph's outputs. */
+static rlx_graph* conv_bn_graph(const pair_opts* o) {
+  rlx_graph* g = NULL;
+  OR_RETURN(NULL, "graph", rlx_graph_create(&g));
+  rlx_dim xs[4] = {N, C, H, W}, ws[4] = {OC, C, K, K}, cs[1] = {OC};
+  if (o->channels_last) xs[1] = H, xs[2] = W, xs[3] = C;
+  rlx_tensor x, y, outs[2];
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_input(g, "x", RLX_F32, xs, 4, &x));
+  rlx_tensor w = constant(g, ws, 4, -1, 1), b = o->with_bias ? constant(g, cs, 1, -1, 1) : RLX_NONE;
+  rlx_tensor res = RLX_NONE;
+  if (o->residual) {
+    rlx_dim ys[4] = {N, OC, H, W};
+    res = constant(g, ys, 4, -1, 1);
+  }
+  int64_t pads[4] = {1, 1, 1, 1};
+  rlx_conv_layout layout = o->channels_last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  OR_RETURN(NULL, rlx_graph_last_error(g),
+            rlx_graph_add_conv(g, x, w, b, res, 2, NULL, pads, NULL, 1, o->act, layout, &y));
+  rlx_tensor gamma = o->with_affine ? constant(g, cs, 1, 0.5, 2) : RLX_NONE;
+  rlx_tensor beta = o->with_affine ? constant(g, cs, 1, -1, 1) : RLX_NONE;
+  rlx_tensor mean = constant(g, cs, 1, -0.5, 0.5), var = constant(g, cs, 1, 0.2, 2);
+  OR_RETURN(NULL, rlx_graph_last_error(g),
+            rlx_graph_add_batch_norm(g, y, gamma, beta, mean, var, 1e-3f, &outs[0]));
+  outs[1] = y;
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_set_outputs(g, outs, o->export_conv ? 2 : 1));
+  return g;
+}
+
+static int count_op(const rlx_graph* g, rlx_op op) {
+  int n = 0;
+  for (int32_t i = 0; i < g->n_nodes; i++) n += g->nodes[i].op == op;
+  return n;
+}
+
+/* Output 0 of g on the CPU reference for a fixed x. */
+static double* run_output0(rlx_graph* g, const float* x, int channels_last, int64_t* n) {
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.reference = 1;
+  rlx_exec* e = test_compile_on(g, "cpu", &o);
+  if (!e) return NULL;
+  rlx_dim xs[4] = {N, C, H, W};
+  if (channels_last) xs[1] = H, xs[2] = W, xs[3] = C;
+  double* out = NULL;
+  if (rlx_exec_set_input(e, "x", RLX_F32, xs, 4, x, sizeof(float) * N * C * H * W) == RLX_OK &&
+      rlx_exec_run(e) == RLX_OK)
+    out = test_read_output_f64(e, 0, n);
+  else
+    fprintf(stderr, "run: %s\n", rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  return out;
+}
+
+static void check_folds(int with_bias, int with_affine) {
+  pair_opts o = {RLX_ACT_NONE, 0, 0, 0, with_bias, with_affine};
+  test_seed(11);
+  rlx_graph* g = conv_bn_graph(&o);
+  test_seed(11);
+  o.export_conv = 1; /* the Conv output read twice: BatchNorm stays */
+  rlx_graph* ref = conv_bn_graph(&o);
+  CHECK(g && ref);
+  rlx_graph* folded = NULL;
+  int32_t n_folded = -1;
+  CHECK_OK_G(g, rlx_fold_batch_norm(g, &folded, &n_folded));
+  CHECK(n_folded == 1 && folded && count_op(folded, RLX_OP_BATCH_NORM) == 0 &&
+        count_op(folded, RLX_OP_CONV) == 1);
+  float x[N * C * H * W];
+  test_fill_f32(x, N * C * H * W, -2, 2);
+  int64_t n1 = 0, n2 = 0;
+  double* got = run_output0(g, x, 0, &n1);
+  double* want = run_output0(ref, x, 0, &n2);
+  CHECK(got && want && n1 == N * OC * H * W && n1 == n2);
+  if (got && want && n1 == n2) {
+    double err = test_rel_l2(got, want, n1);
+    CHECK_MSG(err <= 1e-5, "bias=%d affine=%d: folded vs unfolded rel err %g", with_bias,
+              with_affine, err);
+  }
+  free(got);
+  free(want);
+  rlx_graph_destroy(folded);
+  rlx_graph_destroy(ref);
+  rlx_graph_destroy(g);
+}
+
+TEST(conv_bn_folds_to_one_conv) {
+  for (int bias = 0; bias < 2; bias++)
+    for (int affine = 0; affine < 2; affine++) check_folds(bias, affine);
+}
+
+static void check_kept(pair_opts o, const char* why) {
+  test_seed(5);
+  rlx_graph* g = conv_bn_graph(&o);
+  CHECK(g);
+  rlx_graph* out = NULL;
+  int32_t n_folded = -1;
+  CHECK_OK_G(g, rlx_fold_batch_norm(g, &out, &n_folded));
+  CHECK_MSG(n_folded == 0 && out && count_op(out, RLX_OP_BATCH_NORM) == 1, "%s: folded", why);
+  rlx_graph_destroy(out);
+  rlx_graph_destroy(g);
+}
+
+TEST(unfoldable_pairs_keep_their_batch_norm) {
+  check_kept((pair_opts){RLX_ACT_RELU, 0, 0, 0, 1, 1}, "activation");
+  check_kept((pair_opts){RLX_ACT_NONE, 1, 0, 0, 1, 1}, "residual");
+  check_kept((pair_opts){RLX_ACT_NONE, 0, 1, 0, 1, 1}, "second reader");
+}
+
+TEST(null_arguments) {
+  rlx_graph* out = NULL;
+  CHECK(rlx_fold_batch_norm(NULL, &out, NULL) == RLX_INVALID_ARGUMENT);
+}
+
+int main(void) {
+  RUN(conv_bn_folds_to_one_conv);
+  RUN(unfoldable_pairs_keep_their_batch_norm);
+  RUN(null_arguments);
+  return test_summary();
+}

@@ -611,6 +611,134 @@ TEST(pool_pad_depth_space_shapes) {
   rlx_graph_destroy(g);
 }
 
+/* ------------------------------------------------------------------ dim expressions */
+
+static rlx_dim dexpr(rlx_graph* g, rlx_dim_op op, rlx_dim a, rlx_dim b) {
+  rlx_dim d = 0;
+  if (rlx_graph_dim_expr(g, op, a, b, &d) != RLX_OK) return INT64_MIN;
+  return d;
+}
+
+TEST(dim_expressions_intern_and_simplify) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  /* static operands fold */
+  CHECK(dexpr(g, RLX_DIM_MUL, 6, 7) == 42 && dexpr(g, RLX_DIM_CEIL_DIV, 7, 2) == 4);
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, 7, 2) == 3 && dexpr(g, RLX_DIM_MOD, 7, 3) == 1);
+  CHECK(dexpr(g, RLX_DIM_MIN, 7, 3) == 3 && dexpr(g, RLX_DIM_MAX, 7, 3) == 7);
+  CHECK(rlx_graph_symbol_count(g) == 2);
+  /* identities make no entry */
+  CHECK(dexpr(g, RLX_DIM_MUL, b, 1) == b && dexpr(g, RLX_DIM_MUL, 1, b) == b);
+  CHECK(dexpr(g, RLX_DIM_ADD, 0, t) == t && dexpr(g, RLX_DIM_SUB, t, 0) == t);
+  CHECK(dexpr(g, RLX_DIM_MUL, t, 0) == 0 && dexpr(g, RLX_DIM_SUB, t, t) == 0);
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, t, 1) == t && dexpr(g, RLX_DIM_MAX, t, t) == t);
+  CHECK(dexpr(g, RLX_DIM_MIN, t, 0) == 0 && dexpr(g, RLX_DIM_MAX, t, 0) == t);
+  CHECK(rlx_graph_symbol_count(g) == 2);
+  /* interned, commutative operands ordered */
+  rlx_dim bt = dexpr(g, RLX_DIM_MUL, b, t);
+  CHECK(bt < 0 && dexpr(g, RLX_DIM_MUL, t, b) == bt && rlx_graph_symbol_count(g) == 3);
+  rlx_dim t12 = dexpr(g, RLX_DIM_MUL, 12, t);
+  CHECK(t12 == dexpr(g, RLX_DIM_MUL, t, 12));
+  /* (x*c)/c = x, (x*c)%c = 0, (x+c)-c = x */
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, t12, 12) == t && dexpr(g, RLX_DIM_CEIL_DIV, bt, t) == b);
+  CHECK(dexpr(g, RLX_DIM_MOD, t12, 12) == 0);
+  CHECK(dexpr(g, RLX_DIM_SUB, dexpr(g, RLX_DIM_ADD, t, 5), 5) == t);
+  /* names */
+  const char* name = NULL;
+  CHECK(rlx_graph_symbol_name(g, bt, &name) == RLX_OK && strcmp(name, "B*T") == 0);
+  rlx_dim tm1 = dexpr(g, RLX_DIM_SUB, t, 1);
+  CHECK(rlx_graph_symbol_name(g, dexpr(g, RLX_DIM_MUL, tm1, b), &name) == RLX_OK);
+  CHECK(strcmp(name, "B*(T-1)") == 0);
+  CHECK(rlx_graph_symbol_name(g, dexpr(g, RLX_DIM_SUB, b, tm1), &name) == RLX_OK);
+  CHECK(strcmp(name, "B-(T-1)") == 0);
+  /* a leaf by name finds the leaf, never an expression */
+  rlx_dim again;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &again));
+  CHECK(again == t);
+  /* errors */
+  rlx_dim d;
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_SUB, 2, 5, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "negative"));
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_FLOOR_DIV, 2, 0, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "division by zero"));
+  CHECK(rlx_graph_dim_expr(g, (rlx_dim_op)99, b, t, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_ADD, b, -1000, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "not a size or symbol"));
+  rlx_graph_destroy(g);
+}
+
+/* Specialization evaluates expressions from the leaves; the executable binds
+ * leaves from inputs and checks input dims that are expressions. */
+TEST(dim_expressions_bind) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t, bt, tm1;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  bt = dexpr(g, RLX_DIM_MUL, b, t);
+  tm1 = dexpr(g, RLX_DIM_SUB, t, 1);
+  rlx_tensor x = in_f32(g, "x", 2, SHAPE(b, t)), flat = in_f32(g, "flat", 1, SHAPE(bt));
+  rlx_tensor y, s, z;
+  CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(bt), 1, &y));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_ADD, y, flat, &s)); /* same code: no max */
+  CHECK(IS(g, s, RLX_F32, 1, bt));
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, x, 1, 1, tm1, &z)); /* x[:, 1:] */
+  CHECK(IS(g, z, RLX_F32, 2, b, tm1));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, (rlx_tensor[]){s, z}, 2));
+  int64_t sizes[4] = {2, 3, -1, -1};
+  rlx_graph* sp = NULL;
+  CHECK_OK_G(g, rlx_graph_specialize(g, sizes, &sp));
+  CHECK(IS(sp, s, RLX_F32, 1, 6) && IS(sp, z, RLX_F32, 2, 2, 2));
+  CHECK(rlx_producer(sp, z)->a.len == 2);
+  rlx_graph_destroy(sp);
+  /* T = 0 makes T-1 negative: an error naming the dim */
+  int64_t zero_t[4] = {2, 0, -1, -1};
+  CHECK(rlx_graph_specialize(g, zero_t, &sp) != RLX_OK);
+  CHECK(strstr(rlx_graph_last_error(g), "T-1"));
+
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float xs[6] = {1, 2, 3, 4, 5, 6}, fl[6] = {10, 20, 30, 40, 50, 60}, out[6];
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, (int64_t[]){2, 3}, 2, xs, sizeof xs) == RLX_OK);
+  /* flat's dim B*T must be 6 once B and T are bound */
+  CHECK(rlx_exec_set_input(e, "flat", RLX_F32, (int64_t[]){5}, 1, fl, 5 * sizeof(float)) == RLX_OK);
+  CHECK(rlx_exec_run(e) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_exec_last_error(e), "flat") && strstr(rlx_exec_last_error(e), "B*T"));
+  CHECK(rlx_exec_set_input(e, "flat", RLX_F32, (int64_t[]){6}, 1, fl, sizeof fl) == RLX_OK);
+  rlx_status rs = rlx_exec_run(e);
+  if (rs != RLX_OK) fprintf(stderr, "%s\n", rlx_exec_last_error(e));
+  CHECK(rs == RLX_OK);
+  CHECK(rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out) == RLX_OK);
+  for (int i = 0; i < 6; i++) CHECK(out[i] == xs[i] + fl[i]);
+  CHECK(rlx_exec_read_output(e, 1, RLX_F32, out, 4 * sizeof(float)) == RLX_OK);
+  CHECK(out[0] == 2 && out[1] == 3 && out[2] == 5 && out[3] == 6);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+/* A leaf that only an expression input mentions cannot be bound from it. */
+TEST(dim_expression_leaf_unbound_is_an_error) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  rlx_tensor x = in_f32(g, "x", 1, SHAPE(dexpr(g, RLX_DIM_MUL, b, t))), y;
+  CHECK_OK_G(g, rlx_graph_add_activation(g, RLX_ACT_RELU, x, &y));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float xs[6] = {0};
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, (int64_t[]){6}, 1, xs, sizeof xs) == RLX_OK);
+  CHECK(rlx_exec_run(e) == RLX_FAILED_PRECONDITION);
+  CHECK(strstr(rlx_exec_last_error(e), "'B' is not bound"));
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------------ symbols */
 
 TEST(symbolic) {
@@ -922,6 +1050,9 @@ int main(void) {
   RUN(rope_and_sample);
   RUN(pool_pad_depth_space_shapes);
   RUN(symbolic);
+  RUN(dim_expressions_intern_and_simplify);
+  RUN(dim_expressions_bind);
+  RUN(dim_expression_leaf_unbound_is_an_error);
   RUN(clone);
   RUN(add_node_direct);
   RUN(random_attrs_never_crash);

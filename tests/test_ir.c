@@ -795,9 +795,11 @@ TEST(symbolic) {
   rlx_tensor outs[3] = {mm, ti, t};
   CHECK_OK_G(g, rlx_graph_set_outputs(g, outs, 3));
 
-  /* specialize: same numbering, static shapes, labels and outputs kept */
+  /* specialize: same numbering, static shapes, labels and outputs kept; one
+   * size per dim table entry (the expressions' are computed) */
+  CHECK(rlx_graph_symbol_count(g) <= 8);
   rlx_graph* sp = NULL;
-  CHECK_OK_G(g, rlx_graph_specialize(g, (const int64_t[]){3, 5, 7}, &sp));
+  CHECK_OK_G(g, rlx_graph_specialize(g, (const int64_t[]){3, 5, 7, -1, -1, -1, -1, -1}, &sp));
   CHECK(sp->n_nodes == g->n_nodes && sp->n_values == g->n_values);
   CHECK(IS(sp, mm, RLX_F32, 3, 3, 5, 3) && IS(sp, t, RLX_F32, 3, 3, 5, 8));
   CHECK(IS(sp, x, RLX_F32, 3, 3, 5, 8) && IS(sp, tv, RLX_F32, 1, 5));
@@ -812,11 +814,11 @@ TEST(symbolic) {
 
   /* a binding that breaks a rule is an error naming the node */
   sp = NULL;
-  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, 5, 4}, &sp) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, 5, 4, -1, -1, -1, -1, -1}, &sp) == RLX_INVALID_ARGUMENT);
   CHECK(sp == NULL);
   CHECK_MSG(strstr(rlx_graph_last_error(g), "topk") && strstr(rlx_graph_last_error(g), "specialize"),
             "%s", rlx_graph_last_error(g));
-  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, -5, 7}, &sp) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, -5, 7, -1, -1, -1, -1, -1}, &sp) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "seq"));
   CHECK(rlx_graph_specialize(g, NULL, &sp) == RLX_INVALID_ARGUMENT);
   /* zero-size binding is legal */

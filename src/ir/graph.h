@@ -170,7 +170,8 @@ rlx_status rlx_graph_fail_op(rlx_graph* g, rlx_op op, int32_t kind, const char* 
 rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out);
 /* 1 when a node of g reads value t or t is a graph output. */
 int rlx_graph_value_is_read(const rlx_graph* g, rlx_tensor t);
-/* A copy with every symbol replaced by sizes[symbol] (all >= 0) and shapes
+/* A copy with every symbol replaced by sizes[symbol] (one per dim table entry:
+ * leaves >= 0; expressions are computed from them) and shapes
  * re-inferred (dynamic.c). Errors go to g->err. */
 rlx_status rlx_graph_specialize(rlx_graph* g, const int64_t* sizes, rlx_graph** out);
 

@@ -497,7 +497,10 @@ static int options_bind_all(const rlx_exec* e, int64_t* sizes) {
     if (symbol_needed(e->src, i)) return 0;
     sizes[i] = 1;
   }
-  return 1;
+  /* Expressions as at run time, so the variant's key matches a run's; a bad
+   * one (T-1 at T = 0) is left for the run to report. */
+  rlx_error err;
+  return rlx_graph_eval_dims(e->src, sizes, &err) == RLX_OK;
 }
 
 void rlx_exec_destroy(rlx_exec* e) {

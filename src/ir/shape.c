@@ -292,7 +292,7 @@ static rlx_status infer_concat(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
   c->out[0] = *x;
   if (c->n_in == 1) return RLX_OK;
-  int64_t total = 0;
+  rlx_dim total = 0;
   for (int32_t i = 0; i < c->n_in; i++) {
     const rlx_type* t = c->t[i];
     int ok = t->dtype == x->dtype && t->rank == x->rank;
@@ -301,10 +301,10 @@ static rlx_status infer_concat(infer_ctx* c) {
     if (!ok)
       return FAIL(c, "input %d is %s, input 0 is %s: dtype, rank and dims other than axis %d "
                   "must match", (int)i, TSTR(c, t, b1), TSTR(c, x, b2), (int)a->axis);
-    if (t->shape[a->axis] < 0)
-      return FAIL(c, "input %d is %s: symbolic dims cannot be concatenated along axis %d",
-                  (int)i, TSTR(c, t, b1), (int)a->axis);
-    total += t->shape[a->axis]; /* each < 2^56, at most 64 of them */
+    /* A symbolic axis gives a sum (T + T, T + 1); static sizes stay static:
+     * each < 2^56, at most 64 of them. */
+    if (rlx_graph_dim_expr(c->g, RLX_DIM_ADD, total, t->shape[a->axis], &total) != RLX_OK)
+      return FAIL(c, "input %d is %s: %s", (int)i, TSTR(c, t, b1), c->g->err.msg);
   }
   c->out[0].shape[a->axis] = total;
   return RLX_OK;

@@ -155,7 +155,20 @@ static void print_type(rlx_buf* b, const rlx_graph* g, const rlx_type* t) {
   rlx_buf_add(b, "]", 1);
 }
 
-static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_attr_id id) {
+/* A dim: a size, a symbol or an expression (as in types). */
+static void print_dim(rlx_buf* b, const rlx_graph* g, rlx_dim d) {
+  int64_t sym = d < 0 ? -(d + 1) : 0;
+  if (d >= 0) rlx_buf_printf(b, "%" PRId64, d);
+  else if (sym < g->n_symbols && g->dim_defs[sym].op) rlx_buf_puts(b, g->symbols[sym]);
+  else if (sym < g->n_symbols) print_symbol(b, g->symbols[sym]);
+  else rlx_buf_add(b, "?", 1);
+}
+
+/* Attributes that hold sizes (narrow's start and len) may be symbolic dims. */
+static int attr_is_dim(rlx_attr_id id) { return id == RLX_ATTR_START || id == RLX_ATTR_LEN; }
+
+static void print_attr(rlx_buf* b, const rlx_graph* g, const rlx_node* n, int32_t input_rank,
+                       rlx_attr_id id) {
   const attr_info* info = &attr_table[id];
   const rlx_node_attrs* a = &n->a;
   rlx_buf_printf(b, " %s=", info->text);
@@ -164,7 +177,8 @@ static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_at
     case AK_I64: {
       int64_t v;
       memcpy(&v, (const char*)a + info->offset, sizeof v);
-      rlx_buf_printf(b, "%" PRId64, v);
+      if (attr_is_dim(id)) print_dim(b, g, v);
+      else rlx_buf_printf(b, "%" PRId64, v);
       break;
     }
     case AK_F32: {
@@ -242,7 +256,7 @@ static void print_node(rlx_buf* b, const rlx_graph* g, const rlx_node* n) {
   else if (n->n_out > 0)
     input_rank = g->values[n->out[0]].type.rank;
   for (int32_t id = 0; id < RLX_ATTR_COUNT; id++)
-    if (info->attrs & (1ull << id)) print_attr(b, n, input_rank, (rlx_attr_id)id);
+    if (info->attrs & (1ull << id)) print_attr(b, g, n, input_rank, (rlx_attr_id)id);
   if (n->label) {
     rlx_buf_puts(b, " label=");
     print_quoted(b, n->label);
@@ -866,6 +880,11 @@ static rlx_status parse_attr_value(parser* p, int id, rlx_node_attrs* a, int32_t
       attr_set_i32(a, info->offset, (int32_t)v);
       return advance(p);
     case AK_I64:
+      if (attr_is_dim((rlx_attr_id)id)) { /* a size, a symbol or an expression */
+        RLX_RETURN_IF_ERROR(parse_dim(p, &v));
+        memcpy((char*)a + info->offset, &v, sizeof v);
+        return RLX_OK;
+      }
       RLX_RETURN_IF_ERROR(parse_int(p, &t, INT64_MIN, INT64_MAX, &v));
       memcpy((char*)a + info->offset, &v, sizeof v);
       return advance(p);

@@ -123,3 +123,22 @@ def test_shape_values_as_data_and_bounds(tmp_path, device):
         xs = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
         (got,) = exe.run(x=xs)
         np.testing.assert_array_equal(got, np.concatenate([xs * (3 * n) + n, xs[1:n - 1]], 0))
+
+
+def test_slice_static_end_on_symbolic_axis_clamps(tmp_path, device):
+    """x[:5] on a symbolic axis is x[:min(N, 5)], as in NumPy and ONNX."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    inits = [helper.make_tensor("five", TensorProto.INT64, [1], [5]),
+             helper.make_tensor("zero1", TensorProto.INT64, [1], [0])]
+    graph = helper.make_graph([helper.make_node("Slice", ["x", "zero1", "five"], ["y"])], "g",
+                              [x], [y], inits)
+    path = tmp_path / "slice.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    with rlx.load_onnx(path) as g:
+        assert g.outputs[0].shape == ("min(N,5)", 3)
+        exe = g.compile(device)
+    for n in (4, 6):
+        xs = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        (got,) = exe.run(x=xs)
+        np.testing.assert_array_equal(got, xs[:5])

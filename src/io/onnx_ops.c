@@ -946,9 +946,10 @@ static rlx_status slice_axis(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t s
 #define SLICE_TO_END ((int64_t)1 << 40)
 
 /* One axis of a Slice whose bounds or axis are symbolic (step 1 only).
- * Bounds are not clamped: min(T, 32) would make dims that no longer match
- * the T of the other operands. A symbolic bound is taken as inside the
- * axis, which narrow checks when the graph is specialised. */
+ * A static end on a symbolic axis clamps (min(T, 100)); a symbolic bound is
+ * not clamped: tril[:T] as min(T, 32) would make dims that no longer match
+ * the T of the other operands, so it is taken as inside the axis, which
+ * narrow checks when the graph is specialised. */
 static rlx_status slice_axis_symbolic(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t start,
                                       int start_sym, int64_t end, int end_sym, int64_t step) {
   rlx_type t = type_of(c, *x);
@@ -960,6 +961,7 @@ static rlx_status slice_axis_symbolic(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, 
   if (end_sym) e = end;
   else if (end >= SLICE_TO_END || (dim >= 0 && end > dim)) e = dim;
   else if (end < 0) G(rlx_graph_dim_expr(GRAPH, RLX_DIM_SUB, dim, -end, &e));
+  else if (dim < 0) G(rlx_graph_dim_expr(GRAPH, RLX_DIM_MIN, dim, end, &e)); /* x[:, :100] */
   else e = end;
   G(rlx_graph_dim_expr(GRAPH, RLX_DIM_SUB, e, s, &len));
   if (s == 0 && len == dim) return RLX_OK;

@@ -667,6 +667,11 @@ TEST(dim_expressions_intern_and_simplify) {
   CHECK(rlx_graph_dim_expr(g, (rlx_dim_op)99, b, t, &d) == RLX_INVALID_ARGUMENT);
   CHECK(rlx_graph_dim_expr(g, RLX_DIM_ADD, b, -1000, &d) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "not a size or symbol"));
+  /* nesting is bounded, so every walk over an expression is short */
+  rlx_dim deep = t;
+  int levels = 0;
+  while (levels < 1000 && rlx_graph_dim_expr(g, RLX_DIM_ADD, deep, 1, &deep) == RLX_OK) levels++;
+  CHECK(levels == 64 && strstr(rlx_graph_last_error(g), "deeper"));
   rlx_graph_destroy(g);
 }
 

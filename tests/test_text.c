@@ -229,6 +229,16 @@ TEST(roundtrip_dim_expressions) {
         RLX_INVALID_ARGUMENT);
   CHECK(err && contains(err, "dim expression"));
   rlx_free(err);
+  err = NULL;
+  /* untrusted text: nesting is bounded, never a deep recursion */
+  char deep[1200] = "rlx 1\n%0 = input name=\"x\" : f32[";
+  for (int i = 0; i < 500; i++) strcat(deep, "(");
+  strcat(deep, "T");
+  for (int i = 0; i < 500; i++) strcat(deep, ")");
+  strcat(deep, "]\noutputs %0\n");
+  CHECK(rlx_graph_parse(deep, &g, &err) == RLX_INVALID_ARGUMENT);
+  CHECK(err && contains(err, "deeper"));
+  rlx_free(err);
 }
 
 /* ------------------------------------------------------------------ builders: one graph per op group */

@@ -47,7 +47,12 @@ static rlx_status append_entry(rlx_graph* g, char* name, int32_t op, rlx_dim a, 
     g->cap_symbols = cap;
   }
   g->symbols[g->n_symbols] = name;
-  g->dim_defs[g->n_symbols] = (rlx_dim_def){op, a, b};
+  g->dim_defs[g->n_symbols] = (rlx_dim_def){op, a, b, 0};
+  if (op) {
+    const rlx_dim_def *ea = def_of(g, a), *eb = def_of(g, b);
+    int32_t da = ea ? ea->depth : 0, db = eb ? eb->depth : 0;
+    g->dim_defs[g->n_symbols].depth = 1 + (da > db ? da : db);
+  }
   *out = -(rlx_dim)g->n_symbols - 1;
   g->n_symbols++;
   return RLX_OK;
@@ -203,6 +208,10 @@ rlx_status rlx_graph_dim_expr(rlx_graph* g, rlx_dim_op op, rlx_dim a, rlx_dim b,
     b = t;
   }
   if (simplify(g, op, a, b, out_dim)) return RLX_OK;
+  const rlx_dim_def *ea = def_of(g, a), *eb = def_of(g, b);
+  if ((ea && ea->depth >= RLX_DIM_MAX_DEPTH) || (eb && eb->depth >= RLX_DIM_MAX_DEPTH))
+    return rlx_fail(&g->err, RLX_UNIMPLEMENTED, "dim expression nests deeper than %d",
+                    RLX_DIM_MAX_DEPTH);
   for (int32_t i = 0; i < g->n_symbols; i++) {
     const rlx_dim_def* e = &g->dim_defs[i];
     if (e->op == (int32_t)op && e->a == a && e->b == b) {

@@ -108,7 +108,9 @@ typedef struct rlx_value {
 typedef struct rlx_dim_def {
   int32_t op; /* 0 or rlx_dim_op */
   rlx_dim a, b;
+  int32_t depth; /* 0 for a leaf; bounded (RLX_DIM_MAX_DEPTH) so walks are short */
 } rlx_dim_def;
+#define RLX_DIM_MAX_DEPTH 64
 
 struct rlx_graph {
   rlx_node* nodes;

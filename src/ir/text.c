@@ -652,6 +652,7 @@ typedef struct dim_scan {
   parser* p;
   const token* t; /* where errors point */
   const char* s;
+  int32_t depth;  /* parentheses and calls open: bounded (the text is untrusted) */
 } dim_scan;
 
 static rlx_status scan_expr(dim_scan* d, rlx_dim* out);
@@ -666,7 +667,17 @@ static rlx_status scan_combine(dim_scan* d, rlx_dim_op op, rlx_dim a, rlx_dim b,
   return RLX_OK;
 }
 
+static rlx_status scan_atom_inner(dim_scan* d, rlx_dim* out);
+
 static rlx_status scan_atom(dim_scan* d, rlx_dim* out) {
+  if (++d->depth > RLX_DIM_MAX_DEPTH)
+    return FAIL(d->p, d->t, "dim expression nests deeper than %d", RLX_DIM_MAX_DEPTH);
+  rlx_status s = scan_atom_inner(d, out);
+  d->depth--;
+  return s;
+}
+
+static rlx_status scan_atom_inner(dim_scan* d, rlx_dim* out) {
   scan_space(d);
   const char* s = d->s;
   if (*s == '(') {
@@ -760,7 +771,7 @@ static int dim_is_expression(const parser* p) {
 /* Parses the expression at the current token and moves past it. */
 static rlx_status parse_dim_expression(parser* p, rlx_dim* out) {
   token t = p->tok;
-  dim_scan d = {p, &t, t.s};
+  dim_scan d = {p, &t, t.s, 0};
   RLX_RETURN_IF_ERROR(scan_expr(&d, out));
   p->pos = (size_t)(d.s - p->src);
   return advance(p);

@@ -8,6 +8,10 @@
  *   %1 = relu(%0) label="act" : f32[batch,16]
  *   outputs %1
  *
+ * A dim may be an expression over dims ("f32[B*T,768]", "len=T-1"; + - * /
+ * % with parentheses, cdiv/min/max(a,b)); the symbols line lists the dim
+ * table in order, expressions in parentheses: "symbols B T (B*T)".
+ *
  * Print and parse are inverses: print(parse(print(g))) == print(g). The parser
  * is fed untrusted input (it is fuzzed): every read is bounds-checked and every
  * problem is an RLX_INVALID_ARGUMENT with a "line:col: what" message. */

@@ -724,6 +724,43 @@ TEST(dim_expressions_bind) {
   rlx_graph_destroy(g);
 }
 
+/* Pooling over a symbolic spatial dim gives an expression that agrees with
+ * the static rule at every size where the window fits. */
+TEST(pool_over_symbolic_dim_matches_static_rule) {
+  static const int64_t cfg[][6] = {/* k, s, d, pb, pe, ceil */
+                                   {2, 2, 1, 0, 0, 0}, {3, 2, 1, 1, 1, 1}, {3, 1, 2, 0, 1, 0},
+                                   {2, 3, 1, 0, 0, 1}, {5, 2, 1, 2, 2, 1}, {1, 4, 1, 0, 0, 1}};
+  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+    const int64_t* p = cfg[i];
+    rlx_graph* g = NULL;
+    CHECK(rlx_graph_create(&g) == RLX_OK);
+    rlx_dim h;
+    CHECK_OK_G(g, rlx_graph_symbol(g, "H", &h));
+    rlx_tensor x = in_f32(g, "x", 3, SHAPE(1, 2, h)), y;
+    int64_t pads[2] = {p[3], p[4]};
+    CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 1, &p[0], &p[1], pads, &p[2], (int32_t)p[5],
+                                     0, &y));
+    CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+    rlx_dim od = g->values[y].type.shape[2];
+    CHECK(od < 0);
+    for (int64_t n = 1; n <= 24; n++) {
+      int64_t sizes[RLX_DIM_MAX_DEPTH] = {0};
+      for (int j = 0; j < RLX_DIM_MAX_DEPTH; j++) sizes[j] = -1;
+      sizes[0] = n;
+      rlx_graph* sp = NULL;
+      if (rlx_graph_specialize(g, sizes, &sp) != RLX_OK) continue; /* the window does not fit */
+      rlx_error err;
+      CHECK(rlx_graph_symbol_count(g) <= RLX_DIM_MAX_DEPTH);
+      CHECK(rlx_graph_eval_dims(g, sizes, &err) == RLX_OK);
+      int64_t want = sp->values[y].type.shape[2], got = rlx_dim_value(g, od, sizes);
+      rlx_graph_destroy(sp);
+      CHECK_MSG(got == want, "config %d, H = %lld: expression %lld, static %lld", (int)i,
+                (long long)n, (long long)got, (long long)want);
+    }
+    rlx_graph_destroy(g);
+  }
+}
+
 /* A leaf that only an expression input mentions cannot be bound from it. */
 TEST(dim_expression_leaf_unbound_is_an_error) {
   rlx_graph* g = NULL;
@@ -1062,6 +1099,7 @@ int main(void) {
   RUN(dim_expressions_intern_and_simplify);
   RUN(dim_expressions_bind);
   RUN(dim_expression_leaf_unbound_is_an_error);
+  RUN(pool_over_symbolic_dim_matches_static_rule);
   RUN(clone);
   RUN(add_node_direct);
   RUN(random_attrs_never_crash);

@@ -760,6 +760,25 @@ static int64_t pool_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t
   return out;
 }
 
+/* pool_out_dim over a symbolic input size, as a dim expression: floor (or
+ * ceil) of span / s, plus one; in ceil mode the last window must still
+ * start before in + pb, so at most cdiv(in + pb, s) windows. */
+static int pool_out_symbolic(rlx_graph* g, rlx_dim in, int64_t k, int64_t s, int64_t d,
+                             int64_t pb, int64_t pe, int32_t ceil_mode, rlx_dim* out) {
+  int64_t shift = pb + pe - d * (k - 1) - 1; /* span = in + shift */
+  rlx_dim span, q, starts;
+  int ok = rlx_graph_dim_expr(g, shift >= 0 ? RLX_DIM_ADD : RLX_DIM_SUB, in,
+                              shift >= 0 ? shift : -shift, &span) == RLX_OK &&
+           rlx_graph_dim_expr(g, ceil_mode ? RLX_DIM_CEIL_DIV : RLX_DIM_FLOOR_DIV, span, s,
+                              &q) == RLX_OK &&
+           rlx_graph_dim_expr(g, RLX_DIM_ADD, q, 1, out) == RLX_OK;
+  if (ok && ceil_mode)
+    ok = rlx_graph_dim_expr(g, RLX_DIM_ADD, in, pb, &starts) == RLX_OK &&
+         rlx_graph_dim_expr(g, RLX_DIM_CEIL_DIV, starts, s, &starts) == RLX_OK &&
+         rlx_graph_dim_expr(g, RLX_DIM_MIN, *out, starts, out) == RLX_OK;
+  return ok;
+}
+
 static rlx_status check_pool_lists(infer_ctx* c, int32_t ns) {
   const rlx_node_attrs* a = c->a;
   if (a->kernel.n != ns || a->strides.n != ns || a->dilations.n != ns || a->pads.n != 2 * ns)
@@ -792,7 +811,12 @@ static rlx_status infer_pool(infer_ctx* c) {
   c->out[0] = *x;
   for (int32_t i = 0; i < ns; i++) {
     rlx_dim in = x->shape[2 + i];
-    if (in < 0) return FAIL(c, "spatial dim %d of x %s is symbolic", (int)i, TSTR(c, x, b1));
+    if (in < 0) { /* the window's fit is checked when specialised */
+      if (!pool_out_symbolic(c->g, in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
+                             a->pads.v[i], a->pads.v[ns + i], a->ceil_mode, &c->out[0].shape[2 + i]))
+        return FAIL(c, "spatial dim %d of x %s: %s", (int)i, TSTR(c, x, b1), c->g->err.msg);
+      continue;
+    }
     int64_t o = pool_out_dim(in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
                              a->pads.v[i], a->pads.v[ns + i], a->ceil_mode);
     if (o < 1)

@@ -203,6 +203,16 @@ add_test(NAME contract_cuda COMMAND test_contract cuda WORKING_DIRECTORY ${PROJE
 set_tests_properties(contract_cuda PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 # ---- end backend contract
 
+# ---- dynamic-axis ONNX exports (tests/test_dynamic_onnx.c): cpu from the glob
+# above; each device here SKIPs (77) when absent.
+set_tests_properties(test_dynamic_onnx PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME dynamic_onnx_vulkan COMMAND test_dynamic_onnx vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(dynamic_onnx_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+rlx_add_webgpu_test(dynamic_onnx_webgpu test_dynamic_onnx 900 "" webgpu)
+add_test(NAME dynamic_onnx_cuda COMMAND test_dynamic_onnx cuda WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(dynamic_onnx_cuda PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+# ---- end dynamic-axis ONNX exports
+
 # ---- ONNX conformance on the GPU backends (lavapipe here): the same rule as
 # the CPU table against tests/onnx_results/{vulkan,webgpu}.txt; SKIP (77)
 # with the reason when the device is absent. Vulkan runs with the Khronos

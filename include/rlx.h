@@ -140,9 +140,24 @@ typedef struct rlx_graph rlx_graph;
 typedef int32_t rlx_tensor;
 #define RLX_NONE ((rlx_tensor)-1) /* an absent optional input */
 
-/* Dims: a value >= 0 is a static size; a value < 0 is a symbolic dim made by
- * rlx_graph_symbol (encoded as -(symbol_index + 1)). */
+/* Dims: a value >= 0 is a static size; a value < 0 is a symbolic dim,
+ * encoded as -(index + 1) into the graph's table of symbolic dims. An entry
+ * of that table is a named leaf symbol (rlx_graph_symbol) or an expression
+ * over two dims (rlx_graph_dim_expr), e.g. B*T from a reshape. */
 typedef int64_t rlx_dim;
+
+/* Operators of dim expressions. Sizes are >= 0; FLOOR_DIV and CEIL_DIV
+ * round toward -inf / +inf; a result below 0 is an error when bound. */
+typedef enum rlx_dim_op {
+  RLX_DIM_ADD = 1,
+  RLX_DIM_SUB = 2,
+  RLX_DIM_MUL = 3,
+  RLX_DIM_FLOOR_DIV = 4,
+  RLX_DIM_CEIL_DIV = 5,
+  RLX_DIM_MOD = 6,
+  RLX_DIM_MIN = 7,
+  RLX_DIM_MAX = 8,
+} rlx_dim_op;
 
 RLX_API rlx_status rlx_graph_create(rlx_graph** out_graph);
 RLX_API void rlx_graph_destroy(rlx_graph* g);
@@ -151,6 +166,13 @@ RLX_API const char* rlx_graph_last_error(const rlx_graph* g);
 
 /* Returns the dim code of the named symbol, creating it on first use. */
 RLX_API rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim);
+/* *out_dim = a op b. Static operands fold to a static dim; otherwise the
+ * expression is simplified (x*1, x+0, x*0, (x*c)/c, constant folding,
+ * commutative operands ordered) and interned, so expressions equal by
+ * construction get the same code. A static result below 0 or a division by 0
+ * is INVALID_ARGUMENT. Expressions are bound from their leaf symbols. */
+RLX_API rlx_status rlx_graph_dim_expr(rlx_graph* g, rlx_dim_op op, rlx_dim a, rlx_dim b,
+                                      rlx_dim* out_dim);
 
 /* Shape/dtype queries on a tensor. out_shape has room for RLX_MAX_RANK. */
 RLX_API rlx_status rlx_graph_tensor_type(const rlx_graph* g, rlx_tensor t, rlx_dtype* out_dtype,
@@ -184,10 +206,12 @@ RLX_API rlx_status rlx_graph_get_input(const rlx_graph* g, int32_t index, rlx_va
 RLX_API rlx_status rlx_graph_get_param(const rlx_graph* g, int32_t index, rlx_value_info* out_info);
 RLX_API rlx_status rlx_graph_get_output(const rlx_graph* g, int32_t index,
                                         rlx_value_info* out_info);
-/* Number of symbols made by rlx_graph_symbol (or the text/ONNX loaders). */
+/* Number of symbolic dims (leaf symbols and expressions: the codes -1 ..
+ * -count), made by rlx_graph_symbol / rlx_graph_dim_expr or the loaders. */
 RLX_API int32_t rlx_graph_symbol_count(const rlx_graph* g);
-/* Name of the symbol behind a symbolic dim code (dim < 0); NOT_FOUND when
- * the graph has no such symbol, INVALID_ARGUMENT for a static dim. */
+/* Name of the symbol behind a symbolic dim code (dim < 0): a leaf's name, or
+ * an expression's printable form ("B*T", "cdiv(T,2)"); NOT_FOUND when the
+ * graph has no such symbol, INVALID_ARGUMENT for a static dim. */
 RLX_API rlx_status rlx_graph_symbol_name(const rlx_graph* g, rlx_dim dim, const char** out_name);
 
 /* Names the node that produces t (used in errors, dot and text output). */

@@ -687,6 +687,176 @@ TEST(pool_pad_depth_space_shapes) {
   rlx_graph_destroy(g);
 }
 
+/* ------------------------------------------------------------------ dim expressions */
+
+static rlx_dim dexpr(rlx_graph* g, rlx_dim_op op, rlx_dim a, rlx_dim b) {
+  rlx_dim d = 0;
+  if (rlx_graph_dim_expr(g, op, a, b, &d) != RLX_OK) return INT64_MIN;
+  return d;
+}
+
+TEST(dim_expressions_intern_and_simplify) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  /* static operands fold */
+  CHECK(dexpr(g, RLX_DIM_MUL, 6, 7) == 42 && dexpr(g, RLX_DIM_CEIL_DIV, 7, 2) == 4);
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, 7, 2) == 3 && dexpr(g, RLX_DIM_MOD, 7, 3) == 1);
+  CHECK(dexpr(g, RLX_DIM_MIN, 7, 3) == 3 && dexpr(g, RLX_DIM_MAX, 7, 3) == 7);
+  CHECK(rlx_graph_symbol_count(g) == 2);
+  /* identities make no entry */
+  CHECK(dexpr(g, RLX_DIM_MUL, b, 1) == b && dexpr(g, RLX_DIM_MUL, 1, b) == b);
+  CHECK(dexpr(g, RLX_DIM_ADD, 0, t) == t && dexpr(g, RLX_DIM_SUB, t, 0) == t);
+  CHECK(dexpr(g, RLX_DIM_MUL, t, 0) == 0 && dexpr(g, RLX_DIM_SUB, t, t) == 0);
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, t, 1) == t && dexpr(g, RLX_DIM_MAX, t, t) == t);
+  CHECK(dexpr(g, RLX_DIM_MIN, t, 0) == 0 && dexpr(g, RLX_DIM_MAX, t, 0) == t);
+  CHECK(rlx_graph_symbol_count(g) == 2);
+  /* interned, commutative operands ordered */
+  rlx_dim bt = dexpr(g, RLX_DIM_MUL, b, t);
+  CHECK(bt < 0 && dexpr(g, RLX_DIM_MUL, t, b) == bt && rlx_graph_symbol_count(g) == 3);
+  rlx_dim t12 = dexpr(g, RLX_DIM_MUL, 12, t);
+  CHECK(t12 == dexpr(g, RLX_DIM_MUL, t, 12));
+  /* (x*c)/c = x, (x*c)%c = 0, (x+c)-c = x */
+  CHECK(dexpr(g, RLX_DIM_FLOOR_DIV, t12, 12) == t && dexpr(g, RLX_DIM_CEIL_DIV, bt, t) == b);
+  CHECK(dexpr(g, RLX_DIM_MOD, t12, 12) == 0);
+  CHECK(dexpr(g, RLX_DIM_SUB, dexpr(g, RLX_DIM_ADD, t, 5), 5) == t);
+  /* names */
+  const char* name = NULL;
+  CHECK(rlx_graph_symbol_name(g, bt, &name) == RLX_OK && strcmp(name, "B*T") == 0);
+  rlx_dim tm1 = dexpr(g, RLX_DIM_SUB, t, 1);
+  CHECK(rlx_graph_symbol_name(g, dexpr(g, RLX_DIM_MUL, tm1, b), &name) == RLX_OK);
+  CHECK(strcmp(name, "B*(T-1)") == 0);
+  CHECK(rlx_graph_symbol_name(g, dexpr(g, RLX_DIM_SUB, b, tm1), &name) == RLX_OK);
+  CHECK(strcmp(name, "B-(T-1)") == 0);
+  /* a leaf by name finds the leaf, never an expression */
+  rlx_dim again;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &again));
+  CHECK(again == t);
+  /* errors */
+  rlx_dim d;
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_SUB, 2, 5, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "negative"));
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_FLOOR_DIV, 2, 0, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "division by zero"));
+  CHECK(rlx_graph_dim_expr(g, (rlx_dim_op)99, b, t, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_ADD, b, -1000, &d) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_graph_last_error(g), "not a size or symbol"));
+  /* nesting is bounded, so every walk over an expression is short */
+  rlx_dim deep = t;
+  int levels = 0;
+  while (levels < 1000 && rlx_graph_dim_expr(g, RLX_DIM_ADD, deep, 1, &deep) == RLX_OK) levels++;
+  CHECK(levels == 64 && strstr(rlx_graph_last_error(g), "deeper"));
+  rlx_graph_destroy(g);
+}
+
+/* Specialization evaluates expressions from the leaves; the executable binds
+ * leaves from inputs and checks input dims that are expressions. */
+TEST(dim_expressions_bind) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t, bt, tm1;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  bt = dexpr(g, RLX_DIM_MUL, b, t);
+  tm1 = dexpr(g, RLX_DIM_SUB, t, 1);
+  rlx_tensor x = in_f32(g, "x", 2, SHAPE(b, t)), flat = in_f32(g, "flat", 1, SHAPE(bt));
+  rlx_tensor y, s, z;
+  CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(bt), 1, &y));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_ADD, y, flat, &s)); /* same code: no max */
+  CHECK(IS(g, s, RLX_F32, 1, bt));
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, x, 1, 1, tm1, &z)); /* x[:, 1:] */
+  CHECK(IS(g, z, RLX_F32, 2, b, tm1));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, (rlx_tensor[]){s, z}, 2));
+  int64_t sizes[4] = {2, 3, -1, -1};
+  rlx_graph* sp = NULL;
+  CHECK_OK_G(g, rlx_graph_specialize(g, sizes, &sp));
+  CHECK(IS(sp, s, RLX_F32, 1, 6) && IS(sp, z, RLX_F32, 2, 2, 2));
+  CHECK(rlx_producer(sp, z)->a.len == 2);
+  rlx_graph_destroy(sp);
+  /* T = 0 makes T-1 negative: an error naming the dim */
+  int64_t zero_t[4] = {2, 0, -1, -1};
+  CHECK(rlx_graph_specialize(g, zero_t, &sp) != RLX_OK);
+  CHECK(strstr(rlx_graph_last_error(g), "T-1"));
+
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float xs[6] = {1, 2, 3, 4, 5, 6}, fl[6] = {10, 20, 30, 40, 50, 60}, out[6];
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, (int64_t[]){2, 3}, 2, xs, sizeof xs) == RLX_OK);
+  /* flat's dim B*T must be 6 once B and T are bound */
+  CHECK(rlx_exec_set_input(e, "flat", RLX_F32, (int64_t[]){5}, 1, fl, 5 * sizeof(float)) == RLX_OK);
+  CHECK(rlx_exec_run(e) == RLX_INVALID_ARGUMENT);
+  CHECK(strstr(rlx_exec_last_error(e), "flat") && strstr(rlx_exec_last_error(e), "B*T"));
+  CHECK(rlx_exec_set_input(e, "flat", RLX_F32, (int64_t[]){6}, 1, fl, sizeof fl) == RLX_OK);
+  rlx_status rs = rlx_exec_run(e);
+  if (rs != RLX_OK) fprintf(stderr, "%s\n", rlx_exec_last_error(e));
+  CHECK(rs == RLX_OK);
+  CHECK(rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out) == RLX_OK);
+  for (int i = 0; i < 6; i++) CHECK(out[i] == xs[i] + fl[i]);
+  CHECK(rlx_exec_read_output(e, 1, RLX_F32, out, 4 * sizeof(float)) == RLX_OK);
+  CHECK(out[0] == 2 && out[1] == 3 && out[2] == 5 && out[3] == 6);
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+/* Pooling over a symbolic spatial dim gives an expression that agrees with
+ * the static rule at every size where the window fits. */
+TEST(pool_over_symbolic_dim_matches_static_rule) {
+  static const int64_t cfg[][6] = {/* k, s, d, pb, pe, ceil */
+                                   {2, 2, 1, 0, 0, 0}, {3, 2, 1, 1, 1, 1}, {3, 1, 2, 0, 1, 0},
+                                   {2, 3, 1, 0, 0, 1}, {5, 2, 1, 2, 2, 1}, {1, 4, 1, 0, 0, 1}};
+  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+    const int64_t* p = cfg[i];
+    rlx_graph* g = NULL;
+    CHECK(rlx_graph_create(&g) == RLX_OK);
+    rlx_dim h;
+    CHECK_OK_G(g, rlx_graph_symbol(g, "H", &h));
+    rlx_tensor x = in_f32(g, "x", 3, SHAPE(1, 2, h)), y;
+    int64_t pads[2] = {p[3], p[4]};
+    CHECK_OK_G(g, rlx_graph_add_pool(g, x, RLX_POOL_MAX, 1, &p[0], &p[1], pads, &p[2], (int32_t)p[5],
+                                     0, &y));
+    CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+    rlx_dim od = g->values[y].type.shape[2];
+    CHECK(od < 0);
+    for (int64_t n = 1; n <= 24; n++) {
+      int64_t sizes[RLX_DIM_MAX_DEPTH] = {0};
+      for (int j = 0; j < RLX_DIM_MAX_DEPTH; j++) sizes[j] = -1;
+      sizes[0] = n;
+      rlx_graph* sp = NULL;
+      if (rlx_graph_specialize(g, sizes, &sp) != RLX_OK) continue; /* the window does not fit */
+      rlx_error err;
+      CHECK(rlx_graph_symbol_count(g) <= RLX_DIM_MAX_DEPTH);
+      CHECK(rlx_graph_eval_dims(g, sizes, &err) == RLX_OK);
+      int64_t want = sp->values[y].type.shape[2], got = rlx_dim_value(g, od, sizes);
+      rlx_graph_destroy(sp);
+      CHECK_MSG(got == want, "config %d, H = %lld: expression %lld, static %lld", (int)i,
+                (long long)n, (long long)got, (long long)want);
+    }
+    rlx_graph_destroy(g);
+  }
+}
+
+/* A leaf that only an expression input mentions cannot be bound from it. */
+TEST(dim_expression_leaf_unbound_is_an_error) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "T", &t));
+  rlx_tensor x = in_f32(g, "x", 1, SHAPE(dexpr(g, RLX_DIM_MUL, b, t))), y;
+  CHECK_OK_G(g, rlx_graph_add_activation(g, RLX_ACT_RELU, x, &y));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float xs[6] = {0};
+  CHECK(rlx_exec_set_input(e, "x", RLX_F32, (int64_t[]){6}, 1, xs, sizeof xs) == RLX_OK);
+  CHECK(rlx_exec_run(e) == RLX_FAILED_PRECONDITION);
+  CHECK(strstr(rlx_exec_last_error(e), "'B' is not bound"));
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------------ symbols */
 
 TEST(channel_norm_shapes) {
@@ -749,7 +919,12 @@ TEST(symbolic) {
   /* reshape: symbols must balance as multisets with equal static products */
   CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(s, b, 2, 4), 4, &t));
   CHECK(IS(g, t, RLX_F32, 4, s, b, 2, 4));
-  CHECK_FAILS(g, rlx_graph_add_reshape(g, x, SHAPE(RLX_DIM_INFER, 4, 2), 3, &t), "reshape", "infer");
+  /* the inferred dim may be a product of symbols */
+  rlx_dim bs;
+  CHECK_OK_G(g, rlx_graph_dim_expr(g, RLX_DIM_MUL, s, b, &bs));
+  CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(RLX_DIM_INFER, 4, 2), 3, &t));
+  CHECK(IS(g, t, RLX_F32, 3, bs, 4, 2));
+  CHECK_FAILS(g, rlx_graph_add_reshape(g, x, SHAPE(RLX_DIM_INFER, 3, 2), 3, &t), "reshape", "infer");
   CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(b, RLX_DIM_INFER, 4, 2), 4, &t));
   CHECK(IS(g, t, RLX_F32, 4, b, s, 4, 2));
   CHECK_OK_G(g, rlx_graph_add_reshape(g, x, SHAPE(s, b, RLX_DIM_INFER), 3, &t));
@@ -757,11 +932,15 @@ TEST(symbolic) {
   CHECK_FAILS(g, rlx_graph_add_reshape(g, x, SHAPE(b, n, 8), 3, &t), "reshape", "element counts");
   CHECK_FAILS(g, rlx_graph_add_reshape(g, x, SHAPE(b, s, 16), 3, &t), "reshape", "element counts");
 
-  CHECK_FAILS(g, rlx_graph_add_narrow(g, x, 1, 0, 1, &t), "narrow", "symbolic");
+  /* narrow on a symbolic axis: checked when specialised */
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, x, 1, 0, 1, &t));
+  CHECK(IS(g, t, RLX_F32, 3, b, 1, 8));
   CHECK_OK_G(g, rlx_graph_add_narrow(g, x, 2, 2, 3, &t));
   CHECK(IS(g, t, RLX_F32, 3, b, s, 3));
   rlx_tensor cat[2] = {x, x};
-  CHECK_FAILS(g, rlx_graph_add_concat(g, cat, 2, 1, &t), "concat", "symbolic");
+  /* along a symbolic axis: the sum */
+  CHECK_OK_G(g, rlx_graph_add_concat(g, cat, 2, 1, &t));
+  CHECK(IS(g, t, RLX_F32, 3, b, dexpr(g, RLX_DIM_ADD, s, s), 8));
   CHECK_OK_G(g, rlx_graph_add_concat(g, cat, 2, 2, &t));
   CHECK(IS(g, t, RLX_F32, 3, b, s, 16));
   CHECK_OK_G(g, rlx_graph_add_expand(g, one, SHAPE(b, s, 8), 3, &t));
@@ -774,9 +953,11 @@ TEST(symbolic) {
   rlx_tensor outs[3] = {mm, ti, t};
   CHECK_OK_G(g, rlx_graph_set_outputs(g, outs, 3));
 
-  /* specialize: same numbering, static shapes, labels and outputs kept */
+  /* specialize: same numbering, static shapes, labels and outputs kept; one
+   * size per dim table entry (the expressions' are computed) */
+  CHECK(rlx_graph_symbol_count(g) <= 8);
   rlx_graph* sp = NULL;
-  CHECK_OK_G(g, rlx_graph_specialize(g, (const int64_t[]){3, 5, 7}, &sp));
+  CHECK_OK_G(g, rlx_graph_specialize(g, (const int64_t[]){3, 5, 7, -1, -1, -1, -1, -1}, &sp));
   CHECK(sp->n_nodes == g->n_nodes && sp->n_values == g->n_values);
   CHECK(IS(sp, mm, RLX_F32, 3, 3, 5, 3) && IS(sp, t, RLX_F32, 3, 3, 5, 8));
   CHECK(IS(sp, x, RLX_F32, 3, 3, 5, 8) && IS(sp, tv, RLX_F32, 1, 5));
@@ -791,11 +972,11 @@ TEST(symbolic) {
 
   /* a binding that breaks a rule is an error naming the node */
   sp = NULL;
-  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, 5, 4}, &sp) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, 5, 4, -1, -1, -1, -1, -1}, &sp) == RLX_INVALID_ARGUMENT);
   CHECK(sp == NULL);
   CHECK_MSG(strstr(rlx_graph_last_error(g), "topk") && strstr(rlx_graph_last_error(g), "specialize"),
             "%s", rlx_graph_last_error(g));
-  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, -5, 7}, &sp) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_specialize(g, (const int64_t[]){3, -5, 7, -1, -1, -1, -1, -1}, &sp) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "seq"));
   CHECK(rlx_graph_specialize(g, NULL, &sp) == RLX_INVALID_ARGUMENT);
   /* zero-size binding is legal */
@@ -1031,6 +1212,10 @@ int main(void) {
   RUN(conv_shapes);
   RUN(channel_norm_shapes);
   RUN(symbolic);
+  RUN(dim_expressions_intern_and_simplify);
+  RUN(dim_expressions_bind);
+  RUN(dim_expression_leaf_unbound_is_an_error);
+  RUN(pool_over_symbolic_dim_matches_static_rule);
   RUN(clone);
   RUN(add_node_direct);
   RUN(random_attrs_never_crash);

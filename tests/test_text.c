@@ -180,6 +180,67 @@ TEST(symbols_without_symbols_line) {
   CHECK(ok);
 }
 
+/* Dim expressions print as "B*T" in types and "(B*T)" in the symbols line,
+ * and parse back to the same table entries (the same codes). */
+TEST(roundtrip_dim_expressions) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim b, t, bt, t1, half, m, mx, x3;
+  CHECK(rlx_graph_symbol(g, "B", &b) == RLX_OK && rlx_graph_symbol(g, "T", &t) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MUL, b, t, &bt) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_SUB, t, 1, &t1) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_CEIL_DIV, t1, 2, &half) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MOD, bt, 3, &m) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MAX, b, t, &mx) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MUL, t1, 3, &x3) == RLX_OK);
+  rlx_tensor x, y, z, w, n;
+  CHECK(rlx_graph_add_input(g, "x", RLX_F32, (rlx_dim[]){b, t, 8}, 3, &x) == RLX_OK);
+  CHECK(rlx_graph_add_reshape(g, x, (rlx_dim[]){bt, 8}, 2, &y) == RLX_OK);
+  CHECK(rlx_graph_add_input(g, "z", RLX_F32, (rlx_dim[]){half, m, mx, x3}, 4, &z) == RLX_OK);
+  CHECK(rlx_graph_add_narrow(g, x, 1, 1, t1, &n) == RLX_OK);
+  CHECK(rlx_graph_add_activation(g, RLX_ACT_RELU, z, &w) == RLX_OK);
+  CHECK(rlx_graph_set_outputs(g, (rlx_tensor[]){y, w, n}, 3) == RLX_OK);
+  char* text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  int ok = contains(text, "symbols B T (B*T) (T-1) (cdiv(T-1,2)) (B*T%3) (max(B,T)) ((T-1)*3)") &&
+           contains(text, "f32[B*T,8]") && contains(text, "f32[cdiv(T-1,2),B*T%3,max(B,T),(T-1)*3]") &&
+           contains(text, "narrow(%0) axis=1 start=1 len=T-1 : f32[B,T-1,8]");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
+  /* Hand-written, without a symbols line. */
+  const char* hand =
+      "rlx 1\n"
+      "%0 = input name=\"x\" : f32[B, T, 768]\n"
+      "%1 = reshape(%0) : f32[B * T, 768]\n"
+      "%2 = input name=\"y\" : f32[(B+1)*T, min(T, 4)]\n"
+      "outputs %1 %2\n";
+  char* err = NULL;
+  CHECK_MSG(rlx_graph_parse(hand, &g, &err) == RLX_OK, "%s", err ? err : "");
+  const char* name = NULL;
+  CHECK(rlx_graph_symbol_name(g, g->values[1].type.shape[0], &name) == RLX_OK);
+  CHECK(strcmp(name, "B*T") == 0);
+  CHECK(rlx_graph_symbol_name(g, g->values[2].type.shape[0], &name) == RLX_OK);
+  CHECK(strcmp(name, "T*(B+1)") == 0);
+  rlx_graph_destroy(g);
+  CHECK(rlx_graph_parse("rlx 1\n%0 = input name=\"x\" : f32[B*]\noutputs %0\n", &g, &err) ==
+        RLX_INVALID_ARGUMENT);
+  CHECK(err && contains(err, "dim expression"));
+  rlx_free(err);
+  err = NULL;
+  /* untrusted text: nesting is bounded, never a deep recursion */
+  char deep[1200] = "rlx 1\n%0 = input name=\"x\" : f32[";
+  for (int i = 0; i < 500; i++) strcat(deep, "(");
+  strcat(deep, "T");
+  for (int i = 0; i < 500; i++) strcat(deep, ")");
+  strcat(deep, "]\noutputs %0\n");
+  CHECK(rlx_graph_parse(deep, &g, &err) == RLX_INVALID_ARGUMENT);
+  CHECK(err && contains(err, "deeper"));
+  rlx_free(err);
+}
+
 /* ------------------------------------------------------------------ builders: one graph per op group */
 
 TEST(roundtrip_leaves_and_constants_of_every_dtype) {
@@ -843,6 +904,7 @@ int main(void) {
   RUN(spec_example_parses_and_prints_identically);
   RUN(hand_written_text_with_sparse_ids);
   RUN(symbols_without_symbols_line);
+  RUN(roundtrip_dim_expressions);
   RUN(roundtrip_leaves_and_constants_of_every_dtype);
   RUN(roundtrip_views_and_layout);
   RUN(roundtrip_elementwise_families);

@@ -125,6 +125,7 @@ _PROTOTYPES = {
     "rlx_graph_destroy": (None, [P]),
     "rlx_graph_last_error": (c_char_p, [P]),
     "rlx_graph_symbol": (S, [P, c_char_p, DIMS]),
+    "rlx_graph_dim_expr": (S, [P, c_int, c_int64, c_int64, DIMS]),
     "rlx_graph_tensor_type": (S, [P, T, POINTER(c_int), I32S, DIMS]),
     "rlx_graph_node_count": (c_int32, [P]),
     "rlx_graph_input_count": (c_int32, [P]),

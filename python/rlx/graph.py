@@ -178,6 +178,18 @@ class Graph(_capi.Owned):
         self._check(lib.rlx_graph_symbol(self.handle, name.encode(), ctypes.byref(code)))
         return code.value
 
+    _DIM_OPS = {"+": 1, "-": 2, "*": 3, "/": 4, "cdiv": 5, "%": 6, "min": 7, "max": 8}
+
+    def dim_expr(self, op, a, b):
+        """The dim code of `a op b` ("+", "-", "*", "/" (floor), "cdiv", "%", "min", "max")
+        over dims (sizes, symbol names or codes); shapes report it as a string ("B*T")."""
+        if op not in self._DIM_OPS:
+            raise ValueError("dim op %r is not one of %s" % (op, sorted(self._DIM_OPS)))
+        code = ctypes.c_int64()
+        self._check(lib.rlx_graph_dim_expr(self.handle, self._DIM_OPS[op], self._dim(a),
+                                           self._dim(b), ctypes.byref(code)))
+        return code.value
+
     def symbol_name(self, code):
         name = ctypes.c_char_p()
         self._check(lib.rlx_graph_symbol_name(self.handle, code, ctypes.byref(name)))

@@ -109,3 +109,56 @@ def test_value_inputs_at_run_time(device):
     for shape in ([4, 2], [8, 1], [4, 2]):
         got = exe.run(x=x, shape=np.array(shape, np.int64))[0]
         np.testing.assert_allclose(got, want.reshape(shape), rtol=1e-5, atol=1e-5)
+
+
+def test_shape_values_as_data_and_bounds(tmp_path, device):
+    """Shape/Size of a symbolic dim used as data (cast to float) and as a Slice
+    bound (N - 1), then a Concat along the symbolic axis: one import, two sizes."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("Cast", ["n"], ["nf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "nf"], ["xm"]),
+        helper.make_node("Gather", ["sf", "zero"], ["s0"], axis=0),
+        helper.make_node("Add", ["xm", "s0"], ["xa"]),
+        helper.make_node("Slice", ["s", "zero1", "one"], ["e"]),
+        helper.make_node("Sub", ["e", "one"], ["e1"]),
+        helper.make_node("Slice", ["x", "one", "e1", "zero1"], ["xs"]),
+        helper.make_node("Concat", ["xa", "xs"], ["y"], axis=0),
+    ]
+    inits = [helper.make_tensor("zero", TensorProto.INT64, [], [0]),
+             helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("zero1", TensorProto.INT64, [1], [0])]
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    path = tmp_path / "shapes.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    with rlx.load_onnx(path) as g:
+        dim0, dim1 = g.outputs[0].shape
+        assert isinstance(dim0, str) and "N" in dim0 and dim1 == 3  # a dim expression
+        exe = g.compile(device)
+    for n in (4, 6):
+        xs = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        (got,) = exe.run(x=xs)
+        np.testing.assert_array_equal(got, np.concatenate([xs * (3 * n) + n, xs[1:n - 1]], 0))
+
+
+def test_slice_static_end_on_symbolic_axis_clamps(tmp_path, device):
+    """x[:5] on a symbolic axis is x[:min(N, 5)], as in NumPy and ONNX."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    inits = [helper.make_tensor("five", TensorProto.INT64, [1], [5]),
+             helper.make_tensor("zero1", TensorProto.INT64, [1], [0])]
+    graph = helper.make_graph([helper.make_node("Slice", ["x", "zero1", "five"], ["y"])], "g",
+                              [x], [y], inits)
+    path = tmp_path / "slice.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    with rlx.load_onnx(path) as g:
+        assert g.outputs[0].shape == ("min(N,5)", 3)
+        exe = g.compile(device)
+    for n in (4, 6):
+        xs = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        (got,) = exe.run(x=xs)
+        np.testing.assert_array_equal(got, xs[:5])

@@ -76,3 +76,36 @@ def test_active_extent():
     np.testing.assert_array_equal(y[:2], np.arange(4, dtype=np.float32).reshape(2, 2) * 2)
     with pytest.raises(rlx.RlxError):
         exe.set_active_extent(5)  # above the compiled bound
+
+
+def test_dim_expressions_show_as_strings(device, rng):
+    with rlx.Graph() as g:
+        x = g.input("x", "f32", ["B", "T", 4])
+        bt = g.dim_expr("*", "B", "T")
+        assert g.dim_expr("*", "T", "B") == bt  # interned
+        assert g.symbol_name(bt) == "B*T" and "B*T" in g.symbols
+        y = x.reshape(bt, 4)
+        g.set_outputs(y)
+        assert g.outputs[0].shape == ("B*T", 4)
+        with pytest.raises(ValueError):
+            g.dim_expr("^", "B", "T")
+        exe = g.compile(device)
+    for b, t in ((1, 3), (2, 5)):
+        xs = rng.standard_normal((b, t, 4)).astype(np.float32)
+        (out,) = exe.run(x=xs)
+        np.testing.assert_array_equal(out, xs.reshape(b * t, 4))
+
+
+def test_dynamic_onnx_export_runs_at_two_sizes(device):
+    import pathlib
+    data = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "dynamic"
+    if not (data / "gpt.onnx").exists():
+        pytest.skip("tests/data/dynamic is not in this checkout")
+    with rlx.load_onnx(data / "gpt.onnx") as g:
+        assert g.inputs[0].shape == ("B", "T")
+        exe = g.compile(device)
+    for size in ("1x5", "3x16"):
+        ids = np.load(data / ("gpt_ids_%s.npy" % size))
+        want = np.load(data / ("gpt_out_%s.npy" % size))
+        (got,) = exe.run(ids=ids)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

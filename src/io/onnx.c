@@ -377,6 +377,7 @@ typedef struct ival {
   char* name;
   rlx_tensor t;         /* in the graph being built; RLX_NONE until needed */
   rlx_host_tensor* k;   /* known at import time, or NULL */
+  rlx_ox_sv* sv;        /* a shape value with symbolic elements, or NULL */
   int is_param;         /* an initializer: becomes a param when used as a tensor */
   int is_input;         /* a graph input (run-time value) */
   int32_t root_input;   /* index of the graph input this run-time value derives from, or -1 */
@@ -413,6 +414,7 @@ struct rlx_ox_ctx {
   int32_t n_out;
   rlx_tensor out_t[MAX_NODE_IO];
   rlx_host_tensor* out_k[MAX_NODE_IO];
+  rlx_ox_sv* out_sv[MAX_NODE_IO];
   int out_set[MAX_NODE_IO];
   uint8_t* attr_used;
   int32_t first_node;     /* graph node count before the mapper ran */
@@ -485,6 +487,7 @@ static void importer_free(importer* I) {
   for (int32_t i = 0; i < I->n_vals; i++) {
     free(I->vals[i].name);
     free_known(I->vals[i].k);
+    free(I->vals[i].sv);
   }
   free(I->vals);
   free(I->slots);
@@ -496,6 +499,12 @@ static void importer_free(importer* I) {
  * main graph, a constant otherwise. */
 static rlx_status materialize(importer* I, ival* v, int is_main) {
   if (v->t != RLX_NONE) return RLX_OK;
+  if (v->sv) {
+    rlx_status s = rlx_ox_sv_tensor(I->g, v->sv, &v->t);
+    if (s != RLX_OK)
+      return rlx_fail(I->err, s, "value '%s': %s", v->name, rlx_graph_last_error(I->g));
+    return RLX_OK;
+  }
   if (!v->k) return rlx_fail(I->err, RLX_INTERNAL, "value '%s' has no tensor", v->name);
   rlx_status s;
   if (v->is_param && is_main) {
@@ -581,9 +590,56 @@ rlx_status rlx_ox_type(rlx_ox_ctx* c, int32_t i, rlx_type* out) {
     *out = *rlx_tensor_type(c->I->g, v->t);
     return RLX_OK;
   }
+  if (v->sv) {
+    out->dtype = v->sv->dtype;
+    out->rank = v->sv->rank;
+    out->shape[0] = v->sv->n;
+    return RLX_OK;
+  }
   out->dtype = v->k->dtype;
   out->rank = v->k->rank;
   memcpy(out->shape, v->k->shape, sizeof(int64_t) * (size_t)v->k->rank);
+  return RLX_OK;
+}
+
+const rlx_ox_sv* rlx_ox_sv_in(const rlx_ox_ctx* c, int32_t i) {
+  return rlx_ox_has(c, i) ? c->in[i]->sv : NULL;
+}
+
+rlx_status rlx_ox_dims_in(rlx_ox_ctx* c, int32_t i, const char* what, int64_t* out,
+                          uint8_t* sym, int32_t cap, int32_t* out_n) {
+  const rlx_ox_sv* sv = rlx_ox_sv_in(c, i);
+  if (!sv) {
+    RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, i, what, out, cap, out_n));
+    memset(sym, 0, (size_t)*out_n);
+    return RLX_OK;
+  }
+  if (sv->n > cap) return rlx_ox_unsupported(c, "%s has %d entries (at most %d)", what,
+                                             (int)sv->n, (int)cap);
+  memcpy(out, sv->v, sizeof(int64_t) * (size_t)sv->n);
+  memcpy(sym, sv->sym, (size_t)sv->n);
+  *out_n = sv->n;
+  return RLX_OK;
+}
+
+rlx_status rlx_ox_set_sv(rlx_ox_ctx* c, int32_t i, const rlx_ox_sv* sv) {
+  if (i < 0 || i >= c->n_out) return RLX_OK;
+  int symbolic = 0;
+  for (int32_t k = 0; k < sv->n; k++) symbolic |= sv->sym[k];
+  if (!symbolic) {
+    rlx_host_tensor h;
+    int64_t n = sv->n;
+    RLX_RETURN_IF_ERROR(rlx_host_alloc(&h, sv->dtype, sv->rank, &n, c->I->err));
+    for (int32_t k = 0; k < sv->n; k++) rlx_store_i64(h.data, sv->dtype, k, sv->v[k]);
+    return rlx_ox_set_known(c, i, &h);
+  }
+  rlx_ox_sv* copy = malloc(sizeof *copy);
+  if (!copy) return rlx_fail(c->I->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  *copy = *sv;
+  free(c->out_sv[i]);
+  c->out_sv[i] = copy;
+  c->out_t[i] = RLX_NONE;
+  c->out_set[i] = 1;
   return RLX_OK;
 }
 
@@ -806,6 +862,8 @@ static void ctx_reset_outputs(rlx_ox_ctx* c) {
     if (c->out_k[i] && c->p->n_input) c->I->computed_bytes -= (int64_t)c->out_k[i]->bytes;
     free_known(c->out_k[i]);
     c->out_k[i] = NULL;
+    free(c->out_sv[i]);
+    c->out_sv[i] = NULL;
     c->out_t[i] = RLX_NONE;
     c->out_set[i] = 0;
   }
@@ -933,7 +991,9 @@ static rlx_status register_outputs(rlx_ox_ctx* c) {
     ival* x = &I->vals[v];
     x->k = c->out_k[i];
     c->out_k[i] = NULL;
-    x->t = x->k ? RLX_NONE : c->out_t[i];
+    x->sv = c->out_sv[i];
+    c->out_sv[i] = NULL;
+    x->t = x->k || x->sv ? RLX_NONE : c->out_t[i];
     x->root_input = x->k ? -1 : root;
     /* Label the node this ONNX node made, for errors and `rlx dot`. */
     if (x->t != RLX_NONE && I->g->values[x->t].node >= c->first_node &&
@@ -991,10 +1051,18 @@ static rlx_status import_node(importer* I, const Onnx__NodeProto* p, int32_t ind
       s = run_mapper(c);
     }
   } else if (s == RLX_OK) {
-    s = run_mapper(c);
+    int handled = 0;
+    s = rlx_ox_shape_value(c, &handled);
+    if (s == RLX_OK && !handled) {
+      ctx_reset_outputs(c);
+      s = run_mapper(c);
+    }
   }
   if (s == RLX_OK) s = register_outputs(c);
-  for (int32_t i = 0; i < c->n_out; i++) free_known(c->out_k[i]);
+  for (int32_t i = 0; i < c->n_out; i++) {
+    free_known(c->out_k[i]);
+    free(c->out_sv[i]);
+  }
   free(c->attr_used);
   free(c);
   return s;

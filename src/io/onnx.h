@@ -161,6 +161,41 @@ rlx_status rlx_ox_need_known(rlx_ox_ctx* c, int32_t i, const char* what,
 rlx_status rlx_ox_known_ints(rlx_ox_ctx* c, int32_t i, const char* what, int64_t* out,
                              int32_t cap, int32_t* out_n);
 
+/* A shape value: a small int tensor (rank 0 or 1) computed from shapes at
+ * import time whose elements may be symbolic dims (Shape of a [B,T] input
+ * is [B,T]). Carried through the shape arithmetic of exported models
+ * (Gather, Concat, Mul...) by onnx_shape.c so Reshape, Expand, Slice... get
+ * symbolic sizes; a value whose elements are all static is a known value. */
+#define RLX_OX_SV_MAX 16
+typedef struct rlx_ox_sv {
+  rlx_dtype dtype;
+  int32_t rank; /* 0 or 1 */
+  int32_t n;
+  int64_t v[RLX_OX_SV_MAX]; /* a plain integer, or an rlx_dim code where sym[i] */
+  uint8_t sym[RLX_OX_SV_MAX];
+} rlx_ox_sv;
+
+/* Shape value of input i, or NULL (a known value or a run-time tensor). */
+const rlx_ox_sv* rlx_ox_sv_in(const rlx_ox_ctx* c, int32_t i);
+/* Input i as a list of sizes: a known int list, or a shape value (sym[k]
+ * set where out[k] is a symbolic rlx_dim). An error otherwise, as
+ * rlx_ox_known_ints. */
+rlx_status rlx_ox_dims_in(rlx_ox_ctx* c, int32_t i, const char* what, int64_t* out,
+                          uint8_t* sym, int32_t cap, int32_t* out_n);
+/* Sets output i to a shape value; one with no symbolic element becomes a
+ * known value. */
+rlx_status rlx_ox_set_sv(rlx_ox_ctx* c, int32_t i, const rlx_ox_sv* sv);
+/* The shape-value layer (onnx_shape.c): computes the node on shape values
+ * when it can (*handled = 1); otherwise the mapper runs and shape-value
+ * inputs become tensors. */
+rlx_status rlx_ox_shape_value(rlx_ox_ctx* c, int* handled);
+/* Builds an int64 tensor [n] (or a scalar) holding a shape value: symbolic
+ * elements come from expand + reduce_sum over a dim of that size, which
+ * specialization makes constant (see onnx_shape.c). */
+rlx_status rlx_ox_sv_tensor(rlx_graph* g, const rlx_ox_sv* sv, rlx_tensor* out);
+/* [0, 1, ..., n-1] as f32 [n] for a possibly symbolic n (cumsum over ones). */
+rlx_status rlx_ox_iota(rlx_graph* g, rlx_dim n, rlx_tensor* out);
+
 int32_t rlx_ox_n_out(const rlx_ox_ctx* c);
 int rlx_ox_wants(const rlx_ox_ctx* c, int32_t i); /* output i listed and non-empty */
 rlx_status rlx_ox_set(rlx_ox_ctx* c, int32_t i, rlx_tensor t);

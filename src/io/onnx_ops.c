@@ -737,17 +737,20 @@ static rlx_status map_transpose(rlx_ox_ctx* c) {
 
 static rlx_status map_reshape(rlx_ox_ctx* c) {
   int64_t shape[RLX_MAX_RANK], allowzero;
+  uint8_t sym[RLX_MAX_RANK] = {0};
   int32_t n;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "allowzero", 0, &allowzero));
   if (rlx_ox_opset(c) < 5) RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "shape", shape, RLX_MAX_RANK, &n));
-  else RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 1, "shape", shape, RLX_MAX_RANK, &n));
+  else RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 1, "shape", shape, sym, RLX_MAX_RANK, &n));
   if (n < 0) return rlx_ox_invalid(c, "no shape");
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type tx = type_of(c, x);
   rlx_dim to[RLX_MAX_RANK];
   for (int32_t i = 0; i < n; i++) {
-    if (shape[i] == 0 && !allowzero) {
+    if (sym[i]) {
+      to[i] = shape[i]; /* a symbolic dim of a shape value */
+    } else if (shape[i] == 0 && !allowzero) {
       if (i >= tx.rank) return rlx_ox_invalid(c, "shape entry %d is 0 beyond the input's rank",
                                               (int)i);
       to[i] = tx.shape[i];
@@ -939,16 +942,44 @@ static rlx_status slice_axis(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t s
   return RLX_OK;
 }
 
+/* Bound that says "to the end" (torch writes INT64_MAX). */
+#define SLICE_TO_END ((int64_t)1 << 40)
+
+/* One axis of a Slice whose bounds or axis are symbolic (step 1 only).
+ * A static end on a symbolic axis clamps (min(T, 100)); a symbolic bound is
+ * not clamped: tril[:T] as min(T, 32) would make dims that no longer match
+ * the T of the other operands, so it is taken as inside the axis, which
+ * narrow checks when the graph is specialised. */
+static rlx_status slice_axis_symbolic(rlx_ox_ctx* c, rlx_tensor* x, int32_t ax, int64_t start,
+                                      int start_sym, int64_t end, int end_sym, int64_t step) {
+  rlx_type t = type_of(c, *x);
+  rlx_dim dim = t.shape[ax], s, e, len;
+  if (step != 1) return rlx_ox_unsupported(c, "a symbolic slice with step %lld", (long long)step);
+  if (start_sym) s = start;
+  else if (start < 0) G(rlx_graph_dim_expr(GRAPH, RLX_DIM_SUB, dim, start < -SLICE_TO_END ? 0 : -start, &s));
+  else s = dim >= 0 && start > dim ? dim : start;
+  if (end_sym) e = end;
+  else if (end >= SLICE_TO_END || (dim >= 0 && end > dim)) e = dim;
+  else if (end < 0) G(rlx_graph_dim_expr(GRAPH, RLX_DIM_SUB, dim, -end, &e));
+  else if (dim < 0) G(rlx_graph_dim_expr(GRAPH, RLX_DIM_MIN, dim, end, &e)); /* x[:, :100] */
+  else e = end;
+  G(rlx_graph_dim_expr(GRAPH, RLX_DIM_SUB, e, s, &len));
+  if (s == 0 && len == dim) return RLX_OK;
+  G(rlx_graph_add_narrow(GRAPH, *x, ax, s, len, x));
+  return RLX_OK;
+}
+
 static rlx_status map_slice(rlx_ox_ctx* c) {
   int64_t starts[RLX_MAX_RANK], ends[RLX_MAX_RANK], axes[RLX_MAX_RANK], steps[RLX_MAX_RANK];
+  uint8_t ssym[RLX_MAX_RANK] = {0}, esym[RLX_MAX_RANK] = {0};
   int32_t ns, ne, na = -1, nt = -1;
   if (rlx_ox_opset(c) < 10) {
     RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "starts", starts, RLX_MAX_RANK, &ns));
     RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "ends", ends, RLX_MAX_RANK, &ne));
     RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "axes", axes, RLX_MAX_RANK, &na));
   } else {
-    RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 1, "starts", starts, RLX_MAX_RANK, &ns));
-    RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 2, "ends", ends, RLX_MAX_RANK, &ne));
+    RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 1, "starts", starts, ssym, RLX_MAX_RANK, &ns));
+    RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 2, "ends", ends, esym, RLX_MAX_RANK, &ne));
     if (rlx_ox_has(c, 3)) RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 3, "axes", axes, RLX_MAX_RANK, &na));
     if (rlx_ox_has(c, 4)) RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 4, "steps", steps, RLX_MAX_RANK, &nt));
   }
@@ -963,7 +994,10 @@ static rlx_status map_slice(rlx_ox_ctx* c) {
     RLX_RETURN_IF_ERROR(norm_axis(c, na >= 0 ? axes[i] : i, rank, &ax));
     if (seen & (1u << ax)) return rlx_ox_invalid(c, "axis %d is repeated", (int)ax);
     seen |= 1u << ax;
-    RLX_RETURN_IF_ERROR(slice_axis(c, &x, ax, starts[i], ends[i], nt >= 0 ? steps[i] : 1));
+    int64_t step = nt >= 0 ? steps[i] : 1;
+    if (ssym[i] || esym[i] || type_of(c, x).shape[ax] < 0)
+      RLX_RETURN_IF_ERROR(slice_axis_symbolic(c, &x, ax, starts[i], ssym[i], ends[i], esym[i], step));
+    else RLX_RETURN_IF_ERROR(slice_axis(c, &x, ax, starts[i], ends[i], step));
   }
   return rlx_ox_set(c, 0, x);
 }
@@ -971,8 +1005,9 @@ static rlx_status map_slice(rlx_ox_ctx* c) {
 /* Expand: a bidirectional broadcast of x's shape with the given one. */
 static rlx_status map_expand(rlx_ox_ctx* c) {
   int64_t shape[RLX_MAX_RANK];
+  uint8_t sym[RLX_MAX_RANK];
   int32_t n;
-  RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 1, "shape", shape, RLX_MAX_RANK, &n));
+  RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 1, "shape", shape, sym, RLX_MAX_RANK, &n));
   rlx_tensor x, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type tx = type_of(c, x);
@@ -981,8 +1016,11 @@ static rlx_status map_expand(rlx_ox_ctx* c) {
   for (int32_t i = 1; i <= rank; i++) {
     rlx_dim a = i <= tx.rank ? tx.shape[tx.rank - i] : 1;
     int64_t b = i <= n ? shape[n - i] : 1;
-    if (b < 0) return rlx_ox_invalid(c, "shape entry %lld", (long long)b);
-    if (a == b || b == 1) out[rank - i] = a;
+    int b_sym = i <= n && sym[n - i];
+    if (b < 0 && !b_sym) return rlx_ox_invalid(c, "shape entry %lld", (long long)b);
+    /* A symbolic entry against a static a != 1 must be 1 or a: the result is a. */
+    if (b_sym) out[rank - i] = a == 1 || a < 0 ? b : a;
+    else if (a == b || b == 1) out[rank - i] = a;
     else if (a == 1) out[rank - i] = b;
     else if (a < 0) return rlx_ox_unsupported(c, "expanding a symbolic dim to %lld", (long long)b);
     else return rlx_ox_invalid(c, "dim %lld does not broadcast to %lld", (long long)a, (long long)b);
@@ -1145,10 +1183,35 @@ static rlx_status map_constant(rlx_ox_ctx* c) {
   return rlx_ox_invalid(c, "no value attribute");
 }
 
+/* ConstantOfShape of a symbolic shape: the value expanded to it. */
+static rlx_status constant_of_symbolic_shape(rlx_ox_ctx* c, const int64_t* shape, int32_t n) {
+  rlx_host_tensor v;
+  int present;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_tensor(c, "value", &v, &present));
+  unsigned char zero[8] = {0};
+  rlx_dtype dt = present ? v.dtype : RLX_F32;
+  if (present && rlx_host_numel(&v) != 1) {
+    rlx_host_free(&v);
+    return rlx_ox_invalid(c, "value must hold one element");
+  }
+  rlx_dim ones[RLX_MAX_RANK];
+  for (int32_t i = 0; i < n; i++) ones[i] = 1;
+  rlx_tensor t;
+  rlx_status s = rlx_graph_add_constant(GRAPH, dt, ones, n, present ? v.data : zero,
+                                        rlx_dtype_size(dt), &t);
+  rlx_host_free(&v);
+  G(s);
+  G(rlx_graph_add_expand(GRAPH, t, shape, n, &t));
+  return rlx_ox_set(c, 0, t);
+}
+
 static rlx_status map_constant_of_shape(rlx_ox_ctx* c) {
   int64_t shape[RLX_MAX_RANK];
+  uint8_t sym[RLX_MAX_RANK];
   int32_t n;
-  RLX_RETURN_IF_ERROR(rlx_ox_known_ints(c, 0, "shape", shape, RLX_MAX_RANK, &n));
+  RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 0, "shape", shape, sym, RLX_MAX_RANK, &n));
+  for (int32_t i = 0; i < n; i++)
+    if (sym[i]) return constant_of_symbolic_shape(c, shape, n);
   rlx_host_tensor v, h;
   int present;
   rlx_error e;
@@ -1207,8 +1270,37 @@ static rlx_status map_size(rlx_ox_ctx* c) {
   return known_out(c, 0, RLX_I64, 0, NULL, &n);
 }
 
+/* Range with a symbolic limit (arange(T) in exported models): start and
+ * delta known, n = cdiv(limit - start, delta) a dim, values start + i*delta
+ * from an iota (a cumsum over n ones; exact in f32 below 2^24). */
+static rlx_status range_symbolic(rlx_ox_ctx* c) {
+  const rlx_host_tensor *ks, *kd;
+  int64_t limit;
+  uint8_t lsym;
+  int32_t n1;
+  RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 0, "start", &ks));
+  RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 2, "delta", &kd));
+  RLX_RETURN_IF_ERROR(rlx_ox_dims_in(c, 1, "limit", &limit, &lsym, 1, &n1));
+  if (rlx_host_numel(ks) != 1 || rlx_host_numel(kd) != 1 || n1 != 1)
+    return rlx_ox_invalid(c, "start, limit and delta must be scalars");
+  double sd = rlx_load_f64(ks->data, ks->dtype, 0), dd = rlx_load_f64(kd->data, kd->dtype, 0);
+  int64_t s = (int64_t)sd, d = (int64_t)dd;
+  if ((double)s != sd || (double)d != dd || d <= 0)
+    return rlx_ox_unsupported(c, "a symbolic limit needs integral start and a positive integral delta");
+  rlx_dim diff, n;
+  G(rlx_graph_dim_expr(GRAPH, s >= 0 ? RLX_DIM_SUB : RLX_DIM_ADD, limit, s >= 0 ? s : -s, &diff));
+  G(rlx_graph_dim_expr(GRAPH, RLX_DIM_CEIL_DIV, diff, d, &n));
+  rlx_tensor t;
+  G(rlx_ox_iota(GRAPH, n, &t));
+  if (d != 1) RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, t, (double)d, &t));
+  if (s != 0) RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_ADD, t, (double)s, &t));
+  if (ks->dtype != RLX_F32) RLX_RETURN_IF_ERROR(cast(c, t, ks->dtype, &t));
+  return rlx_ox_set(c, 0, t);
+}
+
 static rlx_status map_range(rlx_ox_ctx* c) {
   const rlx_host_tensor *ks, *kl, *kd;
+  if (rlx_ox_sv_in(c, 1)) return range_symbolic(c);
   RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 0, "start", &ks));
   RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 1, "limit", &kl));
   RLX_RETURN_IF_ERROR(rlx_ox_need_known(c, 2, "delta", &kd));
@@ -1234,6 +1326,23 @@ static rlx_status map_range(rlx_ox_ctx* c) {
   return rlx_ox_set_known(c, 0, &h);
 }
 
+/* Trilu over symbolic rows/cols: the mask j - i >= k (<= k) from two iotas. */
+static rlx_status trilu_symbolic(rlx_ox_ctx* c, rlx_tensor x, int64_t upper, int64_t k) {
+  rlx_type t = type_of(c, x);
+  rlx_dim rows = t.shape[t.rank - 2], cols = t.shape[t.rank - 1];
+  rlx_tensor i, j, diff, mask, zero, y;
+  G(rlx_ox_iota(GRAPH, rows, &i));
+  G(rlx_ox_iota(GRAPH, cols, &j));
+  rlx_dim col_shape[2] = {rows, 1}, row_shape[2] = {1, cols};
+  RLX_RETURN_IF_ERROR(reshape(c, i, col_shape, 2, &i));
+  RLX_RETURN_IF_ERROR(reshape(c, j, row_shape, 2, &j));
+  RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_SUB, j, i, &diff));
+  RLX_RETURN_IF_ERROR(cmp_s(c, upper ? RLX_CMP_GE : RLX_CMP_LE, diff, (double)k, &mask));
+  RLX_RETURN_IF_ERROR(scalar(c, t.dtype, 0.0, &zero));
+  RLX_RETURN_IF_ERROR(where(c, mask, x, zero, &y));
+  return rlx_ox_set(c, 0, y);
+}
+
 /* Trilu: keep the upper (j - i >= k) or lower (j - i <= k) triangle. */
 static rlx_status map_trilu(rlx_ox_ctx* c) {
   int64_t upper, k = 0;
@@ -1244,6 +1353,7 @@ static rlx_status map_trilu(rlx_ox_ctx* c) {
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
   rlx_type t = type_of(c, x);
   if (t.rank < 2) return rlx_ox_invalid(c, "input must have rank >= 2");
+  if (t.shape[t.rank - 2] < 0 || t.shape[t.rank - 1] < 0) return trilu_symbolic(c, x, upper, k);
   RLX_RETURN_IF_ERROR(need_static(c, &t, t.rank - 2, "Trilu"));
   RLX_RETURN_IF_ERROR(need_static(c, &t, t.rank - 1, "Trilu"));
   int64_t shape[2] = {t.shape[t.rank - 2], t.shape[t.rank - 1]};

@@ -149,6 +149,7 @@ void rlx_graph_destroy(rlx_graph* g) {
   free(g->nodes);
   free(g->values);
   free(g->symbols);
+  free(g->dim_defs);
   free(g->outputs);
   rlx_rebuild_hook_unref(g->rebuild);
   free(g);
@@ -205,19 +206,12 @@ rlx_status rlx_graph_symbol(rlx_graph* g, const char* name, rlx_dim* out_dim) {
                     "symbol name '%s' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
                     name ? name : "(null)");
   for (int32_t i = 0; i < g->n_symbols; i++) {
-    if (strcmp(g->symbols[i], name) == 0) {
+    if (g->dim_defs[i].op == 0 && strcmp(g->symbols[i], name) == 0) {
       *out_dim = -(rlx_dim)i - 1;
       return RLX_OK;
     }
   }
-  if (!grow((void**)&g->symbols, &g->cap_symbols, g->n_symbols + 1, sizeof(char*)))
-    return rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
-  char* copy = dup_string(name);
-  RLX_CHECK_ALLOC(&g->err, copy);
-  g->symbols[g->n_symbols] = copy;
-  *out_dim = -(rlx_dim)g->n_symbols - 1;
-  g->n_symbols++;
-  return RLX_OK;
+  return rlx_graph_add_leaf_symbol(g, name, out_dim);
 }
 
 static int valid_tensor(const rlx_graph* g, rlx_tensor t) { return t >= 0 && t < g->n_values; }
@@ -362,15 +356,10 @@ rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out) {
   RLX_RETURN_IF_ERROR(rlx_graph_create(&c));
   int ok = grow((void**)&c->nodes, &c->cap_nodes, g->n_nodes, sizeof(rlx_node)) &&
            grow((void**)&c->values, &c->cap_values, g->n_values, sizeof(rlx_value)) &&
-           grow((void**)&c->symbols, &c->cap_symbols, g->n_symbols, sizeof(char*));
+           rlx_graph_copy_dims(c, g) == RLX_OK;
   if (ok && g->n_outputs) {
     c->outputs = malloc(sizeof(rlx_tensor) * (size_t)g->n_outputs);
     ok = c->outputs != NULL;
-  }
-  for (int32_t i = 0; ok && i < g->n_symbols; i++) {
-    c->symbols[i] = dup_string(g->symbols[i]);
-    ok = c->symbols[i] != NULL;
-    c->n_symbols += ok;
   }
   for (int32_t i = 0; ok && i < g->n_nodes; i++) {
     rlx_node* n = &c->nodes[i];
@@ -458,36 +447,9 @@ rlx_status rlx_graph_add_constant(rlx_graph* g, rlx_dtype dtype, const rlx_dim* 
   return add1(g, RLX_OP_CONSTANT, &a, NULL, 0, out);
 }
 
-/* Product of the static dims and the sorted list of symbols of a shape. */
-typedef struct dim_factors {
-  int64_t product;
-  int32_t n_syms;
-  rlx_dim syms[RLX_MAX_RANK];
-} dim_factors;
-
-/* Returns 0 when the static product overflows. */
-static int factor_dims(const rlx_dim* shape, int32_t rank, int skip, dim_factors* f) {
-  f->product = 1;
-  f->n_syms = 0;
-  for (int32_t i = 0; i < rank; i++) {
-    if (i == skip) continue;
-    if (shape[i] >= 0) {
-      if (shape[i] && f->product > INT64_MAX / shape[i]) return 0;
-      f->product *= shape[i];
-    } else {
-      int32_t j = f->n_syms++;
-      while (j > 0 && f->syms[j - 1] > shape[i]) {
-        f->syms[j] = f->syms[j - 1];
-        j--;
-      }
-      f->syms[j] = shape[i];
-    }
-  }
-  return 1;
-}
-
-/* Solves the one RLX_DIM_INFER dim of a reshape target: static when the
- * symbols cancel, or the single symbol left over when the static parts match. */
+/* Solves the one RLX_DIM_INFER dim of a reshape target: x's element count
+ * over the target's other dims, when their factors cancel exactly (symbols
+ * and products of symbols such as B*T included). */
 static rlx_status infer_reshape_dim(rlx_graph* g, const rlx_type* x, rlx_dim* shape,
                                     int32_t rank) {
   int32_t at = -1;
@@ -497,29 +459,17 @@ static rlx_status infer_reshape_dim(rlx_graph* g, const rlx_type* x, rlx_dim* sh
     at = i;
   }
   if (at < 0) return RLX_OK;
-  for (int32_t i = 0; i < rank; i++)
-    if (i != at && shape[i] < 0 && -(shape[i] + 1) >= g->n_symbols)
+  rlx_dim rest[RLX_MAX_RANK];
+  int32_t n_rest = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    if (i == at) continue;
+    if (shape[i] < 0 && -(shape[i] + 1) >= g->n_symbols)
       return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "dim %d is %lld, not a size or symbol",
                                (int)i, (long long)shape[i]);
-  dim_factors fx, ft;
+    rest[n_rest++] = shape[i];
+  }
   char buf[128];
-  if (!factor_dims(x->shape, x->rank, -1, &fx) || !factor_dims(shape, rank, at, &ft))
-    return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "target shape has too many elements");
-  /* Remove the target's symbols from x's; all must be present. */
-  rlx_dim left[RLX_MAX_RANK];
-  int32_t n_left = 0, j = 0;
-  for (int32_t i = 0; i < fx.n_syms; i++) {
-    if (j < ft.n_syms && ft.syms[j] == fx.syms[i]) j++;
-    else left[n_left++] = fx.syms[i];
-  }
-  if (j == ft.n_syms && n_left == 0 && ft.product != 0 && fx.product % ft.product == 0) {
-    shape[at] = fx.product / ft.product;
-    return RLX_OK;
-  }
-  if (j == ft.n_syms && n_left == 1 && ft.product == fx.product && ft.product != 0) {
-    shape[at] = left[0];
-    return RLX_OK;
-  }
+  if (rlx_dims_div_exact(g, x->shape, x->rank, rest, n_rest, &shape[at])) return RLX_OK;
   return rlx_graph_fail_op(g, RLX_OP_RESHAPE, 0, "cannot infer dim %d reshaping %s", (int)at,
                            rlx_type_str(g, x, buf, sizeof buf));
 }

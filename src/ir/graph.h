@@ -172,12 +172,21 @@ typedef struct rlx_value {
   rlx_type type;
 } rlx_value;
 
+/* One entry of the symbolic dim table: a leaf symbol (op 0) or a op b. */
+typedef struct rlx_dim_def {
+  int32_t op; /* 0 or rlx_dim_op */
+  rlx_dim a, b;
+  int32_t depth; /* 0 for a leaf; bounded (RLX_DIM_MAX_DEPTH) so walks are short */
+} rlx_dim_def;
+#define RLX_DIM_MAX_DEPTH 64
+
 struct rlx_graph {
   rlx_node* nodes;
   int32_t n_nodes, cap_nodes;
   rlx_value* values;
   int32_t n_values, cap_values;
-  char** symbols;
+  char** symbols;       /* per table entry: leaf name or printable expression */
+  rlx_dim_def* dim_defs; /* per table entry (same index as symbols) */
   int32_t n_symbols, cap_symbols;
   rlx_tensor* outputs;
   int32_t n_outputs;
@@ -232,8 +241,33 @@ rlx_status rlx_graph_fail_op(rlx_graph* g, rlx_op op, int32_t kind, const char* 
 rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out);
 /* 1 when a node of g reads value t or t is a graph output. */
 int rlx_graph_value_is_read(const rlx_graph* g, rlx_tensor t);
-/* A copy with every symbol replaced by sizes[symbol] (all >= 0) and shapes
+/* A copy with every symbol replaced by sizes[symbol] (one per dim table entry:
+ * leaves >= 0; expressions are computed from them) and shapes
  * re-inferred (dynamic.c). Errors go to g->err. */
 rlx_status rlx_graph_specialize(rlx_graph* g, const int64_t* sizes, rlx_graph** out);
+
+/* 1 when dim is a symbolic expression (not static, not a leaf symbol). */
+int rlx_dim_is_expr(const rlx_graph* g, rlx_dim d);
+/* 1 when d is or contains (through expressions) the symbolic dim `sym`. */
+int rlx_dim_mentions(const rlx_graph* g, rlx_dim d, rlx_dim sym);
+/* Value of d under sizes (one per table entry, leaves filled, expressions
+ * evaluated by rlx_graph_eval_dims); -1 while unbound. */
+int64_t rlx_dim_value(const rlx_graph* g, rlx_dim d, const int64_t* sizes);
+/* Fills sizes[] of every expression entry from the leaves (in table order:
+ * operands come first). An expression over an unbound leaf stays -1; a
+ * negative result or a division by 0 fails with a message naming it. */
+rlx_status rlx_graph_eval_dims(const rlx_graph* g, int64_t* sizes, rlx_error* err);
+/* Exact quotient of the products of two dim lists when b's factors cancel
+ * in a's (B*T*32 / (B*T) = 32); 0 when they do not. */
+int rlx_dims_div_exact(rlx_graph* g, const rlx_dim* a, int32_t na, const rlx_dim* b, int32_t nb,
+                       rlx_dim* out);
+/* Element counts of two shapes: 1 equal, 0 different, -1 undecidable until
+ * bound (a factor is a sum, a quotient...). */
+int rlx_dims_same_count(const rlx_graph* g, const rlx_dim* a, int32_t na, const rlx_dim* b,
+                        int32_t nb);
+/* Appends a leaf symbol named `name` (no lookup). */
+rlx_status rlx_graph_add_leaf_symbol(rlx_graph* g, const char* name, rlx_dim* out);
+/* Appends the entries of src's dim table to dst (which has none yet). */
+rlx_status rlx_graph_copy_dims(rlx_graph* dst, const rlx_graph* src);
 
 #endif

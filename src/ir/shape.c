@@ -158,10 +158,14 @@ static rlx_status need_vector(infer_ctx* c, int32_t i, rlx_dim dim, const char* 
 }
 
 /* NumPy broadcast of two dims; 0 when they are incompatible. A static 1
- * broadcasts against anything, including a symbol. */
-static int broadcast_dim(rlx_dim a, rlx_dim b, rlx_dim* out) {
+ * broadcasts against anything, including a symbol. Two different symbolic
+ * dims give max(a, b) (right when one is 1, and a mismatch fails when the
+ * graph is specialised); a symbol against a static size n > 1 fails as
+ * before (the symbol would have to be 1 or n). */
+static int broadcast_dim(rlx_graph* g, rlx_dim a, rlx_dim b, rlx_dim* out) {
   if (a == b || b == 1) *out = a;
   else if (a == 1) *out = b;
+  else if (a < 0 && b < 0) return rlx_graph_dim_expr(g, RLX_DIM_MAX, a, b, out) == RLX_OK;
   else return 0;
   return 1;
 }
@@ -175,36 +179,11 @@ static rlx_status broadcast_into(infer_ctx* c, rlx_type* out, const rlx_type* t,
   for (int32_t i = 1; i <= r.rank; i++) {
     rlx_dim da = i <= out->rank ? out->shape[out->rank - i] : 1;
     rlx_dim db = i <= t->rank ? t->shape[t->rank - i] : 1;
-    if (!broadcast_dim(da, db, &r.shape[r.rank - i]))
+    if (!broadcast_dim(c->g, da, db, &r.shape[r.rank - i]))
       return FAIL(c, "%s do not broadcast: %s vs %s", what, TSTR(c, out, b1), TSTR(c, t, b2));
   }
   *out = r;
   return RLX_OK;
-}
-
-/* Static product and sorted symbol list of a shape, for element counts. */
-typedef struct factors {
-  int64_t product;
-  int32_t n_syms;
-  rlx_dim syms[RLX_MAX_RANK];
-} factors;
-
-static void factor(const rlx_type* t, factors* f) {
-  f->product = 1;
-  f->n_syms = 0;
-  for (int32_t i = 0; i < t->rank; i++) {
-    rlx_dim d = t->shape[i];
-    if (d >= 0) {
-      f->product *= d; /* bounded by check_size */
-      continue;
-    }
-    int32_t j = f->n_syms++;
-    while (j > 0 && f->syms[j - 1] > d) {
-      f->syms[j] = f->syms[j - 1];
-      j--;
-    }
-    f->syms[j] = d;
-  }
 }
 
 /* ------------------------------------------------------------------ leaves, views */
@@ -245,13 +224,9 @@ static rlx_status infer_reshape(infer_ctx* c) {
   if (to->dtype != x->dtype)
     return FAIL(c, "target dtype %s differs from input %s (use cast)",
                 rlx_dtype_name(to->dtype), TSTR(c, x, b1));
-  factors fx, ft;
-  factor(x, &fx);
-  factor(to, &ft);
-  int same = fx.product == ft.product && fx.n_syms == ft.n_syms &&
-             memcmp(fx.syms, ft.syms, sizeof(rlx_dim) * (size_t)fx.n_syms) == 0;
-  /* Zero elements either way match regardless of symbols. */
-  if (!same && !(fx.product == 0 && ft.product == 0))
+  /* Products through dim expressions (B*T = B x T); an undecidable count
+   * (a sum or quotient among the factors) is checked when specialised. */
+  if (rlx_dims_same_count(c->g, x->shape, x->rank, to->shape, to->rank) == 0)
     return FAIL(c, "element counts differ: %s to %s", TSTR(c, x, b1), TSTR(c, to, b2));
   c->out[0] = *to;
   return RLX_OK;
@@ -296,12 +271,16 @@ static rlx_status infer_narrow(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "input"));
   RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
   rlx_dim dim = x->shape[a->axis];
-  if (a->start < 0 || a->len < 0)
-    return FAIL(c, "start %lld and len %lld must be >= 0", (long long)a->start,
+  /* start and len may be symbolic dims (bound when specialised), e.g. an
+   * ONNX Slice up to a symbolic end; static ones are checked now. */
+  if (!valid_dim(c->g, a->start) || !valid_dim(c->g, a->len))
+    return FAIL(c, "start %lld and len %lld must be >= 0 or symbols", (long long)a->start,
                 (long long)a->len);
-  if (dim < 0)
-    return FAIL(c, "axis %d of %s is symbolic; narrow needs a static dim", (int)a->axis,
-                TSTR(c, x, buf));
+  if (dim < 0 || a->start < 0 || a->len < 0) {
+    c->out[0] = *x;
+    c->out[0].shape[a->axis] = a->len;
+    return RLX_OK;
+  }
   if (a->start > dim || a->len > dim - a->start)
     return FAIL(c, "[%lld, %lld + %lld) is outside axis %d of %s", (long long)a->start,
                 (long long)a->start, (long long)a->len, (int)a->axis, TSTR(c, x, buf));
@@ -318,7 +297,7 @@ static rlx_status infer_concat(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
   c->out[0] = *x;
   if (c->n_in == 1) return RLX_OK;
-  int64_t total = 0;
+  rlx_dim total = 0;
   for (int32_t i = 0; i < c->n_in; i++) {
     const rlx_type* t = c->t[i];
     int ok = t->dtype == x->dtype && t->rank == x->rank;
@@ -327,10 +306,10 @@ static rlx_status infer_concat(infer_ctx* c) {
     if (!ok)
       return FAIL(c, "input %d is %s, input 0 is %s: dtype, rank and dims other than axis %d "
                   "must match", (int)i, TSTR(c, t, b1), TSTR(c, x, b2), (int)a->axis);
-    if (t->shape[a->axis] < 0)
-      return FAIL(c, "input %d is %s: symbolic dims cannot be concatenated along axis %d",
-                  (int)i, TSTR(c, t, b1), (int)a->axis);
-    total += t->shape[a->axis]; /* each < 2^56, at most 64 of them */
+    /* A symbolic axis gives a sum (T + T, T + 1); static sizes stay static:
+     * each < 2^56, at most 64 of them. */
+    if (rlx_graph_dim_expr(c->g, RLX_DIM_ADD, total, t->shape[a->axis], &total) != RLX_OK)
+      return FAIL(c, "input %d is %s: %s", (int)i, TSTR(c, t, b1), c->g->err.msg);
   }
   c->out[0].shape[a->axis] = total;
   return RLX_OK;
@@ -345,7 +324,10 @@ static rlx_status infer_expand(infer_ctx* c) {
     return FAIL(c, "cannot expand %s to %s", TSTR(c, x, b1), TSTR(c, to, b2));
   for (int32_t i = 1; i <= x->rank; i++) {
     rlx_dim d = x->shape[x->rank - i];
-    if (d != 1 && d != to->shape[to->rank - i])
+    rlx_dim t = to->shape[to->rank - i];
+    /* A dim expression (B*T, min(T,32)) may equal anything: checked when specialised. */
+    int undecided = rlx_dim_is_expr(c->g, d) || rlx_dim_is_expr(c->g, t);
+    if (d != 1 && d != t && !undecided)
       return FAIL(c, "cannot expand %s to %s: dim %d is neither 1 nor equal", TSTR(c, x, b1),
                   TSTR(c, to, b2), (int)(x->rank - i));
   }
@@ -814,6 +796,25 @@ static int64_t pool_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t
   return out;
 }
 
+/* pool_out_dim over a symbolic input size, as a dim expression: floor (or
+ * ceil) of span / s, plus one; in ceil mode the last window must still
+ * start before in + pb, so at most cdiv(in + pb, s) windows. */
+static int pool_out_symbolic(rlx_graph* g, rlx_dim in, int64_t k, int64_t s, int64_t d,
+                             int64_t pb, int64_t pe, int32_t ceil_mode, rlx_dim* out) {
+  int64_t shift = pb + pe - d * (k - 1) - 1; /* span = in + shift */
+  rlx_dim span, q, starts;
+  int ok = rlx_graph_dim_expr(g, shift >= 0 ? RLX_DIM_ADD : RLX_DIM_SUB, in,
+                              shift >= 0 ? shift : -shift, &span) == RLX_OK &&
+           rlx_graph_dim_expr(g, ceil_mode ? RLX_DIM_CEIL_DIV : RLX_DIM_FLOOR_DIV, span, s,
+                              &q) == RLX_OK &&
+           rlx_graph_dim_expr(g, RLX_DIM_ADD, q, 1, out) == RLX_OK;
+  if (ok && ceil_mode)
+    ok = rlx_graph_dim_expr(g, RLX_DIM_ADD, in, pb, &starts) == RLX_OK &&
+         rlx_graph_dim_expr(g, RLX_DIM_CEIL_DIV, starts, s, &starts) == RLX_OK &&
+         rlx_graph_dim_expr(g, RLX_DIM_MIN, *out, starts, out) == RLX_OK;
+  return ok;
+}
+
 static rlx_status check_pool_lists(infer_ctx* c, int32_t ns) {
   const rlx_node_attrs* a = c->a;
   if (a->kernel.n != ns || a->strides.n != ns || a->dilations.n != ns || a->pads.n != 2 * ns)
@@ -846,7 +847,12 @@ static rlx_status infer_pool(infer_ctx* c) {
   c->out[0] = *x;
   for (int32_t i = 0; i < ns; i++) {
     rlx_dim in = x->shape[2 + i];
-    if (in < 0) return FAIL(c, "spatial dim %d of x %s is symbolic", (int)i, TSTR(c, x, b1));
+    if (in < 0) { /* the window's fit is checked when specialised */
+      if (!pool_out_symbolic(c->g, in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
+                             a->pads.v[i], a->pads.v[ns + i], a->ceil_mode, &c->out[0].shape[2 + i]))
+        return FAIL(c, "spatial dim %d of x %s: %s", (int)i, TSTR(c, x, b1), c->g->err.msg);
+      continue;
+    }
     int64_t o = pool_out_dim(in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
                              a->pads.v[i], a->pads.v[ns + i], a->ceil_mode);
     if (o < 1)

@@ -8,6 +8,10 @@
  *   %1 = relu(%0) label="act" : f32[batch,16]
  *   outputs %1
  *
+ * A dim may be an expression over dims ("f32[B*T,768]", "len=T-1"; + - * /
+ * % with parentheses, cdiv/min/max(a,b)); the symbols line lists the dim
+ * table in order, expressions in parentheses: "symbols B T (B*T)".
+ *
  * Print and parse are inverses: print(parse(print(g))) == print(g). The parser
  * is fed untrusted input (it is fuzzed): every read is bounds-checked and every
  * problem is an RLX_INVALID_ARGUMENT with a "line:col: what" message. */
@@ -164,13 +168,27 @@ static void print_type(rlx_buf* b, const rlx_graph* g, const rlx_type* t) {
     rlx_dim d = t->shape[i];
     if (d >= 0) { rlx_buf_printf(b, "%" PRId64, d); continue; }
     int64_t sym = -(d + 1);
-    if (sym < g->n_symbols) print_symbol(b, g->symbols[sym]);
+    if (sym < g->n_symbols && g->dim_defs[sym].op) rlx_buf_puts(b, g->symbols[sym]); /* B*T */
+    else if (sym < g->n_symbols) print_symbol(b, g->symbols[sym]);
     else rlx_buf_add(b, "?", 1); /* corrupt graph: keep printing, the parser will reject it */
   }
   rlx_buf_add(b, "]", 1);
 }
 
-static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_attr_id id) {
+/* A dim: a size, a symbol or an expression (as in types). */
+static void print_dim(rlx_buf* b, const rlx_graph* g, rlx_dim d) {
+  int64_t sym = d < 0 ? -(d + 1) : 0;
+  if (d >= 0) rlx_buf_printf(b, "%" PRId64, d);
+  else if (sym < g->n_symbols && g->dim_defs[sym].op) rlx_buf_puts(b, g->symbols[sym]);
+  else if (sym < g->n_symbols) print_symbol(b, g->symbols[sym]);
+  else rlx_buf_add(b, "?", 1);
+}
+
+/* Attributes that hold sizes (narrow's start and len) may be symbolic dims. */
+static int attr_is_dim(rlx_attr_id id) { return id == RLX_ATTR_START || id == RLX_ATTR_LEN; }
+
+static void print_attr(rlx_buf* b, const rlx_graph* g, const rlx_node* n, int32_t input_rank,
+                       rlx_attr_id id) {
   const attr_info* info = &attr_table[id];
   const rlx_node_attrs* a = &n->a;
   rlx_buf_printf(b, " %s=", info->text);
@@ -179,7 +197,8 @@ static void print_attr(rlx_buf* b, const rlx_node* n, int32_t input_rank, rlx_at
     case AK_I64: {
       int64_t v;
       memcpy(&v, (const char*)a + info->offset, sizeof v);
-      rlx_buf_printf(b, "%" PRId64, v);
+      if (attr_is_dim(id)) print_dim(b, g, v);
+      else rlx_buf_printf(b, "%" PRId64, v);
       break;
     }
     case AK_F32: {
@@ -268,7 +287,7 @@ static void print_node(rlx_buf* b, const rlx_graph* g, const rlx_node* n) {
   else if (n->n_out > 0)
     input_rank = g->values[n->out[0]].type.rank;
   for (int32_t id = 0; id < RLX_ATTR_COUNT; id++)
-    if (info->attrs & (1ull << id)) print_attr(b, n, input_rank, (rlx_attr_id)id);
+    if (info->attrs & (1ull << id)) print_attr(b, g, n, input_rank, (rlx_attr_id)id);
   if (n->label) {
     rlx_buf_puts(b, " label=");
     print_quoted(b, n->label);
@@ -291,7 +310,9 @@ rlx_status rlx_graph_print(const rlx_graph* g, char** out_text) {
     rlx_buf_puts(&b, "symbols");
     for (int32_t i = 0; i < g->n_symbols; i++) {
       rlx_buf_add(&b, " ", 1);
-      print_symbol(&b, g->symbols[i]);
+      /* Expressions in parentheses, so the table keeps its order (codes). */
+      if (g->dim_defs[i].op) rlx_buf_printf(&b, "(%s)", g->symbols[i]);
+      else print_symbol(&b, g->symbols[i]);
     }
     rlx_buf_add(&b, "\n", 1);
   }
@@ -670,10 +691,143 @@ static rlx_status parse_symbol_name(parser* p, const token* t, char** out) {
   return RLX_OK;
 }
 
-/* A dim: a static size, or a symbol name (made on first use when the text
- * has no `symbols` line naming it). */
+/* ---- dim expressions ("B*T", "(T+1)/2", "cdiv(T,2)"), read character by
+ * character from the token's start: the tokenizer has no operators. */
+
+typedef struct dim_scan {
+  parser* p;
+  const token* t; /* where errors point */
+  const char* s;
+  int32_t depth;  /* parentheses and calls open: bounded (the text is untrusted) */
+} dim_scan;
+
+static rlx_status scan_expr(dim_scan* d, rlx_dim* out);
+
+static void scan_space(dim_scan* d) {
+  while (*d->s == ' ' || *d->s == '\t') d->s++;
+}
+
+static rlx_status scan_combine(dim_scan* d, rlx_dim_op op, rlx_dim a, rlx_dim b, rlx_dim* out) {
+  if (rlx_graph_dim_expr(d->p->g, op, a, b, out) != RLX_OK)
+    return FAIL(d->p, d->t, "%s", rlx_graph_last_error(d->p->g));
+  return RLX_OK;
+}
+
+static rlx_status scan_atom_inner(dim_scan* d, rlx_dim* out);
+
+static rlx_status scan_atom(dim_scan* d, rlx_dim* out) {
+  if (++d->depth > RLX_DIM_MAX_DEPTH)
+    return FAIL(d->p, d->t, "dim expression nests deeper than %d", RLX_DIM_MAX_DEPTH);
+  rlx_status s = scan_atom_inner(d, out);
+  d->depth--;
+  return s;
+}
+
+static rlx_status scan_atom_inner(dim_scan* d, rlx_dim* out) {
+  scan_space(d);
+  const char* s = d->s;
+  if (*s == '(') {
+    d->s++;
+    RLX_RETURN_IF_ERROR(scan_expr(d, out));
+    scan_space(d);
+    if (*d->s != ')') return FAIL(d->p, d->t, "expected ')' in a dim expression");
+    d->s++;
+    return RLX_OK;
+  }
+  if (*s >= '0' && *s <= '9') {
+    int64_t v = 0;
+    while (*d->s >= '0' && *d->s <= '9') {
+      v = v * 10 + (*d->s++ - '0');
+      if (v > TEXT_MAX_DIM) return FAIL(d->p, d->t, "dim above %lld", (long long)TEXT_MAX_DIM);
+    }
+    *out = v;
+    return RLX_OK;
+  }
+  if (!is_ident_start(*s)) return FAIL(d->p, d->t, "expected a dim in a dim expression");
+  size_t n = 0;
+  while (is_ident_char(s[n])) n++;
+  d->s = s + n;
+  static const struct { const char* name; rlx_dim_op op; } fns[] = {
+      {"cdiv", RLX_DIM_CEIL_DIV}, {"min", RLX_DIM_MIN}, {"max", RLX_DIM_MAX}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    if (n != strlen(fns[i].name) || memcmp(s, fns[i].name, n) != 0 || *d->s != '(') continue;
+    rlx_dim a, b;
+    d->s++;
+    RLX_RETURN_IF_ERROR(scan_expr(d, &a));
+    scan_space(d);
+    if (*d->s != ',') return FAIL(d->p, d->t, "expected ',' in %s(a,b)", fns[i].name);
+    d->s++;
+    RLX_RETURN_IF_ERROR(scan_expr(d, &b));
+    scan_space(d);
+    if (*d->s != ')') return FAIL(d->p, d->t, "expected ')' closing %s(a,b)", fns[i].name);
+    d->s++;
+    return scan_combine(d, fns[i].op, a, b, out);
+  }
+  char name[256];
+  if (n >= sizeof name) return FAIL(d->p, d->t, "symbol name too long");
+  memcpy(name, s, n);
+  name[n] = '\0';
+  if (rlx_graph_symbol(d->p->g, name, out) != RLX_OK)
+    return FAIL(d->p, d->t, "%s", rlx_graph_last_error(d->p->g));
+  return RLX_OK;
+}
+
+/* term := atom (('*' | '/' | '%') atom)*;  expr := term (('+' | '-') term)* */
+static rlx_status scan_term(dim_scan* d, rlx_dim* out) {
+  RLX_RETURN_IF_ERROR(scan_atom(d, out));
+  for (;;) {
+    scan_space(d);
+    char c = *d->s;
+    if (c != '*' && c != '/' && c != '%') return RLX_OK;
+    d->s++;
+    rlx_dim b;
+    RLX_RETURN_IF_ERROR(scan_atom(d, &b));
+    rlx_dim_op op = c == '*' ? RLX_DIM_MUL : c == '/' ? RLX_DIM_FLOOR_DIV : RLX_DIM_MOD;
+    RLX_RETURN_IF_ERROR(scan_combine(d, op, *out, b, out));
+  }
+}
+
+static rlx_status scan_expr(dim_scan* d, rlx_dim* out) {
+  RLX_RETURN_IF_ERROR(scan_term(d, out));
+  for (;;) {
+    scan_space(d);
+    char c = *d->s;
+    if (c != '+' && c != '-') return RLX_OK;
+    d->s++;
+    rlx_dim b;
+    RLX_RETURN_IF_ERROR(scan_term(d, &b));
+    RLX_RETURN_IF_ERROR(scan_combine(d, c == '+' ? RLX_DIM_ADD : RLX_DIM_SUB, *out, b, out));
+  }
+}
+
+/* 1 when the dim at the current token is an expression rather than one
+ * number or name: it opens with '(' or a function, or an operator follows. */
+static int dim_is_expression(const parser* p) {
+  const token* t = &p->tok;
+  if (tok_punct(t, '(')) return 1;
+  if (t->kind != T_IDENT && t->kind != T_NUM) return 0;
+  const char* s = t->s;
+  if (t->kind == T_NUM && !(*s >= '0' && *s <= '9')) return 0; /* -1: the old error */
+  if (t->kind == T_NUM) while (*s >= '0' && *s <= '9') s++;
+  else while (is_ident_char(*s)) s++;
+  while (*s == ' ' || *s == '\t') s++;
+  return *s && strchr("*/%+-(", *s) != NULL;
+}
+
+/* Parses the expression at the current token and moves past it. */
+static rlx_status parse_dim_expression(parser* p, rlx_dim* out) {
+  token t = p->tok;
+  dim_scan d = {p, &t, t.s, 0};
+  RLX_RETURN_IF_ERROR(scan_expr(&d, out));
+  p->pos = (size_t)(d.s - p->src);
+  return advance(p);
+}
+
+/* A dim: a static size, a symbol name (made on first use when the text
+ * has no `symbols` line naming it) or an expression over dims. */
 static rlx_status parse_dim(parser* p, rlx_dim* out) {
   const token* t = &p->tok;
+  if (dim_is_expression(p)) return parse_dim_expression(p, out);
   if (t->kind == T_NUM) {
     int64_t v;
     RLX_RETURN_IF_ERROR(parse_int(p, t, 0, TEXT_MAX_DIM, &v));
@@ -783,6 +937,11 @@ static rlx_status parse_attr_value(parser* p, int id, rlx_node_attrs* a, int32_t
       attr_set_i32(a, info->offset, (int32_t)v);
       return advance(p);
     case AK_I64:
+      if (attr_is_dim((rlx_attr_id)id)) { /* a size, a symbol or an expression */
+        RLX_RETURN_IF_ERROR(parse_dim(p, &v));
+        memcpy((char*)a + info->offset, &v, sizeof v);
+        return RLX_OK;
+      }
       RLX_RETURN_IF_ERROR(parse_int(p, &t, INT64_MIN, INT64_MAX, &v));
       memcpy((char*)a + info->offset, &v, sizeof v);
       return advance(p);
@@ -1032,6 +1191,14 @@ static rlx_status parse_symbols(parser* p) {
   RLX_RETURN_IF_ERROR(advance(p));
   while (p->tok.kind != T_EOL && p->tok.kind != T_EOF) {
     token t = p->tok;
+    if (tok_punct(&t, '(')) { /* an expression entry, after its operands */
+      int32_t before = p->g->n_symbols;
+      rlx_dim d;
+      RLX_RETURN_IF_ERROR(parse_dim_expression(p, &d));
+      if (p->g->n_symbols != before + 1 || d != -(rlx_dim)before - 1)
+        return FAIL(p, &t, "dim expression is not a new entry of the symbol table");
+      continue;
+    }
     char* name = NULL;
     RLX_RETURN_IF_ERROR(parse_symbol_name(p, &t, &name));
     int32_t before = p->g->n_symbols;

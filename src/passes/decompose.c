@@ -459,11 +459,8 @@ rlx_status rlx_decompose(rlx_graph* g, rlx_supports_fn supports, rlx_graph** out
                          int32_t* out_decomposed) {
   rewriter r = {g, NULL, NULL};
   RLX_RETURN_IF_ERROR(rlx_graph_create(&r.dst));
-  for (int32_t i = 0; i < g->n_symbols; i++) {
-    rlx_dim d;
-    rlx_status s = rlx_graph_symbol(r.dst, g->symbols[i], &d);
-    if (s) { rlx_graph_destroy(r.dst); return rlx_fail(&g->err, s, "decompose: %s", "symbol"); }
-  }
+  rlx_status sd = rlx_graph_copy_dims(r.dst, g); /* the same table: the same dim codes */
+  if (sd) { rlx_graph_destroy(r.dst); return rlx_fail(&g->err, sd, "decompose: %s", "symbol"); }
   r.map = malloc(sizeof(rlx_tensor) * (size_t)(g->n_values + 1));
   if (!r.map) {
     rlx_graph_destroy(r.dst);

@@ -197,10 +197,7 @@ static rlx_status evaluate_needed(folder* f, int32_t n_needed, rlx_fold_value* v
  * needed folded value becomes a Constant with its producer's label. */
 static rlx_status rebuild(folder* f, rlx_graph* dst, const rlx_fold_value* vals) {
   rlx_graph* g = f->g;
-  for (int32_t s = 0; s < g->n_symbols; s++) {
-    rlx_dim d;
-    RLX_RETURN_IF_ERROR(rlx_graph_symbol(dst, g->symbols[s], &d));
-  }
+  RLX_RETURN_IF_ERROR(rlx_graph_copy_dims(dst, g)); /* the same table: the same dim codes */
   int32_t k = 0;
   for (int32_t v = 0; v < g->n_values; v++) {
     if (!f->needed[v] || !f->foldable[g->values[v].node]) continue;

@@ -515,11 +515,14 @@ static int symbol_needed(const rlx_graph* g, int32_t sym);
 static int options_bind_all(const rlx_exec* e, int64_t* sizes) {
   for (int32_t i = 0; i < e->src->n_symbols; i++) {
     sizes[i] = e->bound[i];
-    if (sizes[i] >= 0) continue;
+    if (sizes[i] >= 0 || rlx_dim_is_expr(e->src, -(rlx_dim)i - 1)) continue; /* computed */
     if (symbol_needed(e->src, i)) return 0;
     sizes[i] = 1;
   }
-  return 1;
+  /* Expressions as at run time, so the variant's key matches a run's; a bad
+   * one (T-1 at T = 0) is left for the run to report. */
+  rlx_error err;
+  return rlx_graph_eval_dims(e->src, sizes, &err) == RLX_OK;
 }
 
 void rlx_exec_destroy(rlx_exec* e) {
@@ -868,11 +871,30 @@ static int symbol_needed(const rlx_graph* g, int32_t sym) {
   for (int32_t v = 0; v < g->n_values; v++) {
     const rlx_type* t = &g->values[v].type;
     int has = 0;
-    for (int32_t d = 0; d < t->rank; d++) has |= t->shape[d] == code;
+    for (int32_t d = 0; d < t->rank; d++) has |= rlx_dim_mentions(g, t->shape[d], code);
     if (!has) continue;
     if (g->nodes[g->values[v].node].op != RLX_OP_INPUT || rlx_graph_value_is_read(g, v)) return 1;
   }
   return 0;
+}
+
+/* Input dims that are expressions (B*T) follow from the leaves: checked
+ * once the leaves are bound. */
+static rlx_status check_expr_dims(rlx_exec* e, const int64_t* sizes) {
+  rlx_graph* g = e->src;
+  for (int32_t i = 0; i < e->n_inputs; i++) {
+    host_slot* in = &e->inputs[i];
+    for (int32_t d = 0; in->set && d < in->type.rank; d++) {
+      rlx_dim want = in->type.shape[d];
+      if (!rlx_dim_is_expr(g, want)) continue;
+      int64_t v = rlx_dim_value(g, want, sizes);
+      if (v >= 0 && v != in->shape[d])
+        return rlx_fail(&e->err, RLX_INVALID_ARGUMENT,
+                        "input '%s' dim %d is %lld but its declared dim '%s' is %lld", in->name,
+                        d, (long long)in->shape[d], g->symbols[-want - 1], (long long)v);
+    }
+  }
+  return RLX_OK;
 }
 
 /* Binds every symbol: options first, then the shapes of the inputs given. */
@@ -884,7 +906,7 @@ static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
     if (!in->set) continue;
     for (int32_t d = 0; d < in->type.rank; d++) {
       rlx_dim want = in->type.shape[d];
-      if (want >= 0) continue;
+      if (want >= 0 || rlx_dim_is_expr(g, want)) continue;
       int32_t sym = (int32_t)(-want - 1);
       if (sym == e->extent_symbol) continue; /* shrinks via the active extent */
       if (sizes[sym] < 0) sizes[sym] = in->shape[d];
@@ -895,14 +917,15 @@ static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
     }
   }
   for (int32_t k = 0; k < g->n_symbols; k++)
-    if (sizes[k] < 0 && !symbol_needed(g, k))
+    if (sizes[k] < 0 && !rlx_dim_is_expr(g, -(rlx_dim)k - 1) && !symbol_needed(g, k))
       sizes[k] = 1; /* no tensor that matters has it: any size specialises the same */
   for (int32_t k = 0; k < g->n_symbols; k++)
-    if (sizes[k] < 0)
+    if (sizes[k] < 0 && !rlx_dim_is_expr(g, -(rlx_dim)k - 1))
       return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
                       "symbol '%s' is not bound: set an input that uses it or bind it in the "
                       "compile options", g->symbols[k]);
-  return RLX_OK;
+  RLX_RETURN_IF_ERROR(rlx_graph_eval_dims(g, sizes, &e->err));
+  return check_expr_dims(e, sizes);
 }
 
 static rlx_status upload_params(rlx_exec* e, variant* v) {

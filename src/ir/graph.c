@@ -389,7 +389,7 @@ rlx_status rlx_graph_clone(const rlx_graph* g, rlx_graph** out) {
 static rlx_status add1(rlx_graph* g, rlx_op op, const rlx_node_attrs* a, const rlx_tensor* in,
                        int32_t n_in, rlx_tensor* out) {
   if (!g) return RLX_INVALID_ARGUMENT;
-  rlx_tensor tmp[RLX_MAX_OUTPUTS];
+  rlx_tensor tmp[RLX_MAX_OUTPUTS] = {0}; /* gcc -O2 cannot see add_node fills it */
   RLX_RETURN_IF_ERROR(rlx_graph_add_node(g, op, a, in, n_in, tmp));
   if (out) *out = tmp[0];
   return RLX_OK;

@@ -879,7 +879,10 @@ static const case_def CASES[] = {
     {"conv", c_conv, 24, TOL_F32},
     {"conv_transpose", c_conv_transpose, 12, TOL_F32},
     {"im2col", c_im2col, 12, TOL_F32},
-    {"conv_half", c_conv_half, 4, TOL_HALF},
+    /* bf16 bound 3e-2: where Conv is decomposed (shader backends) the
+     * result is rounded to bf16 after the matmul and again after the bias
+     * add, twice the reference's one rounding; one draw in 24 reached 0.021. */
+    {"conv_half", c_conv_half, 4, {0, 2e-2, 3e-2}},
     {"channel_norms", c_channel_norms, 8, TOL_F32},
     {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
 };

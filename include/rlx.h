@@ -401,6 +401,48 @@ RLX_API rlx_status rlx_graph_add_depth_to_space(rlx_graph* g, rlx_tensor x, int3
 RLX_API rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t block,
                                                 rlx_tensor* out);
 
+typedef enum rlx_conv_layout {
+  RLX_CONV_CHANNELS_FIRST = 0, /* x, residual, y: [N, C, spatial...] (NCHW) */
+  RLX_CONV_CHANNELS_LAST = 1,  /* x, residual, y: [N, spatial..., C] (NHWC) */
+} rlx_conv_layout;
+/* Convolution over n_spatial (1..3) dims, y = act(conv(x, w) + bias +
+ * residual) (cuDNN's ConvBiasActivation order: the residual is added before
+ * the activation). w is [OC, C/groups, k...] in both layouts; bias [OC] and
+ * residual (shaped like y) may be RLX_NONE; act may be RLX_ACT_NONE.
+ * strides / dilations[n_spatial] (NULL = all 1); pads[2 * n_spatial]: the
+ * begin pads of each spatial dim, then the end pads (NULL = none). Output
+ * size per dim: (in + begin + end - dilation * (k - 1) - 1) / stride + 1,
+ * floored, which must be >= 1. C and OC must divide by groups (groups = C
+ * is depthwise). */
+RLX_API rlx_status rlx_graph_add_conv(rlx_graph* g, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
+                                      rlx_tensor residual, int32_t n_spatial,
+                                      const int64_t* strides, const int64_t* pads,
+                                      const int64_t* dilations, int32_t groups,
+                                      rlx_activation act, rlx_conv_layout layout,
+                                      rlx_tensor* out);
+/* Transposed convolution (the gradient of conv with respect to its input),
+ * w [C, OC/groups, k...] (ONNX / PyTorch layout), other arguments as in
+ * rlx_graph_add_conv plus output_padding[n_spatial] (NULL = none; each <
+ * max(stride, dilation)). Output size per dim: (in - 1) * stride - begin -
+ * end + dilation * (k - 1) + output_padding + 1. */
+RLX_API rlx_status rlx_graph_add_conv_transpose(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                                rlx_tensor bias, rlx_tensor residual,
+                                                int32_t n_spatial, const int64_t* strides,
+                                                const int64_t* pads, const int64_t* dilations,
+                                                const int64_t* output_padding, int32_t groups,
+                                                rlx_activation act, rlx_conv_layout layout,
+                                                rlx_tensor* out);
+/* The sliding windows of x as columns (PyTorch's unfold): channels first,
+ * x [N, C, spatial...] -> [N, C * prod(kernel), prod(out)], row (c, k...),
+ * column the output position in row-major order; channels last, x [N,
+ * spatial..., C] -> [N, prod(out), prod(kernel) * C], column (k..., c).
+ * kernel[n_spatial] >= 1; strides, pads, dilations as in rlx_graph_add_conv;
+ * padding reads zero. */
+RLX_API rlx_status rlx_graph_add_im2col(rlx_graph* g, rlx_tensor x, int32_t n_spatial,
+                                        const int64_t* kernel, const int64_t* strides,
+                                        const int64_t* pads, const int64_t* dilations,
+                                        rlx_conv_layout layout, rlx_tensor* out);
+
 /* --- generation */
 /* logits [..., V] -> i64 [...]. top_k = 0 means all, top_p = 1 means off,
  * temperature <= 0 means greedy. The seed is given per run. */

@@ -863,6 +863,65 @@ rlx_status rlx_graph_add_space_to_depth(rlx_graph* g, rlx_tensor x, int32_t bloc
   return add1(g, RLX_OP_SPACE_TO_DEPTH, &a, &x, 1, out);
 }
 
+/* The attributes Conv, ConvTranspose and Im2Col share; NULL lists take
+ * their defaults (stride / dilation 1, no padding). */
+static void set_conv_attrs(rlx_node_attrs* a, int32_t ns, const int64_t* strides,
+                           const int64_t* pads, const int64_t* dilations, int32_t groups,
+                           rlx_activation act, rlx_conv_layout layout) {
+  set_ints(&a->strides, strides, ns, 1);
+  set_ints(&a->pads, pads, 2 * ns, 0);
+  set_ints(&a->dilations, dilations, ns, 1);
+  a->groups = groups;
+  a->act = (int32_t)act;
+  a->conv_layout = (int32_t)layout;
+}
+
+static rlx_status check_n_spatial(rlx_graph* g, rlx_op op, int32_t n_spatial) {
+  if (n_spatial < 1 || n_spatial > 3)
+    return rlx_graph_fail_op(g, op, 0, "n_spatial %d is not 1, 2 or 3", (int)n_spatial);
+  return RLX_OK;
+}
+
+rlx_status rlx_graph_add_conv(rlx_graph* g, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
+                              rlx_tensor residual, int32_t n_spatial, const int64_t* strides,
+                              const int64_t* pads, const int64_t* dilations, int32_t groups,
+                              rlx_activation act, rlx_conv_layout layout, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  RLX_RETURN_IF_ERROR(check_n_spatial(g, RLX_OP_CONV, n_spatial));
+  rlx_node_attrs a = {0};
+  set_conv_attrs(&a, n_spatial, strides, pads, dilations, groups, act, layout);
+  rlx_tensor in[4] = {x, w, bias, residual};
+  return add1(g, RLX_OP_CONV, &a, in, 4, out);
+}
+
+rlx_status rlx_graph_add_conv_transpose(rlx_graph* g, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
+                                        rlx_tensor residual, int32_t n_spatial,
+                                        const int64_t* strides, const int64_t* pads,
+                                        const int64_t* dilations, const int64_t* output_padding,
+                                        int32_t groups, rlx_activation act,
+                                        rlx_conv_layout layout, rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  RLX_RETURN_IF_ERROR(check_n_spatial(g, RLX_OP_CONV_TRANSPOSE, n_spatial));
+  rlx_node_attrs a = {0};
+  set_conv_attrs(&a, n_spatial, strides, pads, dilations, groups, act, layout);
+  set_ints(&a.output_padding, output_padding, n_spatial, 0);
+  rlx_tensor in[4] = {x, w, bias, residual};
+  return add1(g, RLX_OP_CONV_TRANSPOSE, &a, in, 4, out);
+}
+
+rlx_status rlx_graph_add_im2col(rlx_graph* g, rlx_tensor x, int32_t n_spatial,
+                                const int64_t* kernel, const int64_t* strides, const int64_t* pads,
+                                const int64_t* dilations, rlx_conv_layout layout,
+                                rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  RLX_RETURN_IF_ERROR(check_n_spatial(g, RLX_OP_IM2COL, n_spatial));
+  if (!kernel) return rlx_graph_fail_op(g, RLX_OP_IM2COL, 0, "kernel is NULL");
+  rlx_node_attrs a = {0};
+  set_conv_attrs(&a, n_spatial, strides, pads, dilations, 1, RLX_ACT_NONE, layout);
+  set_ints(&a.kernel, kernel, n_spatial, 1);
+  return add1(g, RLX_OP_IM2COL, &a, &x, 1, out);
+}
+
 rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
                                 float temperature, rlx_tensor* out) {
   rlx_node_attrs a = {0};

@@ -81,6 +81,9 @@ typedef struct rlx_node_attrs {
   rlx_ints kernel, strides, pads, dilations;
   int32_t ceil_mode, count_include_pad, block;
   float value;
+  /* Conv / ConvTranspose / Im2Col (strides, pads, dilations above) */
+  int32_t groups, conv_layout; /* conv_layout: rlx_conv_layout */
+  rlx_ints output_padding;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -47,6 +47,8 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
     case RLX_OP_ATTENTION: return i == 3;
+    case RLX_OP_CONV:
+    case RLX_OP_CONV_TRANSPOSE: return i >= 2; /* bias, residual */
     default: return 0;
   }
 }
@@ -846,6 +848,164 @@ static rlx_status infer_pad(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ convolution */
+
+/* strides / dilations / pads (and output_padding) of Conv, ConvTranspose
+ * and Im2Col: ns entries each (pads 2 * ns), strides and dilations >= 1,
+ * pads >= 0. */
+static rlx_status check_conv_lists(infer_ctx* c, int32_t ns, int transpose) {
+  const rlx_node_attrs* a = c->a;
+  if (ns < 1 || ns > 3) return FAIL(c, "%d spatial dims (strides); convolution takes 1, 2 or 3", (int)ns);
+  if (a->dilations.n != ns || a->pads.n != 2 * ns || (transpose && a->output_padding.n != ns))
+    return FAIL(c, "strides, dilations%s need %d entries and pads %d (got %d, %d, %d%s)",
+                transpose ? ", output_padding" : "", (int)ns, (int)(2 * ns), (int)a->strides.n,
+                (int)a->dilations.n, (int)a->pads.n, transpose ? " and output_padding" : "");
+  for (int32_t i = 0; i < ns; i++) {
+    if (a->strides.v[i] < 1 || a->dilations.v[i] < 1)
+      return FAIL(c, "spatial dim %d: stride %lld and dilation %lld must be >= 1", (int)i,
+                  (long long)a->strides.v[i], (long long)a->dilations.v[i]);
+    if (a->pads.v[i] < 0 || a->pads.v[ns + i] < 0)
+      return FAIL(c, "spatial dim %d: pads %lld, %lld must be >= 0", (int)i,
+                  (long long)a->pads.v[i], (long long)a->pads.v[ns + i]);
+    if (transpose) {
+      int64_t op = a->output_padding.v[i], s = a->strides.v[i], d = a->dilations.v[i];
+      if (op < 0 || (op >= s && op >= d))
+        return FAIL(c, "spatial dim %d: output_padding %lld must be >= 0 and below the stride %lld or the dilation %lld",
+                    (int)i, (long long)op, (long long)s, (long long)d);
+    }
+  }
+  if (a->conv_layout != RLX_CONV_CHANNELS_FIRST && a->conv_layout != RLX_CONV_CHANNELS_LAST)
+    return FAIL(c, "layout %d is not channels_first or channels_last", (int)a->conv_layout);
+  return RLX_OK;
+}
+
+/* Axis of spatial dim i (and of the channels, i = -1) of a [N, C, sp...] or
+ * [N, sp..., C] tensor of rank ns + 2. */
+static int32_t conv_axis(int32_t layout, int32_t ns, int32_t i) {
+  if (layout == RLX_CONV_CHANNELS_LAST) return i < 0 ? ns + 1 : 1 + i;
+  return i < 0 ? 1 : 2 + i;
+}
+
+static int64_t conv_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                            int64_t op, int transpose) {
+  if (transpose) return (in - 1) * s - pb - pe + d * (k - 1) + op + 1;
+  int64_t span = in + pb + pe - d * (k - 1) - 1;
+  return span < 0 ? -1 : span / s + 1;
+}
+
+/* x (float, static channels and spatial dims) and the kernel sizes of w. */
+static rlx_status check_conv_x_w(infer_ctx* c, int32_t ns, const rlx_type* x, const rlx_type* w) {
+  char b1[160], b2[160];
+  int32_t layout = c->a->conv_layout;
+  if (x->rank != ns + 2 || !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "x %s must be a float tensor of rank %d (N, channels and %d spatial dims)",
+                TSTR(c, x, b1), (int)(ns + 2), (int)ns);
+  for (int32_t i = -1; i < ns; i++)
+    if (x->shape[conv_axis(layout, ns, i)] < 0)
+      return FAIL(c, "x %s: channels and spatial dims must be static", TSTR(c, x, b1));
+  if (w->rank != ns + 2 || w->dtype != x->dtype)
+    return FAIL(c, "w %s must be [out, in, kernel...] of rank %d with x's dtype (x %s)",
+                TSTR(c, w, b1), (int)(ns + 2), TSTR(c, x, b2));
+  for (int32_t d = 0; d < ns + 2; d++)
+    if (w->shape[d] < (d < 2 ? 0 : 1))
+      return FAIL(c, "w %s must be static with kernel sizes >= 1", TSTR(c, w, b1));
+  return RLX_OK;
+}
+
+/* Channels of y from x's channels C and w, per the group rule of each op. */
+static rlx_status conv_channels(infer_ctx* c, int transpose, int64_t C, const rlx_type* w,
+                                int64_t* OC) {
+  char b1[160];
+  int64_t g = c->a->groups;
+  if (g < 1) return FAIL(c, "groups %lld must be >= 1", (long long)g);
+  if (C % g) return FAIL(c, "x's %lld channels do not divide into %lld groups", (long long)C, (long long)g);
+  if (!transpose) {
+    if (w->shape[1] * g != C)
+      return FAIL(c, "w %s takes %lld input channels per group; x has %lld channels in %lld groups",
+                  TSTR(c, w, b1), (long long)w->shape[1], (long long)C, (long long)g);
+    if (w->shape[0] % g)
+      return FAIL(c, "w %s: %lld output channels do not divide into %lld groups", TSTR(c, w, b1),
+                  (long long)w->shape[0], (long long)g);
+    *OC = w->shape[0];
+  } else {
+    if (w->shape[0] != C)
+      return FAIL(c, "w %s must be [C = %lld, OC/groups, kernel...] (ConvTranspose)", TSTR(c, w, b1),
+                  (long long)C);
+    *OC = w->shape[1] * g;
+  }
+  return RLX_OK;
+}
+
+static rlx_status check_conv_extras(infer_ctx* c, int64_t OC, const rlx_type* y) {
+  char b1[160], b2[160];
+  const rlx_type* bias = c->n_in > 2 ? c->t[2] : NULL;
+  const rlx_type* res = c->n_in > 3 ? c->t[3] : NULL;
+  if (bias && (bias->rank != 1 || bias->shape[0] != OC || bias->dtype != y->dtype))
+    return FAIL(c, "bias %s must be [%lld] of the output's dtype", TSTR(c, bias, b1), (long long)OC);
+  if (res && !rlx_type_equal(res, y))
+    return FAIL(c, "residual %s must match the output %s", TSTR(c, res, b1), TSTR(c, y, b2));
+  if (c->a->act < 0 || c->a->act >= RLX_ACT_COUNT)
+    return FAIL(c, "activation %d is not an rlx_activation", (int)c->a->act);
+  return RLX_OK;
+}
+
+/* Conv / ConvTranspose: y has x's layout with OC channels. */
+static rlx_status infer_conv(infer_ctx* c, int transpose) {
+  const rlx_type *x = c->t[0], *w = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  int32_t ns = a->strides.n, layout = a->conv_layout;
+  RLX_RETURN_IF_ERROR(check_conv_lists(c, ns, transpose));
+  RLX_RETURN_IF_ERROR(check_conv_x_w(c, ns, x, w));
+  int64_t OC = 0;
+  RLX_RETURN_IF_ERROR(conv_channels(c, transpose, x->shape[conv_axis(layout, ns, -1)], w, &OC));
+  c->out[0] = *x;
+  c->out[0].shape[conv_axis(layout, ns, -1)] = OC;
+  for (int32_t i = 0; i < ns; i++) {
+    int32_t ax = conv_axis(layout, ns, i);
+    int64_t o = conv_out_dim(x->shape[ax], w->shape[2 + i], a->strides.v[i], a->dilations.v[i],
+                             a->pads.v[i], a->pads.v[ns + i],
+                             transpose ? a->output_padding.v[i] : 0, transpose);
+    if (o < 1)
+      return FAIL(c, "spatial dim %d: output size %lld (input %lld, kernel %lld, dilation %lld, pads %lld, %lld) must be >= 1",
+                  (int)i, (long long)o, (long long)x->shape[ax], (long long)w->shape[2 + i],
+                  (long long)a->dilations.v[i], (long long)a->pads.v[i], (long long)a->pads.v[ns + i]);
+    c->out[0].shape[ax] = o;
+  }
+  return check_conv_extras(c, OC, &c->out[0]);
+}
+
+/* Im2Col: [N, C * K, L] (channels first) or [N, L, K * C] (channels last). */
+static rlx_status infer_im2col(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  const rlx_node_attrs* a = c->a;
+  char b1[160];
+  int32_t ns = a->kernel.n, layout = a->conv_layout;
+  if (a->strides.n != ns) return FAIL(c, "kernel has %d entries, strides %d", (int)ns, (int)a->strides.n);
+  RLX_RETURN_IF_ERROR(check_conv_lists(c, ns, 0));
+  if (x->rank != ns + 2)
+    return FAIL(c, "x %s must have rank %d (N, channels and %d spatial dims)", TSTR(c, x, b1),
+                (int)(ns + 2), (int)ns);
+  int64_t K = 1, L = 1, C = x->shape[conv_axis(layout, ns, -1)];
+  if (C < 0) return FAIL(c, "x %s: channels must be static", TSTR(c, x, b1));
+  for (int32_t i = 0; i < ns; i++) {
+    int64_t in = x->shape[conv_axis(layout, ns, i)], k = a->kernel.v[i];
+    if (in < 0) return FAIL(c, "spatial dim %d of x %s is symbolic", (int)i, TSTR(c, x, b1));
+    if (k < 1) return FAIL(c, "spatial dim %d: kernel %lld must be >= 1", (int)i, (long long)k);
+    int64_t o = conv_out_dim(in, k, a->strides.v[i], a->dilations.v[i], a->pads.v[i],
+                             a->pads.v[ns + i], 0, 0);
+    if (o < 1)
+      return FAIL(c, "spatial dim %d: a window of %lld (dilation %lld) does not fit %lld + pads",
+                  (int)i, (long long)k, (long long)a->dilations.v[i], (long long)in);
+    K *= k;
+    L *= o;
+  }
+  c->out[0] = *x;
+  c->out[0].rank = 3;
+  c->out[0].shape[1] = layout == RLX_CONV_CHANNELS_LAST ? L : C * K;
+  c->out[0].shape[2] = layout == RLX_CONV_CHANNELS_LAST ? K * C : L;
+  return RLX_OK;
+}
+
 /* DepthToSpace / SpaceToDepth: rank 4 with static C, H, W. */
 static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
   const rlx_type* x = c->t[0];
@@ -949,6 +1109,9 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_PAD: return infer_pad(c);
     case RLX_OP_DEPTH_TO_SPACE: return infer_depth_space(c, 1);
     case RLX_OP_SPACE_TO_DEPTH: return infer_depth_space(c, 0);
+    case RLX_OP_CONV: return infer_conv(c, 0);
+    case RLX_OP_CONV_TRANSPOSE: return infer_conv(c, 1);
+    case RLX_OP_IM2COL: return infer_im2col(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -40,6 +40,7 @@ static const char* const style_names[] = {"neox", "gptj"};
 static const char* const pool_names[] = {"max", "avg", "argmax"};
 static const char* const pad_names[] = {"constant", "reflect", "edge", "wrap"};
 static const char* const d2s_names[] = {"dcr", "crd"};
+static const char* const conv_layout_names[] = {"channels_first", "channels_last"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");
@@ -66,7 +67,8 @@ static int32_t family_size(rlx_op op) {
 
 typedef enum attr_kind {
   AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_INTS, AK_STR, AK_BYTES,
-  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S
+  AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S,
+  AK_ENUM_CONV_LAYOUT
 } attr_kind;
 
 typedef struct attr_info {
@@ -90,6 +92,7 @@ static name_table enum_names(attr_kind k) {
     case AK_ENUM_POOL: return (name_table){pool_names, COUNT_OF(pool_names)};
     case AK_ENUM_PAD: return (name_table){pad_names, COUNT_OF(pad_names)};
     case AK_ENUM_D2S: return (name_table){d2s_names, COUNT_OF(d2s_names)};
+    case AK_ENUM_CONV_LAYOUT: return (name_table){conv_layout_names, COUNT_OF(conv_layout_names)};
     default: return (name_table){NULL, 0};
   }
 }

@@ -172,6 +172,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
     }
     case RLX_K_SAMPLE: return work_of(s->p.sample.rows, RLX_WORK_GROUP);
     case RLX_K_POOL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_CONV: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -277,6 +278,11 @@ static rlx_status fail_node(const rlx_step_list* out, const rlx_graph* g, int32_
   return rlx_fail(out->err, st, "lower: %s: %s", rlx_node_str(g, ni, buf, sizeof buf), what);
 }
 
+/* Output length of an unpadded window of k taps (dilation d, stride s). */
+static int64_t conv_out_len(int64_t in, int64_t k, int64_t s, int64_t d) {
+  return (in - d * (k - 1) - 1) / s + 1;
+}
+
 static const rlx_type* in_type(const rlx_graph* g, const rlx_node* n, int i) {
   return rlx_tensor_type(g, n->in[i]);
 }
@@ -380,6 +386,50 @@ static rlx_status lower_depth_space(const rlx_graph* g, const rlx_plan* plan, in
     s->out[0] = dv;
     s->in[0] = sv;
   }
+  return RLX_OK;
+}
+
+/* Im2Col without padding (decompose.c puts a Pad in front of a padded one)
+ * is one strided copy: the output, dense [N, C, k..., o...] (channels first)
+ * or [N, o..., k..., C] (channels last), reads x at o * stride + k *
+ * dilation per spatial dim. 3-D uses all RLX_MAX_RANK = 8 dims. */
+static rlx_status lower_im2col(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  int32_t ns = n->a.kernel.n, last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  for (int32_t i = 0; i < 2 * ns; i++)
+    if (n->a.pads.v[i])
+      return fail_node(out, g, ni, RLX_INTERNAL, "padded im2col reaches lowering (decompose adds a pad)");
+  rlx_view x = rlx_view_of(g, plan, n->in[0]), y = rlx_view_of(g, plan, n->out[0]);
+  const rlx_type* yt = rlx_tensor_type(g, n->out[0]);
+  int32_t ax_c = last ? ns + 1 : 1, r = 2 + 2 * ns;
+  int32_t k0 = last ? 1 + ns : 2, o0 = last ? 1 : 2 + ns, c_at = last ? r - 1 : 1;
+  rlx_view sv = x, dv = y;
+  sv.rank = dv.rank = r;
+  sv.shape[0] = x.shape[0];
+  sv.stride[0] = x.stride[0];
+  sv.shape[c_at] = x.shape[ax_c];
+  sv.stride[c_at] = x.stride[ax_c];
+  for (int32_t i = 0; i < ns; i++) {
+    int32_t ax = last ? 1 + i : 2 + i;
+    int64_t o = conv_out_len(x.shape[ax], n->a.kernel.v[i], n->a.strides.v[i], n->a.dilations.v[i]);
+    sv.shape[k0 + i] = n->a.kernel.v[i];
+    sv.stride[k0 + i] = n->a.dilations.v[i] * x.stride[ax];
+    sv.shape[o0 + i] = o;
+    sv.stride[o0 + i] = n->a.strides.v[i] * x.stride[ax];
+  }
+  int64_t st = 1;
+  for (int32_t d = r - 1; d >= 0; d--) {
+    dv.shape[d] = sv.shape[d];
+    dv.stride[d] = st;
+    st *= sv.shape[d];
+  }
+  if (st != rlx_type_numel(yt)) return fail_node(out, g, ni, RLX_INTERNAL, "im2col geometry");
+  rlx_step* s;
+  RLX_RETURN_IF_ERROR(push(out, RLX_K_COPY, ni, &s));
+  s->n_in = s->n_out = 1;
+  s->out[0] = dv;
+  s->in[0] = sv;
   return RLX_OK;
 }
 
@@ -632,6 +682,7 @@ rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
     case RLX_OP_TOPK: st = lower_row_op(g, plan, ni, RLX_K_TOPK, 0, out); break;
     case RLX_OP_DEPTH_TO_SPACE:
     case RLX_OP_SPACE_TO_DEPTH: st = lower_depth_space(g, plan, ni, out); break;
+    case RLX_OP_IM2COL: st = lower_im2col(g, plan, ni, out); break;
     default: return fail_node(out, g, ni, RLX_UNIMPLEMENTED, "no basic lowering for this op");
   }
   if (st != RLX_OK) {
@@ -653,7 +704,9 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_ROPE:
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:
-    case RLX_OP_PAD: return 1;
+    case RLX_OP_PAD:
+    case RLX_OP_CONV:
+    case RLX_OP_CONV_TRANSPOSE: return 1;
     default: return 0;
   }
 }

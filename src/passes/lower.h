@@ -162,6 +162,28 @@ typedef struct rlx_pool_params {
   int64_t pad[RLX_MAX_RANK], pad_end[RLX_MAX_RANK];
 } rlx_pool_params;
 
+/* Conv and ConvTranspose (RLX_K_CONV, op = RLX_CONV_FORWARD / _TRANSPOSE).
+ * Channels first, x is [N, C, in...] and y [N, OC, out...]; channels last
+ * x [N, in..., C], y [N, out..., OC]. w is [OC, C/groups, kernel...]
+ * (forward) or [C, OC/groups, kernel...] (transpose) in both layouts.
+ * Forward: y[n, oc, o] sums over c in oc's group and taps t of
+ * x[n, c, o * stride - pad + t * dilation] (outside the input reads zero).
+ * Transpose: x[n, c, i] scatters to y[n, oc, i * stride - pad + t *
+ * dilation]; out[] already includes output_padding. y = act(sum + bias[oc]
+ * + residual[n, oc, o]). Dims past n_spatial are 1 (kernel, stride,
+ * dilation 1, pads 0). */
+enum { RLX_CONV_FORWARD = 0, RLX_CONV_TRANSPOSE = 1 };
+typedef struct rlx_conv_params {
+  int32_t n_spatial;               /* 1..3 */
+  int32_t layout;                  /* rlx_conv_layout of x, residual and y */
+  int32_t act;                     /* rlx_activation, RLX_ACT_NONE = none */
+  int32_t has_bias, has_residual;
+  int64_t N, C, OC, groups;        /* C: x's channels, OC: y's channels */
+  int64_t in[3], out[3], kernel[3];
+  int64_t stride[3], pad[3], pad_end[3], dilation[3];
+  int64_t output_padding[3];       /* transpose only (already in out[]) */
+} rlx_conv_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -176,6 +198,7 @@ typedef struct rlx_pool_params {
  *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
  *   (group);  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
+ *   conv: one output element (lane);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -210,6 +233,7 @@ typedef struct rlx_step {
     rlx_rope_params rope;
     rlx_sample_params sample;
     rlx_pool_params pool;
+    rlx_conv_params conv;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

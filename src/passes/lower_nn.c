@@ -381,6 +381,53 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ conv */
+
+/* The whole geometry of a Conv / ConvTranspose node: every dim past
+ * n_spatial is 1 so kernels may always loop over three. */
+static void conv_geometry(const rlx_node* n, const rlx_view* x, const rlx_view* w,
+                          const rlx_view* y, rlx_conv_params* p) {
+  int32_t ns = n->a.strides.n, last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  p->n_spatial = ns;
+  p->layout = n->a.conv_layout;
+  p->act = n->a.act;
+  p->groups = n->a.groups;
+  p->N = x->shape[0];
+  p->C = x->shape[last ? ns + 1 : 1];
+  p->OC = y->shape[last ? ns + 1 : 1];
+  for (int32_t i = 0; i < 3; i++) {
+    int inside = i < ns;
+    int32_t ax = last ? 1 + i : 2 + i;
+    p->in[i] = inside ? x->shape[ax] : 1;
+    p->out[i] = inside ? y->shape[ax] : 1;
+    p->kernel[i] = inside ? w->shape[2 + i] : 1;
+    p->stride[i] = inside ? n->a.strides.v[i] : 1;
+    p->dilation[i] = inside ? n->a.dilations.v[i] : 1;
+    p->pad[i] = inside ? n->a.pads.v[i] : 0;
+    p->pad_end[i] = inside ? n->a.pads.v[ns + i] : 0;
+    p->output_padding[i] = inside && n->op == RLX_OP_CONV_TRANSPOSE ? n->a.output_padding.v[i] : 0;
+  }
+}
+
+static rlx_status lower_conv(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_CONV, ni);
+  s->op = n->op == RLX_OP_CONV_TRANSPOSE ? RLX_CONV_TRANSPOSE : RLX_CONV_FORWARD;
+  s->n_in = 4;
+  s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->in[1] = rlx_view_of(g, plan, n->in[1]);
+  s->in[2] = optional_input(g, plan, n, 2);
+  s->in[3] = optional_input(g, plan, n, 3);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  rlx_conv_params* p = &s->p.conv;
+  conv_geometry(n, &s->in[0], &s->in[1], &s->out[0], p);
+  p->has_bias = s->in[2].rank >= 0;
+  p->has_residual = s->in[3].rank >= 0;
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -394,6 +441,8 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
+    case RLX_OP_CONV:
+    case RLX_OP_CONV_TRANSPOSE: return lower_conv(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

@@ -211,6 +211,9 @@ static int f64_int_cast(const rlx_graph* g, const rlx_node* n) {
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (rlx_shader_node_has_newer_dtype(g, ni) || f64_int_cast(g, n)) return 0;
+  /* No conv kernel in the shaders yet: decompose.c rewrites Conv and
+   * ConvTranspose into Pad, Im2Col (a strided copy) and MatMul. */
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

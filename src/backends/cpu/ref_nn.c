@@ -377,6 +377,71 @@ static rlx_status ref_pool(uint8_t* arena, const rlx_step* s) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ conv */
+
+/* Dense element index of (n, c, spatial i[3]) in a conv activation with
+ * `ch` channels and spatial sizes sp[3] (unused dims are 1). */
+static int64_t conv_index(const rlx_conv_params* p, int64_t ch, const int64_t* sp, int64_t n,
+                          int64_t c, const int64_t* i) {
+  int64_t s = (i[0] * sp[1] + i[1]) * sp[2] + i[2], area = sp[0] * sp[1] * sp[2];
+  if (p->layout == RLX_CONV_CHANNELS_LAST) return (n * area + s) * ch + c;
+  return (n * ch + c) * area + s;
+}
+
+/* Input coordinate feeding output coordinate o through tap t of spatial
+ * dim d, or -1 if none does (outside the input, or for the transpose not
+ * on the stride grid). */
+static int64_t conv_source(const rlx_conv_params* p, int transpose, int d, int64_t o, int64_t t) {
+  if (!transpose) {
+    int64_t i = o * p->stride[d] - p->pad[d] + t * p->dilation[d];
+    return i >= 0 && i < p->in[d] ? i : -1;
+  }
+  int64_t num = o + p->pad[d] - t * p->dilation[d];
+  if (num < 0 || num % p->stride[d]) return -1;
+  int64_t i = num / p->stride[d];
+  return i < p->in[d] ? i : -1;
+}
+
+/* The sum over the taps of one output element (n, oc, o) of a Conv
+ * (w [OC, C/g, k...]) or ConvTranspose (w [C, OC/g, k...]). */
+static double conv_sum(uint8_t* arena, const rlx_step* s, int64_t n, int64_t oc, const int64_t* o) {
+  const rlx_conv_params* p = &s->p.conv;
+  int transpose = s->op == RLX_CONV_TRANSPOSE;
+  int64_t cg = p->C / p->groups, ocg = p->OC / p->groups, g = oc / ocg;
+  int64_t taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
+  double acc = 0.0;
+  for (int64_t t = 0; t < taps; t++) {
+    int64_t tk[3] = {t / (p->kernel[1] * p->kernel[2]), t / p->kernel[2] % p->kernel[1], t % p->kernel[2]};
+    int64_t i[3];
+    int inside = 1;
+    for (int d = 0; d < 3 && inside; d++) inside = (i[d] = conv_source(p, transpose, d, o[d], tk[d])) >= 0;
+    if (!inside) continue;
+    for (int64_t c = 0; c < cg; c++) {
+      int64_t wi = transpose ? ((g * cg + c) * ocg + oc % ocg) * taps + t : (oc * cg + c) * taps + t;
+      acc += ld(arena, &s->in[0], conv_index(p, p->C, p->in, n, g * cg + c, i)) * ld(arena, &s->in[1], wi);
+    }
+  }
+  return acc;
+}
+
+static rlx_status ref_conv(uint8_t* arena, const rlx_step* s) {
+  const rlx_conv_params* p = &s->p.conv;
+  for (int64_t n = 0; n < p->N; n++)
+    for (int64_t oc = 0; oc < p->OC; oc++)
+      for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < p->out[1]; o1++)
+          for (int64_t o2 = 0; o2 < p->out[2]; o2++) {
+            int64_t o[3] = {o0, o1, o2};
+            int64_t yi = conv_index(p, p->OC, p->out, n, oc, o);
+            double acc = conv_sum(arena, s, n, oc, o);
+            if (p->has_bias) acc += ld(arena, &s->in[2], oc);
+            if (p->has_residual) acc += ld(arena, &s->in[3], yi);
+            if (p->act != RLX_ACT_NONE) acc = rlx_ref_activation(p->act, acc);
+            st(arena, &s->out[0], yi, acc);
+          }
+  return RLX_OK;
+}
+
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err) {
   switch (s->kernel) {
@@ -386,6 +451,7 @@ rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
     case RLX_K_ROPE: return ref_rope(arena, s);
     case RLX_K_SAMPLE: return ref_sample(arena, s, ctx, err);
     case RLX_K_POOL: return ref_pool(arena, s);
+    case RLX_K_CONV: return ref_conv(arena, s);
     default:
       return rlx_fail(err, RLX_INTERNAL, "node %d: kernel %d is not an nn kernel", s->node,
                       (int)s->kernel);

@@ -177,6 +177,8 @@ static int has_newer_dtype(const rlx_graph* g, const rlx_node* n) {
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
+  /* No conv kernel yet: decompose.c rewrites Conv / ConvTranspose. */
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return 0;
   return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
 }
 

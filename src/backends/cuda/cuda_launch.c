@@ -837,6 +837,8 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_ROPE build_rope
 #define RLX_CUDA_KIND_SAMPLE build_sample
 #define RLX_CUDA_KIND_POOL build_pool
+/* no conv kernel yet: Conv nodes are decomposed (cuda_supports) */
+#define RLX_CUDA_KIND_CONV build_host
 #define RLX_CUDA_KIND_HOST build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

@@ -169,6 +169,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_ROPE RLX_VK_PIPE_ROPE
 #define RLX_VK_KIND_SAMPLE RLX_VK_PIPE_SAMPLE
 #define RLX_VK_KIND_POOL RLX_VK_PIPE_POOL
+#define RLX_VK_KIND_CONV RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */

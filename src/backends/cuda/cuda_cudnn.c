@@ -32,11 +32,13 @@
 
 struct rlx_cuda_conv_plan {
   rlx_dnn_tensor xd, yd, bd;
+  rlx_dnn_tensor w_src, w_dst; /* channels-last: KCRS -> KRSC into the workspace */
+  size_t w_bytes;              /* workspace bytes the reordered filter takes (256-aligned) */
   rlx_dnn_filter wd;
   rlx_dnn_conv cd;
   rlx_dnn_act ad;
   int transpose, algo, math, fused, add_bias, applies_act, residual_copy, has_residual;
-  size_t ws;
+  size_t ws; /* w_bytes + the algorithm's own workspace */
   CUdeviceptr x, w, bias, res, y;
   float one, zero; /* scaling factors: float for f32, f16 and bf16 data */
 };
@@ -102,15 +104,23 @@ static int64_t extent(const rlx_cuda_conv* c, int64_t ch, const int64_t* sp, con
   return e;
 }
 
-int rlx_cuda_conv_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c) {
+int rlx_cuda_conv_kind_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c) {
   int t;
   if (!d->have_dnn || !dnn_type(c->dtype, &t)) return 0;
   if (c->spatial < 1 || c->spatial > 3 || c->groups < 1) return 0;
+  for (int s = 0; s < c->spatial; s++)
+    if (c->pad[s] != c->pad_end[s]) return 0;
+  if (c->has_bias && c->bias_dtype != c->dtype) return 0;
+  return !c->has_residual || c->res_dtype == c->dtype;
+}
+
+int rlx_cuda_conv_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c) {
+  if (!rlx_cuda_conv_kind_native(d, c)) return 0;
   if (c->N < 1 || c->C < 1 || c->OC < 1 || c->C % c->groups || c->OC % c->groups) return 0;
   if (!fits_int(c->N) || !fits_int(c->C) || !fits_int(c->OC) || !fits_int(c->groups)) return 0;
   for (int s = 0; s < c->spatial; s++) {
-    if (c->pad[s] != c->pad_end[s] || c->in[s] < 1 || c->out[s] < 1) return 0;
-    if (c->kernel[s] < 1 || c->stride[s] < 1 || c->dilation[s] < 1) return 0;
+    if (c->in[s] < 1 || c->out[s] < 1) return 0;
+    if (c->kernel[s] < 1 || c->stride[s] < 1 || c->dilation[s] < 1 || c->pad[s] < 0) return 0;
     if (!fits_int(c->in[s]) || !fits_int(c->out[s]) || !fits_int(c->kernel[s]) ||
         !fits_int(c->pad[s]) || !fits_int(c->stride[s]) || !fits_int(c->dilation[s]))
       return 0;
@@ -123,12 +133,9 @@ int rlx_cuda_conv_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c) {
   if (!packed(c, c->C, c->in, c->x_stride) || !packed(c, c->OC, c->out, c->y_stride)) return 0;
   if (extent(c, c->C, c->in, c->x_stride) > INT_MAX || extent(c, c->OC, c->out, c->y_stride) > INT_MAX)
     return 0;
-  if (c->has_bias && c->bias_dtype != c->dtype) return 0;
-  if (c->has_residual) { /* the residual is blended into y: same dtype and layout */
-    if (c->res_dtype != c->dtype) return 0;
+  if (c->has_residual) /* blended into y: the same layout */
     for (int k = 0; k < c->spatial + 2; k++)
       if (c->res_stride[k] != c->y_stride[k]) return 0;
-  }
   return 1;
 }
 
@@ -138,6 +145,8 @@ void rlx_cuda_conv_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_conv_plan* p) {
   if (p->xd) a->destroy_tensor(p->xd);
   if (p->yd) a->destroy_tensor(p->yd);
   if (p->bd) a->destroy_tensor(p->bd);
+  if (p->w_src) a->destroy_tensor(p->w_src);
+  if (p->w_dst) a->destroy_tensor(p->w_dst);
   if (p->wd) a->destroy_filter(p->wd);
   if (p->cd) a->destroy_conv(p->cd);
   if (p->ad) a->destroy_act(p->ad);
@@ -149,8 +158,8 @@ int rlx_cuda_conv_plan_applies_act(const rlx_cuda_conv_plan* p) { return p->appl
 int rlx_cuda_conv_plan_needs_residual_copy(const rlx_cuda_conv_plan* p) { return p->residual_copy; }
 
 void rlx_cuda_conv_plan_describe(const rlx_cuda_conv_plan* p, char* buf, size_t cap) {
-  snprintf(buf, cap, "%s algo %d%s", p->transpose ? "bwd-data" : "fwd", p->algo,
-           p->fused ? " fused" : "");
+  snprintf(buf, cap, "%s algo %d%s%s", p->transpose ? "bwd-data" : "fwd", p->algo,
+           p->fused ? " fused" : "", p->w_dst ? " nhwc" : "");
 }
 
 static rlx_status dnn_fail(const rlx_cuda_dev* d, rlx_error* err, rlx_dnn_status s,
@@ -165,6 +174,34 @@ static rlx_status dnn_fail(const rlx_cuda_dev* d, rlx_error* err, rlx_dnn_status
     rlx_dnn_status rlx_dnn_s_ = (expr);                                \
     if (rlx_dnn_s_ != RLX_DNN_SUCCESS) return dnn_fail((d), (err), rlx_dnn_s_, (call)); \
   } while (0)
+
+/* The filter as two tensors of the same dims (K, C/g, k..): packed KCRS
+ * as stored, and packed KRSC (channels innermost) in the workspace. */
+static rlx_status filter_reorder(const rlx_cuda_dev* d, int type, int nb, const int* dims,
+                                 rlx_cuda_conv_plan* p, rlx_error* err) {
+  const rlx_dnn_api* a = &d->dnn;
+  int src[MAX_DIMS], dst[MAX_DIMS];
+  int64_t run = 1;
+  for (int k = nb - 1; k >= 0; k--) {
+    src[k] = (int)run;
+    run *= dims[k];
+  }
+  int64_t total = run;
+  dst[1] = 1;
+  run = dims[1];
+  for (int k = nb - 1; k >= 2; k--) {
+    dst[k] = (int)run;
+    run *= dims[k];
+  }
+  dst[0] = (int)run;
+  size_t es = type == RLX_DNN_FLOAT ? 4 : 2;
+  p->w_bytes = ((size_t)total * es + 255u) & ~(size_t)255u;
+  DNN(d, err, "cudnnCreateTensorDescriptor", a->create_tensor(&p->w_src));
+  DNN(d, err, "cudnnSetTensorNdDescriptor(w)", a->set_tensor_nd(p->w_src, type, nb, dims, src));
+  DNN(d, err, "cudnnCreateTensorDescriptor", a->create_tensor(&p->w_dst));
+  DNN(d, err, "cudnnSetTensorNdDescriptor(w nhwc)", a->set_tensor_nd(p->w_dst, type, nb, dims, dst));
+  return RLX_OK;
+}
 
 /* Descriptors of x, y, w, bias and the convolution. */
 static rlx_status make_descriptors(const rlx_cuda_build* b, const rlx_cuda_conv* c,
@@ -205,7 +242,8 @@ static rlx_status make_descriptors(const rlx_cuda_build* b, const rlx_cuda_conv*
   }
   DNN(d, err, "cudnnCreateFilterDescriptor", a->create_filter(&p->wd));
   DNN(d, err, "cudnnSetFilterNdDescriptor",
-      a->set_filter_nd(p->wd, type, c->weight_channels_last ? RLX_DNN_NHWC : RLX_DNN_NCHW, nb, dims));
+      a->set_filter_nd(p->wd, type, c->channels_last ? RLX_DNN_NHWC : RLX_DNN_NCHW, nb, dims));
+  if (c->channels_last) RLX_RETURN_IF_ERROR(filter_reorder(d, type, nb, dims, p, err));
   DNN(d, err, "cudnnCreateConvolutionDescriptor", a->create_conv(&p->cd));
   DNN(d, err, "cudnnSetConvolutionNdDescriptor",
       a->set_conv_nd(p->cd, nsp, pad, stride, dil, RLX_DNN_CROSS_CORRELATION, RLX_DNN_FLOAT));
@@ -257,9 +295,17 @@ static rlx_dnn_status issue(const rlx_cuda_dev* d, const rlx_cuda_conv_plan* p, 
   const void* x = (const void*)(uintptr_t)p->x;
   const void* w = (const void*)(uintptr_t)p->w;
   void* yp = (void*)(uintptr_t)y;
-  void* wsp = (void*)(uintptr_t)ws;
   const void* blend = p->has_residual ? &p->one : &p->zero;
   rlx_dnn_status s;
+  if (p->w_dst) { /* the reordered filter heads the workspace */
+    void* wr = (void*)(uintptr_t)ws;
+    s = a->transform(h, &p->one, p->w_src, w, &p->zero, p->w_dst, wr);
+    if (s != RLX_DNN_SUCCESS) return s;
+    w = wr;
+    ws += p->w_bytes;
+    ws_bytes -= p->w_bytes;
+  }
+  void* wsp = (void*)(uintptr_t)ws;
   if (p->fused) /* no residual: z is y itself, scaled by 0 */
     return a->forward_fused(h, &p->one, p->xd, x, p->wd, w, p->cd, p->algo, wsp, ws_bytes, blend,
                             p->yd, p->has_residual ? (const void*)(uintptr_t)res : yp, p->bd,
@@ -291,14 +337,17 @@ static int trial(const rlx_cuda_build* b, const rlx_cuda_conv* c, const rlx_cuda
   return ok;
 }
 
-/* Workspace of algo for this problem. */
+/* Workspace of algo for this problem, plus the reordered filter's. */
 static int workspace_of(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p, int algo,
                         size_t* out) {
   const rlx_dnn_api* a = &b->d->dnn;
   *out = 0;
   rlx_dnn_status s = p->transpose ? a->bwd_data_ws(b->dnn, p->wd, p->xd, p->cd, p->yd, algo, out)
                                   : a->fwd_ws(b->dnn, p->xd, p->wd, p->cd, p->yd, algo, out);
-  return s == RLX_DNN_SUCCESS && *out <= b->dnn_ws_cap;
+  if (s != RLX_DNN_SUCCESS || *out > b->dnn_ws_cap) return 0;
+  *out = (*out + 255u) & ~(size_t)255u;
+  *out += p->w_bytes;
+  return 1;
 }
 
 /* The first candidate that runs: fused where the epilogue allows it, else

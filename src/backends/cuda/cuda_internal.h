@@ -226,6 +226,7 @@ typedef struct rlx_launch_list {
   rlx_launch* v;
   int32_t n, cap;
   uint64_t scratch_bytes; /* device scratch the launches need (GEMV partials, sample) */
+  size_t dnn_workspace;   /* cuDNN workspace (per stream) the largest conv plan needs */
 } rlx_launch_list;
 
 /* Per-executable context the launch builder needs. */
@@ -246,6 +247,10 @@ typedef struct rlx_cuda_build {
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);
 void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
+/* Whether the step would use cuDNN (the executable then makes a handle). */
+int rlx_cuda_step_uses_dnn(const rlx_step* s);
+/* Whether Conv / ConvTranspose node ni runs on cuDNN (cuda_supports). */
+int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t ni);
 
 /* cuBLASLt (cuda_matmul.c). Returns RLX_OK with *out == NULL when cuBLASLt
  * cannot take the step (the caller uses the own kernel). */
@@ -272,19 +277,23 @@ typedef struct rlx_cuda_conv {
   int64_t N, C, OC, groups;  /* C: x's channels; OC: y's */
   int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
   int64_t x_stride[5], y_stride[5], res_stride[5];
-  /* w is [OC, k.., C/g] (forward; transpose: [C, k.., OC/g]) instead of
-   * [OC, C/g, k..] */
-  int weight_channels_last;
+  /* x, y channels-last: w ([OC, C/g, k..] as in every layout) is copied
+   * to [OC, k.., C/g] in the workspace each run, so cuDNN's NHWC kernels
+   * apply (cudnnTransformTensor, a few MB at most) */
+  int channels_last;
   int act; /* rlx_activation applied after bias and residual */
   int has_bias, has_residual;
   rlx_dtype bias_dtype, res_dtype;
   uint64_t x_off, w_off, bias_off, res_off, y_off;
 } rlx_cuda_conv;
 
-/* Whether cuDNN (loaded) takes this convolution: dtype f32/f16/bf16,
- * symmetric padding, packed NCHW-order or channels-last tensors, sizes that
- * fit cuDNN's int dims. What it decides is what the backend's `supports`
- * reports, so a convolution it refuses is decomposed instead. */
+/* Whether cuDNN (loaded) takes a convolution of this kind: dtype
+ * f32/f16/bf16 (bias and residual alike), 1..3 spatial dims, symmetric
+ * padding. The backend's `supports` asks it per node, so a convolution it
+ * refuses is decomposed instead. */
+int rlx_cuda_conv_kind_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c);
+/* The kind check plus the geometry: packed NCHW-order or channels-last
+ * tensors, sizes that fit cuDNN's int dims, consistent output sizes. */
 int rlx_cuda_conv_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c);
 /* Descriptors and the algorithm (timed search, or cuDNN's heuristic with
  * dnn_heuristic), made once. RLX_OK with *out == NULL when no algorithm

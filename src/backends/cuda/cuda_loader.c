@@ -167,6 +167,7 @@ static int load_cudnn_syms(void* lib, rlx_dnn_api* a) {
          load_sym(lib, "cudnnConvolutionForward", &a->forward) &&
          load_sym(lib, "cudnnConvolutionBiasActivationForward", &a->forward_fused) &&
          load_sym(lib, "cudnnConvolutionBackwardData", &a->backward_data) &&
+         load_sym(lib, "cudnnTransformTensor", &a->transform) &&
          load_sym(lib, "cudnnAddTensor", &a->add_tensor);
 }
 

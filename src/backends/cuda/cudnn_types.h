@@ -98,6 +98,8 @@ typedef struct rlx_dnn_api {
                                   const void* w, rlx_dnn_tensor, const void* dy, rlx_dnn_conv,
                                   int algo, void* ws, size_t ws_bytes, const void* beta,
                                   rlx_dnn_tensor, void* dx);
+  rlx_dnn_status (*transform)(rlx_dnn_handle, const void* alpha, rlx_dnn_tensor, const void* x,
+                              const void* beta, rlx_dnn_tensor, void* y);
   rlx_dnn_status (*add_tensor)(rlx_dnn_handle, const void* alpha, rlx_dnn_tensor, const void* a,
                                const void* beta, rlx_dnn_tensor, void* c);
 } rlx_dnn_api;

@@ -31,7 +31,8 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "act", "eps", "num_heads", "num_kv_heads", "head_dim", "layout", "mask",
               "window", "score_scale", "softcap", "n_rot", "style", "top_k", "top_p",
               "temperature", "pool", "kernel", "strides", "pads", "dilations", "ceil_mode",
-              "count_include_pad", "pad_mode", "value", "block", "d2s_mode"]
+              "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "groups",
+              "conv_layout", "output_padding"]
 FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
@@ -1216,6 +1217,116 @@ def depth_space_cases():
     y = c.op("space_to_depth", [x], as_dtype(space_to_depth_ref(a, 2), a), {"block": 2})
     c.output(c.op("depth_to_space", [y], a, {"block": 2, "d2s_mode": "dcr"}))
     yield c
+
+
+# ---------------------------------------------------------------- convolution
+
+TORCH_CONV = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d,
+              3: torch.nn.functional.conv3d}
+TORCH_CONV_T = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
+                3: torch.nn.functional.conv_transpose3d}
+TORCH_ACT = {"none": lambda y: y, "relu": torch.relu, "tanh": torch.tanh,
+             "silu": torch.nn.functional.silu}
+
+
+def torch_pad_list(pads):
+    """ONNX-order pads (begins, then ends) as F.pad's list (last dim first)."""
+    ns = len(pads) // 2
+    out = []
+    for i in reversed(range(ns)):
+        out += [pads[i], pads[ns + i]]
+    return out
+
+
+def to_last(t):
+    """[N, C, sp...] -> [N, sp..., C]"""
+    return t.permute(0, *range(2, t.dim()), 1)
+
+
+def conv_case(name, xs, ws, s, pads, d, groups, bias=False, act="none", residual=False,
+              last=False):
+    """F.conv{1,2,3}d over the input padded first (asymmetric pads); channels
+    last permutes x and y around the channels-first reference."""
+    c = Case(name, F32_TOL)
+    ns = len(ws) - 2
+    a, w = c.uniform(xs), c.uniform(ws, -1.0, 1.0)
+    b = c.uniform([ws[0]]) if bias else None
+    ref = TORCH_CONV[ns](torch.nn.functional.pad(t64(a), torch_pad_list(pads)), t64(w),
+                         None if b is None else t64(b), s, 0, d, groups)
+    r = c.uniform(list(ref.shape)) if residual else None
+    if r is not None:
+        ref = ref + t64(r)
+    ref = TORCH_ACT[act](ref)
+    if last:
+        a, ref = c_order(to_last(torch.from_numpy(a)).numpy()), to_last(ref)
+        r = None if r is None else c_order(to_last(torch.from_numpy(r)).numpy())
+    ins = [c.input(a), c.input(w), None if b is None else c.input(b), None if r is None else c.input(r)]
+    attrs = {"strides": s, "pads": pads, "dilations": d, "groups": groups, "act": act,
+             "conv_layout": "channels_last" if last else "channels_first"}
+    c.output(c.op("conv", ins, as_dtype(ref, a), attrs))
+    return c
+
+
+def conv_transpose_case(name, xs, ws, s, pads, d, groups, opad, bias=False, last=False):
+    """F.conv_transpose{n}d without padding, then the asymmetric pads cropped
+    (the output_padding is added at the end before the crop, as torch does)."""
+    c = Case(name, F32_TOL)
+    ns = len(ws) - 2
+    a, w = c.uniform(xs), c.uniform(ws, -1.0, 1.0)
+    b = c.uniform([ws[1] * groups]) if bias else None
+    full = TORCH_CONV_T[ns](t64(a), t64(w), None if b is None else t64(b), s, 0, opad, groups, d)
+    ref = full[(slice(None), slice(None)) +
+               tuple(slice(pads[i], full.shape[2 + i] - pads[ns + i]) for i in range(ns))]
+    if last:
+        a, ref = c_order(to_last(torch.from_numpy(a)).numpy()), to_last(ref)
+    ins = [c.input(a), c.input(w), None if b is None else c.input(b), None]
+    attrs = {"strides": s, "pads": pads, "dilations": d, "groups": groups, "act": "none",
+             "conv_layout": "channels_last" if last else "channels_first",
+             "output_padding": opad}
+    c.output(c.op("conv_transpose", ins, as_dtype(ref, a), attrs))
+    return c
+
+
+def im2col_case(name, xs, k, s, pads, d):
+    """F.unfold (2-D); the asymmetric pads applied by F.pad first."""
+    c = Case(name, EXACT)
+    a = c.uniform(xs)
+    ref = torch.nn.functional.unfold(torch.nn.functional.pad(t64(a), torch_pad_list(pads)), k,
+                                     dilation=d, padding=0, stride=s)
+    x = c.input(a)
+    attrs = {"kernel": k, "strides": s, "pads": pads, "dilations": d,
+             "conv_layout": "channels_first"}
+    c.output(c.op("im2col", [x], as_dtype(ref, a), attrs))
+    return c
+
+
+@case
+def conv_cases():
+    yield conv_case("conv1d_stride_pad", [2, 3, 11], [4, 3, 3], [2], [1, 2], [1], 1, bias=True)
+    yield conv_case("conv1d_dil_last", [1, 4, 9], [2, 4, 2], [1], [0, 1], [3], 1, last=True)
+    yield conv_case("conv2d_asym", [2, 3, 7, 6], [5, 3, 3, 2], [2, 1], [1, 0, 2, 1], [1, 2], 1,
+                    bias=True, act="relu")
+    yield conv_case("conv2d_groups", [1, 6, 6, 5], [4, 3, 2, 3], [1, 2], [0, 1, 1, 0], [1, 1], 2,
+                    bias=True)
+    yield conv_case("conv2d_depthwise_res", [2, 4, 5, 5], [8, 1, 3, 3], [1, 1], [1, 1, 1, 1], [1, 1],
+                    4, bias=True, act="silu", residual=True)
+    yield conv_case("conv2d_last_groups", [2, 4, 6, 7], [6, 2, 3, 2], [2, 1], [1, 0, 0, 1], [1, 1],
+                    2, bias=True, act="tanh", residual=True, last=True)
+    yield conv_case("conv2d_pointwise", [2, 5, 4, 3], [7, 5, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    yield conv_case("conv3d", [1, 2, 4, 5, 6], [3, 2, 2, 3, 2], [1, 2, 2], [0, 1, 1, 1, 0, 0],
+                    [2, 1, 1], 1, bias=True)
+    yield conv_case("conv3d_last", [1, 3, 4, 4, 5], [2, 3, 2, 2, 3], [2, 1, 1], [1, 0, 0, 0, 1, 1],
+                    [1, 1, 2], 1, last=True)
+    yield conv_transpose_case("conv_transpose1d", [2, 3, 5], [3, 2, 3], [2], [1, 0], [1], 1, [1],
+                              bias=True)
+    yield conv_transpose_case("conv_transpose2d_groups", [1, 4, 4, 3], [4, 2, 3, 2], [2, 1],
+                              [1, 0, 0, 1], [1, 2], 2, [1, 0], bias=True)
+    yield conv_transpose_case("conv_transpose2d_last", [2, 3, 3, 4], [3, 4, 2, 3], [3, 2],
+                              [0, 1, 1, 0], [1, 1], 1, [2, 1], last=True)
+    yield conv_transpose_case("conv_transpose3d", [1, 2, 3, 2, 3], [2, 3, 2, 2, 2], [2, 1, 2],
+                              [0, 0, 1, 1, 0, 0], [1, 2, 1], 1, [1, 0, 0])
+    yield im2col_case("im2col2d", [2, 3, 6, 5], [3, 2], [2, 1], [1, 0, 1, 1], [1, 2])
+    yield im2col_case("im2col2d_plain", [1, 2, 4, 4], [2, 2], [1, 1], [0, 0, 0, 0], [1, 1])
 
 
 # ---------------------------------------------------------------- main

@@ -212,7 +212,7 @@ TEST(blas_sgemm_matches_double_loop) {
 
 static int fast_kind(rlx_kernel k) {
   return k == RLX_K_MATMUL || k == RLX_K_BINARY || k == RLX_K_UNARY || k == RLX_K_SOFTMAX ||
-         k == RLX_K_NORM || k == RLX_K_ATTENTION;
+         k == RLX_K_NORM || k == RLX_K_ATTENTION || k == RLX_K_CONV;
 }
 
 typedef struct step_stats {
@@ -739,6 +739,96 @@ TEST(fast_matches_reference_end_to_end) {
   CHECK_MSG(e <= F32_TOL, "end-to-end rel err %g", e);
 }
 
+/* ---- conv */
+
+/* Forward conv steps of both layouts: 1-3-D, strides, asymmetric pads,
+ * dilation, groups, depthwise, pointwise (no columns), bias, residual and
+ * activation, against the reference. */
+TEST(fast_conv_steps) {
+  test_seed(31);
+  for (int v = 0; v < 24; v++) {
+    int ns = 1 + v % 3, last = (v / 3) % 2, flavor = v / 6;
+    int64_t k[3], st[3], dil[3], pads[6], sp[3];
+    for (int i = 0; i < ns; i++) {
+      k[i] = flavor == 3 ? 1 : test_rand_int(1, 3);
+      st[i] = flavor == 3 ? 1 : test_rand_int(1, 2);
+      dil[i] = flavor == 1 ? test_rand_int(1, 2) : 1;
+      pads[i] = flavor == 1 ? test_rand_int(0, k[i] - 1) : 0;
+      pads[ns + i] = flavor == 1 ? test_rand_int(0, k[i]) : 0;
+      sp[i] = test_rand_int(1, ns == 3 ? 5 : 12) + dil[i] * (k[i] - 1);
+    }
+    int64_t groups = flavor == 2 ? test_rand_int(1, 4) : 1, N = test_rand_int(1, 3);
+    int64_t C = groups * test_rand_int(1, 5), OC = groups * test_rand_int(1, 6);
+    if (flavor == 2 && v % 2) { C = groups = test_rand_int(2, 6); OC = C; } /* depthwise */
+    int64_t xs[5], ws[5] = {OC, C / groups}, bs[1] = {OC};
+    xs[0] = N;
+    xs[last ? ns + 1 : 1] = C;
+    for (int i = 0; i < ns; i++) {
+      xs[last ? 1 + i : 2 + i] = sp[i];
+      ws[2 + i] = k[i];
+    }
+    rlx_graph* g = NULL;
+    CHECK(rlx_graph_create(&g) == RLX_OK);
+    rlx_tensor x = in_f32(g, "x", ns + 2, xs), w = in_f32(g, "w", ns + 2, ws), y;
+    rlx_tensor bias = flavor >= 2 ? in_f32(g, "bias", 1, bs) : RLX_NONE;
+    rlx_conv_layout lay = last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+    CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, bias, RLX_NONE, ns, st, pads, dil, (int32_t)groups,
+                                     flavor >= 2 ? RLX_ACT_RELU : RLX_ACT_NONE, lay, &y));
+    if (flavor == 3) { /* a residual shaped like y */
+      rlx_dtype dt;
+      int32_t yr;
+      int64_t ys[RLX_MAX_RANK];
+      CHECK(rlx_graph_tensor_type(g, y, &dt, &yr, ys) == RLX_OK);
+      rlx_tensor r = in_f32(g, "r", yr, ys);
+      CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, bias, r, ns, st, pads, dil, (int32_t)groups,
+                                       RLX_ACT_SILU, lay, &y));
+    }
+    CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+    CHECK_STEPS(g, 2, 1.0, 1);
+    rlx_graph_destroy(g);
+  }
+}
+
+/* ConvTranspose steps (GEMM + col2im) of both layouts: 1-3-D, stride with
+ * output_padding, dilation, asymmetric pads, groups, bias and activation. */
+TEST(fast_conv_transpose_steps) {
+  test_seed(32);
+  for (int v = 0; v < 12; v++) {
+    int ns = 1 + v % 3, last = (v / 3) % 2, flavor = v / 6;
+    int64_t k[3], st[3], dil[3], pads[6], op[3], sp[3];
+    for (int i = 0; i < ns; i++) {
+      k[i] = test_rand_int(1, 3);
+      st[i] = test_rand_int(1, 3);
+      dil[i] = flavor ? test_rand_int(1, 2) : 1;
+      op[i] = test_rand_int(0, (st[i] > dil[i] ? st[i] : dil[i]) - 1);
+      sp[i] = test_rand_int(1, ns == 3 ? 4 : 9);
+      int64_t full = (sp[i] - 1) * st[i] + dil[i] * (k[i] - 1) + 1;
+      pads[i] = flavor && full > 2 ? test_rand_int(0, 1) : 0;
+      pads[ns + i] = flavor && full > 2 ? test_rand_int(0, 1) : 0;
+    }
+    int64_t groups = flavor ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+    int64_t C = groups * test_rand_int(1, 4), OC = groups * test_rand_int(1, 4);
+    int64_t xs[5], ws[5] = {C, OC / groups}, bs[1] = {OC};
+    xs[0] = N;
+    xs[last ? ns + 1 : 1] = C;
+    for (int i = 0; i < ns; i++) {
+      xs[last ? 1 + i : 2 + i] = sp[i];
+      ws[2 + i] = k[i];
+    }
+    rlx_graph* g = NULL;
+    CHECK(rlx_graph_create(&g) == RLX_OK);
+    rlx_tensor x = in_f32(g, "x", ns + 2, xs), w = in_f32(g, "w", ns + 2, ws), y;
+    rlx_tensor bias = flavor ? in_f32(g, "bias", 1, bs) : RLX_NONE;
+    CHECK_OK_G(g, rlx_graph_add_conv_transpose(
+                      g, x, w, bias, RLX_NONE, ns, st, pads, dil, op, (int32_t)groups,
+                      flavor ? RLX_ACT_TANH : RLX_ACT_NONE,
+                      last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST, &y));
+    CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+    CHECK_STEPS(g, 2, 1.0, 1);
+    rlx_graph_destroy(g);
+  }
+}
+
 /* Runs this test binary again with RLX_CPU_SIMD=level; 1 if it passed. */
 static int rerun_at_level(const char* level) {
   char exe[4096];
@@ -771,6 +861,8 @@ int main(void) {
   RUN(fast_softmax_steps);
   RUN(fast_norm_steps);
   RUN(fast_attention_steps);
+  RUN(fast_conv_steps);
+  RUN(fast_conv_transpose_steps);
   RUN(fast_matches_reference_end_to_end);
   int failed = test_summary();
   /* Every lower SIMD level this CPU can run gets the same tests. */

@@ -551,6 +551,82 @@ TEST(rope_and_sample) {
   rlx_graph_destroy(g);
 }
 
+TEST(conv_shapes) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim n;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "n", &n));
+  rlx_tensor x = in_f32(g, "x", 4, SHAPE(n, 6, 7, 9)), xl = in_f32(g, "xl", 4, SHAPE(2, 7, 9, 6));
+  rlx_tensor w = in_f32(g, "w", 4, SHAPE(8, 3, 3, 2)), b = in_f32(g, "b", 1, SHAPE(8)), t;
+  rlx_tensor xi = in_t(g, "xi", RLX_I32, 4, SHAPE(2, 6, 7, 9)), b5 = in_f32(g, "b5", 1, SHAPE(5));
+  int64_t st[2] = {2, 1}, pads[4] = {1, 0, 2, 1}, dil[2] = {1, 3}, op[2] = {1, 0};
+  /* H: (7 + 1 + 2 - 3) / 2 + 1 = 4; W: (9 + 0 + 1 - 4) / 1 + 1 = 7; 2 groups */
+  CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, b, RLX_NONE, 2, st, pads, dil, 2, RLX_ACT_RELU,
+                                   RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK(IS(g, t, RLX_F32, 4, n, 8, 4, 7));
+  rlx_tensor res = in_f32(g, "res", 4, SHAPE(n, 8, 4, 7));
+  CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, b, res, 2, st, pads, dil, 2, RLX_ACT_NONE,
+                                   RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK_OK_G(g, rlx_graph_add_conv(g, xl, w, RLX_NONE, RLX_NONE, 2, st, pads, dil, 2, RLX_ACT_NONE,
+                                   RLX_CONV_CHANNELS_LAST, &t));
+  CHECK(IS(g, t, RLX_F32, 4, 2, 4, 7, 8));
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 1,
+                                    RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "input channels per group");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 4,
+                                    RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "groups");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, b5, RLX_NONE, 2, NULL, NULL, NULL, 2, RLX_ACT_NONE,
+                                    RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "bias");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, x, 2, NULL, NULL, NULL, 2, RLX_ACT_NONE,
+                                    RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "residual");
+  int64_t big_dil[2] = {4, 1};
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, big_dil, 2,
+                                    RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", ">= 1");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, xi, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 2,
+                                    RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "float");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 1, NULL, NULL, NULL, 2,
+                                    RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv", "rank 3");
+  CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 2,
+                                    RLX_ACT_NONE, (rlx_conv_layout)2, &t),
+              "conv", "layout");
+  CHECK(rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 4, NULL, NULL, NULL, 2, RLX_ACT_NONE,
+                           RLX_CONV_CHANNELS_FIRST, &t) != RLX_OK);
+
+  /* ConvTranspose: w [C = 6, OC/g = 3, 3, 2], 2 groups -> OC 6;
+   * H: (7 - 1) * 2 - 1 - 2 + 2 + 1 + 1 = 13; W: 8 - 0 - 1 + 3 + 0 + 1 = 11 */
+  rlx_tensor wt = in_f32(g, "wt", 4, SHAPE(6, 3, 3, 2));
+  CHECK_OK_G(g, rlx_graph_add_conv_transpose(g, x, wt, RLX_NONE, RLX_NONE, 2, st, pads, dil, op, 2,
+                                             RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK(IS(g, t, RLX_F32, 4, n, 6, 13, 11));
+  int64_t bad_op[2] = {2, 0};
+  CHECK_FAILS(g, rlx_graph_add_conv_transpose(g, x, wt, RLX_NONE, RLX_NONE, 2, st, pads, dil,
+                                              bad_op, 2, RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv_transpose", "output_padding");
+  CHECK_FAILS(g, rlx_graph_add_conv_transpose(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL,
+                                              NULL, 1, RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
+              "conv_transpose", "C = 6");
+
+  /* Im2Col: K = 3 * 2 taps, L = 4 * 9 positions (W: 9 + 0 + 1 - 2 + 1) */
+  int64_t k[2] = {3, 2};
+  CHECK_OK_G(g, rlx_graph_add_im2col(g, x, 2, k, st, pads, NULL, RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK(IS(g, t, RLX_F32, 3, n, 6 * 6, 4 * 9));
+  CHECK_OK_G(g, rlx_graph_add_im2col(g, xl, 2, k, st, pads, NULL, RLX_CONV_CHANNELS_LAST, &t));
+  CHECK(IS(g, t, RLX_F32, 3, 2, 4 * 9, 6 * 6));
+  int64_t k0[2] = {0, 1}, k9[2] = {9, 1};
+  CHECK_FAILS(g, rlx_graph_add_im2col(g, x, 2, k0, NULL, NULL, NULL, RLX_CONV_CHANNELS_FIRST, &t),
+              "im2col", ">= 1");
+  CHECK_FAILS(g, rlx_graph_add_im2col(g, x, 2, k9, NULL, NULL, NULL, RLX_CONV_CHANNELS_FIRST, &t),
+              "im2col", "does not fit");
+  CHECK(rlx_graph_add_im2col(g, x, 2, NULL, NULL, NULL, NULL, RLX_CONV_CHANNELS_FIRST, &t) != RLX_OK);
+  rlx_graph_destroy(g);
+}
+
 TEST(pool_pad_depth_space_shapes) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -914,6 +990,7 @@ int main(void) {
   RUN(attention);
   RUN(rope_and_sample);
   RUN(pool_pad_depth_space_shapes);
+  RUN(conv_shapes);
   RUN(symbolic);
   RUN(clone);
   RUN(add_node_direct);

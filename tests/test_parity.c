@@ -588,6 +588,122 @@ static void c_depth_space(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Random convolution geometry for ns spatial dims: kernel 1-3, stride 1-2,
+ * dilation 1-2 (with `dilate`), pads 0..k-1 begin / 0..k end (with `pad`),
+ * inputs big enough for one output. */
+typedef struct conv_geom {
+  int64_t k[3], st[3], dil[3], pads[6], opad[3], in[3];
+} conv_geom;
+
+static void rconv(conv_geom* g, int ns, int pad, int dilate) {
+  for (int i = 0; i < ns; i++) {
+    g->k[i] = test_rand_int(1, 3);
+    g->st[i] = test_rand_int(1, 2);
+    g->dil[i] = dilate ? test_rand_int(1, 2) : 1;
+    g->pads[i] = pad ? test_rand_int(0, g->k[i] - 1) : 0;
+    g->pads[ns + i] = pad ? test_rand_int(0, g->k[i]) : 0;
+    g->in[i] = test_rand_int(1, ns == 3 ? 4 : 9) + g->dil[i] * (g->k[i] - 1);
+    g->opad[i] = test_rand_int(0, (g->st[i] > g->dil[i] ? g->st[i] : g->dil[i]) - 1);
+  }
+}
+
+/* x [N, C, sp...] or [N, sp..., C] */
+static int conv_shape(rlx_dim* s, int ns, int last, int64_t N, int64_t C, const int64_t* sp) {
+  s[0] = N;
+  s[last ? ns + 1 : 1] = C;
+  for (int i = 0; i < ns; i++) s[last ? 1 + i : 2 + i] = sp[i];
+  return ns + 2;
+}
+
+/* Conv: variant = spatial dims (1-3) + 3 * layout + 6 * flavor: plain
+ * strided; asymmetric pads with dilation; groups with bias and ReLU;
+ * depthwise with bias, residual and SiLU. */
+static void c_conv(pcase* c, int v) {
+  int ns = 1 + v % 3, last = (v / 3) % 2, flavor = v / 6;
+  conv_geom g;
+  rconv(&g, ns, flavor >= 1, flavor == 1);
+  int64_t groups = flavor == 2 ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(1, 3), OC = groups * test_rand_int(1, 3);
+  if (flavor == 3) { C = test_rand_int(1, 4); groups = C; OC = C * test_rand_int(1, 2); }
+  rlx_dim xs[5], ws[5] = {OC, C / groups}, bs[1] = {OC};
+  for (int i = 0; i < ns; i++) ws[2 + i] = g.k[i];
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, N, C, g.in));
+  rlx_tensor w = input(c, RLX_F32, ws, ns + 2), bias = RLX_NONE, res = RLX_NONE, y;
+  if (flavor >= 2) bias = input(c, RLX_F32, bs, 1);
+  rlx_activation act = flavor == 2 ? RLX_ACT_RELU : flavor == 3 ? RLX_ACT_SILU : RLX_ACT_NONE;
+  rlx_conv_layout lay = last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  if (flavor == 3) { /* the residual has y's shape: build y once to learn it */
+    rlx_tensor probe;
+    rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, groups, RLX_ACT_NONE, lay, &probe);
+    rlx_dim ys[RLX_MAX_RANK];
+    int32_t yr = 0;
+    rlx_dtype yt;
+    rlx_graph_tensor_type(c->g, probe, &yt, &yr, ys);
+    res = input(c, RLX_F32, ys, yr);
+  }
+  rlx_graph_add_conv(c->g, x, w, bias, res, ns, g.st, g.pads, g.dil, groups, act, lay, &y);
+  outputs(c, &y, 1);
+}
+
+/* ConvTranspose: variant = spatial dims + 3 * layout + 6 * flavor: stride
+ * with output_padding; groups, dilation, pads and bias. */
+static void c_conv_transpose(pcase* c, int v) {
+  int ns = 1 + v % 3, last = (v / 3) % 2, flavor = v / 6;
+  conv_geom g;
+  rconv(&g, ns, flavor == 1, flavor == 1);
+  int64_t groups = flavor == 1 ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(1, 3), OC = groups * test_rand_int(1, 3);
+  rlx_dim xs[5], ws[5] = {C, OC / groups}, bs[1] = {OC};
+  int64_t sp[3];
+  for (int i = 0; i < ns; i++) {
+    ws[2 + i] = g.k[i];
+    sp[i] = test_rand_int(1, ns == 3 ? 3 : 6);
+    /* keep the output non-empty: the pads may not eat it */
+    if (g.pads[i] + g.pads[ns + i] >= (sp[i] - 1) * g.st[i] + g.dil[i] * (g.k[i] - 1) + 1)
+      g.pads[i] = g.pads[ns + i] = 0;
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, N, C, sp));
+  rlx_tensor w = input(c, RLX_F32, ws, ns + 2), bias = RLX_NONE, y;
+  if (flavor == 1) bias = input(c, RLX_F32, bs, 1);
+  rlx_graph_add_conv_transpose(c->g, x, w, bias, RLX_NONE, ns, g.st, g.pads, g.dil, g.opad, groups,
+                               flavor == 1 ? RLX_ACT_TANH : RLX_ACT_NONE,
+                               last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST, &y);
+  outputs(c, &y, 1);
+}
+
+/* Im2Col: variant = spatial dims + 3 * layout + 6 * padded (with dilation). */
+static void c_im2col(pcase* c, int v) {
+  int ns = 1 + v % 3, last = (v / 3) % 2, padded = v / 6;
+  conv_geom g;
+  rconv(&g, ns, padded, padded);
+  rlx_dim xs[5];
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, test_rand_int(1, 2), test_rand_int(1, 3), g.in)), y;
+  rlx_graph_add_im2col(c->g, x, ns, g.k, g.st, g.pads, g.dil,
+                       last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST, &y);
+  c->exact = 1;
+  outputs(c, &y, 1);
+}
+
+/* Half-precision 2-D conv with bias: f16 / bf16 (v & 1), layout (v & 2). */
+static void c_conv_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  int last = (v >> 1) & 1;
+  c->compute = t;
+  conv_geom g;
+  rconv(&g, 2, 1, 0);
+  int64_t C = test_rand_int(1, 8), OC = test_rand_int(1, 8);
+  rlx_dim xs[4], ws[4] = {OC, C, g.k[0], g.k[1]}, bs[1] = {OC};
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, 2, last, 1, C, g.in));
+  rlx_tensor w = input(c, RLX_F32, ws, 4), bias = input(c, RLX_F32, bs, 1), y;
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, w, t, &w);
+  rlx_graph_add_cast(c->g, bias, t, &bias);
+  rlx_graph_add_conv(c->g, x, w, bias, RLX_NONE, 2, g.st, g.pads, NULL, 1, RLX_ACT_RELU,
+                     last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -620,6 +736,10 @@ static const case_def CASES[] = {
     {"pool_half", c_pool_half, 4, TOL_HALF},
     {"pad", c_pad, 12, {1e-6, 1e-3, 0}},
     {"depth_space", c_depth_space, 4, TOL_F32},
+    {"conv", c_conv, 24, TOL_F32},
+    {"conv_transpose", c_conv_transpose, 12, TOL_F32},
+    {"im2col", c_im2col, 12, TOL_F32},
+    {"conv_half", c_conv_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

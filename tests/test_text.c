@@ -406,6 +406,36 @@ TEST(roundtrip_vision_ops) {
   CHECK(ok);
 }
 
+TEST(roundtrip_conv_ops) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[4] = {2, 4, 6, 6}, ws[4] = {6, 2, 3, 2}, wts[4] = {4, 3, 3, 2}, bs[1] = {6};
+  rlx_tensor x = add_in(g, "x", RLX_F32, xs, 4), w = add_in(g, "w", RLX_F32, ws, 4);
+  rlx_tensor wt = add_in(g, "wt", RLX_F32, wts, 4), b = add_in(g, "b", RLX_F32, bs, 1), t;
+  int64_t st[2] = {2, 1}, pads[4] = {1, 0, 0, 1}, dil[2] = {1, 2}, op[2] = {1, 0}, k[2] = {3, 2};
+  CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, b, RLX_NONE, 2, st, pads, dil, 2, RLX_ACT_RELU,
+                                   RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK_OK_G(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 3,
+                                   RLX_ACT_NONE, RLX_CONV_CHANNELS_LAST, &t));
+  CHECK_OK_G(g, rlx_graph_add_conv_transpose(g, x, wt, RLX_NONE, RLX_NONE, 2, st, pads, dil, op, 2,
+                                             RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t));
+  CHECK_OK_G(g, rlx_graph_add_im2col(g, x, 2, k, st, pads, dil, RLX_CONV_CHANNELS_LAST, &t));
+  char* text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  int ok = contains(text, "conv(%0, %1, %3, _) act=relu strides=[2,1] pads=[1,0,0,1] "
+                          "dilations=[1,2] groups=2 conv_layout=channels_first") &&
+           contains(text, "groups=3 conv_layout=channels_last") &&
+           contains(text, "conv_transpose(%0, %2, _, _) act=none strides=[2,1]") &&
+           contains(text, "output_padding=[1,0]") &&
+           contains(text, "im2col(%0) kernel=[3,2] strides=[2,1] pads=[1,0,0,1] dilations=[1,2] "
+                          "conv_layout=channels_last");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
+}
+
 TEST(roundtrip_transformer_ops) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -796,6 +826,7 @@ int main(void) {
   RUN(roundtrip_normalization);
   RUN(roundtrip_transformer_ops);
   RUN(roundtrip_vision_ops);
+  RUN(roundtrip_conv_ops);
   RUN(roundtrip_labels_with_escapes);
   RUN(roundtrip_random_graphs);
   RUN(float_attribute_values);

@@ -562,6 +562,53 @@ class Graph(_capi.Owned):
         """[N, C, H*b, W*b] -> [N, C*b*b, H, W] (the inverse of dcr depth_to_space)."""
         return self._add(lib.rlx_graph_add_space_to_depth, self._t(x), block)
 
+    # ---- convolution
+    _CONV_LAYOUTS = {"channels_first": 0, "channels_last": 1}
+
+    @staticmethod
+    def _ints(v, n):
+        if v is None:
+            return None
+        if len(v) != n:
+            raise ValueError(f"expected {n} values, got {len(v)}")
+        return (ctypes.c_int64 * n)(*v)
+
+    def _conv_layout(self, layout):
+        if layout not in self._CONV_LAYOUTS:
+            raise ValueError(f"layout {layout!r} is not one of {sorted(self._CONV_LAYOUTS)}")
+        return self._CONV_LAYOUTS[layout]
+
+    def conv(self, x, w, bias=None, residual=None, *, strides=None, pads=None, dilations=None,
+             groups=1, act="none", layout="channels_first"):
+        """act(conv(x, w) + bias + residual); w [OC, C/groups, k...] in both layouts; x is
+        [N, C, spatial...] ('channels_first') or [N, spatial..., C] ('channels_last'); pads
+        lists the begin pads of each spatial dim, then the end pads."""
+        ns = len(self._tensor(w).shape) - 2
+        return self._add(lib.rlx_graph_add_conv, self._t(x), self._t(w), self._t(bias),
+                         self._t(residual), ns, self._ints(strides, ns),
+                         self._ints(pads, 2 * ns), self._ints(dilations, ns), groups,
+                         _enum(Activation, act), self._conv_layout(layout))
+
+    def conv_transpose(self, x, w, bias=None, residual=None, *, strides=None, pads=None,
+                       dilations=None, output_padding=None, groups=1, act="none",
+                       layout="channels_first"):
+        """Transposed convolution, w [C, OC/groups, k...] (PyTorch's conv_transpose)."""
+        ns = len(self._tensor(w).shape) - 2
+        return self._add(lib.rlx_graph_add_conv_transpose, self._t(x), self._t(w),
+                         self._t(bias), self._t(residual), ns, self._ints(strides, ns),
+                         self._ints(pads, 2 * ns), self._ints(dilations, ns),
+                         self._ints(output_padding, ns), groups, _enum(Activation, act),
+                         self._conv_layout(layout))
+
+    def im2col(self, x, kernel, *, strides=None, pads=None, dilations=None,
+               layout="channels_first"):
+        """Sliding windows as columns (PyTorch's unfold): [N, C*K, L] channels first, or
+        [N, L, K*C] channels last."""
+        ns = len(kernel)
+        return self._add(lib.rlx_graph_add_im2col, self._t(x), ns, self._ints(kernel, ns),
+                         self._ints(strides, ns), self._ints(pads, 2 * ns),
+                         self._ints(dilations, ns), self._conv_layout(layout))
+
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))
 

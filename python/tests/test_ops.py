@@ -175,6 +175,17 @@ CASES = {
         lambda g, x: g.depth_to_space(x, 2, mode="crd"),
         lambda x: x.reshape(1, 2, 2, 2, 3, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 6, 6),
         [_a(1, 8, 3, 3)], 0),
+    "conv_1d_bias_relu": (
+        lambda g, x, w, b: g.conv(x, w, b, strides=[2], pads=[1, 0], act="relu"),
+        lambda x, w, b: np.maximum(
+            np.stack([np.einsum("nck,ock->no", np.pad(x, ((0, 0), (0, 0), (1, 0)))[..., 2 * i:2 * i + 3], w)
+                      for i in range(3)], -1) + b[None, :, None], 0),
+        [_a(2, 3, 6), _a(4, 3, 3, seed=1), _a(4, seed=2)], 1e-5),
+    "im2col_2d": (
+        lambda g, x: g.im2col(x, [2, 2]),
+        lambda x: np.stack([x[:, :, i:i + 2, j:j + 2].reshape(1, -1)
+                            for i in range(2) for j in range(2)], -1),
+        [_a(1, 2, 3, 3)], 0),
     "space_to_depth": (
         lambda g, x: g.space_to_depth(x, 2),
         lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),

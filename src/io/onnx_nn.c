@@ -516,35 +516,6 @@ static rlx_status window_geometry(rlx_ox_ctx* c, const rlx_type* tx, const int64
   return RLX_OK;
 }
 
-/* Pads x (explicit pads with fill_pad, ceil-mode overflow with fill_over)
- * and gathers every window: [N, C, S1..Sn] -> [N, C, O1, K1, .., On, Kn]. */
-static rlx_status window_gather(rlx_ox_ctx* c, rlx_tensor x, const window* w,
-                                const int64_t* explicit_end, rlx_tensor fill_pad,
-                                rlx_tensor fill_over, rlx_tensor* out) {
-  for (int32_t i = 0; i < w->n; i++) {
-    int64_t pe = w->pad_end[i] < explicit_end[i] ? w->pad_end[i] : explicit_end[i];
-    RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, w->pad_begin[i], pe, -1, fill_pad));
-    if (w->pad_end[i] > pe)
-      RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, 0, w->pad_end[i] - pe, -1, fill_over));
-  }
-  for (int32_t i = 0; i < w->n; i++) {
-    int64_t count = w->out[i] * w->k[i];
-    RLX_RETURN_IF_ERROR(check_table(c, count, sizeof(int64_t)));
-    int64_t* idx = malloc(sizeof(int64_t) * (size_t)count);
-    if (!idx) return rlx_ox_invalid(c, "out of host memory");
-    for (int64_t o = 0; o < w->out[i]; o++)
-      for (int64_t k = 0; k < w->k[i]; k++) idx[o * w->k[i] + k] = o * w->stride[i] + k * w->dil[i];
-    int64_t shape[2] = {w->out[i], w->k[i]};
-    rlx_tensor it;
-    rlx_status s = constant(c, RLX_I64, 2, shape, idx, sizeof(int64_t) * (size_t)count, &it);
-    free(idx);
-    RLX_RETURN_IF_ERROR(s);
-    G(rlx_graph_add_gather(GRAPH, x, it, 2 + 2 * i, &x));
-  }
-  *out = x;
-  return RLX_OK;
-}
-
 /* Explicit end pads as given (auto_pad's are in the geometry already). */
 static rlx_status explicit_end_pads(rlx_ox_ctx* c, const window* w, int64_t* out) {
   int64_t pads[6];
@@ -557,174 +528,118 @@ static rlx_status explicit_end_pads(rlx_ox_ctx* c, const window* w, int64_t* out
   return RLX_OK;
 }
 
-/* The convolution proper: windows of x (padded as w says) against
- * wt [M, C/g, K..], as one batched matmul per group -> [N, M, O..]. */
-static rlx_status conv_apply(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor wt, int64_t group,
-                             const window* wp, const int64_t* ends, rlx_tensor* out) {
-  window w = *wp;
-  rlx_type tx = type_of(c, x), tw = type_of(c, wt);
-  int32_t n = w.n;
-  int64_t m = tw.shape[0], cg = tw.shape[1];
-  rlx_tensor zero, y;
-  RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &zero));
-  RLX_RETURN_IF_ERROR(window_gather(c, x, &w, ends, zero, zero, &x));
-  int32_t perm[8], r = 0;
-  perm[r++] = 0;
-  for (int32_t i = 0; i < n; i++) perm[r++] = 2 + 2 * i;
-  perm[r++] = 1;
-  for (int32_t i = 0; i < n; i++) perm[r++] = 3 + 2 * i;
-  G(rlx_graph_add_transpose(GRAPH, x, perm, r, &x));
-  int64_t o_total = 1, k_total = 1;
-  for (int32_t i = 0; i < n; i++) o_total *= w.out[i], k_total *= w.k[i];
-  rlx_dim s4[4] = {tx.shape[0], o_total, group, cg * k_total};
-  RLX_RETURN_IF_ERROR(reshape(c, x, s4, 4, &x));
-  int32_t swap12[4] = {0, 2, 1, 3}, swap23[4] = {0, 1, 3, 2};
-  G(rlx_graph_add_transpose(GRAPH, x, swap12, 4, &x));
-  rlx_dim ws[3] = {group, m / group, cg * k_total};
-  RLX_RETURN_IF_ERROR(reshape(c, wt, ws, 3, &wt));
-  if (tw.dtype != tx.dtype) RLX_RETURN_IF_ERROR(cast(c, wt, tx.dtype, &wt));
-  G(rlx_graph_add_matmul(GRAPH, x, wt, 0, 1, &y)); /* [N, g, O, M/g] */
-  G(rlx_graph_add_transpose(GRAPH, y, swap23, 4, &y));
-  rlx_dim os[5] = {tx.shape[0], m, w.out[0], w.out[1], w.out[2]};
-  return reshape(c, y, os, 2 + n, out);
+/* W (cast to X's dtype) and the optional bias B of Conv / ConvTranspose. */
+static rlx_status conv_operands(rlx_ox_ctx* c, const rlx_type* tx, rlx_tensor* wt, rlx_tensor* bias) {
+  RLX_RETURN_IF_ERROR(in(c, 1, wt));
+  rlx_type tw = type_of(c, *wt);
+  if (tw.rank != tx->rank) return rlx_ox_invalid(c, "W must have X's rank");
+  for (int32_t i = 0; i < tw.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tw, i, "W"));
+  if (tw.dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *wt, tx->dtype, wt));
+  *bias = RLX_NONE;
+  if (rlx_ox_has(c, 2)) {
+    RLX_RETURN_IF_ERROR(in(c, 2, bias));
+    if (type_of(c, *bias).dtype != tx->dtype) RLX_RETURN_IF_ERROR(cast(c, *bias, tx->dtype, bias));
+  }
+  return RLX_OK;
 }
 
-/* Conv as im2col by gather + one batched matmul per group:
- * [N, C, O.., K..] -> [N, g, O, C/g * K] @ W[g, M/g, C/g * K]^T. */
+/* Conv onto the Conv op; auto_pad is resolved into explicit pads here. */
 static rlx_status map_conv(rlx_ox_ctx* c) {
   int64_t group, kshape[3];
   int32_t nk;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "group", 1, &group));
   RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
-  rlx_tensor x, wt, y;
+  rlx_tensor x, wt, bias, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
-  RLX_RETURN_IF_ERROR(in(c, 1, &wt));
   RLX_RETURN_IF_ERROR(need_float(c, x, "Conv"));
-  rlx_type tx = type_of(c, x), tw = type_of(c, wt);
-  if (tw.rank != tx.rank || tx.rank < 3) return rlx_ox_invalid(c, "W must have X's rank");
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 3) return rlx_ox_invalid(c, "X must have spatial dims");
   int32_t n = tx.rank - 2;
-  for (int32_t i = 0; i < tw.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tw, i, "Conv W"));
   RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "Conv"));
-  int64_t m = tw.shape[0], cg = tw.shape[1];
-  if (group < 1 || m % group || tx.shape[1] != cg * group)
-    return rlx_ox_invalid(c, "channels %lld, W %lld x %lld and group %lld do not agree",
-                          (long long)tx.shape[1], (long long)m, (long long)cg, (long long)group);
+  RLX_RETURN_IF_ERROR(conv_operands(c, &tx, &wt, &bias));
+  rlx_type tw = type_of(c, wt);
+  if (group < 1 || group > tx.shape[1]) return rlx_ox_invalid(c, "group %lld", (long long)group);
   window w;
   RLX_RETURN_IF_ERROR(window_geometry(c, &tx, tw.shape + 2, 0, &w));
   if (nk >= 0 && (nk != n || memcmp(kshape, tw.shape + 2, sizeof(int64_t) * (size_t)n) != 0))
     return rlx_ox_invalid(c, "kernel_shape differs from W's spatial dims");
-  int64_t ends[3];
+  int64_t ends[3], pads[6];
   RLX_RETURN_IF_ERROR(explicit_end_pads(c, &w, ends));
-  RLX_RETURN_IF_ERROR(conv_apply(c, x, wt, group, &w, ends, &y));
-  if (rlx_ox_has(c, 2)) {
-    rlx_tensor b;
-    rlx_type ty = type_of(c, y);
-    RLX_RETURN_IF_ERROR(channel_view(c, 2, &ty, &b));
-    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, y, b, &y));
+  for (int32_t i = 0; i < n; i++) {
+    pads[i] = w.pad_begin[i];
+    pads[n + i] = ends[i];
   }
+  G(rlx_graph_add_conv(GRAPH, x, wt, bias, RLX_NONE, n, w.stride, pads, w.dil, (int32_t)group,
+                       RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &y));
   return rlx_ox_set(c, 0, y);
 }
 
-/* ConvTranspose as a Conv: zeros stuffed between the inputs (stride), padded
- * by (k - 1) * dilation less the pads (plus output_padding), convolved with
- * the spatially flipped kernel, channels in and out swapped per group. */
-static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
-  int64_t group, kshape[3], strides[3], dil[3], pads[6], opad[3], oshape[3];
+/* ConvTranspose's begin / end pads of one spatial dim. With output_shape
+ * (or SAME_*), the total is what the full output exceeds the wanted one by,
+ * split as ONNX says; a negative end pad becomes extra output_padding. */
+typedef struct tconv_attrs {
+  int64_t kshape[3], strides[3], dil[3], pads[6], opad[3], oshape[3];
   int32_t nk, ns, nd, np, nop, nos;
+  int same, same_upper;
+} tconv_attrs;
+
+static rlx_status tconv_read(rlx_ox_ctx* c, int32_t n, tconv_attrs* t) {
   char auto_pad[16];
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "group", 1, &group));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "strides", strides, 3, &ns));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "dilations", dil, 3, &nd));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", pads, 6, &np));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "output_padding", opad, 3, &nop));
-  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "output_shape", oshape, 3, &nos));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", t->kshape, 3, &t->nk));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "strides", t->strides, 3, &t->ns));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "dilations", t->dil, 3, &t->nd));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "pads", t->pads, 6, &t->np));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "output_padding", t->opad, 3, &t->nop));
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "output_shape", t->oshape, 3, &t->nos));
   RLX_RETURN_IF_ERROR(rlx_ox_attr_string(c, "auto_pad", "NOTSET", auto_pad, sizeof auto_pad));
-  rlx_tensor x, wt, y, zero;
-  RLX_RETURN_IF_ERROR(in(c, 0, &x));
-  RLX_RETURN_IF_ERROR(in(c, 1, &wt));
-  RLX_RETURN_IF_ERROR(need_float(c, x, "ConvTranspose"));
-  rlx_type tx = type_of(c, x), tw = type_of(c, wt);
-  int32_t n = tx.rank - 2;
-  if (n < 1 || n > 3 || tw.rank != tx.rank) return rlx_ox_unsupported(c, "%d spatial dims", (int)n);
-  for (int32_t i = 0; i < tw.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tw, i, "ConvTranspose W"));
-  for (int32_t i = 1; i < tx.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tx, i, "ConvTranspose"));
-  int64_t cin = tw.shape[0], mg = tw.shape[1];
-  if (group < 1 || cin != tx.shape[1] || cin % group)
-    return rlx_ox_invalid(c, "W [%lld, %lld, ..] does not fit %lld channels in %lld groups",
-                          (long long)cin, (long long)mg, (long long)tx.shape[1], (long long)group);
-  if ((ns >= 0 && ns != n) || (nd >= 0 && nd != n) || (np >= 0 && np != 2 * n) ||
-      (nop >= 0 && nop != n) || (nos >= 0 && nos != n) || (nk >= 0 && nk != n))
+  t->same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+  t->same = t->same_upper || strcmp(auto_pad, "SAME_LOWER") == 0;
+  if (!t->same && strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0)
+    return rlx_ox_invalid(c, "auto_pad '%s'", auto_pad);
+  if ((t->ns >= 0 && t->ns != n) || (t->nd >= 0 && t->nd != n) || (t->np >= 0 && t->np != 2 * n) ||
+      (t->nop >= 0 && t->nop != n) || (t->nos >= 0 && t->nos != n) || (t->nk >= 0 && t->nk != n))
     return rlx_ox_invalid(c, "attribute lengths do not match %d spatial dims", (int)n);
-  int same_upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-  int same = same_upper || strcmp(auto_pad, "SAME_LOWER") == 0;
-  RLX_RETURN_IF_ERROR(scalar(c, tx.dtype, 0.0, &zero));
-  window w;
-  memset(&w, 0, sizeof w);
-  w.n = n;
-  int64_t ends[3] = {0, 0, 0};
+  return RLX_OK;
+}
+
+static rlx_status map_conv_transpose(rlx_ox_ctx* c) {
+  int64_t group;
+  RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "group", 1, &group));
+  rlx_tensor x, wt, bias, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "ConvTranspose"));
+  rlx_type tx = type_of(c, x);
+  int32_t n = tx.rank - 2;
+  if (n < 1 || n > 3) return rlx_ox_unsupported(c, "%d spatial dims", (int)n);
+  for (int32_t i = 1; i < tx.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tx, i, "ConvTranspose"));
+  RLX_RETURN_IF_ERROR(conv_operands(c, &tx, &wt, &bias));
+  rlx_type tw = type_of(c, wt);
+  tconv_attrs t;
+  RLX_RETURN_IF_ERROR(tconv_read(c, n, &t));
+  int64_t st[3], dl[3], op[3], pads[6];
   for (int32_t i = 0; i < n; i++) {
-    int64_t in = tx.shape[2 + i], k = tw.shape[2 + i], st = ns >= 0 ? strides[i] : 1,
-            dl = nd >= 0 ? dil[i] : 1, op = nop >= 0 ? opad[i] : 0;
-    if (st < 1 || dl < 1 || op < 0 || st > 4096 || dl > 4096 || op > 4096 || in < 1)
+    int64_t in = tx.shape[2 + i], k = tw.shape[2 + i];
+    st[i] = t.ns >= 0 ? t.strides[i] : 1;
+    dl[i] = t.nd >= 0 ? t.dil[i] : 1;
+    op[i] = t.nop >= 0 ? t.opad[i] : 0;
+    if (st[i] < 1 || dl[i] < 1 || op[i] < 0 || st[i] > 4096 || dl[i] > 4096 || op[i] > 4096)
       return rlx_ox_invalid(c, "strides, dilations or output_padding out of range");
-    int64_t span = (k - 1) * dl + 1, full = st * (in - 1) + op + span, pb, pe;
-    if (nos >= 0 || same) {
-      int64_t want = nos >= 0 ? oshape[i] : in * st, total = full - want;
+    if (t.nk >= 0 && t.kshape[i] != k) return rlx_ox_invalid(c, "kernel_shape differs from W's");
+    int64_t pb = t.np >= 0 ? t.pads[i] : 0, pe = t.np >= 0 ? t.pads[i + n] : 0;
+    if (t.nos >= 0 || t.same) {
+      int64_t full = st[i] * (in - 1) + op[i] + (k - 1) * dl[i] + 1;
+      int64_t want = t.nos >= 0 ? t.oshape[i] : in * st[i], total = full - want;
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor, as ONNX's // */
-      pb = same_upper ? half : total - half;
+      pb = t.same_upper ? half : total - half;
       pe = total - pb;
-    } else {
-      pb = np >= 0 ? pads[i] : 0;
-      pe = np >= 0 ? pads[i + n] : 0;
     }
-    /* stuff zeros: index L (a zero appended) everywhere but the multiples of st */
-    int64_t stuffed = (in - 1) * st + 1;
-    RLX_RETURN_IF_ERROR(check_table(c, stuffed, sizeof(int64_t)));
-    rlx_tensor it;
-    RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, 0, 1, -1, zero));
-    int64_t* idx = malloc(sizeof(int64_t) * (size_t)stuffed);
-    if (!idx) return rlx_ox_invalid(c, "out of host memory");
-    for (int64_t j = 0; j < stuffed; j++) idx[j] = j % st ? in : j / st;
-    rlx_status s = constant(c, RLX_I64, 1, &stuffed, idx, sizeof(int64_t) * (size_t)stuffed, &it);
-    free(idx);
-    RLX_RETURN_IF_ERROR(s);
-    G(rlx_graph_add_gather(GRAPH, x, it, 2 + i, &x));
-    /* pad (or crop) so a stride-1 conv yields the output size */
-    int64_t before = span - 1 - pb, after = span - 1 - pe + op;
-    if (before < 0 || after < 0) {
-      int64_t cb = before < 0 ? -before : 0, ce = after < 0 ? -after : 0;
-      if (cb + ce >= stuffed) return rlx_ox_invalid(c, "pads leave no output");
-      G(rlx_graph_add_narrow(GRAPH, x, 2 + i, cb, stuffed - cb - ce, &x));
-    }
-    RLX_RETURN_IF_ERROR(pad_axis(c, &x, 2 + i, before > 0 ? before : 0, after > 0 ? after : 0, -1,
-                                 zero));
-    w.in[i] = type_of(c, x).shape[2 + i];
-    w.k[i] = k;
-    w.stride[i] = 1;
-    w.dil[i] = dl;
-    w.out[i] = w.in[i] - span + 1;
-    if (w.out[i] < 1) return rlx_ox_invalid(c, "spatial dim %d: no output", (int)i);
-    if (nk >= 0 && kshape[i] != k) return rlx_ox_invalid(c, "kernel_shape differs from W's");
+    if (pe < 0) { op[i] -= pe; pe = 0; }
+    if (pb < 0) return rlx_ox_unsupported(c, "an output_shape wider at the start (pad %lld)", (long long)pb);
+    pads[i] = pb;
+    pads[n + i] = pe;
   }
-  /* W [C, M/g, K..] -> [M, C/g, K..], flipped along K */
-  rlx_dim s5[6] = {group, cin / group, mg, 1, 1, 1};
-  int32_t perm[6] = {0, 2, 1, 3, 4, 5};
-  for (int32_t i = 0; i < n; i++) s5[3 + i] = tw.shape[2 + i];
-  RLX_RETURN_IF_ERROR(reshape(c, wt, s5, 3 + n, &wt));
-  G(rlx_graph_add_transpose(GRAPH, wt, perm, 3 + n, &wt));
-  rlx_dim s3[5] = {group * mg, cin / group, 1, 1, 1};
-  for (int32_t i = 0; i < n; i++) s3[2 + i] = tw.shape[2 + i];
-  RLX_RETURN_IF_ERROR(reshape(c, wt, s3, 2 + n, &wt));
-  int32_t flip[3] = {2, 3, 4};
-  G(rlx_graph_add_reverse(GRAPH, wt, flip, n, &wt));
-  RLX_RETURN_IF_ERROR(conv_apply(c, x, wt, group, &w, ends, &y));
-  if (rlx_ox_has(c, 2)) {
-    rlx_tensor b;
-    rlx_type ty = type_of(c, y);
-    RLX_RETURN_IF_ERROR(channel_view(c, 2, &ty, &b));
-    RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, y, b, &y));
-  }
+  G(rlx_graph_add_conv_transpose(GRAPH, x, wt, bias, RLX_NONE, n, st, pads, dl, op, (int32_t)group,
+                                 RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &y));
   return rlx_ox_set(c, 0, y);
 }
 

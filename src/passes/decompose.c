@@ -113,6 +113,279 @@ static int is_row_op(rlx_op op) {
          op == RLX_OP_ARGMAX || op == RLX_OP_ARGMIN || op == RLX_OP_TOPK;
 }
 
+/* ------------------------------------------------------------------ convolution */
+
+/* Node builders for the convolution rules: each emits one node into dst. */
+static rlx_status reshape_to(rewriter* r, rlx_tensor x, int32_t rank, const rlx_dim* shape,
+                             rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.type = *rlx_tensor_type(r->dst, x);
+  at.type.rank = rank;
+  for (int32_t d = 0; d < RLX_MAX_RANK; d++) at.type.shape[d] = d < rank ? shape[d] : 0;
+  return add(r, RLX_OP_RESHAPE, &at, &x, 1, out);
+}
+
+static rlx_status transpose_to(rewriter* r, rlx_tensor x, const int32_t* perm, rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  int32_t rank = rlx_tensor_type(r->dst, x)->rank;
+  for (int32_t d = 0; d < rank; d++) at.perm[d] = perm[d];
+  return add(r, RLX_OP_TRANSPOSE, &at, &x, 1, out);
+}
+
+/* Zero padding of every dim: pads[2 * rank], begins then ends (negative crops). */
+static rlx_status zero_pad(rewriter* r, rlx_tensor x, const int64_t* pads, rlx_tensor* out) {
+  int32_t rank = rlx_tensor_type(r->dst, x)->rank;
+  int any = 0;
+  for (int32_t d = 0; d < 2 * rank; d++) any |= pads[d] != 0;
+  if (!any) { *out = x; return RLX_OK; }
+  rlx_node_attrs at = {0};
+  at.pad_mode = RLX_PAD_CONSTANT;
+  at.pads.n = 2 * rank;
+  memcpy(at.pads.v, pads, sizeof(int64_t) * (size_t)(2 * rank));
+  return add(r, RLX_OP_PAD, &at, &x, 1, out);
+}
+
+/* A convolution's description, independent of the node it came from (the
+ * ConvTranspose rule builds a Conv of its own). */
+typedef struct conv_spec {
+  int32_t ns, last, act;       /* spatial dims, channels last, activation */
+  int64_t groups, C, OC, K;    /* K: taps per channel */
+  int64_t kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
+} conv_spec;
+
+static int32_t spatial_axis(const conv_spec* c, int32_t i) { return c->last ? 1 + i : 2 + i; }
+static int32_t channel_axis(const conv_spec* c) { return c->last ? c->ns + 1 : 1; }
+
+static void spec_of(const rlx_graph* g, const rlx_node* n, conv_spec* c) {
+  const rlx_type* w = rlx_tensor_type(g, n->in[1]);
+  memset(c, 0, sizeof *c);
+  c->ns = n->a.strides.n;
+  c->last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  c->act = n->a.act;
+  c->groups = n->a.groups;
+  c->C = rlx_tensor_type(g, n->in[0])->shape[channel_axis(c)];
+  c->OC = rlx_tensor_type(g, n->out[0])->shape[channel_axis(c)];
+  c->K = 1;
+  for (int32_t i = 0; i < c->ns; i++) {
+    c->kernel[i] = w->shape[2 + i];
+    c->K *= c->kernel[i];
+    c->stride[i] = n->a.strides.v[i];
+    c->dilation[i] = n->a.dilations.v[i];
+    c->pad[i] = n->a.pads.v[i];
+    c->pad_end[i] = n->a.pads.v[c->ns + i];
+  }
+}
+
+/* Pad (zeros, spatial dims only) then an unpadded Im2Col. */
+static rlx_status conv_columns(rewriter* r, const conv_spec* c, rlx_tensor x, rlx_tensor* col) {
+  int32_t rank = c->ns + 2;
+  int64_t pads[2 * RLX_MAX_RANK] = {0};
+  for (int32_t i = 0; i < c->ns; i++) {
+    pads[spatial_axis(c, i)] = c->pad[i];
+    pads[rank + spatial_axis(c, i)] = c->pad_end[i];
+  }
+  RLX_RETURN_IF_ERROR(zero_pad(r, x, pads, &x));
+  rlx_node_attrs at = {0};
+  at.kernel.n = at.strides.n = at.dilations.n = c->ns;
+  at.pads.n = 2 * c->ns;
+  for (int32_t i = 0; i < c->ns; i++) {
+    at.kernel.v[i] = c->kernel[i];
+    at.strides.v[i] = c->stride[i];
+    at.dilations.v[i] = c->dilation[i];
+  }
+  at.conv_layout = c->last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  return add(r, RLX_OP_IM2COL, &at, &x, 1, col);
+}
+
+/* Channels first: col [N, C*K, L] -> [N, G, Cg*K, L]; w [OC, Cg, k...] ->
+ * [G, OCg, Cg*K]; y = w . col, [N, G, OCg, L] = [N, OC, L]. */
+static rlx_status conv_matmul_first(rewriter* r, const conv_spec* c, rlx_tensor col, rlx_tensor w,
+                                    rlx_tensor* y) {
+  const rlx_type* ct = rlx_tensor_type(r->dst, col);
+  rlx_dim N = ct->shape[0], L = ct->shape[2], G = c->groups;
+  rlx_dim cs[4] = {N, G, c->C / G * c->K, L}, ws[3] = {G, c->OC / G, c->C / G * c->K};
+  RLX_RETURN_IF_ERROR(reshape_to(r, col, 4, cs, &col));
+  RLX_RETURN_IF_ERROR(reshape_to(r, w, 3, ws, &w));
+  rlx_node_attrs at = {0};
+  rlx_tensor in[2] = {w, col};
+  return add(r, RLX_OP_MATMUL, &at, in, 2, y); /* [N, G, OCg, L] */
+}
+
+/* Channels last: col [N, L, K*C], row (k, g, cg) -> [N, G, L, K*Cg] (a
+ * transpose of the columns only when G > 1); w [OC, Cg, k...] -> [G, OCg,
+ * K*Cg] with (k, cg) order; y = col . w^T, [N, G, L, OCg] -> [N, L, OC]. */
+static rlx_status conv_matmul_last(rewriter* r, const conv_spec* c, rlx_tensor col, rlx_tensor w,
+                                   rlx_tensor* y) {
+  const rlx_type* ct = rlx_tensor_type(r->dst, col);
+  rlx_dim N = ct->shape[0], L = ct->shape[1], G = c->groups, cg = c->C / G, ocg = c->OC / G;
+  rlx_dim cs[5] = {N, L, c->K, G, cg};
+  RLX_RETURN_IF_ERROR(reshape_to(r, col, 5, cs, &col));
+  if (G > 1) {
+    int32_t perm[5] = {0, 3, 1, 2, 4};
+    RLX_RETURN_IF_ERROR(transpose_to(r, col, perm, &col));
+  }
+  rlx_dim cs2[4] = {N, G, L, c->K * cg};
+  RLX_RETURN_IF_ERROR(reshape_to(r, col, 4, cs2, &col));
+  /* w [G, OCg, Cg, k...] -> [G, OCg, k..., Cg] */
+  rlx_dim ws[RLX_MAX_RANK] = {G, ocg, cg};
+  int32_t perm[RLX_MAX_RANK] = {0, 1};
+  for (int32_t i = 0; i < c->ns; i++) {
+    ws[3 + i] = c->kernel[i];
+    perm[2 + i] = 3 + i;
+  }
+  perm[2 + c->ns] = 2;
+  RLX_RETURN_IF_ERROR(reshape_to(r, w, 3 + c->ns, ws, &w));
+  RLX_RETURN_IF_ERROR(transpose_to(r, w, perm, &w));
+  rlx_dim ws2[3] = {G, ocg, c->K * cg};
+  RLX_RETURN_IF_ERROR(reshape_to(r, w, 3, ws2, &w));
+  rlx_node_attrs at = {0};
+  at.transpose_b = 1;
+  rlx_tensor in[2] = {col, w};
+  RLX_RETURN_IF_ERROR(add(r, RLX_OP_MATMUL, &at, in, 2, y)); /* [N, G, L, OCg] */
+  if (G == 1) return RLX_OK;
+  int32_t back[4] = {0, 2, 1, 3};
+  return transpose_to(r, *y, back, y);
+}
+
+/* y = act(conv(x, w) + bias + residual) from native ops only: [Pad] +
+ * Im2Col (a strided copy) + one batched MatMul over the groups, then the
+ * bias, residual and activation as elementwise ops. out_type is y's type. */
+static rlx_status emit_conv(rewriter* r, const conv_spec* c, rlx_tensor x, rlx_tensor w,
+                            rlx_tensor bias, rlx_tensor residual, const rlx_type* out_type,
+                            rlx_tensor* out) {
+  rlx_tensor col, y;
+  RLX_RETURN_IF_ERROR(conv_columns(r, c, x, &col));
+  if (c->last) RLX_RETURN_IF_ERROR(conv_matmul_last(r, c, col, w, &y));
+  else RLX_RETURN_IF_ERROR(conv_matmul_first(r, c, col, w, &y));
+  RLX_RETURN_IF_ERROR(reshape_to(r, y, out_type->rank, out_type->shape, &y));
+  if (bias != RLX_NONE) {
+    /* [OC] broadcasts over channels last as is; channels first needs
+     * [OC, 1, ...] */
+    if (!c->last) {
+      rlx_dim bs[4] = {c->OC, 1, 1, 1};
+      RLX_RETURN_IF_ERROR(reshape_to(r, bias, 1 + c->ns, bs, &bias));
+    }
+    RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_ADD, y, bias, &y));
+  }
+  if (residual != RLX_NONE) RLX_RETURN_IF_ERROR(add_binary(r, RLX_BIN_ADD, y, residual, &y));
+  if (c->act != RLX_ACT_NONE) {
+    rlx_node_attrs aa = {0};
+    aa.kind = c->act;
+    RLX_RETURN_IF_ERROR(add(r, RLX_OP_ACTIVATION, &aa, &y, 1, &y));
+  }
+  *out = y;
+  return RLX_OK;
+}
+
+static rlx_tensor optional_in(const rewriter* r, const rlx_node* n, int32_t i) {
+  return i < n->n_in ? mapped(r, n->in[i]) : RLX_NONE;
+}
+
+static rlx_status rule_conv(rewriter* r, const rlx_node* n) {
+  conv_spec c;
+  spec_of(r->src, n, &c);
+  return emit_conv(r, &c, mapped(r, n->in[0]), mapped(r, n->in[1]), optional_in(r, n, 2),
+                   optional_in(r, n, 3), rlx_tensor_type(r->src, n->out[0]), &r->map[n->out[0]]);
+}
+
+/* ConvTranspose's input with stride - 1 zeros after every element of each
+ * spatial dim: a size-1 dim after each spatial dim, padded at its end,
+ * then merged (length in * stride; the trailing zeros are cropped by the
+ * following pad). Rank 2 + 2 * ns <= RLX_MAX_RANK. */
+static rlx_status insert_zeros(rewriter* r, const conv_spec* c, rlx_tensor x, rlx_tensor* out) {
+  const rlx_type* t = rlx_tensor_type(r->dst, x);
+  int any = 0;
+  for (int32_t i = 0; i < c->ns; i++) any |= c->stride[i] > 1;
+  if (!any) { *out = x; return RLX_OK; }
+  rlx_dim split[RLX_MAX_RANK], merged[RLX_MAX_RANK];
+  int64_t pads[2 * RLX_MAX_RANK] = {0};
+  int32_t rank = 0, er = c->ns + 2 + c->ns;
+  for (int32_t d = 0; d < t->rank; d++) {
+    merged[d] = t->shape[d];
+    split[rank++] = t->shape[d];
+    int32_t i = c->last ? d - 1 : d - 2;
+    if (i < 0 || i >= c->ns) continue;
+    split[rank] = 1;
+    pads[er + rank] = c->stride[i] - 1;
+    rank++;
+    merged[d] = t->shape[d] * c->stride[i];
+  }
+  RLX_RETURN_IF_ERROR(reshape_to(r, x, rank, split, &x));
+  RLX_RETURN_IF_ERROR(zero_pad(r, x, pads, &x));
+  return reshape_to(r, x, t->rank, merged, out);
+}
+
+/* ConvTranspose's weights [C, OCg, k...] as a Conv's [OC, Cg, k...]:
+ * per group swap the channel dims, and reverse the taps. */
+static rlx_status transposed_weights(rewriter* r, const conv_spec* c, rlx_tensor w,
+                                     rlx_tensor* out) {
+  rlx_dim G = c->groups, cg = c->C / G, ocg = c->OC / G;
+  rlx_dim ws[RLX_MAX_RANK] = {G, cg, ocg};
+  int32_t perm[RLX_MAX_RANK] = {0, 2, 1};
+  for (int32_t i = 0; i < c->ns; i++) {
+    ws[3 + i] = c->kernel[i];
+    perm[3 + i] = 3 + i;
+  }
+  RLX_RETURN_IF_ERROR(reshape_to(r, w, 3 + c->ns, ws, &w));
+  RLX_RETURN_IF_ERROR(transpose_to(r, w, perm, &w));
+  rlx_dim cs[RLX_MAX_RANK] = {c->OC, cg};
+  for (int32_t i = 0; i < c->ns; i++) cs[2 + i] = c->kernel[i];
+  RLX_RETURN_IF_ERROR(reshape_to(r, w, 2 + c->ns, cs, &w));
+  rlx_node_attrs at = {0};
+  for (int32_t i = 0; i < c->ns; i++) at.axes |= 1u << (2 + i);
+  return add(r, RLX_OP_REVERSE, &at, &w, 1, out);
+}
+
+/* ConvTranspose = Conv (stride 1, same dilation) over the zero-inserted
+ * input padded by dilation * (k - 1) - pad on each side (output_padding
+ * more at the end; negative pads crop), with the weights of
+ * transposed_weights. Everything stays native: reshapes, Pad, Reverse,
+ * and the Conv rule's Im2Col + MatMul. */
+static rlx_status rule_conv_transpose(rewriter* r, const rlx_node* n) {
+  conv_spec c;
+  spec_of(r->src, n, &c);
+  rlx_tensor x, w;
+  RLX_RETURN_IF_ERROR(insert_zeros(r, &c, mapped(r, n->in[0]), &x));
+  RLX_RETURN_IF_ERROR(transposed_weights(r, &c, mapped(r, n->in[1]), &w));
+  int32_t rank = c.ns + 2;
+  int64_t pads[2 * RLX_MAX_RANK] = {0};
+  conv_spec inner = c;
+  for (int32_t i = 0; i < c.ns; i++) {
+    int64_t span = c.dilation[i] * (c.kernel[i] - 1);
+    pads[spatial_axis(&c, i)] = span - c.pad[i];
+    pads[rank + spatial_axis(&c, i)] = span - c.pad_end[i] + n->a.output_padding.v[i] - (c.stride[i] - 1);
+    inner.stride[i] = 1;
+    inner.pad[i] = inner.pad_end[i] = 0;
+  }
+  RLX_RETURN_IF_ERROR(zero_pad(r, x, pads, &x));
+  return emit_conv(r, &inner, x, w, optional_in(r, n, 2), optional_in(r, n, 3),
+                   rlx_tensor_type(r->src, n->out[0]), &r->map[n->out[0]]);
+}
+
+/* Im2Col with padding -> Pad + unpadded Im2Col, on every backend: the
+ * lowering of Im2Col is a single strided copy, which cannot pad. */
+static int im2col_padded(const rlx_node* n) {
+  if (n->op != RLX_OP_IM2COL) return 0;
+  for (int32_t i = 0; i < n->a.pads.n; i++)
+    if (n->a.pads.v[i]) return 1;
+  return 0;
+}
+
+static rlx_status rule_im2col_pad(rewriter* r, const rlx_node* n) {
+  conv_spec c;
+  memset(&c, 0, sizeof c);
+  c.ns = n->a.kernel.n;
+  c.last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  for (int32_t i = 0; i < c.ns; i++) {
+    c.kernel[i] = n->a.kernel.v[i];
+    c.stride[i] = n->a.strides.v[i];
+    c.dilation[i] = n->a.dilations.v[i];
+    c.pad[i] = n->a.pads.v[i];
+    c.pad_end[i] = n->a.pads.v[c.ns + i];
+  }
+  return conv_columns(r, &c, mapped(r, n->in[0]), &r->map[n->out[0]]);
+}
+
 /* Applies the rule for node n if it has one; *applied says whether it did. */
 static rlx_status try_rule(rewriter* r, const rlx_node* n, int* applied) {
   *applied = 1;
@@ -120,6 +393,11 @@ static rlx_status try_rule(rewriter* r, const rlx_node* n, int* applied) {
     case RLX_OP_FUSED_MATMUL_BIAS_ACT: return rule_fused_matmul(r, n);
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return rule_fused_residual_norm(r, n);
+    case RLX_OP_CONV: return rule_conv(r, n);
+    case RLX_OP_CONV_TRANSPOSE: return rule_conv_transpose(r, n);
+    case RLX_OP_IM2COL:
+      if (im2col_padded(n)) return rule_im2col_pad(r, n);
+      break;
     default: break;
   }
   if (is_row_op(n->op) && n->a.axis != rlx_tensor_type(r->src, n->in[0])->rank - 1)
@@ -146,7 +424,7 @@ rlx_status rlx_decompose(rlx_graph* g, rlx_supports_fn supports, rlx_graph** out
   for (int32_t i = 0; i < g->n_nodes && s == RLX_OK; i++) {
     const rlx_node* n = &g->nodes[i];
     int applied = 0;
-    if (!supports(g, i)) s = try_rule(&r, n, &applied);
+    if (!supports(g, i) || im2col_padded(n)) s = try_rule(&r, n, &applied);
     if (s == RLX_OK && applied && out_decomposed) out_decomposed[n->op]++;
     if (s == RLX_OK && !applied) s = copy_node(&r, n);
   }

@@ -8,6 +8,13 @@
  *   FusedResidualRmsNorm      -> Add(x, residual) [+ Add(bias)] + RmsNorm
  *   Softmax / LogSoftmax / Cumsum / ArgMax / ArgMin / TopK on a non-last axis
  *                             -> Transpose to last, op, Transpose back
+ *   Conv                      -> [Pad] + Im2Col + batched MatMul over the
+ *                                groups (+ Add bias, Add residual, Activation)
+ *   ConvTranspose             -> zero insertion (Reshape + Pad of size-1
+ *                                dims), Pad, weights swapped per group and
+ *                                Reversed, then the Conv rule (stride 1)
+ *   Im2Col with pads          -> Pad + Im2Col, on every backend (the
+ *                                lowering of Im2Col is one strided copy)
  * Nodes still unsupported after this run on the host fallback. */
 #ifndef RLX_PASSES_DECOMPOSE_H
 #define RLX_PASSES_DECOMPOSE_H

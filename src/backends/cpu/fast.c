@@ -1137,7 +1137,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_ATTENTION fast_attention
 #define RLX_FAST_KIND_ROPE NULL
 #define RLX_FAST_KIND_POOL NULL
-#define RLX_FAST_KIND_CONV NULL
+#define RLX_FAST_KIND_CONV rlx_cpu_fast_conv
 #define RLX_FAST_KIND_SAMPLE NULL
 #define RLX_FAST_KIND_HOST NULL
 

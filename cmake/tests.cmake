@@ -181,7 +181,7 @@ endif()
 # glob above registers test_contract (cpu, its default); the GPU backends
 # here. Each exits 77 (ctest SKIP, with the reason) when its device is not
 # built or cannot start: cuda runs only on the GPU machine.
-set_tests_properties(test_contract test_vulkan test_cuda test_oom PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(test_contract test_vulkan test_cuda test_cuda_conv test_oom PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)

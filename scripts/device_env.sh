@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced (not run) on the GPU machine by scripts/device_gpu_all.sh and
 # scripts/device_onnx.sh: unpacks what the carried folder holds and sets up
-# the Vulkan loader, the NVIDIA ICD, Dawn and cuBLASLt for rlx binaries.
+# the Vulkan loader, the NVIDIA ICD, Dawn, cuBLASLt and cuDNN for rlx binaries.
 #
 # In:  CARRY  the carried folder (filled here by 'device_gpu_all.sh pack' and
 #             'device_onnx.sh pack')
@@ -38,4 +38,10 @@ fi
 # cuBLASLt for the CUDA backend: the toolkit's, else the one PyTorch ships.
 for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
+done
+# cuDNN 9 for CUDA convolutions (dlopened as libcudnn.so.9; it opens its
+# sub-libraries from the same folder): the pip package nvidia-cudnn-cu13 (or
+# -cu12) that PyTorch brings. __path__ also works for namespace packages.
+for d in $(python3 -c 'import nvidia.cudnn, os; print(" ".join(p + "/lib" for p in nvidia.cudnn.__path__))' 2>/dev/null); do
+  [ -f "$d/libcudnn.so.9" ] && export LD_LIBRARY_PATH="$d:$LD_LIBRARY_PATH"
 done

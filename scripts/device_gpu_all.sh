@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda bench_gpu lab_gemv}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda test_cuda_conv bench_gpu conv_cuda lab_gemv}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -114,6 +114,18 @@ for d in $BACKENDS; do
   timeout 240 $B/test_oom $d > $T/oom_$d.txt 2>&1
   echo "test_oom $d exit $?:"; cat $T/oom_$d.txt | tail -8
 done
+# CUDA convolutions on cuDNN (tests/test_cuda_conv.c: cuDNN used, and the
+# decomposition with RLX_CUDNN_LIB=/nonexistent gives the same numbers).
+if [ -x $B/test_cuda_conv ] && [[ " $BACKENDS " == *" cuda "* ]]; then
+  timeout 300 $B/test_cuda_conv > $T/cuda_conv.txt 2>&1
+  echo "test_cuda_conv exit $?:"; tail -14 $T/cuda_conv.txt
+fi
+# conv2d 3x3 B32 C256 56x56 (bench/conv_cuda.c) beside PyTorch (bench/conv_torch.py).
+if [ -x $B/conv_cuda ] && [ "${SKIP_CONV:-0}" != 1 ]; then
+  for d in $BACKENDS; do timeout 300 $B/conv_cuda $d; done > $T/conv.jsonl 2>&1
+  cat $T/conv.jsonl
+  python3 bench/conv_torch.py --rlx $T/conv.jsonl 2>&1 | tail -20 || true
+fi
 # The kernel lab's GEMV family (bench/kernels/gemv.cu): every variant checked
 # against the CPU, then timed.
 if [ -x $B/lab_gemv ]; then

@@ -11,6 +11,8 @@
  *   RLX_CUDA_STREAMS=n     streams per executable (default 1)
  *   RLX_CUDA_HOST_OPS=a,b  ops (by text name) forced to the host fallback
  *   RLX_CUDA_NO_CUBLASLT=1 own matmul kernels only
+ *   RLX_CUDNN_LIB=path     the cuDNN to load (a path that does not load: no
+ *                          cuDNN, convolutions are decomposed)
  *   RLX_CUDA_DISABLE=1     report the device unavailable
  *   RLX_CUDA_PROFILE=1     run eagerly with an event before every launch; device
  *                          time per kernel printed at destroy (stderr) */
@@ -28,6 +30,7 @@
 #define MAX_STREAMS 8
 #define STAGING_BYTES ((size_t)8 << 20)
 #define WORKSPACE_BYTES ((size_t)32 << 20)
+#define PROF_SLOTS (RLX_CUDA_FN_COUNT + 4) /* kernels, cuBLASLt, copies, host steps, cuDNN */
 
 /* Stream assignment and cross-stream waits, per step. */
 typedef struct schedule {
@@ -45,6 +48,7 @@ typedef struct program {
   schedule sched;
   CUgraphExec graph;
   int no_graph; /* capture failed or unsafe: run eagerly */
+  CUdeviceptr dnn_ws; /* n_streams x launches.dnn_workspace (conv plans) */
 } program;
 
 struct rlx_backend_exec {
@@ -60,6 +64,9 @@ struct rlx_backend_exec {
   CUevent fork, joins[MAX_STREAMS];
   CUdeviceptr workspace; /* n_streams x WORKSPACE_BYTES, made on first matmul */
   size_t workspace_bytes;
+  rlx_dnn_handle dnn;    /* cuDNN handle, made on the first convolution */
+  int32_t dnn_convs, host_convs; /* conv steps on cuDNN / on the host (report) */
+  char dnn_first[64];    /* the first conv plan, described (report) */
   rlx_cuda_build build;
   rlx_program_cache programs; /* program* for the compiled list and active extents */
   rlx_host_mirror mirror;      /* host copy of the arena for fallback steps (lazy) */
@@ -70,24 +77,25 @@ struct rlx_backend_exec {
   int profile;
   CUevent* prof_ev;
   int32_t prof_n;
-  double prof_ms[RLX_CUDA_FN_COUNT + 3];
-  int64_t prof_calls[RLX_CUDA_FN_COUNT + 3];
+  double prof_ms[PROF_SLOTS];
+  int64_t prof_calls[PROF_SLOTS];
   int64_t prof_runs;
 };
 
 /* ------------------------------------------------------------------ profile */
 
-static const char* const prof_names[RLX_CUDA_FN_COUNT + 3] = {
+static const char* const prof_names[PROF_SLOTS] = {
 #define RLX_CUDA_PROF_NAME(e, name, family) #name,
     RLX_CUDA_KERNELS(RLX_CUDA_PROF_NAME)
 #undef RLX_CUDA_PROF_NAME
-    "cublasLt", "device copy", "host step"};
+    "cublasLt", "device copy", "host step", "cuDNN"};
 
 static int prof_slot(const rlx_launch* x) {
   switch (x->kind) {
     case RLX_LAUNCH_KERNEL: return (int)x->fn;
     case RLX_LAUNCH_LT: return RLX_CUDA_FN_COUNT;
     case RLX_LAUNCH_COPY: return RLX_CUDA_FN_COUNT + 1;
+    case RLX_LAUNCH_DNN: return RLX_CUDA_FN_COUNT + 3;
     default: return RLX_CUDA_FN_COUNT + 2;
   }
 }
@@ -120,12 +128,12 @@ static void prof_collect(rlx_backend_exec* be, const program* pr) {
 
 static void prof_print(const rlx_backend_exec* be) {
   double total = 0;
-  for (int k = 0; k < RLX_CUDA_FN_COUNT + 3; k++) total += be->prof_ms[k];
+  for (int k = 0; k < PROF_SLOTS; k++) total += be->prof_ms[k];
   if (be->prof_runs == 0 || total <= 0) return;
   double runs = (double)be->prof_runs;
   fprintf(stderr, "rlx cuda profile: %lld runs, %.4f ms of launches per run (eager, event-timed)\n",
           (long long)be->prof_runs, total / runs);
-  for (int k = 0; k < RLX_CUDA_FN_COUNT + 3; k++)
+  for (int k = 0; k < PROF_SLOTS; k++)
     if (be->prof_calls[k])
       fprintf(stderr, "  %-24s %9.4f ms/run %5.1f%% %6.1f launches/run %8.2f us each\n", prof_names[k],
               be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
@@ -177,8 +185,12 @@ static int has_newer_dtype(const rlx_graph* g, const rlx_node* n) {
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
-  /* No conv kernel yet: decompose.c rewrites Conv / ConvTranspose. */
-  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return 0;
+  /* Convolutions run on cuDNN; without it (or for a geometry it does not
+   * take) decompose.c rewrites them into the own kernels. */
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) {
+    const rlx_cuda_dev* d = rlx_cuda_device(NULL, 0);
+    if (!d || !rlx_cuda_conv_node_native(d, g, ni)) return 0;
+  }
   return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
 }
 
@@ -198,6 +210,7 @@ static void schedule_free(rlx_backend_exec* be, schedule* s, int32_t n_steps) {
 static void program_free(rlx_backend_exec* be, program* p) {
   if (p->graph) be->d->cu.graph_exec_destroy(p->graph);
   if (p->scratch) be->d->cu.mem_free(p->scratch);
+  if (p->dnn_ws) be->d->cu.mem_free(p->dnn_ws);
   schedule_free(be, &p->sched, p->n_steps);
   rlx_cuda_launch_list_free(be->d, &p->launches);
   memset(p, 0, sizeof *p);
@@ -258,6 +271,28 @@ static rlx_status schedule_build(rlx_backend_exec* be, const rlx_step_list* l, s
   return RLX_OK;
 }
 
+/* One cuDNN handle per executable: a handle carries the stream its calls
+ * go to, and an executable runs on one thread at a time. */
+static rlx_status dnn_handle_create(rlx_backend_exec* be, rlx_error* err) {
+  rlx_dnn_status s = be->d->dnn.create(&be->dnn);
+  if (s != RLX_DNN_SUCCESS) {
+    be->dnn = NULL;
+    const char* text = be->d->dnn.get_error_string(s);
+    return rlx_fail(err, RLX_INTERNAL, "cuda: cudnnCreate failed: %s (cudnnStatus %d)",
+                    text ? text : "?", (int)s);
+  }
+  be->build.dnn = be->dnn;
+  return RLX_OK;
+}
+
+/* Counts conv steps by where they run, for the dispatch report. */
+static void count_conv(rlx_backend_exec* be, const rlx_launch* x, const rlx_step* s) {
+  if (s->kernel != RLX_K_CONV) return;
+  if (x->kind == RLX_LAUNCH_HOST) be->host_convs++;
+  if (x->kind != RLX_LAUNCH_DNN) return;
+  if (be->dnn_convs++ == 0) rlx_cuda_conv_plan_describe(x->conv, be->dnn_first, sizeof be->dnn_first);
+}
+
 static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, program* p,
                                 rlx_error* err) {
   memset(p, 0, sizeof *p);
@@ -271,9 +306,19 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
       be->build.workspace_bytes = WORKSPACE_BYTES;
     }
   for (int32_t i = 0; i < l->n; i++)
+    if (rlx_cuda_step_uses_dnn(&l->steps[i]) && !be->dnn && be->d->have_dnn)
+      RLX_RETURN_IF_ERROR(dnn_handle_create(be, err));
+  for (int32_t i = 0; i < l->n; i++)
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
-  for (int32_t i = 0; i < p->launches.n; i++)
-    if (p->launches.v[i].kind == RLX_LAUNCH_HOST) p->has_host = 1;
+  for (int32_t i = 0; i < p->launches.n; i++) {
+    const rlx_launch* x = &p->launches.v[i];
+    if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
+    count_conv(be, x, &l->steps[x->step]);
+  }
+  if (p->launches.dnn_workspace) {
+    size_t bytes = p->launches.dnn_workspace * (size_t)be->n_streams;
+    RLX_CU(be->d, err, "cuMemAlloc(cuDNN workspace)", be->d->cu.mem_alloc(&p->dnn_ws, bytes));
+  }
   if (p->launches.scratch_bytes) {
     RLX_CU(be->d, err, "cuMemAlloc(scratch)",
            be->d->cu.mem_alloc(&p->scratch, (size_t)p->launches.scratch_bytes));
@@ -339,6 +384,10 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       return rlx_cuda_mm_plan_run(d, x->plan, s,
                                   be->workspace + (CUdeviceptr)stream_index * be->workspace_bytes,
                                   be->workspace_bytes, err);
+    case RLX_LAUNCH_DNN:
+      return rlx_cuda_conv_plan_run(d, x->conv, be->dnn, s,
+                                    pr->dnn_ws + (CUdeviceptr)stream_index * pr->launches.dnn_workspace,
+                                    pr->launches.dnn_workspace, err);
     case RLX_LAUNCH_COPY:
       RLX_CU(d, err, "cuMemcpyDtoDAsync",
              d->cu.memcpy_dtod_async(be->arena + x->dst, be->arena + x->src, (size_t)x->bytes, s));
@@ -617,6 +666,7 @@ static void cuda_destroy(rlx_backend_exec* be) {
     if (be->prof_ev[i]) d->cu.event_destroy(be->prof_ev[i]);
   free(be->prof_ev);
   if (be->workspace) d->cu.mem_free(be->workspace);
+  if (be->dnn) d->dnn.destroy(be->dnn);
   if (be->arena) d->cu.mem_free(be->arena);
   if (be->state) d->cu.mem_free(be->state);
   if (be->state_host) d->cu.mem_free_host(be->state_host);
@@ -689,6 +739,9 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
     be->build.allow_tf32 = opt && opt->allow_tf32;
     be->build.debug_nans = opt && opt->debug_nans;
     be->build.no_lt = rlx_env_int(RLX_ENV_CUDA_NO_CUBLASLT) != 0;
+    be->build.dnn_stream = be->streams[0];
+    be->build.dnn_ws_cap = (size_t)rlx_env_size(RLX_ENV_CUDNN_WORKSPACE);
+    be->build.dnn_heuristic = rlx_env_flag(RLX_ENV_CUDNN_HEURISTIC);
     rlx_program_ops ops = {be, build_program, free_program};
     s = rlx_program_cache_init(&be->programs, &ops, steps, err);
   }
@@ -700,10 +753,18 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   return RLX_OK;
 }
 
+/* Dispatch report line: where the convolutions went. */
+static void cuda_report(const rlx_backend_exec* be, char* buf, size_t cap) {
+  if (!be->dnn_convs && !be->host_convs) return;
+  snprintf(buf, cap, "cuda conv: %d on %s (first: %s), %d on the host", (int)be->dnn_convs,
+           be->d->dnn_reason, be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
+}
+
 const rlx_backend rlx_backend_cuda = {
     .name = "cuda",
     .probe = cuda_probe,
     .supports = cuda_supports,
+    .report = cuda_report,
     .alignment = 256,
     .create = cuda_create,
     .destroy = cuda_destroy,

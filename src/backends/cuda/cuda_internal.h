@@ -9,7 +9,8 @@
  * Files: cuda_loader.c (symbol tables, device + module init, once per
  * process), cuda.c (the backend vtable: arena, staging, run loop, graphs,
  * streams, host fallback), cuda_launch.c (step -> kernel launch records),
- * cuda_matmul.c (cuBLASLt plans). */
+ * cuda_matmul.c (cuBLASLt plans), cuda_cudnn.c (cuDNN convolution plans;
+ * cuDNN is optional and loaded with the device, cudnn_types.h). */
 #ifndef RLX_BACKENDS_CUDA_INTERNAL_H
 #define RLX_BACKENDS_CUDA_INTERNAL_H
 
@@ -17,6 +18,7 @@
 #include <cublasLt.h>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cudnn_types.h"
 #include "backends/cuda/kernels/params.h"
 
 /* ------------------------------------------------------------------ driver API */
@@ -163,6 +165,9 @@ typedef struct rlx_cuda_dev {
   CUcontext ctx;
   CUfunction fn[RLX_CUDA_FN_COUNT];
   cublasLtHandle_t lt_handle;
+  rlx_dnn_api dnn; /* cuDNN (optional): convolutions */
+  int have_dnn;
+  char dnn_reason[160];
   int sm_count, cc_major, cc_minor, smem_optin;
   char name[128];
 } rlx_cuda_dev;
@@ -188,6 +193,7 @@ typedef enum rlx_launch_kind {
   RLX_LAUNCH_LT,     /* cuBLASLt plan */
   RLX_LAUNCH_COPY,   /* cuMemcpyDtoDAsync(dst, src, bytes) */
   RLX_LAUNCH_HOST,   /* run the step on the host mirror */
+  RLX_LAUNCH_DNN,    /* cuDNN convolution plan */
 } rlx_launch_kind;
 
 typedef union rlx_launch_params {
@@ -209,6 +215,7 @@ typedef union rlx_launch_params {
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;
+typedef struct rlx_cuda_conv_plan rlx_cuda_conv_plan;
 
 typedef struct rlx_launch {
   rlx_launch_kind kind;
@@ -217,6 +224,7 @@ typedef struct rlx_launch {
   unsigned grid[3], block, smem;
   rlx_launch_params p;
   rlx_cuda_mm_plan* plan; /* RLX_LAUNCH_LT */
+  rlx_cuda_conv_plan* conv; /* RLX_LAUNCH_DNN */
   uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
 } rlx_launch;
 
@@ -224,6 +232,7 @@ typedef struct rlx_launch_list {
   rlx_launch* v;
   int32_t n, cap;
   uint64_t scratch_bytes; /* device scratch the launches need (GEMV partials, sample) */
+  size_t dnn_workspace;   /* cuDNN workspace (per stream) the largest conv plan needs */
 } rlx_launch_list;
 
 /* Per-executable context the launch builder needs. */
@@ -234,12 +243,20 @@ typedef struct rlx_cuda_build {
   CUdeviceptr workspace;  /* cuBLASLt workspace */
   size_t workspace_bytes;
   int allow_tf32, debug_nans, no_lt;
+  rlx_dnn_handle dnn;     /* the executable's cuDNN handle (NULL: no cuDNN) */
+  CUstream dnn_stream;    /* stream the algorithm search runs on */
+  size_t dnn_ws_cap;      /* most workspace one convolution may use */
+  int dnn_heuristic;      /* pick algorithms by cuDNN's heuristic, not by timing */
 } rlx_cuda_build;
 
 /* Appends the launches for steps[i] (cuda_launch.c). */
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);
 void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
+/* Whether the step would use cuDNN (the executable then makes a handle). */
+int rlx_cuda_step_uses_dnn(const rlx_step* s);
+/* Whether Conv / ConvTranspose node ni runs on cuDNN (cuda_supports). */
+int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t ni);
 
 /* cuBLASLt (cuda_matmul.c). Returns RLX_OK with *out == NULL when cuBLASLt
  * cannot take the step (the caller uses the own kernel). */
@@ -252,5 +269,55 @@ void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p);
 /* Whether the plan applies bias/activation itself (else an epilogue kernel follows). */
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);
 
+/* ------------------------------------------------------------------ cuDNN convolution */
+
+/* One convolution as cuDNN sees it (cuda_cudnn.c), filled from the step by
+ * cuda_launch.c. Channels come before the spatial dims in every array, in
+ * that logical order whatever the memory layout: x_stride / y_stride /
+ * res_stride are element strides of (N, C, spatial...), so NCHW and
+ * channels-last are both plain strided tensors. ConvTranspose reads x as
+ * cuDNN's dy and writes y as its dx (cudnnConvolutionBackwardData). */
+typedef struct rlx_cuda_conv {
+  int transpose, spatial;    /* spatial dims: 1..3 */
+  rlx_dtype dtype;           /* x, w, y */
+  int64_t N, C, OC, groups;  /* C: x's channels; OC: y's */
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
+  int64_t x_stride[5], y_stride[5], res_stride[5];
+  /* x, y channels-last: w ([OC, C/g, k..] as in every layout) is copied
+   * to [OC, k.., C/g] in the workspace each run, so cuDNN's NHWC kernels
+   * apply (cudnnTransformTensor, a few MB at most) */
+  int channels_last;
+  int act; /* rlx_activation applied after bias and residual */
+  int has_bias, has_residual;
+  rlx_dtype bias_dtype, res_dtype;
+  uint64_t x_off, w_off, bias_off, res_off, y_off;
+} rlx_cuda_conv;
+
+/* Whether cuDNN (loaded) takes a convolution of this kind: dtype
+ * f32/f16/bf16 (bias and residual alike), 1..3 spatial dims, symmetric
+ * padding. The backend's `supports` asks it per node, so a convolution it
+ * refuses is decomposed instead. */
+int rlx_cuda_conv_kind_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c);
+/* The kind check plus the geometry: packed NCHW-order or channels-last
+ * tensors, sizes that fit cuDNN's int dims, consistent output sizes. */
+int rlx_cuda_conv_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c);
+/* Descriptors and the algorithm (timed search, or cuDNN's heuristic with
+ * dnn_heuristic), made once. RLX_OK with *out == NULL when no algorithm
+ * takes the problem (the caller runs the step on the host). */
+rlx_status rlx_cuda_conv_plan_create(const rlx_cuda_build* b, const rlx_cuda_conv* c,
+                                     rlx_cuda_conv_plan** out, rlx_error* err);
+/* Issues the convolution (+ bias, residual, ReLU where fused) on stream. */
+rlx_status rlx_cuda_conv_plan_run(const rlx_cuda_dev* d, const rlx_cuda_conv_plan* p,
+                                  rlx_dnn_handle h, CUstream stream, CUdeviceptr workspace,
+                                  size_t workspace_bytes, rlx_error* err);
+void rlx_cuda_conv_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_conv_plan* p);
+size_t rlx_cuda_conv_plan_workspace(const rlx_cuda_conv_plan* p);
+/* Whether the plan applied the activation itself (else a unary kernel follows). */
+int rlx_cuda_conv_plan_applies_act(const rlx_cuda_conv_plan* p);
+/* Whether the residual must be copied into y before the plan runs (the
+ * unfused path accumulates onto y with beta = 1). */
+int rlx_cuda_conv_plan_needs_residual_copy(const rlx_cuda_conv_plan* p);
+/* Short text for the dispatch report: "fwd algo 1, fused". */
+void rlx_cuda_conv_plan_describe(const rlx_cuda_conv_plan* p, char* buf, size_t cap);
 
 #endif

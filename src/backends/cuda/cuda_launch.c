@@ -918,6 +918,156 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return push(l, RLX_LAUNCH_HOST, i, err) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
 }
 
+/* ------------------------------------------------------------------ convolution */
+
+/* Logical (N, C, spatial..) strides of a conv operand stored as `shape`
+ * with element strides `st` in the step's layout. */
+static void conv_strides(int32_t ns, int last, const int64_t* st, int64_t* out) {
+  out[0] = st[0];
+  out[1] = st[last ? ns + 1 : 1];
+  for (int32_t i = 0; i < ns; i++) out[2 + i] = st[last ? 1 + i : 2 + i];
+}
+
+/* The geometry part of rlx_cuda_conv from the lowering's parameters. */
+static void conv_geometry(const rlx_conv_params* q, int transpose, rlx_cuda_conv* c) {
+  memset(c, 0, sizeof *c);
+  c->transpose = transpose;
+  c->spatial = q->n_spatial;
+  c->N = q->N, c->C = q->C, c->OC = q->OC, c->groups = q->groups;
+  for (int i = 0; i < 3; i++) {
+    c->in[i] = q->in[i], c->out[i] = q->out[i], c->kernel[i] = q->kernel[i];
+    c->stride[i] = q->stride[i], c->dilation[i] = q->dilation[i];
+    c->pad[i] = q->pad[i], c->pad_end[i] = q->pad_end[i];
+  }
+  c->channels_last = q->layout == RLX_CONV_CHANNELS_LAST;
+  c->act = q->act;
+  c->has_bias = q->has_bias;
+  c->has_residual = q->has_residual;
+}
+
+static void conv_from_step(const rlx_step* s, rlx_cuda_conv* c) {
+  const rlx_conv_params* q = &s->p.conv;
+  conv_geometry(q, s->op == RLX_CONV_TRANSPOSE, c);
+  int last = c->channels_last;
+  c->dtype = s->in[0].dtype;
+  /* x, w and y must agree for cuDNN; a w of another dtype fails the kind check */
+  if (s->in[1].dtype != c->dtype || s->out[0].dtype != c->dtype) c->dtype = RLX_BOOL;
+  conv_strides(q->n_spatial, last, s->in[0].stride, c->x_stride);
+  conv_strides(q->n_spatial, last, s->out[0].stride, c->y_stride);
+  c->x_off = s->in[0].offset;
+  c->w_off = s->in[1].offset;
+  c->y_off = s->out[0].offset;
+  if (q->has_bias) {
+    c->bias_dtype = s->in[2].dtype;
+    c->bias_off = s->in[2].offset;
+  }
+  if (q->has_residual) {
+    c->res_dtype = s->in[3].dtype;
+    c->res_off = s->in[3].offset;
+    conv_strides(q->n_spatial, last, s->in[3].stride, c->res_stride);
+  }
+}
+
+/* Dense row-major strides of a graph tensor; 0 if a dim is not known yet. */
+static int dense_strides(const rlx_type* t, int64_t* st) {
+  int64_t run = 1;
+  for (int32_t d = t->rank - 1; d >= 0; d--) {
+    if (t->shape[d] < 0) return 0;
+    st[d] = run;
+    run *= t->shape[d];
+  }
+  return 1;
+}
+
+int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t ni) {
+  const rlx_node* n = &g->nodes[ni];
+  if (!d->have_dnn) return 0;
+  const rlx_type* x = rlx_tensor_type(g, n->in[0]);
+  const rlx_type* w = rlx_tensor_type(g, n->in[1]);
+  const rlx_type* y = rlx_tensor_type(g, n->out[0]);
+  int32_t ns = n->a.strides.n, last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  if (ns < 1 || ns > 3 || x->rank != ns + 2 || y->rank != ns + 2 || w->rank != ns + 2) return 0;
+  int64_t xs[RLX_MAX_RANK], ys[RLX_MAX_RANK], ws[RLX_MAX_RANK];
+  if (!dense_strides(x, xs) || !dense_strides(y, ys) || !dense_strides(w, ws)) return 0;
+  rlx_conv_params q;
+  memset(&q, 0, sizeof q);
+  q.n_spatial = ns;
+  q.layout = n->a.conv_layout;
+  q.act = n->a.act;
+  q.groups = n->a.groups;
+  q.N = x->shape[0];
+  q.C = x->shape[last ? ns + 1 : 1];
+  q.OC = y->shape[last ? ns + 1 : 1];
+  for (int32_t i = 0; i < ns; i++) {
+    q.in[i] = x->shape[last ? 1 + i : 2 + i];
+    q.out[i] = y->shape[last ? 1 + i : 2 + i];
+    q.kernel[i] = w->shape[2 + i];
+    q.stride[i] = n->a.strides.v[i];
+    q.dilation[i] = n->a.dilations.v[i];
+    q.pad[i] = n->a.pads.v[i];
+    q.pad_end[i] = n->a.pads.v[ns + i];
+  }
+  q.has_bias = n->n_in > 2 && n->in[2] != RLX_NONE;
+  q.has_residual = n->n_in > 3 && n->in[3] != RLX_NONE;
+  rlx_cuda_conv c;
+  conv_geometry(&q, n->op == RLX_OP_CONV_TRANSPOSE, &c);
+  c.dtype = x->dtype == w->dtype && x->dtype == y->dtype ? x->dtype : RLX_BOOL;
+  conv_strides(ns, last, xs, c.x_stride);
+  conv_strides(ns, last, ys, c.y_stride);
+  if (q.has_bias) c.bias_dtype = rlx_tensor_type(g, n->in[2])->dtype;
+  if (q.has_residual) {
+    const rlx_type* r = rlx_tensor_type(g, n->in[3]);
+    int64_t rs[RLX_MAX_RANK];
+    if (r->rank != y->rank || !dense_strides(r, rs)) return 0;
+    c.res_dtype = r->dtype;
+    conv_strides(ns, last, rs, c.res_stride);
+  }
+  return rlx_cuda_conv_native(d, &c);
+}
+
+/* A cuDNN plan: the residual copied into y first when the plan blends it
+ * there, the plan, then the activation as a unary kernel where cuDNN did not
+ * apply it. Without a plan (cuDNN refused it when tried) the step runs on
+ * the host. */
+static rlx_status build_conv(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  if (rlx_view_numel(&s->out[0]) == 0) return RLX_OK;
+  rlx_cuda_conv c;
+  conv_from_step(s, &c);
+  rlx_cuda_conv_plan* plan = NULL;
+  if (b->dnn) RLX_RETURN_IF_ERROR(rlx_cuda_conv_plan_create(b, &c, &plan, err));
+  if (!plan) return build_host(b, s, i, l, err);
+  if (rlx_cuda_conv_plan_needs_residual_copy(plan)) {
+    rlx_launch* x = push(l, RLX_LAUNCH_COPY, i, err);
+    if (!x) {
+      rlx_cuda_conv_plan_destroy(b->d, plan);
+      return RLX_RESOURCE_EXHAUSTED;
+    }
+    x->dst = c.y_off;
+    x->src = c.res_off;
+    x->bytes = (uint64_t)rlx_view_numel(&s->out[0]) * rlx_dtype_size(c.dtype);
+  }
+  rlx_launch* x = push(l, RLX_LAUNCH_DNN, i, err);
+  if (!x) {
+    rlx_cuda_conv_plan_destroy(b->d, plan);
+    return RLX_RESOURCE_EXHAUSTED;
+  }
+  x->conv = plan; /* owned by the list from here */
+  size_t ws = rlx_cuda_conv_plan_workspace(plan);
+  if (ws > l->dnn_workspace) l->dnn_workspace = ws;
+  if (rlx_cuda_conv_plan_applies_act(plan)) return RLX_OK;
+  rlx_step act; /* y = act(y), in place */
+  memset(&act, 0, sizeof act);
+  act.kernel = RLX_K_UNARY;
+  act.node = s->node;
+  act.op = c.act;
+  act.n_in = act.n_out = 1;
+  act.in[0] = act.out[0] = s->out[0];
+  return build_ew(b, &act, i, l, err);
+}
+
+int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; }
+
 /* Launch builder of each kernel kind (src/backends/kernels.def): a kind
  * without a row here does not compile; build_host sends it to the host
  * fallback. */
@@ -941,8 +1091,8 @@ static rlx_status build_host(const rlx_cuda_build* b, const rlx_step* s, int32_t
 #define RLX_CUDA_KIND_POOL build_pool
 #define RLX_CUDA_KIND_RESIZE build_resize
 #define RLX_CUDA_KIND_SAMPLER build_sampler
-/* no conv kernel yet: Conv nodes are decomposed (cuda_supports) */
-#define RLX_CUDA_KIND_CONV build_host
+/* cuDNN where cuda_supports said so; else the node was decomposed */
+#define RLX_CUDA_KIND_CONV build_conv
 #define RLX_CUDA_KIND_GROUP_NORM build_group_norm
 #define RLX_CUDA_KIND_HOST build_host
 
@@ -968,6 +1118,7 @@ void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l) {
   if (!l) return;
   for (int32_t i = 0; i < l->n; i++)
     if (l->v[i].kind == RLX_LAUNCH_LT) rlx_cuda_mm_plan_destroy(d, l->v[i].plan);
+    else if (l->v[i].kind == RLX_LAUNCH_DNN) rlx_cuda_conv_plan_destroy(d, l->v[i].conv);
   free(l->v);
   memset(l, 0, sizeof *l);
 }

@@ -1,5 +1,5 @@
-/* Run-time loading of the CUDA driver (libcuda.so.1) and cuBLASLt, and the
- * one-time device setup: primary context, the embedded kernel modules, the
+/* Run-time loading of the CUDA driver (libcuda.so.1), cuBLASLt and cuDNN, and
+ * the one-time device setup: primary context, the embedded kernel modules, the
  * cuBLASLt handle. Nothing here links against CUDA: a machine without the
  * driver gets a reason string instead of a load failure. */
 #ifdef RLX_HAVE_CUDA
@@ -126,6 +126,84 @@ static void load_cublaslt(rlx_cuda_dev* d) {
   snprintf(d->lt_reason, sizeof d->lt_reason, "cuBLASLt");
 }
 
+/* Opens the first of names[] that loads; *used names it. */
+static void* open_first(const char* const* names, size_t n, const char** used) {
+  for (size_t i = 0; i < n; i++)
+    if (names[i] && names[i][0]) {
+      void* lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+      if (lib) {
+        *used = names[i];
+        return lib;
+      }
+    }
+  return NULL;
+}
+
+static int load_cudnn_syms(void* lib, rlx_dnn_api* a) {
+  return load_sym(lib, "cudnnGetVersion", &a->get_version) &&
+         load_sym(lib, "cudnnGetErrorString", &a->get_error_string) &&
+         load_sym(lib, "cudnnCreate", &a->create) && load_sym(lib, "cudnnDestroy", &a->destroy) &&
+         load_sym(lib, "cudnnSetStream", &a->set_stream) &&
+         load_sym(lib, "cudnnCreateTensorDescriptor", &a->create_tensor) &&
+         load_sym(lib, "cudnnSetTensorNdDescriptor", &a->set_tensor_nd) &&
+         load_sym(lib, "cudnnDestroyTensorDescriptor", &a->destroy_tensor) &&
+         load_sym(lib, "cudnnCreateFilterDescriptor", &a->create_filter) &&
+         load_sym(lib, "cudnnSetFilterNdDescriptor", &a->set_filter_nd) &&
+         load_sym(lib, "cudnnDestroyFilterDescriptor", &a->destroy_filter) &&
+         load_sym(lib, "cudnnCreateConvolutionDescriptor", &a->create_conv) &&
+         load_sym(lib, "cudnnSetConvolutionNdDescriptor", &a->set_conv_nd) &&
+         load_sym(lib, "cudnnSetConvolutionGroupCount", &a->set_conv_groups) &&
+         load_sym(lib, "cudnnSetConvolutionMathType", &a->set_conv_math) &&
+         load_sym(lib, "cudnnDestroyConvolutionDescriptor", &a->destroy_conv) &&
+         load_sym(lib, "cudnnCreateActivationDescriptor", &a->create_act) &&
+         load_sym(lib, "cudnnSetActivationDescriptor", &a->set_act) &&
+         load_sym(lib, "cudnnDestroyActivationDescriptor", &a->destroy_act) &&
+         load_sym(lib, "cudnnFindConvolutionForwardAlgorithm", &a->find_fwd) &&
+         load_sym(lib, "cudnnGetConvolutionForwardAlgorithm_v7", &a->heur_fwd) &&
+         load_sym(lib, "cudnnGetConvolutionForwardWorkspaceSize", &a->fwd_ws) &&
+         load_sym(lib, "cudnnFindConvolutionBackwardDataAlgorithm", &a->find_bwd_data) &&
+         load_sym(lib, "cudnnGetConvolutionBackwardDataAlgorithm_v7", &a->heur_bwd_data) &&
+         load_sym(lib, "cudnnGetConvolutionBackwardDataWorkspaceSize", &a->bwd_data_ws) &&
+         load_sym(lib, "cudnnConvolutionForward", &a->forward) &&
+         load_sym(lib, "cudnnConvolutionBiasActivationForward", &a->forward_fused) &&
+         load_sym(lib, "cudnnConvolutionBackwardData", &a->backward_data) &&
+         load_sym(lib, "cudnnTransformTensor", &a->transform) &&
+         load_sym(lib, "cudnnAddTensor", &a->add_tensor);
+}
+
+/* cuDNN 9 is optional: without it (or with RLX_CUDNN_LIB naming a file that
+ * does not load) convolutions are decomposed into the own kernels. With
+ * RLX_CUDNN_LIB set, only that file is tried, so it can also switch cuDNN
+ * off. Handles are per executable (cuda.c): a handle carries its stream. */
+static void load_cudnn(rlx_cuda_dev* d) {
+  const char* env = rlx_env_str(RLX_ENV_CUDNN_LIB);
+  const char* names[] = {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9",
+                         "/usr/local/cuda/lib/libcudnn.so.9"};
+  const char* libname = "libcudnn";
+  void* lib = env && env[0] ? open_first(&env, 1, &libname)
+                            : open_first(names, sizeof names / sizeof names[0], &libname);
+  if (!lib) {
+    snprintf(d->dnn_reason, sizeof d->dnn_reason, "no cuDNN (cannot load %.100s)",
+             env && env[0] ? env : "libcudnn.so.9");
+    return;
+  }
+  rlx_dnn_api a;
+  memset(&a, 0, sizeof a);
+  if (!load_cudnn_syms(lib, &a)) {
+    snprintf(d->dnn_reason, sizeof d->dnn_reason, "%.100s lacks cuDNN 9 symbols", libname);
+    return;
+  }
+  size_t v = a.get_version();
+  if (v < 90000 || v >= 100000) { /* the legacy convolution API as declared in cudnn_types.h */
+    snprintf(d->dnn_reason, sizeof d->dnn_reason, "cuDNN %zu is not cuDNN 9", v);
+    return;
+  }
+  d->dnn = a;
+  d->have_dnn = 1;
+  snprintf(d->dnn_reason, sizeof d->dnn_reason, "cuDNN %zu.%zu.%zu", v / 10000, v / 100 % 100,
+           v % 100);
+}
+
 static const char* kernel_names[RLX_CUDA_FN_COUNT] = {
 #define RLX_CUDA_FN_NAME(e, name, family) #name,
     RLX_CUDA_KERNELS(RLX_CUDA_FN_NAME)
@@ -208,14 +286,15 @@ static int init_device(rlx_cuda_dev* d) {
   if ((r = d->cu.ctx_set_current(d->ctx)) != CUDA_SUCCESS) return fail_cu(d, r, "cuCtxSetCurrent");
   if (!load_modules(d)) return 0;
   load_cublaslt(d);
+  load_cudnn(d);
   return 1;
 }
 
 static void init_once(void) {
   g_ok = init_device(&g_dev);
   if (g_ok)
-    snprintf(g_reason, sizeof g_reason, "%.120s, sm_%d%d, %d SMs, %.100s", g_dev.name, g_dev.cc_major,
-             g_dev.cc_minor, g_dev.sm_count, g_dev.lt_reason);
+    snprintf(g_reason, sizeof g_reason, "%.100s, sm_%d%d, %d SMs, %.60s, %.60s", g_dev.name,
+             g_dev.cc_major, g_dev.cc_minor, g_dev.sm_count, g_dev.lt_reason, g_dev.dnn_reason);
 }
 
 const rlx_cuda_dev* rlx_cuda_device(char* reason, size_t cap) {

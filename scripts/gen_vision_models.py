@@ -27,6 +27,7 @@ script and the arguments, so an unchanged request returns at once. Exits 77
 """
 import argparse
 import hashlib
+import inspect
 import os
 import sys
 import warnings
@@ -392,9 +393,15 @@ def export_one(torch, np, name, builder, args, out_dir):
             np.save(os.path.join(out_dir, "output_b%d.npy" % b), y.numpy().astype(np.float32))
         example = torch.randn(batches[0], 3, image, image, generator=gen)
         tmp = os.path.join(out_dir, "model.onnx.tmp")
+        kwargs = {}
+        if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+            # torch >= 2.9 defaults to the dynamo exporter (which needs
+            # onnxscript); the TorchScript exporter is the one dynamic_axes
+            # belongs to, and the one Debian's torch 1.13 has
+            kwargs["dynamo"] = False
         torch.onnx.export(model, example, tmp, opset_version=args.opset,
                           input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
+                          dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, **kwargs)
         os.replace(tmp, os.path.join(out_dir, "model.onnx"))
     mb = os.path.getsize(os.path.join(out_dir, "model.onnx")) / 1e6
     print("%-20s %3dx%-3d batches %-8s %7.1f MB" % (name, image, image, args.batches, mb))

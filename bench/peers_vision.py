@@ -46,6 +46,9 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("PyTorch has no CUDA device here: not timed")
+        return
     torch.manual_seed(0)
     model, source = resnet50()
     model = model.cuda().eval()

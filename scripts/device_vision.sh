@@ -61,6 +61,7 @@ VM=$T/models
 BACKENDS="${BACKENDS:-cuda vulkan webgpu}"
 BATCHES="${BATCHES:-1,32}"
 BIG=${BATCHES##*,}
+SIZE="${SIZE:-full}" # ci: 32x32 images (a quick check of this script)
 
 stage "machine"
 nvidia-smi -L || true
@@ -89,9 +90,9 @@ for name in ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobi
     print("%-20s ours %9d torchvision %9d %s" % (name, a, b, "same" if a == b else "DIFFERENT"))
 PY
 
-stage "generate (224x224, batches $BATCHES)"
+stage "generate ($SIZE size, batches $BATCHES)"
 mkdir -p "$VM"
-timeout 400 python3 scripts/gen_vision_models.py --out "$VM" --size full --batches "$BATCHES" \
+timeout 400 python3 scripts/gen_vision_models.py --out "$VM" --size "$SIZE" --batches "$BATCHES" \
   --models "${MODELS:-all}" || { echo "generator failed"; exit 1; }
 
 stage "tests: import once, compile once, run at batches $BATCHES, compare with PyTorch"
@@ -105,7 +106,7 @@ for d in $BACKENDS; do
   { echo "=== $d"; cat "$T/test_$d.txt"; } >> "$OUT/tests.txt"
 done
 
-stage "ResNet-50 forward B$BIG 224 through rlx bench"
+stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"
 : > "$OUT/bench_rlx.jsonl"
 R50=$VM/resnet50
 # exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
@@ -134,9 +135,10 @@ if [ "${SKIP_PEERS:-0}" != 1 ]; then
 fi
 
 stage "table"
-python3 - "$OUT" "$BIG" <<'PY'
+python3 - "$OUT" "$BIG" "$SIZE" <<'PY'
 import json, os, sys
-out, big = sys.argv[1], sys.argv[2]
+out, big, size = sys.argv[1], sys.argv[2], sys.argv[3]
+image = "224x224" if size == "full" else "32x32"
 rlx = [json.loads(l) for l in open(os.path.join(out, "bench_rlx.jsonl")) if l.strip()]
 try:
     peers = json.load(open(os.path.join(out, "peers_vision.json")))
@@ -144,7 +146,7 @@ except (OSError, ValueError):
     peers = {"rows": []}
 torch_ms = {(r["mode"], r["layout"]): r["ms"] for r in peers["rows"]}
 dev = peers.get("device", "GPU")
-md = ["# ResNet-50 forward, B%s 224x224 (%s, same call)" % (big, dev), "",
+md = ["# ResNet-50 forward, B%s %s (%s, same call)" % (big, image, dev), "",
       "rlx: median wall time of a synchronising `rlx_exec_run` (`rlx bench`, 20 runs after 5), "
       "the model exported by scripts/gen_vision_models.py (NCHW). PyTorch %s (%s): "
       "CUDA-event median of 30 runs, eager, cudnn.benchmark on. "

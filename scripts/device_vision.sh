@@ -99,7 +99,7 @@ stage "tests: import once, compile once, run at batches $BATCHES, compare with P
 : > "$OUT/tests.txt"
 for d in $BACKENDS; do
   timeout 500 $B/test_vision_models "$d" --dir "$VM" --batches "$BATCHES" \
-    --models "${MODELS:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet}" \
+    --models "${MODELS:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet,unet_convt}" \
     --expect-fail "${XFAIL:-}" > "$T/test_$d.txt" 2>&1
   echo "test_vision_models $d exit $?"
   grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_$d.txt"

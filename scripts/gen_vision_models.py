@@ -10,8 +10,9 @@ torchvision) after the torchvision definitions: ResNet-18 (BasicBlock) and
 ResNet-50 (Bottleneck), MobileNetV2 (inverted residuals, ReLU6),
 MobileNetV3 small and large (hardswish, squeeze-excite with hardsigmoid), a
 small ViT (patch-embedding conv, class token, position embedding, pre-LN
-encoder blocks, GELU MLP) and a small U-Net (conv blocks + max-pool down;
-up through ConvTranspose2d, bilinear and nearest F.interpolate; skip
+encoder blocks, GELU MLP) and two small U-Nets (conv blocks + max-pool
+down; up through ConvTranspose2d, bilinear and nearest F.interpolate in
+"unet", through ConvTranspose2d at every level in "unet_convt"; skip
 concats). Weights: torch.manual_seed + each module's default init (the
 torchvision init for ResNet/MobileNet), then BatchNorm affine parameters
 and running statistics set to seeded non-trivial values so no BatchNorm is
@@ -316,10 +317,13 @@ def define_models(torch):
     class UNet(nn.Module):
         """Three levels down (max-pool), three up: ConvTranspose2d at the
         deepest, bilinear (align_corners=False) and nearest interpolation
-        above; each up step concatenates the skip from its level."""
+        above (all_convt: ConvTranspose2d at every level, the classic
+        U-Net, which needs no Resize); each up step concatenates the skip
+        from its level."""
 
-        def __init__(self, base, classes=2):
+        def __init__(self, base, classes=2, all_convt=False):
             super().__init__()
+            self.all_convt = all_convt
             c1, c2, c3, c4 = base, base * 2, base * 4, base * 8
             self.inc = DoubleConv(3, c1)
             self.down1 = DoubleConv(c1, c2)
@@ -330,6 +334,9 @@ def define_models(torch):
             self.conv2 = DoubleConv(c3 + c2, c2)
             self.conv1 = DoubleConv(c2 + c1, c1)
             self.outc = nn.Conv2d(c1, classes, 1)
+            if all_convt:
+                self.up2 = nn.ConvTranspose2d(c3, c3, 2, 2)
+                self.up1 = nn.ConvTranspose2d(c2, c2, 2, 2)
 
         def forward(self, x):
             x1 = self.inc(x)
@@ -337,9 +344,15 @@ def define_models(torch):
             x3 = self.down2(F.max_pool2d(x2, 2))
             x4 = self.down3(F.max_pool2d(x3, 2))
             y = self.conv3(torch.cat([x3, self.up3(x4)], 1))
-            y = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
+            if self.all_convt:
+                y = self.up2(y)
+            else:
+                y = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False)
             y = self.conv2(torch.cat([x2, y], 1))
-            y = F.interpolate(y, scale_factor=2.0, mode="nearest")
+            if self.all_convt:
+                y = self.up1(y)
+            else:
+                y = F.interpolate(y, scale_factor=2.0, mode="nearest")
             y = self.conv1(torch.cat([x1, y], 1))
             return self.outc(y)
 
@@ -356,11 +369,12 @@ def define_models(torch):
         "mobilenet_v3_large": lambda size: MobileNetV3("large"),
         "vit": vit,
         "unet": lambda size: UNet(16 if size == "ci" else 32),
+        "unet_convt": lambda size: UNet(16 if size == "ci" else 32, all_convt=True),
     }
 
 
 MODEL_ORDER = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
-               "mobilenet_v3_large", "vit", "unet"]
+               "mobilenet_v3_large", "vit", "unet", "unet_convt"]
 
 
 def seed_batchnorm(torch, model, gen):

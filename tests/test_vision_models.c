@@ -1,8 +1,9 @@
 /* Real vision models exported by PyTorch (scripts/gen_vision_models.py):
- * ResNet-18/50, MobileNetV2, MobileNetV3 small/large, a small ViT and a
- * small U-Net, each exported once with a dynamic batch dim N. For each
- * model on one device: import the .onnx once, compile once, run at every
- * batch size the generator wrote, compare with PyTorch's outputs.
+ * ResNet-18/50, MobileNetV2, MobileNetV3 small/large, a small ViT and two
+ * small U-Nets (interpolation / ConvTranspose up paths), each exported once
+ * with a dynamic batch dim N. For each model on one device: import the
+ * .onnx once, compile once, run at every batch size the generator wrote,
+ * compare with PyTorch's outputs.
  *
  *   test_vision_models [DEVICE] [--dir DIR] [--size ci|full] [--batches 1,3]
  *                      [--models a,b,...] [--expect-fail a,b,...]
@@ -34,7 +35,7 @@
 #define ABS_TOL 1e-5
 
 static const char* const ALL_MODELS =
-    "resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet";
+    "resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet,unet_convt";
 
 typedef struct run_config {
   const char* device;
@@ -126,8 +127,8 @@ static void run_batch(rlx_exec* e, const char* mdir, int batch, const char* labe
     if (fabs(want[i]) > max_ref) max_ref = fabs(want[i]);
   }
   double tol = REL_TOL * max_ref + ABS_TOL;
-  printf("  %-20s %-7s B=%-3d max|err| %.3g  max|ref| %.3g  rel %.3g  (%s)  run %.1f ms\n", label,
-         "", batch, max_err, max_ref, max_ref > 0 ? max_err / max_ref : max_err,
+  printf("  %-20s B=%-3d max|err| %.3g  max|ref| %.3g  rel %.3g  (%s)  run %.1f ms\n", label,
+         batch, max_err, max_ref, max_ref > 0 ? max_err / max_ref : max_err,
          max_err <= tol ? "ok" : "TOO LARGE", ms);
   if (!(max_err <= tol)) {
     char msg[256];

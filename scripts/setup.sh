@@ -2,14 +2,15 @@
 # Installs everything the build and the tests need on a fresh Debian 12
 # machine. Idempotent: packages already present are skipped by apt.
 #   scripts/setup.sh          build + test dependencies (clang and its
-#                             libFuzzer runtime for scripts/fuzz.sh included)
-#   scripts/setup.sh --dev    also the tools that regenerate test fixtures
-#                             (Debian's python3-torch) and graphviz
+#                             libFuzzer runtime for scripts/fuzz.sh included;
+#                             Debian's python3-torch, which the vision model
+#                             tests export their models with at test time)
+#   scripts/setup.sh --dev    also graphviz
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev)
+packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch)
 if [[ "${1:-}" == "--dev" ]]; then
-  packages+=(python3-torch graphviz)
+  packages+=(graphviz)
 fi
 
 missing=()

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Real vision models on the GPU machine (issue 14, items 5 and 6), in one
+# device call:
+#   architectures checked against torchvision (parameter counts) ->
+#   scripts/gen_vision_models.py at 224x224, batch 1 and 32 (that machine's
+#   torch) -> tests/test_vision_models.c on cuda, vulkan and webgpu ->
+#   ResNet-50 forward B32 224 through `rlx bench` on each backend beside
+#   PyTorch (bench/peers_vision.py: f32 with TF32 off, TF32, bf16 autocast;
+#   NCHW and channels_last) -> $OUT/vision_h200.md.
+#
+# The binaries are built HERE (nvcc, glslc) and travel in a carried folder
+# with Debian's libvulkan and libprotobuf-c and the Dawn package, as for
+# scripts/device_gpu_all.sh (whose scripts/device_env.sh sets them up there):
+#
+#   scripts/device_vision.sh pack        # here: build + fill $CARRY
+#   device run, carry [$CARRY]:  scripts/device_vision.sh
+#   then copy $OUT/vision_h200.md into bench/results/.
+#
+# $OUT: log.txt, tests.txt (every model/device line), bench_rlx.jsonl,
+# peers_vision.json, vision_h200.md. Environment: CARRY (default
+# build-vision-carry), BUILD (pack; default build-gpu), BACKENDS (default
+# "cuda vulkan webgpu"), BATCHES (default 1,32), MODELS (default all),
+# XFAIL (models expected to fail, default none: every failure is shown),
+# SKIP_PEERS=1 (no PyTorch timing); pack: NO_CUDA=1 packs a build without
+# CUDA (its cuda rows then SKIP).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY="${CARRY:-build-vision-carry}"
+BUILD="${BUILD:-build-gpu}"
+BINS="rlx test_vision_models"
+
+if [ "${1:-}" = pack ]; then
+  set -e
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  flags="$BUILD/CMakeFiles/rlx_lib.dir/flags.make"
+  wants="RLX_HAVE_ONNX RLX_HAVE_VULKAN RLX_HAVE_CUDA"
+  # NO_CUDA=1: a build without nvcc's kernels (vulkan/webgpu only; quick)
+  [ "${NO_CUDA:-0}" = 1 ] && wants="RLX_HAVE_ONNX RLX_HAVE_VULKAN"
+  for want in $wants; do
+    grep -q "$want" "$flags" || { echo "$want is not set in $BUILD: see cmake's output"; exit 1; }
+  done
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD" -j2 --target $BINS
+  rm -rf "$CARRY" && mkdir -p "$CARRY/bin"
+  for b in $BINS; do strip -o "$CARRY/bin/$b" "$BUILD/$b"; done
+  tar -C "$CARRY" -cf - bin | xz -9 -T2 > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
+  cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
+  cp -L /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 "$CARRY/"
+  cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
+  du -sh "$CARRY"/*
+  exit 0
+fi
+
+OUT="${OUT:-bench/results/device-run-vision}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+stage() { echo; echo "== $* ($(date +%T))"; }
+T=/tmp/rlxvision
+B=$T/bin
+VM=$T/models
+BACKENDS="${BACKENDS:-cuda vulkan webgpu}"
+BATCHES="${BATCHES:-1,32}"
+BIG=${BATCHES##*,}
+SIZE="${SIZE:-full}" # ci: 32x32 images (a quick check of this script)
+
+stage "machine"
+nvidia-smi -L || true
+python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' || true
+
+stage "unpack the carried build, loader, ICD json, Dawn"
+[ -f "$CARRY/bin.tar.xz" ] || { echo "no $CARRY/bin.tar.xz: run 'scripts/device_vision.sh pack' here and carry $CARRY"; exit 1; }
+# shellcheck source=scripts/device_env.sh
+source scripts/device_env.sh
+
+stage "architectures vs torchvision (parameter counts)"
+python3 - <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+import torch
+import gen_vision_models as g
+try:
+    import torchvision.models as tv
+except ImportError:
+    print("no torchvision: not checked")
+    sys.exit(0)
+ours = g.define_models(torch)
+for name in ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large"]:
+    a = sum(p.numel() for p in ours[name]("full").parameters())
+    b = sum(p.numel() for p in getattr(tv, name)().parameters())
+    print("%-20s ours %9d torchvision %9d %s" % (name, a, b, "same" if a == b else "DIFFERENT"))
+PY
+
+stage "generate ($SIZE size, batches $BATCHES)"
+mkdir -p "$VM"
+timeout 400 python3 scripts/gen_vision_models.py --out "$VM" --size "$SIZE" --batches "$BATCHES" \
+  --models "${MODELS:-all}" || { echo "generator failed"; exit 1; }
+
+stage "tests: import once, compile once, run at batches $BATCHES, compare with PyTorch"
+: > "$OUT/tests.txt"
+for d in $BACKENDS; do
+  timeout 500 $B/test_vision_models "$d" --dir "$VM" --batches "$BATCHES" \
+    --models "${MODELS:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet,unet_convt}" \
+    --expect-fail "${XFAIL:-}" > "$T/test_$d.txt" 2>&1
+  echo "test_vision_models $d exit $?"
+  grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_$d.txt"
+  { echo "=== $d"; cat "$T/test_$d.txt"; } >> "$OUT/tests.txt"
+done
+
+stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"
+: > "$OUT/bench_rlx.jsonl"
+R50=$VM/resnet50
+# exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
+modes="f32"
+$B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"
+for d in $BACKENDS; do
+  for m in $modes; do
+    extra=""
+    [ "$m" = tf32 ] && extra="--tf32"
+    # shellcheck disable=SC2086
+    line=$(timeout 200 $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
+             --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
+    if [ -n "$line" ]; then
+      echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; print(json.dumps(r))" \
+        | tee -a "$OUT/bench_rlx.jsonl"
+    else
+      err=$(head -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
+      echo "{\"backend\": \"$d\", \"mode\": \"$m\", \"error\": \"$err\"}" | tee -a "$OUT/bench_rlx.jsonl"
+    fi
+  done
+done
+
+if [ "${SKIP_PEERS:-0}" != 1 ]; then
+  stage "PyTorch (same machine, same call)"
+  timeout 300 python3 bench/peers_vision.py --batch "$BIG" --json "$OUT/peers_vision.json"
+fi
+
+stage "table"
+python3 - "$OUT" "$BIG" "$SIZE" <<'PY'
+import json, os, sys
+out, big, size = sys.argv[1], sys.argv[2], sys.argv[3]
+image = "224x224" if size == "full" else "32x32"
+rlx = [json.loads(l) for l in open(os.path.join(out, "bench_rlx.jsonl")) if l.strip()]
+try:
+    peers = json.load(open(os.path.join(out, "peers_vision.json")))
+except (OSError, ValueError):
+    peers = {"rows": []}
+torch_ms = {(r["mode"], r["layout"]): r["ms"] for r in peers["rows"]}
+dev = peers.get("device", "GPU")
+md = ["# ResNet-50 forward, B%s %s (%s, same call)" % (big, image, dev), "",
+      "rlx: median wall time of a synchronising `rlx_exec_run` (`rlx bench`, 20 runs after 5), "
+      "the model exported by scripts/gen_vision_models.py (NCHW). PyTorch %s (%s): "
+      "CUDA-event median of 30 runs, eager, cudnn.benchmark on. "
+      "Generated by scripts/device_vision.sh." % (peers.get("torch", "?"), peers.get("model", "?")), "",
+      "| backend / mode | NCHW ms | channels_last ms | PyTorch NCHW ms | PyTorch channels_last ms | PyTorch NCHW / rlx |",
+      "|---|---|---|---|---|---|"]
+for r in rlx:
+    tn, tc = torch_ms.get((r["mode"], "nchw")), torch_ms.get((r["mode"], "channels_last"))
+    ms = r.get("median_ms")
+    cell = "%.3f" % ms if ms else "error: " + r.get("error", "?")[:80]
+    md.append("| rlx %s %s | %s | - | %s | %s | %s |" % (
+        r["backend"], r["mode"], cell, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-",
+        "%.2f" % (tn / ms) if tn and ms else "-"))
+for mode in ("f32", "tf32", "bf16"):
+    tn, tc = torch_ms.get((mode, "nchw")), torch_ms.get((mode, "channels_last"))
+    md.append("| PyTorch %s | %s | %s | | | |" % (mode, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-"))
+open(os.path.join(out, "vision_h200.md"), "w").write("\n".join(md) + "\n")
+print("\n".join(md))
+PY
+stage "done"

@@ -253,25 +253,21 @@ add_test(NAME example_quickstart COMMAND example_quickstart cpu)
 # without Debian's python3-torch or without the device. The CPU runs every
 # model at batch 1 and 3; lavapipe (Vulkan, WebGPU) the smaller ones
 # (MobileNetV3-small stands for the depthwise nets: MobileNetV2 at B=3 takes
-# ~45 s on lavapipe Vulkan through the gather-composition Conv).
-# --expect-fail lists the models that do not run yet (XFAIL with the error;
-# XPASS once they do, then take them off): vit needs Shape of the symbolic
-# batch dim through import, unet needs Resize (unet_convt, ConvTranspose
-# only, runs today). With wt-symdims + wt-resize merged both pass on cpu,
-# vulkan and webgpu (tried 17:05 UTC): then empty rlx_vision_xfail.
+# ~45 s on lavapipe Vulkan before Conv became an IR op).
+# --expect-fail NAMES (unused now: every model runs) turns a listed model's
+# failure into XFAIL with its error, and reports XPASS once it runs.
 add_executable(test_vision_models ${PROJECT_SOURCE_DIR}/tests/test_vision_models.c
                ${PROJECT_SOURCE_DIR}/tests/harness.c)
 target_include_directories(test_vision_models PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
 target_link_libraries(test_vision_models PRIVATE rlx_lib)
 target_compile_definitions(test_vision_models PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
-set(rlx_vision_xfail "vit,unet")
 set(rlx_vision_small "resnet18,mobilenet_v3_small,vit,unet,unet_convt")
-add_test(NAME vision_models_cpu COMMAND test_vision_models cpu --expect-fail ${rlx_vision_xfail}
+add_test(NAME vision_models_cpu COMMAND test_vision_models cpu
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 add_test(NAME vision_models_vulkan COMMAND test_vision_models vulkan --models ${rlx_vision_small}
-         --expect-fail ${rlx_vision_xfail} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_vulkan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 rlx_add_webgpu_test(vision_models_webgpu test_vision_models 900 "" webgpu
-                    --models ${rlx_vision_small} --expect-fail ${rlx_vision_xfail})
+                    --models ${rlx_vision_small})
 # ---- end real vision models

@@ -122,7 +122,7 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
  * worker threads (0: all cores). The wall time of rlx_compile goes to
  * cli_last_compile_ms (for rlx bench). */
 extern double cli_last_compile_ms;
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int32_t threads,
+int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32, int32_t threads,
                 const cli_bindings* b, rlx_exec** out_exec);
 
 /* "a, b, c" of the graph's input (CLI_NAMES_INPUTS), param or symbol names,
@@ -141,6 +141,7 @@ typedef struct cli_model_opts {
   const char* file;
   const char* device;     /* default "cpu" */
   int strict;
+  int tf32; /* --tf32: rlx_compile_options.allow_tf32 */
   uint64_t seed;          /* random inputs */
   uint64_t init_seed;     /* param init (--random-params / --init-params) */
   int random_params;      /* params without a value may be made up */

@@ -21,7 +21,8 @@
 # build-vision-carry), BUILD (pack; default build-gpu), BACKENDS (default
 # "cuda vulkan webgpu"), BATCHES (default 1,32), MODELS (default all),
 # XFAIL (models expected to fail, default none: every failure is shown),
-# SKIP_PEERS=1 (no PyTorch timing); pack: NO_CUDA=1 packs a build without
+# SKIP_PEERS=1 (no PyTorch timing), TEST_TIMEOUT / BENCH_TIMEOUT (seconds per
+# test / bench process: 500 / 200); pack: NO_CUDA=1 packs a build without
 # CUDA (its cuda rows then SKIP).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -98,7 +99,7 @@ timeout 400 python3 scripts/gen_vision_models.py --out "$VM" --size "$SIZE" --ba
 stage "tests: import once, compile once, run at batches $BATCHES, compare with PyTorch"
 : > "$OUT/tests.txt"
 for d in $BACKENDS; do
-  timeout 500 $B/test_vision_models "$d" --dir "$VM" --batches "$BATCHES" \
+  timeout "${TEST_TIMEOUT:-500}" $B/test_vision_models "$d" --dir "$VM" --batches "$BATCHES" \
     --models "${MODELS:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,mobilenet_v3_large,vit,unet,unet_convt}" \
     --expect-fail "${XFAIL:-}" > "$T/test_$d.txt" 2>&1
   echo "test_vision_models $d exit $?"
@@ -117,7 +118,7 @@ for d in $BACKENDS; do
     extra=""
     [ "$m" = tf32 ] && extra="--tf32"
     # shellcheck disable=SC2086
-    line=$(timeout 200 $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
+    line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
              --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
     if [ -n "$line" ]; then
       echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; print(json.dumps(r))" \

@@ -1,7 +1,8 @@
 /* BatchNorm folded into the preceding Conv (src/passes/bn_fold.c): the
  * folded graph has no BatchNorm left and gives the numbers of the unfolded
  * Conv + BatchNorm; pairs that must not fold (activation, residual, a
- * second reader, channels-last) keep their BatchNorm. */
+ * second reader, channels-last) keep their BatchNorm. Conv epilogue
+ * fusion (same file): Add + activation absorbed into the Conv. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,8 +152,81 @@ TEST(null_arguments) {
   CHECK(rlx_fold_batch_norm(NULL, &out, NULL) == RLX_INVALID_ARGUMENT);
 }
 
+/* x -> Conv a (+ bias) and Conv b; out = relu(a + b) (or relu(a + r) with r
+ * a constant when !two_convs); export_conv also exports a (and b), which
+ * keeps every node apart. */
+static rlx_graph* conv_epilogue_graph(int two_convs, int export_conv) {
+  rlx_graph* g = NULL;
+  OR_RETURN(NULL, "graph", rlx_graph_create(&g));
+  rlx_dim xs[4] = {N, C, H, W}, ws[4] = {OC, C, K, K}, cs[1] = {OC}, ys[4] = {N, OC, H, W};
+  rlx_tensor x, a, b, s, outs[3];
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_input(g, "x", RLX_F32, xs, 4, &x));
+  int64_t pads[4] = {1, 1, 1, 1};
+  rlx_tensor w = constant(g, ws, 4, -1, 1), bias = constant(g, cs, 1, -1, 1);
+  OR_RETURN(NULL, rlx_graph_last_error(g),
+            rlx_graph_add_conv(g, x, w, bias, RLX_NONE, 2, NULL, pads, NULL, 1, RLX_ACT_NONE,
+                               RLX_CONV_CHANNELS_FIRST, &a));
+  if (two_convs) {
+    rlx_tensor w2 = constant(g, ws, 4, -1, 1);
+    OR_RETURN(NULL, rlx_graph_last_error(g),
+              rlx_graph_add_conv(g, x, w2, RLX_NONE, RLX_NONE, 2, NULL, pads, NULL, 1,
+                                 RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &b));
+  } else {
+    b = constant(g, ys, 4, -1, 1);
+  }
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_binary(g, RLX_BIN_ADD, b, a, &s));
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_activation(g, RLX_ACT_RELU, s, &outs[0]));
+  outs[1] = a;
+  outs[2] = b;
+  int n_out = export_conv ? 2 + two_convs : 1;
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_set_outputs(g, outs, n_out));
+  return g;
+}
+
+static void check_epilogue(int two_convs) {
+  test_seed(5);
+  rlx_graph* g = conv_epilogue_graph(two_convs, 0);
+  test_seed(5);
+  rlx_graph* ref = conv_epilogue_graph(two_convs, 1);
+  rlx_graph *fused = NULL, *kept = NULL;
+  int32_t n_fused = -1, n_kept = -1;
+  CHECK(g && ref);
+  if (!g || !ref) return;
+  CHECK_OK_G(g, rlx_fuse_conv_epilogues(g, &fused, &n_fused));
+  CHECK_OK_G(ref, rlx_fuse_conv_epilogues(ref, &kept, &n_kept));
+  CHECK_MSG(n_fused == 1 && fused && count_op(fused, RLX_OP_BINARY) == 0 &&
+                count_op(fused, RLX_OP_ACTIVATION) == 0 &&
+                count_op(fused, RLX_OP_CONV) == 1 + two_convs,
+            "two_convs=%d: %d fused", two_convs, (int)n_fused);
+  CHECK_MSG(n_kept == 0 && kept && count_op(kept, RLX_OP_BINARY) == 1, "exported conv fused");
+  float x[N * C * H * W];
+  test_fill_f32(x, N * C * H * W, -2, 2);
+  int64_t n1 = 0, n2 = 0;
+  double* got = fused ? run_output0(fused, x, 0, &n1) : NULL;
+  double* want = run_output0(ref, x, 0, &n2);
+  CHECK(got && want && n1 == N * OC * H * W && n1 == n2);
+  if (got && want && n1 == n2)
+    CHECK_MSG(test_rel_l2(got, want, n1) <= 1e-6, "fused vs unfused rel err %g",
+              test_rel_l2(got, want, n1));
+  free(got);
+  free(want);
+  rlx_graph_destroy(fused);
+  rlx_graph_destroy(kept);
+  rlx_graph_destroy(ref);
+  rlx_graph_destroy(g);
+}
+
+/* Conv -> Add -> Relu becomes one Conv (residual input, act relu); with two
+ * Convs feeding the Add only the first absorbs it, the other's output is
+ * its residual. */
+TEST(conv_epilogue_fuses_residual_and_activation) {
+  check_epilogue(0);
+  check_epilogue(1);
+}
+
 int main(void) {
   RUN(conv_bn_folds_to_one_conv);
+  RUN(conv_epilogue_fuses_residual_and_activation);
   RUN(unfoldable_pairs_keep_their_batch_norm);
   RUN(null_arguments);
   return test_summary();

@@ -13,8 +13,26 @@ typedef struct folder {
 
 static rlx_tensor mapped(const folder* f, rlx_tensor t) { return t < 0 ? RLX_NONE : f->map[t]; }
 
+rlx_status rlx_copy_node(rlx_graph* dst, const rlx_node* n, rlx_tensor* map) {
+  rlx_tensor in[RLX_MAX_INPUTS], out[RLX_MAX_OUTPUTS];
+  for (int32_t i = 0; i < n->n_in; i++) in[i] = n->in[i] < 0 ? RLX_NONE : map[n->in[i]];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(dst, n->op, &n->a, in, n->n_in, out));
+  for (int32_t i = 0; i < n->n_out; i++) map[n->out[i]] = out[i];
+  if (n->label) RLX_RETURN_IF_ERROR(rlx_graph_set_name(dst, out[0], n->label));
+  return RLX_OK;
+}
+
+rlx_status rlx_copy_outputs(const rlx_graph* g, rlx_graph* dst, const rlx_tensor* map) {
+  rlx_tensor* outs = malloc(sizeof(rlx_tensor) * (size_t)(g->n_outputs + 1));
+  if (!outs) return RLX_RESOURCE_EXHAUSTED;
+  for (int32_t i = 0; i < g->n_outputs; i++) outs[i] = map[g->outputs[i]];
+  rlx_status s = rlx_graph_set_outputs(dst, outs, g->n_outputs);
+  free(outs);
+  return s;
+}
+
 /* How many node inputs and graph outputs read each value. */
-static int32_t* reader_counts(const rlx_graph* g) {
+int32_t* rlx_reader_counts(const rlx_graph* g) {
   int32_t* n = calloc((size_t)g->n_values + 1, sizeof *n);
   if (!n) return NULL;
   for (int32_t i = 0; i < g->n_nodes; i++)
@@ -25,7 +43,7 @@ static int32_t* reader_counts(const rlx_graph* g) {
 }
 
 /* The node producing each value (-1: none). */
-static int32_t* producers(const rlx_graph* g) {
+int32_t* rlx_value_producers(const rlx_graph* g) {
   int32_t* p = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
   if (!p) return NULL;
   for (int32_t v = 0; v < g->n_values; v++) p[v] = -1;
@@ -42,7 +60,7 @@ static int foldable_conv(const rlx_node* c) {
 /* Pairs every foldable Conv -> BatchNorm in f->partner. */
 static rlx_status find_pairs(folder* f, int32_t* n_pairs) {
   const rlx_graph* g = f->src;
-  int32_t *readers = reader_counts(g), *producer = producers(g);
+  int32_t *readers = rlx_reader_counts(g), *producer = rlx_value_producers(g);
   if (!readers || !producer) {
     free(readers);
     free(producer);
@@ -103,12 +121,7 @@ static rlx_status emit_folded(folder* f, int32_t ci, int32_t bi) {
 }
 
 static rlx_status copy_node(folder* f, const rlx_node* n) {
-  rlx_tensor in[RLX_MAX_INPUTS], out[RLX_MAX_OUTPUTS];
-  for (int32_t i = 0; i < n->n_in; i++) in[i] = mapped(f, n->in[i]);
-  RLX_RETURN_IF_ERROR(rlx_graph_add_node(f->dst, n->op, &n->a, in, n->n_in, out));
-  for (int32_t i = 0; i < n->n_out; i++) f->map[n->out[i]] = out[i];
-  if (n->label) RLX_RETURN_IF_ERROR(rlx_graph_set_name(f->dst, out[0], n->label));
-  return RLX_OK;
+  return rlx_copy_node(f->dst, n, f->map);
 }
 
 /* Builds f->dst: pairs' Conv nodes are dropped (their output has no other
@@ -116,21 +129,13 @@ static rlx_status copy_node(folder* f, const rlx_node* n) {
  * the folded Conv. */
 static rlx_status rewrite(folder* f) {
   const rlx_graph* g = f->src;
-  for (int32_t i = 0; i < g->n_symbols; i++) {
-    rlx_dim d;
-    RLX_RETURN_IF_ERROR(rlx_graph_symbol(f->dst, g->symbols[i], &d));
-  }
+  RLX_RETURN_IF_ERROR(rlx_graph_copy_dims(f->dst, g)); /* the same dim codes */
   for (int32_t i = 0; i < g->n_nodes; i++) {
     const rlx_node* n = &g->nodes[i];
     if (f->partner[i] < 0) RLX_RETURN_IF_ERROR(copy_node(f, n));
     else if (n->op == RLX_OP_BATCH_NORM) RLX_RETURN_IF_ERROR(emit_folded(f, f->partner[i], i));
   }
-  rlx_tensor* outs = malloc(sizeof(rlx_tensor) * (size_t)(g->n_outputs + 1));
-  if (!outs) return RLX_RESOURCE_EXHAUSTED;
-  for (int32_t i = 0; i < g->n_outputs; i++) outs[i] = f->map[g->outputs[i]];
-  rlx_status s = rlx_graph_set_outputs(f->dst, outs, g->n_outputs);
-  free(outs);
-  return s;
+  return rlx_copy_outputs(g, f->dst, f->map);
 }
 
 rlx_status rlx_fold_batch_norm(rlx_graph* g, rlx_graph** out, int32_t* out_folded) {
@@ -155,5 +160,130 @@ rlx_status rlx_fold_batch_norm(rlx_graph* g, rlx_graph** out, int32_t* out_folde
   }
   free(f.map);
   free(f.partner);
+  return s;
+}
+
+/* ------------------------------------------------------------------ conv epilogues */
+
+/* The single node that reads value v (graph outputs count as readers), or
+ * -1. readers[] from rlx_reader_counts. */
+static int32_t only_reader(const rlx_graph* g, const int32_t* readers, rlx_tensor v) {
+  if (readers[v] != 1) return -1;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) return i;
+  return -1; /* read by a graph output */
+}
+
+static int same_type(const rlx_type* a, const rlx_type* b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return 0;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->shape[d] != b->shape[d]) return 0;
+  return 1;
+}
+
+/* Follows conv node ci through an optional residual Add and an optional
+ * activation that no other conv has claimed (head_of[] < 0): *add_node and
+ * *tail = the Add (-1: none) and the last node absorbed, *residual = the
+ * Add's other operand (RLX_NONE: none), *act = the activation kind. Returns
+ * 1 when something was absorbed. */
+static int absorb_epilogue(const rlx_graph* g, const int32_t* readers, const int32_t* head_of,
+                           int32_t ci, int32_t* add_node, int32_t* tail, rlx_tensor* residual,
+                           int32_t* act) {
+  const rlx_node* c = &g->nodes[ci];
+  int fresh = c->a.act == RLX_ACT_NONE && (c->n_in < 4 || c->in[3] == RLX_NONE);
+  if ((c->op != RLX_OP_CONV && c->op != RLX_OP_CONV_TRANSPOSE) || !fresh) return 0;
+  const rlx_type* yt = rlx_tensor_type(g, c->out[0]);
+  rlx_tensor cur = c->out[0];
+  int32_t last = ci, r = only_reader(g, readers, cur);
+  *add_node = -1;
+  if (r >= 0 && head_of[r] < 0 && g->nodes[r].op == RLX_OP_BINARY && g->nodes[r].a.kind == RLX_BIN_ADD) {
+    const rlx_node* add = &g->nodes[r];
+    rlx_tensor other = add->in[0] == cur ? add->in[1] : add->in[0];
+    if (other != cur && same_type(rlx_tensor_type(g, other), yt) &&
+        same_type(rlx_tensor_type(g, add->out[0]), yt)) {
+      *residual = other;
+      *add_node = r;
+      last = r;
+      cur = add->out[0];
+      r = only_reader(g, readers, cur);
+    }
+  }
+  if (r >= 0 && head_of[r] < 0 && g->nodes[r].op == RLX_OP_ACTIVATION &&
+      same_type(rlx_tensor_type(g, g->nodes[r].out[0]), yt)) {
+    *act = g->nodes[r].a.kind;
+    last = r;
+  }
+  *tail = last;
+  return last != ci;
+}
+
+/* Emits conv ci with its absorbed epilogue at the position of its tail
+ * node (every operand, the residual included, exists by then). */
+static rlx_status emit_fused_conv(rlx_graph* dst, const rlx_graph* g, rlx_tensor* map,
+                                  int32_t ci, int32_t tail, rlx_tensor residual, int32_t act) {
+  const rlx_node* c = &g->nodes[ci];
+  rlx_node_attrs a = c->a;
+  a.act = act;
+  rlx_tensor in[4] = {RLX_NONE, RLX_NONE, RLX_NONE, RLX_NONE}, y;
+  for (int32_t k = 0; k < c->n_in && k < 3; k++) in[k] = c->in[k] < 0 ? RLX_NONE : map[c->in[k]];
+  in[3] = residual == RLX_NONE ? RLX_NONE : map[residual];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(dst, c->op, &a, in, 4, &y));
+  const rlx_node* t = &g->nodes[tail];
+  map[t->out[0]] = y;
+  if (t->label) RLX_RETURN_IF_ERROR(rlx_graph_set_name(dst, y, t->label));
+  return RLX_OK;
+}
+
+/* The rewrite: absorbed nodes are skipped, each conv is emitted at its tail. */
+static rlx_status fuse_into(const rlx_graph* g, rlx_graph* dst, rlx_tensor* map,
+                            const int32_t* head_of, const int32_t* tail, const rlx_tensor* res,
+                            const int32_t* act) {
+  RLX_RETURN_IF_ERROR(rlx_graph_copy_dims(dst, g));
+  for (int32_t i = 0; i < g->n_nodes; i++) {
+    int32_t h = head_of[i];
+    if (h < 0) RLX_RETURN_IF_ERROR(rlx_copy_node(dst, &g->nodes[i], map));
+    else if (tail[h] == i) RLX_RETURN_IF_ERROR(emit_fused_conv(dst, g, map, h, i, res[h], act[h]));
+  }
+  return rlx_copy_outputs(g, dst, map);
+}
+
+rlx_status rlx_fuse_conv_epilogues(rlx_graph* g, rlx_graph** out, int32_t* out_fused) {
+  if (!g || !out) return RLX_INVALID_ARGUMENT;
+  *out = NULL;
+  size_t nn = (size_t)g->n_nodes + 1;
+  int32_t* readers = rlx_reader_counts(g);
+  int32_t *head_of = malloc(sizeof(int32_t) * nn), *tail = malloc(sizeof(int32_t) * nn);
+  int32_t* act = malloc(sizeof(int32_t) * nn);
+  rlx_tensor* res = malloc(sizeof(rlx_tensor) * nn);
+  rlx_tensor* map = malloc(sizeof(rlx_tensor) * ((size_t)g->n_values + 1));
+  rlx_status s = readers && head_of && tail && act && res && map ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  int32_t fused = 0;
+  for (int32_t i = 0; s == RLX_OK && i < g->n_nodes; i++) head_of[i] = -1;
+  for (int32_t i = 0; s == RLX_OK && i < g->n_nodes; i++) {
+    res[i] = RLX_NONE;
+    act[i] = RLX_ACT_NONE;
+    int32_t add = -1;
+    if (!absorb_epilogue(g, readers, head_of, i, &add, &tail[i], &res[i], &act[i])) continue;
+    fused++;
+    head_of[i] = head_of[tail[i]] = i;
+    if (add >= 0) head_of[add] = i;
+  }
+  if (s == RLX_OK) s = rlx_graph_create(out);
+  if (s == RLX_OK) s = fuse_into(g, *out, map, head_of, tail, res, act);
+  if (s != RLX_OK) {
+    rlx_fail(&g->err, s, "conv epilogue fusion: %s",
+             *out && (*out)->err.msg[0] ? (*out)->err.msg : "out of host memory");
+    rlx_graph_destroy(*out);
+    *out = NULL;
+  } else if (out_fused) {
+    *out_fused = fused;
+  }
+  free(readers);
+  free(head_of);
+  free(tail);
+  free(act);
+  free(res);
+  free(map);
   return s;
 }

@@ -177,22 +177,45 @@ static rlx_supports_fn backend_supports(const rlx_exec* e) {
   return e->backend->supports ? e->backend->supports : always_supported;
 }
 
-static int has_batch_norm(const rlx_graph* g) {
+static int has_op(const rlx_graph* g, rlx_op op) {
   for (int32_t i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op == RLX_OP_BATCH_NORM) return 1;
+    if (g->nodes[i].op == op) return 1;
   return 0;
 }
 
-/* BatchNorms folded into their Convs, then the backend's decomposition;
+/* One graph-to-graph pass over *g: the result replaces *g, which is
+ * destroyed unless it is `keep` (the caller's graph). Failures are reported
+ * on `report`. */
+typedef rlx_status (*graph_pass)(rlx_graph* g, rlx_graph** out, int32_t* count);
+static rlx_status apply_pass(graph_pass pass, rlx_graph** g, const rlx_graph* keep,
+                             rlx_graph* report) {
+  rlx_graph* next = NULL;
+  rlx_status s = pass(*g, &next, NULL);
+  if (s != RLX_OK) {
+    if (*g != report) report->err = (*g)->err;
+    return s;
+  }
+  if (*g != keep) rlx_graph_destroy(*g);
+  *g = next;
+  return RLX_OK;
+}
+
+/* BatchNorms folded into their Convs, Conv epilogues (residual Add,
+ * activation) fused (bn_fold.h), then the backend's decomposition;
  * failures are reported on spec. */
 static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_graph** out,
                                      int32_t* counts) {
-  if (!has_batch_norm(spec)) return rlx_decompose(spec, backend_supports(e), out, counts);
-  rlx_graph* folded = NULL;
-  RLX_RETURN_IF_ERROR(rlx_fold_batch_norm(spec, &folded, NULL));
-  rlx_status s = rlx_decompose(folded, backend_supports(e), out, counts);
-  if (s) spec->err = folded->err;
-  rlx_graph_destroy(folded);
+  rlx_graph* g = spec;
+  rlx_status s = RLX_OK;
+  if (has_op(spec, RLX_OP_BATCH_NORM)) s = apply_pass(rlx_fold_batch_norm, &g, spec, spec);
+  int convs = has_op(g, RLX_OP_CONV) || has_op(g, RLX_OP_CONV_TRANSPOSE);
+  if (s == RLX_OK && convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION))
+    s = apply_pass(rlx_fuse_conv_epilogues, &g, spec, spec);
+  if (s == RLX_OK) {
+    s = rlx_decompose(g, backend_supports(e), out, counts);
+    if (s && g != spec) spec->err = g->err;
+  }
+  if (g != spec) rlx_graph_destroy(g);
   return s;
 }
 

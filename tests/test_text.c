@@ -210,6 +210,27 @@ TEST(roundtrip_dim_expressions) {
   rlx_free(text);
   rlx_graph_destroy(g);
   CHECK(ok);
+  /* Right-nested trees of one precedence keep their parentheses, or the
+   * parser (left to right) would build other table entries: the fuzzer found
+   * "k*(q*s)" printed as "k*q*s". */
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim k, q, s, qs, kqs, qm, kqm;
+  CHECK(rlx_graph_symbol(g, "k", &k) == RLX_OK && rlx_graph_symbol(g, "q", &q) == RLX_OK &&
+        rlx_graph_symbol(g, "s", &s) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MUL, q, s, &qs) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MUL, k, qs, &kqs) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_MOD, q, 3, &qm) == RLX_OK);
+  CHECK(rlx_graph_dim_expr(g, RLX_DIM_ADD, k, qm, &kqm) == RLX_OK);
+  CHECK(rlx_graph_add_input(g, "x", RLX_F32, (rlx_dim[]){kqs, kqm}, 2, &x) == RLX_OK);
+  CHECK(rlx_graph_set_outputs(g, &x, 1) == RLX_OK);
+  text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  ok = contains(text, "f32[k*(q*s),k+q%3]");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
   /* Hand-written, without a symbols line. */
   const char* hand =
       "rlx 1\n"

@@ -108,8 +108,10 @@ static char* expr_name(const rlx_graph* g, int32_t op, rlx_dim a, rlx_dim b) {
     int p = precedence(op);
     print_operand(&buf, g, a, p);
     rlx_buf_puts(&buf, infix(op));
-    /* The right operand of - / % groups: a-(b+c), a/(b*c). */
-    print_operand(&buf, g, b, op == RLX_DIM_ADD || op == RLX_DIM_MUL ? p : p + 1);
+    /* The parser groups left to right, so a right operand of the same
+     * precedence keeps its parentheses: a-(b+c), a*(b*c), a*(b%c). Even for
+     * + and * this matters: the table entry is the tree, not its value. */
+    print_operand(&buf, g, b, p + 1);
   }
   if (buf.oom || !buf.p) { /* the buffer keeps its text NUL-terminated */
     free(buf.p);

@@ -663,7 +663,9 @@ RLX_API rlx_status rlx_device_resolve(const char* name, const char** out_name);
 /* How a device would run the ops of a graph, from its backend's static
  * support rule: no device is started, so the answer also holds for a backend
  * that is built in but has no device here. One entry per op kind present in
- * the graph (inputs, params and constants left out). */
+ * the graph (inputs, params and constants left out). A `deferred` node (the
+ * part of an imported model built when its shape-valued inputs arrive)
+ * counts under none of native / decomposed / host / views. */
 typedef struct rlx_op_support {
   const char* op;     /* op name as the text format writes it (static string) */
   int32_t nodes;      /* nodes of this kind */

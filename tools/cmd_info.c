@@ -80,6 +80,7 @@ static const char* support_text(const rlx_op_support* s, char* buf, size_t cap) 
                                   (int)counts[k], names[k]);
     if (w > 0 && (size_t)w < cap - at) at += (size_t)w;
   }
+  if (!kinds) snprintf(buf, cap, "built at run time"); /* deferred: see rlx_graph_op_support */
   return buf;
 }
 

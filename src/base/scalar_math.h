@@ -413,4 +413,50 @@ RLX_HD uint64_t rlx_saturate_u64(double v) {
   return (uint64_t)v;
 }
 
+/* ------------------------------------------------------------------ GridSample, RoiAlign */
+
+/* GridSample: grid coordinate g in [-1, 1] -> pixel coordinate along a dim of n. */
+RLX_HD double rlx_grid_unnormalize(double g, int64_t n, int align) {
+  return align ? (g + 1.0) / 2.0 * (double)(n - 1) : ((g + 1.0) * (double)n - 1.0) / 2.0;
+}
+
+/* Mirror of c into [lo2 / 2, hi2 / 2] (bounds given doubled, as PyTorch). */
+RLX_HD double rlx_grid_reflect(double c, double lo2, double hi2) {
+  if (lo2 == hi2) return 0.0;
+  double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
+  c = fabs(c - lo);
+  double extra = fmod(c, span), flips = floor(c / span);
+  return fmod(flips, 2.0) == 0.0 ? extra + lo : span - extra + lo;
+}
+
+/* GridSample border / reflection padding of coordinate c along a dim of n
+ * (zeros padding keeps c: the tap reads 0 outside). */
+RLX_HD double rlx_grid_pad_coord(double c, int64_t n, int padding, int align) {
+  if (padding == RLX_GRID_ZEROS) return c;
+  if (padding == RLX_GRID_REFLECTION)
+    c = align ? rlx_grid_reflect(c, 0.0, 2.0 * (double)(n - 1))
+              : rlx_grid_reflect(c, -1.0, 2.0 * (double)n - 1.0);
+  return c < 0.0 ? 0.0 : (c > (double)(n - 1) ? (double)(n - 1) : c);
+}
+
+/* RoiAlign's bilinear sample at (yy, xx) of an H x W plane (the ONNX /
+ * Caffe2 rule: outside [-1, n] it is 0; coordinates clamp to the last
+ * pixel): the corner offsets y*W+x in at[4] and their weights in w[4]
+ * (order y0x0, y0x1, y1x0, y1x1). Returns 0 when the point is outside. */
+RLX_HD int rlx_roi_corners(double yy, double xx, int64_t H, int64_t W, int64_t at[4],
+                           double w[4]) {
+  if (yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W) return 0;
+  if (yy < 0) yy = 0;
+  if (xx < 0) xx = 0;
+  int64_t y0 = (int64_t)yy, x0 = (int64_t)xx, y1, x1;
+  if (y0 >= H - 1) { y0 = y1 = H - 1; yy = (double)y0; } else y1 = y0 + 1;
+  if (x0 >= W - 1) { x0 = x1 = W - 1; xx = (double)x0; } else x1 = x0 + 1;
+  double ly = yy - (double)y0, lx = xx - (double)x0, hy = 1.0 - ly, hx = 1.0 - lx;
+  at[0] = y0 * W + x0; w[0] = hy * hx;
+  at[1] = y0 * W + x1; w[1] = hy * lx;
+  at[2] = y1 * W + x0; w[2] = ly * hx;
+  at[3] = y1 * W + x1; w[3] = ly * lx;
+  return 1;
+}
+
 #endif

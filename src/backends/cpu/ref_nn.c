@@ -493,28 +493,6 @@ static rlx_status ref_resize(uint8_t* arena, const rlx_step* s) {
 
 /* ------------------------------------------------------------------ grid sample, roi align */
 
-/* Grid coordinate g in [-1, 1] -> pixel coordinate along a dim of n. */
-static double grid_unnormalize(double g, int64_t n, int align) {
-  return align ? (g + 1.0) / 2.0 * (double)(n - 1) : ((g + 1.0) * (double)n - 1.0) / 2.0;
-}
-
-/* Mirror of c into [lo2 / 2, hi2 / 2] (bounds given doubled, as PyTorch). */
-static double reflect_coord(double c, double lo2, double hi2) {
-  if (lo2 == hi2) return 0.0;
-  double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
-  c = fabs(c - lo);
-  double extra = fmod(c, span), flips = floor(c / span);
-  return fmod(flips, 2.0) == 0.0 ? extra + lo : span - extra + lo;
-}
-
-/* Border / reflection padding of coordinate c along a dim of n. */
-static double grid_pad_coord(double c, int64_t n, int padding, int align) {
-  if (padding == RLX_GRID_ZEROS) return c;
-  if (padding == RLX_GRID_REFLECTION)
-    c = align ? reflect_coord(c, 0.0, 2.0 * (double)(n - 1)) : reflect_coord(c, -1.0, 2.0 * (double)n - 1.0);
-  return c < 0.0 ? 0.0 : (c > (double)(n - 1) ? (double)(n - 1) : c);
-}
-
 /* x[plane][iy][ix], 0 outside the input. */
 static double grid_tap(uint8_t* arena, const rlx_view* x, int64_t plane, int64_t iy, int64_t ix) {
   int64_t H = x->shape[2], W = x->shape[3];
@@ -527,22 +505,22 @@ static double grid_sample_at(uint8_t* arena, const rlx_step* s, int64_t plane, d
   const rlx_sampler_params* p = &s->p.sampler;
   const rlx_view* x = &s->in[0];
   int64_t H = x->shape[2], W = x->shape[3];
-  double ix = grid_unnormalize(gx, W, p->align_corners), iy = grid_unnormalize(gy, H, p->align_corners);
+  double ix = rlx_grid_unnormalize(gx, W, p->align_corners), iy = rlx_grid_unnormalize(gy, H, p->align_corners);
   if (p->mode == RLX_RESIZE_CUBIC) { /* padding per tap, on the raw coordinate's taps */
     double fx = floor(ix), fy = floor(iy), acc = 0.0;
     for (int j = 0; j < 4; j++) {
       double ty = fy - 1.0 + j, wy = rlx_cubic_weight(-0.75, iy - ty);
-      double py = grid_pad_coord(ty, H, p->padding, p->align_corners);
+      double py = rlx_grid_pad_coord(ty, H, p->padding, p->align_corners);
       for (int i = 0; i < 4; i++) {
         double tx = fx - 1.0 + i, wx = rlx_cubic_weight(-0.75, ix - tx);
-        double px = grid_pad_coord(tx, W, p->padding, p->align_corners);
+        double px = rlx_grid_pad_coord(tx, W, p->padding, p->align_corners);
         acc += wy * wx * grid_tap(arena, x, plane, (int64_t)py, (int64_t)px);
       }
     }
     return acc;
   }
-  ix = grid_pad_coord(ix, W, p->padding, p->align_corners);
-  iy = grid_pad_coord(iy, H, p->padding, p->align_corners);
+  ix = rlx_grid_pad_coord(ix, W, p->padding, p->align_corners);
+  iy = rlx_grid_pad_coord(iy, H, p->padding, p->align_corners);
   if (p->mode == RLX_RESIZE_NEAREST)
     return grid_tap(arena, x, plane, (int64_t)rlx_round_half_even(iy), (int64_t)rlx_round_half_even(ix));
   double x0 = floor(ix), y0 = floor(iy), lx = ix - x0, ly = iy - y0;
@@ -566,20 +544,11 @@ static void ref_grid_sample(uint8_t* arena, const rlx_step* s) {
  * pixel). Returns the four weighted corners in v[4]. */
 static void roi_sample(uint8_t* arena, const rlx_view* x, int64_t plane, double yy, double xx,
                        double v[4]) {
-  int64_t H = x->shape[2], W = x->shape[3];
+  int64_t H = x->shape[2], W = x->shape[3], at[4];
+  double w[4];
   v[0] = v[1] = v[2] = v[3] = 0.0;
-  if (yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W) return;
-  if (yy < 0) yy = 0;
-  if (xx < 0) xx = 0;
-  int64_t y0 = (int64_t)yy, x0 = (int64_t)xx, y1, x1;
-  if (y0 >= H - 1) { y0 = y1 = H - 1; yy = (double)y0; } else y1 = y0 + 1;
-  if (x0 >= W - 1) { x0 = x1 = W - 1; xx = (double)x0; } else x1 = x0 + 1;
-  double ly = yy - (double)y0, lx = xx - (double)x0, hy = 1.0 - ly, hx = 1.0 - lx;
-  int64_t base = plane * H * W;
-  v[0] = hy * hx * ld(arena, x, base + y0 * W + x0);
-  v[1] = hy * lx * ld(arena, x, base + y0 * W + x1);
-  v[2] = ly * hx * ld(arena, x, base + y1 * W + x0);
-  v[3] = ly * lx * ld(arena, x, base + y1 * W + x1);
+  if (!rlx_roi_corners(yy, xx, H, W, at, w)) return;
+  for (int k = 0; k < 4; k++) v[k] = w[k] * ld(arena, x, plane * H * W + at[k]);
 }
 
 /* One RoiAlign output bin (r, c, ph, pw). */

@@ -716,6 +716,21 @@ static rlx_status create_resources(rlx_backend_exec* be, uint64_t arena_bytes, r
   return RLX_OK;
 }
 
+/* The cuDNN workspace one convolution may take (RLX_CUDNN_WORKSPACE; 0 =
+ * auto). Exact-f32 3x3 convolutions are 3-5x faster with the algorithms
+ * that need a large workspace (FFT / non-fused Winograd: about 1-2 GiB at
+ * B32 C256 56x56 on an H200), and the program allocates one workspace, the
+ * largest plan's, so auto allows an eighth of the free memory, at most 4 GiB. */
+static size_t dnn_workspace_cap(const rlx_cuda_dev* d) {
+  uint64_t set = rlx_env_size(RLX_ENV_CUDNN_WORKSPACE);
+  if (set) return (size_t)set;
+  size_t free_bytes = 0, total = 0;
+  const size_t fallback = (size_t)256 << 20, most = (size_t)4 << 30;
+  if (d->cu.mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) return fallback;
+  size_t cap = free_bytes / 8;
+  return cap > most ? most : cap < fallback ? fallback : cap;
+}
+
 static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
                               const rlx_compile_options* opt, rlx_error* err,
                               rlx_backend_exec** out) {
@@ -740,7 +755,7 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
     be->build.debug_nans = opt && opt->debug_nans;
     be->build.no_lt = rlx_env_int(RLX_ENV_CUDA_NO_CUBLASLT) != 0;
     be->build.dnn_stream = be->streams[0];
-    be->build.dnn_ws_cap = (size_t)rlx_env_size(RLX_ENV_CUDNN_WORKSPACE);
+    be->build.dnn_ws_cap = dnn_workspace_cap(d);
     be->build.dnn_heuristic = rlx_env_flag(RLX_ENV_CUDNN_HEURISTIC);
     rlx_program_ops ops = {be, build_program, free_program};
     s = rlx_program_cache_init(&be->programs, &ops, steps, err);

@@ -153,14 +153,11 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
  * conv_coop.comp for f16 x and w on a cooperative-matrix device, conv.comp
  * elsewhere. RLX_VK_CONV=direct forces the direct kernel (bisecting),
  * RLX_VK_COOPMAT=0 keeps f16 off the cooperative-matrix kernel. */
-enum { CONV_TILE = 64 }; /* conv.comp and conv_coop.comp: 64 x 64 output tiles */
-
-static int64_t conv_tiles_m(const rlx_conv_params* p) {
-  return (p->N * p->out[0] * p->out[1] * p->out[2] + CONV_TILE - 1) / CONV_TILE;
-}
-
-static int64_t conv_tiles_n(const rlx_conv_params* p) {
-  return (p->OC / p->groups + CONV_TILE - 1) / CONV_TILE;
+/* Output tile (rows x columns) of each GEMM kernel: conv.comp's and
+ * conv_coop.comp's TM x TN. */
+static int64_t conv_tiles(const rlx_conv_params* p, int64_t tm, int64_t tn) {
+  int64_t m = p->N * p->out[0] * p->out[1] * p->out[2];
+  return ((m + tm - 1) / tm) * ((p->OC / p->groups + tn - 1) / tn);
 }
 
 /* Pipeline and work items (workgroups for the GEMM kernels) of a conv step. */
@@ -171,9 +168,12 @@ static int64_t conv_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   if (p->groups <= 0 || p->C / p->groups <= 1 || rlx_env_is(RLX_ENV_VK_CONV, "direct"))
     return s->work.items;
   *per_group = 1;
-  *pipe = s->in[0].dtype == RLX_F16 && s->in[1].dtype == RLX_F16 && coopmat_device()
-              ? RLX_VK_PIPE_CONV_COOP : RLX_VK_PIPE_CONV;
-  return p->groups * conv_tiles_m(p) * conv_tiles_n(p);
+  if (s->in[0].dtype == RLX_F16 && s->in[1].dtype == RLX_F16 && coopmat_device()) {
+    *pipe = RLX_VK_PIPE_CONV_COOP;
+    return p->groups * conv_tiles(p, 64, 64);
+  }
+  *pipe = RLX_VK_PIPE_CONV;
+  return p->groups * conv_tiles(p, 128, 128);
 }
 
 /* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;
@@ -251,8 +251,6 @@ static void encode_conv(encoder* e, const rlx_step* s) {
   put(e, x + CV_TAPS, taps);
   put(e, x + CV_M, p->N * p->out[0] * p->out[1] * p->out[2]);
   put(e, x + CV_K, cg * taps);
-  put(e, x + CV_TILES_M, conv_tiles_m(p));
-  put(e, x + CV_TILES_N, conv_tiles_n(p));
   /* the shaders divide by these */
   if (cg <= 0 || ocg <= 0 || taps <= 0 || p->n_spatial < 1 || p->n_spatial > 3 || !conv_fits(s))
     e->ok = 0;

@@ -3,79 +3,126 @@
 // (image, output pixel), columns = the group's output channels, depth k =
 // (input channel, tap). A's elements are gathered from x on the fly (zero
 // outside the input, or off the stride grid for ConvTranspose), so no
-// im2col matrix is ever written; B is the weight.
+// im2col matrix is ever written; B is the weight. x and w of any float
+// dtype; f32 accumulation; the epilogue (bias, residual, activation) is
+// applied at the store.
 //
-// A 64x64 output tile per workgroup of 16x16 invocations; each invocation
-// owns rows ty + 16*i and columns tx + 16*j (i, j < 4). K runs in 16-deep
-// slabs through shared memory; the accumulators are f32 and the epilogue
-// (bias, residual, activation) is applied at the store. Workgroup w takes
-// tile (w % tiles) of group (w / tiles).
+// The tiling is matmul.comp's: a 128x128 output tile per workgroup of 16x16
+// invocations, each owning an 8x8 block of four 4x4 quads (rows 4*ty +
+// {0..3} and 64 + 4*ty + {0..3}, columns likewise with tx) read from shared
+// memory as vec4s; K in 8-deep slabs through double-buffered shared memory,
+// the next slab gathered into registers while the current one is
+// multiplied. Each invocation gathers A for one fixed row (its pixel is
+// decoded once) and B along k, which is contiguous in a forward weight.
+// Workgroup w takes tile (w % tiles) of group (w / tiles).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "conv.glsl"
 layout(local_size_x = 16, local_size_y = 16) in;
 
-#define TM 64
-#define TN 64
-#define TK 16
-shared float As[TK][TM + 1];
-shared float Bs[TK][TN + 1];
+#define TM 128
+#define TN 128
+#define TK 8
+#define TROW 33 // vec4s per shared row: 32 + 1 of padding
+shared vec4 As[2][TK][TROW];
+shared vec4 Bs[2][TK][TROW];
+
+int M, K, ocg, cg, taps, c_n, in_area, g, m0, n0, t;
+bool tr, row_ok;
+int img;
+ivec3 pix;
+uint xdt, xoff, wdt, woff;
+
+// Slot q (0..3) of this invocation's share of a slab: A row t % TM at depth
+// t / TM + 2q; B column t / TK + 32q at depth t % TK.
+void fetch(int k0, out float ra[4], out float rb[4]) {
+  [[unroll]] for (int q = 0; q < 4; q++) {
+    int k = k0 + t / TM + 2 * q;
+    float v = 0.0;
+    if (row_ok && k < K) {
+      int s = cv_tap_source(tr, pix, k % taps);
+      if (s >= 0) v = ld_f(xdt, xoff, cv_act_index(img, g * cg + k / taps, s, c_n, in_area));
+    }
+    ra[q] = v;
+    int kb = k0 + t % TK, j = n0 + t / TK + 32 * q;
+    rb[q] = kb < K && j < ocg ? ld_f(wdt, woff, cv_w_index(tr, g, j, kb / taps, kb % taps)) : 0.0;
+  }
+}
+
+void stash(int buf, float ra[4], float rb[4]) {
+  [[unroll]] for (int q = 0; q < 4; q++) {
+    int am = t % TM, ak = t / TM + 2 * q;
+    As[buf][ak][am >> 2][am & 3] = ra[q];
+    int bk = t % TK, bn = t / TK + 32 * q;
+    Bs[buf][bk][bn >> 2][bn & 3] = rb[q];
+  }
+}
+
+// Row r (0..7) of an invocation's block: column quads v0 at 4*tx, v1 at 64 + 4*tx.
+void store_row(int r, int ty, int tx, vec4 v0, vec4 v1) {
+  int m = m0 + 64 * (r >> 2) + 4 * ty + (r & 3);
+  if (m >= M) return;
+  int area = cv_out_area(), n = m / area, p = m % area;
+  for (int j = 0; j < 8; j++) {
+    int oc = n0 + 64 * (j >> 2) + 4 * tx + (j & 3);
+    if (oc < ocg) cv_store(n, g * ocg + oc, p, (j < 4 ? v0 : v1)[j & 3]);
+  }
+}
 
 void main() {
   uint wg = group_linear();
   if (wg >= PU(RLXVK_COUNT)) return; // uniform per workgroup
-  int tiles_m = PX(CV_TILES_M), tiles_n = PX(CV_TILES_N), tiles = tiles_m * tiles_n;
-  int g = int(wg) / tiles, tile = int(wg) % tiles;
-  int m0 = (tile / tiles_n) * TM, n0 = (tile % tiles_n) * TN;
-  int M = PX(CV_M), K = PX(CV_K), ocg = PX(CV_OCG), cg = PX(CV_CG), taps = PX(CV_TAPS);
-  int area = cv_out_area(), in_area = cv_in_area(), c_n = PX(CV_C);
-  bool tr = cv_transpose();
-  uint xdt = v_dt(CV_X), xoff = v_off(CV_X), wdt = v_dt(CV_W), woff = v_off(CV_W);
-  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y), t = ty * 16 + tx;
+  // the host's grid: groups x ceil(M / TM) x ceil(OCG / TN) workgroups
+  int tiles_m = (PX(CV_M) + TM - 1) / TM, tiles_n = (PX(CV_OCG) + TN - 1) / TN;
+  int tiles = tiles_m * tiles_n;
+  g = int(wg) / tiles;
+  int tile = int(wg) % tiles;
+  m0 = (tile / tiles_n) * TM;
+  n0 = (tile % tiles_n) * TN;
+  M = PX(CV_M); K = PX(CV_K); ocg = PX(CV_OCG); cg = PX(CV_CG); taps = PX(CV_TAPS);
+  c_n = PX(CV_C); in_area = cv_in_area();
+  tr = cv_transpose();
+  xdt = v_dt(CV_X); xoff = v_off(CV_X); wdt = v_dt(CV_W); woff = v_off(CV_W);
+  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  t = ty * 16 + tx;
+  int gm = m0 + t % TM, area = cv_out_area();
+  row_ok = gm < M;
+  img = row_ok ? gm / area : 0;
+  pix = cv_pixel(row_ok ? gm % area : 0);
 
-  // This invocation loads A row a_m (fixed across slabs) at depths a_k + 4q,
-  // and B column b_n + 16q at depth b_k.
-  int a_m = t % TM, a_k = t / TM, b_k = t % TK, b_n = t / TK;
-  int gm = m0 + a_m;
-  bool row_ok = gm < M;
-  int img = row_ok ? gm / area : 0;
-  ivec3 pix = cv_pixel(row_ok ? gm % area : 0);
-
-  float acc[4][4];
-  [[unroll]] for (int i = 0; i < 4; i++)
-    [[unroll]] for (int j = 0; j < 4; j++) acc[i][j] = 0.0;
-
+  // 16 named vec4 accumulators, as matmul.comp (no arrays: no local memory).
+  vec4 c00 = vec4(0.0), c01 = vec4(0.0), c10 = vec4(0.0), c11 = vec4(0.0), c20 = vec4(0.0),
+       c21 = vec4(0.0), c30 = vec4(0.0), c31 = vec4(0.0), c40 = vec4(0.0), c41 = vec4(0.0),
+       c50 = vec4(0.0), c51 = vec4(0.0), c60 = vec4(0.0), c61 = vec4(0.0), c70 = vec4(0.0),
+       c71 = vec4(0.0);
+  float ra[4], rb[4];
+  fetch(0, ra, rb);
+  stash(0, ra, rb);
+  barrier();
+  int buf = 0;
   for (int k0 = 0; k0 < K; k0 += TK) {
-    [[unroll]] for (int q = 0; q < 4; q++) {
-      int k = k0 + a_k + 4 * q;
-      float v = 0.0;
-      if (row_ok && k < K) {
-        int c = k / taps, s = cv_tap_source(tr, pix, k % taps);
-        if (s >= 0) v = ld_f(xdt, xoff, cv_act_index(img, g * cg + c, s, c_n, in_area));
-      }
-      As[a_k + 4 * q][a_m] = v;
-      int kb = k0 + b_k, jb = n0 + b_n + 16 * q;
-      float w = 0.0;
-      if (kb < K && jb < ocg) w = ld_f(wdt, woff, cv_w_index(tr, g, jb, kb / taps, kb % taps));
-      Bs[b_k][b_n + 16 * q] = w;
-    }
-    barrier();
+    bool more = k0 + TK < K;
+    if (more) fetch(k0 + TK, ra, rb); // in flight while this slab is multiplied
     [[unroll]] for (int k = 0; k < TK; k++) {
-      vec4 a = vec4(As[k][ty], As[k][ty + 16], As[k][ty + 32], As[k][ty + 48]);
-      vec4 b = vec4(Bs[k][tx], Bs[k][tx + 16], Bs[k][tx + 32], Bs[k][tx + 48]);
-      [[unroll]] for (int i = 0; i < 4; i++)
-        [[unroll]] for (int j = 0; j < 4; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+      vec4 a0 = As[buf][k][ty], a1 = As[buf][k][ty + 16];
+      vec4 b0 = Bs[buf][k][tx], b1 = Bs[buf][k][tx + 16];
+#define RLX_CV_ROW(r0, r1, a) r0 = fma(vec4(a), b0, r0); r1 = fma(vec4(a), b1, r1);
+      RLX_CV_ROW(c00, c01, a0.x) RLX_CV_ROW(c10, c11, a0.y) RLX_CV_ROW(c20, c21, a0.z)
+      RLX_CV_ROW(c30, c31, a0.w) RLX_CV_ROW(c40, c41, a1.x) RLX_CV_ROW(c50, c51, a1.y)
+      RLX_CV_ROW(c60, c61, a1.z) RLX_CV_ROW(c70, c71, a1.w)
     }
-    barrier(); // the slab is consumed: the next one may overwrite it
+    // The other buffer was last read before the previous barrier: safe to fill.
+    if (more) stash(buf ^ 1, ra, rb);
+    barrier();
+    buf ^= 1;
   }
 
-  [[unroll]] for (int i = 0; i < 4; i++) {
-    int m = m0 + ty + 16 * i;
-    if (m >= M) continue;
-    int n = m / area, p = m % area;
-    [[unroll]] for (int j = 0; j < 4; j++) {
-      int oc = n0 + tx + 16 * j;
-      if (oc < ocg) cv_store(n, g * ocg + oc, p, acc[i][j]);
-    }
-  }
+  store_row(0, ty, tx, c00, c01);
+  store_row(1, ty, tx, c10, c11);
+  store_row(2, ty, tx, c20, c21);
+  store_row(3, ty, tx, c30, c31);
+  store_row(4, ty, tx, c40, c41);
+  store_row(5, ty, tx, c50, c51);
+  store_row(6, ty, tx, c60, c61);
+  store_row(7, ty, tx, c70, c71);
 }

@@ -77,7 +77,9 @@ uvec4 gather_b(int j, int k) {
 void main() {
   uint wg = group_linear();
   if (wg >= PU(RLXVK_COUNT)) return; // uniform per workgroup
-  int tiles_m = PX(CV_TILES_M), tiles_n = PX(CV_TILES_N), tiles = tiles_m * tiles_n;
+  // the host's grid: groups x ceil(M / TM) x ceil(OCG / TN) workgroups
+  int tiles_m = (PX(CV_M) + TM - 1) / TM, tiles_n = (PX(CV_OCG) + TN - 1) / TN;
+  int tiles = tiles_m * tiles_n;
   g = int(wg) / tiles;
   int tile = int(wg) % tiles;
   m0 = (tile / tiles_n) * TM;

@@ -216,8 +216,7 @@
  * Slots: out0 y, in0 x, in1 w, in2 bias, in3 residual; all dense. Per-dim
  * words hold 3 dims (dims past n_spatial are 1). Derived: CG = C/groups,
  * OCG = OC/groups, TAPS = prod(kernel), M = N * prod(out) (GEMM rows),
- * K = CG * TAPS (GEMM depth), TILES_M / TILES_N: the GEMM kernels' tiles
- * per group. */
+ * K = CG * TAPS (GEMM depth). */
 #define CV_N 0
 #define CV_C 1
 #define CV_OC 2
@@ -237,8 +236,6 @@
 #define CV_TAPS 28
 #define CV_M 29
 #define CV_K 30
-#define CV_TILES_M 31
-#define CV_TILES_N 32
 #define CV_TRANSPOSE 1 /* RLX_CONV_TRANSPOSE */
 
 #endif

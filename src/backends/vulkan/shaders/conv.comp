@@ -12,8 +12,9 @@
 // {0..3} and 64 + 4*ty + {0..3}, columns likewise with tx) read from shared
 // memory as vec4s; K in 8-deep slabs through double-buffered shared memory,
 // the next slab gathered into registers while the current one is
-// multiplied. Each invocation gathers A for one fixed row (its pixel is
-// decoded once) and B along k, which is contiguous in a forward weight.
+// multiplied. A is gathered along pixels (channels first) or channels
+// (channels last), whichever is contiguous in x; the pixels an invocation
+// gathers are decoded once.
 // Workgroup w takes tile (w % tiles) of group (w / tiles).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -27,31 +28,42 @@ layout(local_size_x = 16, local_size_y = 16) in;
 shared vec4 As[2][TK][TROW];
 shared vec4 Bs[2][TK][TROW];
 
-int M, K, ocg, cg, taps, c_n, in_area, g, m0, n0, t;
-bool tr, row_ok;
-int img;
-ivec3 pix;
+int M, K, ocg, cg, taps, g, m0, n0, t;
 uint xdt, xoff, wdt, woff;
 
-// Slot q (0..3) of this invocation's share of a slab: A row t % TM at depth
-// t / TM + 2q; B column t / TK + 32q at depth t % TK.
+// Slot q (0..3) of this invocation's share of a slab. A: channels first,
+// row t % TM (fixed: its pixel is decoded once) at depth t / TM + 2q, so
+// consecutive invocations read consecutive pixels; channels last, row
+// t / TK + 32q at depth t % TK, consecutive invocations reading consecutive
+// channels. B: column t / TK + 32q at depth t % TK.
+int a_row(int q) { return cv_last ? t / TK + 32 * q : t % TM; }
+int a_depth(int q) { return cv_last ? t % TK : t / TM + 2 * q; }
+
+// The image and pixel of each A row this invocation gathers.
+int img[4];
+ivec3 pix[4];
+bool row_ok[4];
+
+float gather_a(int q, int k) {
+  int c, tap;
+  if (!row_ok[q] || k >= K) return 0.0;
+  cv_split(k, c, tap);
+  int s = cv_tap_source(pix[q], tap);
+  return s < 0 ? 0.0 : ld_f(xdt, xoff, cv_act_index(img[q], g * cg + c, s, cv_c, cv_in_area));
+}
+
 void fetch(int k0, out float ra[4], out float rb[4]) {
   [[unroll]] for (int q = 0; q < 4; q++) {
-    int k = k0 + t / TM + 2 * q;
-    float v = 0.0;
-    if (row_ok && k < K) {
-      int s = cv_tap_source(tr, pix, k % taps);
-      if (s >= 0) v = ld_f(xdt, xoff, cv_act_index(img, g * cg + k / taps, s, c_n, in_area));
-    }
-    ra[q] = v;
-    int kb = k0 + t % TK, j = n0 + t / TK + 32 * q;
-    rb[q] = kb < K && j < ocg ? ld_f(wdt, woff, cv_w_index(tr, g, j, kb / taps, kb % taps)) : 0.0;
+    ra[q] = gather_a(q, k0 + a_depth(q)); // channels first: the same row for every q
+    int kb = k0 + t % TK, j = n0 + t / TK + 32 * q, c, tap;
+    cv_split(kb, c, tap);
+    rb[q] = kb < K && j < ocg ? ld_f(wdt, woff, cv_w_index(g, j, c, tap)) : 0.0;
   }
 }
 
 void stash(int buf, float ra[4], float rb[4]) {
   [[unroll]] for (int q = 0; q < 4; q++) {
-    int am = t % TM, ak = t / TM + 2 * q;
+    int am = a_row(q), ak = a_depth(q);
     As[buf][ak][am >> 2][am & 3] = ra[q];
     int bk = t % TK, bn = t / TK + 32 * q;
     Bs[buf][bk][bn >> 2][bn & 3] = rb[q];
@@ -62,7 +74,7 @@ void stash(int buf, float ra[4], float rb[4]) {
 void store_row(int r, int ty, int tx, vec4 v0, vec4 v1) {
   int m = m0 + 64 * (r >> 2) + 4 * ty + (r & 3);
   if (m >= M) return;
-  int area = cv_out_area(), n = m / area, p = m % area;
+  int n = m / cv_out_area, p = m % cv_out_area;
   for (int j = 0; j < 8; j++) {
     int oc = n0 + 64 * (j >> 2) + 4 * tx + (j & 3);
     if (oc < ocg) cv_store(n, g * ocg + oc, p, (j < 4 ? v0 : v1)[j & 3]);
@@ -79,16 +91,17 @@ void main() {
   int tile = int(wg) % tiles;
   m0 = (tile / tiles_n) * TM;
   n0 = (tile % tiles_n) * TN;
-  M = PX(CV_M); K = PX(CV_K); ocg = PX(CV_OCG); cg = PX(CV_CG); taps = PX(CV_TAPS);
-  c_n = PX(CV_C); in_area = cv_in_area();
-  tr = cv_transpose();
+  cv_init();
+  M = PX(CV_M); K = PX(CV_K); ocg = cv_ocg; cg = cv_cg; taps = cv_taps;
   xdt = v_dt(CV_X); xoff = v_off(CV_X); wdt = v_dt(CV_W); woff = v_off(CV_W);
   int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
   t = ty * 16 + tx;
-  int gm = m0 + t % TM, area = cv_out_area();
-  row_ok = gm < M;
-  img = row_ok ? gm / area : 0;
-  pix = cv_pixel(row_ok ? gm % area : 0);
+  [[unroll]] for (int q = 0; q < 4; q++) {
+    int gm = m0 + a_row(q);
+    row_ok[q] = gm < M;
+    img[q] = row_ok[q] ? gm / cv_out_area : 0;
+    pix[q] = cv_pixel(row_ok[q] ? gm % cv_out_area : 0);
+  }
 
   // 16 named vec4 accumulators, as matmul.comp (no arrays: no local memory).
   vec4 c00 = vec4(0.0), c01 = vec4(0.0), c10 = vec4(0.0), c11 = vec4(0.0), c20 = vec4(0.0),

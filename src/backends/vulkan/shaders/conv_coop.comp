@@ -8,9 +8,10 @@
 //
 // A 64x64 output tile per workgroup of 2 x 2 subgroups of 32, each owning a
 // 32x32 block of 2x2 accumulators. K runs in 32-deep slabs: each invocation
-// gathers 8 consecutive depths of one A row (zero outside the input) and of
-// one B column, packs them into a 16-byte word and stores it in shared
-// memory, A as [m][k] and B as [n][k] (the forward weight's own order).
+// gathers 8 consecutive depths of one A row (zero outside the input; one
+// 16-byte load where they are 8 channels of one pixel) and of one B
+// column, packs them into a 16-byte word and stores it in shared memory,
+// A as [m][k] and B as [n][k].
 // The epilogue goes through a per-subgroup f32 staging tile.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -23,6 +24,8 @@
 #define SG_N 2
 #define NT (SG_M * SG_N * 32)
 layout(local_size_x = NT) in;
+
+layout(std430, set = 0, binding = 0) buffer ArenaU4 { uvec4 au4[]; };
 
 layout(constant_id = 90) const int KA = 16;
 layout(constant_id = 91) const int KB = 16;
@@ -40,8 +43,7 @@ shared uvec4 As[TM * ROW];
 shared uvec4 Bs[TN * ROW];
 shared float stage[SG_M * SG_N * 256];
 
-int M, K, ocg, cg, taps, area, in_area, c_n, g, m0, n0;
-bool tr;
+int M, K, ocg, cg, taps, g, m0, n0;
 uint xoff, woff;
 
 uint ld_h(uint off, int idx) { return ld_u16(off + uint(idx) * 2u); }
@@ -50,15 +52,27 @@ uvec4 pack8(uint h[8]) {
   return uvec4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
 }
 
-// 8 depths k..k+7 of GEMM row gm (image img, output pixel pix).
+// 8 depths k..k+7 of GEMM row gm (image img, output pixel pix). With
+// a_vec (channels last, CG, C and x's offset multiples of 8 halfs) the 8
+// depths are 8 channels of one tap, one 16-byte word of x.
+bool a_vec;
+
 uvec4 gather_a(bool row_ok, int img, ivec3 pix, int k) {
+  if (!row_ok || k >= K) return uvec4(0u);
+  if (a_vec) {
+    int c, tap;
+    cv_split(k, c, tap);
+    int s = cv_tap_source(pix, tap);
+    return s < 0 ? uvec4(0u) : au4[(xoff / 2u + uint(cv_act_index(img, g * cg + c, s, cv_c, cv_in_area))) / 8u];
+  }
   uint h[8];
   [[unroll]] for (int e = 0; e < 8; e++) {
     h[e] = 0u;
-    int kk = k + e;
-    if (row_ok && kk < K) {
-      int s = cv_tap_source(tr, pix, kk % taps);
-      if (s >= 0) h[e] = ld_h(xoff, cv_act_index(img, g * cg + kk / taps, s, c_n, in_area));
+    int kk = k + e, c, tap;
+    cv_split(kk, c, tap);
+    if (kk < K) {
+      int s = cv_tap_source(pix, tap);
+      if (s >= 0) h[e] = ld_h(xoff, cv_act_index(img, g * cg + c, s, cv_c, cv_in_area));
     }
   }
   return pack8(h);
@@ -68,8 +82,9 @@ uvec4 gather_a(bool row_ok, int img, ivec3 pix, int k) {
 uvec4 gather_b(int j, int k) {
   uint h[8];
   [[unroll]] for (int e = 0; e < 8; e++) {
-    int kk = k + e;
-    h[e] = j < ocg && kk < K ? ld_h(woff, cv_w_index(tr, g, j, kk / taps, kk % taps)) : 0u;
+    int kk = k + e, c, tap;
+    cv_split(kk, c, tap);
+    h[e] = j < ocg && kk < K ? ld_h(woff, cv_w_index(g, j, c, tap)) : 0u;
   }
   return pack8(h);
 }
@@ -84,11 +99,12 @@ void main() {
   int tile = int(wg) % tiles;
   m0 = (tile / tiles_n) * TM;
   n0 = (tile % tiles_n) * TN;
-  M = PX(CV_M); K = PX(CV_K); ocg = PX(CV_OCG); cg = PX(CV_CG); taps = PX(CV_TAPS);
-  area = cv_out_area(); in_area = cv_in_area(); c_n = PX(CV_C);
-  tr = cv_transpose();
+  cv_init();
+  M = PX(CV_M); K = PX(CV_K); ocg = cv_ocg; cg = cv_cg; taps = cv_taps;
+  int area = cv_out_area;
   xoff = v_off(CV_X);
   woff = v_off(CV_W);
+  a_vec = cv_last && cg % 8 == 0 && cv_c % 8 == 0 && xoff % 16u == 0u;
   int t = int(gl_LocalInvocationID.x);
   int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
   int wm = (sg / SG_N) * 32, wn = (sg % SG_N) * 32;

@@ -807,7 +807,8 @@ static rlx_tensor conv_residual(pcase* c, rlx_dtype t, rlx_tensor x, rlx_tensor 
  *   2: a 2-D Conv wider than one GEMM tile (OC/groups > 128, several
  *      row tiles, K of many slabs) with bias, residual + ReLU;
  *   3: f16 2-D Conv or ConvTranspose with groups, residual + ReLU
- *      (channels last: 8 or 16 channels per group).
+ *      (channels last, and half the draws channels first: 8 or 16
+ *      channels per group, so conv_coop.comp's 16-byte gathers run).
  * Shapes stay small: lavapipe compiles every kernel it runs. */
 static void c_conv_native(pcase* c, int v) {
   int last = v & 1, flavor = v >> 1, ns = flavor == 0 ? 3 : 2;
@@ -821,8 +822,7 @@ static void c_conv_native(pcase* c, int v) {
   int64_t C = groups * test_rand_int(1, 4), OC = groups * test_rand_int(1, 4);
   if (flavor == 1) { groups = C = test_rand_int(1, 5); OC = C * test_rand_int(1, 2); }
   if (flavor == 2) { N = 1; C = groups * test_rand_int(5, 8); OC = groups * test_rand_int(129, 140); }
-  /* channels of one tap as 16-byte words (conv_coop.comp's vector gather) */
-  if (flavor == 3 && last) C = groups * 8 * test_rand_int(1, 2);
+  if (flavor == 3 && (last || test_rand_int(0, 1))) C = groups * 8 * test_rand_int(1, 2);
   int64_t sp[3];
   for (int i = 0; i < ns; i++) {
     sp[i] = transpose ? test_rand_int(1, ns == 3 ? 3 : 6) : g.in[i];

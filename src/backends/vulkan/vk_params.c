@@ -153,8 +153,9 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
  * conv_coop.comp for f16 x and w on a cooperative-matrix device, conv.comp
  * elsewhere. RLX_VK_CONV=direct forces the direct kernel (bisecting),
  * RLX_VK_COOPMAT=0 keeps f16 off the cooperative-matrix kernel. */
-/* Output tile (rows x columns) of each GEMM kernel: conv.comp's and
- * conv_coop.comp's TM x TN. */
+
+/* Workgroups of a GEMM kernel per group: its output tiles of tm rows
+ * (conv.comp 128, conv_coop.comp 64) by tn columns (128, 64). */
 static int64_t conv_tiles(const rlx_conv_params* p, int64_t tm, int64_t tn) {
   int64_t m = p->N * p->out[0] * p->out[1] * p->out[2];
   return ((m + tm - 1) / tm) * ((p->OC / p->groups + tn - 1) / tn);

@@ -78,8 +78,13 @@ uvec4 gather_a(bool row_ok, int img, ivec3 pix, int k) {
   return pack8(h);
 }
 
-// 8 depths k..k+7 of output channel j of the group.
+// 8 depths k..k+7 of output channel j of the group. With b_vec (forward,
+// channels first: k runs along a weight row; K and w's offset multiples of
+// 8 halfs) one 16-byte word of w.
+bool b_vec;
+
 uvec4 gather_b(int j, int k) {
+  if (b_vec) return j < ocg && k < K ? au4[(woff / 2u + uint((g * ocg + j) * K + k)) / 8u] : uvec4(0u);
   uint h[8];
   [[unroll]] for (int e = 0; e < 8; e++) {
     int kk = k + e, c, tap;
@@ -105,6 +110,7 @@ void main() {
   xoff = v_off(CV_X);
   woff = v_off(CV_W);
   a_vec = cv_last && cg % 8 == 0 && cv_c % 8 == 0 && xoff % 16u == 0u;
+  b_vec = !cv_last && !cv_tr && K % 8 == 0 && woff % 16u == 0u;
   int t = int(gl_LocalInvocationID.x);
   int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
   int wm = (sg / SG_N) * 32, wn = (sg % SG_N) * 32;

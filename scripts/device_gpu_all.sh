@@ -129,6 +129,8 @@ if [ -x $B/conv_cuda ] && [ "${SKIP_CONV:-0}" != 1 ]; then
   if [[ " $BACKENDS " == *" vulkan "* ]]; then
     echo "vulkan conv with RLX_VK_CONV=decompose (before the native kernels):"
     RLX_VK_CONV=decompose timeout 300 $B/conv_cuda vulkan 2>&1 | grep '^{'
+    echo "vulkan f16 conv with RLX_VK_CONV=scalar (conv.comp, no cooperative matrices):"
+    RLX_VK_CONV=scalar timeout 300 $B/conv_cuda vulkan f16 2>&1 | grep '^{'
   fi
   python3 bench/conv_torch.py --rlx $T/conv.jsonl 2>&1 | tail -20 || true
 fi

@@ -151,8 +151,9 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
  * kernel and the one depthwise convolutions keep (C/groups == 1: a GEMM of
  * depth TAPS only wastes tiles); the rest run as an implicit GEMM per group,
  * conv_coop.comp for f16 x and w on a cooperative-matrix device, conv.comp
- * elsewhere. RLX_VK_CONV=direct forces the direct kernel (bisecting),
- * RLX_VK_COOPMAT=0 keeps f16 off the cooperative-matrix kernel. */
+ * elsewhere. RLX_VK_CONV=direct forces the direct kernel, =scalar keeps f16
+ * on conv.comp (bisecting, comparing); RLX_VK_COOPMAT=0 keeps every f16
+ * kernel off cooperative matrices. */
 
 /* Workgroups of a GEMM kernel per group: its output tiles of tm rows
  * (conv.comp 128, conv_coop.comp 64) by tn columns (128, 64). */
@@ -169,7 +170,8 @@ static int64_t conv_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   if (p->groups <= 0 || p->C / p->groups <= 1 || rlx_env_is(RLX_ENV_VK_CONV, "direct"))
     return s->work.items;
   *per_group = 1;
-  if (s->in[0].dtype == RLX_F16 && s->in[1].dtype == RLX_F16 && coopmat_device()) {
+  if (s->in[0].dtype == RLX_F16 && s->in[1].dtype == RLX_F16 && coopmat_device() &&
+      !rlx_env_is(RLX_ENV_VK_CONV, "scalar")) {
     *pipe = RLX_VK_PIPE_CONV_COOP;
     return p->groups * conv_tiles(p, 64, 64);
   }

@@ -2,7 +2,8 @@
  * 3x3, stride 1, pad 1, B32 C256 -> 256, 56x56, in exact f32, TF32 (opt-in)
  * and bf16, channels first (NCHW) and channels last (NHWC), plain and with
  * bias + ReLU fused. One JSON line per case with the median device time
- * (CUDA events, RLX_CUDA_TIMING=1; wall time elsewhere), TFLOP/s, the
+ * (CUDA events, RLX_CUDA_TIMING=1; Vulkan: RLX_VK_TIMING=1 also prints the
+ * GPU time at exit; wall time elsewhere), TFLOP/s, the
  * relative L2 error of a small shape of the same graph against the CPU
  * backend, and the backend's conv line of the dispatch report (cuDNN or the
  * decomposition). bench/conv_torch.py times the same cases in PyTorch.
@@ -36,6 +37,10 @@ static const conv_case CASES[] = {
     {"conv3x3 bf16 nhwc", RLX_BF16, 0, RLX_CONV_CHANNELS_LAST, 0},
     {"conv3x3+bias+relu f32 nchw", RLX_F32, 0, RLX_CONV_CHANNELS_FIRST, 1},
     {"conv3x3+bias+relu bf16 nhwc", RLX_BF16, 0, RLX_CONV_CHANNELS_LAST, 1},
+    /* f16: Vulkan's cooperative-matrix conv kernel (conv_coop.comp) */
+    {"conv3x3 f16 nchw", RLX_F16, 0, RLX_CONV_CHANNELS_FIRST, 0},
+    {"conv3x3 f16 nhwc", RLX_F16, 0, RLX_CONV_CHANNELS_LAST, 0},
+    {"conv3x3+bias+relu f16 nhwc", RLX_F16, 0, RLX_CONV_CHANNELS_LAST, 1},
 };
 
 /* Problem size: the benchmark's, or a small one for the CPU check. */
@@ -231,6 +236,7 @@ int main(int argc, char** argv) {
   const char* device = argc > 1 ? argv[1] : "cuda";
   const char* filter = argc > 2 ? argv[2] : NULL;
   setenv("RLX_CUDA_TIMING", "1", 0);
+  setenv("RLX_VK_TIMING", "1", 0);
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
     if (!filter || strstr(CASES[i].name, filter)) run_case(&CASES[i], device);
   return 0;

@@ -124,6 +124,14 @@ fi
 if [ -x $B/conv_cuda ] && [ "${SKIP_CONV:-0}" != 1 ]; then
   for d in $BACKENDS; do timeout 300 $B/conv_cuda $d; done > $T/conv.jsonl 2>&1
   cat $T/conv.jsonl
+  # Vulkan's native conv kernels against the decomposition they replaced
+  # (Pad + Im2Col + MatMul), same cases.
+  if [[ " $BACKENDS " == *" vulkan "* ]]; then
+    echo "vulkan conv with RLX_VK_CONV=decompose (before the native kernels):"
+    RLX_VK_CONV=decompose timeout 300 $B/conv_cuda vulkan 2>&1 | grep '^{'
+    echo "vulkan f16 conv with RLX_VK_CONV=scalar (conv.comp, no cooperative matrices):"
+    RLX_VK_CONV=scalar timeout 300 $B/conv_cuda vulkan f16 2>&1 | grep '^{'
+  fi
   python3 bench/conv_torch.py --rlx $T/conv.jsonl 2>&1 | tail -20 || true
 fi
 # The kernel lab's GEMV family (bench/kernels/gemv.cu): every variant checked

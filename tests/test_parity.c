@@ -780,6 +780,78 @@ static void c_conv_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* y's shape of a conv about to be built (a probe node, left unused): the
+ * shape a residual input must have. */
+static rlx_tensor conv_residual(pcase* c, rlx_dtype t, rlx_tensor x, rlx_tensor w, int transpose,
+                                int ns, const conv_geom* g, int64_t groups, rlx_conv_layout lay) {
+  rlx_tensor probe;
+  if (transpose)
+    rlx_graph_add_conv_transpose(c->g, x, w, RLX_NONE, RLX_NONE, ns, g->st, g->pads, g->dil, g->opad,
+                                 groups, RLX_ACT_NONE, lay, &probe);
+  else
+    rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g->st, g->pads, g->dil, groups, RLX_ACT_NONE,
+                       lay, &probe);
+  rlx_dim ys[RLX_MAX_RANK];
+  int32_t yr = 0;
+  rlx_dtype yt;
+  rlx_graph_tensor_type(c->g, probe, &yt, &yr, ys);
+  return input(c, t, ys, yr);
+}
+
+/* What the shader backends' native conv kernels do beyond c_conv /
+ * c_conv_transpose (Vulkan: conv_direct, the implicit GEMM conv.comp and,
+ * for f16, its cooperative-matrix form): variant = layout (v & 1) +
+ * 2 * flavor:
+ *   0: 3-D ConvTranspose, groups, output_padding, residual + ReLU;
+ *   1: depthwise 2-D ConvTranspose with bias, residual + SiLU;
+ *   2: a 2-D Conv wider than one GEMM tile (OC/groups > 128, several
+ *      row tiles, K of many slabs) with bias, residual + ReLU;
+ *   3: f16 2-D Conv or ConvTranspose with groups, residual + ReLU
+ *      (channels last, and half the draws channels first: 8 or 16
+ *      channels per group, so conv_coop.comp's 16-byte gathers run).
+ * Shapes stay small: lavapipe compiles every kernel it runs. */
+static void c_conv_native(pcase* c, int v) {
+  int last = v & 1, flavor = v >> 1, ns = flavor == 0 ? 3 : 2;
+  int transpose = flavor <= 1 || (flavor == 3 && test_rand_int(0, 1));
+  rlx_conv_layout lay = last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  rlx_dtype t = flavor == 3 ? RLX_F16 : RLX_F32;
+  c->compute = t;
+  conv_geom g;
+  rconv(&g, ns, 1, 1);
+  int64_t groups = test_rand_int(1, 2), N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(1, 4), OC = groups * test_rand_int(1, 4);
+  if (flavor == 1) { groups = C = test_rand_int(1, 5); OC = C * test_rand_int(1, 2); }
+  if (flavor == 2) { N = 1; C = groups * test_rand_int(5, 8); OC = groups * test_rand_int(129, 140); }
+  if (flavor == 3 && (last || test_rand_int(0, 1))) C = groups * 8 * test_rand_int(1, 2);
+  int64_t sp[3];
+  for (int i = 0; i < ns; i++) {
+    sp[i] = transpose ? test_rand_int(1, ns == 3 ? 3 : 6) : g.in[i];
+    if (flavor == 2) sp[i] = 12 + g.dil[i] * (g.k[i] - 1); /* >= 144 output pixels */
+    if (transpose && g.pads[i] + g.pads[ns + i] >= (sp[i] - 1) * g.st[i] + g.dil[i] * (g.k[i] - 1) + 1)
+      g.pads[i] = g.pads[ns + i] = 0;
+  }
+  if (flavor == 2) for (int i = 0; i < ns; i++) g.st[i] = 1;
+  rlx_dim xs[5], ws[5] = {transpose ? C : OC, transpose ? OC / groups : C / groups}, bs[1] = {OC};
+  for (int i = 0; i < ns; i++) ws[2 + i] = g.k[i];
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, N, C, sp));
+  rlx_tensor w = input(c, RLX_F32, ws, ns + 2), bias = RLX_NONE, y;
+  if (flavor != 0) bias = input(c, RLX_F32, bs, 1);
+  if (t != RLX_F32) {
+    rlx_graph_add_cast(c->g, x, t, &x);
+    rlx_graph_add_cast(c->g, w, t, &w);
+    if (bias != RLX_NONE) rlx_graph_add_cast(c->g, bias, t, &bias);
+  }
+  rlx_tensor res = conv_residual(c, RLX_F32, x, w, transpose, ns, &g, groups, lay);
+  if (t != RLX_F32) rlx_graph_add_cast(c->g, res, t, &res);
+  rlx_activation act = flavor == 1 ? RLX_ACT_SILU : RLX_ACT_RELU;
+  if (transpose)
+    rlx_graph_add_conv_transpose(c->g, x, w, bias, res, ns, g.st, g.pads, g.dil, g.opad, groups, act, lay, &y);
+  else
+    rlx_graph_add_conv(c->g, x, w, bias, res, ns, g.st, g.pads, g.dil, groups, act, lay, &y);
+  if (t != RLX_F32) rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* Positive per-channel variance: v*v + 0.25 (the inputs are random signed). */
 static rlx_tensor positive(pcase* c, rlx_tensor v) {
   float q = 0.25f;
@@ -885,6 +957,7 @@ static const case_def CASES[] = {
     {"conv_half", c_conv_half, 4, {0, 2e-2, 3e-2}},
     {"channel_norms", c_channel_norms, 8, TOL_F32},
     {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
+    {"conv_native", c_conv_native, 8, {1e-5, 2e-2, 0}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -348,8 +348,9 @@ static rlx_status insert_zeros(rewriter* r, const conv_spec* c, rlx_tensor x, rl
   if (!any) { *out = x; return RLX_OK; }
   rlx_dim split[RLX_MAX_RANK], merged[RLX_MAX_RANK];
   int64_t pads[2 * RLX_MAX_RANK] = {0};
-  int32_t rank = 0, er = c->ns + 2 + c->ns;
-  for (int32_t d = 0; d < t->rank; d++) {
+  /* t points into dst's value table, which the nodes added below may move */
+  int32_t rank = 0, er = c->ns + 2 + c->ns, x_rank = t->rank;
+  for (int32_t d = 0; d < x_rank; d++) {
     merged[d] = t->shape[d];
     split[rank++] = t->shape[d];
     int32_t i = c->last ? d - 1 : d - 2;
@@ -361,7 +362,7 @@ static rlx_status insert_zeros(rewriter* r, const conv_spec* c, rlx_tensor x, rl
   }
   RLX_RETURN_IF_ERROR(reshape_to(r, x, rank, split, &x));
   RLX_RETURN_IF_ERROR(zero_pad(r, x, pads, &x));
-  return reshape_to(r, x, t->rank, merged, out);
+  return reshape_to(r, x, x_rank, merged, out);
 }
 
 /* ConvTranspose's weights [C, OCg, k...] as a Conv's [OC, Cg, k...]:

@@ -119,10 +119,13 @@ const char* rlx_device_detail(const char* name) {
 }
 
 /* Which backends time their runs is known here, where the backends are
- * linked in; only CUDA records device time (events) so far. */
+ * linked in: CUDA (events) and Vulkan (timestamps, RLX_VK_TIMING=1). */
 double rlx_device_last_run_ms(const rlx_backend* b) {
 #ifdef RLX_HAVE_CUDA
   if (b == &rlx_backend_cuda) return rlx_cuda_last_run_ms();
+#endif
+#ifdef RLX_HAVE_VULKAN
+  if (b == &rlx_backend_vulkan) return rlx_vk_last_run_ms(); /* RLX_VK_TIMING=1 */
 #endif
   (void)b;
   return -2;

@@ -26,5 +26,7 @@ void rlx_vk_exec_stats(const rlx_backend_exec* be, rlx_vk_stats* out);
 /* Validation-layer warnings + errors seen in this process (0 when the layer
  * is off). */
 uint64_t rlx_vk_validation_messages(void);
+/* GPU time (ms) of this thread's last run under RLX_VK_TIMING=1, else -1. */
+double rlx_vk_last_run_ms(void);
 
 #endif

@@ -395,6 +395,7 @@ static rlx_status make_pipeline(rlx_vk_context* c, rlx_vk_pipe p, rlx_error* err
     blob = find_blob(sg);
   }
   if (p == RLX_VK_PIPE_MATMUL_COOP) blob = find_blob(rlx_vk_coopmat_shader(c));
+  if (p == RLX_VK_PIPE_CONV_COOP) blob = find_blob(rlx_vk_coopmat_conv_shader(c));
   if (p == RLX_VK_PIPE_MATMUL_CM2 && c->cm2_shader) blob = find_blob(c->cm2_shader);
   if (!blob) blob = find_blob(k_pipe_names[p]);
   if (!blob)

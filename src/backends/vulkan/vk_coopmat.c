@@ -154,6 +154,10 @@ const char* rlx_vk_coopmat_shader(const rlx_vk_context* c) {
   return c->coopmat == 2 ? "matmul_coop_nv" : "matmul_coop_khr";
 }
 
+const char* rlx_vk_coopmat_conv_shader(const rlx_vk_context* c) {
+  return c->coopmat == 2 ? "conv_coop_nv" : "conv_coop_khr";
+}
+
 /* ------------------------------------------- workgroup-scope (cm2) matrices
  *
  * VK_NV_cooperative_matrix2 lets a whole workgroup own one large matrix

@@ -139,7 +139,13 @@ extern const int rlx_vk_shader_table_count;
   /* f16 cooperative matrices (KHR or NV build) */                                             \
   X(MATMUL_COOP, matmul_coop)                                                                  \
   /* f16 workgroup-scope cooperative matrices, whole tiles */                                  \
-  X(MATMUL_CM2, matmul_cm2)
+  X(MATMUL_CM2, matmul_cm2)                                                                    \
+  /* conv: one output element per lane (depthwise; RLX_K_CONV's generic pipe) */              \
+  X(CONV_DIRECT, conv_direct)                                                                  \
+  /* conv as a tiled implicit GEMM */                                                          \
+  X(CONV, conv)                                                                                \
+  /* f16 conv on cooperative matrices (KHR or NV build) */                                     \
+  X(CONV_COOP, conv_coop)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -171,7 +177,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_POOL RLX_VK_PIPE_POOL
 #define RLX_VK_KIND_RESIZE RLX_VK_PIPE_RESIZE
 #define RLX_VK_KIND_SAMPLER RLX_VK_PIPE_SAMPLER
-#define RLX_VK_KIND_CONV RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
+#define RLX_VK_KIND_CONV RLX_VK_PIPE_CONV_DIRECT /* GEMM kernels picked in vk_params.c */
 #define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 
@@ -226,6 +232,8 @@ void rlx_vk_coopmat_detect(rlx_vk_context* c);
 const char* rlx_vk_coopmat_enable(const rlx_vk_context* c,
                                   VkPhysicalDeviceCooperativeMatrixFeaturesNV* feat, void** chain);
 const char* rlx_vk_coopmat_shader(const rlx_vk_context* c);
+/* The same for the conv_coop pipeline. */
+const char* rlx_vk_coopmat_conv_shader(const rlx_vk_context* c);
 /* VkPhysicalDeviceCooperativeMatrix2FeaturesNV (VK_NV_cooperative_matrix2
  * postdates the installed headers; the registry's layout). */
 typedef struct rlx_vk_cm2_features {

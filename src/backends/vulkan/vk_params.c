@@ -145,6 +145,40 @@ static int64_t matmul_plan(const rlx_step* s, rlx_vk_pipe* pipe) {
   return tiles;
 }
 
+/* ------------------------------------------------------------ conv kernels
+ *
+ * conv_direct.comp (one invocation per output element) is the generic
+ * kernel and the one depthwise convolutions keep (C/groups == 1: a GEMM of
+ * depth TAPS only wastes tiles); the rest run as an implicit GEMM per group,
+ * conv_coop.comp for f16 x and w on a cooperative-matrix device, conv.comp
+ * elsewhere. RLX_VK_CONV=direct forces the direct kernel, =scalar keeps f16
+ * on conv.comp (bisecting, comparing); RLX_VK_COOPMAT=0 keeps every f16
+ * kernel off cooperative matrices. */
+
+/* Workgroups of a GEMM kernel per group: its output tiles of tm rows
+ * (conv.comp 128, conv_coop.comp 64) by tn columns (128, 64). */
+static int64_t conv_tiles(const rlx_conv_params* p, int64_t tm, int64_t tn) {
+  int64_t m = p->N * p->out[0] * p->out[1] * p->out[2];
+  return ((m + tm - 1) / tm) * ((p->OC / p->groups + tn - 1) / tn);
+}
+
+/* Pipeline and work items (workgroups for the GEMM kernels) of a conv step. */
+static int64_t conv_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
+  const rlx_conv_params* p = &s->p.conv;
+  *pipe = RLX_VK_PIPE_CONV_DIRECT;
+  *per_group = 64;
+  if (p->groups <= 0 || p->C / p->groups <= 1 || rlx_env_is(RLX_ENV_VK_CONV, "direct"))
+    return s->work.items;
+  *per_group = 1;
+  if (s->in[0].dtype == RLX_F16 && s->in[1].dtype == RLX_F16 && coopmat_device() &&
+      !rlx_env_is(RLX_ENV_VK_CONV, "scalar")) {
+    *pipe = RLX_VK_PIPE_CONV_COOP;
+    return p->groups * conv_tiles(p, 64, 64);
+  }
+  *pipe = RLX_VK_PIPE_CONV;
+  return p->groups * conv_tiles(p, 128, 128);
+}
+
 /* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;
  * RLX_VK_PIPE_COUNT: none, the step goes to the host fallback). */
 static const rlx_vk_pipe k_kind_pipe[RLX_K_COUNT] = {
@@ -164,6 +198,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
     *per_group = 1;
     return matmul_plan(s, pipe);
   }
+  if (s->kernel == RLX_K_CONV) return conv_plan(s, per_group, pipe);
   if (s->work.unit == RLX_WORK_NONE) return -1;
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
   return s->work.items;
@@ -189,6 +224,41 @@ static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
   put(e, x + MM_CRS, p->c_rs);
   put(e, x + MM_HAS_BIAS, p->has_bias);
   put(e, x + MM_ACT, p->act);
+}
+
+/* The shaders index x, w and y with 32-bit element indices. */
+static int conv_fits(const rlx_step* s) {
+  for (int32_t i = 0; i < 4; i++)
+    if (s->in[i].rank >= 0 && rlx_view_numel(&s->in[i]) > INT32_MAX) return 0;
+  return rlx_view_numel(&s->out[0]) <= INT32_MAX;
+}
+
+static void encode_conv(encoder* e, const rlx_step* s) {
+  const rlx_conv_params* p = &s->p.conv;
+  int x = RLXVK_X;
+  int64_t taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
+  int64_t cg = p->groups > 0 ? p->C / p->groups : 0, ocg = p->groups > 0 ? p->OC / p->groups : 0;
+  const int64_t v[] = {p->N, p->C, p->OC, p->groups, p->layout == RLX_CONV_CHANNELS_LAST, p->act,
+                       p->has_bias, p->has_residual};
+  for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + CV_N + i, v[i]);
+  for (int d = 0; d < 3; d++) {
+    put(e, x + CV_IN + d, p->in[d]);
+    put(e, x + CV_OUT + d, p->out[d]);
+    put(e, x + CV_KER + d, p->kernel[d]);
+    put(e, x + CV_STRIDE + d, p->stride[d]);
+    put(e, x + CV_PAD + d, p->pad[d]);
+    put(e, x + CV_DIL + d, p->dilation[d]);
+  }
+  put(e, x + CV_CG, cg);
+  put(e, x + CV_OCG, ocg);
+  put(e, x + CV_TAPS, taps);
+  put(e, x + CV_M, p->N * p->out[0] * p->out[1] * p->out[2]);
+  put(e, x + CV_K, cg * taps);
+  /* the shaders divide by these */
+  if (cg <= 0 || ocg <= 0 || taps <= 0 || p->n_spatial < 1 || p->n_spatial > 3 || !conv_fits(s))
+    e->ok = 0;
+  for (int d = 0; d < 3; d++)
+    if (p->stride[d] <= 0 || p->out[d] <= 0 || p->in[d] <= 0) e->ok = 0;
 }
 
 static void encode_attention(encoder* e, const rlx_attention_params* p) {
@@ -256,6 +326,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_CONV: encode_conv(e, s); break;
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
@@ -397,10 +468,25 @@ static int vk_newer_dtype_native(const rlx_graph* g, const rlx_node* n) {
   return 1;
 }
 
+static int conv_dtype(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }
+
+/* Conv and ConvTranspose run natively (conv*.comp) with 1-3 spatial dims
+ * and float tensors the shaders load exactly (f32, f16, bf16); anything
+ * else, and every conv under RLX_VK_CONV=decompose, is rewritten by
+ * decompose.c into Pad, Im2Col and MatMul. */
+static int vk_conv_native(const rlx_graph* g, const rlx_node* n) {
+  if (rlx_env_is(RLX_ENV_VK_CONV, "decompose")) return 0;
+  if (n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && !conv_dtype(rlx_tensor_type(g, n->in[i])->dtype)) return 0;
+  return conv_dtype(rlx_tensor_type(g, n->out[0])->dtype);
+}
+
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (rlx_env_list_has(RLX_ENV_VK_HOST_OPS, rlx_op_table[n->op].text)) return 0;
   if (rlx_shader_node_has_newer_dtype(g, ni)) return vk_newer_dtype_native(g, n);
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return vk_conv_native(g, n);
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_ATTENTION) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);

@@ -621,6 +621,11 @@ static int cmp_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+/* GPU time of this thread's last run (RLX_VK_TIMING=1; -1: none), for
+ * rlx_exec_last_device_ms. */
+static _Thread_local double t_last_run_ms = -1.0;
+double rlx_vk_last_run_ms(void) { return t_last_run_ms; }
+
 static void print_timing(rlx_backend_exec* be) {
   int32_t n = be->n_runs < 64 ? be->n_runs : 64;
   if (n == 0) return;
@@ -658,7 +663,7 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
       for (int32_t k = seg->first; k < seg->first + seg->count; k++)
         RLX_RETURN_IF_ERROR(rlx_host_check_finite(&be->mirror, &io, &pg->steps[k], ctx, err));
   }
-  if (be->timer) be->run_ms[be->n_runs++ % 64] = gpu_ms;
+  if (be->timer) be->run_ms[be->n_runs++ % 64] = t_last_run_ms = gpu_ms;
   return check_validation(be, err, "run");
 }
 

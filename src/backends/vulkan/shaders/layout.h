@@ -212,4 +212,30 @@
 #define EV_MOD 2    /* input index = i % period (broadcast over leading dims) */
 #define EV_DIV 3    /* input index = i / period (broadcast over trailing dims) */
 
+/* conv (rlx_conv_params; op = RLXVK_OP: RLX_CONV_FORWARD / _TRANSPOSE).
+ * Slots: out0 y, in0 x, in1 w, in2 bias, in3 residual; all dense. Per-dim
+ * words hold 3 dims (dims past n_spatial are 1). Derived: CG = C/groups,
+ * OCG = OC/groups, TAPS = prod(kernel), M = N * prod(out) (GEMM rows),
+ * K = CG * TAPS (GEMM depth). */
+#define CV_N 0
+#define CV_C 1
+#define CV_OC 2
+#define CV_GROUPS 3
+#define CV_LAST 4     /* channels last */
+#define CV_ACT 5      /* rlx_activation */
+#define CV_HAS_BIAS 6
+#define CV_HAS_RES 7
+#define CV_IN 8       /* per dim (3 each) */
+#define CV_OUT 11
+#define CV_KER 14
+#define CV_STRIDE 17
+#define CV_PAD 20
+#define CV_DIL 23
+#define CV_CG 26
+#define CV_OCG 27
+#define CV_TAPS 28
+#define CV_M 29
+#define CV_K 30
+#define CV_TRANSPOSE 1 /* RLX_CONV_TRANSPOSE */
+
 #endif

@@ -334,34 +334,43 @@ static const rlx_node* producer_of(const rlx_graph* g, rlx_tensor v) {
   return &g->nodes[g->values[v].node];
 }
 
-/* i32 positions -> cast f32 -> * 0.5 (constant arithmetic: stays f32) ->
- * + x (reads an input: reduced); argmax (kept f32) of the sum; a Cast to
+/* i32 positions -> cast f32 -> * 0.5 (index arithmetic: stays f32) -> + x
+ * (an activation: reduced); a param * 0.5 (parameter preprocessing: stays
+ * f32, cast where x * it reads it); argmax (kept f32) of the sum; a Cast to
  * i32 written in the model keeps its dtype. */
 TEST(pass_rules) {
   rlx_graph *g = NULL, *lo = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
   rlx_dim s[1] = {8};
-  rlx_tensor pos, x, half, p, y, am, yi, outs[3];
+  rlx_tensor pos, x, w, half, p, y, am, yi, z, outs[4];
   float h = 0.5f;
   int ok = rlx_graph_add_input(g, "pos", RLX_I32, s, 1, &pos) == RLX_OK &&
            rlx_graph_add_input(g, "x", RLX_F32, s, 1, &x) == RLX_OK &&
+           rlx_graph_add_param(g, "w", RLX_F32, s, 1, &w) == RLX_OK &&
            rlx_graph_add_constant(g, RLX_F32, NULL, 0, &h, sizeof h, &half) == RLX_OK &&
            rlx_graph_add_cast(g, pos, RLX_F32, &p) == RLX_OK &&
            rlx_graph_add_binary(g, RLX_BIN_MUL, p, half, &p) == RLX_OK &&
            rlx_graph_add_binary(g, RLX_BIN_ADD, p, x, &y) == RLX_OK &&
            rlx_graph_add_argmax(g, y, 0, 0, &am) == RLX_OK &&
-           rlx_graph_add_cast(g, y, RLX_I32, &yi) == RLX_OK;
-  outs[0] = y, outs[1] = am, outs[2] = yi;
-  ok = ok && rlx_graph_set_outputs(g, outs, 3) == RLX_OK;
+           rlx_graph_add_cast(g, y, RLX_I32, &yi) == RLX_OK &&
+           rlx_graph_add_binary(g, RLX_BIN_MUL, w, half, &w) == RLX_OK &&
+           rlx_graph_add_binary(g, RLX_BIN_MUL, x, w, &z) == RLX_OK;
+  outs[0] = y, outs[1] = am, outs[2] = yi, outs[3] = z;
+  ok = ok && rlx_graph_set_outputs(g, outs, 4) == RLX_OK;
   int32_t lowered = 0;
   ok = ok && rlx_lower_precision(g, RLX_BF16, &lo, &lowered) == RLX_OK;
   CHECK_MSG(ok, "%s", rlx_graph_last_error(g));
-  int mul_f32 = 0, add_bf16 = 0, argmax_f32 = 0;
+  int mul_f32 = 0, mul_bf16 = 0, add_bf16 = 0, argmax_f32 = 0, w_cast = 0;
   for (int32_t i = 0; i < lo->n_nodes; i++) {
     const rlx_node* n = &lo->nodes[i];
     rlx_dtype out = lo->values[n->out[0]].type.dtype;
     rlx_dtype in0 = n->n_in ? lo->values[n->in[0]].type.dtype : out;
-    if (n->op == RLX_OP_BINARY && n->a.kind == RLX_BIN_MUL) mul_f32 = out == RLX_F32;
+    if (n->op == RLX_OP_BINARY && n->a.kind == RLX_BIN_MUL) {
+      mul_f32 += out == RLX_F32;
+      mul_bf16 += out == RLX_BF16;
+      /* x * w: w's f32 product cast to bf16 */
+      if (out == RLX_BF16) w_cast = producer_of(lo, n->in[1])->op == RLX_OP_CAST;
+    }
     if (n->op == RLX_OP_BINARY && n->a.kind == RLX_BIN_ADD) add_bf16 = out == RLX_BF16;
     if (n->op == RLX_OP_ARGMAX) argmax_f32 = in0 == RLX_F32;
   }
@@ -371,9 +380,10 @@ TEST(pass_rules) {
   int out0_cast = producer_of(lo, lo->outputs[0])->op == RLX_OP_CAST;
   rlx_graph_destroy(lo);
   rlx_graph_destroy(g);
-  CHECK(mul_f32 && add_bf16 && argmax_f32);
+  CHECK(mul_f32 == 2 && mul_bf16 == 1 && w_cast);
+  CHECK(add_bf16 && argmax_f32);
   CHECK(o0 == RLX_F32 && out0_cast && o1 == RLX_I64 && o2 == RLX_I32);
-  CHECK(lowered == 1); /* the add: the rest reads no input-derived f32 or is kept */
+  CHECK(lowered == 2); /* the add and x * w */
 }
 
 /* An f32 constant read by a reduced node is converted at compile time

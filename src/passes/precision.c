@@ -13,7 +13,9 @@ typedef struct lowerer {
   rlx_dtype low;      /* RLX_BF16 or RLX_F16 */
   rlx_tensor* same;   /* src value -> dst value of the src value's dtype (RLX_NONE: not yet) */
   rlx_tensor* lowered; /* src f32 value -> dst value in `low` (RLX_NONE: not yet) */
-  uint8_t* derived;   /* src value computed from an f32 graph input or param */
+  uint8_t* data;      /* src value depends on a graph input (changes per run) */
+  uint8_t* index;     /* data made of integers cast to float (positions) and what
+                         only such values and params compute from them */
   int32_t* producer;  /* src value -> its node */
   int32_t n_lowered;
 } lowerer;
@@ -47,15 +49,24 @@ static int other_float(const rlx_graph* g, rlx_tensor v) {
   return t != RLX_F32 && rlx_dtype_is_float(t);
 }
 
-static int reads_derived(const lowerer* L, const rlx_node* n) {
+/* Does n read a float activation: per-run data that is not index arithmetic? */
+static int reads_activation(const lowerer* L, const rlx_node* n) {
+  for (int32_t i = 0; i < n->n_in; i++) {
+    rlx_tensor v = n->in[i];
+    if (v >= 0 && rlx_dtype_is_float(dtype_of(L->src, v)) && L->data[v] && !L->index[v]) return 1;
+  }
+  return 0;
+}
+
+static int reads_index(const lowerer* L, const rlx_node* n) {
   for (int32_t i = 0; i < n->n_in; i++)
-    if (n->in[i] >= 0 && L->derived[n->in[i]]) return 1;
+    if (n->in[i] >= 0 && L->index[n->in[i]]) return 1;
   return 0;
 }
 
 /* Whether node n computes in the reduced dtype (precision.h's rule). */
 static int node_lowers(const lowerer* L, const rlx_node* n) {
-  if (!op_lowers(n->op) || !reads_derived(L, n)) return 0;
+  if (!op_lowers(n->op) || !reads_activation(L, n)) return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] >= 0 && other_float(L->src, n->in[i])) return 0;
   for (int32_t i = 0; i < n->n_out; i++)
@@ -149,11 +160,20 @@ static rlx_status emit_node(lowerer* L, const rlx_node* n) {
   return emit(L, n, 0);
 }
 
-static void mark_derived(lowerer* L, const rlx_node* n) {
-  int d = reads_derived(L, n);
-  if ((n->op == RLX_OP_INPUT || n->op == RLX_OP_PARAM) && dtype_of(L->src, n->out[0]) == RLX_F32)
-    d = 1;
-  for (int32_t i = 0; i < n->n_out; i++) L->derived[n->out[i]] = (uint8_t)d;
+/* Classifies n's outputs (precision.h): data when n reads a graph input
+ * (or is one), index when it casts integers to float or computes only from
+ * index values, params and constants. */
+static void classify(lowerer* L, const rlx_node* n) {
+  int data = n->op == RLX_OP_INPUT, index = 0;
+  for (int32_t i = 0; i < n->n_in; i++) data |= n->in[i] >= 0 && L->data[n->in[i]];
+  if (n->op == RLX_OP_CAST && !rlx_dtype_is_float(dtype_of(L->src, n->in[0])))
+    index = data;
+  else
+    index = data && reads_index(L, n) && !reads_activation(L, n);
+  for (int32_t i = 0; i < n->n_out; i++) {
+    L->data[n->out[i]] = (uint8_t)data;
+    L->index[n->out[i]] = (uint8_t)index;
+  }
 }
 
 /* The graph's outputs in their declared dtypes (f32 ones cast back). */
@@ -172,7 +192,7 @@ static rlx_status rewrite(lowerer* L) {
   RLX_RETURN_IF_ERROR(rlx_graph_copy_dims(L->dst, L->src)); /* the same dim codes */
   for (int32_t i = 0; i < L->src->n_nodes; i++) {
     const rlx_node* n = &L->src->nodes[i];
-    mark_derived(L, n);
+    classify(L, n);
     RLX_RETURN_IF_ERROR(emit_node(L, n));
   }
   return set_outputs(L);
@@ -182,9 +202,11 @@ static rlx_status alloc_tables(lowerer* L) {
   size_t nv = (size_t)L->src->n_values + 1;
   L->same = malloc(sizeof(rlx_tensor) * nv);
   L->lowered = malloc(sizeof(rlx_tensor) * nv);
-  L->derived = calloc(nv, 1);
+  L->data = calloc(nv, 1);
+  L->index = calloc(nv, 1);
   L->producer = rlx_value_producers(L->src);
-  if (!L->same || !L->lowered || !L->derived || !L->producer) return RLX_RESOURCE_EXHAUSTED;
+  if (!L->same || !L->lowered || !L->data || !L->index || !L->producer)
+    return RLX_RESOURCE_EXHAUSTED;
   for (size_t v = 0; v < nv; v++) L->same[v] = L->lowered[v] = RLX_NONE;
   return RLX_OK;
 }
@@ -196,7 +218,7 @@ rlx_status rlx_lower_precision(rlx_graph* g, rlx_dtype dtype, rlx_graph** out,
   if (dtype != RLX_BF16 && dtype != RLX_F16)
     return rlx_fail(&g->err, RLX_INVALID_ARGUMENT,
                     "precision: reduced dtype must be bf16 or f16, got dtype %d", (int)dtype);
-  lowerer L = {g, NULL, dtype, NULL, NULL, NULL, NULL, 0};
+  lowerer L = {g, NULL, dtype, NULL, NULL, NULL, NULL, NULL, 0};
   rlx_status s = alloc_tables(&L);
   if (s == RLX_OK) s = rlx_graph_create(&L.dst);
   if (s == RLX_OK) s = rewrite(&L);
@@ -210,7 +232,8 @@ rlx_status rlx_lower_precision(rlx_graph* g, rlx_dtype dtype, rlx_graph** out,
   }
   free(L.same);
   free(L.lowered);
-  free(L.derived);
+  free(L.data);
+  free(L.index);
   free(L.producer);
   return s;
 }

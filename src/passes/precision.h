@@ -7,10 +7,16 @@
  * output is cast back to f32. Inside, a node is lowered (its f32 inputs
  * and outputs become the reduced dtype) when
  *   - its op is on the list below, and
- *   - it reads a value derived from an f32 graph input or param. Values
- *     computed only from constants and integer inputs (positions, masks,
- *     arange arithmetic) stay f32 until such a node reads them, so index
- *     arithmetic is not rounded to 8 bits of mantissa, and
+ *   - it reads a float *activation*: a value that depends on a graph input
+ *     and is not index arithmetic. Values computed from params and
+ *     constants alone (the BatchNorm fold's rescaled weights, transposed
+ *     or reshaped params) are parameter preprocessing: they stay f32 and
+ *     are cast where an activation op reads them, so they are rounded
+ *     once, and a pass that computes them once per param change hoists
+ *     the cast with them. Index arithmetic (integers cast to float, and
+ *     what only such values, params and constants compute: positions,
+ *     rotary angles, masks) stays f32 too, so a position is not rounded to
+ *     8 bits of mantissa before it meets the activations, and
  *   - it has no float operand of another dtype (an f16 or f64 value the
  *     model itself chose is left as it is).
  * Integer and bool values are untouched; a Cast written in the model keeps

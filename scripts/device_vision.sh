@@ -141,6 +141,25 @@ for d in $BACKENDS; do
   done
 done
 
+# Where ResNet-50's time goes on CUDA in f32 and bf16 (kernel families per
+# run): in bf16, the "cudnn" row against the unary kernels' launches says
+# whether cuDNN took the fused bias+ReLU(+residual) call
+# (cudnnConvolutionBiasActivationForward: no extra unary launches) or fell
+# back to convolution + cudnnAddTensor + a ReLU kernel; the cast rows are
+# the per-run input / param casts (until params are cast once per change).
+if echo " $BACKENDS " | grep -q " cuda " && echo " $modes " | grep -q " bf16 "; then
+  stage "CUDA kernel profile of ResNet-50 B$BIG, f32 and bf16"
+  for m in f32 bf16; do
+    extra=""
+    [ "$m" = bf16 ] && extra="--precision bf16"
+    # shellcheck disable=SC2086
+    RLX_CUDA_PROFILE=1 RLX_CUDA_GRAPHS=0 timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" \
+      --device cuda $extra --input "input=$R50/input_b$BIG.npy" --warmup 2 --iters 5 \
+      > "$OUT/profile_cuda_$m.txt" 2>&1
+    echo "--- $m"; grep -E "rlx cuda profile|cudnn|unary|cast|conv" "$OUT/profile_cuda_$m.txt" | head -20
+  done
+fi
+
 if [ "${SKIP_PEERS:-0}" != 1 ]; then
   stage "PyTorch (same machine, same call)"
   timeout 300 python3 bench/peers_vision.py --batch "$BIG" --json "$OUT/peers_vision.json"

@@ -35,6 +35,13 @@
  * softmax load into float accumulators), so only the stored values are
  * rounded.
  *
+ * Costs to know: the reduced copies of params live in the arena beside
+ * the f32 params (which stay the interface), and are cast every run until
+ * a hoisting pass computes them once per param change; a device-state
+ * input (a KV cache) declared f32 is cast whole every run, so a model that
+ * updates a large cache in place should declare the cache bf16 / f16
+ * itself. f16 overflows past 65504 where bf16 keeps f32's range.
+ *
  * Kept in f32 (casts around them): scatter_add (accumulates into its
  * output's storage), cumsum (a running sum), argmax / argmin / topk (a
  * rounding tie changes the index answer), sample (probabilities), grid

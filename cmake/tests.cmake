@@ -279,6 +279,8 @@ set_tests_properties(test_precision PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME precision_vulkan COMMAND test_precision vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(precision_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 rlx_add_webgpu_test(precision_webgpu test_precision 900 "" webgpu)
+add_test(NAME precision_cuda COMMAND test_precision cuda WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(precision_cuda PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 add_test(NAME vision_models_cpu_bf16
          COMMAND test_vision_models cpu --models resnet18 --precision bf16
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -5,7 +5,7 @@
 #   scripts/gen_vision_models.py at 224x224, batch 1 and 32 (that machine's
 #   torch) -> tests/test_vision_models.c on cuda, vulkan and webgpu ->
 #   ResNet-18/50 compiled in bf16 (--precision bf16) against PyTorch's f32
-#   outputs -> ResNet-50 forward B32 224 through `rlx bench` on each backend
+#   outputs -> tests/test_precision.c per backend -> ResNet-50 forward B32 224 through `rlx bench` on each backend
 #   (f32, TF32, bf16: the f32 model compiled with --precision bf16) beside
 #   PyTorch (bench/peers_vision.py: f32 with TF32 off, TF32, bf16 autocast,
 #   the model cast to bf16; NCHW and channels_last) -> $OUT/vision_h200.md.
@@ -31,7 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-vision-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="rlx test_vision_models"
+BINS="rlx test_vision_models test_precision"
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -114,6 +114,16 @@ for d in $BACKENDS; do
   echo "test_vision_models $d --precision bf16 exit $?"
   grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_${d}_bf16.txt"
   { echo "=== $d bf16"; cat "$T/test_${d}_bf16.txt"; } >> "$OUT/tests.txt"
+done
+
+stage "bf16 / f16 compilation of small f32 models (tests/test_precision.c)"
+for d in $BACKENDS; do
+  if [ -x "$B/test_precision" ]; then
+    timeout "${TEST_TIMEOUT:-500}" $B/test_precision "$d" > "$T/precision_$d.txt" 2>&1
+    echo "test_precision $d exit $?"
+    grep -E "^(PASS|FAIL|SKIP)|rel L2|checks" "$T/precision_$d.txt"
+    { echo "=== precision $d"; cat "$T/precision_$d.txt"; } >> "$OUT/tests.txt"
+  fi
 done
 
 stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"

@@ -1,6 +1,8 @@
 """PyTorch baselines for the vision rows (issue 14, item 6): ResNet-50 forward
-at batch B, 224x224, on the GPU, eager, in exact f32 (TF32 off), TF32 and
-bf16 autocast, each in NCHW and channels_last. Median of CUDA-event times.
+at batch B, 224x224, on the GPU, eager, in exact f32 (TF32 off), TF32, bf16
+autocast and the model cast to bf16 (bf16_model: weights and activations
+bf16 throughout, what rlx's --precision bf16 computes), each in NCHW and
+channels_last. Median of CUDA-event times.
 
   python3 bench/peers_vision.py [--batch 32] [--json OUT.json]
 
@@ -59,15 +61,18 @@ def main():
         fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
         m = model.to(memory_format=fmt)
         xi = x.contiguous(memory_format=fmt)
-        for mode in ("f32", "tf32", "bf16"):
+        for mode in ("f32", "tf32", "bf16", "bf16_model"):
             tf32 = mode == "tf32"
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
+            mm, xm = (m, xi) if mode != "bf16_model" else (m.bfloat16(), xi.bfloat16())
 
             def run():
                 with torch.no_grad(), torch.autocast("cuda", torch.bfloat16, enabled=mode == "bf16"):
-                    m(xi)
+                    mm(xm)
             ms = median_ms(run)
+            if mode == "bf16_model":
+                m = m.float()
             rows.append({"name": "resnet50 B%d 224 %s %s" % (args.batch, mode, layout),
                          "mode": mode, "layout": layout, "ms": ms})
             print("torch %-40s %8.3f ms" % (rows[-1]["name"], ms), flush=True)

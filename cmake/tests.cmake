@@ -271,3 +271,18 @@ set_tests_properties(vision_models_vulkan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT
 rlx_add_webgpu_test(vision_models_webgpu test_vision_models 900 "" webgpu
                     --models ${rlx_vision_small})
 # ---- end real vision models
+
+# ---- reduced precision (tests/test_precision.c): bf16 / f16 compilation of
+# f32 graphs on each device against f32 on the CPU reference (small shapes:
+# lavapipe compiles every shader); ResNet-18 in bf16 against PyTorch's f32.
+set_tests_properties(test_precision PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME precision_vulkan COMMAND test_precision vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(precision_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+rlx_add_webgpu_test(precision_webgpu test_precision 900 "" webgpu)
+add_test(NAME precision_cuda COMMAND test_precision cuda WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(precision_cuda PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+add_test(NAME vision_models_cpu_bf16
+         COMMAND test_vision_models cpu --models resnet18 --precision bf16
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(vision_models_cpu_bf16 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+# ---- end reduced precision

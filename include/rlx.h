@@ -686,6 +686,13 @@ RLX_API rlx_status rlx_graph_op_support(const rlx_graph* g, const char* device, 
 
 typedef struct rlx_exec rlx_exec;
 
+/* Compute precision of an f32 graph (rlx_compile_options.precision). */
+typedef enum rlx_precision {
+  RLX_PRECISION_DEFAULT = 0, /* as the graph says */
+  RLX_PRECISION_BF16 = 1,
+  RLX_PRECISION_F16 = 2,
+} rlx_precision;
+
 typedef struct rlx_compile_options {
   int32_t strict;       /* 1: an op the backend cannot run natively is an error */
   int32_t allow_tf32;   /* GPU backends: TF32 matmul only when set */
@@ -714,6 +721,12 @@ typedef struct rlx_compile_options {
   const char* const* state_inputs;
   const int32_t* state_outputs;
   int32_t n_states;
+  /* rlx_precision: DEFAULT computes in the graph's own dtypes; BF16 / F16
+   * compute the graph's f32 values in bf16 / f16 (kernels still accumulate
+   * in f32). The interface does not change: f32 inputs, params and outputs
+   * stay f32 (cast on entry and exit). Which ops stay f32, and why, is in
+   * src/passes/precision.h. */
+  int32_t precision;
 } rlx_compile_options;
 
 /* Fills defaults. */

@@ -4,9 +4,11 @@
 #   architectures checked against torchvision (parameter counts) ->
 #   scripts/gen_vision_models.py at 224x224, batch 1 and 32 (that machine's
 #   torch) -> tests/test_vision_models.c on cuda, vulkan and webgpu ->
-#   ResNet-50 forward B32 224 through `rlx bench` on each backend beside
-#   PyTorch (bench/peers_vision.py: f32 with TF32 off, TF32, bf16 autocast;
-#   NCHW and channels_last) -> $OUT/vision_h200.md.
+#   ResNet-18/50 compiled in bf16 (--precision bf16) against PyTorch's f32
+#   outputs -> tests/test_precision.c per backend -> ResNet-50 forward B32 224 through `rlx bench` on each backend
+#   (f32, TF32, bf16: the f32 model compiled with --precision bf16) beside
+#   PyTorch (bench/peers_vision.py: f32 with TF32 off, TF32, bf16 autocast,
+#   the model cast to bf16; NCHW and channels_last) -> $OUT/vision_h200.md.
 #
 # The binaries are built HERE (nvcc, glslc) and travel in a carried folder
 # with Debian's libvulkan and libprotobuf-c and the Dawn package, as for
@@ -21,6 +23,7 @@
 # build-vision-carry), BUILD (pack; default build-gpu), BACKENDS (default
 # "cuda vulkan webgpu"), BATCHES (default 1,32), MODELS (default all),
 # XFAIL (models expected to fail, default none: every failure is shown),
+# BF16_MODELS (compiled in bf16 too; default resnet18,resnet50),
 # SKIP_PEERS=1 (no PyTorch timing), TEST_TIMEOUT / BENCH_TIMEOUT (seconds per
 # test / bench process: 500 / 200); pack: NO_CUDA=1 packs a build without
 # CUDA (its cuda rows then SKIP).
@@ -28,7 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-vision-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="rlx test_vision_models"
+BINS="rlx test_vision_models test_precision"
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -105,6 +108,22 @@ for d in $BACKENDS; do
   echo "test_vision_models $d exit $?"
   grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_$d.txt"
   { echo "=== $d"; cat "$T/test_$d.txt"; } >> "$OUT/tests.txt"
+  # the f32 exports compiled in bf16, against PyTorch's f32 outputs (looser tolerance)
+  timeout "${TEST_TIMEOUT:-500}" $B/test_vision_models "$d" --dir "$VM" --batches "$BATCHES" \
+    --models "${BF16_MODELS:-resnet18,resnet50}" --precision bf16 > "$T/test_${d}_bf16.txt" 2>&1
+  echo "test_vision_models $d --precision bf16 exit $?"
+  grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_${d}_bf16.txt"
+  { echo "=== $d bf16"; cat "$T/test_${d}_bf16.txt"; } >> "$OUT/tests.txt"
+done
+
+stage "bf16 / f16 compilation of small f32 models (tests/test_precision.c)"
+for d in $BACKENDS; do
+  if [ -x "$B/test_precision" ]; then
+    timeout "${TEST_TIMEOUT:-500}" $B/test_precision "$d" > "$T/precision_$d.txt" 2>&1
+    echo "test_precision $d exit $?"
+    grep -E "^(PASS|FAIL|SKIP)|rel L2|checks" "$T/precision_$d.txt"
+    { echo "=== precision $d"; cat "$T/precision_$d.txt"; } >> "$OUT/tests.txt"
+  fi
 done
 
 stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"
@@ -113,10 +132,12 @@ R50=$VM/resnet50
 # exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
 modes="f32"
 $B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"
+$B/rlx bench --help 2>&1 | grep -q -- "--precision" && modes="$modes bf16"
 for d in $BACKENDS; do
   for m in $modes; do
     extra=""
     [ "$m" = tf32 ] && extra="--tf32"
+    [ "$m" = bf16 ] && extra="--precision bf16"
     # shellcheck disable=SC2086
     line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
              --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
@@ -129,6 +150,25 @@ for d in $BACKENDS; do
     fi
   done
 done
+
+# Where ResNet-50's time goes on CUDA in f32 and bf16 (kernel families per
+# run): in bf16, the "cudnn" row against the unary kernels' launches says
+# whether cuDNN took the fused bias+ReLU(+residual) call
+# (cudnnConvolutionBiasActivationForward: no extra unary launches) or fell
+# back to convolution + cudnnAddTensor + a ReLU kernel; the cast rows are
+# the per-run input / param casts (until params are cast once per change).
+if echo " $BACKENDS " | grep -q " cuda " && echo " $modes " | grep -q " bf16 "; then
+  stage "CUDA kernel profile of ResNet-50 B$BIG, f32 and bf16"
+  for m in f32 bf16; do
+    extra=""
+    [ "$m" = bf16 ] && extra="--precision bf16"
+    # shellcheck disable=SC2086
+    RLX_CUDA_PROFILE=1 RLX_CUDA_GRAPHS=0 timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" \
+      --device cuda $extra --input "input=$R50/input_b$BIG.npy" --warmup 2 --iters 5 \
+      > "$OUT/profile_cuda_$m.txt" 2>&1
+    echo "--- $m"; grep -E "rlx cuda profile|cudnn|unary|cast|conv" "$OUT/profile_cuda_$m.txt" | head -20
+  done
+fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then
   stage "PyTorch (same machine, same call)"
@@ -161,7 +201,7 @@ for r in rlx:
     md.append("| rlx %s %s | %s | - | %s | %s | %s |" % (
         r["backend"], r["mode"], cell, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-",
         "%.2f" % (tn / ms) if tn and ms else "-"))
-for mode in ("f32", "tf32", "bf16"):
+for mode in ("f32", "tf32", "bf16", "bf16_model"):
     tn, tc = torch_ms.get((mode, "nchw")), torch_ms.get((mode, "channels_last"))
     md.append("| PyTorch %s | %s | %s | | | |" % (mode, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-"))
 open(os.path.join(out, "vision_h200.md"), "w").write("\n".join(md) + "\n")

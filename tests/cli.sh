@@ -338,6 +338,15 @@ has "$OUT" "attention" "report lists attention"
 cpu_sum=$(field 0 sum)
 cpu_abs=$(field 0 abs_sum)
 ok "run gpt --strict" -- "$RLX" run "$GPT" --strict --random-params
+# --precision bf16: same interface (f32 logits), close to the f32 checksum,
+# and the compiled graph computes in bf16 (dot after passes)
+ok "run gpt --precision bf16" -- "$RLX" run "$GPT" --precision bf16 --random-params
+has "$OUT" "^output 0 logits: f32\[32,256\]" "bf16 gpt logits stay f32"
+close "$(field 0 abs_sum)" "$cpu_abs" 3e-2
+ok "dot gpt --precision bf16" -- "$RLX" dot "$GPT" --after --precision bf16
+has "$OUT" "matmul.*: bf16\[" "bf16 matmul after passes"
+bad "--precision f8" 2 -- "$RLX" run "$GPT" --precision f8 --random-params
+has "$ERR" "expected bf16, f16 or f32" "bad --precision value"
 # Every other available device computes the same logits (checksums).
 ok "devices" -- "$RLX" devices
 for dev in $(awk '$1 != "cpu" && $2 ~ /^available/ { print $1 }' "$OUT"); do

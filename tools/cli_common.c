@@ -378,9 +378,9 @@ static const char* device_detail(const char* name) {
 
 double cli_last_compile_ms = 0;
 
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32, int32_t threads,
-                const cli_bindings* b, rlx_exec** out_exec) {
+int cli_compile(const char* cmd, rlx_graph* g, const cli_model_opts* mo, rlx_exec** out_exec) {
   *out_exec = NULL;
+  const char* device = mo->device;
   const char* resolved = NULL;
   int quiet = cli_quiet_begin(); /* probing starts the drivers */
   rlx_status s = rlx_device_resolve(device, &resolved);
@@ -396,12 +396,13 @@ int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, i
   }
   rlx_compile_options o;
   rlx_compile_options_init(&o);
-  o.strict = strict;
-  o.allow_tf32 = tf32;
-  o.threads = threads;
-  o.symbol_names = (const char* const*)b->names;
-  o.symbol_sizes = b->sizes;
-  o.n_symbols = b->n;
+  o.strict = mo->strict;
+  o.allow_tf32 = mo->tf32;
+  o.threads = mo->threads;
+  o.symbol_names = (const char* const*)mo->bindings.names;
+  o.symbol_sizes = mo->bindings.sizes;
+  o.n_symbols = mo->bindings.n;
+  o.precision = mo->precision;
   quiet = cli_quiet_begin();
   double t0 = cli_now_ms();
   s = rlx_compile(g, resolved, &o, out_exec);
@@ -934,6 +935,18 @@ static int seed_opt(const char* cmd, const char* what, const char* v, uint64_t* 
   return rc;
 }
 
+/* --precision bf16|f16|f32 (f32: the graph's own dtypes). */
+static int precision_opt(const char* cmd, const char* v, int32_t* out) {
+  if (strcmp(v, "bf16") == 0) *out = RLX_PRECISION_BF16;
+  else if (strcmp(v, "f16") == 0) *out = RLX_PRECISION_F16;
+  else if (strcmp(v, "f32") == 0) *out = RLX_PRECISION_DEFAULT;
+  else {
+    cli_error(cmd, "--precision '%s': expected bf16, f16 or f32", v);
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
 int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accept,
                   cli_model_opts* o) {
   const char* v = NULL;
@@ -948,6 +961,10 @@ int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accep
   }
 #define TRY(bit, name)                                                      \
   if ((accept & (bit)) && (m = cli_opt_value(cmd, argc, argv, i, name, &v)) != 0)
+  TRY(CLI_OPT_STRICT, "--precision") {
+    if (m < 0) return -CLI_USAGE;
+    return precision_opt(cmd, v, &o->precision) == CLI_OK ? 1 : -CLI_USAGE;
+  }
   TRY(CLI_OPT_DEVICE, "--device") {
     if (m < 0) return -CLI_USAGE;
     o->device = v;
@@ -1027,7 +1044,10 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
     fprintf(f, "  --strict            an op the device cannot run natively is an error\n"
                "                      (instead of a host fallback)\n"
                "  --tf32              GPU backends may use TF32 tensor cores for f32 matmul\n"
-               "                      and convolution (default: exact f32)\n");
+               "                      and convolution (default: exact f32)\n"
+               "  --precision P       bf16 or f16: compute the graph's f32 values in P\n"
+               "                      (inputs, params and outputs stay f32); f32: as\n"
+               "                      the graph says (default)\n");
 }
 
 /* A --bind for a symbol the graph does not have is almost surely a typo. */
@@ -1060,7 +1080,7 @@ int cli_prepare(const char* cmd, cli_model_opts* o, int set_inputs, rlx_graph** 
   if (rc != CLI_OK) return rc;
   if (check_bound_symbols_exist(cmd, g, &o->bindings) != CLI_OK ||
       cli_bind_from_inputs(cmd, g, &o->inputs, &o->bindings) != CLI_OK ||
-      cli_compile(cmd, g, o->device, o->strict, o->tf32, o->threads, &o->bindings, &e) != CLI_OK ||
+      cli_compile(cmd, g, o, &e) != CLI_OK ||
       cli_set_params(cmd, g, e, o, cli_is_onnx(o->file) ? o->file : NULL, NULL, 0) != CLI_OK ||
       (set_inputs && cli_set_inputs(cmd, g, e, &o->bindings, &o->inputs, o->seed) != CLI_OK)) {
     rlx_exec_destroy(e);

@@ -118,12 +118,8 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
 
 /* ------------------------------------------------------------ compile + feed */
 
-/* Compiles g for `device` with the bindings as symbol sizes; threads: CPU
- * worker threads (0: all cores). The wall time of rlx_compile goes to
- * cli_last_compile_ms (for rlx bench). */
+/* The wall time of the last cli_compile's rlx_compile (for rlx bench). */
 extern double cli_last_compile_ms;
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32, int32_t threads,
-                const cli_bindings* b, rlx_exec** out_exec);
 
 /* "a, b, c" of the graph's input (CLI_NAMES_INPUTS), param or symbol names,
  * for errors about a name that is not there; "none" for an empty list. */
@@ -149,12 +145,18 @@ typedef struct cli_model_opts {
   int32_t threads;        /* --threads: CPU worker threads, 0 = all cores */
   cli_bindings bindings;
   cli_inputs inputs;
+  int32_t precision; /* --precision: rlx_compile_options.precision */
 } cli_model_opts;
+
+/* Compiles g for o->device with o's bindings as symbol sizes and o's
+ * compile options (--strict, --tf32, --threads, --precision). */
+int cli_compile(const char* cmd, rlx_graph* g, const cli_model_opts* o, rlx_exec** out_exec);
 
 void cli_model_opts_init(cli_model_opts* o);
 void cli_model_opts_free(cli_model_opts* o);
-/* Consumes argv[*i] if it is one of --device --strict --seed --random-params
- * --init-params --params --bind --input --threads (only those whose bit is in
+/* Consumes argv[*i] if it is one of --device --strict --tf32 --precision
+ * --seed --random-params --init-params --params --bind --input --threads
+ * (only those whose bit is in
  * `accept`). Returns 1 if consumed, 0 if not one of them, or -CLI_USAGE /
  * -CLI_FAIL on a bad value. */
 enum {

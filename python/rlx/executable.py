@@ -21,8 +21,12 @@ def _cstrings(names):
     return ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), arr
 
 
+# rlx_precision by name (compile's precision=)
+_PRECISIONS = {None: 0, "f32": 0, "bf16": 1, "f16": 2}
+
+
 def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans, symbols,
-             extent_symbol, states):
+             extent_symbol, states, precision=None):
     """An rlx_compile_options and the ctypes buffers it points into (keep both alive)."""
     o = _capi.CompileOptions()
     lib.rlx_compile_options_init(ctypes.byref(o))
@@ -32,6 +36,9 @@ def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans
         o.threads = threads
     if use_blas is not None:
         o.use_blas = {True: 1, False: 0}.get(use_blas, use_blas)
+    if precision not in _PRECISIONS:
+        raise ValueError("precision must be 'bf16', 'f16', 'f32' or None, not %r" % (precision,))
+    o.precision = _PRECISIONS[precision]
     keep = []
     if symbols:
         names, arr = _cstrings(list(symbols))
@@ -53,7 +60,7 @@ def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans
 
 def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None,
             use_blas=None, reference=False, debug_nans=False, symbols=None,
-            extent_symbol=None, states=None, onnx_params=True):
+            extent_symbol=None, states=None, onnx_params=True, precision=None):
     """Compiles `graph` for `device` ("cpu", "cuda", "vulkan", "webgpu" or "best").
 
     strict: an op the backend cannot run natively is an error.
@@ -64,12 +71,15 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
     (Executable.set_active_extent shrinks it per run). states: {input_name: output index
     or output name}: after each run that output becomes the input, on the device.
     onnx_params: for a graph from rlx.load_onnx, set the file's initializers as params.
+    precision: "bf16" or "f16" computes the graph's f32 values in that dtype (f32
+    inputs, params and outputs stay f32; kernels accumulate in f32); None or "f32":
+    the graph's own dtypes.
     Errors raise the status's RlxError with the message left on the graph.
     """
     if not isinstance(graph, Graph):
         raise TypeError("compile() takes an rlx.Graph")
     o, keep = _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans,
-                       symbols, extent_symbol, states)
+                       symbols, extent_symbol, states, precision)
     handle = ctypes.c_void_p()
     status = lib.rlx_compile(graph.handle, device.encode(), ctypes.byref(o),
                              ctypes.byref(handle))

@@ -210,3 +210,22 @@ def test_numpy_operands_on_either_side():
     np.testing.assert_array_equal(a, [0, 1, 3])
     np.testing.assert_array_equal(b, [1, 2, 4])
     np.testing.assert_array_equal(d, [[7, 7]])
+
+
+@pytest.mark.parametrize("precision, tol", [("bf16", 2e-2), ("f16", 3e-3)])
+def test_precision_computes_reduced_behind_an_f32_interface(device, rng, precision, tol):
+    params = _mlp_params(rng)
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    with _mlp() as g:
+        exact = g.compile(device)
+        reduced = g.compile(device, precision=precision)
+        with pytest.raises(ValueError, match="precision"):
+            g.compile(device, precision="f8")
+    exact.set_params(params)
+    reduced.set_params(params)
+    assert [i.dtype for i in reduced.inputs + reduced.params] == [rlx.F32] * 4
+    want, got = exact.run(x=x)[0], reduced.run(x=x)[0]
+    assert got.dtype == np.float32
+    err = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert 0 < err < tol  # rounded (not computed in f32), within a few units
+    assert (": %s[" % precision) in reduced.to_dot()

@@ -17,6 +17,7 @@
 #include "base/env.h"
 #include "ir/dtype.h"
 #include "passes/bn_fold.h"
+#include "passes/precision.h"
 #include "passes/decompose.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
@@ -200,8 +201,24 @@ static rlx_status apply_pass(graph_pass pass, rlx_graph** g, const rlx_graph* ke
   return RLX_OK;
 }
 
+/* The graph computed in the reduced dtype the options ask for
+ * (precision.h); like apply_pass, *g is replaced. */
+static rlx_status apply_precision(const rlx_exec* e, rlx_graph** g, rlx_graph* spec) {
+  rlx_dtype low = e->opt.precision == RLX_PRECISION_F16 ? RLX_F16 : RLX_BF16;
+  rlx_graph* next = NULL;
+  rlx_status s = rlx_lower_precision(*g, low, &next, NULL);
+  if (s != RLX_OK) {
+    if (*g != spec) spec->err = (*g)->err;
+    return s;
+  }
+  if (*g != spec) rlx_graph_destroy(*g);
+  *g = next;
+  return RLX_OK;
+}
+
 /* BatchNorms folded into their Convs, Conv epilogues (residual Add,
- * activation) fused (bn_fold.h), then the backend's decomposition;
+ * activation) fused (bn_fold.h), the precision lowering (precision.h),
+ * then the backend's decomposition;
  * failures are reported on spec. */
 static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_graph** out,
                                      int32_t* counts) {
@@ -211,6 +228,8 @@ static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_gra
   int convs = has_op(g, RLX_OP_CONV) || has_op(g, RLX_OP_CONV_TRANSPOSE);
   if (s == RLX_OK && convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION))
     s = apply_pass(rlx_fuse_conv_epilogues, &g, spec, spec);
+  if (s == RLX_OK && e->opt.precision != RLX_PRECISION_DEFAULT)
+    s = apply_precision(e, &g, spec);
   if (s == RLX_OK) {
     s = rlx_decompose(g, backend_supports(e), out, counts);
     if (s && g != spec) spec->err = g->err;
@@ -294,7 +313,7 @@ done:
 /* The compile cache's key for e's source graph at `sizes`: everything
  * compiled_build reads besides the graph's canonical text (which covers its
  * structure, types, attributes, names and constant bytes): the device,
- * strict mode, the state pairs and the environment switches (some change
+ * strict mode, the precision, the state pairs and the environment switches (some change
  * what a backend supports). Options that only reach the backend's create
  * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
  * every executable creates its own backend exec from its own options. */
@@ -313,6 +332,7 @@ static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   rlx_compile_key_add_str(k, "rlx compile key 1");
   rlx_compile_key_add_str(k, e->backend->name);
   rlx_compile_key_add_i64(k, e->opt.strict != 0);
+  rlx_compile_key_add_i64(k, e->opt.precision);
   rlx_compile_key_add_i64(k, e->src->n_symbols);
   for (int32_t i = 0; i < e->src->n_symbols; i++) rlx_compile_key_add_i64(k, sizes[i]);
   for (int32_t i = 0; i < e->n_inputs; i++) {
@@ -579,6 +599,10 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
   if (s != RLX_OK)
     return rlx_fail(&g->err, s, "device '%s' is %s", resolved, rlx_device_detail(resolved));
   if (g->n_outputs == 0) return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "graph has no outputs");
+  if (options && (options->precision < RLX_PRECISION_DEFAULT || options->precision > RLX_PRECISION_F16))
+    return rlx_fail(&g->err, RLX_INVALID_ARGUMENT,
+                    "precision %d is not an rlx_precision (0 default, 1 bf16, 2 f16)",
+                    (int)options->precision);
 
   rlx_exec* e = calloc(1, sizeof *e);
   RLX_CHECK_ALLOC(&g->err, e);

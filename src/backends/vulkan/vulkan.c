@@ -628,9 +628,9 @@ static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error
     else if (pg->disp[i].pipe == RLX_VK_PIPE_ELTWISE_VEC || pg->disp[i].pipe == RLX_VK_PIPE_ROWS)
       be->stats.vec_steps++;
     if (rlx_env_flag(RLX_ENV_VK_DEBUG_PIPES))
-      fprintf(stderr, "vk step %d %s pipe %d host %d window@%llu\n", i,
+      fprintf(stderr, "vk step %d %s pipe %d host %d %s@%llu\n", i,
               rlx_kernel_name(pg->steps[i].kernel), (int)pg->disp[i].pipe, pg->on_host[i],
-              (unsigned long long)pg->window_at[i]);
+              pg->staged[i] ? "staged" : "window", (unsigned long long)pg->window_at[i]);
   }
   uint64_t bytes = (uint64_t)n * RLXVK_REC_WORDS * 4;
   rlx_status s = RLX_OK;
@@ -954,6 +954,10 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   /* whole alignment units: 64-bit accesses at the end and a window placed
    * at the end stay inside the buffer */
   if (s == RLX_OK) s = create_chunks(be, err);
+  if (s == RLX_OK && rlx_env_flag(RLX_ENV_VK_DEBUG_PIPES))
+    fprintf(stderr, "vk arena %llu bytes: %u chunk(s) of up to %llu, %llu-byte windows\n",
+            (unsigned long long)be->arena_bytes, be->n_chunks,
+            (unsigned long long)be->chunk_bytes, (unsigned long long)be->window);
   if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
   if (s == RLX_OK) s = create_queue_objects(be, err);
   if (s == RLX_OK) s = zero_arena(be, err);

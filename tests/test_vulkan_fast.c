@@ -277,16 +277,17 @@ TEST(windowed_arena_matches_cpu) {
 #endif
 }
 
-/* An arena of two chunks (12 KiB and the rest) holding 1920-byte tensors, so
- * some straddle chunk boundaries; results equal to the CPU's, and the
- * stats show the chunks, staged steps and windowed steps. */
+/* An arena of 12 KiB chunks holding 3840-byte tensors and a 15 KiB one
+ * that must straddle a chunk boundary (downloaded, written by staged
+ * copies, read by a reduction on the host fallback); results equal to the
+ * CPU's, and the stats show the chunks, staged steps and windowed steps. */
 TEST(chunked_arena_matches_cpu) {
 #ifdef RLX_HAVE_VULKAN
   setenv("RLX_VK_MAX_CHUNK", "12288", 1);
   rlx_graph* g = NULL;
   rlx_graph_create(&g);
-  input_spec in[3] = {{"a", 2, {8, 60}}, {"b", 2, {8, 60}}, {"c", 2, {8, 60}}};
-  rlx_tensor a, b, c, t1, t2, t3, t4, cat, y;
+  input_spec in[3] = {{"a", 2, {16, 60}}, {"b", 2, {16, 60}}, {"c", 2, {16, 60}}};
+  rlx_tensor a, b, c, t1, t2, t3, t4, cat, y, z;
   rlx_graph_add_input(g, "a", RLX_F32, in[0].shape, 2, &a);
   rlx_graph_add_input(g, "b", RLX_F32, in[1].shape, 2, &b);
   rlx_graph_add_input(g, "c", RLX_F32, in[2].shape, 2, &c);
@@ -295,10 +296,11 @@ TEST(chunked_arena_matches_cpu) {
   rlx_graph_add_binary(g, RLX_BIN_MUL, t2, c, &t3);
   rlx_graph_add_softmax(g, t3, -1, &t4);
   rlx_tensor parts[4] = {t1, t2, t3, t4};
-  rlx_graph_add_concat(g, parts, 4, 0, &cat);
+  rlx_graph_add_concat(g, parts, 4, 0, &cat); /* 15 KiB: straddles a chunk boundary */
   rlx_graph_add_reduce(g, RLX_RED_SUM, cat, (const int32_t[]){1}, 1, 0, &y);
-  rlx_tensor outs[3] = {t4, cat, y};
-  rlx_graph_set_outputs(g, outs, 3);
+  rlx_graph_add_activation(g, RLX_ACT_TANH, y, &z); /* 256 bytes in, out: one chunk */
+  rlx_tensor outs[4] = {t4, cat, y, z};
+  rlx_graph_set_outputs(g, outs, 4);
   rlx_vk_stats st;
   int ok = run_and_compare(g, in, 3, 1e-5, &st);
   unsetenv("RLX_VK_MAX_CHUNK");
@@ -307,6 +309,7 @@ TEST(chunked_arena_matches_cpu) {
             (unsigned long long)st.chunk_bytes);
   CHECK_MSG(st.window_bytes == 12288, "window %llu", (unsigned long long)st.window_bytes);
   CHECK_MSG(st.staged_steps >= 1, "staged steps %d", st.staged_steps);
+  CHECK_MSG(st.window_host_steps >= 1, "window host steps %d", st.window_host_steps);
   CHECK_MSG(st.dispatches > st.staged_steps, "dispatches %d, staged %d", st.dispatches,
             st.staged_steps);
   printf("  chunked arena: %d chunks of %llu bytes, %d dispatches, %d staged, %d on the host\n",

@@ -818,17 +818,31 @@ static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+/* Dynamic offsets and windows start at multiples of this: at least the
+ * planner's alignment, so rebased views keep theirs. */
+static uint64_t window_alignment(const rlx_vk_context* c) {
+  uint64_t align = c->limits.minStorageBufferOffsetAlignment;
+  return align > 256 ? align : 256;
+}
+
 /* The largest chunk: one allocation and one VkBuffer (RLX_VK_MAX_CHUNK
  * lowers it, for tests), in whole alignment units, at least one. */
-static uint64_t max_chunk(const rlx_backend_exec* be) {
-  const rlx_vk_context* c = be->c;
-  uint64_t most = UINT64_MAX;
+static uint64_t max_chunk(const rlx_vk_context* c) {
+  uint64_t most = UINT64_MAX, align = window_alignment(c);
   if (c->max_allocation && c->max_allocation < most) most = c->max_allocation;
   if (c->max_buffer && c->max_buffer < most) most = c->max_buffer;
   uint64_t forced = rlx_env_size(RLX_ENV_VK_MAX_CHUNK);
   if (forced && forced < most) most = forced;
-  most = most / be->window_align * be->window_align;
-  return most ? most : be->window_align;
+  most = most / align * align;
+  return most ? most : align;
+}
+
+/* (backend hook for the memory planner) The device's chunk size, 0 without
+ * a device. */
+static uint64_t vk_arena_chunk(void) {
+  char reason[256];
+  rlx_vk_context* c = rlx_vk_context_get(reason, sizeof reason);
+  return c ? max_chunk(c) : 0;
 }
 
 /* Bytes of the largest device-local memory heap (where the arena goes). */
@@ -884,9 +898,7 @@ static rlx_status count_sets(rlx_backend_exec* be, rlx_error* err) {
  * (RLX_VK_MAX_BINDING lowers it, for tests) and a chunk. */
 static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   const rlx_vk_context* c = be->c;
-  uint64_t align = c->limits.minStorageBufferOffsetAlignment;
-  /* at least the planner's alignment, so rebased views keep theirs */
-  be->window_align = align > 256 ? align : 256;
+  be->window_align = window_alignment(c);
   uint64_t binding = c->limits.maxStorageBufferRange;
   if (binding > 0xfffffff0u) binding = 0xfffffff0u;
   uint64_t forced = rlx_env_size(RLX_ENV_VK_MAX_BINDING);
@@ -894,7 +906,7 @@ static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   binding = binding / be->window_align * be->window_align;
   if (binding == 0) binding = be->window_align;
   be->arena_size = align_up(be->arena_bytes ? be->arena_bytes : 16, be->window_align);
-  be->chunk_bytes = max_chunk(be);
+  be->chunk_bytes = max_chunk(c);
   if (be->chunk_bytes > be->arena_size) be->chunk_bytes = be->arena_size;
   uint64_t n = (be->arena_size + be->chunk_bytes - 1) / be->chunk_bytes;
   be->n_chunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
@@ -1005,6 +1017,7 @@ const rlx_backend rlx_backend_vulkan = {
     .copy = vk_copy,
     .run = vk_run,
     .report = vk_report,
+    .arena_chunk = vk_arena_chunk,
 };
 #else
 typedef int rlx_vk_backend_unused;

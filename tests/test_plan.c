@@ -350,7 +350,8 @@ TEST(boundary_keeps_blocks_inside) {
       CHECK_MSG(st == RLX_OK, "iter %d: %s", (int)iter, rlx_graph_last_error(g));
       if (st != RLX_OK) break;
       char why[256] = "";
-      CHECK_MSG(rlx_plan_verify(g, &pl) == RLX_OK, "iter %d: %s", (int)iter, rlx_graph_last_error(g));
+      CHECK_MSG(rlx_plan_verify(g, &pl) == RLX_OK, "iter %d: %s", (int)iter,
+                rlx_graph_last_error(g));
       CHECK_MSG(brute_force_check(g, &pl, why, sizeof why), "iter %d: %s", (int)iter, why);
       if (pass) with += straddling(g, &pl, boundary);
       else without += straddling(g, &pl, boundary);

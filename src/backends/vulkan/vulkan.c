@@ -8,13 +8,13 @@
  * The arena is bound as a dynamic storage buffer whose range is a window:
  * the whole arena when one binding addresses it (maxStorageBufferRange,
  * and our shaders' 32-bit byte offsets), else a window placed per step by
- * its dynamic offset over the bytes it touches (rlx_step_window), with the
+ * its dynamic offset over the bytes it touches (place_window), with the
  * step's view offsets rebased to the window. A step whose bytes are too far
  * apart for one window is staged (its ranges copied into a one-window
  * staging buffer, run there, its writes copied back, all inside the command
  * buffer); one whose own bytes exceed a window runs on the host fallback.
  * Dynamic offsets are 32-bit, so there is one descriptor set per 2 GiB of
- * arena.
+ * a chunk (below).
  *
  * A device caps one allocation and one VkBuffer (maxMemoryAllocationSize,
  * often 4 GiB, and maxBufferSize), so the arena is several chunks, each its
@@ -22,9 +22,12 @@
  * byte offsets stay global everywhere else. A window lies inside one chunk
  * (descriptor sets per chunk); a step whose bytes cross a chunk boundary is
  * staged, its copies split per chunk, as are uploads, downloads, copies and
- * the host fallback's transfers. RLX_VK_MAX_BINDING=N / RLX_VK_SET_SPAN=N /
- * RLX_VK_MAX_CHUNK=N shrink the window, the set spacing and the chunks
- * (tests run the suite windowed and chunked on lavapipe);
+ * the host fallback's transfers (the planner keeps tensors no larger than
+ * a chunk inside one: rlx_backend.arena_chunk).
+ *
+ * RLX_VK_MAX_BINDING=N / RLX_VK_SET_SPAN=N / RLX_VK_MAX_CHUNK=N shrink the
+ * window, the set spacing and the chunks (tests run the suite windowed and
+ * chunked on lavapipe);
  * RLX_VK_TIMING=1 prints GPU time per run (timestamps) at destroy;
  * RLX_VK_DEBUG_PIPES=1 prints each step's kernel and window at compile.
  *
@@ -362,7 +365,8 @@ static void record_staged(rlx_backend_exec* be, const vk_program* pg, VkCommandB
   memory_barrier(be, cb, both, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
   for (int32_t k = 0; k < sp->n; k++)
-    copy_chunked(be, cb, be->stage.buf, sp->r[k].begin, sp->at[k], sp->r[k].end - sp->r[k].begin, 0);
+    copy_chunked(be, cb, be->stage.buf, sp->r[k].begin, sp->at[k],
+                 sp->r[k].end - sp->r[k].begin, 0);
   memory_barrier(be, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   uint32_t zero = 0;
@@ -886,7 +890,8 @@ static rlx_status count_sets(rlx_backend_exec* be, rlx_error* err) {
     be->set_first[c] = (uint32_t)total;
     total += (chunk_size(be, c) - chunk_window(be, c)) / be->set_span + 1;
     if (total > UINT32_MAX / 2)
-      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "vulkan: arena of %llu bytes needs %llu descriptor sets",
+      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                      "vulkan: arena of %llu bytes needs %llu descriptor sets",
                       (unsigned long long)be->arena_bytes, (unsigned long long)total);
   }
   be->set_first[be->n_chunks] = (uint32_t)total;

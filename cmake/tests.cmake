@@ -103,6 +103,12 @@ if("RLX_HAVE_VULKAN" IN_LIST RLX_FEATURE_DEFINES)
   add_test(NAME parity_vulkan_no_subgroup COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_no_subgroup PROPERTIES TIMEOUT 1800
                        ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_NO_SUBGROUP=1;RLX_VK_ROWS_MIN=4")
+  # Again with the arena in 16 KiB chunks (one buffer and allocation each, as
+  # past maxMemoryAllocationSize on a GPU): tensors straddle chunk
+  # boundaries, steps crossing chunks are staged, transfers split per chunk.
+  add_test(NAME parity_vulkan_chunked COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(parity_vulkan_chunked PROPERTIES TIMEOUT 1800
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=16384;RLX_VK_SET_SPAN=4096")
 endif()
 
 # ---- ONNX
@@ -270,6 +276,12 @@ add_test(NAME vision_models_vulkan COMMAND test_vision_models vulkan --models ${
 set_tests_properties(vision_models_vulkan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 rlx_add_webgpu_test(vision_models_webgpu test_vision_models 900 "" webgpu
                     --models ${rlx_vision_small})
+# The U-Net whose B=32 224x224 arena needs several Vulkan allocations on a
+# GPU, here with the arena in 1 MiB chunks.
+add_test(NAME vision_models_vulkan_chunked COMMAND test_vision_models vulkan --models unet
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(vision_models_vulkan_chunked PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+                     ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=1048576")
 # ---- end real vision models
 
 # ---- reduced precision (tests/test_precision.c): bf16 / f16 compilation of

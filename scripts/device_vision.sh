@@ -25,8 +25,9 @@
 # XFAIL (models expected to fail, default none: every failure is shown),
 # BF16_MODELS (compiled in bf16 too; default resnet18,resnet50),
 # SKIP_PEERS=1 (no PyTorch timing), TEST_TIMEOUT / BENCH_TIMEOUT (seconds per
-# test / bench process: 500 / 200); pack: NO_CUDA=1 packs a build without
-# CUDA (its cuda rows then SKIP).
+# test / bench process: 500 / 200), BENCH_MODEL (the model `rlx bench`
+# times, default resnet50: unet shows Vulkan's multi-allocation arena);
+# pack: NO_CUDA=1 packs a build without CUDA (its cuda rows then SKIP).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-vision-carry}"
@@ -126,9 +127,9 @@ for d in $BACKENDS; do
   fi
 done
 
-stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"
+stage "${BENCH_MODEL:-resnet50} forward B$BIG ($SIZE size) through rlx bench"
 : > "$OUT/bench_rlx.jsonl"
-R50=$VM/resnet50
+R50=$VM/${BENCH_MODEL:-resnet50}
 # exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
 modes="f32"
 $B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"

@@ -293,7 +293,7 @@ TEST(random_graphs_verify) {
   for (int32_t iter = 0; iter < 3000; iter++) {
     rlx_graph* g = random_graph(&accepted, &tried);
     CHECK(g != NULL);
-    rlx_plan_options opt = {(uint64_t)16 << test_rand_int(0, 4), (int32_t)test_rand_int(0, 1)};
+    rlx_plan_options opt = {(uint64_t)16 << test_rand_int(0, 4), (int32_t)test_rand_int(0, 1), 0};
     rlx_plan pl;
     rlx_status st = rlx_plan_memory(g, &opt, &pl);
     if (st != RLX_OK) {
@@ -323,6 +323,47 @@ TEST(random_graphs_verify) {
   CHECK(views_seen > 100 && inplace_seen > 100);
 }
 
+/* Root blocks no larger than `boundary` that straddle a multiple of it. */
+static int32_t straddling(const rlx_graph* g, const rlx_plan* pl, uint64_t boundary) {
+  int32_t n = 0;
+  for (int32_t v = 0; v < g->n_values; v++) {
+    uint64_t b = pl->bytes[v], o = pl->offset[v];
+    if (pl->root[v] == v && b > 0 && b <= boundary && o / boundary != (o + b - 1) / boundary) n++;
+  }
+  return n;
+}
+
+/* With a boundary (a backend's arena split into buffers), plans stay valid
+ * and no block that fits between two multiples straddles one; without it
+ * the same graphs do straddle (so the hint is what keeps them apart). */
+TEST(boundary_keeps_blocks_inside) {
+  test_seed(4242);
+  int32_t accepted = 0, tried = 0, with = 0, without = 0;
+  for (int32_t iter = 0; iter < 500; iter++) {
+    rlx_graph* g = random_graph(&accepted, &tried);
+    CHECK(g != NULL);
+    uint64_t boundary = (uint64_t)256 << test_rand_int(0, 4);
+    for (int pass = 0; pass < 2; pass++) {
+      rlx_plan_options opt = {64, (int32_t)test_rand_int(0, 1), pass ? boundary : 0};
+      rlx_plan pl;
+      rlx_status st = rlx_plan_memory(g, &opt, &pl);
+      CHECK_MSG(st == RLX_OK, "iter %d: %s", (int)iter, rlx_graph_last_error(g));
+      if (st != RLX_OK) break;
+      char why[256] = "";
+      CHECK_MSG(rlx_plan_verify(g, &pl) == RLX_OK, "iter %d: %s", (int)iter,
+                rlx_graph_last_error(g));
+      CHECK_MSG(brute_force_check(g, &pl, why, sizeof why), "iter %d: %s", (int)iter, why);
+      if (pass) with += straddling(g, &pl, boundary);
+      else without += straddling(g, &pl, boundary);
+      rlx_plan_free(&pl);
+    }
+    rlx_graph_destroy(g);
+  }
+  printf("  boundaries: %d straddling blocks without the hint, %d with\n", (int)without, (int)with);
+  CHECK(without > 0);
+  CHECK(with == 0);
+}
+
 /* rlx_plan_verify must catch a corrupted plan. */
 TEST(verify_rejects_bad_plans) {
   rlx_graph* g = NULL;
@@ -335,7 +376,7 @@ TEST(verify_rejects_bad_plans) {
   CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_MUL, x, a, &y));
   CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_SUB, y, x, &z));
   CHECK_OK_G(g, rlx_graph_set_outputs(g, &z, 1));
-  rlx_plan_options opt = {64, 0};
+  rlx_plan_options opt = {64, 0, 0};
   rlx_plan pl;
   CHECK_OK_G(g, rlx_plan_memory(g, &opt, &pl));
   CHECK_OK_G(g, rlx_plan_verify(g, &pl));
@@ -371,7 +412,7 @@ static rlx_status small_inputs(small_graph* s) {
 }
 
 static rlx_status plan_checked(rlx_graph* g, int32_t inplace, rlx_plan* pl) {
-  rlx_plan_options opt = {64, inplace};
+  rlx_plan_options opt = {64, inplace, 0};
   RLX_RETURN_IF_ERROR(rlx_plan_memory(g, &opt, pl));
   char why[256];
   rlx_status st = rlx_plan_verify(g, pl);
@@ -554,7 +595,7 @@ TEST(rejects_symbolic_and_bad_options) {
   CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F32, shape, 2, &x));
   CHECK_OK_G(g, rlx_graph_add_activation(g, RLX_ACT_RELU, x, &y));
   CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
-  rlx_plan_options opt = {64, 1};
+  rlx_plan_options opt = {64, 1, 0};
   rlx_plan pl;
   CHECK(rlx_plan_memory(g, &opt, &pl) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "value 0") != NULL);
@@ -564,7 +605,7 @@ TEST(rejects_symbolic_and_bad_options) {
 
   small_graph s;
   CHECK(small_inputs(&s) == RLX_OK);
-  rlx_plan_options bad = {24, 1};
+  rlx_plan_options bad = {24, 1, 0};
   CHECK(rlx_plan_memory(s.g, &bad, &pl) == RLX_INVALID_ARGUMENT);
   bad.alignment = 8;
   CHECK(rlx_plan_memory(s.g, &bad, &pl) == RLX_INVALID_ARGUMENT);
@@ -738,7 +779,7 @@ static double worst_ratio(rlx_graph* g, const char* what) {
   double worst = 0.0;
   for (int32_t inplace = 1; inplace >= 0; inplace--)
     for (uint64_t align = 64; align <= 256; align *= 4) {
-      rlx_plan_options opt = {align, inplace};
+      rlx_plan_options opt = {align, inplace, 0};
       rlx_plan pl;
       if (rlx_plan_memory(g, &opt, &pl) != RLX_OK) {
         fprintf(stderr, "%s: %s\n", what, rlx_graph_last_error(g));
@@ -805,5 +846,6 @@ int main(void) {
   RUN(gpt_arena_near_peak);
   RUN(mlp_arena_near_peak);
   RUN(random_graphs_verify);
+  RUN(boundary_keeps_blocks_inside);
   return test_summary();
 }

@@ -175,10 +175,10 @@ TEST(half_storage_chain) {
   }
 }
 
-/* An arena beyond what one allocation holds (8 TiB here: more than any
- * device's maxMemoryAllocationSize or memory) is a clear compile error.
- * Arenas beyond one binding but within one allocation run through windows
- * (test_vulkan_fast.c). */
+/* An arena beyond the device's memory (8 TiB here: more than any device
+ * has) is a clear compile error, not an allocation that takes the host's
+ * memory. Arenas beyond one binding run through windows, beyond one
+ * allocation through chunks (test_vulkan_fast.c). */
 TEST(oversized_arena_is_refused) {
   rlx_graph* g = NULL;
   rlx_graph_create(&g);

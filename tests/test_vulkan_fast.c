@@ -9,7 +9,11 @@
  *    arena (and RLX_VK_SET_SPAN several descriptor sets), steps run through
  *    windows placed by their dynamic offsets, steps whose operands lie too
  *    far apart through the staging buffer, and a step whose own bytes exceed
- *    a window on the host fallback.
+ *    a window on the host fallback;
+ *  - chunks: with RLX_VK_MAX_CHUNK forcing an arena of several buffers,
+ *    tensors straddling a chunk boundary (inputs uploaded, outputs
+ *    downloaded, steps staged with copies split per chunk), steps inside
+ *    one chunk through windows, and the host fallback's transfers.
  * Each case also checks, through the backend's stats, that the kernel under
  * test is the one that ran. Skipped (exit 0, "SKIP") without Vulkan. */
 #include <math.h>
@@ -273,12 +277,55 @@ TEST(windowed_arena_matches_cpu) {
 #endif
 }
 
+/* An arena of 12 KiB chunks holding 3840-byte tensors and a 15 KiB one
+ * that must straddle a chunk boundary (downloaded, written by staged
+ * copies, read by a reduction on the host fallback); results equal to the
+ * CPU's, and the stats show the chunks, staged steps and windowed steps. */
+TEST(chunked_arena_matches_cpu) {
+#ifdef RLX_HAVE_VULKAN
+  setenv("RLX_VK_MAX_CHUNK", "12288", 1);
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  input_spec in[3] = {{"a", 2, {16, 60}}, {"b", 2, {16, 60}}, {"c", 2, {16, 60}}};
+  rlx_tensor a, b, c, t1, t2, t3, t4, cat, y, z;
+  rlx_graph_add_input(g, "a", RLX_F32, in[0].shape, 2, &a);
+  rlx_graph_add_input(g, "b", RLX_F32, in[1].shape, 2, &b);
+  rlx_graph_add_input(g, "c", RLX_F32, in[2].shape, 2, &c);
+  rlx_graph_add_binary(g, RLX_BIN_ADD, a, b, &t1);
+  rlx_graph_add_activation(g, RLX_ACT_TANH, t1, &t2);
+  rlx_graph_add_binary(g, RLX_BIN_MUL, t2, c, &t3);
+  rlx_graph_add_softmax(g, t3, -1, &t4);
+  rlx_tensor parts[4] = {t1, t2, t3, t4};
+  rlx_graph_add_concat(g, parts, 4, 0, &cat); /* 15 KiB: straddles a chunk boundary */
+  rlx_graph_add_reduce(g, RLX_RED_SUM, cat, (const int32_t[]){1}, 1, 0, &y);
+  rlx_graph_add_activation(g, RLX_ACT_TANH, y, &z); /* 256 bytes in, out: one chunk */
+  rlx_tensor outs[4] = {t4, cat, y, z};
+  rlx_graph_set_outputs(g, outs, 4);
+  rlx_vk_stats st;
+  int ok = run_and_compare(g, in, 3, 1e-5, &st);
+  unsetenv("RLX_VK_MAX_CHUNK");
+  CHECK(ok);
+  CHECK_MSG(st.chunks >= 2 && st.chunk_bytes == 12288, "%d chunks of %llu", st.chunks,
+            (unsigned long long)st.chunk_bytes);
+  CHECK_MSG(st.window_bytes == 12288, "window %llu", (unsigned long long)st.window_bytes);
+  CHECK_MSG(st.staged_steps >= 1, "staged steps %d", st.staged_steps);
+  CHECK_MSG(st.window_host_steps >= 1, "window host steps %d", st.window_host_steps);
+  CHECK_MSG(st.dispatches > st.staged_steps, "dispatches %d, staged %d", st.dispatches,
+            st.staged_steps);
+  printf("  chunked arena: %d chunks of %llu bytes, %d dispatches, %d staged, %d on the host\n",
+         st.chunks, (unsigned long long)st.chunk_bytes, st.dispatches, st.staged_steps,
+         st.window_host_steps);
+  rlx_graph_destroy(g);
+#endif
+}
+
 int main(void) {
   if (!vulkan_available()) return 0;
   test_seed(7);
   RUN(eltwise_vec_matches_cpu);
   RUN(rows_match_cpu);
   RUN(windowed_arena_matches_cpu);
+  RUN(chunked_arena_matches_cpu);
 #ifdef RLX_HAVE_VULKAN
   if (getenv("RLX_VK_VALIDATION")) {
     test_checks++;

@@ -105,7 +105,7 @@ rlx_status rlx_fold_evaluate(rlx_graph* g, rlx_fold_step_fn run_step, rlx_fold_v
   uint8_t* arena = NULL;
   rlx_status s = rlx_decompose(g, native_everywhere, &dec, NULL); /* errors on g */
   if (s == RLX_OK) {
-    rlx_plan_options po = {FOLD_ALIGNMENT, 1};
+    rlx_plan_options po = {FOLD_ALIGNMENT, 1, 0};
     s = rlx_plan_memory(dec, &po, &plan);
     if (s == RLX_OK) s = rlx_lower(dec, &plan, NULL, &steps, &dec->err);
     if (s == RLX_OK) s = run_steps(dec, &plan, &steps, run_step, &arena);

@@ -382,15 +382,25 @@ static int cmp_by_span(const void* a, const void* b) {
   return cmp_by_size(a, b);
 }
 
+/* Where a block of `size` bytes goes at or after cand so that it does not
+ * straddle a multiple of boundary (0: anywhere), if it can. */
+static uint64_t past_boundary(uint64_t cand, uint64_t size, uint64_t boundary, uint64_t align) {
+  if (boundary == 0 || size > boundary || cand > UINT64_MAX - 2 * boundary) return cand;
+  uint64_t next = (cand / boundary + 1) * boundary;
+  return cand + size > next ? align_up(next, align) : cand;
+}
+
 /* First fit: `placed` holds indices of already-placed blocks sorted by
  * offset; the new block goes into the lowest aligned gap among those whose
- * lifetime intersects its own. Returns 0 if the arena would pass 2^64. */
+ * lifetime intersects its own, not straddling a multiple of boundary where
+ * it fits between two. Returns 0 if the arena would pass 2^64. */
 static int first_fit(const block* b, const int32_t* placed, int32_t n_placed, const block* nb,
-                     uint64_t align, uint64_t* out_offset) {
+                     uint64_t align, uint64_t boundary, uint64_t* out_offset) {
   uint64_t cand = 0;
   for (int32_t i = 0; i < n_placed; i++) {
     const block* o = &b[placed[i]];
     if (o->last < nb->first || nb->last < o->first) continue;
+    if (o->offset >= cand) cand = past_boundary(cand, nb->size, boundary, align);
     if (o->offset >= cand && o->offset - cand >= nb->size) break;
     uint64_t end = o->offset + o->size;
     if (end > cand) {
@@ -398,6 +408,7 @@ static int first_fit(const block* b, const int32_t* placed, int32_t n_placed, co
       cand = align_up(end, align);
     }
   }
+  cand = past_boundary(cand, nb->size, boundary, align);
   if (cand > UINT64_MAX - nb->size) return 0;
   *out_offset = cand;
   return 1;
@@ -406,12 +417,12 @@ static int first_fit(const block* b, const int32_t* placed, int32_t n_placed, co
 /* Places blocks in the order given by cmp; returns the arena size (or
  * UINT64_MAX on overflow). `placed` is scratch of n entries. */
 static uint64_t place_blocks(block* b, int32_t n, block_cmp cmp, uint64_t align,
-                             int32_t* placed) {
+                             uint64_t boundary, int32_t* placed) {
   qsort(b, (size_t)n, sizeof *b, cmp);
   uint64_t arena = 0;
   for (int32_t k = 0; k < n; k++) {
     uint64_t off;
-    if (!first_fit(b, placed, k, &b[k], align, &off)) return UINT64_MAX;
+    if (!first_fit(b, placed, k, &b[k], align, boundary, &off)) return UINT64_MAX;
     b[k].offset = off;
     int32_t pos = k; /* insert keeping `placed` sorted by offset */
     while (pos > 0 && b[placed[pos - 1]].offset > off) {
@@ -424,7 +435,7 @@ static uint64_t place_blocks(block* b, int32_t n, block_cmp cmp, uint64_t align,
   return arena;
 }
 
-static rlx_status assign_offsets(rlx_graph* g, uint64_t align, rlx_plan* p) {
+static rlx_status assign_offsets(rlx_graph* g, uint64_t align, uint64_t boundary, rlx_plan* p) {
   int32_t n = 0;
   for (int32_t v = 0; v < g->n_values; v++)
     if (p->root[v] == v && p->bytes[v] > 0) n++;
@@ -444,7 +455,7 @@ static rlx_status assign_offsets(rlx_graph* g, uint64_t align, rlx_plan* p) {
     for (int32_t v = 0; v < g->n_values; v++)
       if (p->root[v] == v && p->bytes[v] > 0)
         b[k++] = (block){v, p->first[v], p->last[v], p->bytes[v], 0};
-    uint64_t arena = place_blocks(b, n, orders[o], align, placed);
+    uint64_t arena = place_blocks(b, n, orders[o], align, boundary, placed);
     if (arena < best || best_order < 0) {
       best = arena;
       best_order = o;
@@ -506,7 +517,7 @@ static rlx_status plan_all(rlx_graph* g, const rlx_plan_options* opt, const int3
   rlx_status st = assign_owners(g, opt, state_pairs, n_pairs, persistent, out);
   free(persistent);
   RLX_RETURN_IF_ERROR(st);
-  RLX_RETURN_IF_ERROR(assign_offsets(g, opt->alignment, out));
+  RLX_RETURN_IF_ERROR(assign_offsets(g, opt->alignment, opt->boundary, out));
   return measure(g, out);
 }
 
@@ -518,7 +529,7 @@ rlx_status rlx_plan_memory_states(rlx_graph* g, const rlx_plan_options* opt,
                                   const int32_t* state_pairs, int32_t n_pairs, rlx_plan* out) {
   if (!g || !out || (n_pairs > 0 && !state_pairs)) return RLX_INVALID_ARGUMENT;
   memset(out, 0, sizeof *out);
-  rlx_plan_options defaults = {64, 1};
+  rlx_plan_options defaults = {64, 1, 0};
   if (!opt) opt = &defaults;
   uint64_t a = opt->alignment;
   if (a < 16 || (a & (a - 1)) != 0)

@@ -28,6 +28,10 @@ typedef struct rlx_plan {
 typedef struct rlx_plan_options {
   uint64_t alignment; /* every offset is a multiple (power of two, >= 16) */
   int32_t inplace;    /* allow writing over a dying input */
+  /* 0, or the size of the buffers a backend splits its arena into: a block
+   * no larger starts at the next multiple rather than straddle one (a hint:
+   * such a backend still handles straddling tensors, only slower) */
+  uint64_t boundary;
 } rlx_plan_options;
 
 /* The graph must have only static dims. Errors go to g->err. */

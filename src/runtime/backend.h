@@ -45,6 +45,10 @@ typedef struct rlx_backend {
    * what the backend decided on its own (steps it moved to the host
    * fallback, bind windows, ...); empty for nothing. */
   void (*report)(const rlx_backend_exec* be, char* buf, size_t cap);
+  /* Optional (NULL: one buffer). The size of the buffers the backend splits
+   * its arena into (Vulkan, past one allocation): the planner keeps smaller
+   * tensors from straddling them (rlx_plan_options.boundary). */
+  uint64_t (*arena_chunk)(void);
 } rlx_backend;
 
 extern const rlx_backend rlx_backend_cpu;

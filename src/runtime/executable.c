@@ -299,7 +299,8 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   if (s) { e->err = spec->err; goto done; }
   s = mark_host_nodes(e, c);
   if (s) goto done;
-  rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1};
+  rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1,
+                         e->backend->arena_chunk ? e->backend->arena_chunk() : 0};
   s = plan_with_states(e, c->g, &po, &c->plan);
   if (s) { e->err = c->g->err; goto done; }
   s = rlx_lower(c->g, &c->plan, c->host_node, &c->steps, &e->err);

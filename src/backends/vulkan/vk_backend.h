@@ -19,6 +19,8 @@ typedef struct rlx_vk_stats {
   int32_t window_host_steps; /* steps on the host because their bytes span more than a window */
   int32_t vec_steps;         /* steps on the vectorised kernels (eltwise_vec, rows) */
   int32_t staged_steps;      /* steps run through the staging buffer (bytes too far apart) */
+  int32_t chunks;            /* buffers (allocations) backing the arena */
+  uint64_t chunk_bytes;      /* bytes of each but the last */
 } rlx_vk_stats;
 
 /* Stats of a backend exec (the one behind an executable's current binding). */

@@ -8,14 +8,26 @@
  * The arena is bound as a dynamic storage buffer whose range is a window:
  * the whole arena when one binding addresses it (maxStorageBufferRange,
  * and our shaders' 32-bit byte offsets), else a window placed per step by
- * its dynamic offset over the bytes it touches (rlx_step_window), with the
+ * its dynamic offset over the bytes it touches (place_window), with the
  * step's view offsets rebased to the window. A step whose bytes are too far
  * apart for one window is staged (its ranges copied into a one-window
  * staging buffer, run there, its writes copied back, all inside the command
  * buffer); one whose own bytes exceed a window runs on the host fallback.
  * Dynamic offsets are 32-bit, so there is one descriptor set per 2 GiB of
- * arena. RLX_VK_MAX_BINDING=N / RLX_VK_SET_SPAN=N shrink the window and the
- * set spacing (tests run the whole suite windowed on lavapipe);
+ * a chunk (below).
+ *
+ * A device caps one allocation and one VkBuffer (maxMemoryAllocationSize,
+ * often 4 GiB, and maxBufferSize), so the arena is several chunks, each its
+ * own buffer and allocation, every one but the last of chunk_bytes; arena
+ * byte offsets stay global everywhere else. A window lies inside one chunk
+ * (descriptor sets per chunk); a step whose bytes cross a chunk boundary is
+ * staged, its copies split per chunk, as are uploads, downloads, copies and
+ * the host fallback's transfers (the planner keeps tensors no larger than
+ * a chunk inside one: rlx_backend.arena_chunk).
+ *
+ * RLX_VK_MAX_BINDING=N / RLX_VK_SET_SPAN=N / RLX_VK_MAX_CHUNK=N shrink the
+ * window, the set spacing and the chunks (tests run the suite windowed and
+ * chunked on lavapipe);
  * RLX_VK_TIMING=1 prints GPU time per run (timestamps) at destroy;
  * RLX_VK_DEBUG_PIPES=1 prints each step's kernel and window at compile.
  *
@@ -56,8 +68,8 @@ typedef struct vk_program {
   int32_t n;
   rlx_vk_buffer params;
   VkDescriptorPool dpool;
-  VkDescriptorSet* sets; /* set k binds the arena from k * set_span (dynamic
-                            offsets are 32-bit, arenas may not be) */
+  VkDescriptorSet* sets; /* be->set_first[c] + j binds chunk c from j * set_span
+                            (dynamic offsets are 32-bit, chunks may not be) */
   uint32_t n_sets;
   vk_segment* segs;
   int32_t n_segs;
@@ -72,11 +84,18 @@ typedef struct vk_program {
 struct rlx_backend_exec {
   rlx_vk_context* c;
   uint64_t arena_bytes;
-  uint64_t arena_size;   /* of the buffer: whole alignment units */
-  uint64_t window;       /* bytes one step's binding covers */
+  uint64_t arena_size;   /* of the chunks together: whole alignment units */
+  uint64_t window;       /* bytes one step's binding covers (at most a chunk) */
   uint64_t window_align; /* dynamic offsets are multiples of this */
-  uint64_t set_span;     /* arena bytes between descriptor sets' base offsets */
-  rlx_vk_buffer arena, run, staging;
+  uint64_t set_span;     /* chunk bytes between descriptor sets' base offsets */
+  /* The arena: chunk c holds arena bytes [c * chunk_bytes, +its size); every
+   * chunk but the last is chunk_bytes long (one allocation and one VkBuffer
+   * each: a device caps both) */
+  rlx_vk_buffer* chunks;
+  uint32_t n_chunks;
+  uint64_t chunk_bytes;
+  uint32_t* set_first; /* per chunk (and one past): index of its first descriptor set */
+  rlx_vk_buffer run, staging;
   rlx_vk_buffer stage; /* device-local, one window: steps too spread out for one */
   /* RLX_VK_TIMING=1: GPU time of each run from timestamps around every
    * segment, summarised on stderr when the exec is destroyed */
@@ -92,6 +111,64 @@ struct rlx_backend_exec {
   uint64_t validation_seen;
   rlx_vk_stats stats;
 };
+
+/* ------------------------------------------------------------ chunks */
+
+static uint32_t chunk_of(const rlx_backend_exec* be, uint64_t at) {
+  uint64_t c = at / be->chunk_bytes;
+  return c < be->n_chunks ? (uint32_t)c : be->n_chunks - 1;
+}
+
+static uint64_t chunk_begin(const rlx_backend_exec* be, uint32_t c) {
+  return (uint64_t)c * be->chunk_bytes;
+}
+
+static uint64_t chunk_size(const rlx_backend_exec* be, uint32_t c) {
+  return c + 1 < be->n_chunks ? be->chunk_bytes : be->arena_size - chunk_begin(be, c);
+}
+
+/* Bytes a binding into chunk c covers: the last chunk may be shorter than
+ * a window. */
+static uint64_t chunk_window(const rlx_backend_exec* be, uint32_t c) {
+  uint64_t n = chunk_size(be, c);
+  return n < be->window ? n : be->window;
+}
+
+/* Records copies between arena bytes [at, at + bytes) and `other` from
+ * other_at, one region per chunk the range crosses. to_arena: other ->
+ * arena. */
+static void copy_chunked(const rlx_backend_exec* be, VkCommandBuffer cb, VkBuffer other,
+                         uint64_t at, uint64_t other_at, uint64_t bytes, int to_arena) {
+  while (bytes > 0) {
+    uint32_t c = chunk_of(be, at);
+    uint64_t local = at - chunk_begin(be, c), room = chunk_size(be, c) - local;
+    uint64_t n = bytes < room ? bytes : room;
+    VkBuffer chunk = be->chunks[c].buf;
+    VkBufferCopy region = {to_arena ? other_at : local, to_arena ? local : other_at, n};
+    be->c->f.vkCmdCopyBuffer(cb, to_arena ? other : chunk, to_arena ? chunk : other, 1, &region);
+    at += n;
+    other_at += n;
+    bytes -= n;
+  }
+}
+
+/* Records arena -> arena copies of `bytes` from src to dst (ranges that do
+ * not overlap), split wherever either side crosses a chunk boundary. */
+static void copy_within(const rlx_backend_exec* be, VkCommandBuffer cb, uint64_t dst, uint64_t src,
+                        uint64_t bytes) {
+  while (bytes > 0) {
+    uint32_t cs = chunk_of(be, src), cd = chunk_of(be, dst);
+    uint64_t ls = src - chunk_begin(be, cs), ld = dst - chunk_begin(be, cd);
+    uint64_t n = bytes, room_s = chunk_size(be, cs) - ls, room_d = chunk_size(be, cd) - ld;
+    if (n > room_s) n = room_s;
+    if (n > room_d) n = room_d;
+    VkBufferCopy region = {ls, ld, n};
+    be->c->f.vkCmdCopyBuffer(cb, be->chunks[cs].buf, be->chunks[cd].buf, 1, &region);
+    src += n;
+    dst += n;
+    bytes -= n;
+  }
+}
 
 /* ------------------------------------------------------------ probe */
 
@@ -175,14 +252,12 @@ static rlx_status transfer(rlx_backend_exec* be, uint64_t offset, void* host, ui
     uint64_t n = bytes - done < chunk ? bytes - done : chunk;
     if (to_device) memcpy(be->staging.map, (uint8_t*)host + done, (size_t)n);
     RLX_RETURN_IF_ERROR(begin_xfer(be, err));
-    VkBufferCopy region = {to_device ? 0 : offset + done, to_device ? offset + done : 0, n};
     /* Earlier compute work in submission order must be done with the bytes. */
     memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-    if (to_device) be->c->f.vkCmdCopyBuffer(be->xfer, be->staging.buf, be->arena.buf, 1, &region);
-    else be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->staging.buf, 1, &region);
+    copy_chunked(be, be->xfer, be->staging.buf, offset + done, 0, n, to_device);
     memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     RLX_RETURN_IF_ERROR(end_submit_xfer(be, err));
@@ -218,14 +293,12 @@ static rlx_status vk_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uint
   memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, any,
                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
   if (overlap) {
-    VkBufferCopy a = {src, 0, bytes}, b = {0, dst, bytes};
-    be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->staging.buf, 1, &a);
+    copy_chunked(be, be->xfer, be->staging.buf, src, 0, bytes, 0);
     memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    be->c->f.vkCmdCopyBuffer(be->xfer, be->staging.buf, be->arena.buf, 1, &b);
+    copy_chunked(be, be->xfer, be->staging.buf, dst, 0, bytes, 1);
   } else {
-    VkBufferCopy a = {src, dst, bytes};
-    be->c->f.vkCmdCopyBuffer(be->xfer, be->arena.buf, be->arena.buf, 1, &a);
+    copy_within(be, be->xfer, dst, src, bytes);
   }
   RLX_RETURN_IF_ERROR(end_submit_xfer(be, err));
   return check_validation(be, err, "copy");
@@ -261,13 +334,15 @@ static void compute_barrier(rlx_backend_exec* be, VkCommandBuffer cb) {
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
-/* Binds the descriptor set whose arena binding starts at window byte `at`. */
+/* Binds the window that starts at arena byte `at`: the descriptor set of
+ * its chunk below it, the rest as the dynamic offset. */
 static void bind_window(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb,
                         uint64_t at) {
-  uint64_t k = at / be->set_span;
-  uint32_t dyn = (uint32_t)(at - k * be->set_span);
+  uint32_t c = chunk_of(be, at);
+  uint64_t local = at - chunk_begin(be, c), k = local / be->set_span;
+  uint32_t dyn = (uint32_t)(local - k * be->set_span);
   be->c->f.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, be->c->pipe_layout, 0, 1,
-                                   &pg->sets[k], 1, &dyn);
+                                   &pg->sets[be->set_first[c] + k], 1, &dyn);
 }
 
 static void dispatch(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb, int32_t i) {
@@ -284,19 +359,14 @@ static void record_staged(rlx_backend_exec* be, const vk_program* pg, VkCommandB
                           int32_t i) {
   rlx_vk_context* c = be->c;
   const rlx_stage_plan* sp = pg->staged[i];
-  VkBufferCopy in[RLX_STAGE_MAX], back[RLX_STAGE_MAX];
-  uint32_t n_back = 0;
-  for (int32_t k = 0; k < sp->n; k++) {
-    uint64_t len = sp->r[k].end - sp->r[k].begin;
-    in[k] = (VkBufferCopy){sp->r[k].begin, sp->at[k], len};
-    if (sp->written[k]) back[n_back++] = (VkBufferCopy){sp->at[k], sp->r[k].begin, len};
-  }
   const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags both = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   memory_barrier(be, cb, both, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-  c->f.vkCmdCopyBuffer(cb, be->arena.buf, be->stage.buf, (uint32_t)sp->n, in);
+  for (int32_t k = 0; k < sp->n; k++)
+    copy_chunked(be, cb, be->stage.buf, sp->r[k].begin, sp->at[k],
+                 sp->r[k].end - sp->r[k].begin, 0);
   memory_barrier(be, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   uint32_t zero = 0;
@@ -305,7 +375,10 @@ static void record_staged(rlx_backend_exec* be, const vk_program* pg, VkCommandB
   dispatch(be, pg, cb, i);
   memory_barrier(be, cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-  if (n_back) c->f.vkCmdCopyBuffer(cb, be->stage.buf, be->arena.buf, n_back, back);
+  for (int32_t k = 0; k < sp->n; k++)
+    if (sp->written[k])
+      copy_chunked(be, cb, be->stage.buf, sp->r[k].begin, sp->at[k],
+                   sp->r[k].end - sp->r[k].begin, 1);
   memory_barrier(be, cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, both, all);
   be->stats.barriers += 4;
 }
@@ -371,11 +444,22 @@ static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segmen
   return RLX_OK;
 }
 
-/* One descriptor set per set_span of the arena: binding 0 (dynamic) covers
- * a window from k * set_span, 1 the records, 2 the run state. */
+/* Set k's arena binding: the staging buffer for the last set, else the
+ * chunk whose sets k falls among, from (k - its first) * set_span. */
+static VkDescriptorBufferInfo arena_binding(const rlx_backend_exec* be, const vk_program* pg,
+                                           uint32_t k) {
+  if (k == pg->n_sets) return (VkDescriptorBufferInfo){be->stage.buf, 0, be->window};
+  uint32_t c = 0;
+  while (k >= be->set_first[c + 1]) c++;
+  uint64_t from = (uint64_t)(k - be->set_first[c]) * be->set_span;
+  return (VkDescriptorBufferInfo){be->chunks[c].buf, from, chunk_window(be, c)};
+}
+
+/* Descriptor sets every set_span of each chunk: binding 0 (dynamic) covers
+ * a window from there, 1 the records, 2 the run state. */
 static rlx_status make_descriptor_sets(rlx_backend_exec* be, vk_program* pg, rlx_error* err) {
   rlx_vk_context* c = be->c;
-  pg->n_sets = (uint32_t)((be->arena_size - be->window) / be->set_span + 1);
+  pg->n_sets = be->set_first[be->n_chunks];
   /* one more (the last) for the staging buffer */
   pg->sets = calloc(pg->n_sets + 1, sizeof *pg->sets);
   RLX_CHECK_ALLOC(err, pg->sets);
@@ -397,8 +481,7 @@ static rlx_status make_descriptor_sets(rlx_backend_exec* be, vk_program* pg, rlx
     ai.pSetLayouts = &c->set_layout;
     r = c->f.vkAllocateDescriptorSets(c->device, &ai, &pg->sets[k]);
     if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateDescriptorSets");
-    VkDescriptorBufferInfo bufs[3] = {{stage ? be->stage.buf : be->arena.buf,
-                                       stage ? 0 : k * be->set_span, be->window},
+    VkDescriptorBufferInfo bufs[3] = {arena_binding(be, pg, k),
                                       {pg->params.buf, 0, VK_WHOLE_SIZE},
                                       {be->run.buf, 0, VK_WHOLE_SIZE}};
     VkWriteDescriptorSet w[3];
@@ -458,6 +541,29 @@ static void rebased_step(const rlx_step* s, uint64_t base, rlx_step* out) {
   }
 }
 
+/* The start (*base, arena byte, a multiple of window_align) of a window
+ * inside one chunk that covers every byte step s touches: from its lowest
+ * byte rounded down, pulled back so the window ends inside the chunk.
+ * *bytes: the window's length. Returns 0 if no such window exists (bytes
+ * too far apart, or in two chunks: the step is then staged). */
+static int place_window(const rlx_backend_exec* be, const rlx_step* s, uint64_t* base,
+                        uint64_t* bytes) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int32_t k = 0; k < s->n_reads + s->n_writes; k++) {
+    rlx_range r = k < s->n_reads ? s->reads[k] : s->writes[k - s->n_reads];
+    if (r.begin < lo) lo = r.begin;
+    if (r.end > hi) hi = r.end;
+  }
+  if (lo > hi) lo = hi = 0; /* touches nothing */
+  uint32_t c = chunk_of(be, lo);
+  uint64_t w = chunk_window(be, c), last = chunk_begin(be, c) + chunk_size(be, c) - w;
+  uint64_t b = lo / be->window_align * be->window_align;
+  if (b > last) b = last;
+  *base = b;
+  *bytes = w;
+  return hi <= b + w;
+}
+
 /* Encodes step i against its window (the whole arena when one binding
  * covers it). Returns 1 if it must run on the host fallback. */
 static int encode_placed(rlx_backend_exec* be, vk_program* pg, int32_t i, int32_t* words) {
@@ -465,14 +571,14 @@ static int encode_placed(rlx_backend_exec* be, vk_program* pg, int32_t i, int32_
   uint32_t max_x = be->c->limits.maxComputeWorkGroupCount[0];
   if (max_x > 65535) max_x = 65535;
   pg->window_at[i] = 0;
-  if (be->window >= be->arena_size || s->kernel == RLX_K_HOST)
+  if ((be->n_chunks == 1 && be->window >= be->arena_size) || s->kernel == RLX_K_HOST)
     return rlx_vk_encode_step(s, i, be->arena_bytes, max_x, words, &pg->disp[i]);
-  uint64_t base = 0;
+  uint64_t base = 0, bytes = 0;
   rlx_step moved;
-  if (rlx_step_window(s, be->arena_size, be->window, be->window_align, &base)) {
+  if (place_window(be, s, &base, &bytes)) {
     rebased_step(s, base, &moved);
     pg->window_at[i] = base;
-    return rlx_vk_encode_step(&moved, i, be->window, max_x, words, &pg->disp[i]);
+    return rlx_vk_encode_step(&moved, i, bytes, max_x, words, &pg->disp[i]);
   }
   rlx_stage_plan sp;
   rlx_step_stage_plan(s, be->window_align, &sp);
@@ -526,9 +632,9 @@ static rlx_status encode_program(rlx_backend_exec* be, vk_program* pg, rlx_error
     else if (pg->disp[i].pipe == RLX_VK_PIPE_ELTWISE_VEC || pg->disp[i].pipe == RLX_VK_PIPE_ROWS)
       be->stats.vec_steps++;
     if (rlx_env_flag(RLX_ENV_VK_DEBUG_PIPES))
-      fprintf(stderr, "vk step %d %s pipe %d host %d window@%llu\n", i,
+      fprintf(stderr, "vk step %d %s pipe %d host %d %s@%llu\n", i,
               rlx_kernel_name(pg->steps[i].kernel), (int)pg->disp[i].pipe, pg->on_host[i],
-              (unsigned long long)pg->window_at[i]);
+              pg->staged[i] ? "staged" : "window", (unsigned long long)pg->window_at[i]);
   }
   uint64_t bytes = (uint64_t)n * RLXVK_REC_WORDS * 4;
   rlx_status s = RLX_OK;
@@ -684,8 +790,11 @@ static void vk_destroy(rlx_backend_exec* be) {
     rlx_vk_buffer_destroy(c, &be->staging);
     rlx_vk_buffer_destroy(c, &be->stage);
     rlx_vk_buffer_destroy(c, &be->run);
-    rlx_vk_buffer_destroy(c, &be->arena);
+    for (uint32_t k = 0; be->chunks && k < be->n_chunks; k++)
+      rlx_vk_buffer_destroy(c, &be->chunks[k]);
   }
+  free(be->chunks);
+  free(be->set_first);
   rlx_host_mirror_free(&be->mirror);
   free(be);
 }
@@ -718,15 +827,88 @@ static rlx_status create_queue_objects(rlx_backend_exec* be, rlx_error* err) {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/* Sizes the arena buffer and the window one binding covers: the smaller of
- * maxStorageBufferRange and what 32-bit byte offsets in our shaders address
- * (RLX_VK_MAX_BINDING lowers it, for tests). The buffer itself must fit one
- * allocation and one VkBuffer. */
+/* Dynamic offsets and windows start at multiples of this: at least the
+ * planner's alignment, so rebased views keep theirs. */
+static uint64_t window_alignment(const rlx_vk_context* c) {
+  uint64_t align = c->limits.minStorageBufferOffsetAlignment;
+  return align > 256 ? align : 256;
+}
+
+/* The largest chunk: one allocation and one VkBuffer (RLX_VK_MAX_CHUNK
+ * lowers it, for tests), in whole alignment units, at least one. */
+static uint64_t max_chunk(const rlx_vk_context* c) {
+  uint64_t most = UINT64_MAX, align = window_alignment(c);
+  if (c->max_allocation && c->max_allocation < most) most = c->max_allocation;
+  if (c->max_buffer && c->max_buffer < most) most = c->max_buffer;
+  uint64_t forced = rlx_env_size(RLX_ENV_VK_MAX_CHUNK);
+  if (forced && forced < most) most = forced;
+  most = most / align * align;
+  return most ? most : align;
+}
+
+/* (backend hook for the memory planner) The device's chunk size, 0 without
+ * a device. */
+static uint64_t vk_arena_chunk(void) {
+  char reason[256];
+  rlx_vk_context* c = rlx_vk_context_get(reason, sizeof reason);
+  return c ? max_chunk(c) : 0;
+}
+
+/* Bytes of the largest device-local memory heap (where the arena goes). */
+static uint64_t device_heap(const rlx_vk_context* c) {
+  uint64_t most = 0;
+  for (uint32_t h = 0; h < c->mem.memoryHeapCount; h++)
+    if ((c->mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+        c->mem.memoryHeaps[h].size > most)
+      most = c->mem.memoryHeaps[h].size;
+  return most;
+}
+
+/* An arena must fit the device's memory and its allocation count: refused
+ * at compile with the numbers (chunks make any size allocatable, and a
+ * software device would otherwise take the host's memory until killed). */
+static rlx_status check_fits(const rlx_backend_exec* be, rlx_error* err) {
+  const rlx_vk_context* c = be->c;
+  uint64_t heap = device_heap(c);
+  if (heap && be->arena_size > heap)
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                    "vulkan: arena of %llu bytes exceeds %s's device memory (%llu bytes)",
+                    (unsigned long long)be->arena_bytes, c->device_name, (unsigned long long)heap);
+  /* a few allocations are not the arena's: parameters, staging, run state */
+  uint64_t count = c->limits.maxMemoryAllocationCount;
+  if (count && (uint64_t)be->n_chunks + 16 > count)
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                    "vulkan: arena of %llu bytes needs %u chunks of %llu bytes; %s allows %llu "
+                    "allocations",
+                    (unsigned long long)be->arena_bytes, be->n_chunks,
+                    (unsigned long long)be->chunk_bytes, c->device_name, (unsigned long long)count);
+  return RLX_OK;
+}
+
+/* Descriptor sets per chunk: one every set_span while a whole window still
+ * fits after it. */
+static rlx_status count_sets(rlx_backend_exec* be, rlx_error* err) {
+  be->set_first = calloc((size_t)be->n_chunks + 1, sizeof *be->set_first);
+  RLX_CHECK_ALLOC(err, be->set_first);
+  uint64_t total = 0;
+  for (uint32_t c = 0; c < be->n_chunks; c++) {
+    be->set_first[c] = (uint32_t)total;
+    total += (chunk_size(be, c) - chunk_window(be, c)) / be->set_span + 1;
+    if (total > UINT32_MAX / 2)
+      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                      "vulkan: arena of %llu bytes needs %llu descriptor sets",
+                      (unsigned long long)be->arena_bytes, (unsigned long long)total);
+  }
+  be->set_first[be->n_chunks] = (uint32_t)total;
+  return RLX_OK;
+}
+
+/* Sizes the arena's chunks and the window one binding covers: the smaller
+ * of maxStorageBufferRange, what 32-bit byte offsets in our shaders address
+ * (RLX_VK_MAX_BINDING lowers it, for tests) and a chunk. */
 static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   const rlx_vk_context* c = be->c;
-  uint64_t align = c->limits.minStorageBufferOffsetAlignment;
-  /* at least the planner's alignment, so rebased views keep theirs */
-  be->window_align = align > 256 ? align : 256;
+  be->window_align = window_alignment(c);
   uint64_t binding = c->limits.maxStorageBufferRange;
   if (binding > 0xfffffff0u) binding = 0xfffffff0u;
   uint64_t forced = rlx_env_size(RLX_ENV_VK_MAX_BINDING);
@@ -734,25 +916,38 @@ static rlx_status size_arena(rlx_backend_exec* be, rlx_error* err) {
   binding = binding / be->window_align * be->window_align;
   if (binding == 0) binding = be->window_align;
   be->arena_size = align_up(be->arena_bytes ? be->arena_bytes : 16, be->window_align);
-  be->window = be->arena_size <= binding ? be->arena_size : binding;
-  /* descriptor sets start every 2 GiB: dynamic offsets are 32-bit
-   * (RLX_VK_SET_SPAN lowers it, for tests) */
+  be->chunk_bytes = max_chunk(c);
+  if (be->chunk_bytes > be->arena_size) be->chunk_bytes = be->arena_size;
+  uint64_t n = (be->arena_size + be->chunk_bytes - 1) / be->chunk_bytes;
+  be->n_chunks = n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
+  RLX_RETURN_IF_ERROR(check_fits(be, err));
+  be->window = be->chunk_bytes <= binding ? be->chunk_bytes : binding;
+  /* descriptor sets start every 2 GiB of a chunk: dynamic offsets are
+   * 32-bit (RLX_VK_SET_SPAN lowers it, for tests) */
   uint64_t span = rlx_env_size(RLX_ENV_VK_SET_SPAN);
   be->set_span = span ? align_up(span, be->window_align) : (uint64_t)1 << 31;
-  uint64_t max_alloc = c->max_allocation, max_buf = c->max_buffer;
-  if ((max_alloc && be->arena_size > max_alloc) || (max_buf && be->arena_size > max_buf))
-    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
-                    "vulkan: arena of %llu bytes exceeds %s's maxMemoryAllocationSize (%llu) "
-                    "or maxBufferSize (%llu%s)",
-                    (unsigned long long)be->arena_bytes, c->device_name,
-                    (unsigned long long)max_alloc, (unsigned long long)max_buf,
-                    max_buf ? "" : ": not reported");
+  return count_sets(be, err);
+}
+
+/* One device-local buffer per chunk (zero_arena clears them). */
+static rlx_status create_chunks(rlx_backend_exec* be, rlx_error* err) {
+  be->chunks = calloc(be->n_chunks, sizeof *be->chunks);
+  RLX_CHECK_ALLOC(err, be->chunks);
+  for (uint32_t k = 0; k < be->n_chunks; k++) {
+    rlx_error why;
+    if (rlx_vk_buffer_create(be->c, chunk_size(be, k), 0, &why, &be->chunks[k]) != RLX_OK)
+      return rlx_fail(err, RLX_RESOURCE_EXHAUSTED,
+                      "vulkan: arena of %llu bytes, chunk %u of %u (%llu bytes): %s",
+                      (unsigned long long)be->arena_bytes, k + 1, be->n_chunks,
+                      (unsigned long long)chunk_size(be, k), why.msg);
+  }
   return RLX_OK;
 }
 
 static rlx_status zero_arena(rlx_backend_exec* be, rlx_error* err) {
   RLX_RETURN_IF_ERROR(begin_xfer(be, err));
-  be->c->f.vkCmdFillBuffer(be->xfer, be->arena.buf, 0, VK_WHOLE_SIZE, 0);
+  for (uint32_t k = 0; k < be->n_chunks; k++)
+    be->c->f.vkCmdFillBuffer(be->xfer, be->chunks[k].buf, 0, VK_WHOLE_SIZE, 0);
   memory_barrier(be, be->xfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -776,12 +971,15 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   be->validation_seen = rlx_vk_validation_count();
   rlx_status s = size_arena(be, err);
   be->stats.window_bytes = be->window;
+  be->stats.chunks = (int32_t)be->n_chunks;
+  be->stats.chunk_bytes = be->chunk_bytes;
   /* whole alignment units: 64-bit accesses at the end and a window placed
    * at the end stay inside the buffer */
-  rlx_error why;
-  if (s == RLX_OK && rlx_vk_buffer_create(c, be->arena_size, 0, &why, &be->arena) != RLX_OK)
-    s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "vulkan: arena of %llu bytes: %s",
-                 (unsigned long long)arena_bytes, why.msg);
+  if (s == RLX_OK) s = create_chunks(be, err);
+  if (s == RLX_OK && rlx_env_flag(RLX_ENV_VK_DEBUG_PIPES))
+    fprintf(stderr, "vk arena %llu bytes: %u chunk(s) of up to %llu, %llu-byte windows\n",
+            (unsigned long long)be->arena_bytes, be->n_chunks,
+            (unsigned long long)be->chunk_bytes, (unsigned long long)be->window);
   if (s == RLX_OK) s = rlx_vk_buffer_create(c, RLXVK_RUN_WORDS * 4, 1, err, &be->run);
   if (s == RLX_OK) s = create_queue_objects(be, err);
   if (s == RLX_OK) s = zero_arena(be, err);
@@ -808,10 +1006,13 @@ static void vk_report(const rlx_backend_exec* be, char* buf, size_t cap) {
   int n = snprintf(buf, cap, "vulkan: %d dispatches, %d on vectorised kernels, %d on the host fallback",
                    st->dispatches, st->vec_steps, st->host_steps);
   if (n < 0 || (size_t)n >= cap || be->window >= be->arena_size) return;
-  snprintf(buf + n, cap - (size_t)n,
-           "; arena bound through %llu-byte windows: %d step(s) staged, %d on the host because "
-           "their bytes exceed one window",
-           (unsigned long long)be->window, st->staged_steps, st->window_host_steps);
+  int m = snprintf(buf + n, cap - (size_t)n,
+                   "; arena bound through %llu-byte windows: %d step(s) staged, %d on the host "
+                   "because their bytes exceed one window",
+                   (unsigned long long)be->window, st->staged_steps, st->window_host_steps);
+  if (m < 0 || (size_t)(n + m) >= cap || be->n_chunks == 1) return;
+  snprintf(buf + n + m, cap - (size_t)(n + m), "; arena in %u buffers of up to %llu bytes",
+           be->n_chunks, (unsigned long long)be->chunk_bytes);
 }
 
 const rlx_backend rlx_backend_vulkan = {
@@ -826,6 +1027,7 @@ const rlx_backend rlx_backend_vulkan = {
     .copy = vk_copy,
     .run = vk_run,
     .report = vk_report,
+    .arena_chunk = vk_arena_chunk,
 };
 #else
 typedef int rlx_vk_backend_unused;

@@ -447,11 +447,14 @@ static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kerne
 
 /* Conv with more than one input channel per group: the implicit GEMM
  * (conv.wgsl tiled_main). Depthwise convs (one input channel per group)
- * stay on the direct kernel, whose invocations each own one output. Returns
- * the workgroups, 0 to keep the direct kernel. */
+ * stay on the direct kernel, whose invocations each own one output, and so
+ * do kernels past the tiled one's tap table (256 taps, offsets of 10 bits).
+ * Returns the workgroups, 0 to keep the direct kernel. */
 static int64_t pick_conv_tiled(encoder* e, const rlx_step* s) {
   const rlx_conv_params* p = &s->p.conv;
-  if (p->C / p->groups < 2) return 0;
+  if (p->C / p->groups < 2 || p->kernel[0] * p->kernel[1] * p->kernel[2] > 256) return 0;
+  for (int d = 0; d < 3; d++)
+    if ((p->kernel[d] - 1) * p->dilation[d] >= 1024) return 0;
   int64_t area = p->out[0] * p->out[1] * p->out[2];
   int64_t tiles_m = (p->N * area + 63) / 64, tiles_n = (p->OC / p->groups + 63) / 64;
   put_x(e, WG_CV_TILES_M, tiles_m);

@@ -118,53 +118,103 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
 var<workgroup> cv_a: array<vec4<f32>, 256>; // [16 k][16 quads of m]
 var<workgroup> cv_b: array<vec4<f32>, 256>; // [16 k][16 quads of n]
+// Kernel offsets (k * dilation per dim, 10 bits each) of every tap: the
+// tap decode divides once per workgroup instead of per gathered element
+// (the host keeps taps <= 256 here).
+var<workgroup> cv_tap: array<u32, 256>;
+
+// The geometry the tiled kernel reads in its loops, loaded from the record
+// once per invocation.
+struct CvGeo {
+  M: u32, K: u32, C: u32, OC: u32, cg: u32, ocg: u32, taps: u32, area: u32, in_area: u32,
+  last: bool, transpose: bool,
+  inp: vec3<i32>, stride: vec3<i32>, pad: vec3<i32>,
+  xdt: u32, xoff: u32, wdt: u32, woff: u32,
+}
+
+fn cv_geo() -> CvGeo {
+  var c: CvGeo;
+  c.M = pxu(CV_M); c.K = pxu(CV_K); c.C = pxu(CV_C); c.OC = pxu(CV_OC);
+  c.cg = c.C / pxu(CV_GROUPS); c.ocg = c.OC / pxu(CV_GROUPS); c.taps = pxu(CV_TAPS);
+  c.area = cv_out_area(); c.in_area = cv_in_area();
+  c.last = cv_last(); c.transpose = cv_transpose();
+  c.inp = vec3<i32>(px(CV_IN), px(CV_IN + 1u), px(CV_IN + 2u));
+  c.stride = vec3<i32>(px(CV_STRIDE), px(CV_STRIDE + 1u), px(CV_STRIDE + 2u));
+  c.pad = vec3<i32>(px(CV_PAD), px(CV_PAD + 1u), px(CV_PAD + 2u));
+  c.xdt = v_dt(2u); c.xoff = v_off(2u); c.wdt = v_dt(3u); c.woff = v_off(3u);
+  return c;
+}
+
+// cv_tap[t] for this workgroup's taps (before the first barrier).
+fn cv_fill_taps(lid: u32, taps: u32) {
+  let k1 = pxu(CV_KERNEL + 1u); let k2 = pxu(CV_KERNEL + 2u);
+  for (var t = lid; t < taps; t = t + 256u) {
+    let d0 = (t / (k1 * k2)) * pxu(CV_DIL);
+    let d1 = ((t / k2) % k1) * pxu(CV_DIL + 1u);
+    let d2 = (t % k2) * pxu(CV_DIL + 2u);
+    cv_tap[t] = d0 | (d1 << 10u) | (d2 << 20u);
+  }
+}
 
 // The GEMM row one invocation gathers for: image, output pixel and whether
 // it exists (rows past M load zeros).
 struct CvRow { n: u32, o: vec3<i32>, ok: bool }
 
-fn cv_row(m: u32) -> CvRow {
+fn cv_row(c: CvGeo, m: u32) -> CvRow {
   var r: CvRow;
-  r.ok = m < pxu(CV_M);
-  let area = cv_out_area();
-  r.n = m / area;
-  r.o = cv_pixel(m % area);
+  r.ok = m < c.M;
+  r.n = m / c.area;
+  r.o = cv_pixel(m % c.area);
+  if (!c.transpose) { r.o = r.o * c.stride - c.pad; } // forward: the window's origin
+  else { r.o = r.o + c.pad; }
   return r;
 }
 
-// A[m, k] of group g: x at the input pixel tap t of row r reads, channel c.
-fn cv_gather(r: CvRow, g: u32, k: u32) -> f32 {
-  if (!r.ok || k >= pxu(CV_K)) { return 0.0; }
-  let taps = pxu(CV_TAPS);
-  let si = cv_tap_source(r.o, k % taps);
-  if (si < 0) { return 0.0; }
-  let cg = pxu(CV_C) / pxu(CV_GROUPS);
-  let xi = cv_index(r.n, g * cg + k / taps, u32(si), pxu(CV_C), cv_in_area());
-  return ld_f(v_dt(2u), v_off(2u), xi);
+// A[m, k] of group g: x at the input pixel tap k % taps of row r reads,
+// channel k / taps of the group.
+fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32) -> f32 {
+  if (!r.ok || k >= c.K) { return 0.0; }
+  let t = k % c.taps;
+  let packed = cv_tap[t];
+  let off = vec3<i32>(i32(packed & 1023u), i32((packed >> 10u) & 1023u), i32(packed >> 20u));
+  var i: vec3<i32>;
+  if (!c.transpose) {
+    i = r.o + off;
+  } else {
+    let num = r.o - off;
+    if (any(num < vec3<i32>(0)) || any(num % c.stride != vec3<i32>(0))) { return 0.0; }
+    i = num / c.stride;
+  }
+  if (any(i < vec3<i32>(0)) || any(i >= c.inp)) { return 0.0; }
+  let si = u32((i.x * c.inp.y + i.y) * c.inp.z + i.z);
+  let ch = g * c.cg + k / c.taps;
+  var xi: u32;
+  if (c.last) { xi = (r.n * c.in_area + si) * c.C + ch; }
+  else { xi = (r.n * c.C + ch) * c.in_area + si; }
+  return ld_f(c.xdt, c.xoff, i32(xi));
 }
 
 // B[k, col] of group g.
-fn cv_weight(g: u32, k: u32, col: u32) -> f32 {
-  let ocg = pxu(CV_OC) / pxu(CV_GROUPS);
-  if (k >= pxu(CV_K) || col >= ocg) { return 0.0; }
-  let taps = pxu(CV_TAPS);
-  return ld_f(v_dt(3u), v_off(3u), cv_weight_index(g, k / taps, col, k % taps));
+fn cv_weight(c: CvGeo, g: u32, k: u32, col: u32) -> f32 {
+  if (k >= c.K || col >= c.ocg) { return 0.0; }
+  var wi: u32;
+  if (c.transpose) { wi = ((g * c.cg + k / c.taps) * c.ocg + col) * c.taps + k % c.taps; }
+  else { wi = (g * c.ocg + col) * c.K + k; } // forward: [OC, C/g, taps] is [OC, K]
+  return ld_f(c.wdt, c.woff, i32(wi));
 }
 
 fn cv_mac(acc: vec4<f32>, a: f32, b: vec4<f32>) -> vec4<f32> { return fma(vec4<f32>(a), b, acc); }
 
 // Stores output row m (4 columns from col0 of group g), skipping what lies
 // past M or the group's channels.
-fn cv_store_row(g: u32, m: u32, col0: u32, v: vec4<f32>) {
-  if (m >= pxu(CV_M)) { return; }
-  let ocg = pxu(CV_OC) / pxu(CV_GROUPS);
-  let area = cv_out_area();
-  let n = m / area; let s = m % area;
+fn cv_store_row(c: CvGeo, g: u32, m: u32, col0: u32, v: vec4<f32>) {
+  if (m >= c.M) { return; }
+  let n = m / c.area; let s = m % c.area;
   for (var j = 0u; j < 4u; j = j + 1u) {
     let col = col0 + j;
-    if (col < ocg) {
-      let oc = g * ocg + col;
-      cv_store(cv_index(n, oc, s, pxu(CV_OC), area), oc, v[j]);
+    if (col < c.ocg) {
+      let oc = g * c.ocg + col;
+      cv_store(cv_index(n, oc, s, c.OC, c.area), oc, v[j]);
     }
   }
 }
@@ -178,24 +228,26 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let m0 = ((t / tiles_n) % tiles_m) * 64u;
   let n0 = (t % tiles_n) * 64u;
   let lid = ids.lid;
+  let c = cv_geo();
+  cv_fill_taps(lid, c.taps);
   // Loads: row lid % 64 of A, k quad lid / 64 (consecutive invocations read
   // neighbouring output pixels); column lid / 4 of B, k quad lid % 4
   // (consecutive invocations read consecutive forward weights).
   let ar = lid % 64u; let ak = (lid / 64u) * 4u;
-  let row = cv_row(m0 + ar);
+  let row = cv_row(c, m0 + ar);
   let bc = lid / 4u; let bk = (lid % 4u) * 4u;
   let tx = lid % 16u; let ty = lid / 16u;
-  let K = pxu(CV_K);
   let z = vec4<f32>(0.0);
   var acc0 = z; var acc1 = z; var acc2 = z; var acc3 = z;
-  for (var k0 = 0u; k0 < K; k0 = k0 + 16u) {
+  workgroupBarrier(); // cv_tap
+  for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
     for (var j = 0u; j < 4u; j = j + 1u) {
-      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = cv_gather(row, g, k0 + ak + j);
-      cv_b[(bk + j) * 16u + bc / 4u][bc % 4u] = cv_weight(g, k0 + bk + j, n0 + bc);
+      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = cv_gather(c, row, g, k0 + ak + j);
+      cv_b[(bk + j) * 16u + bc / 4u][bc % 4u] = cv_weight(c, g, k0 + bk + j, n0 + bc);
     }
     workgroupBarrier();
     // Only k < K: padded terms could turn a -0 sum into +0.
-    let kn = min(16u, K - k0);
+    let kn = min(16u, c.K - k0);
     for (var kk = 0u; kk < kn; kk = kk + 1u) {
       let a = cv_a[kk * 16u + ty];
       let b = cv_b[kk * 16u + tx];
@@ -205,8 +257,8 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
     workgroupBarrier();
   }
   let m = m0 + ty * 4u; let col = n0 + tx * 4u;
-  cv_store_row(g, m, col, acc0);
-  cv_store_row(g, m + 1u, col, acc1);
-  cv_store_row(g, m + 2u, col, acc2);
-  cv_store_row(g, m + 3u, col, acc3);
+  cv_store_row(c, g, m, col, acc0);
+  cv_store_row(c, g, m + 1u, col, acc1);
+  cv_store_row(c, g, m + 2u, col, acc2);
+  cv_store_row(c, g, m + 3u, col, acc3);
 }

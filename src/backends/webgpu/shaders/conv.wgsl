@@ -170,11 +170,10 @@ fn cv_row(c: CvGeo, m: u32) -> CvRow {
   return r;
 }
 
-// A[m, k] of group g: x at the input pixel tap k % taps of row r reads,
-// channel k / taps of the group.
-fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32) -> f32 {
+// A[m, k] of group g for k = ch * taps + t: x at the input pixel tap t of
+// row r reads, channel ch of the group.
+fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32, ch: u32, t: u32) -> f32 {
   if (!r.ok || k >= c.K) { return 0.0; }
-  let t = k % c.taps;
   let packed = cv_tap[t];
   let off = vec3<i32>(i32(packed & 1023u), i32((packed >> 10u) & 1023u), i32(packed >> 20u));
   var i: vec3<i32>;
@@ -187,10 +186,10 @@ fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32) -> f32 {
   }
   if (any(i < vec3<i32>(0)) || any(i >= c.inp)) { return 0.0; }
   let si = u32((i.x * c.inp.y + i.y) * c.inp.z + i.z);
-  let ch = g * c.cg + k / c.taps;
+  let xc = g * c.cg + ch;
   var xi: u32;
-  if (c.last) { xi = (r.n * c.in_area + si) * c.C + ch; }
-  else { xi = (r.n * c.C + ch) * c.in_area + si; }
+  if (c.last) { xi = (r.n * c.in_area + si) * c.C + xc; }
+  else { xi = (r.n * c.C + xc) * c.in_area + si; }
   return ld_f(c.xdt, c.xoff, i32(xi));
 }
 
@@ -239,12 +238,20 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let tx = lid % 16u; let ty = lid / 16u;
   let z = vec4<f32>(0.0);
   var acc0 = z; var acc1 = z; var acc2 = z; var acc3 = z;
+  // This invocation's first A column k0 + ak as (channel, tap): stepped
+  // rather than divided per gathered element.
+  var a_ch = ak / c.taps; var a_t = ak % c.taps;
   workgroupBarrier(); // cv_tap
   for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
+    var ch = a_ch; var tp = a_t;
     for (var j = 0u; j < 4u; j = j + 1u) {
-      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = cv_gather(c, row, g, k0 + ak + j);
+      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = cv_gather(c, row, g, k0 + ak + j, ch, tp);
+      tp = tp + 1u;
+      if (tp == c.taps) { tp = 0u; ch = ch + 1u; }
       cv_b[(bk + j) * 16u + bc / 4u][bc % 4u] = cv_weight(c, g, k0 + bk + j, n0 + bc);
     }
+    let next = a_t + 16u;
+    a_ch = a_ch + next / c.taps; a_t = next % c.taps;
     workgroupBarrier();
     // Only k < K: padded terms could turn a -0 sum into +0.
     let kn = min(16u, c.K - k0);

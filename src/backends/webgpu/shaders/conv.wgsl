@@ -218,6 +218,26 @@ fn cv_store_row(c: CvGeo, g: u32, m: u32, col0: u32, v: vec4<f32>) {
   }
 }
 
+// The four A elements k0 + ak .. + 3 of this invocation's row, from the
+// (channel, tap) of k0 + ak.
+fn cv_gather4(c: CvGeo, r: CvRow, g: u32, k: u32, ch0: u32, t0: u32) -> vec4<f32> {
+  var v: vec4<f32>;
+  var ch = ch0; var t = t0;
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    v[j] = cv_gather(c, r, g, k + j, ch, t);
+    t = t + 1u;
+    if (t == c.taps) { t = 0u; ch = ch + 1u; }
+  }
+  return v;
+}
+
+fn cv_weight4(c: CvGeo, g: u32, k: u32, col: u32) -> vec4<f32> {
+  return vec4<f32>(cv_weight(c, g, k, col), cv_weight(c, g, k + 1u, col), cv_weight(c, g, k + 2u, col),
+                   cv_weight(c, g, k + 3u, col));
+}
+
+// Each slab's gathers are issued before the previous slab's fmas (held in
+// registers until the barrier), so their latency overlaps the arithmetic.
 @compute @workgroup_size(256)
 fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let tiles_m = pxu(CV_TILES_M); let tiles_n = pxu(CV_TILES_N);
@@ -238,21 +258,24 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let tx = lid % 16u; let ty = lid / 16u;
   let z = vec4<f32>(0.0);
   var acc0 = z; var acc1 = z; var acc2 = z; var acc3 = z;
-  // This invocation's first A column k0 + ak as (channel, tap): stepped
-  // rather than divided per gathered element.
+  // This invocation's A column k0 + ak as (channel, tap): stepped by one
+  // division per slab rather than divided per gathered element.
   var a_ch = ak / c.taps; var a_t = ak % c.taps;
   workgroupBarrier(); // cv_tap
+  var ra = cv_gather4(c, row, g, ak, a_ch, a_t);
+  var rb = cv_weight4(c, g, bk, n0 + bc);
   for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
-    var ch = a_ch; var tp = a_t;
     for (var j = 0u; j < 4u; j = j + 1u) {
-      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = cv_gather(c, row, g, k0 + ak + j, ch, tp);
-      tp = tp + 1u;
-      if (tp == c.taps) { tp = 0u; ch = ch + 1u; }
-      cv_b[(bk + j) * 16u + bc / 4u][bc % 4u] = cv_weight(c, g, k0 + bk + j, n0 + bc);
+      cv_a[(ak + j) * 16u + ar / 4u][ar % 4u] = ra[j];
+      cv_b[(bk + j) * 16u + bc / 4u][bc % 4u] = rb[j];
     }
-    let next = a_t + 16u;
-    a_ch = a_ch + next / c.taps; a_t = next % c.taps;
     workgroupBarrier();
+    if (k0 + 16u < c.K) {
+      let next = a_t + 16u;
+      a_ch = a_ch + next / c.taps; a_t = next % c.taps;
+      ra = cv_gather4(c, row, g, k0 + 16u + ak, a_ch, a_t);
+      rb = cv_weight4(c, g, k0 + 16u + bk, n0 + bc);
+    }
     // Only k < K: padded terms could turn a -0 sum into +0.
     let kn = min(16u, c.K - k0);
     for (var kk = 0u; kk < kn; kk = kk + 1u) {

@@ -545,10 +545,12 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
 }
 
 /* Conv and ConvTranspose run natively (conv.wgsl) in the shader dtypes but
- * f64, which WGSL lacks; checked here because rlx_shader_supports_node
+ * f64, which WGSL lacks (RLX_WG_DECOMPOSE_CONV=1 keeps the decomposition,
+ * to time both on one build); checked here because rlx_shader_supports_node
  * still sends every conv to the decompose pass (the Vulkan rule). */
 static int conv_supported(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
+  if (rlx_env_flag(RLX_ENV_WG_DECOMPOSE_CONV)) return 0;
   if (rlx_shader_node_has_newer_dtype(g, ni) || n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;

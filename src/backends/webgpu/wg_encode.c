@@ -544,13 +544,32 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   return 0;
 }
 
+/* A Conv that is one plain matmul per image: 1x1 taps, stride 1, no pads. */
+static int pointwise_conv(const rlx_graph* g, const rlx_node* n) {
+  if (n->op != RLX_OP_CONV) return 0;
+  const rlx_type* w = rlx_tensor_type(g, n->in[1]);
+  int32_t ns = n->a.strides.n;
+  for (int32_t i = 0; i < ns; i++)
+    if (w->shape[2 + i] != 1 || n->a.strides.v[i] != 1 || n->a.pads.v[i] || n->a.pads.v[ns + i])
+      return 0;
+  return w->rank == ns + 2;
+}
+
+/* RLX_WG_DECOMPOSE_CONV: "1" every conv, "pointwise" the 1x1 ones go to the
+ * decomposition (whose matmul is the register-blocked mmtile), to time
+ * both on one build. */
+static int conv_decomposed_by_env(const rlx_graph* g, const rlx_node* n) {
+  const char* v = rlx_env_str(RLX_ENV_WG_DECOMPOSE_CONV);
+  if (!v) return 0;
+  return strcmp(v, "pointwise") == 0 ? pointwise_conv(g, n) : strcmp(v, "1") == 0;
+}
+
 /* Conv and ConvTranspose run natively (conv.wgsl) in the shader dtypes but
- * f64, which WGSL lacks (RLX_WG_DECOMPOSE_CONV=1 keeps the decomposition,
- * to time both on one build); checked here because rlx_shader_supports_node
+ * f64, which WGSL lacks; checked here because rlx_shader_supports_node
  * still sends every conv to the decompose pass (the Vulkan rule). */
 static int conv_supported(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
-  if (rlx_env_flag(RLX_ENV_WG_DECOMPOSE_CONV)) return 0;
+  if (conv_decomposed_by_env(g, n)) return 0;
   if (rlx_shader_node_has_newer_dtype(g, ni) || n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;

@@ -11,7 +11,9 @@
 //               GEMM would have one column per group);
 //   tiled_main  implicit GEMM per group: rows m = (image, output pixel),
 //               columns the group's output channels, k = (input channel of
-//               the group, tap) in the weight's order. A 64x64 tile per
+//               the group, tap) in the weight's order for channels first;
+//               (tap, channel) for channels last, whose A loads then run
+//               along contiguous channels. A 64x64 tile per
 //               256-invocation workgroup, 4x4 outputs per invocation, K in
 //               slabs of 16 staged in workgroup memory; A's elements are
 //               gathered from x as the slab is loaded (zero outside the
@@ -170,8 +172,30 @@ fn cv_row(c: CvGeo, m: u32) -> CvRow {
   return r;
 }
 
-// A[m, k] of group g for k = ch * taps + t: x at the input pixel tap t of
-// row r reads, channel ch of the group.
+// GEMM column k as (input channel of the group, tap): channel-major for
+// channels first (the weight's order), tap-major for channels last.
+struct CvK { ch: u32, t: u32 }
+
+fn cv_k(c: CvGeo, k: u32) -> CvK {
+  if (c.last) { return CvK(k % c.cg, k / c.cg); }
+  return CvK(k / c.taps, k % c.taps);
+}
+
+// Column k + 1 from column k's pair, without dividing.
+fn cv_k_next(c: CvGeo, p: CvK) -> CvK {
+  var q = p;
+  if (c.last) {
+    q.ch = q.ch + 1u;
+    if (q.ch == c.cg) { q.ch = 0u; q.t = q.t + 1u; }
+  } else {
+    q.t = q.t + 1u;
+    if (q.t == c.taps) { q.t = 0u; q.ch = q.ch + 1u; }
+  }
+  return q;
+}
+
+// A[m, k] of group g, k = (ch, t): x at the input pixel tap t of row r
+// reads, channel ch of the group.
 fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32, ch: u32, t: u32) -> f32 {
   if (!r.ok || k >= c.K) { return 0.0; }
   let packed = cv_tap[t];
@@ -193,12 +217,12 @@ fn cv_gather(c: CvGeo, r: CvRow, g: u32, k: u32, ch: u32, t: u32) -> f32 {
   return ld_f(c.xdt, c.xoff, i32(xi));
 }
 
-// B[k, col] of group g.
-fn cv_weight(c: CvGeo, g: u32, k: u32, col: u32) -> f32 {
+// B[k, col] of group g, k = (ch, t).
+fn cv_weight(c: CvGeo, g: u32, k: u32, kc: CvK, col: u32) -> f32 {
   if (k >= c.K || col >= c.ocg) { return 0.0; }
   var wi: u32;
-  if (c.transpose) { wi = ((g * c.cg + k / c.taps) * c.ocg + col) * c.taps + k % c.taps; }
-  else { wi = (g * c.ocg + col) * c.K + k; } // forward: [OC, C/g, taps] is [OC, K]
+  if (c.transpose) { wi = ((g * c.cg + kc.ch) * c.ocg + col) * c.taps + kc.t; }
+  else { wi = ((g * c.ocg + col) * c.cg + kc.ch) * c.taps + kc.t; }
   return ld_f(c.wdt, c.woff, i32(wi));
 }
 
@@ -218,22 +242,26 @@ fn cv_store_row(c: CvGeo, g: u32, m: u32, col0: u32, v: vec4<f32>) {
   }
 }
 
-// The four A elements k0 + ak .. + 3 of this invocation's row, from the
-// (channel, tap) of k0 + ak.
-fn cv_gather4(c: CvGeo, r: CvRow, g: u32, k: u32, ch0: u32, t0: u32) -> vec4<f32> {
+// The four A elements k .. k + 3 of this invocation's row (one division
+// for the first column's pair, then stepped).
+fn cv_gather4(c: CvGeo, r: CvRow, g: u32, k: u32) -> vec4<f32> {
   var v: vec4<f32>;
-  var ch = ch0; var t = t0;
+  var p = cv_k(c, k);
   for (var j = 0u; j < 4u; j = j + 1u) {
-    v[j] = cv_gather(c, r, g, k + j, ch, t);
-    t = t + 1u;
-    if (t == c.taps) { t = 0u; ch = ch + 1u; }
+    v[j] = cv_gather(c, r, g, k + j, p.ch, p.t);
+    p = cv_k_next(c, p);
   }
   return v;
 }
 
 fn cv_weight4(c: CvGeo, g: u32, k: u32, col: u32) -> vec4<f32> {
-  return vec4<f32>(cv_weight(c, g, k, col), cv_weight(c, g, k + 1u, col), cv_weight(c, g, k + 2u, col),
-                   cv_weight(c, g, k + 3u, col));
+  var v: vec4<f32>;
+  var p = cv_k(c, k);
+  for (var j = 0u; j < 4u; j = j + 1u) {
+    v[j] = cv_weight(c, g, k + j, p, col);
+    p = cv_k_next(c, p);
+  }
+  return v;
 }
 
 // Each slab's gathers are issued before the previous slab's fmas (held in
@@ -249,20 +277,19 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
   let lid = ids.lid;
   let c = cv_geo();
   cv_fill_taps(lid, c.taps);
-  // Loads: row lid % 64 of A, k quad lid / 64 (consecutive invocations read
-  // neighbouring output pixels); column lid / 4 of B, k quad lid % 4
-  // (consecutive invocations read consecutive forward weights).
-  let ar = lid % 64u; let ak = (lid / 64u) * 4u;
+  // Loads: A row lid % 64, k quad lid / 64 for channels first (consecutive
+  // invocations read neighbouring pixels of one channel); row lid / 4, k
+  // quad lid % 4 for channels last (they read consecutive channels of one
+  // pixel). B column lid / 4, k quad lid % 4.
+  var ar = lid % 64u; var ak = (lid / 64u) * 4u;
+  if (c.last) { ar = lid / 4u; ak = (lid % 4u) * 4u; }
   let row = cv_row(c, m0 + ar);
   let bc = lid / 4u; let bk = (lid % 4u) * 4u;
   let tx = lid % 16u; let ty = lid / 16u;
   let z = vec4<f32>(0.0);
   var acc0 = z; var acc1 = z; var acc2 = z; var acc3 = z;
-  // This invocation's A column k0 + ak as (channel, tap): stepped by one
-  // division per slab rather than divided per gathered element.
-  var a_ch = ak / c.taps; var a_t = ak % c.taps;
   workgroupBarrier(); // cv_tap
-  var ra = cv_gather4(c, row, g, ak, a_ch, a_t);
+  var ra = cv_gather4(c, row, g, ak);
   var rb = cv_weight4(c, g, bk, n0 + bc);
   for (var k0 = 0u; k0 < c.K; k0 = k0 + 16u) {
     for (var j = 0u; j < 4u; j = j + 1u) {
@@ -271,9 +298,7 @@ fn tiled_main(@builtin(workgroup_id) wid: vec3<u32>, ids: Ids) {
     }
     workgroupBarrier();
     if (k0 + 16u < c.K) {
-      let next = a_t + 16u;
-      a_ch = a_ch + next / c.taps; a_t = next % c.taps;
-      ra = cv_gather4(c, row, g, k0 + 16u + ak, a_ch, a_t);
+      ra = cv_gather4(c, row, g, k0 + 16u + ak);
       rb = cv_weight4(c, g, k0 + 16u + bk, n0 + bc);
     }
     // Only k < K: padded terms could turn a -0 sum into +0.

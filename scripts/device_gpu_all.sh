@@ -123,6 +123,11 @@ fi
 # conv2d 3x3 B32 C256 56x56 (bench/conv_cuda.c) beside PyTorch (bench/conv_torch.py).
 if [ -x $B/conv_cuda ] && [ "${SKIP_CONV:-0}" != 1 ]; then
   for d in $BACKENDS; do timeout 300 $B/conv_cuda $d; done > $T/conv.jsonl 2>&1
+  # WebGPU runs conv.wgsl natively; the decomposition it replaced, for the A/B
+  if [[ " $BACKENDS " == *" webgpu "* ]]; then
+    RLX_WG_DECOMPOSE_CONV=1 timeout 300 $B/conv_cuda webgpu 2>&1 |
+      sed 's/"device": "webgpu"/"device": "webgpu-decomposed"/' >> $T/conv.jsonl
+  fi
   cat $T/conv.jsonl
   # Vulkan's native conv kernels against the decomposition they replaced
   # (Pad + Im2Col + MatMul), same cases.

@@ -747,6 +747,50 @@ static void c_conv_transpose(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* A residual input shaped like probe (a conv built only to learn y's shape). */
+static rlx_tensor residual_like(pcase* c, rlx_tensor probe) {
+  rlx_dim ys[RLX_MAX_RANK];
+  int32_t yr = 0;
+  rlx_dtype yt;
+  rlx_graph_tensor_type(c->g, probe, &yt, &yr, ys);
+  return input(c, RLX_F32, ys, yr);
+}
+
+/* 2-D convs bigger than one 64x64 output tile of the shader backends'
+ * implicit GEMM, with more than one 16-deep K slab: 17-24 input channels
+ * per group, 65-72 output channels per group, at least 64 output pixels.
+ * variant: layout (v & 1), ConvTranspose (v & 2); groups 1-2, bias,
+ * residual and an activation throughout. */
+static void c_conv_tiled(pcase* c, int v) {
+  int last = v & 1, transpose = (v >> 1) & 1;
+  conv_geom g;
+  rconv(&g, 2, 1, 1);
+  int64_t groups = test_rand_int(1, 2), N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(17, 24), OC = groups * test_rand_int(65, 72), sp[2];
+  for (int i = 0; i < 2; i++) {
+    /* forward: >= 8 output rows / columns; transpose: >= 6 input ones */
+    sp[i] = transpose ? test_rand_int(6, 8) : g.st[i] * 7 + g.dil[i] * (g.k[i] - 1) + test_rand_int(1, 3);
+    if (transpose && g.pads[i] + g.pads[2 + i] >= (sp[i] - 1) * g.st[i]) g.pads[i] = g.pads[2 + i] = 0;
+  }
+  rlx_dim xs[4], ws[4] = {transpose ? C : OC, transpose ? OC / groups : C / groups, g.k[0], g.k[1]};
+  rlx_dim bs[1] = {OC};
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, 2, last, N, C, sp));
+  rlx_tensor w = input(c, RLX_F32, ws, 4), bias = input(c, RLX_F32, bs, 1), probe, y;
+  rlx_conv_layout lay = last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  if (transpose) {
+    rlx_graph_add_conv_transpose(c->g, x, w, RLX_NONE, RLX_NONE, 2, g.st, g.pads, g.dil, g.opad,
+                                 groups, RLX_ACT_NONE, lay, &probe);
+    rlx_graph_add_conv_transpose(c->g, x, w, bias, residual_like(c, probe), 2, g.st, g.pads, g.dil,
+                                 g.opad, groups, RLX_ACT_SILU, lay, &y);
+  } else {
+    rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, 2, g.st, g.pads, g.dil, groups,
+                       RLX_ACT_NONE, lay, &probe);
+    rlx_graph_add_conv(c->g, x, w, bias, residual_like(c, probe), 2, g.st, g.pads, g.dil, groups,
+                       RLX_ACT_RELU, lay, &y);
+  }
+  outputs(c, &y, 1);
+}
+
 /* Im2Col: variant = spatial dims + 3 * layout + 6 * padded (with dilation). */
 static void c_im2col(pcase* c, int v) {
   int ns = 1 + v % 3, last = (v / 3) % 2, padded = v / 6;
@@ -958,6 +1002,7 @@ static const case_def CASES[] = {
     {"channel_norms", c_channel_norms, 8, TOL_F32},
     {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
     {"conv_native", c_conv_native, 8, {1e-5, 2e-2, 0}},
+    {"conv_tiled", c_conv_tiled, 4, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -115,6 +115,37 @@ static void encode_attention(encoder* e, const rlx_attention_params* p) {
   if (p->Dv > 256 || p->Hkv <= 0 || p->H % p->Hkv != 0) e->ok = 0;
 }
 
+/* Conv geometry (conv.wgsl). The kernels index x, w and y with 32-bit
+ * element offsets: a step whose tensors do not fit goes to the host. */
+static void encode_conv(encoder* e, const rlx_step* s) {
+  const rlx_conv_params* p = &s->p.conv;
+  int64_t taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
+  int64_t area = p->out[0] * p->out[1] * p->out[2];
+  put_x(e, WG_CV_N, p->N);
+  put_x(e, WG_CV_C, p->C);
+  put_x(e, WG_CV_OC, p->OC);
+  put_x(e, WG_CV_GROUPS, p->groups);
+  put_x(e, WG_CV_LAYOUT, p->layout);
+  put_x(e, WG_CV_ACT, p->act);
+  put_x(e, WG_CV_HAS_BIAS, p->has_bias);
+  put_x(e, WG_CV_HAS_RES, p->has_residual);
+  put_x(e, WG_CV_TAPS, taps);
+  put_x(e, WG_CV_M, p->N * area);
+  put_x(e, WG_CV_K, p->groups > 0 ? p->C / p->groups * taps : 0);
+  for (uint32_t d = 0; d < 3; d++) {
+    put_x(e, WG_CV_IN + d, p->in[d]);
+    put_x(e, WG_CV_OUT + d, p->out[d]);
+    put_x(e, WG_CV_KERNEL + d, p->kernel[d]);
+    put_x(e, WG_CV_STRIDE + d, p->stride[d]);
+    put_x(e, WG_CV_PAD + d, p->pad[d]);
+    put_x(e, WG_CV_DIL + d, p->dilation[d]);
+  }
+  if (p->groups < 1 || p->C % p->groups || p->OC % p->groups || p->n_spatial > 3) e->ok = 0;
+  for (int i = 0; i < 2; i++)
+    if (rlx_view_numel(&s->in[i]) > INT32_MAX) e->ok = 0;
+  if (rlx_view_numel(&s->out[0]) > INT32_MAX) e->ok = 0;
+}
+
 static void encode_kind(encoder* e, const rlx_step* s) {
   switch (s->kernel) {
     case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
@@ -220,6 +251,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_x(e, WG_GN_HAS_STATS, p->has_stats);
       break;
     }
+    case RLX_K_CONV: encode_conv(e, s); break;
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
@@ -413,13 +445,31 @@ static int pick_flash(encoder* e, const rlx_step* s, uint64_t base, rlx_wg_kerne
   return 1;
 }
 
+/* Conv with more than one input channel per group: the implicit GEMM
+ * (conv.wgsl tiled_main). Depthwise convs (one input channel per group)
+ * stay on the direct kernel, whose invocations each own one output, and so
+ * do kernels past the tiled one's tap table (256 taps, offsets of 10 bits).
+ * Returns the workgroups, 0 to keep the direct kernel. */
+static int64_t pick_conv_tiled(encoder* e, const rlx_step* s) {
+  const rlx_conv_params* p = &s->p.conv;
+  if (p->C / p->groups < 2 || p->kernel[0] * p->kernel[1] * p->kernel[2] > 256) return 0;
+  for (int d = 0; d < 3; d++)
+    if ((p->kernel[d] - 1) * p->dilation[d] >= 1024) return 0;
+  int64_t area = p->out[0] * p->out[1] * p->out[2];
+  int64_t tiles_m = (p->N * area + 63) / 64, tiles_n = (p->OC / p->groups + 63) / 64;
+  put_x(e, WG_CV_TILES_M, tiles_m);
+  put_x(e, WG_CV_TILES_N, tiles_n);
+  return p->groups * tiles_m * tiles_n;
+}
+
 /* Upgrades the step to a fast kernel where its views allow: kernel, work
- * items and invocations per item group change; the fast kernels never need
- * the atomic arena. */
+ * items and invocations per item group change; the fast kernels other than
+ * the tiled conv never need the atomic arena. */
 static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int n_views,
                       uint64_t base, rlx_wg_dispatch* d, int64_t* items, int* per_group) {
   rlx_wg_kernel k = d->kernel;
   int cols, tiled;
+  int64_t conv_groups;
   if (d->kernel == RLX_WG_ELTWISE && pick_eltwise_vec(e, s, views, n_views, base)) {
     k = RLX_WG_ELTWISE_VEC;
     *items = (rlx_view_numel(&views[0]) + 3) / 4;
@@ -438,10 +488,14 @@ static void pick_fast(encoder* e, const rlx_step* s, const rlx_view* views, int 
   } else if (d->kernel == RLX_WG_ATTENTION && pick_flash(e, s, base, &k)) {
     const rlx_attention_params* p = &s->p.attn;
     *items = p->B * p->H * ((p->Sq + 63) / 64);
+  } else if (d->kernel == RLX_WG_CONV && (conv_groups = pick_conv_tiled(e, s)) > 0) {
+    k = RLX_WG_CONV_TILED; /* stores through st_f: keeps the atomic arena if needed */
+    *items = conv_groups;
+    *per_group = 1;
   }
   if (k != d->kernel) {
+    d->atomic = k == RLX_WG_CONV_TILED ? d->atomic : 0;
     d->kernel = k;
-    d->atomic = 0;
   }
 }
 
@@ -490,12 +544,45 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   return 0;
 }
 
+/* A Conv that is one plain matmul per image: 1x1 taps, stride 1, no pads. */
+static int pointwise_conv(const rlx_graph* g, const rlx_node* n) {
+  if (n->op != RLX_OP_CONV) return 0;
+  const rlx_type* w = rlx_tensor_type(g, n->in[1]);
+  int32_t ns = n->a.strides.n;
+  for (int32_t i = 0; i < ns; i++)
+    if (w->shape[2 + i] != 1 || n->a.strides.v[i] != 1 || n->a.pads.v[i] || n->a.pads.v[ns + i])
+      return 0;
+  return w->rank == ns + 2;
+}
+
+/* RLX_WG_DECOMPOSE_CONV: "1" every conv, "pointwise" the 1x1 ones go to the
+ * decomposition (whose matmul is the register-blocked mmtile), to time
+ * both on one build. */
+static int conv_decomposed_by_env(const rlx_graph* g, const rlx_node* n) {
+  const char* v = rlx_env_str(RLX_ENV_WG_DECOMPOSE_CONV);
+  if (!v) return 0;
+  return strcmp(v, "pointwise") == 0 ? pointwise_conv(g, n) : strcmp(v, "1") == 0;
+}
+
+/* Conv and ConvTranspose run natively (conv.wgsl) in the shader dtypes but
+ * f64, which WGSL lacks; checked here because rlx_shader_supports_node
+ * still sends every conv to the decompose pass (the Vulkan rule). */
+static int conv_supported(const rlx_graph* g, int32_t ni) {
+  const rlx_node* n = &g->nodes[ni];
+  if (conv_decomposed_by_env(g, n)) return 0;
+  if (rlx_shader_node_has_newer_dtype(g, ni) || n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
+  for (int32_t i = 0; i < n->n_in; i++)
+    if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;
+  return rlx_tensor_type(g, n->out[0])->dtype != RLX_F64;
+}
+
 /* Node-level answer for the dispatch report: f64 arithmetic, 64-bit integer
  * division/power, attention heads wider than 256 and Sample go to the host
  * fallback; the rest of Tier 1 runs natively. */
 int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (n->op == RLX_OP_SAMPLE) return 0;
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return conv_supported(g, ni);
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&
       rlx_tensor_type(g, n->out[0])->dtype == RLX_I64)

@@ -51,7 +51,11 @@
   /* the tiled matmul for f32 with quad loads of A and B */                                    \
   X(MATMUL_TILED_F32, mmtile, "main_f32", 1, "const MM_F32 = true;\n")                         \
   /* RLX_WG_ATTN_FLASH for head dims 65..128 */                                                \
-  X(ATTN_FLASH128, flash, "main", 1, "const FL_D4: u32 = 32u;\n")
+  X(ATTN_FLASH128, flash, "main", 1, "const FL_D4: u32 = 32u;\n")                              \
+  /* Conv: one output element per invocation (depthwise; the generic kernel) */               \
+  X(CONV, conv, "main", 0, "")                                                                 \
+  /* Conv as an implicit GEMM, 64x64 tiles (keeps the atomic arena: any output dtype) */      \
+  X(CONV_TILED, conv, "tiled_main", 0, "")
 
 typedef enum rlx_wg_kernel {
 #define RLX_WG_KERNEL_ENUM(e, src, entry, vec4, defines) RLX_WG_##e,
@@ -83,7 +87,7 @@ typedef enum rlx_wg_kernel {
 #define RLX_WG_KIND_POOL RLX_WG_POOL
 #define RLX_WG_KIND_RESIZE RLX_WG_RESIZE
 #define RLX_WG_KIND_SAMPLER RLX_WG_SAMPLER
-#define RLX_WG_KIND_CONV RLX_WG_KERNEL_COUNT /* decomposed (rlx_shader_supports_node) */
+#define RLX_WG_KIND_CONV RLX_WG_CONV
 #define RLX_WG_KIND_GROUP_NORM RLX_WG_GNORM
 #define RLX_WG_KIND_HOST RLX_WG_KERNEL_COUNT
 
@@ -107,6 +111,7 @@ extern const char rlx_wg_src_fast[];
 extern const char rlx_wg_src_mmtile[];
 extern const char rlx_wg_src_flash[];
 extern const char rlx_wg_src_gemv[];
+extern const char rlx_wg_src_conv[];
 
 /* ------------------------------------------------------------ context */
 

@@ -59,7 +59,12 @@
   X(SP_MODE, 0) X(SP_PADDING, 1) X(SP_ALIGN, 2) X(SP_RATIO, 3) X(SP_SCALE, 4)                   \
   X(SP_ROI_ALIGN, RLX_SAMPLER_ROI_ALIGN)                                                        \
   X(GN_N, 0) X(GN_INNER, 1) X(GN_GROUPS, 2) X(GN_CDIV, 3) X(GN_EPS, 4) X(GN_HAS_GAMMA, 5)        \
-  X(GN_HAS_BETA, 6) X(GN_HAS_STATS, 7)
+  X(GN_HAS_BETA, 6) X(GN_HAS_STATS, 7)                                                          \
+  X(CV_N, 0) X(CV_C, 1) X(CV_OC, 2) X(CV_GROUPS, 3) X(CV_LAYOUT, 4) X(CV_ACT, 5)                \
+  X(CV_HAS_BIAS, 6) X(CV_HAS_RES, 7) X(CV_TAPS, 8) X(CV_M, 9) X(CV_K, 10) X(CV_IN, 11)          \
+  X(CV_OUT, 14) X(CV_KERNEL, 17) X(CV_STRIDE, 20) X(CV_PAD, 23) X(CV_DIL, 26)                   \
+  X(CV_TILES_M, 29) X(CV_TILES_N, 30) X(CV_LAST, RLX_CONV_CHANNELS_LAST)                        \
+  X(CV_TRANSPOSE, RLX_CONV_TRANSPOSE)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

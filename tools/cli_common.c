@@ -378,8 +378,8 @@ static const char* device_detail(const char* name) {
 
 double cli_last_compile_ms = 0;
 
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32, int32_t threads,
-                const cli_bindings* b, rlx_exec** out_exec) {
+int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32,
+                int channels_last, int32_t threads, const cli_bindings* b, rlx_exec** out_exec) {
   *out_exec = NULL;
   const char* resolved = NULL;
   int quiet = cli_quiet_begin(); /* probing starts the drivers */
@@ -398,6 +398,7 @@ int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, i
   rlx_compile_options_init(&o);
   o.strict = strict;
   o.allow_tf32 = tf32;
+  o.channels_last = channels_last;
   o.threads = threads;
   o.symbol_names = (const char* const*)b->names;
   o.symbol_sizes = b->sizes;
@@ -946,6 +947,10 @@ int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accep
     o->tf32 = 1;
     return 1;
   }
+  if ((accept & CLI_OPT_STRICT) && strcmp(argv[*i], "--channels-last") == 0) {
+    o->channels_last = 1;
+    return 1;
+  }
 #define TRY(bit, name)                                                      \
   if ((accept & (bit)) && (m = cli_opt_value(cmd, argc, argv, i, name, &v)) != 0)
   TRY(CLI_OPT_DEVICE, "--device") {
@@ -1027,7 +1032,9 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
     fprintf(f, "  --strict            an op the device cannot run natively is an error\n"
                "                      (instead of a host fallback)\n"
                "  --tf32              GPU backends may use TF32 tensor cores for f32 matmul\n"
-               "                      and convolution (default: exact f32)\n");
+               "                      and convolution (default: exact f32)\n"
+               "  --channels-last     run NCHW convolution networks channels-last (NHWC)\n"
+               "                      inside; inputs and outputs keep their layout\n");
 }
 
 /* A --bind for a symbol the graph does not have is almost surely a typo. */
@@ -1060,7 +1067,8 @@ int cli_prepare(const char* cmd, cli_model_opts* o, int set_inputs, rlx_graph** 
   if (rc != CLI_OK) return rc;
   if (check_bound_symbols_exist(cmd, g, &o->bindings) != CLI_OK ||
       cli_bind_from_inputs(cmd, g, &o->inputs, &o->bindings) != CLI_OK ||
-      cli_compile(cmd, g, o->device, o->strict, o->tf32, o->threads, &o->bindings, &e) != CLI_OK ||
+      cli_compile(cmd, g, o->device, o->strict, o->tf32, o->channels_last, o->threads,
+                  &o->bindings, &e) != CLI_OK ||
       cli_set_params(cmd, g, e, o, cli_is_onnx(o->file) ? o->file : NULL, NULL, 0) != CLI_OK ||
       (set_inputs && cli_set_inputs(cmd, g, e, &o->bindings, &o->inputs, o->seed) != CLI_OK)) {
     rlx_exec_destroy(e);

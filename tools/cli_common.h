@@ -122,8 +122,8 @@ int cli_bind_from_inputs(const char* cmd, const rlx_graph* g, const cli_inputs* 
  * worker threads (0: all cores). The wall time of rlx_compile goes to
  * cli_last_compile_ms (for rlx bench). */
 extern double cli_last_compile_ms;
-int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32, int32_t threads,
-                const cli_bindings* b, rlx_exec** out_exec);
+int cli_compile(const char* cmd, rlx_graph* g, const char* device, int strict, int tf32,
+                int channels_last, int32_t threads, const cli_bindings* b, rlx_exec** out_exec);
 
 /* "a, b, c" of the graph's input (CLI_NAMES_INPUTS), param or symbol names,
  * for errors about a name that is not there; "none" for an empty list. */
@@ -149,6 +149,7 @@ typedef struct cli_model_opts {
   int32_t threads;        /* --threads: CPU worker threads, 0 = all cores */
   cli_bindings bindings;
   cli_inputs inputs;
+  int channels_last; /* --channels-last: rlx_compile_options.channels_last */
 } cli_model_opts;
 
 void cli_model_opts_init(cli_model_opts* o);

@@ -31,7 +31,8 @@ static int print_dot(const char* cmd, const rlx_graph* g, const char* title) {
 
 static int dot_after_passes(const char* cmd, cli_model_opts* o, rlx_graph* g) {
   rlx_exec* e = NULL;
-  if (cli_compile(cmd, g, o->device, o->strict, o->tf32, o->threads, &o->bindings, &e) != CLI_OK) return CLI_FAIL;
+  if (cli_compile(cmd, g, o->device, o->strict, o->tf32, o->channels_last, o->threads,
+                  &o->bindings, &e) != CLI_OK) return CLI_FAIL;
   const char* device = o->device;
   rlx_device_resolve(o->device, &device);
   char title[1024];

@@ -173,7 +173,8 @@ static int prepare_frozen_onnx(const char* cmd, cli_model_opts* o, rlx_graph** o
   rlx_exec* e = NULL;
   int rc = CLI_OK;
   if (cli_bind_from_inputs(cmd, g, &rest, &o->bindings) != CLI_OK ||
-      cli_compile(cmd, g, o->device, o->strict, o->tf32, o->threads, &o->bindings, &e) != CLI_OK ||
+      cli_compile(cmd, g, o->device, o->strict, o->tf32, o->channels_last, o->threads,
+                  &o->bindings, &e) != CLI_OK ||
       cli_set_params(cmd, g, e, o, o->file, frozen, n_frozen) != CLI_OK) {
     rc = CLI_FAIL;
   } else if (cli_set_inputs(cmd, g, e, &o->bindings, &rest, o->seed) != CLI_OK) {

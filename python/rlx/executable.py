@@ -22,12 +22,13 @@ def _cstrings(names):
 
 
 def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans, symbols,
-             extent_symbol, states):
+             extent_symbol, states, channels_last=False):
     """An rlx_compile_options and the ctypes buffers it points into (keep both alive)."""
     o = _capi.CompileOptions()
     lib.rlx_compile_options_init(ctypes.byref(o))
     o.strict, o.allow_tf32, o.reference, o.debug_nans = (int(strict), int(allow_tf32),
                                                          int(reference), int(debug_nans))
+    o.channels_last = int(channels_last)
     if threads is not None:
         o.threads = threads
     if use_blas is not None:
@@ -53,7 +54,7 @@ def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans
 
 def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None,
             use_blas=None, reference=False, debug_nans=False, symbols=None,
-            extent_symbol=None, states=None, onnx_params=True):
+            extent_symbol=None, states=None, onnx_params=True, channels_last=False):
     """Compiles `graph` for `device` ("cpu", "cuda", "vulkan", "webgpu" or "best").
 
     strict: an op the backend cannot run natively is an error.
@@ -64,12 +65,14 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
     (Executable.set_active_extent shrinks it per run). states: {input_name: output index
     or output name}: after each run that output becomes the input, on the device.
     onnx_params: for a graph from rlx.load_onnx, set the file's initializers as params.
+    channels_last: run an NCHW convolution network channels-last (NHWC) inside (faster
+    convolutions on CUDA); inputs and outputs keep their layout.
     Errors raise the status's RlxError with the message left on the graph.
     """
     if not isinstance(graph, Graph):
         raise TypeError("compile() takes an rlx.Graph")
     o, keep = _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans,
-                       symbols, extent_symbol, states)
+                       symbols, extent_symbol, states, channels_last)
     handle = ctypes.c_void_p()
     status = lib.rlx_compile(graph.handle, device.encode(), ctypes.byref(o),
                              ctypes.byref(handle))

@@ -210,3 +210,23 @@ def test_numpy_operands_on_either_side():
     np.testing.assert_array_equal(a, [0, 1, 3])
     np.testing.assert_array_equal(b, [1, 2, 4])
     np.testing.assert_array_equal(d, [[7, 7]])
+
+
+def test_channels_last_option_keeps_results(device, rng):
+    """An NCHW conv net compiled with channels_last=True (run NHWC inside) gives the
+    NCHW results: conv + relu + max pool, a residual conv, a global average pool."""
+    x = rng.standard_normal((2, 3, 8, 6)).astype(np.float32)
+    w1 = rng.standard_normal((5, 3, 3, 3)).astype(np.float32) * 0.3
+    w2 = rng.standard_normal((5, 5, 3, 3)).astype(np.float32) * 0.3
+    b = rng.standard_normal(5).astype(np.float32)
+    with rlx.Graph() as g:
+        t = g.input("x", "f32", x.shape)
+        y = g.conv(t, g.constant(w1), g.constant(b), pads=[1, 1, 1, 1]).relu()
+        y = g.pool(y, [2, 2], strides=[2, 2])
+        y = g.conv(y, g.constant(w2), residual=y, pads=[1, 1, 1, 1], act="relu")
+        g.set_outputs(y, g.pool(y, [4, 3], kind="avg"))
+        plain = g.compile(device)
+        last = g.compile(device, channels_last=True)
+    for want, got in zip(plain.run(x=x), last.run(x=x)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

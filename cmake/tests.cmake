@@ -270,4 +270,8 @@ add_test(NAME vision_models_vulkan COMMAND test_vision_models vulkan --models ${
 set_tests_properties(vision_models_vulkan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 rlx_add_webgpu_test(vision_models_webgpu test_vision_models 900 "" webgpu
                     --models ${rlx_vision_small})
+# the same NCHW exports compiled with the channels_last option (layout pass)
+add_test(NAME vision_models_cpu_channels_last COMMAND test_vision_models cpu --channels-last
+         --models ${rlx_vision_small} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(vision_models_cpu_channels_last PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 # ---- end real vision models

@@ -6,14 +6,15 @@
  * compare with PyTorch's outputs.
  *
  *   test_vision_models [DEVICE] [--dir DIR] [--size ci|full] [--batches 1,3]
- *                      [--models a,b,...] [--expect-fail a,b,...]
+ *                      [--models a,b,...] [--expect-fail a,b,...] [--channels-last]
  *
  * Without --dir the generator runs first (Debian's /usr/bin/python3 with
  * python3-torch) into BUILD/vision_models/SIZE; it keeps a stamp (hash of
  * the script and its arguments), so later runs reuse the files. No torch:
  * exit 77 (ctest SKIP), never a pass. A model named in --expect-fail that
  * fails prints XFAIL with its error and does not fail the test; one that
- * passes prints XPASS (take it off the list). */
+ * passes prints XPASS (take it off the list). --channels-last compiles with
+ * the channels_last option (the NCHW models run NHWC inside). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ typedef struct run_config {
   const char* batches; /* "1,3" */
   const char* models;
   const char* expect_fail;
+  int channels_last; /* rlx_compile_options.channels_last */
 } run_config;
 
 /* Is name an entry of the comma-separated list? */
@@ -159,7 +161,10 @@ static model_result check_model(const run_config* c, const char* name) {
   }
   double t_import = now_ms() - t0;
   t0 = now_ms();
-  if (rlx_compile(g, c->device, NULL, &e) != RLX_OK) {
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.channels_last = c->channels_last;
+  if (rlx_compile(g, c->device, &o, &e) != RLX_OK) {
     fail_with(&r, "compile", rlx_graph_last_error(g));
     goto done;
   }
@@ -214,12 +219,13 @@ static void parse_args(int argc, char** argv, run_config* c) {
     else if (strcmp(argv[i], "--batches") == 0) c->batches = v, i++;
     else if (strcmp(argv[i], "--models") == 0) c->models = v, i++;
     else if (strcmp(argv[i], "--expect-fail") == 0) c->expect_fail = v, i++;
+    else if (strcmp(argv[i], "--channels-last") == 0) c->channels_last = 1;
     else c->device = argv[i];
   }
 }
 
 int main(int argc, char** argv) {
-  run_config c = {"cpu", NULL, "ci", "1,3", ALL_MODELS, ""};
+  run_config c = {"cpu", NULL, "ci", "1,3", ALL_MODELS, "", 0};
   parse_args(argc, argv, &c);
   if (!device_available(c.device)) return SKIP_CODE;
   static char gen_dir[1024];
@@ -244,11 +250,12 @@ int main(int argc, char** argv) {
     p = e ? e + 1 : NULL;
     model_result r = check_model(&c, name);
     int expected = in_list(c.expect_fail, name);
+    const char* how = c.channels_last ? " (channels-last)" : "";
     if (r.ok)
-      printf("%s %s on %s\n", expected ? "XPASS (take it off --expect-fail)" : "PASS", name,
-             c.device);
+      printf("%s %s on %s%s\n", expected ? "XPASS (take it off --expect-fail)" : "PASS", name,
+             c.device, how);
     else
-      printf("%s %s on %s: %s\n", expected ? "XFAIL" : "FAIL", name, c.device, r.why);
+      printf("%s %s on %s%s: %s\n", expected ? "XFAIL" : "FAIL", name, c.device, how, r.why);
     fflush(stdout);
     failures += !r.ok && !expected;
   }

@@ -127,6 +127,21 @@ static void net_conv_transpose(rlx_graph* g, rlx_tensor x) {
   rlx_graph_set_outputs(g, &y, 1);
 }
 
+/* Squeeze-and-excitation: y * sigmoid(conv(relu(conv(avgpool(y))))) (a
+ * carried [N, C, 1, 1] broadcast over a carried [N, C, H, W]), plus the
+ * channel mean of x ([N, 1, H, W], not carried: reshaped in). */
+static void net_squeeze_excite(rlx_graph* g, rlx_tensor x) {
+  rlx_tensor y = relu(g, conv(g, x, 8, 3, 1, 1, RLX_NONE)), p, s, m;
+  int64_t k[2] = {H, W};
+  rlx_graph_add_pool(g, y, RLX_POOL_AVG, 2, k, NULL, NULL, NULL, 0, 0, &p);
+  s = conv(g, relu(g, conv(g, p, 2, 1, 1, 1, RLX_NONE)), 8, 1, 1, 1, RLX_NONE);
+  rlx_graph_add_activation(g, RLX_ACT_SIGMOID, s, &s);
+  int32_t axes[1] = {1};
+  rlx_graph_add_reduce(g, RLX_RED_MEAN, x, axes, 1, 1, &m);
+  y = binary(g, RLX_BIN_ADD, binary(g, RLX_BIN_MUL, y, s), m);
+  rlx_graph_set_outputs(g, &y, 1);
+}
+
 typedef struct net {
   const char* name;
   void (*build)(rlx_graph* g, rlx_tensor x);
@@ -140,6 +155,7 @@ static const net nets[] = {
     {"gap_head", net_gap_head, 1}, /* in; out through Reshapes ([N, 1, 1, C]) */
     {"exported_conv", net_exported_conv, 3},
     {"conv_transpose", net_conv_transpose, 2},
+    {"squeeze_excite", net_squeeze_excite, 2},
 };
 
 static rlx_graph* build_net(const net* t) {

@@ -133,13 +133,16 @@ static int per_channel(const rlx_type* o, int32_t r, rlx_dim C, rlx_dim* c) {
   return 1;
 }
 
-/* The other operand of a carried Binary, channels-last; 0 when it cannot be. */
+/* The other operand of a carried Binary, channels-last (*ok = 0 when it
+ * cannot be): a carried value or one of the same rank as it is (a Transpose,
+ * or a Reshape where that is the same bytes), a per-channel one reshaped. */
 static rlx_status other_last(layouter* L, rlx_tensor o, const rlx_type* y, int* ok,
                              rlx_tensor* out) {
   const rlx_type* t = src_type(L, o);
   rlx_dim c;
   *ok = 1;
-  if (L->last[o] != RLX_NONE || same_shape(t, y)) return as_last(L, o, out);
+  /* the same rank: permuted like the carried operand, it broadcasts alike */
+  if (L->last[o] != RLX_NONE || t->rank == y->rank) return as_last(L, o, out);
   if (!per_channel(t, y->rank, y->shape[1], &c)) {
     *ok = 0;
     return RLX_OK;

@@ -10,9 +10,9 @@
  * the axes:
  *   - Activation;
  *   - Binary where the output is shaped like a carried operand and the
- *     other operand is carried too, has the same shape (it is transposed),
- *     holds one element, or broadcasts per channel ([1, C, 1, 1] or
- *     [C, 1, 1], reshaped to [1, 1, 1, C]);
+ *     other operand is carried too, has the same rank (it is transposed:
+ *     the same permutation broadcasts alike), holds one element, or
+ *     broadcasts per channel ([C, 1, 1], reshaped to [1, 1, 1, C]);
  *   - max / avg Pool (its conv_layout attribute becomes channels_last);
  *   - Reduce over exactly the spatial axes (kept dims stay carried).
  * A value enters NHWC through one Transpose (shared by all its channels-last

@@ -187,6 +187,7 @@ set_tests_properties(test_contract test_vulkan test_cuda test_cuda_conv test_oom
 add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)
+rlx_add_webgpu_test(layout_webgpu test_layout 900 "" webgpu)
 # Shared compiled code (clones, compile cache) on WebGPU; the plain
 # test_compile_cache covers the CPU and Vulkan.
 rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)

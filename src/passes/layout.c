@@ -15,7 +15,9 @@ typedef struct layouter {
   int32_t transposes;
 } layouter;
 
-static const rlx_type* src_type(const layouter* L, rlx_tensor v) { return rlx_tensor_type(L->src, v); }
+static const rlx_type* src_type(const layouter* L, rlx_tensor v) {
+  return rlx_tensor_type(L->src, v);
+}
 
 /* Channels-first <-> channels-last of a rank-r value, as a Transpose or,
  * where the moved axes hold a single run of bytes (spatial dims all 1 or one
@@ -24,7 +26,8 @@ static rlx_status relayout(layouter* L, rlx_tensor x, int to_last, rlx_tensor* o
   const rlx_type* t = rlx_tensor_type(L->dst, x);
   int32_t r = t->rank, perm[RLX_MAX_RANK];
   perm[0] = 0;
-  for (int32_t d = 1; d < r; d++) perm[d] = to_last ? (d == r - 1 ? 1 : d + 1) : (d == 1 ? r - 1 : d - 1);
+  for (int32_t d = 1; d < r; d++) /* [N, C, sp...] <-> [N, sp..., C] */
+    perm[d] = to_last ? (d == r - 1 ? 1 : d + 1) : (d == 1 ? r - 1 : d - 1);
   int one_run = 1;
   int32_t ch = to_last ? 1 : r - 1;
   for (int32_t d = 1; d < r; d++)
@@ -182,8 +185,9 @@ static rlx_status reduce_last(layouter* L, const rlx_node* n, int* done) {
   a.axes = spatial >> 1; /* axes 1 .. r-2 */
   if (n->a.keep_dim) return emit_last(L, n, &a, &L->last[n->in[0]], 1);
   /* [N, C] either way: the output is in the source layout */
-  RLX_RETURN_IF_ERROR(rlx_graph_add_node(L->dst, n->op, &a, &L->last[n->in[0]], 1, &L->first[n->out[0]]));
-  return n->label ? rlx_graph_set_name(L->dst, L->first[n->out[0]], n->label) : RLX_OK;
+  rlx_tensor* y = &L->first[n->out[0]];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(L->dst, n->op, &a, &L->last[n->in[0]], 1, y));
+  return n->label ? rlx_graph_set_name(L->dst, *y, n->label) : RLX_OK;
 }
 
 static int is_first_conv(const rlx_node* n) {
@@ -237,7 +241,8 @@ rlx_status rlx_layout_channels_last(rlx_graph* g, rlx_graph** out, int32_t* out_
   L.last = malloc(sizeof(rlx_tensor) * nv);
   L.ohwi = malloc(sizeof(rlx_tensor) * nv);
   rlx_status s = L.first && L.last && L.ohwi ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
-  for (int32_t v = 0; s == RLX_OK && v < g->n_values; v++) L.first[v] = L.last[v] = L.ohwi[v] = RLX_NONE;
+  for (int32_t v = 0; s == RLX_OK && v < g->n_values; v++)
+    L.first[v] = L.last[v] = L.ohwi[v] = RLX_NONE;
   if (s == RLX_OK) s = rlx_graph_create(&L.dst);
   if (s == RLX_OK) s = rewrite(&L);
   if (s != RLX_OK) {

@@ -41,6 +41,9 @@ static const conv_case CASES[] = {
     {"conv3x3 f16 nchw", RLX_F16, 0, RLX_CONV_CHANNELS_FIRST, 0},
     {"conv3x3 f16 nhwc", RLX_F16, 0, RLX_CONV_CHANNELS_LAST, 0},
     {"conv3x3+bias+relu f16 nhwc", RLX_F16, 0, RLX_CONV_CHANNELS_LAST, 1},
+    /* the weight already [OC, 3, 3, C]: cuDNN reads it without the per-run reorder */
+    {"conv3x3 f32-tf32 nhwc ohwi", RLX_F32, 1, RLX_CONV_CHANNELS_LAST_OHWI, 0},
+    {"conv3x3 bf16 nhwc ohwi", RLX_BF16, 0, RLX_CONV_CHANNELS_LAST_OHWI, 0},
 };
 
 /* Problem size: the benchmark's, or a small one for the CPU check. */
@@ -71,19 +74,28 @@ static int cmp_double(const void* a, const void* b) {
 }
 
 static void x_shape(const conv_case* c, dims d, rlx_dim* s) {
-  int last = c->layout == RLX_CONV_CHANNELS_LAST;
+  int last = c->layout != RLX_CONV_CHANNELS_FIRST;
   s[0] = d.B;
   s[1] = last ? d.H : d.C;
   s[2] = last ? d.W : d.H;
   s[3] = last ? d.C : d.W;
 }
 
-/* x [B, C, H, W] (or [B, H, W, C]), w [OC, C, 3, 3], bias [OC]. */
+static void w_shape(const conv_case* c, dims d, rlx_dim* s) {
+  int ohwi = c->layout == RLX_CONV_CHANNELS_LAST_OHWI;
+  s[0] = d.OC;
+  s[1] = ohwi ? 3 : d.C;
+  s[2] = 3;
+  s[3] = ohwi ? d.C : 3;
+}
+
+/* x [B, C, H, W] (or [B, H, W, C]), w [OC, C, 3, 3] (or [OC, 3, 3, C]), bias [OC]. */
 static rlx_graph* build(const conv_case* c, dims d) {
   rlx_graph* g = NULL;
   if (rlx_graph_create(&g) != RLX_OK) return NULL;
-  rlx_dim xs[4], ws[4] = {d.OC, d.C, 3, 3}, bs[1] = {d.OC};
+  rlx_dim xs[4], ws[4], bs[1] = {d.OC};
   x_shape(c, d, xs);
+  w_shape(c, d, ws);
   rlx_tensor x, w, b = RLX_NONE, y;
   int64_t strides[2] = {1, 1}, pads[4] = {1, 1, 1, 1}, dil[2] = {1, 1};
   int ok = rlx_graph_add_input(g, "x", c->dtype, xs, 4, &x) == RLX_OK &&
@@ -118,8 +130,9 @@ static int set_random(rlx_exec* e, const char* name, rlx_dtype t, const rlx_dim*
 }
 
 static int set_inputs(const conv_case* c, dims d, rlx_exec* e) {
-  rlx_dim xs[4], ws[4] = {d.OC, d.C, 3, 3}, bs[1] = {d.OC};
+  rlx_dim xs[4], ws[4], bs[1] = {d.OC};
   x_shape(c, d, xs);
+  w_shape(c, d, ws);
   float wscale = 1.0f / sqrtf((float)(d.C * 9)); /* keeps outputs O(1) */
   return set_random(e, "x", c->dtype, xs, 4, 1.0f) &&
          set_random(e, "w", c->dtype, ws, 4, wscale) &&

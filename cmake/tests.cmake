@@ -193,6 +193,7 @@ set_tests_properties(test_contract test_vulkan test_cuda test_cuda_conv test_oom
 add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)
+rlx_add_webgpu_test(layout_webgpu test_layout 900 "" webgpu)
 # Shared compiled code (clones, compile cache) on WebGPU; the plain
 # test_compile_cache covers the CPU and Vulkan.
 rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)
@@ -282,6 +283,10 @@ add_test(NAME vision_models_vulkan_chunked COMMAND test_vision_models vulkan --m
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_vulkan_chunked PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=1048576")
+# the same NCHW exports compiled with the channels_last option (layout pass)
+add_test(NAME vision_models_cpu_channels_last COMMAND test_vision_models cpu --channels-last
+         --models ${rlx_vision_small} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(vision_models_cpu_channels_last PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 # ---- end real vision models
 
 # ---- reduced precision (tests/test_precision.c): bf16 / f16 compilation of

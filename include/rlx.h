@@ -394,7 +394,8 @@ typedef enum rlx_pool_kind {
  * ceil-mode window that would start in the end padding is dropped. Padding
  * is never the maximum; an average divides by the taps inside the input, or
  * with count_include_pad by the taps inside input + pads. Global pooling is
- * kernel = the spatial dims. */
+ * kernel = the spatial dims. (Inside compiled graphs the channels_last
+ * pass also pools [N, spatial..., C]: the node's conv_layout attribute.) */
 RLX_API rlx_status rlx_graph_add_pool(rlx_graph* g, rlx_tensor x, rlx_pool_kind kind,
                                       int32_t n_spatial, const int64_t* kernel,
                                       const int64_t* strides, const int64_t* pads,
@@ -491,11 +492,17 @@ RLX_API rlx_status rlx_graph_add_roi_align(rlx_graph* g, rlx_tensor x, rlx_tenso
 typedef enum rlx_conv_layout {
   RLX_CONV_CHANNELS_FIRST = 0, /* x, residual, y: [N, C, spatial...] (NCHW) */
   RLX_CONV_CHANNELS_LAST = 1,  /* x, residual, y: [N, spatial..., C] (NHWC) */
+  /* Channels last with the weight in the same order: Conv's w is
+   * [OC, k..., C/groups] (OHWI), so cuDNN's NHWC kernels read it as it is
+   * (no per-run reorder). Conv only; the channels_last compile option's
+   * layout pass emits it where the backend takes it. */
+  RLX_CONV_CHANNELS_LAST_OHWI = 2,
 } rlx_conv_layout;
 /* Convolution over n_spatial (1..3) dims, y = act(conv(x, w) + bias +
  * residual) (cuDNN's ConvBiasActivation order: the residual is added before
- * the activation). w is [OC, C/groups, k...] in both layouts; bias [OC] and
- * residual (shaped like y) may be RLX_NONE; act may be RLX_ACT_NONE.
+ * the activation). w is [OC, C/groups, k...] (channels_last_ohwi: [OC,
+ * k..., C/groups]); bias [OC] and residual (shaped like y) may be
+ * RLX_NONE; act may be RLX_ACT_NONE.
  * strides / dilations[n_spatial] (NULL = all 1); pads[2 * n_spatial]: the
  * begin pads of each spatial dim, then the end pads (NULL = none). Output
  * size per dim: (in + begin + end - dilation * (k - 1) - 1) / stride + 1,
@@ -727,6 +734,15 @@ typedef struct rlx_compile_options {
    * stay f32 (cast on entry and exit). Which ops stay f32, and why, is in
    * src/passes/precision.h. */
   int32_t precision;
+  /* 1: convolution networks built channels-first (NCHW, as exported ONNX
+   * models are) run channels-last inside: a compile pass turns Conv chains
+   * and the ops between them (activations, per-channel and residual
+   * arithmetic, pooling, spatial means) to NHWC, with one Transpose where
+   * such a chain begins and one back where an NCHW consumer needs it.
+   * Results equal the NCHW graph's up to f32 rounding order; inputs and
+   * outputs keep their shapes. Faster where the convolutions are (cuDNN's
+   * tensor-core kernels). */
+  int32_t channels_last;
 } rlx_compile_options;
 
 /* Fills defaults. */

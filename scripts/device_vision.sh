@@ -5,10 +5,13 @@
 #   scripts/gen_vision_models.py at 224x224, batch 1 and 32 (that machine's
 #   torch) -> tests/test_vision_models.c on cuda, vulkan and webgpu ->
 #   ResNet-18/50 compiled in bf16 (--precision bf16) against PyTorch's f32
-#   outputs -> tests/test_precision.c per backend -> ResNet-50 forward B32 224 through `rlx bench` on each backend
-#   (f32, TF32, bf16: the f32 model compiled with --precision bf16) beside
-#   PyTorch (bench/peers_vision.py: f32 with TF32 off, TF32, bf16 autocast,
-#   the model cast to bf16; NCHW and channels_last) -> $OUT/vision_h200.md.
+#   outputs -> tests/test_precision.c per backend -> ResNet-50 forward B32
+#   224 through `rlx bench` on each backend (f32, TF32, bf16: the f32 model
+#   compiled with --precision bf16) beside PyTorch (bench/peers_vision.py:
+#   f32 with TF32 off, TF32, bf16 autocast, the model cast to bf16; NCHW and
+#   channels_last) -> $OUT/vision_h200.md. rlx's channels_last column is the
+#   same NCHW export compiled with --channels-last (the layout pass);
+#   tests/test_layout.c and the models also run that way on CL_BACKENDS.
 #
 # The binaries are built HERE (nvcc, glslc) and travel in a carried folder
 # with Debian's libvulkan and libprotobuf-c and the Dawn package, as for
@@ -27,12 +30,14 @@
 # SKIP_PEERS=1 (no PyTorch timing), TEST_TIMEOUT / BENCH_TIMEOUT (seconds per
 # test / bench process: 500 / 200), BENCH_MODEL (the model `rlx bench`
 # times, default resnet50: unet shows Vulkan's multi-allocation arena);
-# pack: NO_CUDA=1 packs a build without CUDA (its cuda rows then SKIP).
+# CL_BACKENDS (backends that also run the models and test_layout with
+# --channels-last, default "cuda"); pack: NO_CUDA=1 packs a build without
+# CUDA (its cuda rows then SKIP).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-vision-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="rlx test_vision_models test_precision"
+BINS="rlx test_vision_models test_precision test_layout"
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -116,6 +121,17 @@ for d in $BACKENDS; do
   grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/test_${d}_bf16.txt"
   { echo "=== $d bf16"; cat "$T/test_${d}_bf16.txt"; } >> "$OUT/tests.txt"
 done
+for d in ${CL_BACKENDS-cuda}; do
+  timeout "${TEST_TIMEOUT:-500}" $B/test_layout "$d" > "$T/layout_$d.txt" 2>&1
+  echo "test_layout $d exit $?"
+  timeout "${TEST_TIMEOUT:-500}" $B/test_vision_models "$d" --channels-last --dir "$VM" \
+    --batches "$BATCHES" --models "${MODELS:-resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,unet_convt}" \
+    --expect-fail "${XFAIL:-}" > "$T/test_cl_$d.txt" 2>&1
+  echo "test_vision_models $d --channels-last exit $?"
+  grep -E "^(PASS|FAIL|XFAIL|XPASS|SKIP)|B=" "$T/layout_$d.txt" "$T/test_cl_$d.txt"
+  { echo "=== $d test_layout"; cat "$T/layout_$d.txt";
+    echo "=== $d channels-last"; cat "$T/test_cl_$d.txt"; } >> "$OUT/tests.txt"
+done
 
 stage "bf16 / f16 compilation of small f32 models (tests/test_precision.c)"
 for d in $BACKENDS; do
@@ -134,21 +150,26 @@ R50=$VM/${BENCH_MODEL:-resnet50}
 modes="f32"
 $B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"
 $B/rlx bench --help 2>&1 | grep -q -- "--precision" && modes="$modes bf16"
+layouts="nchw"
+$B/rlx bench --help 2>&1 | grep -q -- "--channels-last" && layouts="$layouts channels_last"
 for d in $BACKENDS; do
   for m in $modes; do
-    extra=""
-    [ "$m" = tf32 ] && extra="--tf32"
-    [ "$m" = bf16 ] && extra="--precision bf16"
-    # shellcheck disable=SC2086
-    line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
-             --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
-    if [ -n "$line" ]; then
-      echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; print(json.dumps(r))" \
-        | tee -a "$OUT/bench_rlx.jsonl"
-    else
-      err=$(head -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
-      echo "{\"backend\": \"$d\", \"mode\": \"$m\", \"error\": \"$err\"}" | tee -a "$OUT/bench_rlx.jsonl"
-    fi
+    for lay in $layouts; do
+      extra=""
+      [ "$m" = tf32 ] && extra="--tf32"
+      [ "$m" = bf16 ] && extra="--precision bf16"
+      [ "$lay" = channels_last ] && extra="$extra --channels-last"
+      # shellcheck disable=SC2086
+      line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
+               --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
+      if [ -n "$line" ]; then
+        echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; r['layout']='$lay'; print(json.dumps(r))" \
+          | tee -a "$OUT/bench_rlx.jsonl"
+      else
+        err=$(head -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
+        echo "{\"backend\": \"$d\", \"mode\": \"$m\", \"layout\": \"$lay\", \"error\": \"$err\"}" | tee -a "$OUT/bench_rlx.jsonl"
+      fi
+    done
   done
 done
 
@@ -190,21 +211,31 @@ torch_ms = {(r["mode"], r["layout"]): r["ms"] for r in peers["rows"]}
 dev = peers.get("device", "GPU")
 md = ["# ResNet-50 forward, B%s %s (%s, same call)" % (big, image, dev), "",
       "rlx: median wall time of a synchronising `rlx_exec_run` (`rlx bench`, 20 runs after 5), "
-      "the model exported by scripts/gen_vision_models.py (NCHW). PyTorch %s (%s): "
+      "the model exported by scripts/gen_vision_models.py (NCHW; rlx channels_last: the same "
+      "model compiled with --channels-last). PyTorch %s (%s): "
       "CUDA-event median of 30 runs, eager, cudnn.benchmark on. "
       "Generated by scripts/device_vision.sh." % (peers.get("torch", "?"), peers.get("model", "?")), "",
-      "| backend / mode | NCHW ms | channels_last ms | PyTorch NCHW ms | PyTorch channels_last ms | PyTorch NCHW / rlx |",
-      "|---|---|---|---|---|---|"]
-for r in rlx:
-    tn, tc = torch_ms.get((r["mode"], "nchw")), torch_ms.get((r["mode"], "channels_last"))
+      "| backend / mode | NCHW ms | channels_last ms | PyTorch NCHW ms | PyTorch channels_last ms | PyTorch NCHW / rlx NCHW | PyTorch channels_last / rlx channels_last |",
+      "|---|---|---|---|---|---|---|"]
+def cell(r):
+    if r is None:
+        return "-", None
     ms = r.get("median_ms")
-    cell = "%.3f" % ms if ms else "error: " + r.get("error", "?")[:80]
-    md.append("| rlx %s %s | %s | - | %s | %s | %s |" % (
-        r["backend"], r["mode"], cell, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-",
-        "%.2f" % (tn / ms) if tn and ms else "-"))
+    return ("%.3f" % ms if ms else "error: " + r.get("error", "?")[:80]), ms
+keys = []
+for r in rlx:
+    if (r["backend"], r["mode"]) not in keys:
+        keys.append((r["backend"], r["mode"]))
+for backend, mode in keys:
+    by = {r.get("layout", "nchw"): r for r in rlx if r["backend"] == backend and r["mode"] == mode}
+    (cn, msn), (cc, msc) = cell(by.get("nchw")), cell(by.get("channels_last"))
+    tn, tc = torch_ms.get((mode, "nchw")), torch_ms.get((mode, "channels_last"))
+    md.append("| rlx %s %s | %s | %s | %s | %s | %s | %s |" % (
+        backend, mode, cn, cc, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-",
+        "%.2f" % (tn / msn) if tn and msn else "-", "%.2f" % (tc / msc) if tc and msc else "-"))
 for mode in ("f32", "tf32", "bf16", "bf16_model"):
     tn, tc = torch_ms.get((mode, "nchw")), torch_ms.get((mode, "channels_last"))
-    md.append("| PyTorch %s | %s | %s | | | |" % (mode, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-"))
+    md.append("| PyTorch %s | %s | %s | | | | |" % (mode, "%.3f" % tn if tn else "-", "%.3f" % tc if tc else "-"))
 open(os.path.join(out, "vision_h200.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(md))
 PY

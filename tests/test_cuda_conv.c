@@ -24,8 +24,8 @@
 
 extern char** environ;
 
-#define N_OUT 6
-#define N_NATIVE 5 /* outputs 0..4 cuDNN takes; output 5 has asymmetric pads */
+#define N_OUT 7
+#define N_NATIVE 6 /* outputs 0..4 and 6 cuDNN takes; output 5 has asymmetric pads */
 
 static rlx_tensor input(rlx_graph* g, const char* name, rlx_dtype t, rlx_dim a, rlx_dim b,
                         rlx_dim c, rlx_dim d, int rank) {
@@ -79,6 +79,13 @@ static rlx_graph* build(void) {
     int64_t st[2] = {1, 1}, pd[4] = {0, 0, 1, 1}, dl[2] = {1, 1};
     ok &= rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, st, pd, dl, 1, RLX_ACT_NONE,
                              RLX_CONV_CHANNELS_FIRST, &y[5]) == RLX_OK;
+  }
+  { /* 6: NHWC with an OHWI weight [OC, k, k, C/g] (no filter reorder), groups 2, bias */
+    rlx_tensor x = input(g, "x6", RLX_F32, 2, 7, 9, 8, 4), w = input(g, "w6", RLX_F32, 6, 3, 3, 4, 4);
+    rlx_tensor b = input(g, "b6", RLX_F32, 6, 0, 0, 0, 1);
+    int64_t st[2] = {1, 2}, pd[4] = {1, 1, 1, 1}, dl[2] = {1, 1};
+    ok &= rlx_graph_add_conv(g, x, w, b, RLX_NONE, 2, st, pd, dl, 2, RLX_ACT_RELU,
+                             RLX_CONV_CHANNELS_LAST_OHWI, &y[6]) == RLX_OK;
   }
   ok = ok && rlx_graph_set_outputs(g, y, N_OUT) == RLX_OK;
   if (!ok) {
@@ -181,7 +188,7 @@ TEST(cuda_matches_cpu_and_uses_cudnn) {
     CHECK(report_count(report, "conv", 3) + report_count(report, "conv_transpose", 3) == N_OUT);
   } else {
     CHECK_MSG(native == N_NATIVE && report_count(report, "conv", 3) == 1, "%s", report);
-    CHECK_MSG(strstr(report, "cuda conv: 5 on cuDNN") && strstr(report, "0 on the host"), "%s", report);
+    CHECK_MSG(strstr(report, "cuda conv: 6 on cuDNN") && strstr(report, "0 on the host"), "%s", report);
     printf("%s", report);
   }
   rlx_free(report);

@@ -593,7 +593,7 @@ TEST(conv_shapes) {
                                     RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &t),
               "conv", "rank 3");
   CHECK_FAILS(g, rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 2, NULL, NULL, NULL, 2,
-                                    RLX_ACT_NONE, (rlx_conv_layout)2, &t),
+                                    RLX_ACT_NONE, (rlx_conv_layout)7, &t),
               "conv", "layout");
   CHECK(rlx_graph_add_conv(g, x, w, RLX_NONE, RLX_NONE, 4, NULL, NULL, NULL, 2, RLX_ACT_NONE,
                            RLX_CONV_CHANNELS_FIRST, &t) != RLX_OK);

@@ -7,7 +7,7 @@
  *
  *   test_vision_models [DEVICE] [--dir DIR] [--size ci|full] [--batches 1,3]
  *                      [--models a,b,...] [--expect-fail a,b,...]
- *                      [--precision bf16|f16]
+ *                      [--precision bf16|f16] [--channels-last]
  *
  * --precision compiles the f32 models in bf16 / f16 (rlx_compile_options.
  * precision) and compares with PyTorch's f32 outputs at a looser tolerance
@@ -18,7 +18,8 @@
  * the script and its arguments), so later runs reuse the files. No torch:
  * exit 77 (ctest SKIP), never a pass. A model named in --expect-fail that
  * fails prints XFAIL with its error and does not fail the test; one that
- * passes prints XPASS (take it off the list). */
+ * passes prints XPASS (take it off the list). --channels-last compiles with
+ * the channels_last option (the NCHW models run NHWC inside). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ typedef struct run_config {
   const char* models;
   const char* expect_fail;
   int32_t precision; /* rlx_precision */
+  int channels_last; /* rlx_compile_options.channels_last */
 } run_config;
 
 /* Is name an entry of the comma-separated list? */
@@ -172,6 +174,7 @@ static model_result check_model(const run_config* c, const char* name) {
   rlx_compile_options o;
   rlx_compile_options_init(&o);
   o.precision = c->precision;
+  o.channels_last = c->channels_last;
   if (rlx_compile(g, c->device, &o, &e) != RLX_OK) {
     fail_with(&r, "compile", rlx_graph_last_error(g));
     goto done;
@@ -232,12 +235,13 @@ static void parse_args(int argc, char** argv, run_config* c) {
                      : strcmp(v, "f16") == 0 ? RLX_PRECISION_F16 : -1;
       i++;
     }
+    else if (strcmp(argv[i], "--channels-last") == 0) c->channels_last = 1;
     else c->device = argv[i];
   }
 }
 
 int main(int argc, char** argv) {
-  run_config c = {"cpu", NULL, "ci", "1,3", ALL_MODELS, "", RLX_PRECISION_DEFAULT};
+  run_config c = {"cpu", NULL, "ci", "1,3", ALL_MODELS, "", RLX_PRECISION_DEFAULT, 0};
   parse_args(argc, argv, &c);
   if (c.precision < 0) {
     printf("FAIL: --precision takes bf16 or f16\n");
@@ -266,11 +270,12 @@ int main(int argc, char** argv) {
     p = e ? e + 1 : NULL;
     model_result r = check_model(&c, name);
     int expected = in_list(c.expect_fail, name);
+    const char* how = c.channels_last ? " (channels-last)" : "";
     if (r.ok)
-      printf("%s %s on %s\n", expected ? "XPASS (take it off --expect-fail)" : "PASS", name,
-             c.device);
+      printf("%s %s on %s%s\n", expected ? "XPASS (take it off --expect-fail)" : "PASS", name,
+             c.device, how);
     else
-      printf("%s %s on %s: %s\n", expected ? "XFAIL" : "FAIL", name, c.device, r.why);
+      printf("%s %s on %s%s: %s\n", expected ? "XFAIL" : "FAIL", name, c.device, how, r.why);
     fflush(stdout);
     failures += !r.ok && !expected;
   }

@@ -403,6 +403,7 @@ int cli_compile(const char* cmd, rlx_graph* g, const cli_model_opts* mo, rlx_exe
   o.symbol_sizes = mo->bindings.sizes;
   o.n_symbols = mo->bindings.n;
   o.precision = mo->precision;
+  o.channels_last = mo->channels_last;
   quiet = cli_quiet_begin();
   double t0 = cli_now_ms();
   s = rlx_compile(g, resolved, &o, out_exec);
@@ -959,6 +960,10 @@ int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accep
     o->tf32 = 1;
     return 1;
   }
+  if ((accept & CLI_OPT_STRICT) && strcmp(argv[*i], "--channels-last") == 0) {
+    o->channels_last = 1;
+    return 1;
+  }
 #define TRY(bit, name)                                                      \
   if ((accept & (bit)) && (m = cli_opt_value(cmd, argc, argv, i, name, &v)) != 0)
   TRY(CLI_OPT_STRICT, "--precision") {
@@ -1047,7 +1052,9 @@ void cli_model_opts_help(FILE* f, unsigned accept) {
                "                      and convolution (default: exact f32)\n"
                "  --precision P       bf16 or f16: compute the graph's f32 values in P\n"
                "                      (inputs, params and outputs stay f32); f32: as\n"
-               "                      the graph says (default)\n");
+               "                      the graph says (default)\n"
+               "  --channels-last     run NCHW convolution networks channels-last (NHWC)\n"
+               "                      inside; inputs and outputs keep their layout\n");
 }
 
 /* A --bind for a symbol the graph does not have is almost surely a typo. */

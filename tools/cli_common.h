@@ -146,6 +146,7 @@ typedef struct cli_model_opts {
   cli_bindings bindings;
   cli_inputs inputs;
   int32_t precision; /* --precision: rlx_compile_options.precision */
+  int channels_last; /* --channels-last: rlx_compile_options.channels_last */
 } cli_model_opts;
 
 /* Compiles g for o->device with o's bindings as symbol sizes and o's

@@ -93,7 +93,8 @@ class CompileOptions(Structure):
                 ("symbol_names", POINTER(c_char_p)), ("symbol_sizes", POINTER(c_int64)),
                 ("n_symbols", c_int32), ("extent_symbol", c_char_p),
                 ("state_inputs", POINTER(c_char_p)), ("state_outputs", POINTER(c_int32)),
-                ("n_states", c_int32), ("precision", c_int32)]
+                ("n_states", c_int32), ("precision", c_int32),
+                ("channels_last", c_int32)]
 
 
 class MemoryStats(Structure):

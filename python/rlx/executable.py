@@ -26,12 +26,13 @@ _PRECISIONS = {None: 0, "f32": 0, "bf16": 1, "f16": 2}
 
 
 def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans, symbols,
-             extent_symbol, states, precision=None):
+             extent_symbol, states, precision=None, channels_last=False):
     """An rlx_compile_options and the ctypes buffers it points into (keep both alive)."""
     o = _capi.CompileOptions()
     lib.rlx_compile_options_init(ctypes.byref(o))
     o.strict, o.allow_tf32, o.reference, o.debug_nans = (int(strict), int(allow_tf32),
                                                          int(reference), int(debug_nans))
+    o.channels_last = int(channels_last)
     if threads is not None:
         o.threads = threads
     if use_blas is not None:
@@ -60,7 +61,8 @@ def _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans
 
 def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None,
             use_blas=None, reference=False, debug_nans=False, symbols=None,
-            extent_symbol=None, states=None, onnx_params=True, precision=None):
+            extent_symbol=None, states=None, onnx_params=True, precision=None,
+            channels_last=False):
     """Compiles `graph` for `device` ("cpu", "cuda", "vulkan", "webgpu" or "best").
 
     strict: an op the backend cannot run natively is an error.
@@ -74,12 +76,15 @@ def compile(graph, device="cpu", *, strict=False, allow_tf32=False, threads=None
     precision: "bf16" or "f16" computes the graph's f32 values in that dtype (f32
     inputs, params and outputs stay f32; kernels accumulate in f32); None or "f32":
     the graph's own dtypes.
+    channels_last: run an NCHW convolution network channels-last (NHWC) inside (faster
+    convolutions on CUDA); inputs and outputs keep their layout.
     Errors raise the status's RlxError with the message left on the graph.
     """
     if not isinstance(graph, Graph):
         raise TypeError("compile() takes an rlx.Graph")
     o, keep = _options(graph, strict, allow_tf32, threads, use_blas, reference, debug_nans,
-                       symbols, extent_symbol, states, precision)
+                       symbols, extent_symbol, states, precision,
+                       channels_last)
     handle = ctypes.c_void_p()
     status = lib.rlx_compile(graph.handle, device.encode(), ctypes.byref(o),
                              ctypes.byref(handle))

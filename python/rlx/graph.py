@@ -631,7 +631,7 @@ class Graph(_capi.Owned):
         return self._add(lib.rlx_graph_add_space_to_depth, self._t(x), block)
 
     # ---- convolution
-    _CONV_LAYOUTS = {"channels_first": 0, "channels_last": 1}
+    _CONV_LAYOUTS = {"channels_first": 0, "channels_last": 1, "channels_last_ohwi": 2}
 
     @staticmethod
     def _ints(v, n):
@@ -648,9 +648,10 @@ class Graph(_capi.Owned):
 
     def conv(self, x, w, bias=None, residual=None, *, strides=None, pads=None, dilations=None,
              groups=1, act="none", layout="channels_first"):
-        """act(conv(x, w) + bias + residual); w [OC, C/groups, k...] in both layouts; x is
-        [N, C, spatial...] ('channels_first') or [N, spatial..., C] ('channels_last'); pads
-        lists the begin pads of each spatial dim, then the end pads."""
+        """act(conv(x, w) + bias + residual); w [OC, C/groups, k...]; x is [N, C,
+        spatial...] ('channels_first') or [N, spatial..., C] ('channels_last', and
+        'channels_last_ohwi' with w [OC, k..., C/groups]); pads lists the begin pads of
+        each spatial dim, then the end pads."""
         ns = len(self._tensor(w).shape) - 2
         return self._add(lib.rlx_graph_add_conv, self._t(x), self._t(w), self._t(bias),
                          self._t(residual), ns, self._ints(strides, ns),

@@ -229,3 +229,21 @@ def test_precision_computes_reduced_behind_an_f32_interface(device, rng, precisi
     err = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert 0 < err < tol  # rounded (not computed in f32), within a few units
     assert (": %s[" % precision) in reduced.to_dot()
+def test_channels_last_option_keeps_results(device, rng):
+    """An NCHW conv net compiled with channels_last=True (run NHWC inside) gives the
+    NCHW results: conv + relu + max pool, a residual conv, a global average pool."""
+    x = rng.standard_normal((2, 3, 8, 6)).astype(np.float32)
+    w1 = rng.standard_normal((5, 3, 3, 3)).astype(np.float32) * 0.3
+    w2 = rng.standard_normal((5, 5, 3, 3)).astype(np.float32) * 0.3
+    b = rng.standard_normal(5).astype(np.float32)
+    with rlx.Graph() as g:
+        t = g.input("x", "f32", x.shape)
+        y = g.conv(t, g.constant(w1), g.constant(b), pads=[1, 1, 1, 1]).relu()
+        y = g.pool(y, [2, 2], strides=[2, 2])
+        y = g.conv(y, g.constant(w2), residual=y, pads=[1, 1, 1, 1], act="relu")
+        g.set_outputs(y, g.pool(y, [4, 3], kind="avg"))
+        plain = g.compile(device)
+        last = g.compile(device, channels_last=True)
+    for want, got in zip(plain.run(x=x), last.run(x=x)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

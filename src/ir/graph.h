@@ -111,6 +111,18 @@ typedef struct rlx_node_attrs {
   rlx_type type;
 } rlx_node_attrs;
 
+/* Conv layouts (rlx_conv_layout): whether x, residual and y are
+ * [N, spatial..., C], and the axis of w holding spatial dim i (w is
+ * [O, I, k...] except channels_last_ohwi's [O, k..., I]) and the input
+ * channels (i = -1). */
+static inline int rlx_conv_layout_is_last(int32_t layout) {
+  return layout == RLX_CONV_CHANNELS_LAST || layout == RLX_CONV_CHANNELS_LAST_OHWI;
+}
+static inline int32_t rlx_conv_w_axis(int32_t layout, int32_t ns, int32_t i) {
+  if (layout == RLX_CONV_CHANNELS_LAST_OHWI) return i < 0 ? ns + 1 : 1 + i;
+  return i < 0 ? 1 : 2 + i;
+}
+
 /* Resize: at most this many dims change (the kernels' per-dim tables). */
 #define RLX_RESIZE_MAX_DIMS 3
 

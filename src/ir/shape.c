@@ -844,12 +844,18 @@ static rlx_status infer_pool(infer_ctx* c) {
   if (x->rank != ns + 2 || !rlx_dtype_is_float(x->dtype))
     return FAIL(c, "x %s must be a float tensor [N, C, %d spatial dims]", TSTR(c, x, b1), (int)ns);
   RLX_RETURN_IF_ERROR(check_pool_lists(c, ns));
+  /* channels last: [N, spatial..., C]; argmax's indices are NCHW ones */
+  int last = a->conv_layout == RLX_CONV_CHANNELS_LAST;
+  if (a->conv_layout != RLX_CONV_CHANNELS_FIRST && (!last || a->pool == RLX_POOL_ARGMAX))
+    return FAIL(c, "layout %d: pooling is channels_first, or channels_last for max and avg",
+                (int)a->conv_layout);
   c->out[0] = *x;
   for (int32_t i = 0; i < ns; i++) {
-    rlx_dim in = x->shape[2 + i];
+    int32_t ax = last ? 1 + i : 2 + i;
+    rlx_dim in = x->shape[ax];
     if (in < 0) { /* the window's fit is checked when specialised */
       if (!pool_out_symbolic(c->g, in, a->kernel.v[i], a->strides.v[i], a->dilations.v[i],
-                             a->pads.v[i], a->pads.v[ns + i], a->ceil_mode, &c->out[0].shape[2 + i]))
+                             a->pads.v[i], a->pads.v[ns + i], a->ceil_mode, &c->out[0].shape[ax]))
         return FAIL(c, "spatial dim %d of x %s: %s", (int)i, TSTR(c, x, b1), c->g->err.msg);
       continue;
     }
@@ -858,7 +864,7 @@ static rlx_status infer_pool(infer_ctx* c) {
     if (o < 1)
       return FAIL(c, "spatial dim %d: a window of %lld (dilation %lld) does not fit %lld + pads",
                   (int)i, (long long)a->kernel.v[i], (long long)a->dilations.v[i], (long long)in);
-    c->out[0].shape[2 + i] = o;
+    c->out[0].shape[ax] = o;
   }
   if (a->pool == RLX_POOL_ARGMAX) c->out[0].dtype = RLX_I64;
   return RLX_OK;
@@ -914,15 +920,16 @@ static rlx_status check_conv_lists(infer_ctx* c, int32_t ns, int transpose) {
                     (int)i, (long long)op, (long long)s, (long long)d);
     }
   }
-  if (a->conv_layout != RLX_CONV_CHANNELS_FIRST && a->conv_layout != RLX_CONV_CHANNELS_LAST)
-    return FAIL(c, "layout %d is not channels_first or channels_last", (int)a->conv_layout);
+  if (a->conv_layout < RLX_CONV_CHANNELS_FIRST || a->conv_layout > RLX_CONV_CHANNELS_LAST_OHWI)
+    return FAIL(c, "layout %d is not channels_first, channels_last or channels_last_ohwi",
+                (int)a->conv_layout);
   return RLX_OK;
 }
 
 /* Axis of spatial dim i (and of the channels, i = -1) of a [N, C, sp...] or
  * [N, sp..., C] tensor of rank ns + 2. */
 static int32_t conv_axis(int32_t layout, int32_t ns, int32_t i) {
-  if (layout == RLX_CONV_CHANNELS_LAST) return i < 0 ? ns + 1 : 1 + i;
+  if (rlx_conv_layout_is_last(layout)) return i < 0 ? ns + 1 : 1 + i;
   return i < 0 ? 1 : 2 + i;
 }
 
@@ -946,9 +953,11 @@ static rlx_status check_conv_x_w(infer_ctx* c, int32_t ns, const rlx_type* x, co
   if (w->rank != ns + 2 || w->dtype != x->dtype)
     return FAIL(c, "w %s must be [out, in, kernel...] of rank %d with x's dtype (x %s)",
                 TSTR(c, w, b1), (int)(ns + 2), TSTR(c, x, b2));
-  for (int32_t d = 0; d < ns + 2; d++)
-    if (w->shape[d] < (d < 2 ? 0 : 1))
+  for (int32_t i = 0; i < ns; i++)
+    if (w->shape[rlx_conv_w_axis(layout, ns, i)] < 1)
       return FAIL(c, "w %s must be static with kernel sizes >= 1", TSTR(c, w, b1));
+  if (w->shape[0] < 0 || w->shape[rlx_conv_w_axis(layout, ns, -1)] < 0)
+    return FAIL(c, "w %s must be static", TSTR(c, w, b1));
   return RLX_OK;
 }
 
@@ -956,13 +965,13 @@ static rlx_status check_conv_x_w(infer_ctx* c, int32_t ns, const rlx_type* x, co
 static rlx_status conv_channels(infer_ctx* c, int transpose, int64_t C, const rlx_type* w,
                                 int64_t* OC) {
   char b1[160];
-  int64_t g = c->a->groups;
+  int64_t g = c->a->groups, w_in = w->shape[rlx_conv_w_axis(c->a->conv_layout, w->rank - 2, -1)];
   if (g < 1) return FAIL(c, "groups %lld must be >= 1", (long long)g);
   if (C % g) return FAIL(c, "x's %lld channels do not divide into %lld groups", (long long)C, (long long)g);
   if (!transpose) {
-    if (w->shape[1] * g != C)
+    if (w_in * g != C)
       return FAIL(c, "w %s takes %lld input channels per group; x has %lld channels in %lld groups",
-                  TSTR(c, w, b1), (long long)w->shape[1], (long long)C, (long long)g);
+                  TSTR(c, w, b1), (long long)w_in, (long long)C, (long long)g);
     if (w->shape[0] % g)
       return FAIL(c, "w %s: %lld output channels do not divide into %lld groups", TSTR(c, w, b1),
                   (long long)w->shape[0], (long long)g);
@@ -995,6 +1004,8 @@ static rlx_status infer_conv(infer_ctx* c, int transpose) {
   const rlx_node_attrs* a = c->a;
   int32_t ns = a->strides.n, layout = a->conv_layout;
   RLX_RETURN_IF_ERROR(check_conv_lists(c, ns, transpose));
+  if (transpose && layout == RLX_CONV_CHANNELS_LAST_OHWI)
+    return FAIL(c, "layout channels_last_ohwi is for Conv only");
   RLX_RETURN_IF_ERROR(check_conv_x_w(c, ns, x, w));
   int64_t OC = 0;
   RLX_RETURN_IF_ERROR(conv_channels(c, transpose, x->shape[conv_axis(layout, ns, -1)], w, &OC));
@@ -1002,12 +1013,13 @@ static rlx_status infer_conv(infer_ctx* c, int transpose) {
   c->out[0].shape[conv_axis(layout, ns, -1)] = OC;
   for (int32_t i = 0; i < ns; i++) {
     int32_t ax = conv_axis(layout, ns, i);
-    int64_t o = conv_out_dim(x->shape[ax], w->shape[2 + i], a->strides.v[i], a->dilations.v[i],
+    int64_t k = w->shape[rlx_conv_w_axis(layout, ns, i)];
+    int64_t o = conv_out_dim(x->shape[ax], k, a->strides.v[i], a->dilations.v[i],
                              a->pads.v[i], a->pads.v[ns + i],
                              transpose ? a->output_padding.v[i] : 0, transpose);
     if (o < 1)
       return FAIL(c, "spatial dim %d: output size %lld (input %lld, kernel %lld, dilation %lld, pads %lld, %lld) must be >= 1",
-                  (int)i, (long long)o, (long long)x->shape[ax], (long long)w->shape[2 + i],
+                  (int)i, (long long)o, (long long)x->shape[ax], (long long)k,
                   (long long)a->dilations.v[i], (long long)a->pads.v[i], (long long)a->pads.v[ns + i]);
     c->out[0].shape[ax] = o;
   }
@@ -1022,6 +1034,7 @@ static rlx_status infer_im2col(infer_ctx* c) {
   int32_t ns = a->kernel.n, layout = a->conv_layout;
   if (a->strides.n != ns) return FAIL(c, "kernel has %d entries, strides %d", (int)ns, (int)a->strides.n);
   RLX_RETURN_IF_ERROR(check_conv_lists(c, ns, 0));
+  if (layout == RLX_CONV_CHANNELS_LAST_OHWI) return FAIL(c, "layout channels_last_ohwi is for Conv only");
   if (x->rank != ns + 2)
     return FAIL(c, "x %s must have rank %d (N, channels and %d spatial dims)", TSTR(c, x, b1),
                 (int)(ns + 2), (int)ns);

@@ -51,7 +51,8 @@ static const char* const coord_names[] = {"half_pixel", "half_pixel_symmetric",
 static const char* const grid_pad_names[] = {"zeros", "border", "reflection"};
 static const char* const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                             "ceil"};
-static const char* const conv_layout_names[] = {"channels_first", "channels_last"};
+static const char* const conv_layout_names[] = {"channels_first", "channels_last",
+                                                "channels_last_ohwi"};
 
 #define COUNT_OF(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(COUNT_OF(mask_names) == RLX_MASK_BIAS + 1, "mask_names out of sync");

@@ -198,6 +198,7 @@ static rlx_status zero_pad(rewriter* r, rlx_tensor x, const int64_t* pads, rlx_t
  * ConvTranspose rule builds a Conv of its own). */
 typedef struct conv_spec {
   int32_t ns, last, act;       /* spatial dims, channels last, activation */
+  int32_t w_ohwi;              /* w is [OC, k..., C/g] (channels_last_ohwi) */
   int64_t groups, C, OC, K;    /* K: taps per channel */
   int64_t kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
 } conv_spec;
@@ -209,14 +210,15 @@ static void spec_of(const rlx_graph* g, const rlx_node* n, conv_spec* c) {
   const rlx_type* w = rlx_tensor_type(g, n->in[1]);
   memset(c, 0, sizeof *c);
   c->ns = n->a.strides.n;
-  c->last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  c->last = rlx_conv_layout_is_last(n->a.conv_layout);
+  c->w_ohwi = n->a.conv_layout == RLX_CONV_CHANNELS_LAST_OHWI;
   c->act = n->a.act;
   c->groups = n->a.groups;
   c->C = rlx_tensor_type(g, n->in[0])->shape[channel_axis(c)];
   c->OC = rlx_tensor_type(g, n->out[0])->shape[channel_axis(c)];
   c->K = 1;
   for (int32_t i = 0; i < c->ns; i++) {
-    c->kernel[i] = w->shape[2 + i];
+    c->kernel[i] = w->shape[rlx_conv_w_axis(n->a.conv_layout, c->ns, i)];
     c->K *= c->kernel[i];
     c->stride[i] = n->a.strides.v[i];
     c->dilation[i] = n->a.dilations.v[i];
@@ -275,16 +277,17 @@ static rlx_status conv_matmul_last(rewriter* r, const conv_spec* c, rlx_tensor c
   }
   rlx_dim cs2[4] = {N, G, L, c->K * cg};
   RLX_RETURN_IF_ERROR(reshape_to(r, col, 4, cs2, &col));
-  /* w [G, OCg, Cg, k...] -> [G, OCg, k..., Cg] */
-  rlx_dim ws[RLX_MAX_RANK] = {G, ocg, cg};
-  int32_t perm[RLX_MAX_RANK] = {0, 1};
-  for (int32_t i = 0; i < c->ns; i++) {
-    ws[3 + i] = c->kernel[i];
-    perm[2 + i] = 3 + i;
+  if (!c->w_ohwi) { /* w [G, OCg, Cg, k...] -> [G, OCg, k..., Cg] */
+    rlx_dim ws[RLX_MAX_RANK] = {G, ocg, cg};
+    int32_t perm[RLX_MAX_RANK] = {0, 1};
+    for (int32_t i = 0; i < c->ns; i++) {
+      ws[3 + i] = c->kernel[i];
+      perm[2 + i] = 3 + i;
+    }
+    perm[2 + c->ns] = 2;
+    RLX_RETURN_IF_ERROR(reshape_to(r, w, 3 + c->ns, ws, &w));
+    RLX_RETURN_IF_ERROR(transpose_to(r, w, perm, &w));
   }
-  perm[2 + c->ns] = 2;
-  RLX_RETURN_IF_ERROR(reshape_to(r, w, 3 + c->ns, ws, &w));
-  RLX_RETURN_IF_ERROR(transpose_to(r, w, perm, &w));
   rlx_dim ws2[3] = {G, ocg, c->K * cg};
   RLX_RETURN_IF_ERROR(reshape_to(r, w, 3, ws2, &w));
   rlx_node_attrs at = {0};

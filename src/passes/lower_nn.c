@@ -365,16 +365,19 @@ static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t n
     }
   } else {
     int32_t ns = n->a.kernel.n;
+    /* the window dims: 2.. (channels first) or 1.. (channels last, where
+     * channels are a size-1 window dim like N) */
+    int32_t first = n->a.conv_layout == RLX_CONV_CHANNELS_LAST ? 1 : 2;
     if (r != ns + 2) return fail_node(out, g, ni, "pool input rank must be 2 + spatial dims");
     s->op = n->a.pool == RLX_POOL_AVG ? RLX_WIN_AVG : RLX_WIN_MAX;
     p->index_out = n->a.pool == RLX_POOL_ARGMAX;
     p->count_include_pad = n->a.count_include_pad;
     for (int32_t i = 0; i < ns; i++) {
-      p->kernel[2 + i] = n->a.kernel.v[i];
-      p->stride[2 + i] = n->a.strides.v[i];
-      p->dilation[2 + i] = n->a.dilations.v[i];
-      p->pad[2 + i] = n->a.pads.v[i];
-      p->pad_end[2 + i] = n->a.pads.v[ns + i];
+      p->kernel[first + i] = n->a.kernel.v[i];
+      p->stride[first + i] = n->a.strides.v[i];
+      p->dilation[first + i] = n->a.dilations.v[i];
+      p->pad[first + i] = n->a.pads.v[i];
+      p->pad_end[first + i] = n->a.pads.v[ns + i];
     }
   }
   p->taps = 1;
@@ -469,7 +472,7 @@ static rlx_status lower_sampler(const rlx_graph* g, const rlx_plan* plan, int32_
  * n_spatial is 1 so kernels may always loop over three. */
 static void conv_geometry(const rlx_node* n, const rlx_view* x, const rlx_view* w,
                           const rlx_view* y, rlx_conv_params* p) {
-  int32_t ns = n->a.strides.n, last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  int32_t ns = n->a.strides.n, last = rlx_conv_layout_is_last(n->a.conv_layout);
   p->n_spatial = ns;
   p->layout = n->a.conv_layout;
   p->act = n->a.act;
@@ -482,7 +485,7 @@ static void conv_geometry(const rlx_node* n, const rlx_view* x, const rlx_view* 
     int32_t ax = last ? 1 + i : 2 + i;
     p->in[i] = inside ? x->shape[ax] : 1;
     p->out[i] = inside ? y->shape[ax] : 1;
-    p->kernel[i] = inside ? w->shape[2 + i] : 1;
+    p->kernel[i] = inside ? w->shape[rlx_conv_w_axis(n->a.conv_layout, ns, i)] : 1;
     p->stride[i] = inside ? n->a.strides.v[i] : 1;
     p->dilation[i] = inside ? n->a.dilations.v[i] : 1;
     p->pad[i] = inside ? n->a.pads.v[i] : 0;

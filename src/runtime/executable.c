@@ -19,6 +19,7 @@
 #include "passes/bn_fold.h"
 #include "passes/precision.h"
 #include "passes/decompose.h"
+#include "passes/layout.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/value_inputs.h"
@@ -228,6 +229,8 @@ static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_gra
   int convs = has_op(g, RLX_OP_CONV) || has_op(g, RLX_OP_CONV_TRANSPOSE);
   if (s == RLX_OK && convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION))
     s = apply_pass(rlx_fuse_conv_epilogues, &g, spec, spec);
+  if (s == RLX_OK && convs && e->opt.channels_last)
+    s = apply_pass(rlx_layout_channels_last, &g, spec, spec);
   if (s == RLX_OK && e->opt.precision != RLX_PRECISION_DEFAULT)
     s = apply_precision(e, &g, spec);
   if (s == RLX_OK) {
@@ -314,7 +317,7 @@ done:
 /* The compile cache's key for e's source graph at `sizes`: everything
  * compiled_build reads besides the graph's canonical text (which covers its
  * structure, types, attributes, names and constant bytes): the device,
- * strict mode, the precision, the state pairs and the environment switches (some change
+ * strict mode, the precision, channels_last, the state pairs and the environment switches (some change
  * what a backend supports). Options that only reach the backend's create
  * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
  * every executable creates its own backend exec from its own options. */
@@ -334,6 +337,7 @@ static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   rlx_compile_key_add_str(k, e->backend->name);
   rlx_compile_key_add_i64(k, e->opt.strict != 0);
   rlx_compile_key_add_i64(k, e->opt.precision);
+  rlx_compile_key_add_i64(k, e->opt.channels_last != 0); /* changes the compiled graph */
   rlx_compile_key_add_i64(k, e->src->n_symbols);
   for (int32_t i = 0; i < e->src->n_symbols; i++) rlx_compile_key_add_i64(k, sizes[i]);
   for (int32_t i = 0; i < e->n_inputs; i++) {

@@ -113,7 +113,7 @@ static void weights_tap_major(const float* wg, int64_t ocg, int64_t cg, int64_t 
 static void conv_epilogue(void* ctx, int64_t begin, int64_t end) {
   const conv_job* J = ctx;
   const rlx_conv_params* p = J->p;
-  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int last = rlx_conv_layout_is_last(p->layout);
   int64_t len = last ? p->OC : J->L;
   for (int64_t r = begin; r < end; r++) {
     float* row = J->y + r * len;
@@ -144,7 +144,7 @@ static int is_pointwise(const rlx_conv_params* p) {
 static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float* y, int64_t n,
                              int64_t g) {
   const rlx_conv_params* p = J->p;
-  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int last = rlx_conv_layout_is_last(p->layout);
   int64_t area_in = p->in[0] * p->in[1] * p->in[2], ocg = p->OC / p->groups;
   int64_t depth = J->cg * J->taps;
   J->c0 = g * J->cg;
@@ -156,8 +156,10 @@ static void conv_image_group(rlx_cpu_fast* f, conv_job* J, const float* w, float
     ld_col = last ? p->C : area_in;
   } else if (last) {
     rlx_cpu_parallel_for(f->pool, J->L, 16, col_rows_last, J);
-    weights_tap_major(wg, ocg, J->cg, J->taps, J->wt);
-    wg = J->wt;
+    if (p->layout != RLX_CONV_CHANNELS_LAST_OHWI) { /* OHWI weights are tap-major already */
+      weights_tap_major(wg, ocg, J->cg, J->taps, J->wt);
+      wg = J->wt;
+    }
   } else {
     rlx_cpu_parallel_for(f->pool, depth, 1, col_rows_first, J);
   }
@@ -256,7 +258,7 @@ static void dw_rows(void* ctx, int64_t begin, int64_t end) {
 
 static int fast_depthwise(rlx_cpu_fast* f, const rlx_conv_params* p, int64_t taps, const float* x,
                           const float* w, float* y) {
-  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int last = rlx_conv_layout_is_last(p->layout);
   dw_job J = {p, x, w, y, taps, p->OC / p->C};
   float* wt = NULL;
   if (last) { /* [OC, taps] -> [taps, OC] */
@@ -288,7 +290,7 @@ typedef struct col2im_job {
 static void col2im_rows(void* ctx, int64_t begin, int64_t end) {
   const col2im_job* J = ctx;
   const rlx_conv_params* p = J->p;
-  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int last = rlx_conv_layout_is_last(p->layout);
   int64_t area = p->out[0] * p->out[1] * p->out[2];
   /* element (n, oc, at) of y, at the flat output position */
   int64_t step = last ? p->OC : 1;
@@ -317,7 +319,7 @@ static void col2im_rows(void* ctx, int64_t begin, int64_t end) {
 static int fast_conv_transpose(rlx_cpu_fast* f, conv_job* J, const float* x, const float* w,
                                float* y) {
   const rlx_conv_params* p = J->p;
-  int last = p->layout == RLX_CONV_CHANNELS_LAST;
+  int last = rlx_conv_layout_is_last(p->layout);
   int64_t ocg = p->OC / p->groups, L_in = p->in[0] * p->in[1] * p->in[2];
   int64_t rows = ocg * J->taps, bytes = rows * L_in * (int64_t)sizeof(float);
   if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
@@ -383,7 +385,7 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
     J.y = y;
     J.bias = p->has_bias ? (const float*)(arena + s->in[2].offset) : NULL;
     J.res = p->has_residual ? (const float*)(arena + s->in[3].offset) : NULL;
-    int last = p->layout == RLX_CONV_CHANNELS_LAST;
+    int last = rlx_conv_layout_is_last(p->layout);
     rlx_cpu_parallel_for(f->pool, last ? p->N * J.L : p->N * p->OC, 1, conv_epilogue, &J);
   }
   return 1;

@@ -616,7 +616,7 @@ static rlx_status ref_sampler(uint8_t* arena, const rlx_step* s, rlx_error* err)
 static int64_t conv_index(const rlx_conv_params* p, int64_t ch, const int64_t* sp, int64_t n,
                           int64_t c, const int64_t* i) {
   int64_t s = (i[0] * sp[1] + i[1]) * sp[2] + i[2], area = sp[0] * sp[1] * sp[2];
-  if (p->layout == RLX_CONV_CHANNELS_LAST) return (n * area + s) * ch + c;
+  if (rlx_conv_layout_is_last(p->layout)) return (n * area + s) * ch + c;
   return (n * ch + c) * area + s;
 }
 
@@ -635,10 +635,10 @@ static int64_t conv_source(const rlx_conv_params* p, int transpose, int d, int64
 }
 
 /* The sum over the taps of one output element (n, oc, o) of a Conv
- * (w [OC, C/g, k...]) or ConvTranspose (w [C, OC/g, k...]). */
+ * (w [OC, C/g, k...], or [OC, k..., C/g] for OHWI) or ConvTranspose (w [C, OC/g, k...]). */
 static double conv_sum(uint8_t* arena, const rlx_step* s, int64_t n, int64_t oc, const int64_t* o) {
   const rlx_conv_params* p = &s->p.conv;
-  int transpose = s->op == RLX_CONV_TRANSPOSE;
+  int transpose = s->op == RLX_CONV_TRANSPOSE, ohwi = p->layout == RLX_CONV_CHANNELS_LAST_OHWI;
   int64_t cg = p->C / p->groups, ocg = p->OC / p->groups, g = oc / ocg;
   int64_t taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
   double acc = 0.0;
@@ -649,7 +649,9 @@ static double conv_sum(uint8_t* arena, const rlx_step* s, int64_t n, int64_t oc,
     for (int d = 0; d < 3 && inside; d++) inside = (i[d] = conv_source(p, transpose, d, o[d], tk[d])) >= 0;
     if (!inside) continue;
     for (int64_t c = 0; c < cg; c++) {
-      int64_t wi = transpose ? ((g * cg + c) * ocg + oc % ocg) * taps + t : (oc * cg + c) * taps + t;
+      int64_t wi = transpose ? ((g * cg + c) * ocg + oc % ocg) * taps + t
+                   : ohwi    ? (oc * taps + t) * cg + c
+                             : (oc * cg + c) * taps + t;
       acc += ld(arena, &s->in[0], conv_index(p, p->C, p->in, n, g * cg + c, i)) * ld(arena, &s->in[1], wi);
     }
   }

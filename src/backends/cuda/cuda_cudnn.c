@@ -38,6 +38,7 @@ struct rlx_cuda_conv_plan {
   rlx_dnn_conv cd;
   rlx_dnn_act ad;
   int transpose, algo, math, fused, add_bias, applies_act, residual_copy, has_residual;
+  int filter_ohwi; /* channels-last filter read in place (no reorder) */
   size_t ws; /* w_bytes + the algorithm's own workspace */
   CUdeviceptr x, w, bias, res, y;
   float one, zero; /* scaling factors: float for f32, f16 and bf16 data */
@@ -159,7 +160,7 @@ int rlx_cuda_conv_plan_needs_residual_copy(const rlx_cuda_conv_plan* p) { return
 
 void rlx_cuda_conv_plan_describe(const rlx_cuda_conv_plan* p, char* buf, size_t cap) {
   snprintf(buf, cap, "%s algo %d%s%s", p->transpose ? "bwd-data" : "fwd", p->algo,
-           p->fused ? " fused" : "", p->w_dst ? " nhwc" : "");
+           p->fused ? " fused" : "", p->w_dst ? " nhwc" : p->filter_ohwi ? " nhwc ohwi" : "");
 }
 
 static rlx_status dnn_fail(const rlx_cuda_dev* d, rlx_error* err, rlx_dnn_status s,
@@ -243,7 +244,9 @@ static rlx_status make_descriptors(const rlx_cuda_build* b, const rlx_cuda_conv*
   DNN(d, err, "cudnnCreateFilterDescriptor", a->create_filter(&p->wd));
   DNN(d, err, "cudnnSetFilterNdDescriptor",
       a->set_filter_nd(p->wd, type, c->channels_last ? RLX_DNN_NHWC : RLX_DNN_NCHW, nb, dims));
-  if (c->channels_last) RLX_RETURN_IF_ERROR(filter_reorder(d, type, nb, dims, p, err));
+  p->filter_ohwi = c->channels_last && c->filter_ohwi;
+  if (c->channels_last && !c->filter_ohwi)
+    RLX_RETURN_IF_ERROR(filter_reorder(d, type, nb, dims, p, err));
   DNN(d, err, "cudnnCreateConvolutionDescriptor", a->create_conv(&p->cd));
   DNN(d, err, "cudnnSetConvolutionNdDescriptor",
       a->set_conv_nd(p->cd, nsp, pad, stride, dil, RLX_DNN_CROSS_CORRELATION, RLX_DNN_FLOAT));

@@ -283,10 +283,11 @@ typedef struct rlx_cuda_conv {
   int64_t N, C, OC, groups;  /* C: x's channels; OC: y's */
   int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];
   int64_t x_stride[5], y_stride[5], res_stride[5];
-  /* x, y channels-last: w ([OC, C/g, k..] as in every layout) is copied
-   * to [OC, k.., C/g] in the workspace each run, so cuDNN's NHWC kernels
-   * apply (cudnnTransformTensor, a few MB at most) */
-  int channels_last;
+  /* x, y channels-last: w ([OC, C/g, k..]) is copied to [OC, k.., C/g]
+   * in the workspace each run, so cuDNN's NHWC kernels apply
+   * (cudnnTransformTensor, a few MB at most), unless filter_ohwi: w is
+   * [OC, k.., C/g] already (RLX_CONV_CHANNELS_LAST_OHWI) and read as it is */
+  int channels_last, filter_ohwi;
   int act; /* rlx_activation applied after bias and residual */
   int has_bias, has_residual;
   rlx_dtype bias_dtype, res_dtype;

@@ -939,7 +939,8 @@ static void conv_geometry(const rlx_conv_params* q, int transpose, rlx_cuda_conv
     c->stride[i] = q->stride[i], c->dilation[i] = q->dilation[i];
     c->pad[i] = q->pad[i], c->pad_end[i] = q->pad_end[i];
   }
-  c->channels_last = q->layout == RLX_CONV_CHANNELS_LAST;
+  c->channels_last = rlx_conv_layout_is_last(q->layout);
+  c->filter_ohwi = q->layout == RLX_CONV_CHANNELS_LAST_OHWI;
   c->act = q->act;
   c->has_bias = q->has_bias;
   c->has_residual = q->has_residual;
@@ -985,7 +986,7 @@ int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t
   const rlx_type* x = rlx_tensor_type(g, n->in[0]);
   const rlx_type* w = rlx_tensor_type(g, n->in[1]);
   const rlx_type* y = rlx_tensor_type(g, n->out[0]);
-  int32_t ns = n->a.strides.n, last = n->a.conv_layout == RLX_CONV_CHANNELS_LAST;
+  int32_t ns = n->a.strides.n, last = rlx_conv_layout_is_last(n->a.conv_layout);
   if (ns < 1 || ns > 3 || x->rank != ns + 2 || y->rank != ns + 2 || w->rank != ns + 2) return 0;
   int64_t xs[RLX_MAX_RANK], ys[RLX_MAX_RANK], ws[RLX_MAX_RANK];
   if (!dense_strides(x, xs) || !dense_strides(y, ys) || !dense_strides(w, ws)) return 0;
@@ -1001,7 +1002,7 @@ int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t
   for (int32_t i = 0; i < ns; i++) {
     q.in[i] = x->shape[last ? 1 + i : 2 + i];
     q.out[i] = y->shape[last ? 1 + i : 2 + i];
-    q.kernel[i] = w->shape[2 + i];
+    q.kernel[i] = w->shape[rlx_conv_w_axis(n->a.conv_layout, ns, i)];
     q.stride[i] = n->a.strides.v[i];
     q.dilation[i] = n->a.dilations.v[i];
     q.pad[i] = n->a.pads.v[i];

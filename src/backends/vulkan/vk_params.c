@@ -476,6 +476,9 @@ static int conv_dtype(rlx_dtype t) { return t == RLX_F32 || t == RLX_F16 || t ==
  * decompose.c into Pad, Im2Col and MatMul. */
 static int vk_conv_native(const rlx_graph* g, const rlx_node* n) {
   if (rlx_env_is(RLX_ENV_VK_CONV, "decompose")) return 0;
+  /* conv.glsl indexes weights [OC, C/g, k...]; the layout pass's OHWI
+   * weights go to decompose.c (Im2Col + MatMul, no weight transpose). */
+  if (n->a.conv_layout == RLX_CONV_CHANNELS_LAST_OHWI) return 0;
   if (n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] != RLX_NONE && !conv_dtype(rlx_tensor_type(g, n->in[i])->dtype)) return 0;

@@ -570,6 +570,9 @@ static int conv_decomposed_by_env(const rlx_graph* g, const rlx_node* n) {
 static int conv_supported(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (conv_decomposed_by_env(g, n)) return 0;
+  /* conv.wgsl indexes weights [OC, C/g, k...]; the layout pass's OHWI
+   * weights go to decompose.c (Im2Col + MatMul, no weight transpose). */
+  if (n->a.conv_layout == RLX_CONV_CHANNELS_LAST_OHWI) return 0;
   if (rlx_shader_node_has_newer_dtype(g, ni) || n->a.strides.n < 1 || n->a.strides.n > 3) return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] != RLX_NONE && rlx_tensor_type(g, n->in[i])->dtype == RLX_F64) return 0;

@@ -111,20 +111,25 @@ stage "ResNet-50 forward B$BIG ($SIZE size) through rlx bench"
 : > "$OUT/bench_rlx.jsonl"
 R50=$VM/resnet50
 # exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
-modes="f32"
+# f32_nohoist: f32 with RLX_NO_HOIST=1 (param-only work such as the BatchNorm
+# fold runs in every forward again), to measure what hoisting saves.
+modes="f32 f32_nohoist"
 $B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"
 for d in $BACKENDS; do
   for m in $modes; do
     extra=""
     [ "$m" = tf32 ] && extra="--tf32"
+    hoist=""
+    [ "$m" = f32_nohoist ] && hoist="RLX_NO_HOIST=1"
     # shellcheck disable=SC2086
-    line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
+    line=$(env $hoist RLX_DISPATCH_REPORT=1 timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
              --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
+    grep -E "launches per run|hoisted:" "$T/bench_err.txt" | head -2 | sed "s/^/  $d $m: /"
     if [ -n "$line" ]; then
       echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; print(json.dumps(r))" \
         | tee -a "$OUT/bench_rlx.jsonl"
     else
-      err=$(head -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
+      err=$(tail -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
       echo "{\"backend\": \"$d\", \"mode\": \"$m\", \"error\": \"$err\"}" | tee -a "$OUT/bench_rlx.jsonl"
     fi
   done

@@ -4,8 +4,9 @@
  * the outputs of RLX_NO_HOIST=1 with fewer steps and no param-only node
  * left in the run graph; re-setting a param re-evaluates what was hoisted;
  * clones and the compile cache keep their params apart; a Sample over
- * params stays in the run; a broadcast that would grow memory stays; an
- * unset param fails the run as before; an active extent runs over the
+ * params stays in the run; a broadcast that would grow memory stays; a
+ * hoisted node may read a value kept in the run; an unset param fails the
+ * run as before; an active extent runs over the
  * hoisted graph. */
 #include <math.h>
 #include <stdlib.h>
@@ -110,6 +111,26 @@ static rlx_graph* broadcast_graph(void) {
   OR_FAIL(g, NULL, rlx_graph_add_activation(g, RLX_ACT_EXP, e, &a));
   OR_FAIL(g, NULL, rlx_graph_add_binary(g, RLX_BIN_ADD, x, a, &out));
   OR_FAIL(g, NULL, rlx_graph_set_outputs(g, &out, 1));
+  return g;
+}
+
+/* Outputs y0 = exp(expand(b)) [16,F] and y1 = x + sum over rows of y0:
+ * the sum is hoisted although it reads y0, which stays in the run (a graph
+ * output); the derived graph computes y0 again. */
+static rlx_graph* kept_operand_graph(void) {
+  rlx_graph* g = NULL;
+  if (rlx_graph_create(&g) != RLX_OK) return NULL;
+  rlx_dim es[2] = {16, F}, bs[1] = {F};
+  int32_t axis0[1] = {0};
+  rlx_tensor x, b, e, a, r, outs[2];
+  OR_FAIL(g, NULL, rlx_graph_add_input(g, "x", RLX_F32, bs, 1, &x));
+  OR_FAIL(g, NULL, rlx_graph_add_param(g, "b", RLX_F32, bs, 1, &b));
+  OR_FAIL(g, NULL, rlx_graph_add_expand(g, b, es, 2, &e));
+  OR_FAIL(g, NULL, rlx_graph_add_activation(g, RLX_ACT_EXP, e, &a));
+  OR_FAIL(g, NULL, rlx_graph_add_reduce(g, RLX_RED_SUM, a, axis0, 1, 0, &r));
+  OR_FAIL(g, NULL, rlx_graph_add_binary(g, RLX_BIN_ADD, x, r, &outs[1]));
+  outs[0] = a;
+  OR_FAIL(g, NULL, rlx_graph_set_outputs(g, outs, 2));
   return g;
 }
 
@@ -364,6 +385,27 @@ TEST(broadcast_that_grows_stays_in_the_run) {
   rlx_exec_destroy(b);
 }
 
+TEST(hoisted_node_reads_a_kept_value) {
+  rlx_graph* g = kept_operand_graph();
+  CHECK(g);
+  rlx_exec *a = compile_with(g, 1, NULL), *b = compile_with(g, 0, NULL);
+  rlx_graph_destroy(g);
+  CHECK(a && b);
+  CHECK_MSG(hoisted_values(a) == 1, "%d hoisted", hoisted_values(a));
+  CHECK(!has_op(a, RLX_OP_REDUCE));
+  rlx_dim xs[1] = {F};
+  CHECK_OK_E(a, fill_params(a, 12));
+  CHECK_OK_E(b, fill_params(b, 12));
+  CHECK_OK_E(a, fill_x(a, 13, xs, 1));
+  CHECK_OK_E(b, fill_x(b, 13, xs, 1));
+  CHECK_OK_E(a, rlx_exec_run(a));
+  CHECK_OK_E(b, rlx_exec_run(b));
+  CHECK(test_outputs_match(a, b, 0, tol));
+  CHECK(test_outputs_match(a, b, 1, tol));
+  rlx_exec_destroy(a);
+  rlx_exec_destroy(b);
+}
+
 TEST(unset_param_fails_as_before) {
   rlx_graph* g = conv_bn_graph();
   CHECK(g);
@@ -426,6 +468,7 @@ static void run_all(void) {
   RUN(clones_and_cache_keep_params_apart);
   RUN(sample_over_params_stays_in_the_run);
   RUN(broadcast_that_grows_stays_in_the_run);
+  RUN(hoisted_node_reads_a_kept_value);
   RUN(unset_param_fails_as_before);
   RUN(active_extent_over_hoisted_graph);
 }

@@ -121,6 +121,16 @@ static void selector_free(selector* s) {
   free(s->is_output);
 }
 
+/* Whether a node of g reads an INPUT leaf: a graph that reads none is param
+ * work as a whole (the derived graph itself, when compiled), and hoisting
+ * from it would only peel its last layer into another derived graph. */
+static int reads_an_input(const rlx_graph* g) {
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] >= 0 && rlx_producer(g, g->nodes[i].in[k])->op == RLX_OP_INPUT) return 1;
+  return 0;
+}
+
 rlx_status rlx_hoist_select(const rlx_graph* g, uint8_t** out_hoisted) {
   if (!g || !out_hoisted) return RLX_INVALID_ARGUMENT;
   *out_hoisted = NULL;
@@ -143,8 +153,10 @@ rlx_status rlx_hoist_select(const rlx_graph* g, uint8_t** out_hoisted) {
     free(hoisted);
     return rlx_fail((rlx_error*)&g->err, RLX_RESOURCE_EXHAUSTED, "hoist: out of host memory");
   }
-  classify_values(&s);
-  decide_nodes(&s, hoisted);
+  if (reads_an_input(g)) {
+    classify_values(&s);
+    decide_nodes(&s, hoisted);
+  }
   selector_free(&s);
   *out_hoisted = hoisted;
   return RLX_OK;
@@ -217,23 +229,48 @@ static rlx_status build_run(rewriter* r, rlx_graph* run) {
   return rlx_copy_outputs(g, run, r->map);
 }
 
-/* The derived graph: the leaves hoisted nodes read, the hoisted nodes, and
- * as outputs the values that became leaves of the run, in the same order. */
+/* Per node of g: whether the derived graph needs it: the hoisted nodes and
+ * everything they are computed from. That includes a param-only node kept
+ * in the run (a graph output, or a value too large to be a leaf) when a
+ * hoisted node reads it: the derived graph computes it again. */
+static uint8_t* derived_nodes(const rewriter* r) {
+  const rlx_graph* g = r->g;
+  uint8_t* need = calloc((size_t)g->n_nodes + 1, 1);
+  uint8_t* read = calloc((size_t)g->n_values + 1, 1);
+  for (int32_t i = g->n_nodes - 1; need && read && i >= 0; i--) {
+    const rlx_node* n = &g->nodes[i];
+    need[i] = r->hoisted[i];
+    for (int32_t o = 0; o < n->n_out; o++) need[i] |= read[n->out[o]];
+    for (int32_t k = 0; need[i] && k < n->n_in; k++)
+      if (n->in[k] >= 0) read[n->in[k]] = 1;
+  }
+  if (!read) {
+    free(need);
+    need = NULL;
+  }
+  free(read);
+  return need;
+}
+
+/* The derived graph: what derived_nodes names, and as outputs the values
+ * that became leaves of the run, in the same order. */
 static rlx_status build_derived(rewriter* r, rlx_graph* d) {
   const rlx_graph* g = r->g;
   rlx_tensor* map = malloc(sizeof(rlx_tensor) * ((size_t)g->n_values + 1));
   rlx_tensor* outs = malloc(sizeof(rlx_tensor) * ((size_t)r->stats.values + 1));
-  rlx_status s = map && outs ? rlx_graph_copy_dims(d, g) : RLX_RESOURCE_EXHAUSTED;
+  uint8_t* need = derived_nodes(r);
+  rlx_status s = map && outs && need ? rlx_graph_copy_dims(d, g) : RLX_RESOURCE_EXHAUSTED;
+  for (int32_t v = 0; s == RLX_OK && v < g->n_values; v++) map[v] = RLX_NONE;
   int32_t n_outs = 0;
   for (int32_t i = 0; s == RLX_OK && i < g->n_nodes; i++) {
     const rlx_node* n = &g->nodes[i];
-    int leaf_read = is_source_leaf(n->op) && r->hoist_reads[n->out[0]];
-    if (!r->hoisted[i] && !leaf_read) continue;
+    if (!need[i]) continue;
     s = rlx_copy_node(d, n, map);
     for (int32_t o = 0; s == RLX_OK && r->hoisted[i] && o < n->n_out; o++)
       if (r->run_reads[n->out[o]]) outs[n_outs++] = map[n->out[o]];
   }
   if (s == RLX_OK) s = rlx_graph_set_outputs(d, outs, n_outs);
+  free(need);
   free(map);
   free(outs);
   return s;
@@ -268,6 +305,7 @@ rlx_status rlx_hoist_apply(rlx_graph* g, const uint8_t* hoisted, rlx_graph** out
   r.map = malloc(sizeof(rlx_tensor) * nv);
   r.leaves = malloc(sizeof(rlx_tensor) * nv);
   rlx_status s = r.run_reads && r.hoist_reads && r.map && r.leaves ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  for (int32_t v = 0; s == RLX_OK && v < g->n_values; v++) r.map[v] = RLX_NONE;
   if (s == RLX_OK) {
     mark_readers(&r);
     s = rewrite(&r, out_run, out_derived);

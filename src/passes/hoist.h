@@ -19,10 +19,11 @@
  *  - its cone does some work (not views of one leaf alone: those cost no
  *    step anyway);
  *  - it is not a graph output (a param-only output is computed by the run
- *    as before; this also makes the derived graph, whose values are all
- *    outputs, hoist nothing when it is compiled in turn).
+ *    as before).
  * Otherwise its node stays in the run, and its inputs are considered in
- * its place.
+ * its place; when a hoisted node also reads it, the derived graph computes
+ * it as well. A graph that reads no INPUT hoists nothing: it is param work
+ * as a whole (the derived graph itself, compiled for the CPU, is one).
  *
  * Hoisted leaves are named "hoisted.<k>" (a suffix added if the graph has
  * that name already); they never reach the param listing, which comes from

@@ -80,6 +80,19 @@ static rlx_graph* chain_graph(int64_t rows) {
   return g;
 }
 
+/* chain_graph over symbol "n" plus an unused input "z" f32[n-2]: the
+ * expression must not reach the derived graph, which binds no symbol. */
+static rlx_graph* chain_expr_graph(void) {
+  rlx_graph* g = chain_graph(-1);
+  if (!g) return NULL;
+  rlx_dim n, two = 2, d;
+  rlx_tensor z;
+  OR_FAIL(g, NULL, rlx_graph_symbol(g, "n", &n));
+  OR_FAIL(g, NULL, rlx_graph_dim_expr(g, RLX_DIM_SUB, n, two, &d));
+  OR_FAIL(g, NULL, rlx_graph_add_input(g, "z", RLX_F32, &d, 1, &z));
+  return g;
+}
+
 /* y = f32(sample(p * 2)) + x: p f32[2,F] param, x f32[2] input. */
 static rlx_graph* sample_graph(void) {
   rlx_graph* g = NULL;
@@ -453,6 +466,28 @@ TEST(active_extent_over_hoisted_graph) {
   rlx_exec_destroy(b);
 }
 
+/* A symbolic graph with a dim expression: run at n = 4. */
+TEST(dim_expressions_stay_out_of_the_derived_graph) {
+  rlx_graph* g = chain_expr_graph();
+  rlx_graph* g4 = chain_graph(4);
+  CHECK(g && g4);
+  rlx_exec *a = compile_with(g, 1, NULL), *b = compile_with(g4, 0, NULL);
+  rlx_graph_destroy(g);
+  rlx_graph_destroy(g4);
+  CHECK(a && b);
+  rlx_dim xs[2] = {4, F};
+  CHECK_OK_E(a, fill_params(a, 14));
+  CHECK_OK_E(b, fill_params(b, 14));
+  CHECK_OK_E(a, fill_x(a, 15, xs, 2));
+  CHECK_OK_E(b, fill_x(b, 15, xs, 2));
+  CHECK_OK_E(a, rlx_exec_run(a));
+  CHECK_OK_E(b, rlx_exec_run(b));
+  CHECK(hoisted_values(a) == 1);
+  CHECK(test_outputs_match(a, b, 0, tol));
+  rlx_exec_destroy(a);
+  rlx_exec_destroy(b);
+}
+
 static int device_available(const char* name) {
   for (int32_t i = 0; i < rlx_device_count(); i++) {
     rlx_device_info info;
@@ -471,6 +506,7 @@ static void run_all(void) {
   RUN(hoisted_node_reads_a_kept_value);
   RUN(unset_param_fails_as_before);
   RUN(active_extent_over_hoisted_graph);
+  RUN(dim_expressions_stay_out_of_the_derived_graph);
 }
 
 int main(int argc, char** argv) {

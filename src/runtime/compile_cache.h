@@ -3,7 +3,8 @@
  * A variant of an executable (its graph at one binding of the symbols) has
  * two parts. The compiled part (rlx_compiled) is the graph specialised and
  * decomposed for a backend, its memory plan and step list, the per-node host
- * fallback flags and the dispatch counts: it depends only on the source
+ * fallback flags, the dispatch counts and the derived graph of hoisted param
+ * work (passes/hoist.h): it depends only on the source
  * graph, the binding, the device, strict mode, the device-state pairs and the
  * environment switches, and never changes once built. The per-executable
  * part (executable.c) is the backend exec with its own arena, params, inputs

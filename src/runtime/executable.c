@@ -1021,9 +1021,10 @@ static rlx_status hoist_exec_ready(rlx_exec* e, variant* v) {
   return s;
 }
 
-/* Hands h (the derived graph's executable) the current bytes of e's params,
- * shared, not copied (copy on write, as between clones). */
-static rlx_status hoist_share_params(rlx_exec* e, rlx_exec* h) {
+/* Lends h (the derived graph's executable) the current bytes of e's
+ * params for one run: shared, not copied, with e's versions, so h uploads
+ * only those set since its last run. */
+static rlx_status hoist_lend_params(rlx_exec* e, rlx_exec* h) {
   for (int32_t i = 0; i < h->n_params; i++) {
     host_slot* to = &h->params[i];
     int j = find_slot(e->params, e->n_params, to->name);
@@ -1031,27 +1032,32 @@ static rlx_status hoist_share_params(rlx_exec* e, rlx_exec* h) {
     if (!from || !from->shared || from->bytes != to->bytes)
       return rlx_fail(&e->err, RLX_INTERNAL, "hoisted params: param '%s' has no matching bytes",
                       to->name);
-    if (to->shared == from->shared) continue;
     atomic_fetch_add_explicit(&from->shared->refs, 1, memory_order_relaxed);
     param_bytes_unref(to->shared);
     to->shared = from->shared;
     to->data = from->data;
     to->set = 1;
-    to->version = ++h->params_version;
+    to->version = from->version;
   }
+  h->params_version = e->params_version;
   return RLX_OK;
 }
 
-/* Evaluates the hoisted values on the CPU from the current params and
- * uploads each at its leaf, when a param they read changed after `since`. */
-static rlx_status upload_hoisted(rlx_exec* e, variant* v, uint64_t since) {
+/* Gives the lent bytes back after the run: a later set_param of e then
+ * writes its own bytes in place instead of copying them (copy on write
+ * would see them shared), and no old values stay alive in h. */
+static void hoist_return_params(rlx_exec* h) {
+  for (int32_t i = 0; i < h->n_params; i++) {
+    param_bytes_unref(h->params[i].shared);
+    h->params[i].shared = NULL;
+    h->params[i].data = NULL;
+  }
+}
+
+/* Reads each output of h (the hoisted values, in leaf order) and uploads
+ * it at its leaf in v's arena. */
+static rlx_status upload_hoisted_values(rlx_exec* e, variant* v, rlx_exec* h) {
   const rlx_compiled* c = v->c;
-  if (!c->derived || !hoisted_stale(e, c, since)) return RLX_OK;
-  RLX_RETURN_IF_ERROR(hoist_exec_ready(e, v));
-  rlx_exec* h = v->hoist_exec;
-  RLX_RETURN_IF_ERROR(hoist_share_params(e, h));
-  if (rlx_exec_run(h) != RLX_OK)
-    return rlx_fail(&e->err, RLX_INTERNAL, "hoisted params: %s", h->err.msg);
   void* buf = NULL;
   rlx_status s = RLX_OK;
   for (int32_t k = 0; s == RLX_OK && k < c->hoist.values; k++) {
@@ -1067,6 +1073,20 @@ static rlx_status upload_hoisted(rlx_exec* e, variant* v, uint64_t since) {
   }
   free(buf);
   return s;
+}
+
+/* Evaluates the hoisted values on the CPU from the current params and
+ * uploads them, when a param they read changed after `since`. */
+static rlx_status upload_hoisted(rlx_exec* e, variant* v, uint64_t since) {
+  if (!v->c->derived || !hoisted_stale(e, v->c, since)) return RLX_OK;
+  RLX_RETURN_IF_ERROR(hoist_exec_ready(e, v));
+  rlx_exec* h = v->hoist_exec;
+  rlx_status lent = hoist_lend_params(e, h);
+  rlx_status ran = lent == RLX_OK ? rlx_exec_run(h) : RLX_OK;
+  hoist_return_params(h);
+  if (lent) return lent;
+  if (ran) return rlx_fail(&e->err, ran, "hoisted params: %s", h->err.msg);
+  return upload_hoisted_values(e, v, h);
 }
 
 static rlx_status upload_params(rlx_exec* e, variant* v) {

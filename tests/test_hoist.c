@@ -6,8 +6,8 @@
  * clones and the compile cache keep their params apart; a Sample over
  * params stays in the run; a broadcast that would grow memory stays; a
  * hoisted node may read a value kept in the run; an unset param fails the
- * run as before; an active extent runs over the
- * hoisted graph. */
+ * run as before; an active extent runs over the hoisted graph; bindings
+ * that alternate keep their hoisted values right. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,6 +488,34 @@ TEST(dim_expressions_stay_out_of_the_derived_graph) {
   rlx_exec_destroy(b);
 }
 
+/* Two bindings of "n" alternate; a param set while the other binding is
+ * current reaches the hoisted values of this one when it runs again. */
+TEST(bindings_switch_and_params_follow) {
+  rlx_graph* g = chain_graph(-1);
+  CHECK(g);
+  rlx_exec *a = compile_with(g, 1, NULL), *b = compile_with(g, 0, NULL);
+  rlx_graph_destroy(g);
+  CHECK(a && b);
+  CHECK_OK_E(a, fill_params(a, 16));
+  CHECK_OK_E(b, fill_params(b, 16));
+  static const int64_t rows[] = {4, 2, 4, 2};
+  for (int i = 0; i < 4; i++) {
+    rlx_dim xs[2] = {rows[i], F};
+    if (i == 2) { /* new params while the 2-row binding is current */
+      CHECK_OK_E(a, fill_params(a, 17));
+      CHECK_OK_E(b, fill_params(b, 17));
+    }
+    CHECK_OK_E(a, fill_x(a, 18 + (uint64_t)i, xs, 2));
+    CHECK_OK_E(b, fill_x(b, 18 + (uint64_t)i, xs, 2));
+    CHECK_OK_E(a, rlx_exec_run(a));
+    CHECK_OK_E(b, rlx_exec_run(b));
+    CHECK_MSG(test_outputs_match(a, b, 0, tol), "run %d (%lld rows)", i, (long long)rows[i]);
+  }
+  CHECK(hoisted_values(a) == 1);
+  rlx_exec_destroy(a);
+  rlx_exec_destroy(b);
+}
+
 static int device_available(const char* name) {
   for (int32_t i = 0; i < rlx_device_count(); i++) {
     rlx_device_info info;
@@ -507,6 +535,7 @@ static void run_all(void) {
   RUN(unset_param_fails_as_before);
   RUN(active_extent_over_hoisted_graph);
   RUN(dim_expressions_stay_out_of_the_derived_graph);
+  RUN(bindings_switch_and_params_follow);
 }
 
 int main(int argc, char** argv) {

@@ -40,6 +40,8 @@ typedef struct variant {
   int64_t extent_n;
   rlx_step_list extent_steps;
   rlx_exec* hoist_exec;  /* CPU executable of c->derived; NULL until first needed */
+  uint64_t hoist_version; /* hoisted values in the arena are from params up to this version
+                             (kept over a switch of variant, unlike params_version) */
 } variant;
 
 /* A param's host bytes, shared by an executable and its clones until one
@@ -421,6 +423,7 @@ static rlx_status variant_ready(rlx_exec* e, variant* v) {
   }
   v->be = be;
   v->params_version = 0; /* a fresh arena holds no params yet */
+  v->hoist_version = 0;
   return RLX_OK;
 }
 
@@ -1076,9 +1079,9 @@ static rlx_status upload_hoisted_values(rlx_exec* e, variant* v, rlx_exec* h) {
 }
 
 /* Evaluates the hoisted values on the CPU from the current params and
- * uploads them, when a param they read changed after `since`. */
-static rlx_status upload_hoisted(rlx_exec* e, variant* v, uint64_t since) {
-  if (!v->c->derived || !hoisted_stale(e, v->c, since)) return RLX_OK;
+ * uploads them, when a param they read changed since they were last. */
+static rlx_status upload_hoisted(rlx_exec* e, variant* v) {
+  if (!v->c->derived || !hoisted_stale(e, v->c, v->hoist_version)) return RLX_OK;
   RLX_RETURN_IF_ERROR(hoist_exec_ready(e, v));
   rlx_exec* h = v->hoist_exec;
   rlx_status lent = hoist_lend_params(e, h);
@@ -1086,7 +1089,9 @@ static rlx_status upload_hoisted(rlx_exec* e, variant* v, uint64_t since) {
   hoist_return_params(h);
   if (lent) return lent;
   if (ran) return rlx_fail(&e->err, ran, "hoisted params: %s", h->err.msg);
-  return upload_hoisted_values(e, v, h);
+  RLX_RETURN_IF_ERROR(upload_hoisted_values(e, v, h));
+  v->hoist_version = e->params_version;
+  return RLX_OK;
 }
 
 static rlx_status upload_params(rlx_exec* e, variant* v) {
@@ -1100,7 +1105,7 @@ static rlx_status upload_params(rlx_exec* e, variant* v) {
     if (t < 0) continue; /* optimised away */
     RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->c->plan.offset[t], p->data, p->bytes, &e->err));
   }
-  RLX_RETURN_IF_ERROR(upload_hoisted(e, v, v->params_version));
+  RLX_RETURN_IF_ERROR(upload_hoisted(e, v));
   v->params_version = e->params_version ? e->params_version : 1;
   return RLX_OK;
 }

@@ -199,6 +199,8 @@ rlx_add_webgpu_test(layout_webgpu test_layout 900 "" webgpu)
 rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)
 # Shape-valued ONNX inputs at run time (test_onnx_value_inputs) on WebGPU.
 rlx_add_webgpu_test(onnx_value_inputs_webgpu test_onnx_value_inputs 600 "" webgpu)
+# Hoisted param-only work (test_hoist) on WebGPU; the plain test covers the CPU and Vulkan.
+rlx_add_webgpu_test(hoist_webgpu test_hoist 600 "" webgpu)
 # Again under the device setups test_webgpu runs in: 4 KiB binding windows
 # (staged steps), no shader-f16 / subgroups / fast kernels, Dawn's defaults.
 foreach(v "windowed;RLX_WG_MAX_BINDING=4096"

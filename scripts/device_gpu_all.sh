@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda test_cuda_conv bench_gpu conv_cuda lab_gemv}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda test_cuda_conv bench_gpu conv_cuda lab_gemv test_hoist}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -92,6 +92,14 @@ for d in $BACKENDS; do
   timeout 150 $B/test_compile_cache $d > $T/cache_$d.txt 2>&1
   echo "test_compile_cache $d exit $?: $(tail -1 $T/cache_$d.txt)"
   grep -E "FAIL|SKIP" $T/cache_$d.txt | head -10
+done
+# Param-only work hoisted out of the run (tests/test_hoist.c): same outputs
+# as RLX_NO_HOIST=1, fewer launches, params re-set, clones, cache.
+for d in $BACKENDS; do
+  [ -x $B/test_hoist ] || break
+  timeout 150 $B/test_hoist $d > $T/hoist_$d.txt 2>&1
+  echo "test_hoist $d exit $?: $(tail -1 $T/hoist_$d.txt)"
+  grep -E "FAIL|SKIP" $T/hoist_$d.txt | head -10
 done
 # The Python package (python/tests, pytest) over the carried librlx.so, on
 # every device (cuda included), when the machine's python has pytest + numpy.

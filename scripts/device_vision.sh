@@ -146,27 +146,33 @@ done
 stage "${BENCH_MODEL:-resnet50} forward B$BIG ($SIZE size) through rlx bench"
 : > "$OUT/bench_rlx.jsonl"
 R50=$VM/${BENCH_MODEL:-resnet50}
-# exact f32 on every backend; TF32 / bf16 rows once the CLI has the options
-modes="f32"
-$B/rlx bench --help 2>&1 | grep -q -- "--tf32" && modes="$modes tf32"
-$B/rlx bench --help 2>&1 | grep -q -- "--precision" && modes="$modes bf16"
-layouts="nchw"
-$B/rlx bench --help 2>&1 | grep -q -- "--channels-last" && layouts="$layouts channels_last"
+# CUDA: f32 (exact), tf32 (--tf32), bf16 (--precision bf16) and
+# tf32_nohoist (RLX_NO_HOIST=1: param-only work such as the layout pass's
+# weight transposes runs in every forward again, to measure what hoisting
+# saves), each NCHW and --channels-last. Vulkan / WebGPU: f32 and bf16,
+# NCHW (their TF32 is f32; their channels-last conv is not native).
+# MODES / LAYOUTS override both lists.
 for d in $BACKENDS; do
+  if [ "$d" = cuda ]; then modes="${MODES:-f32 tf32 bf16 tf32_nohoist}"; layouts="${LAYOUTS:-nchw channels_last}"
+  else modes="${MODES:-f32 bf16}"; layouts="${LAYOUTS:-nchw}"; fi
   for m in $modes; do
     for lay in $layouts; do
       extra=""
-      [ "$m" = tf32 ] && extra="--tf32"
+      case "$m" in tf32*) extra="--tf32" ;; esac
       [ "$m" = bf16 ] && extra="--precision bf16"
       [ "$lay" = channels_last ] && extra="$extra --channels-last"
+      hoist=""
+      [ "${m#*_}" = nohoist ] && hoist="RLX_NO_HOIST=1"
       # shellcheck disable=SC2086
-      line=$(timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" --device "$d" $extra \
-               --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json 2>"$T/bench_err.txt")
+      line=$(env $hoist RLX_DISPATCH_REPORT=1 timeout "${BENCH_TIMEOUT:-200}" $B/rlx bench "$R50/model.onnx" \
+               --device "$d" $extra --input "input=$R50/input_b$BIG.npy" --warmup 5 --iters 20 -o json \
+               2>"$T/bench_err.txt")
+      grep -E "launches per run|hoisted:" "$T/bench_err.txt" | head -2 | sed "s/^/  $d $m $lay: /"
       if [ -n "$line" ]; then
         echo "$line" | python3 -c "import json,sys; r=json.load(sys.stdin); r['backend']='$d'; r['mode']='$m'; r['layout']='$lay'; print(json.dumps(r))" \
           | tee -a "$OUT/bench_rlx.jsonl"
       else
-        err=$(head -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
+        err=$(tail -c 300 "$T/bench_err.txt" | tr '\n"' '  ')
         echo "{\"backend\": \"$d\", \"mode\": \"$m\", \"layout\": \"$lay\", \"error\": \"$err\"}" | tee -a "$OUT/bench_rlx.jsonl"
       fi
     done

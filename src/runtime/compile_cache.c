@@ -32,6 +32,9 @@ void rlx_compiled_unref(rlx_compiled* c) {
   rlx_graph_destroy(c->g);
   free(c->host_node);
   free(c->sizes);
+  rlx_graph_destroy(c->derived);
+  free(c->hoisted_leaf);
+  free(c->hoist_mask);
   free(c);
 }
 
@@ -42,6 +45,10 @@ uint64_t rlx_compiled_bytes(const rlx_compiled* c) {
   b += (uint64_t)c->g->n_nodes * (sizeof(rlx_node) + 1); /* + host_node */
   b += (uint64_t)c->g->n_values * (sizeof(rlx_value) + 2 * sizeof(uint64_t) + 3 * sizeof(int32_t));
   for (int32_t i = 0; i < c->g->n_nodes; i++) b += c->g->nodes[i].a.data_bytes;
+  b += (uint64_t)c->hoist_mask_nodes + sizeof(rlx_tensor) * (uint64_t)c->hoist.values;
+  if (!c->derived) return b;
+  b += (uint64_t)c->derived->n_nodes * sizeof(rlx_node) + (uint64_t)c->derived->n_values * sizeof(rlx_value);
+  for (int32_t i = 0; i < c->derived->n_nodes; i++) b += c->derived->nodes[i].a.data_bytes;
   return b;
 }
 

@@ -3,7 +3,8 @@
  * A variant of an executable (its graph at one binding of the symbols) has
  * two parts. The compiled part (rlx_compiled) is the graph specialised and
  * decomposed for a backend, its memory plan and step list, the per-node host
- * fallback flags and the dispatch counts: it depends only on the source
+ * fallback flags, the dispatch counts and the derived graph of hoisted param
+ * work (passes/hoist.h): it depends only on the source
  * graph, the binding, the device, strict mode, the device-state pairs and the
  * environment switches, and never changes once built. The per-executable
  * part (executable.c) is the backend exec with its own arena, params, inputs
@@ -20,6 +21,7 @@
 #include "base/buf.h"
 #include <stdatomic.h>
 
+#include "passes/hoist.h"
 #include "passes/lower.h"
 
 typedef struct rlx_op_counts {
@@ -37,6 +39,14 @@ typedef struct rlx_compiled {
   rlx_step_list steps;   /* at the full binding */
   uint8_t* host_node;    /* per node of g: runs on the host fallback */
   rlx_op_counts counts;
+  /* Param-only work hoisted out of the run (passes/hoist.h); derived is
+   * NULL when nothing was. */
+  rlx_graph* derived;        /* params -> hoisted values (outputs in leaf order) */
+  rlx_tensor* hoisted_leaf;  /* per hoisted value: its PARAM leaf in g */
+  uint8_t* hoist_mask;       /* per node before hoisting: the extent path reapplies it */
+  int32_t hoist_mask_nodes;
+  rlx_hoist_stats hoist;
+  int hoist_off;             /* RLX_NO_HOIST was set */
 } rlx_compiled;
 
 /* An empty part with one reference (the caller's), or NULL without memory. */

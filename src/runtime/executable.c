@@ -20,6 +20,7 @@
 #include "passes/precision.h"
 #include "passes/decompose.h"
 #include "passes/layout.h"
+#include "passes/hoist.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/value_inputs.h"
@@ -40,6 +41,9 @@ typedef struct variant {
   /* active extent: steps lowered at extent_n with the same plan */
   int64_t extent_n;
   rlx_step_list extent_steps;
+  rlx_exec* hoist_exec;  /* CPU executable of c->derived; NULL until first needed */
+  uint64_t hoist_version; /* hoisted values in the arena are from params up to this version
+                             (kept over a switch of variant, unlike params_version) */
 } variant;
 
 /* A param's host bytes, shared by an executable and its clones until one
@@ -97,6 +101,7 @@ struct rlx_exec {
   int attempted;     /* rlx_exec_run was called */
   int outputs_valid; /* the last run succeeded: outputs hold its results */
   rlx_vi* vi;        /* the source has Deferred outputs: runs go to builds per input value */
+  int quiet;         /* an executable of hoisted params: never prints a dispatch report */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -285,7 +290,37 @@ static rlx_status mark_host_nodes(rlx_exec* e, rlx_compiled* c) {
   return RLX_OK;
 }
 
-/* Specialise -> fold BatchNorms -> decompose -> plan -> lower: everything but the backend. */
+static int any_set(const uint8_t* flags, int32_t n) {
+  for (int32_t i = 0; i < n; i++)
+    if (flags[i]) return 1;
+  return 0;
+}
+
+/* Param-only work leaves the run (passes/hoist.h): c->g becomes the run
+ * graph, and the derived graph is kept for upload_params to evaluate. */
+static rlx_status hoist_params(rlx_exec* e, rlx_compiled* c) {
+  c->hoist_off = rlx_env_flag(RLX_ENV_NO_HOIST);
+  if (c->hoist_off) return RLX_OK;
+  uint8_t* mask = NULL;
+  rlx_status s = rlx_hoist_select(c->g, &mask);
+  if (s == RLX_OK && any_set(mask, c->g->n_nodes)) {
+    rlx_graph* run = NULL;
+    s = rlx_hoist_apply(c->g, mask, &run, &c->derived, &c->hoisted_leaf, &c->hoist);
+    if (s == RLX_OK) {
+      c->hoist_mask_nodes = c->g->n_nodes;
+      c->hoist_mask = mask;
+      mask = NULL;
+      rlx_graph_destroy(c->g);
+      c->g = run;
+    }
+  }
+  if (s) e->err = c->g->err;
+  free(mask);
+  return s;
+}
+
+/* Specialise -> fold BatchNorms -> decompose -> hoist -> plan -> lower:
+ * everything but the backend. */
 static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
   rlx_graph* src = e->src;
   rlx_compiled* c = rlx_compiled_new();
@@ -300,6 +335,8 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   if (s) { e->err = src->err; goto done; }
   s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
   if (s) { e->err = spec->err; goto done; }
+  s = hoist_params(e, c);
+  if (s) goto done;
   s = mark_host_nodes(e, c);
   if (s) goto done;
   rlx_plan_options po = {e->backend->alignment ? e->backend->alignment : 64, 1,
@@ -376,6 +413,7 @@ static rlx_status compiled_get(rlx_exec* e, const int64_t* sizes, rlx_compiled**
 static void variant_free(const rlx_backend* b, variant* v) {
   if (!v) return;
   if (v->be) b->destroy(v->be);
+  rlx_exec_destroy(v->hoist_exec);
   rlx_step_list_free(&v->extent_steps);
   rlx_compiled_unref(v->c);
   free(v);
@@ -410,6 +448,7 @@ static rlx_status variant_ready(rlx_exec* e, variant* v) {
   }
   v->be = be;
   v->params_version = 0; /* a fresh arena holds no params yet */
+  v->hoist_version = 0;
   return RLX_OK;
 }
 
@@ -980,6 +1019,110 @@ static rlx_status resolve_binding(rlx_exec* e, int64_t* sizes) {
   return check_expr_dims(e, sizes);
 }
 
+/* Whether a param the derived graph reads was set after version `since`
+ * (0: nothing uploaded yet). */
+static int hoisted_stale(const rlx_exec* e, const rlx_compiled* c, uint64_t since) {
+  if (since == 0) return 1;
+  for (int32_t i = 0; i < c->derived->n_nodes; i++) {
+    const rlx_node* n = &c->derived->nodes[i];
+    if (n->op != RLX_OP_PARAM) continue;
+    int j = find_slot(e->params, e->n_params, n->a.name);
+    if (j >= 0 && e->params[j].version > since) return 1;
+  }
+  return 0;
+}
+
+/* v's CPU executable of the derived graph: compiled once per variant (the
+ * compile cache shares the work between clones), run whenever its params
+ * change. Its options follow e's where they choose CPU kernels. */
+static rlx_status hoist_exec_ready(rlx_exec* e, variant* v) {
+  if (v->hoist_exec) return RLX_OK;
+  rlx_graph* g = NULL; /* a copy: rlx_compile reports on its graph, and c is shared */
+  rlx_status s = rlx_graph_clone(v->c->derived, &g);
+  if (s) return rlx_fail(&e->err, s, "hoisted params: out of host memory");
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.threads = e->opt.threads;
+  o.use_blas = e->opt.use_blas;
+  o.reference = e->opt.reference;
+  o.debug_nans = e->opt.debug_nans;
+  s = rlx_compile(g, "cpu", &o, &v->hoist_exec);
+  if (s) rlx_fail(&e->err, s, "hoisted params: %s", g->err.msg);
+  else v->hoist_exec->quiet = 1;
+  rlx_graph_destroy(g);
+  return s;
+}
+
+/* Lends h (the derived graph's executable) the current bytes of e's
+ * params for one run: shared, not copied, with e's versions, so h uploads
+ * only those set since its last run. */
+static rlx_status hoist_lend_params(rlx_exec* e, rlx_exec* h) {
+  for (int32_t i = 0; i < h->n_params; i++) {
+    host_slot* to = &h->params[i];
+    int j = find_slot(e->params, e->n_params, to->name);
+    const host_slot* from = j >= 0 ? &e->params[j] : NULL;
+    if (!from || !from->shared || from->bytes != to->bytes)
+      return rlx_fail(&e->err, RLX_INTERNAL, "hoisted params: param '%s' has no matching bytes",
+                      to->name);
+    atomic_fetch_add_explicit(&from->shared->refs, 1, memory_order_relaxed);
+    param_bytes_unref(to->shared);
+    to->shared = from->shared;
+    to->data = from->data;
+    to->set = 1;
+    to->version = from->version;
+  }
+  h->params_version = e->params_version;
+  return RLX_OK;
+}
+
+/* Gives the lent bytes back after the run: a later set_param of e then
+ * writes its own bytes in place instead of copying them (copy on write
+ * would see them shared), and no old values stay alive in h. */
+static void hoist_return_params(rlx_exec* h) {
+  for (int32_t i = 0; i < h->n_params; i++) {
+    param_bytes_unref(h->params[i].shared);
+    h->params[i].shared = NULL;
+    h->params[i].data = NULL;
+  }
+}
+
+/* Reads each output of h (the hoisted values, in leaf order) and uploads
+ * it at its leaf in v's arena. */
+static rlx_status upload_hoisted_values(rlx_exec* e, variant* v, rlx_exec* h) {
+  const rlx_compiled* c = v->c;
+  void* buf = NULL;
+  rlx_status s = RLX_OK;
+  for (int32_t k = 0; s == RLX_OK && k < c->hoist.values; k++) {
+    rlx_tensor leaf = c->hoisted_leaf[k];
+    const rlx_type* t = rlx_tensor_type(c->g, leaf);
+    size_t bytes = (size_t)rlx_type_bytes(t);
+    void* grown = realloc(buf, bytes ? bytes : 1);
+    if (!grown) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "hoisted params: no host memory for %zu bytes", bytes);
+    else buf = grown;
+    if (s == RLX_OK && rlx_exec_read_output(h, k, t->dtype, buf, bytes) != RLX_OK)
+      s = rlx_fail(&e->err, RLX_INTERNAL, "hoisted params: %s", h->err.msg);
+    if (s == RLX_OK) s = e->backend->upload(v->be, c->plan.offset[leaf], buf, bytes, &e->err);
+  }
+  free(buf);
+  return s;
+}
+
+/* Evaluates the hoisted values on the CPU from the current params and
+ * uploads them, when a param they read changed since they were last. */
+static rlx_status upload_hoisted(rlx_exec* e, variant* v) {
+  if (!v->c->derived || !hoisted_stale(e, v->c, v->hoist_version)) return RLX_OK;
+  RLX_RETURN_IF_ERROR(hoist_exec_ready(e, v));
+  rlx_exec* h = v->hoist_exec;
+  rlx_status lent = hoist_lend_params(e, h);
+  rlx_status ran = lent == RLX_OK ? rlx_exec_run(h) : RLX_OK;
+  hoist_return_params(h);
+  if (lent) return lent;
+  if (ran) return rlx_fail(&e->err, ran, "hoisted params: %s", h->err.msg);
+  RLX_RETURN_IF_ERROR(upload_hoisted_values(e, v, h));
+  v->hoist_version = e->params_version;
+  return RLX_OK;
+}
+
 static rlx_status upload_params(rlx_exec* e, variant* v) {
   if (v->params_version == e->params_version && v->params_version != 0) return RLX_OK;
   for (int32_t i = 0; i < e->n_params; i++) {
@@ -991,6 +1134,7 @@ static rlx_status upload_params(rlx_exec* e, variant* v) {
     if (t < 0) continue; /* optimised away */
     RLX_RETURN_IF_ERROR(e->backend->upload(v->be, v->c->plan.offset[t], p->data, p->bytes, &e->err));
   }
+  RLX_RETURN_IF_ERROR(upload_hoisted(e, v));
   v->params_version = e->params_version ? e->params_version : 1;
   return RLX_OK;
 }
@@ -1017,6 +1161,34 @@ static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
   return RLX_OK;
 }
 
+/* The extent graph *g (decomposed) with the nodes hoisted that were hoisted
+ * from the bound graph, so it keeps the structure of c->g. A hoisted value
+ * whose shape follows the extent cannot be a fixed leaf: an error. */
+static rlx_status hoist_as_compiled(const rlx_compiled* c, rlx_graph** g) {
+  if (!c->hoist_mask) return RLX_OK;
+  if ((*g)->n_nodes != c->hoist_mask_nodes)
+    return rlx_fail(&(*g)->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
+  rlx_graph* run = NULL;
+  rlx_tensor* leaves = NULL;
+  rlx_hoist_stats st = {0};
+  RLX_RETURN_IF_ERROR(rlx_hoist_apply(*g, c->hoist_mask, &run, NULL, &leaves, &st));
+  rlx_status s = RLX_OK;
+  for (int32_t k = 0; s == RLX_OK && k < st.values && k < c->hoist.values; k++)
+    if (!rlx_type_equal(rlx_tensor_type(run, leaves[k]), rlx_tensor_type(c->g, c->hoisted_leaf[k])))
+      s = rlx_fail(&(*g)->err, RLX_UNIMPLEMENTED,
+                   "hoisted value %d changes shape with the active extent (set RLX_NO_HOIST=1)", k);
+  if (s == RLX_OK && st.values != c->hoist.values)
+    s = rlx_fail(&(*g)->err, RLX_INTERNAL, "extent graph hoists differently from the bound graph");
+  free(leaves);
+  if (s) {
+    rlx_graph_destroy(run);
+    return s;
+  }
+  rlx_graph_destroy(*g);
+  *g = run;
+  return RLX_OK;
+}
+
 /* Steps for the current active extent: lowered from the graph specialised
  * at the extent, with the plan made at the bound (offsets stay valid: the
  * extent only shrinks dim 0, which never changes inner strides). */
@@ -1040,6 +1212,7 @@ static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** ou
   free(sizes);
   if (s) return rlx_fail(&e->err, s, "%s", e->src->err.msg);
   s = fold_and_decompose(e, spec, &dec, NULL);
+  if (s == RLX_OK) s = hoist_as_compiled(v->c, &dec);
   if (s == RLX_OK && dec->n_values != v->c->g->n_values)
     s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
   rlx_error why = {{0}};
@@ -1085,7 +1258,7 @@ static rlx_status apply_feeds(rlx_exec* e, variant* v) {
 /* RLX_DISPATCH_REPORT=1: print the report to stderr whenever a binding is
  * first run. */
 static void maybe_print_report(const rlx_exec* e) {
-  if (!rlx_env_flag(RLX_ENV_DISPATCH_REPORT)) return;
+  if (e->quiet || !rlx_env_flag(RLX_ENV_DISPATCH_REPORT)) return;
   char* text = NULL;
   if (rlx_exec_report(e, &text) == RLX_OK) fputs(text, stderr);
   free(text);
@@ -1313,6 +1486,9 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
          (unsigned long long)p->peak_live_bytes,
          p->peak_live_bytes ? (double)p->arena_bytes / (double)p->peak_live_bytes : 1.0);
   sb_add(&b, "  launches per run %d\n", v->c->steps.n);
+  if (v->c->hoist_off) sb_add(&b, "  hoisted: off (RLX_NO_HOIST)\n");
+  else sb_add(&b, "  hoisted: %d values from %d nodes, %llu bytes\n", v->c->hoist.values,
+              v->c->hoist.nodes, (unsigned long long)v->c->hoist.bytes);
   sb_add(&b, "  compiled code: %s\n", origin_text[v->origin]);
   if (e->backend->report && v->be) { /* what the backend itself decided */
     char line[512] = "";

@@ -109,6 +109,11 @@ if("RLX_HAVE_VULKAN" IN_LIST RLX_FEATURE_DEFINES)
   add_test(NAME parity_vulkan_chunked COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_chunked PROPERTIES TIMEOUT 1800
                        ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=16384;RLX_VK_SET_SPAN=4096")
+  # The conv cases with every conv on the native kernels (by default dense
+  # convs take the decomposition, which is faster on GPUs today).
+  add_test(NAME parity_vulkan_conv_native COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(parity_vulkan_conv_native PROPERTIES TIMEOUT 900
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_CONV=native;RLX_PARITY_ONLY=conv")
 endif()
 
 # ---- ONNX

@@ -11,7 +11,8 @@
 #   here:   scripts/device_vision.sh pack      (rlx + tests, build-vision-carry)
 #           BINS=test_parity scripts/device_gpu_all.sh pack   (build-gpu-carry)
 #   device: carry [build-vision-carry, build-gpu-carry]: scripts/device_resnet_probe.sh
-# Environment: BACKENDS (default "cuda vulkan webgpu"), BENCH_TIMEOUT (s, 120).
+# Environment: BACKENDS (default "cuda vulkan webgpu"), BENCH_TIMEOUT (s, 120),
+# PEERS=0 (no PyTorch rows), VULKAN_UNET=1 (U-Net B32 on Vulkan).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench/results/device-run-probe}"
@@ -76,6 +77,18 @@ if [[ " $BACKENDS " == *" cuda "* ]]; then
       --channels-last --input "input=$R/input_b32.npy" --warmup 2 --iters 5 2>&1 |
       grep -E "profile|  rlx_|cuDNN|cublas" | head -20
   done
+fi
+if [ "${PEERS:-1}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
+  echo "== PyTorch (same call)"
+  timeout 200 python3 bench/peers_vision.py --batch 32 --json "$OUT/peers_vision.json" 2>&1 | grep "torch resnet50"
+fi
+# VULKAN_UNET=1: U-Net at B1 and B32 224 on Vulkan (its B32 arena passes the
+# 4 GiB maxMemoryAllocationSize: the chunked arena).
+if [ "${VULKAN_UNET:-0}" = 1 ]; then
+  echo "== vulkan unet B1, B32"
+  timeout 120 python3 scripts/gen_vision_models.py --out "$VM" --size full --batches 1,32 --models unet >/dev/null
+  RLX_DISPATCH_REPORT=1 timeout 240 "$B/test_vision_models" vulkan --dir "$VM" --batches 1,32 --models unet 2>&1 |
+    grep -E "B=|PASS|FAIL|arena" | head -12
 fi
 for d in vulkan webgpu; do
   [[ " $BACKENDS " == *" $d "* ]] || continue

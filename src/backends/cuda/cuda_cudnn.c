@@ -1,7 +1,7 @@
 /* cuDNN plans for convolution steps, made once when the executable is
  * created: tensor / filter / convolution descriptors and the algorithm
- * (cudnnFind* times the candidates; RLX_CUDNN_HEURISTIC takes cuDNN's
- * heuristic instead). A run issues one cuDNN call (plus cudnnAddTensor for
+ * (cuDNN's heuristic ranking for tensor-core math, cudnnFind* plus our own
+ * timing for exact f32: see use_heuristic and pick). A run issues one cuDNN call (plus cudnnAddTensor for
  * a bias the fused call cannot take), which CUDA-graph capture records
  * like any other stream work.
  *
@@ -30,7 +30,7 @@
 
 #define MAX_DIMS 5 /* N, C and up to three spatial dims */
 #define MAX_ALGOS 16
-#define TIMED_CANDIDATES 6 /* cuDNN's ranked algorithms timed as issued (pick) */
+#define TIMED_CANDIDATES 6 /* Find's algorithms timed as issued (pick) */
 #define TIMED_REPS 3
 
 struct rlx_cuda_conv_plan {
@@ -269,25 +269,40 @@ static rlx_status make_descriptors(const rlx_cuda_build* b, const rlx_cuda_conv*
 
 /* Candidates, best first: timed (cudnnFind*, which allocates its own
  * buffers and runs on the handle's stream) or the heuristic's order. */
-static rlx_status candidates(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p,
-                             rlx_dnn_algo_perf* out, int* n, rlx_error* err) {
-  const rlx_cuda_dev* d = b->d;
-  const rlx_dnn_api* a = &d->dnn;
-  *n = 0;
+/* cuDNN's ranked algorithms for p: the heuristic's (heuristic) or
+ * cudnnFind's (timed on the bare convolution). */
+static int ranked(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p, int heuristic,
+                  rlx_dnn_algo_perf* out, int cap) {
+  const rlx_dnn_api* a = &b->d->dnn;
+  int n = 0;
   rlx_dnn_status s;
   if (p->transpose)
-    s = b->dnn_heuristic ? a->heur_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, MAX_ALGOS, n, out)
-                         : a->find_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, MAX_ALGOS, n, out);
+    s = heuristic ? a->heur_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, cap, &n, out)
+                  : a->find_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, cap, &n, out);
   else
-    s = b->dnn_heuristic ? a->heur_fwd(b->dnn, p->xd, p->wd, p->cd, p->yd, MAX_ALGOS, n, out)
-                         : a->find_fwd(b->dnn, p->xd, p->wd, p->cd, p->yd, MAX_ALGOS, n, out);
-  if (s != RLX_DNN_SUCCESS) *n = 0; /* not a problem cuDNN takes: the caller falls back */
+    s = heuristic ? a->heur_fwd(b->dnn, p->xd, p->wd, p->cd, p->yd, cap, &n, out)
+                  : a->find_fwd(b->dnn, p->xd, p->wd, p->cd, p->yd, cap, &n, out);
+  return s == RLX_DNN_SUCCESS ? n : 0; /* not a problem cuDNN takes: the caller falls back */
+}
+
+/* Which ranking a plan follows. Tensor-core math (bf16 / f16 data, or f32
+ * with TF32 allowed) takes the heuristic's order: measured on an H200,
+ * ResNet-50 B32 channels-last bf16 ran in 1.94 ms with it against 2.67 with
+ * Find's first choice and 2.7-5.2 with candidates timed one by one (short
+ * tensor-core calls time unreliably in isolation); TF32 2.57 either way.
+ * Exact f32 takes Find's list, whose first candidates pick() times as
+ * issued (ResNet-50 exact f32: 8.3 ms against 10.0 with Find's first). */
+static int use_heuristic(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p) {
+  return b->dnn_heuristic || p->math != RLX_DNN_FMA_MATH;
+}
+
+static rlx_status candidates(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p,
+                             rlx_dnn_algo_perf* out, int* n, rlx_error* err) {
   (void)err;
+  *n = ranked(b, p, use_heuristic(b, p), out, MAX_ALGOS);
   return RLX_OK;
 }
 
-/* Exact f32 keeps CUDNN_FMA_MATH whatever a candidate reports; the other
- * modes take the candidate's math type, as cuDNN asks. */
 static int acceptable(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p,
                       const rlx_dnn_algo_perf* r) {
   if (r->status != RLX_DNN_SUCCESS || r->memory > b->dnn_ws_cap) return 0;
@@ -390,10 +405,9 @@ static int try_candidate(const rlx_cuda_build* b, const rlx_cuda_conv* c, rlx_cu
 
 /* The candidate to run. cudnnFind ranks algorithms by the bare convolution,
  * but the call we issue may be the fused ConvBiasActivation, whose speed per
- * algorithm differs (ResNet-50 B32 bf16 channels-last on an H200: Find's
- * first choices 2.67 ms per forward, the heuristic's 1.96): so the first
- * TIMED_CANDIDATES acceptable candidates are timed as issued and the
- * fastest kept. RLX_CUDNN_HEURISTIC: the heuristic's first that runs. */
+ * algorithm differs: so on Find's list the first TIMED_CANDIDATES acceptable
+ * candidates are timed as issued and the fastest kept. On the heuristic's
+ * list (use_heuristic) the first that runs. */
 static int pick(const rlx_cuda_build* b, const rlx_cuda_conv* c, rlx_cuda_conv_plan* p,
                 const rlx_dnn_algo_perf* r, int n) {
   int best = -1, timed = 0;
@@ -401,7 +415,7 @@ static int pick(const rlx_cuda_build* b, const rlx_cuda_conv* c, rlx_cuda_conv_p
   for (int i = 0; i < n && timed < TIMED_CANDIDATES; i++) {
     if (!acceptable(b, p, &r[i])) continue;
     float ms = 0.0f;
-    if (b->dnn_heuristic) {
+    if (use_heuristic(b, p)) {
       if (try_candidate(b, c, p, &r[i], NULL)) return 1;
       continue;
     }

@@ -48,7 +48,7 @@ if [ "${1:-}" = pack ]; then
   strip -o "$CARRY/bin/librlx.so" "$BUILD/librlx.so"
   # Every binary embeds the same kernel fatbins (~25 MB each): xz -9's 64 MiB
   # window stores them once (~7 MB instead of ~65 MB at the default level).
-  tar -C "$CARRY" -cf - bin | xz -9 -T2 > "$CARRY/bin.tar.xz" && rm -rf "$CARRY/bin"
+  tar -C "$CARRY" -cf - bin | xz -9 -T2 > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
   cp -L /usr/lib/x86_64-linux-gnu/libvulkan.so.1 "$CARRY/"
   cp -L /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 "$CARRY/" # librlx.so needs it; the GPU machine lacks it
   cp third_party/downloads/bun-webgpu-linux-x64-*.tgz "$CARRY/dawn.tgz"
@@ -79,28 +79,24 @@ for t in $(for d in $BACKENDS; do echo test_$d; done); do
   echo "$t exit $?: $(tail -1 $T/$t.txt)"
   grep -E "FAIL|SKIP" $T/$t.txt | head -10
 done
-# The backend contract (tests/test_contract.c), once per device.
-for d in $BACKENDS; do
-  [ -x $B/test_contract ] || break
-  timeout 150 $B/test_contract $d > $T/contract_$d.txt 2>&1
-  echo "test_contract $d exit $?: $(tail -1 $T/contract_$d.txt)"
-  grep -E "FAIL|SKIP" $T/contract_$d.txt | head -10
-done
-# Clones sharing compiled code and the compile cache (tests/test_compile_cache.c).
-for d in $BACKENDS; do
-  [ -x $B/test_compile_cache ] || break
-  timeout 150 $B/test_compile_cache $d > $T/cache_$d.txt 2>&1
-  echo "test_compile_cache $d exit $?: $(tail -1 $T/cache_$d.txt)"
-  grep -E "FAIL|SKIP" $T/cache_$d.txt | head -10
-done
-# Param-only work hoisted out of the run (tests/test_hoist.c): same outputs
-# as RLX_NO_HOIST=1, fewer launches, params re-set, clones, cache.
-for d in $BACKENDS; do
-  [ -x $B/test_hoist ] || break
-  timeout 150 $B/test_hoist $d > $T/hoist_$d.txt 2>&1
-  echo "test_hoist $d exit $?: $(tail -1 $T/hoist_$d.txt)"
-  grep -E "FAIL|SKIP" $T/hoist_$d.txt | head -10
-done
+# run_per_device BIN LABEL TAG: $B/BIN once per backend, its last line and
+# any FAIL / SKIP lines shown, the whole output in $T/TAG_<device>.txt.
+run_per_device() {
+  local bin=$1 label=$2 tag=$3 d
+  for d in $BACKENDS; do
+    [ -x "$B/$bin" ] || return 0
+    timeout 150 "$B/$bin" "$d" > "$T/${tag}_$d.txt" 2>&1
+    echo "$label $d exit $?: $(tail -1 "$T/${tag}_$d.txt")"
+    grep -E "FAIL|SKIP" "$T/${tag}_$d.txt" | head -10
+  done
+}
+# The backend contract (tests/test_contract.c); clones sharing compiled code
+# and the compile cache (tests/test_compile_cache.c); param-only work hoisted
+# out of the run (tests/test_hoist.c: same outputs as RLX_NO_HOIST=1, fewer
+# launches, params re-set, clones, cache).
+run_per_device test_contract test_contract contract
+run_per_device test_compile_cache test_compile_cache cache
+run_per_device test_hoist test_hoist hoist
 # The Python package (python/tests, pytest) over the carried librlx.so, on
 # every device (cuda included), when the machine's python has pytest + numpy.
 if [ -f "$B/librlx.so" ]; then

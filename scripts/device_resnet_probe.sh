@@ -14,12 +14,12 @@
 # Environment: BACKENDS (default "cuda vulkan webgpu"), BENCH_TIMEOUT (s, 120),
 # PEERS=0 (no PyTorch rows), VULKAN_UNET=1 (U-Net B32 on Vulkan).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT="${OUT:-bench/results/device-run-probe}"
 mkdir -p "$OUT"
 exec > >(tee "$OUT/log.txt") 2>&1
 T=/tmp/rlxprobe
-CARRY=build-vision-carry
+export CARRY=build-vision-carry # read by device_env.sh
 # shellcheck source=scripts/device_env.sh
 source scripts/device_env.sh
 B=$T/bin

@@ -246,6 +246,12 @@ TEST(roundtrip_dim_expressions) {
   CHECK(rlx_graph_symbol_name(g, g->values[2].type.shape[0], &name) == RLX_OK);
   CHECK(strcmp(name, "T*(B+1)") == 0);
   rlx_graph_destroy(g);
+  /* Static arithmetic past int64 is an error (2^40 * 2^40), not a wrapped size. */
+  CHECK(rlx_graph_parse("rlx 1\n%0 = input name=\"x\" : f32[1099511627776*1099511627776]\noutputs %0\n",
+                        &g, &err) == RLX_INVALID_ARGUMENT);
+  CHECK(err && contains(err, "past int64"));
+  rlx_free(err);
+  err = NULL;
   CHECK(rlx_graph_parse("rlx 1\n%0 = input name=\"x\" : f32[B*]\noutputs %0\n", &g, &err) ==
         RLX_INVALID_ARGUMENT);
   CHECK(err && contains(err, "dim expression"));

@@ -127,19 +127,21 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/* a op b on sizes; 0 on division by zero. */
-static int fold(int32_t op, int64_t a, int64_t b, int64_t* out) {
+/* a op b on sizes (a, b >= 0): NULL, or what is wrong with it. A size past
+ * int64 (the fuzzer's 2^62 * 4) is an error, not a wrapped value. */
+static const char* fold(int32_t op, int64_t a, int64_t b, int64_t* out) {
+  const char* div0 = "a division by zero";
   switch (op) {
-    case RLX_DIM_ADD: *out = a + b; return 1;
-    case RLX_DIM_SUB: *out = a - b; return 1;
-    case RLX_DIM_MUL: *out = a * b; return 1;
-    case RLX_DIM_FLOOR_DIV: if (!b) return 0; *out = floor_div(a, b); return 1;
-    case RLX_DIM_CEIL_DIV: if (!b) return 0; *out = -floor_div(-a, b); return 1;
-    case RLX_DIM_MOD: if (!b) return 0; *out = a - b * floor_div(a, b); return 1;
-    case RLX_DIM_MIN: *out = a < b ? a : b; return 1;
-    case RLX_DIM_MAX: *out = a > b ? a : b; return 1;
+    case RLX_DIM_ADD: return __builtin_add_overflow(a, b, out) ? "past int64" : NULL;
+    case RLX_DIM_SUB: *out = a - b; return NULL;
+    case RLX_DIM_MUL: return __builtin_mul_overflow(a, b, out) ? "past int64" : NULL;
+    case RLX_DIM_FLOOR_DIV: if (!b) return div0; *out = floor_div(a, b); return NULL;
+    case RLX_DIM_CEIL_DIV: if (!b) return div0; *out = -floor_div(-a, b); return NULL;
+    case RLX_DIM_MOD: if (!b) return div0; *out = a - b * floor_div(a, b); return NULL;
+    case RLX_DIM_MIN: *out = a < b ? a : b; return NULL;
+    case RLX_DIM_MAX: *out = a > b ? a : b; return NULL;
   }
-  return 0;
+  return "an unknown operation";
 }
 
 static int commutative(int32_t op) {
@@ -196,10 +198,11 @@ rlx_status rlx_graph_dim_expr(rlx_graph* g, rlx_dim_op op, rlx_dim a, rlx_dim b,
   RLX_RETURN_IF_ERROR(check_operand(g, b));
   if (a >= 0 && b >= 0) {
     int64_t v = 0;
-    if (!fold(op, a, b, &v) || v < 0)
+    const char* wrong = fold(op, a, b, &v);
+    if (wrong || v < 0)
       return rlx_fail(&g->err, RLX_INVALID_ARGUMENT, "dim expression %lld%s%lld is %s",
                       (long long)a, precedence(op) == 3 ? function_name(op) : infix(op),
-                      (long long)b, v < 0 ? "negative" : "a division by zero");
+                      (long long)b, wrong ? wrong : "negative");
     *out_dim = v;
     return RLX_OK;
   }
@@ -240,11 +243,11 @@ rlx_status rlx_graph_eval_dims(const rlx_graph* g, int64_t* sizes, rlx_error* er
       sizes[i] = -1;
       continue;
     }
-    if (!fold(e->op, a, b, &v) || v < 0)
+    const char* wrong = fold(e->op, a, b, &v);
+    if (wrong || v < 0)
       return rlx_fail(err, RLX_INVALID_ARGUMENT,
                       "dim '%s' is %s at a=%lld, b=%lld: check the sizes of its symbols",
-                      g->symbols[i], v < 0 ? "negative" : "a division by zero", (long long)a,
-                      (long long)b);
+                      g->symbols[i], wrong ? wrong : "negative", (long long)a, (long long)b);
     sizes[i] = v;
   }
   return RLX_OK;
@@ -272,10 +275,8 @@ typedef struct product {
 
 static int collect(const rlx_graph* g, rlx_dim d, product* p) {
   const rlx_dim_def* e = def_of(g, d);
-  if (d >= 0) {
-    p->coef *= d;
-    return 1;
-  }
+  if (d >= 0) /* a coefficient past int64: not a product we can reason about */
+    return !__builtin_mul_overflow(p->coef, d, &p->coef);
   if (e && e->op == RLX_DIM_MUL) return collect(g, e->a, p) && collect(g, e->b, p);
   if (p->n == 32) return 0;
   p->f[p->n++] = d;

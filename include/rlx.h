@@ -563,6 +563,151 @@ RLX_API rlx_status rlx_graph_add_lrn(rlx_graph* g, rlx_tensor x, int32_t size, f
 RLX_API rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, float top_p,
                                         float temperature, rlx_tensor* out);
 
+/* --- training (Tier 2): backward ops, losses, optimizer updates.
+ * Each is an IR op with a shape rule, a CPU reference and native kernels;
+ * rlx_graph_grad (below) emits them, and graphs may also use them directly.
+ * Float dtypes only; gradients have the dtype of what they differentiate. */
+
+/* Attention backward, flash style (the S x S scores are recomputed in
+ * tiles, never stored): given the forward's q, k, v, mask (as in
+ * rlx_graph_add_attention, same desc), its output `out` and the output's
+ * gradient d_out, writes dq (q's shape), dk and dv (k's / v's shape; with
+ * GQA each kv head sums the gradients of the query heads that share it). */
+RLX_API rlx_status rlx_graph_add_attention_backward(rlx_graph* g, rlx_tensor q, rlx_tensor k,
+                                                    rlx_tensor v, rlx_tensor mask, rlx_tensor out,
+                                                    rlx_tensor d_out,
+                                                    const rlx_attention_desc* desc,
+                                                    rlx_tensor* out_dq, rlx_tensor* out_dk,
+                                                    rlx_tensor* out_dv);
+/* LayerNorm backward (forward: rlx_graph_add_layer_norm(x, gamma, beta,
+ * axis, eps)): dx (x's shape), d_gamma and d_beta (shape x.shape[axis:],
+ * the sums over the leading dims). gamma may be RLX_NONE (ones); the
+ * d_gamma / d_beta outputs exist either way. */
+RLX_API rlx_status rlx_graph_add_layer_norm_backward(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                                     rlx_tensor dy, int32_t axis, float eps,
+                                                     rlx_tensor* out_dx, rlx_tensor* out_dgamma,
+                                                     rlx_tensor* out_dbeta);
+/* RmsNorm backward (forward over the last dim): dx and d_gamma ([D]; exists
+ * when gamma is RLX_NONE too). */
+RLX_API rlx_status rlx_graph_add_rms_norm_backward(rlx_graph* g, rlx_tensor x, rlx_tensor gamma,
+                                                   rlx_tensor dy, float eps, rlx_tensor* out_dx,
+                                                   rlx_tensor* out_dgamma);
+/* Softmax backward from the forward's output y along axis:
+ * dx = y * (dy - sum(dy * y)); with log_softmax = 1, y is LogSoftmax's
+ * output and dx = dy - exp(y) * sum(dy). */
+RLX_API rlx_status rlx_graph_add_softmax_backward(rlx_graph* g, rlx_tensor y, rlx_tensor dy,
+                                                  int32_t axis, int32_t log_softmax,
+                                                  rlx_tensor* out);
+/* Rope backward: the inverse rotation of dy (same tables and attributes as
+ * the forward rlx_graph_add_rope). */
+RLX_API rlx_status rlx_graph_add_rope_backward(rlx_graph* g, rlx_tensor dy, rlx_tensor cos_t,
+                                               rlx_tensor sin_t, int32_t head_dim, int32_t n_rot,
+                                               rlx_rope_style style, rlx_layout layout,
+                                               rlx_tensor* out);
+/* Gather backward (forward: rlx_graph_add_gather(x, idx, axis)): dx of x's
+ * shape, x.shape[axis] = axis_size, zero except dx[.., idx[p], ..] summed
+ * over every p that gathered it. Deterministic: the sums are taken in
+ * position order on every backend (no atomics), so repeated runs give the
+ * same bits. Out-of-range indices fail the run (RLX_OUT_OF_RANGE). */
+RLX_API rlx_status rlx_graph_add_gather_backward(rlx_graph* g, rlx_tensor dy, rlx_tensor idx,
+                                                 int32_t axis, rlx_dim axis_size,
+                                                 rlx_tensor* out);
+/* Cumsum backward: the cumsum of dy in the opposite direction (same axis
+ * and exclusive flag as the forward, reverse flipped). */
+RLX_API rlx_status rlx_graph_add_cumsum_backward(rlx_graph* g, rlx_tensor dy, int32_t axis,
+                                                 int32_t exclusive, int32_t reverse,
+                                                 rlx_tensor* out);
+/* Conv backward with respect to the weight: d_w ([OC, C/groups, k...], or
+ * OHWI for RLX_CONV_CHANNELS_LAST_OHWI) from the forward's input x and the
+ * gradient dy of its pre-activation output; the other arguments are the
+ * forward's (rlx_graph_add_conv). The input gradient is
+ * rlx_graph_add_conv_transpose of dy, the bias gradient a Reduce of dy. */
+RLX_API rlx_status rlx_graph_add_conv_backward_weight(rlx_graph* g, rlx_tensor x, rlx_tensor dy,
+                                                      rlx_tensor w, int32_t n_spatial,
+                                                      const int64_t* strides, const int64_t* pads,
+                                                      const int64_t* dilations, int32_t groups,
+                                                      rlx_conv_layout layout, rlx_tensor* out);
+/* Pool backward (RLX_POOL_MAX or RLX_POOL_AVG; the forward's x and
+ * arguments, dy shaped like its output) -> dx of x's shape. Max routes each
+ * window's gradient to its first maximum (rlx_graph_add_pool's argmax);
+ * an average spreads it over the taps it divided by. Deterministic (each
+ * dx element sums the windows that cover it, no atomics). */
+RLX_API rlx_status rlx_graph_add_pool_backward(rlx_graph* g, rlx_tensor x, rlx_tensor dy,
+                                               rlx_pool_kind kind, int32_t n_spatial,
+                                               const int64_t* kernel, const int64_t* strides,
+                                               const int64_t* pads, const int64_t* dilations,
+                                               int32_t ceil_mode, int32_t count_include_pad,
+                                               rlx_tensor* out);
+/* Cross-entropy from logits [..., V] and integer targets [...] (i32/i64):
+ * the mean over positions whose target != ignore_index of
+ * -((1 - ls) * log_softmax(logits)[target] + ls / V * sum(log_softmax)),
+ * ls = label_smoothing in [0, 1] (PyTorch's F.cross_entropy with
+ * reduction='mean'). A scalar (shape [], logits' dtype); 0/0 = NaN when
+ * every target is ignored, as PyTorch. Targets outside [0, V) that are not
+ * ignore_index fail the run (RLX_OUT_OF_RANGE). */
+RLX_API rlx_status rlx_graph_add_cross_entropy(rlx_graph* g, rlx_tensor logits, rlx_tensor targets,
+                                               int64_t ignore_index, float label_smoothing,
+                                               rlx_tensor* out);
+/* Its backward: d_logits = d_loss * (softmax(logits) - smoothed one-hot)
+ * / count, zero on ignored rows; d_loss is a scalar tensor. */
+RLX_API rlx_status rlx_graph_add_cross_entropy_backward(rlx_graph* g, rlx_tensor logits,
+                                                        rlx_tensor targets, rlx_tensor d_loss,
+                                                        int64_t ignore_index,
+                                                        float label_smoothing, rlx_tensor* out);
+/* Mean squared error: mean((a - b)^2) over every element, a scalar. A
+ * composition of Binary and Reduce (its gradient follows from theirs). */
+RLX_API rlx_status rlx_graph_add_mse_loss(rlx_graph* g, rlx_tensor a, rlx_tensor b,
+                                          rlx_tensor* out);
+
+/* Optimizer updates: one fused elementwise kernel per param tensor whose
+ * outputs are planned in the bytes of the param and state they replace
+ * (the trainer feeds them back as device state). `hyper` is an f32 tensor
+ * [RLX_HYPER_COUNT] read on the device at every run, so a learning-rate
+ * schedule or clipping never recompiles. The update is applied to the
+ * gradient g_eff = grad * hyper[GRAD_SCALE]; with hyper[APPLY] == 0 every
+ * output equals its input (an accumulation micro-step). */
+enum {
+  RLX_HYPER_LR = 0,
+  RLX_HYPER_GRAD_SCALE = 1, /* clipping coefficient / (loss scale * accumulation steps) */
+  RLX_HYPER_STEP = 2,       /* t of the update being made (1, 2, ...): Adam's bias correction */
+  RLX_HYPER_APPLY = 3,      /* 1: update; 0: leave params and state as they are */
+  RLX_HYPER_COUNT = 4,
+};
+typedef struct rlx_sgd_desc {
+  float momentum;     /* 0: no momentum buffer is read or written */
+  float dampening;
+  float weight_decay; /* L2: g_eff += weight_decay * p */
+  int32_t nesterov;
+} rlx_sgd_desc;
+/* PyTorch's SGD: buf = momentum * buf + (1 - dampening) * g_eff (buf = g_eff
+ * at step 1); p -= lr * (nesterov ? g_eff + momentum * buf : buf).
+ * momentum_buf may be RLX_NONE when momentum == 0 (then *out_buf = RLX_NONE). */
+RLX_API rlx_status rlx_graph_add_sgd_update(rlx_graph* g, rlx_tensor p, rlx_tensor grad,
+                                            rlx_tensor momentum_buf, rlx_tensor hyper,
+                                            const rlx_sgd_desc* desc, rlx_tensor* out_p,
+                                            rlx_tensor* out_buf);
+typedef struct rlx_adam_desc {
+  float beta1, beta2, eps;
+  float weight_decay;
+  int32_t decoupled;  /* 1: AdamW (p *= 1 - lr * wd); 0: Adam (g_eff += wd * p) */
+} rlx_adam_desc;
+/* PyTorch's Adam / AdamW: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ * p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps). */
+RLX_API rlx_status rlx_graph_add_adam_update(rlx_graph* g, rlx_tensor p, rlx_tensor grad,
+                                             rlx_tensor m, rlx_tensor v, rlx_tensor hyper,
+                                             const rlx_adam_desc* desc, rlx_tensor* out_p,
+                                             rlx_tensor* out_m, rlx_tensor* out_v);
+
+/* Reverse-mode autodiff: appends to g the nodes that compute the gradient
+ * of `loss` with respect to each wrt[i] (inputs, params or any value) and
+ * returns them in out_grads[i] (same shape and dtype as wrt[i]). The loss
+ * is seeded with `seed` (its shape; RLX_NONE: ones). A wrt the loss does
+ * not depend on gets a zero tensor. Fails naming the op when a node on the
+ * path has no gradient rule (integer-valued ops, ArgMax, Sample, ...
+ * contribute none and stop the path, as StopGradient does). */
+RLX_API rlx_status rlx_graph_grad(rlx_graph* g, rlx_tensor loss, const rlx_tensor* wrt,
+                                  int32_t n_wrt, rlx_tensor seed, rlx_tensor* out_grads);
+
 /* --- text format */
 /* Prints the graph; *out_text is malloc'd, free with rlx_free. */
 RLX_API rlx_status rlx_graph_print(const rlx_graph* g, char** out_text);
@@ -837,6 +982,87 @@ typedef struct rlx_memory_stats {
   int32_t launches;          /* steps per run */
 } rlx_memory_stats;
 RLX_API rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out_stats);
+
+/* ------------------------------------------------------------------ training */
+
+/* A training step compiled once: forward, backward (rlx_graph_grad) and the
+ * optimizer update in one executable, whose trainable params and optimizer
+ * state live on the device between steps. */
+typedef struct rlx_trainer rlx_trainer;
+
+typedef enum rlx_optimizer {
+  RLX_OPTIMIZER_SGD = 0,
+  RLX_OPTIMIZER_ADAM = 1,
+  RLX_OPTIMIZER_ADAMW = 2,
+} rlx_optimizer;
+
+typedef struct rlx_train_options {
+  rlx_optimizer optimizer;
+  float lr;
+  rlx_sgd_desc sgd;   /* SGD's momentum, dampening, weight decay, nesterov */
+  rlx_adam_desc adam; /* Adam / AdamW's betas, eps, weight decay */
+  float clip_norm;    /* > 0: scale gradients so their global L2 norm is <= clip_norm */
+  int32_t accumulate; /* micro-steps per update (>= 1): gradients are summed and
+                         averaged, params change on every accumulate-th step */
+  /* f16 training: the loss is multiplied by loss_scale before backward and the
+   * gradients divided by it (0 = 1). With dynamic_loss_scale a step whose
+   * gradients hold Inf/NaN is skipped and the scale halves; it doubles after
+   * 2000 good steps. */
+  float loss_scale;
+  int32_t dynamic_loss_scale;
+  /* Params that stay fixed (not trained; plain params of the executable). */
+  const char* const* frozen;
+  int32_t n_frozen;
+  /* 1: the gradients are outputs read with rlx_trainer_read_grad (tests). */
+  int32_t keep_grads;
+} rlx_train_options;
+
+/* PyTorch's defaults for the optimizer: lr 1e-3 (SGD 1e-2), betas 0.9 /
+ * 0.999, eps 1e-8, weight decay 0 (AdamW 0.01), no clipping, accumulate 1. */
+RLX_API void rlx_train_options_init(rlx_train_options* o, rlx_optimizer optimizer);
+/* Compiles the training step of `loss` (a scalar float value of g) on
+ * device. Every float param of g not in frozen is trained. copt may be NULL;
+ * copt->precision bf16 / f16 computes forward and backward in that dtype
+ * with f32 master weights and optimizer state. The message of a failure is
+ * on g. */
+RLX_API rlx_status rlx_train_compile(rlx_graph* g, rlx_tensor loss, const char* device,
+                                     const rlx_compile_options* copt,
+                                     const rlx_train_options* topt, rlx_trainer** out);
+RLX_API void rlx_trainer_destroy(rlx_trainer* t);
+RLX_API const char* rlx_trainer_last_error(const rlx_trainer* t);
+/* Sets (initial value, or a value loaded elsewhere) or reads a param,
+ * trained or frozen, as rlx_exec_set_param does. A read gives the value
+ * after the last step. */
+RLX_API rlx_status rlx_trainer_set_param(rlx_trainer* t, const char* name, rlx_dtype src_dtype,
+                                         const void* data, size_t bytes);
+RLX_API rlx_status rlx_trainer_read_param(rlx_trainer* t, const char* name, rlx_dtype dtype,
+                                          void* dst, size_t bytes);
+/* Inputs of the step (the batch), as rlx_exec_set_input. */
+RLX_API rlx_status rlx_trainer_set_input(rlx_trainer* t, const char* name, rlx_dtype dtype,
+                                         const rlx_dim* shape, int32_t rank, const void* data,
+                                         size_t bytes);
+/* Learning rate of the next steps (a schedule changes it between steps). */
+RLX_API rlx_status rlx_trainer_set_lr(rlx_trainer* t, float lr);
+/* One step: forward, backward, and the update (every accumulate-th call).
+ * *out_loss (may be NULL) is the loss of this step's forward pass, before
+ * its update. */
+RLX_API rlx_status rlx_trainer_step(rlx_trainer* t, float* out_loss);
+/* Updates made so far (the optimizer's t). */
+RLX_API int64_t rlx_trainer_step_count(const rlx_trainer* t);
+/* With keep_grads: the gradient of a trained param from the last step
+ * (unscaled, before clipping, summed over an accumulation's micro-steps). */
+RLX_API rlx_status rlx_trainer_read_grad(rlx_trainer* t, const char* name, rlx_dtype dtype,
+                                         void* dst, size_t bytes);
+/* Checkpoint: writes every param (trained and frozen), the optimizer state
+ * and the step count into directory dir (created if missing) as .npy files
+ * plus a small text manifest; load restores them into a trainer compiled
+ * from the same graph and options, so training resumes where it stopped
+ * (bit-exact on the CPU). */
+RLX_API rlx_status rlx_trainer_save(rlx_trainer* t, const char* dir);
+RLX_API rlx_status rlx_trainer_load(rlx_trainer* t, const char* dir);
+/* The executable that runs the step (for rlx_exec_report, memory stats,
+ * timing); it belongs to the trainer. */
+RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
 
 #ifdef __cplusplus
 }

@@ -252,6 +252,13 @@ TEST(roundtrip_dim_expressions) {
   CHECK(err && contains(err, "past int64"));
   rlx_free(err);
   err = NULL;
+  /* A folded size past the literals' bound would print as a literal that
+   * does not parse again (the fuzzer's W*8857665667112): an error here. */
+  CHECK(rlx_graph_parse("rlx 1\n%0 = input name=\"x\" : f32[1099511627*76*106*W/16]\noutputs %0\n",
+                        &g, &err) == RLX_INVALID_ARGUMENT);
+  CHECK(err && contains(err, "dim above"));
+  rlx_free(err);
+  err = NULL;
   CHECK(rlx_graph_parse("rlx 1\n%0 = input name=\"x\" : f32[B*]\noutputs %0\n", &g, &err) ==
         RLX_INVALID_ARGUMENT);
   CHECK(err && contains(err, "dim expression"));

@@ -711,6 +711,9 @@ static void scan_space(dim_scan* d) {
 static rlx_status scan_combine(dim_scan* d, rlx_dim_op op, rlx_dim a, rlx_dim b, rlx_dim* out) {
   if (rlx_graph_dim_expr(d->p->g, op, a, b, out) != RLX_OK)
     return FAIL(d->p, d->t, "%s", rlx_graph_last_error(d->p->g));
+  /* A folded size obeys the literals' bound: it may be printed as an
+   * operand of a larger expression, which must parse again. */
+  if (*out > TEXT_MAX_DIM) return FAIL(d->p, d->t, "dim above %lld", (long long)TEXT_MAX_DIM);
   return RLX_OK;
 }
 

@@ -310,3 +310,17 @@ add_test(NAME vision_models_cpu_bf16
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_cpu_bf16 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 # ---- end reduced precision
+
+# ---- training fixtures (tests/test_train_fixtures.c against
+# tests/fixtures/train, written by scripts/gen_train_fixtures.py with
+# PyTorch): cpu from the glob above, each device here SKIPs (77) when absent.
+set_tests_properties(test_train_fixtures PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME train_fixtures_vulkan COMMAND test_train_fixtures vulkan
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_fixtures_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "RLX_VK_VALIDATION=1")
+rlx_add_webgpu_test(train_fixtures_webgpu test_train_fixtures 900 "" webgpu)
+add_test(NAME train_fixtures_cuda COMMAND test_train_fixtures cuda
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_fixtures_cuda PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+# ---- end training fixtures

@@ -1,4 +1,4 @@
-/* Training fixtures in the llm.c style (tests/fixtures/train/*.bin, written
+/* Training fixtures in the llm.c style (tests/fixtures/train/<model>.bin, written
  * by scripts/gen_train_fixtures.py with PyTorch in f32 on the CPU): a small
  * GPT trained with AdamW, an MLP and a small CNN trained with SGD momentum.
  * Each model is built here through include/rlx.h with the fixture's param
@@ -123,7 +123,7 @@ static int fixture_load(const char* model, fixture* fx, char* why, size_t cap) {
   memset(fx, 0, sizeof *fx);
   FILE* f = fopen(path, "rb");
   if (!f) {
-    snprintf(why, cap, "cannot open %s", path);
+    snprintf(why, cap, "cannot open %.200s", path);
     return 0;
   }
   fseek(f, 0, SEEK_END);
@@ -137,7 +137,7 @@ static int fixture_load(const char* model, fixture* fx, char* why, size_t cap) {
   uint32_t n;
   if (!take(fx, &pos, 8, &magic) || memcmp(magic, "RLXTRFX1", 8) != 0 ||
       !take_u32(fx, &pos, &n) || n > 4096) {
-    snprintf(why, cap, "%s: not a training fixture (magic RLXTRFX1)", path);
+    snprintf(why, cap, "%.200s: not a training fixture (magic RLXTRFX1)", path);
     return 0;
   }
   fx->t = calloc(n ? n : 1, sizeof *fx->t);

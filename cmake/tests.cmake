@@ -310,3 +310,8 @@ add_test(NAME vision_models_cpu_bf16
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_cpu_bf16 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 # ---- end reduced precision
+
+# ---- the built-in GPT of `rlx train --text` (tools/gpt_model.c) and the
+# CLI's training commands (tests/train_cli.sh, torch as the reference)
+target_sources(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
+target_include_directories(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools)

@@ -11,6 +11,8 @@
 
 int cmd_train_text(int argc, char** argv);
 int cmd_train_onnx(int argc, char** argv);
+/* rlx generate CHECKPOINT_DIR (generate_gpt.c; cmd_generate.c hands over). */
+int cmd_generate_gpt(int argc, char** argv);
 
 /* Resolves --device ("best" -> the first available) quietly; prints why a
  * device cannot be used. *out_name is a static string of the library. */

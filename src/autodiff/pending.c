@@ -116,17 +116,6 @@ rlx_status rlx_graph_add_pool_backward(rlx_graph* g, rlx_tensor x, rlx_tensor dy
   return RLX_UNIMPLEMENTED;
 }
 
-/* pending: rlx_graph_grad */
-rlx_status rlx_graph_grad(rlx_graph* g, rlx_tensor loss, const rlx_tensor* wrt, int32_t n_wrt, rlx_tensor seed, rlx_tensor* out_grads) {
-  (void)g;
-  (void)loss;
-  (void)wrt;
-  (void)n_wrt;
-  (void)seed;
-  (void)out_grads;
-  return RLX_UNIMPLEMENTED;
-}
-
 /* pending: rlx_train_options_init */
 void rlx_train_options_init(rlx_train_options* o, rlx_optimizer optimizer) {
   (void)o;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "gpt_model.h"
 #include "harness.h"
 
 static const char* dev = "cpu";
@@ -309,6 +310,22 @@ static rlx_status build_gpt(const fixture* fx, model* m) {
   return RLX_OK;
 }
 
+/* The same GPT from tools/gpt_model.c (the model `rlx train --text`
+ * trains), with its own loss: the sizes come from the fixture. */
+static rlx_status build_gpt_model(const fixture* fx, model* m) {
+  gpt_config c = {(int64_t)fx_scalar(fx, "cfg.vocab", 0), (int64_t)fx_scalar(fx, "cfg.context", 0),
+                  (int64_t)fx_scalar(fx, "cfg.layers", 0), (int64_t)fx_scalar(fx, "cfg.heads", 0),
+                  (int64_t)fx_scalar(fx, "cfg.channels", 0)};
+  const fx_tensor* ids = fx_find(fx, "input.ids");
+  char msg[256];
+  if (!ids || ids->rank != 2 || gpt_config_check(&c, msg, sizeof msg) != 0) {
+    fprintf(stderr, "gpt fixture config: %s\n", ids ? msg : "no input.ids");
+    return RLX_INVALID_ARGUMENT;
+  }
+  TRY(m->g, gpt_build_train(m->g, &c, ids->shape[0], ids->shape[1], &m->loss, &m->output));
+  return RLX_OK;
+}
+
 /* x -> fc1 + tanh -> fc2 + relu -> fc3. */
 static rlx_status build_mlp(const fixture* fx, model* m) {
   rlx_graph* g = m->g;
@@ -357,15 +374,20 @@ static rlx_status build_cnn(const fixture* fx, model* m) {
 typedef enum loss_kind { LOSS_CROSS_ENTROPY, LOSS_MSE } loss_kind;
 
 typedef struct model_spec {
-  const char* name;
+  const char* name;    /* in the printed lines */
+  const char* fixture; /* tests/fixtures/train/<fixture>.bin */
   rlx_status (*build)(const fixture* fx, model* m);
   loss_kind loss;
+  int builds_loss; /* 1: build sets m->loss itself */
   rlx_optimizer optimizer;
 } model_spec;
 
-static const model_spec GPT = {"gpt", build_gpt, LOSS_CROSS_ENTROPY, RLX_OPTIMIZER_ADAMW};
-static const model_spec MLP = {"mlp", build_mlp, LOSS_MSE, RLX_OPTIMIZER_SGD};
-static const model_spec CNN = {"cnn", build_cnn, LOSS_CROSS_ENTROPY, RLX_OPTIMIZER_SGD};
+static const model_spec GPT = {"gpt", "gpt", build_gpt, LOSS_CROSS_ENTROPY, 0,
+                               RLX_OPTIMIZER_ADAMW};
+static const model_spec GPT_MODEL = {"gpt_model", "gpt", build_gpt_model, LOSS_CROSS_ENTROPY, 1,
+                                     RLX_OPTIMIZER_ADAMW};
+static const model_spec MLP = {"mlp", "mlp", build_mlp, LOSS_MSE, 0, RLX_OPTIMIZER_SGD};
+static const model_spec CNN = {"cnn", "cnn", build_cnn, LOSS_CROSS_ENTROPY, 0, RLX_OPTIMIZER_SGD};
 
 /* The loss of the built model: m->loss holds the targets until then. */
 static rlx_status add_loss(const model_spec* s, model* m) {
@@ -453,33 +475,39 @@ static void compare_qkv_bias(tally* t, const char* what, const float* got, const
 
 static rlx_dtype rlx_dtype_of(const fx_tensor* t) { return t->dtype == FX_F32 ? RLX_F32 : RLX_I32; }
 
-/* Builds the model's graph with the fixture's shapes; with_loss adds the loss. */
-static int build(const model_spec* s, const fixture* fx, int with_loss, model* m) {
+/* Builds the model's graph, output and loss, with the fixture's shapes. */
+static int build(const model_spec* s, const fixture* fx, model* m) {
   memset(m, 0, sizeof *m);
   if (rlx_graph_create(&m->g) != RLX_OK) return 0;
   if (s->build(fx, m) != RLX_OK) return 0;
-  if (with_loss && add_loss(s, m) != RLX_OK) {
+  if (!s->builds_loss && add_loss(s, m) != RLX_OK) {
     fprintf(stderr, "%s loss: %s\n", s->name, rlx_graph_last_error(m->g));
     return 0;
   }
   return 1;
 }
 
-/* The forward at the initial params (compiled for inference) against the
- * fixture's output. */
+/* The forward at the initial params (compiled for inference): its output
+ * and loss against the fixture's. */
 static void check_forward(const model_spec* s) {
   char why[256] = "";
   fixture fx;
   model m;
   tally t = {s->name, 0, 0};
-  int loaded = fixture_load(s->name, &fx, why, sizeof why);
+  int loaded = fixture_load(s->fixture, &fx, why, sizeof why);
   if (!loaded) fixture_free(&fx);
   CHECK_MSG(loaded, "%s", why);
-  int built = build(s, &fx, 0, &m) && rlx_graph_set_outputs(m.g, &m.output, 1) == RLX_OK;
+  rlx_tensor outs[2];
+  int built = build(s, &fx, &m);
+  outs[0] = m.output;
+  outs[1] = m.loss;
+  built = built && rlx_graph_set_outputs(m.g, outs, 2) == RLX_OK;
   rlx_exec* e = built ? test_compile_on(m.g, dev, NULL) : NULL;
   const fx_tensor* want = fx_find(&fx, "output");
+  const fx_tensor* want_loss = fx_find(&fx, "loss");
   float* got = want ? malloc((size_t)want->numel * sizeof(float)) : NULL;
-  int ran = e && got;
+  float loss = NAN;
+  int ran = e && got && want_loss;
   for (int i = 0; ran && i < fx.n; i++) {
     const fx_tensor* r = &fx.t[i];
     if (starts_with(r->name, "param."))
@@ -489,9 +517,13 @@ static void check_forward(const model_spec* s) {
                                (size_t)r->numel * 4) == RLX_OK;
   }
   ran = ran && rlx_exec_run(e) == RLX_OK &&
-        rlx_exec_read_output(e, 0, RLX_F32, got, (size_t)want->numel * sizeof(float)) == RLX_OK;
+        rlx_exec_read_output(e, 0, RLX_F32, got, (size_t)want->numel * sizeof(float)) == RLX_OK &&
+        rlx_exec_read_output(e, 1, RLX_F32, &loss, sizeof loss) == RLX_OK;
   if (e && !ran) fprintf(stderr, "%s forward: %s\n", s->name, rlx_exec_last_error(e));
-  if (ran) compare(&t, "output", got, want);
+  if (ran) {
+    compare(&t, "output", got, want);
+    compare(&t, "loss", &loss, want_loss);
+  }
   free(got);
   rlx_exec_destroy(e);
   rlx_graph_destroy(m.g);
@@ -596,7 +628,7 @@ static void check_training(const model_spec* s) {
   fixture fx;
   model m;
   tally t = {s->name, 0, 0};
-  int loaded = fixture_load(s->name, &fx, why, sizeof why);
+  int loaded = fixture_load(s->fixture, &fx, why, sizeof why);
   if (!loaded) fixture_free(&fx);
   CHECK_MSG(loaded, "%s", why);
   int built = build(s, &fx, 1, &m);
@@ -614,7 +646,8 @@ static void check_training(const model_spec* s) {
 }
 
 TEST(gpt_forward) { check_forward(&GPT); }
-TEST(gpt_train) { check_training(&GPT); }
+TEST(gpt_model_forward) { check_forward(&GPT_MODEL); }
+TEST(gpt_model_train) { check_training(&GPT_MODEL); }
 TEST(mlp_forward) { check_forward(&MLP); }
 TEST(mlp_train) { check_training(&MLP); }
 TEST(cnn_forward) { check_forward(&CNN); }
@@ -643,6 +676,7 @@ int main(int argc, char** argv) {
   RUN(cnn_forward);
   RUN(cnn_train);
   RUN(gpt_forward);
-  RUN(gpt_train);
+  RUN(gpt_model_forward);
+  RUN(gpt_model_train);
   return test_summary();
 }

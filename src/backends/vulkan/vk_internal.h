@@ -180,6 +180,9 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_CONV RLX_VK_PIPE_CONV_DIRECT /* GEMM kernels picked in vk_params.c */
 #define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_XENT RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

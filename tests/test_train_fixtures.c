@@ -631,7 +631,7 @@ static void check_training(const model_spec* s) {
   int loaded = fixture_load(s->fixture, &fx, why, sizeof why);
   if (!loaded) fixture_free(&fx);
   CHECK_MSG(loaded, "%s", why);
-  int built = build(s, &fx, 1, &m);
+  int built = build(s, &fx, &m);
   rlx_train_options o;
   train_options(s, &fx, &o);
   rlx_trainer* tr = NULL;

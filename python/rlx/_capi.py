@@ -170,6 +170,8 @@ _PROTOTYPES = {
     "rlx_graph_add_fused_residual_layer_norm": (S, [P, T, T, T, T, T, c_float, OUT_T, OUT_T]),
     "rlx_graph_add_fused_residual_rms_norm": (S, [P, T, T, T, T, c_float, OUT_T, OUT_T]),
     "rlx_graph_add_attention": (S, [P, T, T, T, T, POINTER(AttentionDesc), OUT_T]),
+    "rlx_graph_add_attention_backward": (S, [P, T, T, T, T, T, T, POINTER(AttentionDesc), OUT_T,
+                                             OUT_T, OUT_T]),
     "rlx_graph_add_rope": (S, [P, T, T, T, c_int32, c_int32, c_int, c_int, OUT_T]),
     "rlx_graph_add_sample": (S, [P, T, c_int32, c_float, c_float, OUT_T]),
     "rlx_graph_add_pool": (S, [P, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32, c_int32,

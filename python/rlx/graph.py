@@ -524,6 +524,20 @@ class Graph(_capi.Owned):
         return self._add(lib.rlx_graph_add_attention, self._t(q), self._t(k), self._t(v),
                          self._t(mask_tensor), ctypes.byref(desc))
 
+    def attention_backward(self, q, k, v, out, d_out, *, num_heads, head_dim, num_kv_heads=0,
+                           layout="bshd", mask="none", mask_tensor=None, window=0, scale=0.0,
+                           softcap=0.0):
+        """(dq, dk, dv) of attention(q, k, v, ...) given its output `out` and the output's
+        gradient d_out; the keywords are the forward's (see attention)."""
+        desc = _capi.AttentionDesc(num_heads, num_kv_heads, head_dim, _enum(Layout, layout),
+                                   _enum(Mask, mask), window, scale, softcap)
+        dq, dk, dv = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_attention_backward(
+            self.handle, self._t(q), self._t(k), self._t(v), self._t(mask_tensor), self._t(out),
+            self._t(d_out), ctypes.byref(desc), ctypes.byref(dq), ctypes.byref(dk),
+            ctypes.byref(dv)))
+        return Tensor(self, dq.value), Tensor(self, dk.value), Tensor(self, dv.value)
+
     def rope(self, x, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
         """Rotary embedding of the first n_rot (default head_dim) dims of each head."""
         n_rot = head_dim if n_rot is None else n_rot

@@ -5,22 +5,6 @@
 #include <stddef.h>
 #include "rlx.h"
 
-/* pending: rlx_graph_add_attention_backward */
-rlx_status rlx_graph_add_attention_backward(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v, rlx_tensor mask, rlx_tensor out, rlx_tensor d_out, const rlx_attention_desc* desc, rlx_tensor* out_dq, rlx_tensor* out_dk, rlx_tensor* out_dv) {
-  (void)g;
-  (void)q;
-  (void)k;
-  (void)v;
-  (void)mask;
-  (void)out;
-  (void)d_out;
-  (void)desc;
-  (void)out_dq;
-  (void)out_dk;
-  (void)out_dv;
-  return RLX_UNIMPLEMENTED;
-}
-
 /* pending: rlx_graph_add_layer_norm_backward */
 rlx_status rlx_graph_add_layer_norm_backward(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, rlx_tensor dy, int32_t axis, float eps, rlx_tensor* out_dx, rlx_tensor* out_dgamma, rlx_tensor* out_dbeta) {
   (void)g;

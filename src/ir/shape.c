@@ -47,6 +47,7 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
     case RLX_OP_ATTENTION: return i == 3;
+    case RLX_OP_ATTENTION_BACKWARD: return i == 3;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return i >= 2; /* bias, residual */
     case RLX_OP_GROUP_NORM:
@@ -738,6 +739,21 @@ static rlx_status infer_attention(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* The forward's checks, then out and d_out shaped like the forward's
+ * output; dq, dk, dv take q's, k's and v's types. */
+static rlx_status infer_attention_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_attention(c));
+  const rlx_type *o = c->t[4], *d_o = c->t[5];
+  char b1[160], b2[160], b3[160];
+  if (!rlx_type_equal(o, &c->out[0]) || !rlx_type_equal(d_o, &c->out[0]))
+    return FAIL(c, "out %s and d_out %s must both be the forward's output type %s",
+                TSTR(c, o, b1), TSTR(c, d_o, b2), TSTR(c, &c->out[0], b3));
+  c->out[0] = *c->t[0];
+  c->out[1] = *c->t[1];
+  c->out[2] = *c->t[2];
+  return RLX_OK;
+}
+
 static rlx_status infer_rope(infer_ctx* c) {
   const rlx_type *x = c->t[0], *cs = c->t[1], *sn = c->t[2];
   rlx_node_attrs* a = c->a;
@@ -1247,6 +1263,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
       return infer_fused_residual_norm(c);
     case RLX_OP_ATTENTION: return infer_attention(c);
+    case RLX_OP_ATTENTION_BACKWARD: return infer_attention_backward(c);
     case RLX_OP_ROPE: return infer_rope(c);
     case RLX_OP_SAMPLE: return infer_sample(c);
     case RLX_OP_POOL: return infer_pool(c);

@@ -165,6 +165,12 @@ rlx_work rlx_step_work(const rlx_step* s) {
       const rlx_attention_params* p = &s->p.attn;
       return work_of(p->B * p->H * p->Sq, RLX_WORK_GROUP);
     }
+    case RLX_K_ATTENTION_BWD: {
+      const rlx_attention_params* a = &s->p.attn_bwd.a;
+      if (s->op == RLX_ATTN_BWD_FULL) return work_of(1, RLX_WORK_GROUP);
+      int per_key = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+      return work_of(per_key ? a->B * a->Hkv * a->Sk : a->B * a->H * a->Sq, RLX_WORK_GROUP);
+    }
     case RLX_K_ROPE: {
       /* n_rot/2 rotated pairs plus D - n_rot copied dims per (b, s, h) */
       const rlx_rope_params* p = &s->p.rope;
@@ -704,6 +710,7 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
     case RLX_OP_ATTENTION:
+    case RLX_OP_ATTENTION_BACKWARD:
     case RLX_OP_ROPE:
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:

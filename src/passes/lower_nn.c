@@ -286,6 +286,138 @@ static rlx_status lower_attention(const rlx_graph* g, const rlx_plan* plan, int3
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ attention backward */
+
+/* The forward's geometry, mask and scale for an AttentionBackward node:
+ * lower_attention's checks over a forward-shaped step (q, k, v, mask, out). */
+static rlx_status attention_bwd_forward_geometry(const rlx_graph* g, const rlx_plan* plan,
+                                                 int32_t ni, rlx_step_list* out,
+                                                 rlx_step* fwd) {
+  const rlx_node* n = &g->nodes[ni];
+  start_step(fwd, RLX_K_ATTENTION, ni);
+  fwd->n_in = 4;
+  for (int i = 0; i < 3; i++) fwd->in[i] = rlx_view_of(g, plan, n->in[i]);
+  fwd->n_out = 1;
+  fwd->out[0] = rlx_view_of(g, plan, n->in[4]);
+  rlx_attention_params* p = &fwd->p.attn;
+  RLX_RETURN_IF_ERROR(attention_geometry(out, g, ni, fwd, p));
+  p->mask = n->a.mask;
+  p->window = n->a.window;
+  p->softcap = n->a.softcap;
+  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
+  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
+  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
+  if (p->mask != RLX_MASK_CUSTOM && p->mask != RLX_MASK_BIAS) return RLX_OK;
+  if (n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
+  const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
+  if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
+  rlx_type scores;
+  memset(&scores, 0, sizeof scores);
+  scores.dtype = mt->dtype;
+  scores.rank = 4;
+  scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
+  for (int32_t i = 0; i < mt->rank; i++) {
+    rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
+    if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
+  }
+  fwd->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
+  p->m_sb = fwd->in[3].stride[0];
+  p->m_sh = fwd->in[3].stride[1];
+  p->m_sq = fwd->in[3].stride[2];
+  p->m_sk = fwd->in[3].stride[3];
+  return RLX_OK;
+}
+
+/* Strides of a gradient (or d_out) view that must match `like` in shape. */
+static int bwd_strides(const rlx_view* v, int32_t layout, const bshd* like, int64_t* sb,
+                       int64_t* ss, int64_t* sh) {
+  bshd x;
+  if (!split_layout(v, layout, &x) || x.B != like->B || x.S != like->S || x.H != like->H ||
+      x.D != like->D)
+    return 0;
+  *sb = x.sb, *ss = x.ss, *sh = x.sh;
+  return 1;
+}
+
+/* The stats as a dense [rows, 2] view over dq's first bytes, when dq is
+ * dense and large enough to hold them. */
+static int attention_bwd_stats_view(const rlx_view* dq, int64_t rows, rlx_view* stats) {
+  rlx_dtype t = dq->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+  int64_t expect = 1, numel = 1;
+  for (int32_t d = dq->rank - 1; d >= 0; d--) {
+    if (dq->shape[d] != 1 && dq->stride[d] != expect) return 0;
+    expect *= dq->shape[d];
+    numel *= dq->shape[d];
+  }
+  if ((uint64_t)rows * 2u * rlx_dtype_size(t) > (uint64_t)numel * rlx_dtype_size(dq->dtype)) return 0;
+  memset(stats, 0, sizeof *stats);
+  stats->offset = dq->offset;
+  stats->dtype = t;
+  stats->rank = 2;
+  stats->shape[0] = rows, stats->shape[1] = 2;
+  stats->stride[0] = 2, stats->stride[1] = 1;
+  return 1;
+}
+
+static rlx_status lower_attention_backward(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                           rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step fwd;
+  RLX_RETURN_IF_ERROR(attention_bwd_forward_geometry(g, plan, ni, out, &fwd));
+  rlx_step base;
+  start_step(&base, RLX_K_ATTENTION_BWD, ni);
+  rlx_attention_bwd_params* p = &base.p.attn_bwd;
+  p->a = fwd.p.attn;
+  base.n_in = 6;
+  for (int i = 0; i < 4; i++) base.in[i] = fwd.in[i];
+  base.in[4] = fwd.out[0];
+  base.in[5] = rlx_view_of(g, plan, n->in[5]);
+  rlx_view dq = rlx_view_of(g, plan, n->out[0]), dk = rlx_view_of(g, plan, n->out[1]),
+           dv = rlx_view_of(g, plan, n->out[2]);
+  int32_t layout = n->a.layout;
+  bshd q, k, v, o;
+  split_layout(&fwd.in[0], layout, &q);
+  split_layout(&fwd.in[1], layout, &k);
+  split_layout(&fwd.in[2], layout, &v);
+  split_layout(&fwd.out[0], layout, &o);
+  if (!bwd_strides(&base.in[5], layout, &o, &p->do_sb, &p->do_ss, &p->do_sh) ||
+      !bwd_strides(&dq, layout, &q, &p->dq_sb, &p->dq_ss, &p->dq_sh) ||
+      !bwd_strides(&dk, layout, &k, &p->dk_sb, &p->dk_ss, &p->dk_sh) ||
+      !bwd_strides(&dv, layout, &v, &p->dv_sb, &p->dv_ss, &p->dv_sh))
+    return fail_node(out, g, ni, "d_out, dq, dk and dv must be shaped like out, q, k and v");
+  rlx_view stats;
+  if (!attention_bwd_stats_view(&dq, p->a.B * p->a.H * p->a.Sq, &stats)) {
+    rlx_step* s = &base;
+    s->op = RLX_ATTN_BWD_FULL;
+    s->n_out = 3;
+    s->out[0] = dq, s->out[1] = dk, s->out[2] = dv;
+    return finish_step(g, s, out);
+  }
+  rlx_step phase[4];
+  for (int i = 0; i < 4; i++) {
+    phase[i] = base;
+    phase[i].op = i; /* RLX_ATTN_BWD_STATS .. DQ */
+    phase[i].n_out = 1;
+  }
+  phase[RLX_ATTN_BWD_STATS].in[2] = absent_view();
+  phase[RLX_ATTN_BWD_STATS].out[0] = stats;
+  phase[RLX_ATTN_BWD_DV].in[2] = absent_view();
+  phase[RLX_ATTN_BWD_DV].in[4] = stats;
+  phase[RLX_ATTN_BWD_DV].out[0] = dv;
+  phase[RLX_ATTN_BWD_DK].in[4] = stats;
+  phase[RLX_ATTN_BWD_DK].out[0] = dk;
+  phase[RLX_ATTN_BWD_DQ].out[0] = dq;
+  int32_t first = out->n;
+  for (int i = 0; i < 4; i++) {
+    rlx_status st = finish_step(g, &phase[i], out);
+    if (st != RLX_OK) {
+      out->n = first; /* no half-lowered node */
+      return st;
+    }
+  }
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ rope */
 
 static rlx_status lower_rope(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
@@ -561,6 +693,7 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return lower_norm(g, plan, ni, out);
     case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
+    case RLX_OP_ATTENTION_BACKWARD: return lower_attention_backward(g, plan, ni, out);
     case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:

@@ -20,6 +20,9 @@ rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
                          rlx_error* err);
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err);
+/* ref_rows_backward.c: NORM_BWD, SOFTMAX_BWD. */
+rlx_status rlx_ref_rows_backward(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                                 rlx_error* err);
 
 /* Scalar semantics shared with the fast paths (so both agree exactly on what
  * an op means). */

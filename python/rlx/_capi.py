@@ -193,6 +193,13 @@ _PROTOTYPES = {
     "rlx_graph_add_channel_norm": (S, [P, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_batch_norm": (S, [P, T, T, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_lrn": (S, [P, T, c_int32, c_float, c_float, c_float, OUT_T]),
+    # training: row-wise backward ops
+    "rlx_graph_add_layer_norm_backward": (S, [P, T, T, T, c_int32, c_float, OUT_T, OUT_T,
+                                              OUT_T]),
+    "rlx_graph_add_rms_norm_backward": (S, [P, T, T, T, c_float, OUT_T, OUT_T]),
+    "rlx_graph_add_softmax_backward": (S, [P, T, T, c_int32, c_int32, OUT_T]),
+    "rlx_graph_add_rope_backward": (S, [P, T, T, T, c_int32, c_int32, c_int, c_int, OUT_T]),
+    "rlx_graph_add_cumsum_backward": (S, [P, T, c_int32, c_int32, c_int32, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

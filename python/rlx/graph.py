@@ -711,6 +711,40 @@ class Graph(_capi.Owned):
         """Local response norm across channels (ONNX LRN)."""
         return self._add(lib.rlx_graph_add_lrn, self._t(x), size, alpha, beta, bias)
 
+    # ---- training: row-wise backward ops
+    def layer_norm_backward(self, x, dy, gamma=None, axis=-1, eps=1e-5):
+        """(dx, d_gamma, d_beta) of layer_norm(x, gamma, beta, axis, eps) for output grad dy."""
+        dx, dgamma, dbeta = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_layer_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), axis, eps, ctypes.byref(dx),
+            ctypes.byref(dgamma), ctypes.byref(dbeta)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value), Tensor(self, dbeta.value)
+
+    def rms_norm_backward(self, x, dy, gamma=None, eps=1e-6):
+        """(dx, d_gamma) of rms_norm(x, gamma, eps) for output grad dy."""
+        dx, dgamma = ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_rms_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), eps, ctypes.byref(dx),
+            ctypes.byref(dgamma)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value)
+
+    def softmax_backward(self, y, dy, axis=-1, log_softmax=False):
+        """dx from the forward's output y (softmax, or log_softmax when log_softmax)."""
+        return self._add(lib.rlx_graph_add_softmax_backward, self._t(y), self._t(dy), axis,
+                         int(log_softmax))
+
+    def rope_backward(self, dy, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
+        """The inverse rotation of dy (the forward rope's tables and attributes)."""
+        n_rot = head_dim if n_rot is None else n_rot
+        return self._add(lib.rlx_graph_add_rope_backward, self._t(dy), self._t(cos),
+                         self._t(sin), head_dim, n_rot, _enum(RopeStyle, style),
+                         _enum(Layout, layout))
+
+    def cumsum_backward(self, dy, axis, exclusive=False, reverse=False):
+        """dx of cumsum(x, axis, exclusive, reverse): the cumsum of dy the other way."""
+        return self._add(lib.rlx_graph_add_cumsum_backward, self._t(dy), axis, int(exclusive),
+                         int(reverse))
+
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))
 

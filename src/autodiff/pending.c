@@ -5,54 +5,6 @@
 #include <stddef.h>
 #include "rlx.h"
 
-/* pending: rlx_graph_add_layer_norm_backward */
-rlx_status rlx_graph_add_layer_norm_backward(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, rlx_tensor dy, int32_t axis, float eps, rlx_tensor* out_dx, rlx_tensor* out_dgamma, rlx_tensor* out_dbeta) {
-  (void)g;
-  (void)x;
-  (void)gamma;
-  (void)dy;
-  (void)axis;
-  (void)eps;
-  (void)out_dx;
-  (void)out_dgamma;
-  (void)out_dbeta;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_rms_norm_backward */
-rlx_status rlx_graph_add_rms_norm_backward(rlx_graph* g, rlx_tensor x, rlx_tensor gamma, rlx_tensor dy, float eps, rlx_tensor* out_dx, rlx_tensor* out_dgamma) {
-  (void)g;
-  (void)x;
-  (void)gamma;
-  (void)dy;
-  (void)eps;
-  (void)out_dx;
-  (void)out_dgamma;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_softmax_backward */
-rlx_status rlx_graph_add_softmax_backward(rlx_graph* g, rlx_tensor y, rlx_tensor dy, int32_t axis, int32_t log_softmax, rlx_tensor* out) {
-  (void)g;
-  (void)y;
-  (void)dy;
-  (void)axis;
-  (void)log_softmax;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_rope_backward */
-rlx_status rlx_graph_add_rope_backward(rlx_graph* g, rlx_tensor dy, rlx_tensor cos_t, rlx_tensor sin_t, int32_t head_dim, int32_t n_rot, rlx_rope_style style, rlx_layout layout, rlx_tensor* out) {
-  (void)g;
-  (void)dy;
-  (void)cos_t;
-  (void)sin_t;
-  (void)head_dim;
-  (void)n_rot;
-  (void)style;
-  (void)layout;
-  (void)out;
   return RLX_UNIMPLEMENTED;
 }
 
@@ -63,17 +15,6 @@ rlx_status rlx_graph_add_gather_backward(rlx_graph* g, rlx_tensor dy, rlx_tensor
   (void)idx;
   (void)axis;
   (void)axis_size;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_cumsum_backward */
-rlx_status rlx_graph_add_cumsum_backward(rlx_graph* g, rlx_tensor dy, int32_t axis, int32_t exclusive, int32_t reverse, rlx_tensor* out) {
-  (void)g;
-  (void)dy;
-  (void)axis;
-  (void)exclusive;
-  (void)reverse;
   (void)out;
   return RLX_UNIMPLEMENTED;
 }

@@ -137,7 +137,7 @@ static inline int rlx_resize_dim_moves(const rlx_node_attrs* a, int32_t d, int64
   return in != out || (s != 0.0f && s != 1.0f) || crop;
 }
 
-#define RLX_MAX_OUTPUTS 3
+#define RLX_MAX_OUTPUTS 3 /* LayerNormBackward, AttentionBackward: three gradients */
 
 typedef struct rlx_node {
   rlx_op op;

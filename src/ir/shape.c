@@ -53,6 +53,8 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
     default: return 0;
   }
 }
@@ -783,6 +785,65 @@ static rlx_status infer_rope(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ row-wise backward */
+
+/* Input i (a gradient) must have exactly the type of input 0. */
+static rlx_status need_same_type(infer_ctx* c, int32_t i, const char* what, const char* like) {
+  char b1[160], b2[160];
+  if (!rlx_type_equal(c->t[i], c->t[0]))
+    return FAIL(c, "%s %s must have %s's type %s", what, TSTR(c, c->t[i], b1), like,
+                TSTR(c, c->t[0], b2));
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma and d_beta (x.shape[axis:]). */
+static rlx_status infer_layer_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_type want = {x->dtype, x->rank - a->axis, {0}};
+  memcpy(want.shape, x->shape + a->axis, sizeof(rlx_dim) * (size_t)want.rank);
+  if (c->t[1] && !rlx_type_equal(c->t[1], &want))
+    return FAIL(c, "gamma must be %s (x %s from axis %d), got %s", TSTR(c, &want, b1),
+                TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[1], b3));
+  c->out[0] = *x;
+  c->out[1] = want;
+  c->out[2] = want;
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma ([last dim]). */
+static rlx_status infer_rms_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_dim last = x->shape[x->rank - 1];
+  RLX_RETURN_IF_ERROR(need_vector(c, 1, last, "gamma"));
+  c->out[0] = *x;
+  rlx_type dg = {x->dtype, 1, {last}};
+  c->out[1] = dg;
+  return RLX_OK;
+}
+
+/* y, dy -> dx along axis. */
+static rlx_status infer_softmax_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_softmax(c));
+  return need_same_type(c, 1, "dy", "y");
+}
+
+/* Float only: a gradient (the forward also takes integers). */
+static rlx_status infer_cumsum_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "dy"));
+  return infer_cumsum(c);
+}
+
 static rlx_status infer_sample(infer_ctx* c) {
   const rlx_type* x = c->t[0];
   rlx_node_attrs* a = c->a;
@@ -1279,6 +1340,12 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_IM2COL: return infer_im2col(c);
     case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM: case RLX_OP_BATCH_NORM: case RLX_OP_LRN:
       return infer_channel_norm(c);
+    case RLX_OP_LAYER_NORM_BACKWARD: return infer_layer_norm_backward(c);
+    case RLX_OP_RMS_NORM_BACKWARD: return infer_rms_norm_backward(c);
+    case RLX_OP_SOFTMAX_BACKWARD: case RLX_OP_LOG_SOFTMAX_BACKWARD:
+      return infer_softmax_backward(c);
+    case RLX_OP_ROPE_BACKWARD: return infer_rope(c);
+    case RLX_OP_CUMSUM_BACKWARD: return infer_cumsum_backward(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

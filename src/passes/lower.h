@@ -159,6 +159,7 @@ typedef struct rlx_rope_params {
   int64_t o_sb, o_ss, o_sh;
   int32_t n_rot, style; /* rlx_rope_style */
   int32_t per_token;
+  int32_t inverse; /* RopeBackward: rotate by -angle (sin negated) */
 } rlx_rope_params;
 
 typedef struct rlx_sample_params {
@@ -273,11 +274,11 @@ typedef struct rlx_gnorm_params {
  *   copy, binary, compare, where, unary: one output element (lane);
  *   matmul: one RLX_MM_TILE x RLX_MM_TILE output tile of one batch (group);
  *   reduce: one output element (group: the reduced values are shared out);
- *   softmax: one row (outer x inner of them; group);
+ *   softmax, softmax_bwd: one row (outer x inner of them; group);
  *   arg_reduce, cumsum: one row (lane);  topk: one input element (lane);
  *   gather: one output element (lane);  scatter_add: one destination
  *   element of the scattered window, idx's shape with the axis at the
- *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
+ *   output's length (lane: each sums its own sources, no atomics);  norm, norm_bwd: one row (group);  attention: one query row of one head
  *   (group);  attention_bwd: one query row of one head (STATS, DQ) or one
  *   key row of one kv head (DV, DK), a group; FULL: one group;  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);

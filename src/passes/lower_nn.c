@@ -195,6 +195,105 @@ static rlx_status lower_norm(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ norm backward */
+
+/* LayerNormBackward (x, gamma, dy -> dx, d_gamma, d_beta) and
+ * RmsNormBackward (x, gamma, dy -> dx, d_gamma) as steps:
+ *   1. NORM without gamma / beta writes xhat into dx's bytes (dx is this
+ *      node's own output, so it serves as the scratch row block);
+ *   2. BINARY multiplies it by dy in place;
+ *   3. REDUCE sums those columns over the rows into d_gamma (and dy's
+ *      columns into d_beta): a deterministic column reduction, no atomics;
+ *   4. NORM_BWD recomputes each row's statistics and overwrites dx.
+ * The read / write ranges order them on every backend. With f16 / bf16 the
+ * product of step 2 is rounded to that dtype before the f32 sum. */
+static void norm_rows_cols(const rlx_view* x, int32_t axis, rlx_norm_params* p) {
+  p->cols = 1;
+  for (int32_t d = axis; d < x->rank; d++) p->cols *= x->shape[d];
+  p->rows = p->cols > 0 ? view_numel(x) / p->cols : 0;
+}
+
+/* The view v of rows x cols elements seen as [cols, rows] (strides 1, cols). */
+static rlx_view columns_view(rlx_view v, const rlx_norm_params* p) {
+  v.rank = 2;
+  v.shape[0] = p->cols, v.stride[0] = 1;
+  v.shape[1] = p->rows, v.stride[1] = p->cols;
+  return v;
+}
+
+static rlx_status push_column_sum(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                  const rlx_view* src, rlx_tensor dst,
+                                  const rlx_norm_params* np, rlx_step_list* out) {
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_REDUCE, ni);
+  s->op = RLX_RED_SUM;
+  s->n_in = s->n_out = 1;
+  s->in[0] = columns_view(*src, np);
+  s->out[0] = rlx_view_of(g, plan, dst);
+  s->out[0].rank = 1;
+  s->out[0].shape[0] = np->cols;
+  s->out[0].stride[0] = 1;
+  s->p.reduce.n_keep = 1, s->p.reduce.n_red = 1;
+  s->p.reduce.outer = np->cols, s->p.reduce.inner = np->rows;
+  return finish_step(g, s, out);
+}
+
+static rlx_status lower_norm_param_grads(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                         const rlx_norm_params* np, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view x = rlx_view_of(g, plan, n->in[0]), dy = rlx_view_of(g, plan, n->in[2]);
+  rlx_view dx = rlx_view_of(g, plan, n->out[0]);
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_NORM, ni);
+  s->p.norm = *np;
+  s->p.norm.has_gamma = 0;
+  s->n_in = 5;
+  s->in[NORM_X] = x;
+  s->n_out = 1;
+  s->out[0] = dx;
+  RLX_RETURN_IF_ERROR(finish_step(g, s, out));
+  start_step(s, RLX_K_BINARY, ni);
+  s->op = RLX_BIN_MUL;
+  s->n_in = 2;
+  s->in[0] = dx;
+  s->in[1] = dy;
+  s->n_out = 1;
+  s->out[0] = dx;
+  RLX_RETURN_IF_ERROR(finish_step(g, s, out));
+  RLX_RETURN_IF_ERROR(push_column_sum(g, plan, ni, &dx, n->out[1], np, out));
+  if (n->n_out > 2) RLX_RETURN_IF_ERROR(push_column_sum(g, plan, ni, &dy, n->out[2], np, out));
+  return RLX_OK;
+}
+
+static rlx_status lower_norm_backward(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                      rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view x = rlx_view_of(g, plan, n->in[0]);
+  int rms = n->op == RLX_OP_RMS_NORM_BACKWARD;
+  int32_t axis = rms ? x.rank - 1 : n->a.axis;
+  if (x.rank < 1 || axis < 0 || axis >= x.rank) return fail_node(out, g, ni, "norm axis out of range");
+  rlx_norm_params np;
+  memset(&np, 0, sizeof np);
+  norm_rows_cols(&x, axis, &np);
+  np.eps = n->a.eps;
+  np.rms = rms;
+  np.has_gamma = n->in[1] != RLX_NONE;
+  rlx_view gamma = optional_input(g, plan, n, 1);
+  if (np.has_gamma && view_numel(&gamma) != np.cols)
+    return fail_node(out, g, ni, "gamma must have one element per normalised column");
+  RLX_RETURN_IF_ERROR(lower_norm_param_grads(g, plan, ni, &np, out));
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_NORM_BWD, ni);
+  s->p.norm = np;
+  s->n_in = 3;
+  s->in[0] = x;
+  s->in[1] = gamma;
+  s->in[2] = rlx_view_of(g, plan, n->in[2]);
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  return finish_step(g, s, out);
+}
+
 /* ------------------------------------------------------------------ attention */
 
 /* Batch, sequence and head strides of a rank-4 view in `layout`, and its
@@ -437,6 +536,7 @@ static rlx_status lower_rope(const rlx_graph* g, const rlx_plan* plan, int32_t n
   p->o_sb = o.sb, p->o_ss = o.ss, p->o_sh = o.sh;
   p->n_rot = n->a.n_rot;
   p->style = n->a.style;
+  p->inverse = n->op == RLX_OP_ROPE_BACKWARD;
   if (p->n_rot < 2 || p->n_rot % 2 || p->n_rot > p->D) return fail_node(out, g, ni, "n_rot must be even, 2..head_dim");
   if (p->style != RLX_ROPE_NEOX && p->style != RLX_ROPE_GPTJ) return fail_node(out, g, ni, "unknown rope style");
   const rlx_view* cs = &s->in[1];
@@ -694,7 +794,10 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return lower_norm(g, plan, ni, out);
     case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
     case RLX_OP_ATTENTION_BACKWARD: return lower_attention_backward(g, plan, ni, out);
-    case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
+    case RLX_OP_ROPE:
+    case RLX_OP_ROPE_BACKWARD: return lower_rope(g, plan, ni, out);
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD: return lower_norm_backward(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);

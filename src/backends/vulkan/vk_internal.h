@@ -181,6 +181,8 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_ATTENTION_BWD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

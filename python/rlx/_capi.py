@@ -107,6 +107,16 @@ class FrozenInput(Structure):
                 ("shape", POINTER(c_int64)), ("data", c_void_p), ("bytes", c_size_t)]
 
 
+class SgdDesc(Structure):
+    _fields_ = [("momentum", c_float), ("dampening", c_float), ("weight_decay", c_float),
+                ("nesterov", c_int32)]
+
+
+class AdamDesc(Structure):
+    _fields_ = [("beta1", c_float), ("beta2", c_float), ("eps", c_float),
+                ("weight_decay", c_float), ("decoupled", c_int32)]
+
+
 P = c_void_p           # rlx_graph* / rlx_exec* / data pointers
 S = c_int              # rlx_status
 T = c_int32            # rlx_tensor
@@ -200,6 +210,13 @@ _PROTOTYPES = {
     "rlx_graph_add_softmax_backward": (S, [P, T, T, c_int32, c_int32, OUT_T]),
     "rlx_graph_add_rope_backward": (S, [P, T, T, T, c_int32, c_int32, c_int, c_int, OUT_T]),
     "rlx_graph_add_cumsum_backward": (S, [P, T, c_int32, c_int32, c_int32, OUT_T]),
+    "rlx_graph_add_cross_entropy": (S, [P, T, T, c_int64, c_float, OUT_T]),
+    "rlx_graph_add_cross_entropy_backward": (S, [P, T, T, T, c_int64, c_float, OUT_T]),
+    "rlx_graph_add_mse_loss": (S, [P, T, T, OUT_T]),
+    "rlx_graph_add_gather_backward": (S, [P, T, T, c_int32, c_int64, OUT_T]),
+    "rlx_graph_add_sgd_update": (S, [P, T, T, T, T, POINTER(SgdDesc), OUT_T, OUT_T]),
+    "rlx_graph_add_adam_update": (S, [P, T, T, T, T, T, POINTER(AdamDesc), OUT_T, OUT_T,
+                                      OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

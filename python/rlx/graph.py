@@ -744,6 +744,53 @@ class Graph(_capi.Owned):
         """dx of cumsum(x, axis, exclusive, reverse): the cumsum of dy the other way."""
         return self._add(lib.rlx_graph_add_cumsum_backward, self._t(dy), axis, int(exclusive),
                          int(reverse))
+    # ---- training: losses, embedding backward, optimizer updates
+    def cross_entropy(self, logits, targets, ignore_index=-100, label_smoothing=0.0):
+        """Mean cross-entropy of logits [..., V] against integer targets [...]
+        (PyTorch's F.cross_entropy, reduction='mean')."""
+        return self._add(lib.rlx_graph_add_cross_entropy, self._t(logits), self._t(targets),
+                         int(ignore_index), float(label_smoothing))
+
+    def cross_entropy_backward(self, logits, targets, d_loss, ignore_index=-100,
+                               label_smoothing=0.0):
+        """d_logits of cross_entropy given the scalar d_loss."""
+        return self._add(lib.rlx_graph_add_cross_entropy_backward, self._t(logits),
+                         self._t(targets), self._t(d_loss, like=logits), int(ignore_index),
+                         float(label_smoothing))
+
+    def mse_loss(self, a, b):
+        """mean((a - b)^2) over every element (Binary + Reduce)."""
+        return self._add(lib.rlx_graph_add_mse_loss, *self._pair(a, b))
+
+    def gather_backward(self, dy, indices, axis, axis_size):
+        """dx of gather(x, indices, axis) with x.shape[axis] = axis_size (sums in order)."""
+        if not isinstance(indices, Tensor):
+            indices = self.constant(np.asarray(indices, np.int64))
+        return self._add(lib.rlx_graph_add_gather_backward, self._t(dy), self._t(indices),
+                         axis, self._dim(axis_size))
+
+    def sgd_update(self, p, grad, momentum_buf, hyper, momentum=0.0, dampening=0.0,
+                   weight_decay=0.0, nesterov=False):
+        """PyTorch's SGD step: (p', buf') (buf' is None without a buffer)."""
+        desc = _capi.SgdDesc(momentum, dampening, weight_decay, int(nesterov))
+        out_p, out_buf = ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_sgd_update(self.handle, self._t(p), self._t(grad),
+                                                 self._t(momentum_buf), self._t(hyper),
+                                                 ctypes.byref(desc), ctypes.byref(out_p),
+                                                 ctypes.byref(out_buf)))
+        buf = None if out_buf.value == _capi.NONE else Tensor(self, out_buf.value)
+        return Tensor(self, out_p.value), buf
+
+    def adam_update(self, p, grad, m, v, hyper, beta1=0.9, beta2=0.999, eps=1e-8,
+                    weight_decay=0.0, decoupled=False):
+        """PyTorch's Adam (decoupled=True: AdamW) step: (p', m', v')."""
+        desc = _capi.AdamDesc(beta1, beta2, eps, weight_decay, int(decoupled))
+        outs = [ctypes.c_int32() for _ in range(3)]
+        self._check(lib.rlx_graph_add_adam_update(self.handle, self._t(p), self._t(grad),
+                                                  self._t(m), self._t(v), self._t(hyper),
+                                                  ctypes.byref(desc),
+                                                  *[ctypes.byref(o) for o in outs]))
+        return tuple(Tensor(self, o.value) for o in outs)
 
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))

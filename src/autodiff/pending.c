@@ -8,13 +8,6 @@
   return RLX_UNIMPLEMENTED;
 }
 
-/* pending: rlx_graph_add_gather_backward */
-rlx_status rlx_graph_add_gather_backward(rlx_graph* g, rlx_tensor dy, rlx_tensor idx, int32_t axis, rlx_dim axis_size, rlx_tensor* out) {
-  (void)g;
-  (void)dy;
-  (void)idx;
-  (void)axis;
-  (void)axis_size;
   (void)out;
   return RLX_UNIMPLEMENTED;
 }
@@ -52,63 +45,6 @@ rlx_status rlx_graph_add_pool_backward(rlx_graph* g, rlx_tensor x, rlx_tensor dy
   return RLX_UNIMPLEMENTED;
 }
 
-/* pending: rlx_graph_add_cross_entropy */
-rlx_status rlx_graph_add_cross_entropy(rlx_graph* g, rlx_tensor logits, rlx_tensor targets, int64_t ignore_index, float label_smoothing, rlx_tensor* out) {
-  (void)g;
-  (void)logits;
-  (void)targets;
-  (void)ignore_index;
-  (void)label_smoothing;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_cross_entropy_backward */
-rlx_status rlx_graph_add_cross_entropy_backward(rlx_graph* g, rlx_tensor logits, rlx_tensor targets, rlx_tensor d_loss, int64_t ignore_index, float label_smoothing, rlx_tensor* out) {
-  (void)g;
-  (void)logits;
-  (void)targets;
-  (void)d_loss;
-  (void)ignore_index;
-  (void)label_smoothing;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_mse_loss */
-rlx_status rlx_graph_add_mse_loss(rlx_graph* g, rlx_tensor a, rlx_tensor b, rlx_tensor* out) {
-  (void)g;
-  (void)a;
-  (void)b;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_sgd_update */
-rlx_status rlx_graph_add_sgd_update(rlx_graph* g, rlx_tensor p, rlx_tensor grad, rlx_tensor momentum_buf, rlx_tensor hyper, const rlx_sgd_desc* desc, rlx_tensor* out_p, rlx_tensor* out_buf) {
-  (void)g;
-  (void)p;
-  (void)grad;
-  (void)momentum_buf;
-  (void)hyper;
-  (void)desc;
-  (void)out_p;
-  (void)out_buf;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_adam_update */
-rlx_status rlx_graph_add_adam_update(rlx_graph* g, rlx_tensor p, rlx_tensor grad, rlx_tensor m, rlx_tensor v, rlx_tensor hyper, const rlx_adam_desc* desc, rlx_tensor* out_p, rlx_tensor* out_m, rlx_tensor* out_v) {
-  (void)g;
-  (void)p;
-  (void)grad;
-  (void)m;
-  (void)v;
-  (void)hyper;
-  (void)desc;
-  (void)out_p;
-  (void)out_m;
-  (void)out_v;
   return RLX_UNIMPLEMENTED;
 }
 

@@ -55,6 +55,7 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
     case RLX_OP_LAYER_NORM_BACKWARD:
     case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
+    case RLX_OP_SGD_UPDATE: return i == 2; /* no momentum buffer */
     default: return 0;
   }
 }
@@ -1286,6 +1287,134 @@ static rlx_status refuse_u64_order(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ training */
+
+/* Logits [..., V] (float) and targets [...] (i32/i64) with the same leading dims. */
+static rlx_status check_logits_targets(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *t = c->t[1];
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "logits"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "logits"));
+  int same = is_index_dtype(t->dtype) && t->rank == x->rank - 1;
+  for (int32_t d = 0; same && d < t->rank; d++) same = t->shape[d] == x->shape[d];
+  if (!same)
+    return FAIL(c, "targets must be i32/i64 shaped like logits without the class axis: "
+                "logits %s, targets %s", TSTR(c, x, b1), TSTR(c, t, b2));
+  float ls = c->a->label_smoothing;
+  if (!(ls >= 0.0f && ls <= 1.0f))
+    return FAIL(c, "label_smoothing %g is outside [0, 1]", (double)ls);
+  return RLX_OK;
+}
+
+static rlx_status infer_cross_entropy(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_logits_targets(c));
+  const rlx_type* x = c->t[0];
+  c->out[0].dtype = x->dtype;
+  c->out[0].rank = 0;
+  /* the per-position partials: loss, counted */
+  rlx_type* part = &c->out[1];
+  *part = *c->t[1];
+  part->dtype = x->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+  part->shape[part->rank++] = 2;
+  return RLX_OK;
+}
+
+static rlx_status infer_cross_entropy_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_logits_targets(c));
+  const rlx_type* d = c->t[2];
+  char buf[160];
+  if (d->rank != 0 || d->dtype != c->t[0]->dtype)
+    return FAIL(c, "d_loss must be a scalar of the logits' dtype (%s), got %s",
+                rlx_dtype_name(c->t[0]->dtype), TSTR(c, d, buf));
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+/* dy = dx.shape[:axis] + idx.shape + dx.shape[axis+1:], dx declared. */
+static rlx_status infer_gather_backward(infer_ctx* c) {
+  const rlx_type *dy = c->t[0], *idx = c->t[1];
+  const rlx_type* dx = &c->a->type;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(check_type(c, dx, "dx type"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "dy"));
+  if (!is_index_dtype(idx->dtype))
+    return FAIL(c, "indices must be i32 or i64, got %s", TSTR(c, idx, b1));
+  if (dx->rank < 1) return FAIL(c, "dx must have rank >= 1");
+  RLX_RETURN_IF_ERROR(norm_axis(c, &c->a->axis, dx->rank));
+  int32_t ax = c->a->axis;
+  int ok = dx->dtype == dy->dtype && dy->rank == dx->rank - 1 + idx->rank;
+  for (int32_t d = 0; ok && d < dy->rank; d++) {
+    rlx_dim want = d < ax ? dx->shape[d]
+                   : d < ax + idx->rank ? idx->shape[d - ax] : dx->shape[d - idx->rank + 1];
+    ok = dy->shape[d] == want;
+  }
+  if (!ok)
+    return FAIL(c, "dy %s is not gather(%s, indices %s, axis %d)'s output", TSTR(c, dy, b1),
+                TSTR(c, dx, b2), TSTR(c, idx, b3), (int)ax);
+  c->out[0] = *dx;
+  return RLX_OK;
+}
+
+/* Input i has p's shape and a float dtype (it may differ from p's: bf16
+ * grads with f32 params or state). */
+static rlx_status need_like_param(infer_ctx* c, int32_t i, const char* what) {
+  const rlx_type *p = c->t[0], *t = c->t[i];
+  char b1[160], b2[160];
+  int same = rlx_dtype_is_compute_float(t->dtype) && t->rank == p->rank;
+  for (int32_t d = 0; same && d < p->rank; d++) same = t->shape[d] == p->shape[d];
+  if (!same)
+    return FAIL(c, "%s must be a float tensor shaped like the param: param %s, %s %s", what,
+                TSTR(c, p, b1), what, TSTR(c, t, b2));
+  return RLX_OK;
+}
+
+static rlx_status check_update(infer_ctx* c, int32_t hyper_slot, int32_t n_opt) {
+  const rlx_type* h = c->t[hyper_slot];
+  char buf[160];
+  if (!rlx_dtype_is_compute_float(c->t[0]->dtype))
+    return FAIL(c, "param must be a float dtype, got %s", TSTR(c, c->t[0], buf));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 1, "grad"));
+  if (h->dtype != RLX_F32 || h->rank != 1 || h->shape[0] != RLX_HYPER_COUNT)
+    return FAIL(c, "hyper must be f32[%d], got %s", RLX_HYPER_COUNT, TSTR(c, h, buf));
+  if (c->a->opt.n != n_opt)
+    return FAIL(c, "opt holds %d constants, needs %d", (int)c->a->opt.n, (int)n_opt);
+  for (int32_t i = 0; i < n_opt; i++)
+    if (!isfinite(c->a->opt.v[i])) return FAIL(c, "opt constant %d is not finite", (int)i);
+  return RLX_OK;
+}
+
+static rlx_status infer_sgd_update(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_update(c, 3, RLX_OPT_SGD_COUNT));
+  float momentum = c->a->opt.v[RLX_OPT_SGD_MOMENTUM];
+  if (momentum < 0.0f) return FAIL(c, "momentum %g is negative", (double)momentum);
+  if (momentum != 0.0f && !c->t[2]) return FAIL(c, "momentum %g needs a momentum buffer", (double)momentum);
+  if (c->t[2]) RLX_RETURN_IF_ERROR(need_like_param(c, 2, "momentum buffer"));
+  c->out[0] = *c->t[0];
+  if (c->t[2]) {
+    c->out[1] = *c->t[2];
+  } else { /* no buffer: an empty output, never read */
+    c->out[1].dtype = c->t[0]->dtype;
+    c->out[1].rank = 1;
+    c->out[1].shape[0] = 0;
+  }
+  return RLX_OK;
+}
+
+static rlx_status infer_adam_update(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_update(c, 4, RLX_OPT_ADAM_COUNT));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 2, "m"));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 3, "v"));
+  const float* o = c->a->opt.v;
+  if (!(o[RLX_OPT_ADAM_BETA1] >= 0.0f && o[RLX_OPT_ADAM_BETA1] < 1.0f &&
+        o[RLX_OPT_ADAM_BETA2] >= 0.0f && o[RLX_OPT_ADAM_BETA2] < 1.0f))
+    return FAIL(c, "betas (%g, %g) must be in [0, 1)", (double)o[RLX_OPT_ADAM_BETA1],
+                (double)o[RLX_OPT_ADAM_BETA2]);
+  c->out[0] = *c->t[0];
+  c->out[1] = *c->t[2];
+  c->out[2] = *c->t[3];
+  return RLX_OK;
+}
+
 /* The declared type of an output whose body is built later (ops.def). */
 static rlx_status infer_deferred(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(check_type(c, &c->a->type, "type"));
@@ -1346,6 +1475,11 @@ static rlx_status infer_op(infer_ctx* c) {
       return infer_softmax_backward(c);
     case RLX_OP_ROPE_BACKWARD: return infer_rope(c);
     case RLX_OP_CUMSUM_BACKWARD: return infer_cumsum_backward(c);
+    case RLX_OP_CROSS_ENTROPY: return infer_cross_entropy(c);
+    case RLX_OP_CROSS_ENTROPY_BACKWARD: return infer_cross_entropy_backward(c);
+    case RLX_OP_GATHER_BACKWARD: return infer_gather_backward(c);
+    case RLX_OP_SGD_UPDATE: return infer_sgd_update(c);
+    case RLX_OP_ADAM_UPDATE: return infer_adam_update(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -185,6 +185,11 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_SAMPLER: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_CONV: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_GROUP_NORM: return work_of(s->p.gnorm.outer * s->p.gnorm.inner, RLX_WORK_GROUP);
+    case RLX_K_XENT:
+      return work_of(s->op == RLX_XENT_MEAN ? 1 : s->p.xent.rows, RLX_WORK_GROUP);
+    case RLX_K_GATHER_BACKWARD:
+      return work_of(s->p.gather.outer * s->p.gather.axis_len, RLX_WORK_GROUP);
+    case RLX_K_OPT_UPDATE: return work_of(s->p.opt.n, RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -796,8 +801,10 @@ static int node_is_static(const rlx_graph* g, const rlx_node* n) {
 static rlx_status lower_node(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                              rlx_step_list* out) {
   int32_t first = out->n;
-  rlx_status st = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, plan, ni, out)
-                                            : rlx_lower_basic(g, plan, ni, out);
+  rlx_op op = g->nodes[ni].op;
+  rlx_status st = is_nn_op(op)                  ? rlx_lower_nn(g, plan, ni, out)
+                  : rlx_lower_is_train_op(op) ? rlx_lower_train(g, plan, ni, out)
+                                                : rlx_lower_basic(g, plan, ni, out);
   if (st != RLX_OK) return st;
   for (int32_t i = first; i < out->n; i++) rlx_step_finish(&out->steps[i]);
   return RLX_OK;

@@ -267,6 +267,25 @@ typedef struct rlx_gnorm_params {
   int32_t has_gamma, has_beta, has_stats;
 } rlx_gnorm_params;
 
+/* CrossEntropy (RLX_K_XENT): op is one of these; rows of `vocab` logits. */
+enum { RLX_XENT_ROWS = 0, RLX_XENT_MEAN = 1, RLX_XENT_BACKWARD = 2 };
+typedef struct rlx_xent_params {
+  int64_t rows, vocab;
+  int64_t ignore_index;
+  float label_smoothing;
+} rlx_xent_params;
+
+/* Optimizer updates (RLX_K_OPT_UPDATE): op SGD or Adam over n elements;
+ * the constants of the graph's opt attribute (hyper holds the rest). */
+enum { RLX_OPT_SGD = 0, RLX_OPT_ADAM = 1 };
+typedef struct rlx_opt_params {
+  int64_t n;
+  float momentum, dampening, weight_decay; /* weight_decay: both */
+  float beta1, beta2, eps;
+  int32_t nesterov, has_buf; /* SGD */
+  int32_t decoupled;         /* Adam: 1 AdamW */
+} rlx_opt_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -285,6 +304,8 @@ typedef struct rlx_gnorm_params {
  *   resize: one output element (lane);  sampler: one output element (lane);
  *   conv: one output element (lane);
  *   group_norm: one normalised group (outer x inner of them; group);
+ *   xent: one row (group; the mean: one group);  gather_backward: one dx
+ *   row of inner elements (group);  opt_update: one element (lane);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -324,6 +345,8 @@ typedef struct rlx_step {
     rlx_sampler_params sampler;
     rlx_conv_params conv;
     rlx_gnorm_params gnorm;
+    rlx_xent_params xent;
+    rlx_opt_params opt;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];
@@ -414,6 +437,10 @@ const char* rlx_kernel_name(rlx_kernel k);
  * them with rlx_step_finish) and reports failures into out->err. */
 rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+/* lower_train.c: CrossEntropy (+ backward), GatherBackward, SGD / Adam
+ * updates; rlx_lower_is_train_op says which ops it takes. */
+int rlx_lower_is_train_op(rlx_op op);
+rlx_status rlx_lower_train(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 /* The native steps of node ni (the dispatch rlx_lower uses), ranges
  * derived. Host fallbacks use it to run a RLX_K_HOST node's own steps with
  * the CPU reference against a host mirror of the arena. */

@@ -26,6 +26,9 @@ rlx_status rlx_ref_attention_bwd(uint8_t* arena, const rlx_step* s, const rlx_ru
 /* ref_rows_backward.c: NORM_BWD, SOFTMAX_BWD. */
 rlx_status rlx_ref_rows_backward(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                                  rlx_error* err);
+/* ref_train.c: XENT, GATHER_BACKWARD, OPT_UPDATE. */
+rlx_status rlx_ref_train(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                         rlx_error* err);
 
 /* Scalar semantics shared with the fast paths (so both agree exactly on what
  * an op means). */

@@ -1099,6 +1099,9 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 #define RLX_CUDA_KIND_ATTENTION_BWD build_host
 #define RLX_CUDA_KIND_NORM_BWD build_host
 #define RLX_CUDA_KIND_SOFTMAX_BWD build_host
+#define RLX_CUDA_KIND_XENT build_host
+#define RLX_CUDA_KIND_GATHER_BACKWARD build_host
+#define RLX_CUDA_KIND_OPT_UPDATE build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

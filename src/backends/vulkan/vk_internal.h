@@ -183,6 +183,9 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_ATTENTION_BWD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_XENT RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

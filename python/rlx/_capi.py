@@ -191,6 +191,11 @@ _PROTOTYPES = {
     "rlx_graph_add_channel_norm": (S, [P, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_batch_norm": (S, [P, T, T, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_lrn": (S, [P, T, c_int32, c_float, c_float, c_float, OUT_T]),
+    # training (Tier 2), vision
+    "rlx_graph_add_conv_backward_weight": (S, [P, T, T, T, c_int32, DIMS, DIMS, DIMS, c_int32,
+                                               c_int, OUT_T]),
+    "rlx_graph_add_pool_backward": (S, [P, T, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32,
+                                        c_int32, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

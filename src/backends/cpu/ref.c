@@ -543,6 +543,8 @@ static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx
 #define RLX_REF_KIND_SAMPLER rlx_ref_nn
 #define RLX_REF_KIND_CONV rlx_ref_nn
 #define RLX_REF_KIND_GROUP_NORM rlx_ref_nn
+#define RLX_REF_KIND_CONV_WGRAD rlx_ref_vision_bwd
+#define RLX_REF_KIND_POOL_BACKWARD rlx_ref_vision_bwd
 #define RLX_REF_KIND_HOST host_step
 
 typedef rlx_status (*ref_fn)(uint8_t*, const rlx_step*, const rlx_run_ctx*, rlx_error*);

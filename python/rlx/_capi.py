@@ -217,6 +217,11 @@ _PROTOTYPES = {
     "rlx_graph_add_sgd_update": (S, [P, T, T, T, T, POINTER(SgdDesc), OUT_T, OUT_T]),
     "rlx_graph_add_adam_update": (S, [P, T, T, T, T, T, POINTER(AdamDesc), OUT_T, OUT_T,
                                       OUT_T]),
+    # training (Tier 2), vision
+    "rlx_graph_add_conv_backward_weight": (S, [P, T, T, T, c_int32, DIMS, DIMS, DIMS, c_int32,
+                                               c_int, OUT_T]),
+    "rlx_graph_add_pool_backward": (S, [P, T, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32,
+                                        c_int32, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

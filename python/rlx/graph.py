@@ -791,6 +791,29 @@ class Graph(_capi.Owned):
                                                   ctypes.byref(desc),
                                                   *[ctypes.byref(o) for o in outs]))
         return tuple(Tensor(self, o.value) for o in outs)
+    # ---- training (Tier 2), vision
+    def conv_backward_weight(self, x, dy, w, *, strides=None, pads=None, dilations=None,
+                             groups=1, layout="channels_first"):
+        """d_w of conv(x, w) from the gradient dy of its output (w gives the kernel sizes
+        and layout; the other arguments are the forward's). The input gradient is
+        conv_transpose(dy, w, ...), the bias gradient a sum of dy."""
+        ns = len(self._tensor(w).shape) - 2
+        return self._add(lib.rlx_graph_add_conv_backward_weight, self._t(x), self._t(dy),
+                         self._t(w), ns, self._ints(strides, ns), self._ints(pads, 2 * ns),
+                         self._ints(dilations, ns), groups, self._conv_layout(layout))
+
+    def pool_backward(self, x, dy, kernel, *, kind="max", strides=None, pads=None,
+                      dilations=None, ceil_mode=False, count_include_pad=False):
+        """dx of pool(x, ...) ('max' or 'avg', the forward's arguments) from the gradient
+        dy of its output; max routes each window's gradient to its first maximum."""
+        ns = len(kernel)
+        kinds = {"max": 0, "avg": 1}
+        if kind not in kinds:
+            raise ValueError(f"pool kind {kind!r} is not one of {sorted(kinds)}")
+        return self._add(lib.rlx_graph_add_pool_backward, self._t(x), self._t(dy), kinds[kind],
+                         ns, self._ints(kernel, ns), self._ints(strides, ns),
+                         self._ints(pads, 2 * ns), self._ints(dilations, ns), int(ceil_mode),
+                         int(count_include_pad))
 
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))

@@ -5,49 +5,6 @@
 #include <stddef.h>
 #include "rlx.h"
 
-  return RLX_UNIMPLEMENTED;
-}
-
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_conv_backward_weight */
-rlx_status rlx_graph_add_conv_backward_weight(rlx_graph* g, rlx_tensor x, rlx_tensor dy, rlx_tensor w, int32_t n_spatial, const int64_t* strides, const int64_t* pads, const int64_t* dilations, int32_t groups, rlx_conv_layout layout, rlx_tensor* out) {
-  (void)g;
-  (void)x;
-  (void)dy;
-  (void)w;
-  (void)n_spatial;
-  (void)strides;
-  (void)pads;
-  (void)dilations;
-  (void)groups;
-  (void)layout;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-/* pending: rlx_graph_add_pool_backward */
-rlx_status rlx_graph_add_pool_backward(rlx_graph* g, rlx_tensor x, rlx_tensor dy, rlx_pool_kind kind, int32_t n_spatial, const int64_t* kernel, const int64_t* strides, const int64_t* pads, const int64_t* dilations, int32_t ceil_mode, int32_t count_include_pad, rlx_tensor* out) {
-  (void)g;
-  (void)x;
-  (void)dy;
-  (void)kind;
-  (void)n_spatial;
-  (void)kernel;
-  (void)strides;
-  (void)pads;
-  (void)dilations;
-  (void)ceil_mode;
-  (void)count_include_pad;
-  (void)out;
-  return RLX_UNIMPLEMENTED;
-}
-
-  return RLX_UNIMPLEMENTED;
-}
-
 /* pending: rlx_train_options_init */
 void rlx_train_options_init(rlx_train_options* o, rlx_optimizer optimizer) {
   (void)o;

@@ -1137,6 +1137,72 @@ static rlx_status infer_im2col(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ training, vision */
+
+/* The weight a Conv with these attributes would take: [OC, C/groups,
+ * kernel...] (channels_last_ohwi: [OC, kernel..., C/groups]) in x's dtype. */
+static rlx_status conv_weight_type(infer_ctx* c, const rlx_type* x, int64_t OC, rlx_type* w) {
+  const rlx_node_attrs* a = c->a;
+  int32_t ns = a->kernel.n, layout = a->conv_layout;
+  if (a->groups < 1) return FAIL(c, "groups %d must be >= 1", (int)a->groups);
+  memset(w, 0, sizeof *w);
+  w->dtype = x->dtype;
+  w->rank = ns + 2;
+  w->shape[0] = OC;
+  w->shape[rlx_conv_w_axis(layout, ns, -1)] = x->shape[conv_axis(layout, ns, -1)] / a->groups;
+  for (int32_t i = 0; i < ns; i++) w->shape[rlx_conv_w_axis(layout, ns, i)] = a->kernel.v[i];
+  return RLX_OK;
+}
+
+/* ConvBackwardWeight: x and dy as the forward Conv saw them (dy shaped
+ * like its output) -> d_w, the weight's type. The forward's own rule
+ * checks the geometry; dy must be what it answers. */
+static rlx_status infer_conv_backward_weight(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  int32_t ns = a->kernel.n;
+  if (ns < 1 || ns > 3 || a->strides.n != ns)
+    return FAIL(c, "kernel has %d entries and strides %d; 1, 2 or 3 spatial dims each", (int)ns,
+                (int)a->strides.n);
+  if (x->rank != ns + 2 || dy->rank != ns + 2 || dy->dtype != x->dtype)
+    return FAIL(c, "x %s and dy %s must have rank %d and one dtype", TSTR(c, x, b1),
+                TSTR(c, dy, b2), (int)(ns + 2));
+  if (a->conv_layout < RLX_CONV_CHANNELS_FIRST || a->conv_layout > RLX_CONV_CHANNELS_LAST_OHWI)
+    return FAIL(c, "layout %d is not channels_first, channels_last or channels_last_ohwi",
+                (int)a->conv_layout);
+  int64_t OC = dy->shape[conv_axis(a->conv_layout, ns, -1)];
+  if (OC < 1) return FAIL(c, "dy %s: channels must be static", TSTR(c, dy, b1));
+  for (int32_t i = 0; i < ns; i++)
+    if (a->kernel.v[i] < 1) return FAIL(c, "spatial dim %d: kernel %lld must be >= 1", (int)i, (long long)a->kernel.v[i]);
+  rlx_type w;
+  RLX_RETURN_IF_ERROR(conv_weight_type(c, x, OC, &w));
+  infer_ctx fwd = *c;
+  fwd.t[1] = &w;
+  fwd.n_in = 2;
+  RLX_RETURN_IF_ERROR(infer_conv(&fwd, 0));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = w;
+  return RLX_OK;
+}
+
+/* PoolBackward (max or avg): dy shaped like the forward Pool's output ->
+ * dx, x's type. */
+static rlx_status infer_pool_backward(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  char b1[160], b2[160];
+  if (c->a->pool != RLX_POOL_MAX && c->a->pool != RLX_POOL_AVG)
+    return FAIL(c, "pool kind %d is not max or avg", (int)c->a->pool);
+  RLX_RETURN_IF_ERROR(infer_pool(c));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = *x;
+  return RLX_OK;
+}
+
 /* DepthToSpace / SpaceToDepth: rank 4 with static C, H, W. */
 static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
   const rlx_type* x = c->t[0];
@@ -1480,6 +1546,8 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_GATHER_BACKWARD: return infer_gather_backward(c);
     case RLX_OP_SGD_UPDATE: return infer_sgd_update(c);
     case RLX_OP_ADAM_UPDATE: return infer_adam_update(c);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return infer_conv_backward_weight(c);
+    case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -184,6 +184,8 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_RESIZE: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_SAMPLER: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_CONV: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_CONV_WGRAD: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_POOL_BACKWARD: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_GROUP_NORM: return work_of(s->p.gnorm.outer * s->p.gnorm.inner, RLX_WORK_GROUP);
     case RLX_K_XENT:
       return work_of(s->op == RLX_XENT_MEAN ? 1 : s->p.xent.rows, RLX_WORK_GROUP);
@@ -738,6 +740,8 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_ROI_ALIGN: return 1;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return 1;
+    case RLX_OP_CONV_BACKWARD_WEIGHT:
+    case RLX_OP_POOL_BACKWARD: return 1;
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return 1;

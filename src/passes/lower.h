@@ -236,8 +236,13 @@ typedef struct rlx_sampler_params {
  * Transpose: x[n, c, i] scatters to y[n, oc, i * stride - pad + t *
  * dilation]; out[] already includes output_padding. y = act(sum + bias[oc]
  * + residual[n, oc, o]). Dims past n_spatial are 1 (kernel, stride,
- * dilation 1, pads 0). */
-enum { RLX_CONV_FORWARD = 0, RLX_CONV_TRANSPOSE = 1 };
+ * dilation 1, pads 0).
+ * Weight gradient (RLX_K_CONV_WGRAD, op RLX_CONV_BACKWARD_WEIGHT): in0 x,
+ * in1 dy (the forward's y), out d_w in w's layout (OHWI for
+ * channels_last_ohwi); d_w[oc, c, t] sums x[n, g*Cg + c, o * stride - pad
+ * + t * dilation] * dy[n, oc, o] over n and o (out[] = dy's spatial dims);
+ * act, bias and residual are unused. */
+enum { RLX_CONV_FORWARD = 0, RLX_CONV_TRANSPOSE = 1, RLX_CONV_BACKWARD_WEIGHT = 2 };
 typedef struct rlx_conv_params {
   int32_t n_spatial;               /* 1..3 */
   int32_t layout;                  /* rlx_conv_layout of x, residual and y */
@@ -302,7 +307,8 @@ typedef struct rlx_opt_params {
  *   key row of one kv head (DV, DK), a group; FULL: one group;  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
  *   resize: one output element (lane);  sampler: one output element (lane);
- *   conv: one output element (lane);
+ *   conv: one output element (lane);  conv_wgrad: one d_w element (lane);
+ *   pool_backward: one dx (input) element (lane);
  *   group_norm: one normalised group (outer x inner of them; group);
  *   xent: one row (group; the mean: one group);  gather_backward: one dx
  *   row of inner elements (group);  opt_update: one element (lane);

@@ -580,9 +580,12 @@ static rlx_status lower_sample(const rlx_graph* g, const rlx_plan* plan, int32_t
 static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step st, *s = &st;
-  start_step(s, RLX_K_POOL, ni);
-  s->n_in = s->n_out = 1;
+  int backward = n->op == RLX_OP_POOL_BACKWARD; /* in1 dy; out dx (x's shape) */
+  start_step(s, backward ? RLX_K_POOL_BACKWARD : RLX_K_POOL, ni);
+  s->n_in = backward ? 2 : 1;
+  s->n_out = 1;
   s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  if (backward) s->in[1] = rlx_view_of(g, plan, n->in[1]);
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   rlx_pool_params* p = &s->p.pool;
   int32_t r = s->in[0].rank;
@@ -745,6 +748,24 @@ static rlx_status lower_conv(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ConvBackwardWeight: x [in0], dy [in1] -> d_w. The geometry is the
+ * forward's: conv_geometry reads the kernel sizes off d_w (the weight's
+ * layout) and OC and the output sizes off dy. */
+static rlx_status lower_conv_wgrad(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                   rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_CONV_WGRAD, ni);
+  s->op = RLX_CONV_BACKWARD_WEIGHT;
+  s->n_in = 2;
+  s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->in[1] = rlx_view_of(g, plan, n->in[1]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  conv_geometry(n, &s->in[0], &s->out[0], &s->in[1], &s->p.conv);
+  return finish_step(g, s, out);
+}
+
 /* ------------------------------------------------------------------ channel norms */
 
 /* GroupNorm, LayerNorm2d and BatchNorm on x [N, C, S...]: one
@@ -800,12 +821,14 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_RMS_NORM_BACKWARD: return lower_norm_backward(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
+    case RLX_OP_POOL_BACKWARD:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
     case RLX_OP_RESIZE: return lower_resize(g, plan, ni, out);
     case RLX_OP_GRID_SAMPLE:
     case RLX_OP_ROI_ALIGN: return lower_sampler(g, plan, ni, out);
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return lower_conv(g, plan, ni, out);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return lower_conv_wgrad(g, plan, ni, out);
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return lower_group_norm(g, plan, ni, out);

@@ -371,7 +371,11 @@ static rlx_status build_cnn(const fixture* fx, model* m) {
 
 /* ------------------------------------------------------------ models table */
 
-typedef enum loss_kind { LOSS_CROSS_ENTROPY, LOSS_MSE } loss_kind;
+/* LOSS_CE_COMPOSED is the same mean cross-entropy written with Tier 1 ops
+ * (log_softmax, a one-hot Where, Reduce): it trains the rest of a model
+ * with nothing of the CrossEntropy op (forward kernel or gradient rule), so
+ * a mismatch in that op and one elsewhere in the model tell apart. */
+typedef enum loss_kind { LOSS_CROSS_ENTROPY, LOSS_CE_COMPOSED, LOSS_MSE } loss_kind;
 
 typedef struct model_spec {
   const char* name;    /* in the printed lines */
@@ -386,8 +390,38 @@ static const model_spec GPT = {"gpt", "gpt", build_gpt, LOSS_CROSS_ENTROPY, 0,
                                RLX_OPTIMIZER_ADAMW};
 static const model_spec GPT_MODEL = {"gpt_model", "gpt", build_gpt_model, LOSS_CROSS_ENTROPY, 1,
                                      RLX_OPTIMIZER_ADAMW};
+static const model_spec GPT_COMPOSED = {"gpt_composed_ce", "gpt", build_gpt, LOSS_CE_COMPOSED, 0,
+                                        RLX_OPTIMIZER_ADAMW};
+static const model_spec CNN_COMPOSED = {"cnn_composed_ce", "cnn", build_cnn, LOSS_CE_COMPOSED, 0,
+                                        RLX_OPTIMIZER_SGD};
 static const model_spec MLP = {"mlp", "mlp", build_mlp, LOSS_MSE, 0, RLX_OPTIMIZER_SGD};
 static const model_spec CNN = {"cnn", "cnn", build_cnn, LOSS_CROSS_ENTROPY, 0, RLX_OPTIMIZER_SGD};
+
+/* -mean(log_softmax(logits)[row, target[row]]) for logits [N, V] and
+ * targets [N] (i32): the target's entry is picked by a one-hot Where. */
+static rlx_status composed_cross_entropy(rlx_graph* g, rlx_tensor logits, rlx_tensor targets,
+                                         rlx_dim n, rlx_dim v, rlx_tensor* out) {
+  int32_t* iota = malloc((size_t)v * sizeof *iota);
+  if (!iota) return RLX_RESOURCE_EXHAUSTED;
+  for (int32_t i = 0; i < (int32_t)v; i++) iota[i] = i;
+  rlx_dim row[2] = {1, v}, col[2] = {n, 1};
+  rlx_tensor classes, t, hot, logp, zero, picked;
+  float zero_f = 0.0f;
+  rlx_status st = rlx_graph_add_constant(g, RLX_I32, row, 2, iota, (size_t)v * sizeof *iota,
+                                         &classes);
+  free(iota);
+  RLX_RETURN_IF_ERROR(st);
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(g, targets, col, 2, &t));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_compare(g, RLX_CMP_EQ, classes, t, &hot));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_log_softmax(g, logits, 1, &logp));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_constant(g, RLX_F32, NULL, 0, &zero_f, sizeof zero_f, &zero));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_where(g, hot, logp, zero, &picked));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_reduce(g, RLX_RED_SUM, picked, NULL, 0, 0, &picked));
+  float inv_n = -1.0f / (float)n;
+  rlx_tensor scale;
+  RLX_RETURN_IF_ERROR(rlx_graph_add_constant(g, RLX_F32, NULL, 0, &inv_n, sizeof inv_n, &scale));
+  return rlx_graph_add_binary(g, RLX_BIN_MUL, picked, scale, out);
+}
 
 /* The loss of the built model: m->loss holds the targets until then. */
 static rlx_status add_loss(const model_spec* s, model* m) {
@@ -402,6 +436,11 @@ static rlx_status add_loss(const model_spec* s, model* m) {
     rlx_dim rows[2] = {RLX_DIM_INFER, shape[rank - 1]}, flat[1] = {RLX_DIM_INFER};
     RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(m->g, logits, rows, 2, &logits));
     RLX_RETURN_IF_ERROR(rlx_graph_add_reshape(m->g, targets, flat, 1, &targets));
+  }
+  if (s->loss == LOSS_CE_COMPOSED) {
+    int64_t n = 1;
+    for (int32_t d = 0; d + 1 < rank; d++) n *= shape[d];
+    return composed_cross_entropy(m->g, logits, targets, n, shape[rank - 1], &m->loss);
   }
   return rlx_graph_add_cross_entropy(m->g, logits, targets, -100, 0.0f, &m->loss);
 }
@@ -652,6 +691,8 @@ TEST(mlp_forward) { check_forward(&MLP); }
 TEST(mlp_train) { check_training(&MLP); }
 TEST(cnn_forward) { check_forward(&CNN); }
 TEST(cnn_train) { check_training(&CNN); }
+TEST(cnn_train_composed_ce) { check_training(&CNN_COMPOSED); }
+TEST(gpt_train_composed_ce) { check_training(&GPT_COMPOSED); }
 
 /* 1 available, 0 not built / cannot start (SKIP), -1 unknown name. */
 static int device_available(const char* name) {
@@ -675,8 +716,10 @@ int main(int argc, char** argv) {
   RUN(mlp_train);
   RUN(cnn_forward);
   RUN(cnn_train);
+  RUN(cnn_train_composed_ce);
   RUN(gpt_forward);
   RUN(gpt_model_forward);
   RUN(gpt_model_train);
+  RUN(gpt_train_composed_ce);
   return test_summary();
 }

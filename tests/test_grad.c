@@ -213,8 +213,14 @@ BUILD(b_s2d) {
   (void)c;
   return rlx_graph_add_space_to_depth(g, in[0], 2, y);
 }
+/* kind: the mode; + 10: tf_crop_and_resize with a roi reaching outside */
 BUILD(b_resize) {
   int64_t sizes[4] = {1, 1, 5, 3};
+  float roi[8] = {0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f};
+  if (c->kind >= 10)
+    return rlx_graph_add_resize(g, in[0], sizes, (rlx_resize_mode)(c->kind - 10),
+                                RLX_COORD_TF_CROP_AND_RESIZE, RLX_NEAREST_ROUND_PREFER_FLOOR,
+                                -0.75f, 0, NULL, roi, 0.25f, y);
   return rlx_graph_add_resize(g, in[0], sizes, (rlx_resize_mode)c->kind, RLX_COORD_HALF_PIXEL,
                               RLX_NEAREST_ROUND_PREFER_FLOOR, -0.75f, 0, NULL, NULL, 0, y);
 }
@@ -379,9 +385,13 @@ static const grad_case cases[] = {
      0, 0, 0},
     {"space_to_depth", RLX_OP_SPACE_TO_DEPTH, -1, b_s2d, {F(-1, 1, 1, 2, 4, 6)}, 0, 0, 0, 0},
     {"resize_linear", RLX_OP_RESIZE, RLX_RESIZE_LINEAR, b_resize, {F(-1, 1, 1, 1, 3, 4)}, 0, 0,
-     0, 1},
+     0, 0},
     {"resize_nearest", RLX_OP_RESIZE, RLX_RESIZE_NEAREST, b_resize, {F(-1, 1, 1, 1, 3, 4)}, 0, 0,
-     0, 1},
+     0, 0},
+    {"resize_cubic", RLX_OP_RESIZE, RLX_RESIZE_CUBIC, b_resize, {F(-1, 1, 1, 1, 3, 4)}, 0, 0, 0,
+     0},
+    {"resize_crop_linear", RLX_OP_RESIZE, 10 + RLX_RESIZE_LINEAR, b_resize,
+     {F(-1, 1, 1, 1, 3, 4)}, 0, 0, 0, 0},
     {"grid_sample", RLX_OP_GRID_SAMPLE, -1, b_grid_sample,
      {F(-1, 1, 1, 1, 3, 3), F(-0.9, 0.9, 1, 2, 2, 2)}, 0, 0, 0, 1},
     {"roi_align", RLX_OP_ROI_ALIGN, -1, b_roi_align,

@@ -451,7 +451,10 @@ static rlx_status add_loss(const model_spec* s, model* m) {
  * counts those past their tolerance. */
 typedef struct tally {
   const char* model;
+  const char* phase; /* "forward" or "training" */
   int checked, bad;
+  double worst;         /* largest error / tolerance seen */
+  char worst_what[192]; /* and where */
 } tally;
 
 static double rel_l2_f32(const float* got, const fx_tensor* want, int64_t lo, int64_t hi) {
@@ -478,8 +481,17 @@ static void report(tally* t, const char* what, const char* measure, double err, 
   int ok = err <= tol;
   t->checked++;
   t->bad += !ok;
-  printf("  %s %s %-36s %s %.3g (tol %.0e) %s\n", dev, t->model, what, measure, err, tol,
+  if (!(err / tol <= t->worst)) {
+    t->worst = err / tol;
+    snprintf(t->worst_what, sizeof t->worst_what, "%.100s %s %.3g", what, measure, err);
+  }
+  printf("  %s %s %-40s %s %.3g (tol %.0e) %s\n", dev, t->model, what, measure, err, tol,
          ok ? "ok" : "MISMATCH");
+}
+
+static void summarize(const tally* t) {
+  printf("  %s %s %s: %d comparisons, %d past tolerance; closest to its tolerance: %s\n", dev,
+         t->model, t->phase, t->checked, t->bad, t->checked ? t->worst_what : "none");
 }
 
 static void compare(tally* t, const char* what, const float* got, const fx_tensor* want) {
@@ -532,7 +544,7 @@ static void check_forward(const model_spec* s) {
   char why[256] = "";
   fixture fx;
   model m;
-  tally t = {s->name, 0, 0};
+  tally t = {s->name, "forward", 0, 0, 0.0, ""};
   int loaded = fixture_load(s->fixture, &fx, why, sizeof why);
   if (!loaded) fixture_free(&fx);
   CHECK_MSG(loaded, "%s", why);
@@ -568,6 +580,7 @@ static void check_forward(const model_spec* s) {
   rlx_graph_destroy(m.g);
   fixture_free(&fx);
   CHECK_MSG(built && ran, "%s: could not build or run the forward", s->name);
+  summarize(&t);
   CHECK_MSG(t.bad == 0, "%s: %d of %d comparisons past tolerance", s->name, t.bad, t.checked);
 }
 
@@ -666,7 +679,7 @@ static void check_training(const model_spec* s) {
   char why[256] = "";
   fixture fx;
   model m;
-  tally t = {s->name, 0, 0};
+  tally t = {s->name, "training", 0, 0, 0.0, ""};
   int loaded = fixture_load(s->fixture, &fx, why, sizeof why);
   if (!loaded) fixture_free(&fx);
   CHECK_MSG(loaded, "%s", why);
@@ -681,6 +694,7 @@ static void check_training(const model_spec* s) {
   rlx_graph_destroy(m.g);
   fixture_free(&fx);
   CHECK_MSG(ran, "%s: could not build, compile or train (see above)", s->name);
+  summarize(&t);
   CHECK_MSG(t.bad == 0, "%s: %d of %d comparisons past tolerance", s->name, t.bad, t.checked);
 }
 

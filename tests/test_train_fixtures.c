@@ -10,9 +10,10 @@
  * Every comparison prints one line (name, relative L2, tolerance); any one
  * above its tolerance fails the test.
  *
- *   test_train_fixtures [DEVICE]   (cpu by default; exit 77 = SKIP when the
- *                                   device is not built or cannot start)
- * RLX_TRAIN_FIXTURES=dir overrides tests/fixtures/train. */
+ *   test_train_fixtures [DEVICE [DIR]]   (cpu by default; exit 77 = SKIP
+ *                                         when the device is not built or
+ *                                         cannot start; DIR replaces
+ *                                         tests/fixtures/train) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,10 +52,7 @@ typedef struct fixture {
   int n;
 } fixture;
 
-static const char* fixtures_dir(void) {
-  const char* d = getenv("RLX_TRAIN_FIXTURES");
-  return d && *d ? d : "tests/fixtures/train";
-}
+static const char* fixtures_dir = "tests/fixtures/train";
 
 static void fixture_free(fixture* fx) {
   free(fx->bytes);
@@ -120,7 +118,7 @@ static int parse_record(fixture* fx, size_t* pos, fx_tensor* t, char* why, size_
 /* Loads <dir>/<model>.bin; on failure says why. */
 static int fixture_load(const char* model, fixture* fx, char* why, size_t cap) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s.bin", fixtures_dir(), model);
+  snprintf(path, sizeof path, "%s/%s.bin", fixtures_dir, model);
   memset(fx, 0, sizeof *fx);
   FILE* f = fopen(path, "rb");
   if (!f) {
@@ -723,6 +721,7 @@ static int device_available(const char* name) {
 
 int main(int argc, char** argv) {
   if (argc > 1) dev = argv[1];
+  if (argc > 2) fixtures_dir = argv[2];
   int avail = device_available(dev);
   if (avail < 0) return 1;
   if (avail == 0) return 77;

@@ -157,10 +157,14 @@ static const fx_tensor* fx_find2(const fixture* fx, const char* prefix, const ch
   return fx_find(fx, full);
 }
 
-/* Element i of an f32 record (little-endian bytes, whatever the host). */
-static float fx_f32(const fx_tensor* t, int64_t i) {
+/* The 4 bytes of element i (little-endian in the file, whatever the host). */
+static uint32_t fx_bits(const fx_tensor* t, int64_t i) {
   const unsigned char* p = (const unsigned char*)t->data + 4 * i;
-  uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static float fx_f32(const fx_tensor* t, int64_t i) {
+  uint32_t u = fx_bits(t, i);
   float f;
   memcpy(&f, &u, 4);
   return f;
@@ -170,11 +174,7 @@ static float fx_f32(const fx_tensor* t, int64_t i) {
 static double fx_scalar(const fixture* fx, const char* name, double fallback) {
   const fx_tensor* t = fx_find(fx, name);
   if (!t || t->numel != 1) return fallback;
-  if (t->dtype == FX_F32) return fx_f32(t, 0);
-  float bits = fx_f32(t, 0); /* the same 4 bytes, read as an int32 */
-  int32_t v;
-  memcpy(&v, &bits, 4);
-  return v;
+  return t->dtype == FX_F32 ? (double)fx_f32(t, 0) : (double)(int32_t)fx_bits(t, 0);
 }
 
 static int starts_with(const char* s, const char* prefix) {
@@ -522,6 +522,8 @@ static void compare_qkv_bias(tally* t, const char* what, const float* got, const
 
 /* ------------------------------------------------------------ running */
 
+/* Params and inputs go to rlx straight from the file's bytes, which are
+ * little-endian like every host rlx builds for. */
 static rlx_dtype rlx_dtype_of(const fx_tensor* t) { return t->dtype == FX_F32 ? RLX_F32 : RLX_I32; }
 
 /* Builds the model's graph, output and loss, with the fixture's shapes. */

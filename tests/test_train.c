@@ -455,6 +455,46 @@ TEST(f16_dynamic_loss_scale_learns) {
   rlx_trainer_destroy(t);
 }
 
+/* ------------------------------------------------------------ cross-entropy */
+
+/* Embedding rows of token ids -> logits -> cross_entropy against the next
+ * token of a fixed cycle: Adam learns it (the loss falls by half). Integer
+ * inputs (ids, targets) and a gathered param on the path. */
+TEST(cross_entropy_embedding_learns) {
+  enum { V = 5, E = 4, B = 10 };
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim is[1] = {B}, es[2] = {V, E}, ws[2] = {E, V};
+  rlx_tensor ids, tgt, emb, w, h, logits, loss;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "ids", RLX_I32, is, 1, &ids));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "targets", RLX_I32, is, 1, &tgt));
+  CHECK_OK_G(g, rlx_graph_add_param(g, "emb", RLX_F32, es, 2, &emb));
+  CHECK_OK_G(g, rlx_graph_add_param(g, "w", RLX_F32, ws, 2, &w));
+  CHECK_OK_G(g, rlx_graph_add_gather(g, emb, ids, 0, &h));
+  CHECK_OK_G(g, rlx_graph_add_matmul(g, h, w, 0, 0, &logits));
+  CHECK_OK_G(g, rlx_graph_add_cross_entropy(g, logits, tgt, -100, 0.0f, &loss));
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAMW);
+  o.lr = 0.05f;
+  rlx_trainer* t = NULL;
+  CHECK_OK_G(g, rlx_train_compile(g, loss, dev, NULL, &o, &t));
+  rlx_graph_destroy(g);
+  float ev[V * E], wv[E * V];
+  test_seed(3);
+  test_fill_f32(ev, V * E, -0.5, 0.5);
+  test_fill_f32(wv, E * V, -0.5, 0.5);
+  int32_t idv[B], tv[B];
+  for (int i = 0; i < B; i++) idv[i] = i % V, tv[i] = (i + 1) % V;
+  CHECK_OK_T(t, rlx_trainer_set_param(t, "emb", RLX_F32, ev, sizeof ev));
+  CHECK_OK_T(t, rlx_trainer_set_param(t, "w", RLX_F32, wv, sizeof wv));
+  CHECK_OK_T(t, rlx_trainer_set_input(t, "ids", RLX_I32, is, 1, idv, sizeof idv));
+  CHECK_OK_T(t, rlx_trainer_set_input(t, "targets", RLX_I32, is, 1, tv, sizeof tv));
+  float first = 0, last = 0;
+  for (int s = 0; s < 80; s++) CHECK_OK_T(t, rlx_trainer_step(t, s ? &last : &first));
+  CHECK_MSG(fabsf(first - logf(V)) < 0.5f && last < 0.5f * first, "loss %g -> %g", first, last);
+  rlx_trainer_destroy(t);
+}
+
 /* ------------------------------------------------------------ errors */
 
 TEST(bad_calls_are_messages) {
@@ -547,6 +587,7 @@ static void run_all(void) {
   RUN(frozen_params_stay_unchanged);
   RUN(bf16_mixed_precision_learns);
   RUN(f16_dynamic_loss_scale_learns);
+  RUN(cross_entropy_embedding_learns);
   RUN(bad_calls_are_messages);
   RUN(unset_param_is_named);
 }

@@ -85,7 +85,8 @@ static rlx_status set_batch(rlx_trainer* t, int64_t first, int64_t rows) {
 }
 
 /* A trainer of the MLP over `rows` rows with params set; NULL on failure. */
-static rlx_trainer* mlp_trainer(int64_t rows, const rlx_train_options* o, const rlx_compile_options* c) {
+static rlx_trainer* mlp_trainer(int64_t rows, const rlx_train_options* o,
+                                const rlx_compile_options* c) {
   rlx_tensor loss;
   rlx_graph* g = mlp_graph(rows, &loss);
   if (!g) return NULL;
@@ -211,8 +212,8 @@ TEST(optimizers_match_pytorch) {
     for (int s = 0; s < TX_STEPS; s++) {
       float loss = 0;
       CHECK_OK_T(t, rlx_trainer_step(t, &loss));
-      CHECK_MSG(fabs(loss - c->loss[s]) <= 1e-5 * (1 + fabs(c->loss[s])), "%s step %d: loss %.8g, torch %.8g",
-                c->name, s, loss, c->loss[s]);
+      CHECK_MSG(fabs(loss - c->loss[s]) <= 1e-5 * (1 + fabs(c->loss[s])),
+                "%s step %d: loss %.8g, torch %.8g", c->name, s, loss, c->loss[s]);
     }
     for (int p = 0; p < 4; p++) {
       double e = param_error(t, mlp_names[p], c->params[p], mlp_sizes[p]);
@@ -302,11 +303,13 @@ TEST(accumulation_equals_a_larger_batch) {
     for (int64_t i = 0; i < n; i++)
       CHECK_MSG(fabsf(got[i] - want[i]) < 1e-6f, "%s[%lld]: %g vs %g", mlp_names[p], (long long)i,
                 got[i], want[i]);
-    CHECK_OK_T(big, rlx_trainer_read_grad(big, mlp_names[p], RLX_F32, want, sizeof(float) * (size_t)n));
-    CHECK_OK_T(acc, rlx_trainer_read_grad(acc, mlp_names[p], RLX_F32, got, sizeof(float) * (size_t)n));
+    CHECK_OK_T(big,
+               rlx_trainer_read_grad(big, mlp_names[p], RLX_F32, want, sizeof(float) * (size_t)n));
+    CHECK_OK_T(acc,
+               rlx_trainer_read_grad(acc, mlp_names[p], RLX_F32, got, sizeof(float) * (size_t)n));
     for (int64_t i = 0; i < n; i++)
-      CHECK_MSG(fabsf(got[i] - 4 * want[i]) < 1e-5f * (1 + fabsf(want[i])), "grad %s[%lld]: %g vs 4 x %g",
-                mlp_names[p], (long long)i, got[i], want[i]);
+      CHECK_MSG(fabsf(got[i] - 4 * want[i]) < 1e-5f * (1 + fabsf(want[i])),
+                "grad %s[%lld]: %g vs 4 x %g", mlp_names[p], (long long)i, got[i], want[i]);
   }
   rlx_trainer_destroy(big);
   rlx_trainer_destroy(acc);

@@ -85,7 +85,8 @@ static rlx_status set_batch(rlx_trainer* t, int64_t first, int64_t rows) {
 }
 
 /* A trainer of the MLP over `rows` rows with params set; NULL on failure. */
-static rlx_trainer* mlp_trainer(int64_t rows, const rlx_train_options* o, const rlx_compile_options* c) {
+static rlx_trainer* mlp_trainer(int64_t rows, const rlx_train_options* o,
+                                const rlx_compile_options* c) {
   rlx_tensor loss;
   rlx_graph* g = mlp_graph(rows, &loss);
   if (!g) return NULL;
@@ -211,8 +212,8 @@ TEST(optimizers_match_pytorch) {
     for (int s = 0; s < TX_STEPS; s++) {
       float loss = 0;
       CHECK_OK_T(t, rlx_trainer_step(t, &loss));
-      CHECK_MSG(fabs(loss - c->loss[s]) <= 1e-5 * (1 + fabs(c->loss[s])), "%s step %d: loss %.8g, torch %.8g",
-                c->name, s, loss, c->loss[s]);
+      CHECK_MSG(fabs(loss - c->loss[s]) <= 1e-5 * (1 + fabs(c->loss[s])),
+                "%s step %d: loss %.8g, torch %.8g", c->name, s, loss, c->loss[s]);
     }
     for (int p = 0; p < 4; p++) {
       double e = param_error(t, mlp_names[p], c->params[p], mlp_sizes[p]);
@@ -302,11 +303,13 @@ TEST(accumulation_equals_a_larger_batch) {
     for (int64_t i = 0; i < n; i++)
       CHECK_MSG(fabsf(got[i] - want[i]) < 1e-6f, "%s[%lld]: %g vs %g", mlp_names[p], (long long)i,
                 got[i], want[i]);
-    CHECK_OK_T(big, rlx_trainer_read_grad(big, mlp_names[p], RLX_F32, want, sizeof(float) * (size_t)n));
-    CHECK_OK_T(acc, rlx_trainer_read_grad(acc, mlp_names[p], RLX_F32, got, sizeof(float) * (size_t)n));
+    CHECK_OK_T(big,
+               rlx_trainer_read_grad(big, mlp_names[p], RLX_F32, want, sizeof(float) * (size_t)n));
+    CHECK_OK_T(acc,
+               rlx_trainer_read_grad(acc, mlp_names[p], RLX_F32, got, sizeof(float) * (size_t)n));
     for (int64_t i = 0; i < n; i++)
-      CHECK_MSG(fabsf(got[i] - 4 * want[i]) < 1e-5f * (1 + fabsf(want[i])), "grad %s[%lld]: %g vs 4 x %g",
-                mlp_names[p], (long long)i, got[i], want[i]);
+      CHECK_MSG(fabsf(got[i] - 4 * want[i]) < 1e-5f * (1 + fabsf(want[i])),
+                "grad %s[%lld]: %g vs 4 x %g", mlp_names[p], (long long)i, got[i], want[i]);
   }
   rlx_trainer_destroy(big);
   rlx_trainer_destroy(acc);
@@ -435,6 +438,66 @@ TEST(bf16_mixed_precision_learns) {
   rlx_trainer_destroy(t);
 }
 
+/* f16 compute with dynamic loss scaling: the norm and the updates stay f32,
+ * so scaled gradients train instead of overflowing the sum of squares. */
+TEST(f16_dynamic_loss_scale_learns) {
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAM);
+  o.lr = 0.02f;
+  o.dynamic_loss_scale = 1;
+  rlx_compile_options c;
+  rlx_compile_options_init(&c);
+  c.precision = RLX_PRECISION_F16;
+  rlx_trainer* t = mlp_trainer(TX_N, &o, &c);
+  CHECK(t);
+  CHECK_OK_T(t, set_batch(t, 0, TX_N));
+  float first = 0, last = 0;
+  for (int s = 0; s < 60; s++) CHECK_OK_T(t, rlx_trainer_step(t, s ? &last : &first));
+  CHECK_MSG(last < 0.7f * first && rlx_trainer_step_count(t) > 40, "loss %g -> %g in %lld updates",
+            first, last, (long long)rlx_trainer_step_count(t));
+  rlx_trainer_destroy(t);
+}
+
+/* ------------------------------------------------------------ cross-entropy */
+
+/* Embedding rows of token ids -> logits -> cross_entropy against the next
+ * token of a fixed cycle: Adam learns it (the loss falls by half). Integer
+ * inputs (ids, targets) and a gathered param on the path. */
+TEST(cross_entropy_embedding_learns) {
+  enum { V = 5, E = 4, B = 10 };
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim is[1] = {B}, es[2] = {V, E}, ws[2] = {E, V};
+  rlx_tensor ids, tgt, emb, w, h, logits, loss;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "ids", RLX_I32, is, 1, &ids));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "targets", RLX_I32, is, 1, &tgt));
+  CHECK_OK_G(g, rlx_graph_add_param(g, "emb", RLX_F32, es, 2, &emb));
+  CHECK_OK_G(g, rlx_graph_add_param(g, "w", RLX_F32, ws, 2, &w));
+  CHECK_OK_G(g, rlx_graph_add_gather(g, emb, ids, 0, &h));
+  CHECK_OK_G(g, rlx_graph_add_matmul(g, h, w, 0, 0, &logits));
+  CHECK_OK_G(g, rlx_graph_add_cross_entropy(g, logits, tgt, -100, 0.0f, &loss));
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAMW);
+  o.lr = 0.05f;
+  rlx_trainer* t = NULL;
+  CHECK_OK_G(g, rlx_train_compile(g, loss, dev, NULL, &o, &t));
+  rlx_graph_destroy(g);
+  float ev[V * E], wv[E * V];
+  test_seed(3);
+  test_fill_f32(ev, V * E, -0.5, 0.5);
+  test_fill_f32(wv, E * V, -0.5, 0.5);
+  int32_t idv[B], tv[B];
+  for (int i = 0; i < B; i++) idv[i] = i % V, tv[i] = (i + 1) % V;
+  CHECK_OK_T(t, rlx_trainer_set_param(t, "emb", RLX_F32, ev, sizeof ev));
+  CHECK_OK_T(t, rlx_trainer_set_param(t, "w", RLX_F32, wv, sizeof wv));
+  CHECK_OK_T(t, rlx_trainer_set_input(t, "ids", RLX_I32, is, 1, idv, sizeof idv));
+  CHECK_OK_T(t, rlx_trainer_set_input(t, "targets", RLX_I32, is, 1, tv, sizeof tv));
+  float first = 0, last = 0;
+  for (int s = 0; s < 80; s++) CHECK_OK_T(t, rlx_trainer_step(t, s ? &last : &first));
+  CHECK_MSG(fabsf(first - logf(V)) < 0.5f && last < 0.5f * first, "loss %g -> %g", first, last);
+  rlx_trainer_destroy(t);
+}
+
 /* ------------------------------------------------------------ errors */
 
 TEST(bad_calls_are_messages) {
@@ -526,6 +589,8 @@ static void run_all(void) {
   RUN(checkpoint_resumes_bit_exact);
   RUN(frozen_params_stay_unchanged);
   RUN(bf16_mixed_precision_learns);
+  RUN(f16_dynamic_loss_scale_learns);
+  RUN(cross_entropy_embedding_learns);
   RUN(bad_calls_are_messages);
   RUN(unset_param_is_named);
 }

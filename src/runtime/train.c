@@ -98,9 +98,9 @@ rlx_status rlx_train_read_slot(rlx_trainer* t, train_slot* s, rlx_dtype dtype, v
                                size_t bytes) {
   int64_t n = rlx_type_numel(&s->type);
   if (!dst || bytes != (size_t)n * rlx_dtype_size(dtype))
-    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "'%s' is %lld elements: %lld bytes as %s, got %zu",
-                    s->name, (long long)n, (long long)n * (long long)rlx_dtype_size(dtype),
-                    rlx_dtype_name(dtype), bytes);
+    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT,
+                    "'%s' is %lld elements: %lld bytes as %s, got %zu", s->name, (long long)n,
+                    (long long)n * (long long)rlx_dtype_size(dtype), rlx_dtype_name(dtype), bytes);
   if (dtype != s->type.dtype && !(rlx_dtype_is_float(dtype) && rlx_dtype_is_float(s->type.dtype)))
     return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "'%s' is %s; cannot read it as %s", s->name,
                     rlx_dtype_name(s->type.dtype), rlx_dtype_name(dtype));
@@ -259,7 +259,8 @@ static rlx_status split_params(builder* b, const rlx_train_options* o) {
       return rlx_fail(&b->t->err, RLX_INVALID_ARGUMENT, "param '%s' has a symbolic shape",
                       n->a.name);
     train_slot* s = NULL;
-    RLX_RETURN_IF_ERROR(add_slot(b->t, n->a.name, "", trained ? TRAIN_PARAM : TRAIN_FROZEN, type, &s));
+    RLX_RETURN_IF_ERROR(
+        add_slot(b->t, n->a.name, "", trained ? TRAIN_PARAM : TRAIN_FROZEN, type, &s));
     if (!trained) continue;
     n->op = RLX_OP_INPUT;
     b->wrt[b->n_train] = n->out[0];
@@ -404,9 +405,11 @@ static rlx_status device_hyper(builder* b) {
   rlx_tensor norm1, parts[RLX_HYPER_COUNT], one, mult;
   rlx_dim s1[1] = {1};
   B_TRY(b, rlx_graph_add_reshape(b->g, b->norm_sq, s1, 1, &norm1));
+  RLX_RETURN_IF_ERROR(keep_f32(b, norm1, "grad_norm_sq1"));
   RLX_RETURN_IF_ERROR(scalar_const(b, RLX_F32, 1, 1.0, &one));
   for (int32_t i = 0; i < RLX_HYPER_COUNT; i++) parts[i] = one;
-  if (o->clip_norm > 0) RLX_RETURN_IF_ERROR(clip_coefficient(b, norm1, &parts[RLX_HYPER_GRAD_SCALE]));
+  if (o->clip_norm > 0)
+    RLX_RETURN_IF_ERROR(clip_coefficient(b, norm1, &parts[RLX_HYPER_GRAD_SCALE]));
   if (o->dynamic_loss_scale) RLX_RETURN_IF_ERROR(finite_flag(b, norm1, &parts[RLX_HYPER_APPLY]));
   B_TRY(b, rlx_graph_add_concat(b->g, parts, RLX_HYPER_COUNT, 0, &mult));
   RLX_RETURN_IF_ERROR(keep_f32(b, mult, "hyper_mult"));
@@ -509,10 +512,14 @@ static rlx_status check_loss(rlx_trainer* t, const rlx_graph* g, rlx_tensor loss
   return RLX_OK;
 }
 
-static void init_scaling(rlx_trainer* t) {
+/* The dynamic scale starts at PyTorch's 2^16, or 2^15 when the backward
+ * runs in f16, whose largest value (65504) the 2^16 seed would overflow. */
+static void init_scaling(rlx_trainer* t, const rlx_compile_options* copt) {
   const rlx_train_options* o = &t->opt;
   t->loss_scale = o->loss_scale > 0 ? o->loss_scale : 1.0f;
-  if (o->dynamic_loss_scale && o->loss_scale == 0) t->loss_scale = DYNAMIC_INITIAL_SCALE;
+  if (o->dynamic_loss_scale && o->loss_scale == 0)
+    t->loss_scale = copt && copt->precision == RLX_PRECISION_F16 ? 0.5f * DYNAMIC_INITIAL_SCALE
+                                                                 : DYNAMIC_INITIAL_SCALE;
   t->has_seed = o->loss_scale > 0 || o->dynamic_loss_scale;
   t->last_scale = t->loss_scale;
   t->lr = o->lr;
@@ -571,7 +578,7 @@ rlx_status rlx_train_compile(rlx_graph* g, rlx_tensor loss, const char* device,
   rlx_status s = check_options(&t->err, topt, copt);
   if (s == RLX_OK) s = check_loss(t, g, loss);
   if (s == RLX_OK) {
-    init_scaling(t);
+    init_scaling(t, copt);
     b.loss = loss;
     s = rlx_graph_clone(g, &b.g);
     if (s != RLX_OK) rlx_fail(&t->err, s, "out of host memory");
@@ -640,7 +647,8 @@ rlx_status rlx_trainer_set_input(rlx_trainer* t, const char* name, rlx_dtype dty
                                  const rlx_dim* shape, int32_t rank, const void* data,
                                  size_t bytes) {
   if (!t) return RLX_INVALID_ARGUMENT;
-  if (rlx_train_find_slot(t, name) || (name && (!strcmp(name, HYPER_NAME) || !strcmp(name, SEED_NAME))))
+  if (rlx_train_find_slot(t, name) ||
+      (name && (!strcmp(name, HYPER_NAME) || !strcmp(name, SEED_NAME))))
     return rlx_fail(&t->err, RLX_INVALID_ARGUMENT,
                     "'%s' is kept by the trainer, not a batch input (params: set_param)", name);
   rlx_status s = rlx_exec_set_input(t->exec, name, dtype, shape, rank, data, bytes);
@@ -670,8 +678,9 @@ rlx_status rlx_trainer_read_grad(rlx_trainer* t, const char* name, rlx_dtype dty
     return rlx_fail(&t->err, RLX_FAILED_PRECONDITION, "read_grad before any step");
   int64_t n = rlx_type_numel(&s->type);
   if (!rlx_dtype_is_float(dtype) || !dst || bytes != (size_t)n * rlx_dtype_size(dtype))
-    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "gradient of '%s': %lld float elements, got %zu bytes as %s",
-                    name, (long long)n, bytes, rlx_dtype_name(dtype));
+    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT,
+                    "gradient of '%s': %lld float elements, got %zu bytes as %s", name,
+                    (long long)n, bytes, rlx_dtype_name(dtype));
   float* tmp = malloc(sizeof(float) * (size_t)(n + 1));
   RLX_CHECK_ALLOC(&t->err, tmp);
   rlx_status st = read_output(t, s->grad_output, RLX_F32, tmp, sizeof(float) * (size_t)n);
@@ -744,7 +753,8 @@ rlx_status rlx_trainer_step(rlx_trainer* t, float* out_loss) {
   if (s != RLX_OK) return fail_exec(t, s);
   t->stepped = 1;
   t->last_scale = t->loss_scale;
-  for (int32_t i = 0; i < t->n_slots; i++) t->slots[i].host_newer &= t->slots[i].role == TRAIN_FROZEN;
+  for (int32_t i = 0; i < t->n_slots; i++)
+    t->slots[i].host_newer &= t->slots[i].role == TRAIN_FROZEN;
   float loss = NAN, norm_sq = 0.0f;
   s = rlx_exec_read_output(t->exec, t->loss_output, RLX_F32, &loss, sizeof loss);
   if (s == RLX_OK && t->norm_output >= 0)

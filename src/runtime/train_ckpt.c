@@ -192,8 +192,9 @@ static rlx_status parse_header(rlx_error* err, FILE* f, const char* path, ckpt* 
   if (fscanf(f, "%63s %d", magic, &version) != 2 || strcmp(magic, MANIFEST_MAGIC) != 0)
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s' is not a trainer manifest", path);
   if (version != MANIFEST_VERSION)
-    return rlx_fail(err, RLX_UNIMPLEMENTED, "checkpoint '%s' has format version %d (this build reads %d)",
-                    path, version, MANIFEST_VERSION);
+    return rlx_fail(err, RLX_UNIMPLEMENTED,
+                    "checkpoint '%s' has format version %d (this build reads %d)", path, version,
+                    MANIFEST_VERSION);
   if (fscanf(f, " optimizer %31s steps %lld micro %d loss_scale %la good_steps %d tensors %d",
              c->optimizer, &c->steps, &c->micro, &c->loss_scale, &c->good_steps, &n) != 6 ||
       n < 0 || n > 1000000)
@@ -210,7 +211,8 @@ static rlx_status read_manifest(rlx_error* err, const char* path, ckpt* c) {
   rlx_status s = parse_header(err, f, path, c, &n);
   char* line = malloc(LINE_MAX_BYTES);
   c->e = calloc((size_t)n + 1, sizeof *c->e);
-  if (s == RLX_OK && (!line || !c->e)) s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  if (s == RLX_OK && (!line || !c->e))
+    s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   if (s == RLX_OK && !fgets(line, LINE_MAX_BYTES, f)) line[0] = '\0'; /* rest of "tensors N" */
   for (int32_t i = 0; s == RLX_OK && i < n; i++) {
     if (!fgets(line, LINE_MAX_BYTES, f) || !parse_entry(line, &c->e[i]))
@@ -229,7 +231,8 @@ static const ckpt_entry* find_entry(const ckpt* c, const char* name) {
   return NULL;
 }
 
-static void shape_str(const char* dtype, int32_t rank, const int64_t* shape, char* out, size_t cap) {
+static void shape_str(const char* dtype, int32_t rank, const int64_t* shape, char* out,
+                      size_t cap) {
   size_t n = (size_t)snprintf(out, cap, "%s[", dtype);
   for (int32_t d = 0; d < rank && n < cap; d++)
     n += (size_t)snprintf(out + n, cap - n, d ? ",%lld" : "%lld", (long long)shape[d]);
@@ -256,8 +259,8 @@ static rlx_status check_entry(rlx_trainer* t, const train_slot* s, const ckpt_en
 static rlx_status check_manifest(rlx_trainer* t, const ckpt* c) {
   const char* want = optimizer_names[t->opt.optimizer];
   if (strcmp(c->optimizer, want) != 0)
-    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "checkpoint was made with %s, this trainer uses %s",
-                    c->optimizer, want);
+    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT,
+                    "checkpoint was made with %s, this trainer uses %s", c->optimizer, want);
   for (int32_t k = 0; k < t->n_slots; k++)
     RLX_RETURN_IF_ERROR(check_entry(t, &t->slots[k], find_entry(c, t->slots[k].name)));
   for (int32_t i = 0; i < c->n; i++)
@@ -272,8 +275,8 @@ static rlx_status check_manifest(rlx_trainer* t, const ckpt* c) {
 static rlx_status load_data(rlx_trainer* t, const char* dir, const train_slot* s,
                             const ckpt_entry* e, void** out) {
   if (strchr(e->file, '/') || e->file[0] == '.')
-    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "checkpoint: file name '%s' leaves the directory",
-                    e->file);
+    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT,
+                    "checkpoint: file name '%s' leaves the directory", e->file);
   char* path = join(dir, e->file);
   RLX_CHECK_ALLOC(&t->err, path);
   rlx_dtype dt;
@@ -302,7 +305,8 @@ static rlx_status load_slots(rlx_trainer* t, const char* dir, const ckpt* c) {
     void* data = NULL;
     RLX_RETURN_IF_ERROR(load_data(t, dir, s, find_entry(c, s->name), &data));
     /* the bits as they were saved (bf16 travels as u16) */
-    rlx_status st = rlx_train_write_slot(t, s, s->type.dtype, data, (size_t)rlx_type_bytes(&s->type));
+    rlx_status st =
+        rlx_train_write_slot(t, s, s->type.dtype, data, (size_t)rlx_type_bytes(&s->type));
     rlx_free(data);
     RLX_RETURN_IF_ERROR(st);
   }

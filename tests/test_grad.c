@@ -203,6 +203,17 @@ BUILD(b_pool) {
   if (c->kind == RLX_POOL_MAX) return rlx_graph_add_pool(g, in[0], RLX_POOL_MAX, 2, k, s, NULL, NULL, 0, 0, y);
   return rlx_graph_add_pool(g, in[0], RLX_POOL_AVG, 2, k3, NULL, p, NULL, 0, 0, y);
 }
+/* The channels-last Pool the layout pass makes (no public builder). */
+BUILD(b_pool_last) {
+  (void)c;
+  rlx_node_attrs a = {0};
+  a.pool = RLX_POOL_MAX;
+  a.conv_layout = RLX_CONV_CHANNELS_LAST;
+  a.kernel.n = a.strides.n = a.dilations.n = 2;
+  a.pads.n = 4;
+  for (int i = 0; i < 2; i++) a.kernel.v[i] = 2, a.strides.v[i] = 1, a.dilations.v[i] = 1;
+  return rlx_graph_add_node(g, RLX_OP_POOL, &a, in, 1, y);
+}
 BUILD(b_pad) {
   int64_t pads[6] = {1, 0, 2, 0, 2, 1};
   if (c->kind == RLX_PAD_CONSTANT) pads[1] = -1; /* a crop too */
@@ -241,7 +252,7 @@ BUILD(b_conv) {
 BUILD(b_conv_group) {
   (void)c;
   int64_t p[2] = {1, 1};
-  return rlx_graph_add_conv(g, in[0], in[1], RLX_NONE, in[2], 1, NULL, p, NULL, 2, RLX_ACT_NONE,
+  return rlx_graph_add_conv(g, in[0], in[1], RLX_NONE, in[2], 1, NULL, p, NULL, 2, RLX_ACT_GELU,
                             RLX_CONV_CHANNELS_FIRST, y);
 }
 BUILD(b_conv_last) {
@@ -257,9 +268,8 @@ BUILD(b_conv_t) {
                                       RLX_ACT_SIGMOID, RLX_CONV_CHANNELS_FIRST, y);
 }
 BUILD(b_im2col) {
-  (void)c;
   int64_t k[2] = {2, 3}, s[2] = {1, 2}, p[4] = {1, 0, 0, 1};
-  return rlx_graph_add_im2col(g, in[0], 2, k, s, p, NULL, RLX_CONV_CHANNELS_FIRST, y);
+  return rlx_graph_add_im2col(g, in[0], 2, k, s, p, NULL, (rlx_conv_layout)c->kind, y);
 }
 BUILD(b_group_norm) {
   (void)c;
@@ -352,6 +362,8 @@ static const grad_case cases[] = {
      {F(-1, 1, 2, 1, 3, 2), F(-1, 1, 3, 3, 4)}, 0, 0, 0, 0},
     {"fused_matmul_bias_gelu", RLX_OP_FUSED_MATMUL_BIAS_ACT, RLX_ACT_GELU_APPROX, b_fused_mm,
      {F(-1, 1, 2, 3), F(-1, 1, 4, 3), F(-1, 1, 4)}, 0, 0, 0, 0},
+    {"fused_matmul_bias_relu", RLX_OP_FUSED_MATMUL_BIAS_ACT, RLX_ACT_RELU, b_fused_mm,
+     {F(-1, 1, 2, 3), F(-1, 1, 4, 3), F(-1, 1, 4)}, 0, 0, 0, 0},
     {"fused_matmul_bias", RLX_OP_FUSED_MATMUL_BIAS_ACT, RLX_ACT_NONE, b_fused_mm,
      {F(-1, 1, 2, 3), F(-1, 1, 4, 3), F(-1, 1, 4)}, 0, 0, 0, 0},
     RED(SUM), RED(MEAN), RED(MAX), RED(MIN), RED(PROD),
@@ -374,6 +386,8 @@ static const grad_case cases[] = {
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},
     {"pool_max", RLX_OP_POOL, RLX_POOL_MAX, b_pool, {F(-1, 1, 1, 2, 4, 4)}, 0, 0, 0, 0},
+    {"pool_max_channels_last", RLX_OP_POOL, RLX_POOL_MAX, b_pool_last, {F(-1, 1, 1, 3, 4, 2)}, 0,
+     0, 0, 0},
     {"pool_avg", RLX_OP_POOL, RLX_POOL_AVG, b_pool, {F(-1, 1, 1, 2, 4, 3)}, 0, 0, 0, 0},
     {"pad_constant", RLX_OP_PAD, RLX_PAD_CONSTANT, b_pad, {F(-1, 1, 2, 3, 3)}, 0, 0, 0, 0},
     {"pad_reflect", RLX_OP_PAD, RLX_PAD_REFLECT, b_pad, {F(-1, 1, 2, 3, 3)}, 0, 0, 0, 0},
@@ -398,13 +412,16 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 1, 4, 4), FIX(0.5, 2.5, 1, 4), IDX(0, 0, 1)}, 0, 0, 0, 1},
     {"conv_strided_dilated_tanh", RLX_OP_CONV, -1, b_conv,
      {F(-1, 1, 1, 2, 5, 6), F(-1, 1, 3, 2, 2, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
-    {"conv_grouped_residual", RLX_OP_CONV, -1, b_conv_group,
+    {"conv_grouped_residual_gelu", RLX_OP_CONV, -1, b_conv_group,
      {F(-1, 1, 2, 4, 5), F(-1, 1, 4, 2, 3), F(-1, 1, 2, 4, 5)}, 0, 0, 0, 0},
     {"conv_channels_last", RLX_OP_CONV, -1, b_conv_last,
      {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 2, 3, 3), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_transpose", RLX_OP_CONV_TRANSPOSE, -1, b_conv_t,
      {F(-1, 1, 1, 2, 3, 3), F(-1, 1, 2, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
-    {"im2col", RLX_OP_IM2COL, -1, b_im2col, {F(-1, 1, 1, 2, 4, 5)}, 0, 0, 0, 0},
+    {"im2col", RLX_OP_IM2COL, RLX_CONV_CHANNELS_FIRST, b_im2col, {F(-1, 1, 1, 2, 4, 5)}, 0, 0, 0,
+     0},
+    {"im2col_channels_last", RLX_OP_IM2COL, RLX_CONV_CHANNELS_LAST, b_im2col,
+     {F(-1, 1, 2, 4, 5, 3)}, 0, 0, 0, 0},
     {"group_norm", RLX_OP_GROUP_NORM, -1, b_group_norm,
      {F(-1, 1, 2, 4, 3), F(0.5, 1.5, 4), F(-1, 1, 4)}, 0, 0, 0, 0},
     {"channel_norm", RLX_OP_CHANNEL_NORM, -1, b_channel_norm,
@@ -794,6 +811,34 @@ TEST(seeded_loss) {
   rlx_graph_destroy(g);
 }
 
+/* A mean over a symbolic dim divides by its run-time size. */
+TEST(mean_over_a_symbolic_dim) {
+  rlx_graph* g = NULL;
+  rlx_dim b, xs[2];
+  rlx_tensor x, sq, m, loss, grad;
+  int32_t axis0 = 0;
+  CHECK_OK_G(g, rlx_graph_create(&g));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  xs[0] = b;
+  xs[1] = 2;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F64, xs, 2, &x));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_MUL, x, x, &sq));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_MEAN, sq, &axis0, 1, 0, &m));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, m, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_grad(g, loss, &x, 1, RLX_NONE, &grad));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &grad, 1));
+  rlx_exec* e = compile_ref(g);
+  CHECK(e);
+  double xd[8] = {1, 2, 3, 4, -1, -2, 0.5, 0.25}, gd[8];
+  rlx_dim shape[2] = {4, 2};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F64, shape, 2, xd, sizeof xd));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F64, gd, sizeof gd));
+  rlx_exec_destroy(e);
+  for (int i = 0; i < 8; i++) CHECK(fabs(gd[i] - 2 * xd[i] / 4) < 1e-12);
+  rlx_graph_destroy(g);
+}
+
 /* An op without a rule on the path fails naming it; bad arguments fail
  * with a message; integer paths (argmax) simply stop. */
 TEST(errors_name_the_problem) {
@@ -825,6 +870,7 @@ int main(void) {
   RUN(every_op_has_a_row_or_a_mark);
   RUN(wrt_not_reached_gets_zeros);
   RUN(seeded_loss);
+  RUN(mean_over_a_symbolic_dim);
   RUN(errors_name_the_problem);
   RUN(every_rule_matches_finite_differences);
   return test_summary();

@@ -353,19 +353,32 @@ static rlx_status reduce_spread(rlx_graph* g, const rlx_node* n, rlx_tensor t, i
   return rlx_graph_add_expand(g, t, xt.shape, xt.rank, out);
 }
 
-/* Elements a Reduce over n's axes combined (static dims only). */
-static rlx_status reduce_count(rlx_graph* g, const rlx_node* n, double* out) {
+/* Elements a Reduce over n's axes combined; -1 when a reduced dim is
+ * symbolic. */
+static double reduce_count(rlx_graph* g, const rlx_node* n) {
   const rlx_type* xt = rlx_tensor_type(g, n->in[0]);
   uint32_t axes = n->a.axes ? n->a.axes : (1u << xt->rank) - 1;
-  *out = 1;
+  double count = 1;
   for (int32_t d = 0; d < xt->rank; d++) {
     if (!(axes & (1u << d))) continue;
-    if (xt->shape[d] < 0)
-      return rlx_fail(&g->err, RLX_UNIMPLEMENTED,
-                      "reduce_mean over a symbolic dim has no gradient rule yet");
-    *out *= (double)xt->shape[d];
+    if (xt->shape[d] < 0) return -1;
+    count *= (double)xt->shape[d];
   }
-  return RLX_OK;
+  return count;
+}
+
+/* mean: dy spread over the reduced elements, divided by their count (a
+ * run-time sum of ones when a reduced dim is symbolic). */
+static rlx_status grad_mean(rlx_graph* g, const rlx_node* n, rlx_tensor dy, rlx_tensor* dx) {
+  rlx_tensor s, one, cnt;
+  double count = reduce_count(g, n);
+  TRY(reduce_spread(g, n, dy, 0, &s));
+  if (count >= 0) return rlx_grad_bin_scalar(g, RLX_BIN_MUL, s, 1.0 / count, dx);
+  rlx_type xt = *rlx_tensor_type(g, n->in[0]);
+  TRY(rlx_grad_scalar(g, xt.dtype, 1.0, &one));
+  TRY(rlx_graph_add_expand(g, one, xt.shape, xt.rank, &one));
+  TRY(rlx_grad_sum_keep(g, one, n->a.axes ? n->a.axes : (1u << xt.rank) - 1, &cnt));
+  return rlx_graph_add_binary(g, RLX_BIN_DIV, s, cnt, dx);
 }
 
 /* max / min: PyTorch's amax / amin convention, the gradient split evenly
@@ -410,15 +423,9 @@ static rlx_status grad_prod(rlx_graph* g, const rlx_node* n, rlx_tensor dy, rlx_
 }
 
 static RLX_GRAD_RULE(grad_reduce) {
-  double count;
   switch ((rlx_reduce_op)n->a.kind) {
     case RLX_RED_SUM: return reduce_spread(c->g, n, dy[0], 0, &dx[0]);
-    case RLX_RED_MEAN: {
-      rlx_tensor s;
-      TRY(reduce_count(c->g, n, &count));
-      TRY(reduce_spread(c->g, n, dy[0], 0, &s));
-      return rlx_grad_bin_scalar(c->g, RLX_BIN_MUL, s, 1.0 / count, &dx[0]);
-    }
+    case RLX_RED_MEAN: return grad_mean(c->g, n, dy[0], &dx[0]);
     case RLX_RED_MAX: case RLX_RED_MIN: return grad_extreme(c->g, n, dy[0], &dx[0]);
     case RLX_RED_PROD: return grad_prod(c->g, n, dy[0], &dx[0]);
     default: return rlx_fail(&c->g->err, RLX_INTERNAL, "reduce kind %d", (int)n->a.kind);

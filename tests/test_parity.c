@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "base/scalar_math.h"
+#include "ir/conv_geometry.h"
 #include "ir/graph.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
@@ -1057,6 +1058,95 @@ static void c_adam_update(pcase* c, int v) {
     rlx_graph_add_cast(c->g, o[2], RLX_F32, &o[2]);
   }
   outputs(c, o, 3);
+/* The type of t as an input of the case (dy shaped like a forward's y). */
+static rlx_tensor input_like(pcase* c, rlx_tensor t) {
+  rlx_dim s[RLX_MAX_RANK];
+  int32_t r = 0;
+  rlx_dtype dt;
+  rlx_graph_tensor_type(c->g, t, &dt, &r, s);
+  return input(c, RLX_F32, s, r);
+}
+
+/* Conv backward: d_w (ConvBackwardWeight) and, but for OHWI weights, d_x
+ * (the ConvTranspose autodiff emits, output_padding from conv_geometry.h)
+ * of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
+ * layout; flavor: plain strided; asymmetric pads with dilation; groups;
+ * depthwise (channel multiplier 1-2). Layout 1 is channels last, with OHWI
+ * weights for odd flavors. */
+static void c_conv_backward(pcase* c, int v) {
+  int ns = 1 + v % 3, flavor = (v / 3) % 4, last = v / 12;
+  rlx_conv_layout lay = !last ? RLX_CONV_CHANNELS_FIRST
+                        : flavor & 1 ? RLX_CONV_CHANNELS_LAST_OHWI : RLX_CONV_CHANNELS_LAST;
+  conv_geom g;
+  rconv(&g, ns, flavor == 1, flavor == 1);
+  int64_t groups = flavor == 2 ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(1, 3), OC = groups * test_rand_int(1, 3);
+  if (flavor == 3) { C = test_rand_int(1, 4); groups = C; OC = C * test_rand_int(1, 2); }
+  rlx_dim xs[5], ws[5] = {OC};
+  int ohwi = lay == RLX_CONV_CHANNELS_LAST_OHWI;
+  ws[ohwi ? ns + 1 : 1] = C / groups;
+  for (int i = 0; i < ns; i++) ws[ohwi ? 1 + i : 2 + i] = g.k[i];
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, N, C, g.in));
+  rlx_tensor w = input(c, RLX_F32, ws, ns + 2), probe, out[2];
+  rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, groups, RLX_ACT_NONE, lay, &probe);
+  rlx_tensor dy = input_like(c, probe);
+  rlx_graph_add_conv_backward_weight(c->g, x, dy, w, ns, g.st, g.pads, g.dil, (int32_t)groups, lay, &out[0]);
+  if (ohwi) { outputs(c, out, 1); return; }
+  int64_t in[3], o[3], opad[3];
+  rlx_dim ys[5];
+  int32_t yr = 0;
+  rlx_dtype yt;
+  rlx_graph_tensor_type(c->g, dy, &yt, &yr, ys);
+  for (int i = 0; i < ns; i++) {
+    in[i] = g.in[i];
+    o[i] = ys[last ? 1 + i : 2 + i];
+  }
+  rlx_conv_input_grad_output_padding(ns, in, o, g.k, g.st, g.pads, g.dil, opad);
+  rlx_graph_add_conv_transpose(c->g, dy, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, opad,
+                               (int32_t)groups, RLX_ACT_NONE, lay, &out[1]);
+  outputs(c, out, 2);
+}
+
+/* Pool backward over 1-3 spatial dims: variant = kind (max / avg) + 2 *
+ * flavor as c_pool: plain strided; asymmetric pads with count_include_pad;
+ * ceil mode with dilation; global. dy is random, shaped like the pool's y. */
+static void c_pool_backward(pcase* c, int v) {
+  rlx_pool_kind kind = (rlx_pool_kind)(v & 1);
+  int ns = 1 + (v >> 1) % 3, flavor = (v >> 1) / 3;
+  int64_t k[3], st[3], pads[6], dil[3];
+  rlx_dim xs[5] = {test_rand_int(1, 2), test_rand_int(1, 3)};
+  for (int i = 0; i < ns; i++) {
+    k[i] = test_rand_int(1, 3);
+    st[i] = test_rand_int(1, 3);
+    dil[i] = flavor == 2 ? test_rand_int(1, 2) : 1;
+    pads[i] = flavor == 1 ? test_rand_int(0, k[i] - 1) : 0;
+    pads[ns + i] = flavor == 1 ? test_rand_int(0, k[i]) : 0;
+    xs[2 + i] = test_rand_int(1, ns == 3 ? 5 : 9) + dil[i] * (k[i] - 1);
+    if (flavor == 3) { k[i] = xs[2 + i]; st[i] = 1; }
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, 2 + ns), y, dx;
+  rlx_graph_add_pool(c->g, x, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &y);
+  rlx_tensor dy = input_like(c, y);
+  rlx_graph_add_pool_backward(c->g, x, dy, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &dx);
+  outputs(c, &dx, 1);
+}
+
+/* Half-precision pool backward: f16 / bf16 (v & 1), max / avg (v & 2),
+ * padded 2-D windows; each dx sums in f32 on every backend. */
+static void c_pool_backward_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_pool_kind kind = v & 2 ? RLX_POOL_AVG : RLX_POOL_MAX;
+  int64_t k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1};
+  rlx_dim xs[4] = {1, test_rand_int(1, 3), test_rand_int(3, 9), test_rand_int(2, 9)};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), y, dx;
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_pool(c->g, x, kind, 2, k, st, pads, NULL, 0, 0, &y);
+  rlx_tensor dy = input_like(c, y);
+  rlx_graph_add_cast(c->g, dy, t, &dy);
+  rlx_graph_add_pool_backward(c->g, x, dy, kind, 2, k, st, pads, NULL, 0, 0, &dx);
+  rlx_graph_add_cast(c->g, dx, RLX_F32, &dx);
+  outputs(c, &dx, 1);
 }
 
 /* f32 paths are exact-order or near it on every backend; half-precision
@@ -1110,6 +1200,9 @@ static const case_def CASES[] = {
     {"gather_backward", c_gather_backward, 3, TOL_F32},
     {"sgd_update", c_sgd_update, 6, TOL_F32},
     {"adam_update", c_adam_update, 8, {1e-5, 0, 1e-2}},
+    {"conv_backward", c_conv_backward, 24, TOL_F32},
+    {"pool_backward", c_pool_backward, 24, TOL_F32},
+    {"pool_backward_half", c_pool_backward_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

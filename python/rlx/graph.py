@@ -524,6 +524,20 @@ class Graph(_capi.Owned):
         return self._add(lib.rlx_graph_add_attention, self._t(q), self._t(k), self._t(v),
                          self._t(mask_tensor), ctypes.byref(desc))
 
+    def attention_backward(self, q, k, v, out, d_out, *, num_heads, head_dim, num_kv_heads=0,
+                           layout="bshd", mask="none", mask_tensor=None, window=0, scale=0.0,
+                           softcap=0.0):
+        """(dq, dk, dv) of attention(q, k, v, ...) given its output `out` and the output's
+        gradient d_out; the keywords are the forward's (see attention)."""
+        desc = _capi.AttentionDesc(num_heads, num_kv_heads, head_dim, _enum(Layout, layout),
+                                   _enum(Mask, mask), window, scale, softcap)
+        dq, dk, dv = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_attention_backward(
+            self.handle, self._t(q), self._t(k), self._t(v), self._t(mask_tensor), self._t(out),
+            self._t(d_out), ctypes.byref(desc), ctypes.byref(dq), ctypes.byref(dk),
+            ctypes.byref(dv)))
+        return Tensor(self, dq.value), Tensor(self, dk.value), Tensor(self, dv.value)
+
     def rope(self, x, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
         """Rotary embedding of the first n_rot (default head_dim) dims of each head."""
         n_rot = head_dim if n_rot is None else n_rot
@@ -697,6 +711,39 @@ class Graph(_capi.Owned):
         """Local response norm across channels (ONNX LRN)."""
         return self._add(lib.rlx_graph_add_lrn, self._t(x), size, alpha, beta, bias)
 
+    # ---- training: row-wise backward ops
+    def layer_norm_backward(self, x, dy, gamma=None, axis=-1, eps=1e-5):
+        """(dx, d_gamma, d_beta) of layer_norm(x, gamma, beta, axis, eps) for output grad dy."""
+        dx, dgamma, dbeta = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_layer_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), axis, eps, ctypes.byref(dx),
+            ctypes.byref(dgamma), ctypes.byref(dbeta)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value), Tensor(self, dbeta.value)
+
+    def rms_norm_backward(self, x, dy, gamma=None, eps=1e-6):
+        """(dx, d_gamma) of rms_norm(x, gamma, eps) for output grad dy."""
+        dx, dgamma = ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_rms_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), eps, ctypes.byref(dx),
+            ctypes.byref(dgamma)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value)
+
+    def softmax_backward(self, y, dy, axis=-1, log_softmax=False):
+        """dx from the forward's output y (softmax, or log_softmax when log_softmax)."""
+        return self._add(lib.rlx_graph_add_softmax_backward, self._t(y), self._t(dy), axis,
+                         int(log_softmax))
+
+    def rope_backward(self, dy, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
+        """The inverse rotation of dy (the forward rope's tables and attributes)."""
+        n_rot = head_dim if n_rot is None else n_rot
+        return self._add(lib.rlx_graph_add_rope_backward, self._t(dy), self._t(cos),
+                         self._t(sin), head_dim, n_rot, _enum(RopeStyle, style),
+                         _enum(Layout, layout))
+
+    def cumsum_backward(self, dy, axis, exclusive=False, reverse=False):
+        """dx of cumsum(x, axis, exclusive, reverse): the cumsum of dy the other way."""
+        return self._add(lib.rlx_graph_add_cumsum_backward, self._t(dy), axis, int(exclusive),
+                         int(reverse))
     # ---- training: losses, embedding backward, optimizer updates
     def cross_entropy(self, logits, targets, ignore_index=-100, label_smoothing=0.0):
         """Mean cross-entropy of logits [..., V] against integer targets [...]
@@ -744,6 +791,29 @@ class Graph(_capi.Owned):
                                                   ctypes.byref(desc),
                                                   *[ctypes.byref(o) for o in outs]))
         return tuple(Tensor(self, o.value) for o in outs)
+    # ---- training (Tier 2), vision
+    def conv_backward_weight(self, x, dy, w, *, strides=None, pads=None, dilations=None,
+                             groups=1, layout="channels_first"):
+        """d_w of conv(x, w) from the gradient dy of its output (w gives the kernel sizes
+        and layout; the other arguments are the forward's). The input gradient is
+        conv_transpose(dy, w, ...), the bias gradient a sum of dy."""
+        ns = len(self._tensor(w).shape) - 2
+        return self._add(lib.rlx_graph_add_conv_backward_weight, self._t(x), self._t(dy),
+                         self._t(w), ns, self._ints(strides, ns), self._ints(pads, 2 * ns),
+                         self._ints(dilations, ns), groups, self._conv_layout(layout))
+
+    def pool_backward(self, x, dy, kernel, *, kind="max", strides=None, pads=None,
+                      dilations=None, ceil_mode=False, count_include_pad=False):
+        """dx of pool(x, ...) ('max' or 'avg', the forward's arguments) from the gradient
+        dy of its output; max routes each window's gradient to its first maximum."""
+        ns = len(kernel)
+        kinds = {"max": 0, "avg": 1}
+        if kind not in kinds:
+            raise ValueError(f"pool kind {kind!r} is not one of {sorted(kinds)}")
+        return self._add(lib.rlx_graph_add_pool_backward, self._t(x), self._t(dy), kinds[kind],
+                         ns, self._ints(kernel, ns), self._ints(strides, ns),
+                         self._ints(pads, 2 * ns), self._ints(dilations, ns), int(ceil_mode),
+                         int(count_include_pad))
 
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))

@@ -29,14 +29,15 @@ rlx_status rlx_grad_scalar(rlx_graph* g, rlx_dtype dt, double v, rlx_tensor* out
   return rlx_graph_add_constant(g, dt, NULL, 0, bytes, rlx_dtype_size(dt), out);
 }
 
-rlx_status rlx_grad_zeros(rlx_graph* g, const rlx_type* t, rlx_tensor* out) {
+rlx_status rlx_grad_zeros(rlx_graph* g, const rlx_type* type, rlx_tensor* out) {
+  rlx_type t = *type; /* type may point into g->values, which grows below */
   rlx_tensor z;
-  RLX_RETURN_IF_ERROR(rlx_grad_scalar(g, t->dtype, 0.0, &z));
-  if (t->rank == 0) {
+  RLX_RETURN_IF_ERROR(rlx_grad_scalar(g, t.dtype, 0.0, &z));
+  if (t.rank == 0) {
     *out = z;
     return RLX_OK;
   }
-  return rlx_graph_add_expand(g, z, t->shape, t->rank, out);
+  return rlx_graph_add_expand(g, z, t.shape, t.rank, out);
 }
 
 rlx_status rlx_grad_sum_keep(rlx_graph* g, rlx_tensor t, uint32_t axes, rlx_tensor* out) {
@@ -50,8 +51,10 @@ rlx_status rlx_grad_sum_keep(rlx_graph* g, rlx_tensor t, uint32_t axes, rlx_tens
   return rlx_graph_add_reduce(g, RLX_RED_SUM, t, list, n, 1, out);
 }
 
-rlx_status rlx_grad_unbroadcast(rlx_graph* g, rlx_tensor t, const rlx_type* to, rlx_tensor* out) {
-  rlx_type from = *rlx_tensor_type(g, t);
+rlx_status rlx_grad_unbroadcast(rlx_graph* g, rlx_tensor t, const rlx_type* to_type,
+                                rlx_tensor* out) {
+  rlx_type from = *rlx_tensor_type(g, t), want = *to_type; /* copies: g->values grows */
+  const rlx_type* to = &want;
   if (rlx_type_equal(&from, to)) {
     *out = t;
     return RLX_OK;
@@ -220,14 +223,13 @@ static rlx_status seed_loss(sweep* s, rlx_tensor loss, rlx_tensor seed) {
     s->ct[loss] = seed;
     return RLX_OK;
   }
-  const rlx_type* lt = &g->values[loss].type;
+  rlx_type t = g->values[loss].type;
   rlx_tensor one;
-  RLX_RETURN_IF_ERROR(rlx_grad_scalar(g, lt->dtype, 1.0, &one));
-  if (lt->rank == 0) {
+  RLX_RETURN_IF_ERROR(rlx_grad_scalar(g, t.dtype, 1.0, &one));
+  if (t.rank == 0) {
     s->ct[loss] = one;
     return RLX_OK;
   }
-  rlx_type t = *lt;
   return rlx_graph_add_expand(g, one, t.shape, t.rank, &s->ct[loss]);
 }
 

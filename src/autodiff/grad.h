@@ -31,7 +31,9 @@ rlx_status rlx_grad_none(rlx_grad_ctx* c, const rlx_node* n, const rlx_tensor* d
 /* 1 when input i of n carries a gradient (a float value on a wrt's path). */
 int rlx_grad_wants(const rlx_grad_ctx* c, const rlx_node* n, int32_t i);
 
-/* ---- small builders the rules share (each fails with the graph's message) */
+/* ---- small builders the rules share (each fails with the graph's message).
+ * A type pointer from rlx_tensor_type points into g->values, which every
+ * builder call may move: rules copy a type they keep across calls. */
 /* A rank-0 constant v in dtype dt. */
 rlx_status rlx_grad_scalar(rlx_graph* g, rlx_dtype dt, double v, rlx_tensor* out);
 /* Zeros of type t (a scalar expanded, so symbolic shapes work). */

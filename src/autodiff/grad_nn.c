@@ -230,7 +230,8 @@ RLX_GRAD_RULE(rlx_grad_conv_transpose) {
  * (row c*K + j picks tap j of channel c), so its adjoint is the transposed
  * conv with those weights: each column adds back onto the pixels it read. */
 RLX_GRAD_RULE(rlx_grad_im2col) {
-  const rlx_type* xt = T(n->in[0]);
+  rlx_type xtype = *T(n->in[0]);
+  const rlx_type* xt = &xtype;
   int32_t ns = n->a.kernel.n;
   if (n->a.conv_layout != RLX_CONV_CHANNELS_FIRST)
     return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "channels-last im2col has no gradient rule");
@@ -388,7 +389,8 @@ RLX_GRAD_RULE(rlx_grad_batch_norm) {
     TRY(mul(g, rs, rs, &r3));
     TRY(mul(g, r3, gr, &r3));
     TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, r3, -0.5, &r3));
-    TRY(rlx_graph_add_reshape(g, r3, T(n->in[4])->shape, 1, &r3));
+    rlx_type vt = *T(n->in[4]);
+    TRY(rlx_graph_add_reshape(g, r3, vt.shape, 1, &r3));
     TRY(mul(g, t, r3, &dx[4]));
   }
   return RLX_OK;

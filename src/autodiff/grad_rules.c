@@ -13,8 +13,8 @@
 /* ------------------------------------------------------------------ views and layout */
 
 static RLX_GRAD_RULE(grad_reshape) {
-  const rlx_type* xt = T(n->in[0]);
-  return rlx_graph_add_reshape(c->g, dy[0], xt->shape, xt->rank, &dx[0]);
+  rlx_type xt = *T(n->in[0]);
+  return rlx_graph_add_reshape(c->g, dy[0], xt.shape, xt.rank, &dx[0]);
 }
 
 static RLX_GRAD_RULE(grad_cast) {
@@ -450,17 +450,14 @@ static RLX_GRAD_RULE(grad_depth_to_space) {
   if (n->a.d2s_mode == RLX_D2S_DCR)
     return rlx_graph_add_space_to_depth(c->g, dy[0], n->a.block, &dx[0]);
   /* CRD: [N, C, H*b, W*b] -> [N, C, H, b, W, b] -> [N, C, b, b, H, W] */
-  const rlx_type* xt = T(n->in[0]);
+  rlx_type xt = *T(n->in[0]), yt = *T(n->out[0]);
   int64_t b = n->a.block;
-  rlx_dim s6[6];
+  rlx_dim s6[6] = {yt.shape[0], yt.shape[1], xt.shape[2], b, xt.shape[3], b};
   rlx_tensor t;
-  const rlx_type* yt = T(n->out[0]);
-  s6[0] = yt->shape[0], s6[1] = yt->shape[1], s6[2] = xt->shape[2], s6[3] = b;
-  s6[4] = xt->shape[3], s6[5] = b;
   TRY(rlx_graph_add_reshape(c->g, dy[0], s6, 6, &t));
   static const int32_t perm[6] = {0, 1, 3, 5, 2, 4};
   TRY(rlx_graph_add_transpose(c->g, t, perm, 6, &t));
-  return rlx_graph_add_reshape(c->g, t, xt->shape, xt->rank, &dx[0]);
+  return rlx_graph_add_reshape(c->g, t, xt.shape, xt.rank, &dx[0]);
 }
 
 static RLX_GRAD_RULE(grad_space_to_depth) {
@@ -524,8 +521,8 @@ static rlx_status unpad_dim(rlx_graph* g, rlx_tensor dy, int32_t mode, int32_t a
 }
 
 static RLX_GRAD_RULE(grad_pad) {
-  const rlx_type* xt = T(n->in[0]);
-  int32_t r = xt->rank;
+  rlx_type xt = *T(n->in[0]);
+  int32_t r = xt.rank;
   if (n->a.pad_mode == RLX_PAD_CONSTANT) { /* crop back: the pads negated */
     int64_t neg[2 * RLX_MAX_RANK];
     for (int32_t i = 0; i < 2 * r; i++) neg[i] = -n->a.pads.v[i];
@@ -536,7 +533,7 @@ static RLX_GRAD_RULE(grad_pad) {
   for (int32_t d = r - 1; d >= 0; d--) {
     int64_t b = n->a.pads.v[d], e = n->a.pads.v[r + d];
     if (b == 0 && e == 0) continue;
-    TRY(unpad_dim(c->g, t, n->a.pad_mode, d, b, e, xt->shape[d], &t));
+    TRY(unpad_dim(c->g, t, n->a.pad_mode, d, b, e, xt.shape[d], &t));
   }
   dx[0] = t;
   return RLX_OK;

@@ -150,7 +150,7 @@ enum rlx_opt_slot {
   RLX_OPT_ADAM_WEIGHT_DECAY = 3, RLX_OPT_ADAM_DECOUPLED = 4, RLX_OPT_ADAM_COUNT = 5,
 };
 
-#define RLX_MAX_OUTPUTS 3
+#define RLX_MAX_OUTPUTS 3 /* LayerNormBackward, AttentionBackward: three gradients */
 
 typedef struct rlx_node {
   rlx_op op;

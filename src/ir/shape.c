@@ -47,11 +47,14 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
     case RLX_OP_ATTENTION: return i == 3;
+    case RLX_OP_ATTENTION_BACKWARD: return i == 3;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return i >= 2; /* bias, residual */
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
     case RLX_OP_SGD_UPDATE: return i == 2; /* no momentum buffer */
     default: return 0;
   }
@@ -739,6 +742,21 @@ static rlx_status infer_attention(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* The forward's checks, then out and d_out shaped like the forward's
+ * output; dq, dk, dv take q's, k's and v's types. */
+static rlx_status infer_attention_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_attention(c));
+  const rlx_type *o = c->t[4], *d_o = c->t[5];
+  char b1[160], b2[160], b3[160];
+  if (!rlx_type_equal(o, &c->out[0]) || !rlx_type_equal(d_o, &c->out[0]))
+    return FAIL(c, "out %s and d_out %s must both be the forward's output type %s",
+                TSTR(c, o, b1), TSTR(c, d_o, b2), TSTR(c, &c->out[0], b3));
+  c->out[0] = *c->t[0];
+  c->out[1] = *c->t[1];
+  c->out[2] = *c->t[2];
+  return RLX_OK;
+}
+
 static rlx_status infer_rope(infer_ctx* c) {
   const rlx_type *x = c->t[0], *cs = c->t[1], *sn = c->t[2];
   rlx_node_attrs* a = c->a;
@@ -766,6 +784,65 @@ static rlx_status infer_rope(infer_ctx* c) {
                 TSTR(c, x, b2));
   c->out[0] = *x;
   return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ row-wise backward */
+
+/* Input i (a gradient) must have exactly the type of input 0. */
+static rlx_status need_same_type(infer_ctx* c, int32_t i, const char* what, const char* like) {
+  char b1[160], b2[160];
+  if (!rlx_type_equal(c->t[i], c->t[0]))
+    return FAIL(c, "%s %s must have %s's type %s", what, TSTR(c, c->t[i], b1), like,
+                TSTR(c, c->t[0], b2));
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma and d_beta (x.shape[axis:]). */
+static rlx_status infer_layer_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_type want = {x->dtype, x->rank - a->axis, {0}};
+  memcpy(want.shape, x->shape + a->axis, sizeof(rlx_dim) * (size_t)want.rank);
+  if (c->t[1] && !rlx_type_equal(c->t[1], &want))
+    return FAIL(c, "gamma must be %s (x %s from axis %d), got %s", TSTR(c, &want, b1),
+                TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[1], b3));
+  c->out[0] = *x;
+  c->out[1] = want;
+  c->out[2] = want;
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma ([last dim]). */
+static rlx_status infer_rms_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_dim last = x->shape[x->rank - 1];
+  RLX_RETURN_IF_ERROR(need_vector(c, 1, last, "gamma"));
+  c->out[0] = *x;
+  rlx_type dg = {x->dtype, 1, {last}};
+  c->out[1] = dg;
+  return RLX_OK;
+}
+
+/* y, dy -> dx along axis. */
+static rlx_status infer_softmax_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_softmax(c));
+  return need_same_type(c, 1, "dy", "y");
+}
+
+/* Float only: a gradient (the forward also takes integers). */
+static rlx_status infer_cumsum_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "dy"));
+  return infer_cumsum(c);
 }
 
 static rlx_status infer_sample(infer_ctx* c) {
@@ -1057,6 +1134,72 @@ static rlx_status infer_im2col(infer_ctx* c) {
   c->out[0].rank = 3;
   c->out[0].shape[1] = layout == RLX_CONV_CHANNELS_LAST ? L : C * K;
   c->out[0].shape[2] = layout == RLX_CONV_CHANNELS_LAST ? K * C : L;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ training, vision */
+
+/* The weight a Conv with these attributes would take: [OC, C/groups,
+ * kernel...] (channels_last_ohwi: [OC, kernel..., C/groups]) in x's dtype. */
+static rlx_status conv_weight_type(infer_ctx* c, const rlx_type* x, int64_t OC, rlx_type* w) {
+  const rlx_node_attrs* a = c->a;
+  int32_t ns = a->kernel.n, layout = a->conv_layout;
+  if (a->groups < 1) return FAIL(c, "groups %d must be >= 1", (int)a->groups);
+  memset(w, 0, sizeof *w);
+  w->dtype = x->dtype;
+  w->rank = ns + 2;
+  w->shape[0] = OC;
+  w->shape[rlx_conv_w_axis(layout, ns, -1)] = x->shape[conv_axis(layout, ns, -1)] / a->groups;
+  for (int32_t i = 0; i < ns; i++) w->shape[rlx_conv_w_axis(layout, ns, i)] = a->kernel.v[i];
+  return RLX_OK;
+}
+
+/* ConvBackwardWeight: x and dy as the forward Conv saw them (dy shaped
+ * like its output) -> d_w, the weight's type. The forward's own rule
+ * checks the geometry; dy must be what it answers. */
+static rlx_status infer_conv_backward_weight(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  int32_t ns = a->kernel.n;
+  if (ns < 1 || ns > 3 || a->strides.n != ns)
+    return FAIL(c, "kernel has %d entries and strides %d; 1, 2 or 3 spatial dims each", (int)ns,
+                (int)a->strides.n);
+  if (x->rank != ns + 2 || dy->rank != ns + 2 || dy->dtype != x->dtype)
+    return FAIL(c, "x %s and dy %s must have rank %d and one dtype", TSTR(c, x, b1),
+                TSTR(c, dy, b2), (int)(ns + 2));
+  if (a->conv_layout < RLX_CONV_CHANNELS_FIRST || a->conv_layout > RLX_CONV_CHANNELS_LAST_OHWI)
+    return FAIL(c, "layout %d is not channels_first, channels_last or channels_last_ohwi",
+                (int)a->conv_layout);
+  int64_t OC = dy->shape[conv_axis(a->conv_layout, ns, -1)];
+  if (OC < 1) return FAIL(c, "dy %s: channels must be static", TSTR(c, dy, b1));
+  for (int32_t i = 0; i < ns; i++)
+    if (a->kernel.v[i] < 1) return FAIL(c, "spatial dim %d: kernel %lld must be >= 1", (int)i, (long long)a->kernel.v[i]);
+  rlx_type w;
+  RLX_RETURN_IF_ERROR(conv_weight_type(c, x, OC, &w));
+  infer_ctx fwd = *c;
+  fwd.t[1] = &w;
+  fwd.n_in = 2;
+  RLX_RETURN_IF_ERROR(infer_conv(&fwd, 0));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = w;
+  return RLX_OK;
+}
+
+/* PoolBackward (max or avg): dy shaped like the forward Pool's output ->
+ * dx, x's type. */
+static rlx_status infer_pool_backward(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  char b1[160], b2[160];
+  if (c->a->pool != RLX_POOL_MAX && c->a->pool != RLX_POOL_AVG)
+    return FAIL(c, "pool kind %d is not max or avg", (int)c->a->pool);
+  RLX_RETURN_IF_ERROR(infer_pool(c));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = *x;
   return RLX_OK;
 }
 
@@ -1376,6 +1519,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
       return infer_fused_residual_norm(c);
     case RLX_OP_ATTENTION: return infer_attention(c);
+    case RLX_OP_ATTENTION_BACKWARD: return infer_attention_backward(c);
     case RLX_OP_ROPE: return infer_rope(c);
     case RLX_OP_SAMPLE: return infer_sample(c);
     case RLX_OP_POOL: return infer_pool(c);
@@ -1391,11 +1535,19 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_IM2COL: return infer_im2col(c);
     case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM: case RLX_OP_BATCH_NORM: case RLX_OP_LRN:
       return infer_channel_norm(c);
+    case RLX_OP_LAYER_NORM_BACKWARD: return infer_layer_norm_backward(c);
+    case RLX_OP_RMS_NORM_BACKWARD: return infer_rms_norm_backward(c);
+    case RLX_OP_SOFTMAX_BACKWARD: case RLX_OP_LOG_SOFTMAX_BACKWARD:
+      return infer_softmax_backward(c);
+    case RLX_OP_ROPE_BACKWARD: return infer_rope(c);
+    case RLX_OP_CUMSUM_BACKWARD: return infer_cumsum_backward(c);
     case RLX_OP_CROSS_ENTROPY: return infer_cross_entropy(c);
     case RLX_OP_CROSS_ENTROPY_BACKWARD: return infer_cross_entropy_backward(c);
     case RLX_OP_GATHER_BACKWARD: return infer_gather_backward(c);
     case RLX_OP_SGD_UPDATE: return infer_sgd_update(c);
     case RLX_OP_ADAM_UPDATE: return infer_adam_update(c);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return infer_conv_backward_weight(c);
+    case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

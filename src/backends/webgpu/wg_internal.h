@@ -55,7 +55,9 @@
   /* Conv: one output element per invocation (depthwise; the generic kernel) */               \
   X(CONV, conv, "main", 0, "")                                                                 \
   /* Conv as an implicit GEMM, 64x64 tiles (keeps the atomic arena: any output dtype) */      \
-  X(CONV_TILED, conv, "tiled_main", 0, "")
+  X(CONV_TILED, conv, "tiled_main", 0, "")                                                     \
+  /* PoolBackward: one dx element per invocation */                                           \
+  X(POOL_BWD, pool_bwd, "main", 0, "")
 
 typedef enum rlx_wg_kernel {
 #define RLX_WG_KERNEL_ENUM(e, src, entry, vec4, defines) RLX_WG_##e,
@@ -89,7 +91,12 @@ typedef enum rlx_wg_kernel {
 #define RLX_WG_KIND_SAMPLER RLX_WG_SAMPLER
 #define RLX_WG_KIND_CONV RLX_WG_CONV
 #define RLX_WG_KIND_GROUP_NORM RLX_WG_GNORM
+#define RLX_WG_KIND_CONV_WGRAD RLX_WG_KERNEL_COUNT /* decomposed (rlx_shader_supports_node) */
+#define RLX_WG_KIND_POOL_BACKWARD RLX_WG_POOL_BWD
 #define RLX_WG_KIND_HOST RLX_WG_KERNEL_COUNT
+#define RLX_WG_KIND_ATTENTION_BWD RLX_WG_KERNEL_COUNT
+#define RLX_WG_KIND_NORM_BWD RLX_WG_KERNEL_COUNT
+#define RLX_WG_KIND_SOFTMAX_BWD RLX_WG_KERNEL_COUNT
 #define RLX_WG_KIND_XENT RLX_WG_KERNEL_COUNT
 #define RLX_WG_KIND_GATHER_BACKWARD RLX_WG_KERNEL_COUNT
 #define RLX_WG_KIND_OPT_UPDATE RLX_WG_KERNEL_COUNT
@@ -115,6 +122,7 @@ extern const char rlx_wg_src_mmtile[];
 extern const char rlx_wg_src_flash[];
 extern const char rlx_wg_src_gemv[];
 extern const char rlx_wg_src_conv[];
+extern const char rlx_wg_src_pool_bwd[];
 
 /* ------------------------------------------------------------ context */
 

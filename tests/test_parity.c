@@ -1058,6 +1058,8 @@ static void c_adam_update(pcase* c, int v) {
     rlx_graph_add_cast(c->g, o[2], RLX_F32, &o[2]);
   }
   outputs(c, o, 3);
+}
+
 /* The type of t as an input of the case (dy shaped like a forward's y). */
 static rlx_tensor input_like(pcase* c, rlx_tensor t) {
   rlx_dim s[RLX_MAX_RANK];

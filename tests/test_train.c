@@ -435,6 +435,26 @@ TEST(bf16_mixed_precision_learns) {
   rlx_trainer_destroy(t);
 }
 
+/* f16 compute with dynamic loss scaling: the norm and the updates stay f32,
+ * so scaled gradients train instead of overflowing the sum of squares. */
+TEST(f16_dynamic_loss_scale_learns) {
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAM);
+  o.lr = 0.02f;
+  o.dynamic_loss_scale = 1;
+  rlx_compile_options c;
+  rlx_compile_options_init(&c);
+  c.precision = RLX_PRECISION_F16;
+  rlx_trainer* t = mlp_trainer(TX_N, &o, &c);
+  CHECK(t);
+  CHECK_OK_T(t, set_batch(t, 0, TX_N));
+  float first = 0, last = 0;
+  for (int s = 0; s < 60; s++) CHECK_OK_T(t, rlx_trainer_step(t, s ? &last : &first));
+  CHECK_MSG(last < 0.7f * first && rlx_trainer_step_count(t) > 40, "loss %g -> %g in %lld updates",
+            first, last, (long long)rlx_trainer_step_count(t));
+  rlx_trainer_destroy(t);
+}
+
 /* ------------------------------------------------------------ errors */
 
 TEST(bad_calls_are_messages) {
@@ -526,6 +546,7 @@ static void run_all(void) {
   RUN(checkpoint_resumes_bit_exact);
   RUN(frozen_params_stay_unchanged);
   RUN(bf16_mixed_precision_learns);
+  RUN(f16_dynamic_loss_scale_learns);
   RUN(bad_calls_are_messages);
   RUN(unset_param_is_named);
 }

@@ -229,6 +229,7 @@ _PROTOTYPES = {
                                                c_int, OUT_T]),
     "rlx_graph_add_pool_backward": (S, [P, T, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32,
                                         c_int32, OUT_T]),
+    "rlx_graph_grad": (S, [P, T, POINTER(c_int32), c_int32, T, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),

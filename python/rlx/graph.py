@@ -815,6 +815,17 @@ class Graph(_capi.Owned):
                          self._ints(pads, 2 * ns), self._ints(dilations, ns), int(ceil_mode),
                          int(count_include_pad))
 
+    # ---- training: reverse-mode autodiff
+    def grad(self, loss, wrt, seed=None):
+        """Appends the gradient of `loss` with respect to each tensor of `wrt`
+        (rlx_graph_grad) and returns them as a list (same shapes and dtypes).
+        seed: the loss's cotangent (a Tensor shaped like loss; None: ones)."""
+        ids = [self._t(t) for t in wrt]
+        outs = (ctypes.c_int32 * max(len(ids), 1))()
+        self._check(lib.rlx_graph_grad(self.handle, self._t(loss), _capi.int32s(ids), len(ids),
+                                       self._t(seed, like=loss), outs))
+        return [Tensor(self, outs[i]) for i in range(len(ids))]
+
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))
 

@@ -48,7 +48,8 @@ def test_adam_step_matches_the_formula(rng):
     d = x @ w0 + b0 - y
     grad_w = 2 * x.T @ d / len(x)
     np.testing.assert_allclose(t.read_grad("w"), grad_w, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(t.read_param("w"), w0 - 0.1 * np.sign(grad_w), rtol=1e-5)
+    np.testing.assert_allclose(t.read_param("w"), w0 - 0.1 * np.sign(grad_w), rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_checkpoint_round_trip(tmp_path, rng):

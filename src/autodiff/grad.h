@@ -52,7 +52,8 @@ rlx_status rlx_grad_sum_keep(rlx_graph* g, rlx_tensor t, uint32_t axes, rlx_tens
 rlx_status rlx_grad_activation(rlx_graph* g, rlx_activation act, rlx_tensor x, rlx_tensor y,
                                rlx_tensor dy, rlx_tensor* out);
 
-/* Rules in grad_nn.c (the table in grad_rules.c points at them). */
+/* Rules in grad_nn.c and grad_train.c (the table in grad_rules.c points at
+ * them). */
 #define RLX_GRAD_RULE(name) \
   rlx_status name(rlx_grad_ctx* c, const rlx_node* n, const rlx_tensor* dy, rlx_tensor* dx)
 RLX_GRAD_RULE(rlx_grad_matmul);
@@ -72,5 +73,13 @@ RLX_GRAD_RULE(rlx_grad_channel_norm);
 RLX_GRAD_RULE(rlx_grad_batch_norm);
 RLX_GRAD_RULE(rlx_grad_lrn);
 RLX_GRAD_RULE(rlx_grad_resize);
+/* grad_train.c */
+RLX_GRAD_RULE(rlx_grad_cross_entropy);
+RLX_GRAD_RULE(rlx_grad_cumsum_backward);
+RLX_GRAD_RULE(rlx_grad_gather_backward);
+RLX_GRAD_RULE(rlx_grad_rope_backward);
+RLX_GRAD_RULE(rlx_grad_softmax_backward);
+RLX_GRAD_RULE(rlx_grad_conv_backward_weight);
+RLX_GRAD_RULE(rlx_grad_pool_backward);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autodiff/grad.h"
+#include "base/scalar_math.h"
 
 #define T(t) rlx_tensor_type(c->g, (t))
 #define TRY RLX_RETURN_IF_ERROR
@@ -436,9 +437,59 @@ RLX_GRAD_RULE(rlx_grad_lrn) {
 
 /* ------------------------------------------------------------------ resize */
 
+/* Resize is separable and linear: y = x with each resized dim d multiplied
+ * by its interpolation matrix A_d [out, in] (the taps of scalar_math.h,
+ * the same the kernels use; a tf_crop_and_resize row outside the input is
+ * the constant extrapolation value, so zero). The adjoint multiplies dy by
+ * each A_d^T: dim d moved last, a matmul with A_d, moved back. */
+static rlx_status resize_matrix(rlx_graph* g, const rlx_node_attrs* a, int32_t d, int32_t rank,
+                                int64_t in, int64_t out, rlx_dtype dt, rlx_tensor* m) {
+  double* w = calloc((size_t)(in * out), sizeof(double));
+  void* bytes = malloc((size_t)(in * out) * rlx_dtype_size(dt));
+  rlx_status st = RLX_OK;
+  if (!w || !bytes) st = rlx_fail(&g->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  double scale = a->scales.v[d] > 0.0f ? (double)a->scales.v[d] : (double)out / (double)in;
+  for (int64_t o = 0; st == RLX_OK && o < out; o++) {
+    double x = rlx_resize_source(a->coord_mode, o, scale, in, out, (double)a->roi.v[d],
+                                 (double)a->roi.v[rank + d]);
+    if (a->coord_mode == RLX_COORD_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(in - 1)))
+      continue;
+    int64_t idx[4];
+    double tw[4];
+    int nt = rlx_resize_taps(a->resize_mode, a->nearest_mode, a->cubic_a, a->exclude_outside, x,
+                             in, idx, tw);
+    for (int k = 0; k < nt; k++) w[o * in + idx[k]] += tw[k];
+  }
+  if (st == RLX_OK) st = rlx_dtype_convert(bytes, dt, w, RLX_F64, in * out);
+  rlx_dim shape[2] = {out, in};
+  if (st == RLX_OK)
+    st = rlx_graph_add_constant(g, dt, shape, 2, bytes, (size_t)(in * out) * rlx_dtype_size(dt), m);
+  free(w);
+  free(bytes);
+  return st;
+}
+
 RLX_GRAD_RULE(rlx_grad_resize) {
-  (void)n;
-  (void)dy;
-  (void)dx;
-  return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "resize has no gradient rule yet");
+  rlx_graph* g = c->g;
+  rlx_type xt = *T(n->in[0]), yt = *T(n->out[0]);
+  int32_t r = xt.rank;
+  rlx_tensor t = dy[0];
+  for (int32_t d = 0; d < r; d++) {
+    int64_t in = xt.shape[d], out = yt.shape[d];
+    if (in < 0 || out < 0)
+      return rlx_fail(&g->err, RLX_UNIMPLEMENTED, "resize gradient needs static dims");
+    if (!rlx_resize_dim_moves(&n->a, d, in, out)) continue;
+    int32_t perm[RLX_MAX_RANK], inv[RLX_MAX_RANK];
+    for (int32_t k = 0, j = 0; k < r; k++)
+      if (k != d) perm[j++] = k;
+    perm[r - 1] = d;
+    for (int32_t k = 0; k < r; k++) inv[perm[k]] = k;
+    rlx_tensor m;
+    TRY(resize_matrix(g, &n->a, d, r, in, out, xt.dtype, &m));
+    TRY(rlx_graph_add_transpose(g, t, perm, r, &t));
+    TRY(rlx_graph_add_matmul(g, t, m, 0, 0, &t));
+    TRY(rlx_graph_add_transpose(g, t, inv, r, &t));
+  }
+  dx[0] = t;
+  return RLX_OK;
 }

@@ -584,6 +584,18 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_CHANNEL_NORM] = rlx_grad_channel_norm,
     [RLX_OP_BATCH_NORM] = rlx_grad_batch_norm,
     [RLX_OP_LRN] = rlx_grad_lrn,
-    /* no rule yet (an error on a wrt's path): GridSample, RoiAlign,
-     * Deferred (compiled through its rebuild hook, never differentiated) */
+    /* Tier 2 (grad_train.c): the ones linear in their cotangent input */
+    [RLX_OP_CROSS_ENTROPY] = rlx_grad_cross_entropy,
+    [RLX_OP_CUMSUM_BACKWARD] = rlx_grad_cumsum_backward,
+    [RLX_OP_GATHER_BACKWARD] = rlx_grad_gather_backward,
+    [RLX_OP_ROPE_BACKWARD] = rlx_grad_rope_backward,
+    [RLX_OP_SOFTMAX_BACKWARD] = rlx_grad_softmax_backward,
+    [RLX_OP_LOG_SOFTMAX_BACKWARD] = rlx_grad_softmax_backward,
+    [RLX_OP_CONV_BACKWARD_WEIGHT] = rlx_grad_conv_backward_weight,
+    [RLX_OP_POOL_BACKWARD] = rlx_grad_pool_backward,
+    /* no rule (an error on a wrt's path): GridSample, RoiAlign; Deferred
+     * (compiled through its rebuild hook, never differentiated); the
+     * second-order cases AttentionBackward, LayerNormBackward,
+     * RmsNormBackward, CrossEntropyBackward; SgdUpdate and AdamUpdate (an
+     * update is not differentiated). */
 };

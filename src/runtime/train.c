@@ -404,6 +404,7 @@ static rlx_status device_hyper(builder* b) {
   rlx_tensor norm1, parts[RLX_HYPER_COUNT], one, mult;
   rlx_dim s1[1] = {1};
   B_TRY(b, rlx_graph_add_reshape(b->g, b->norm_sq, s1, 1, &norm1));
+  RLX_RETURN_IF_ERROR(keep_f32(b, norm1, "grad_norm_sq1"));
   RLX_RETURN_IF_ERROR(scalar_const(b, RLX_F32, 1, 1.0, &one));
   for (int32_t i = 0; i < RLX_HYPER_COUNT; i++) parts[i] = one;
   if (o->clip_norm > 0) RLX_RETURN_IF_ERROR(clip_coefficient(b, norm1, &parts[RLX_HYPER_GRAD_SCALE]));
@@ -509,10 +510,14 @@ static rlx_status check_loss(rlx_trainer* t, const rlx_graph* g, rlx_tensor loss
   return RLX_OK;
 }
 
-static void init_scaling(rlx_trainer* t) {
+/* The dynamic scale starts at PyTorch's 2^16, or 2^15 when the backward
+ * runs in f16, whose largest value (65504) the 2^16 seed would overflow. */
+static void init_scaling(rlx_trainer* t, const rlx_compile_options* copt) {
   const rlx_train_options* o = &t->opt;
   t->loss_scale = o->loss_scale > 0 ? o->loss_scale : 1.0f;
-  if (o->dynamic_loss_scale && o->loss_scale == 0) t->loss_scale = DYNAMIC_INITIAL_SCALE;
+  if (o->dynamic_loss_scale && o->loss_scale == 0)
+    t->loss_scale = copt && copt->precision == RLX_PRECISION_F16 ? 0.5f * DYNAMIC_INITIAL_SCALE
+                                                                 : DYNAMIC_INITIAL_SCALE;
   t->has_seed = o->loss_scale > 0 || o->dynamic_loss_scale;
   t->last_scale = t->loss_scale;
   t->lr = o->lr;
@@ -571,7 +576,7 @@ rlx_status rlx_train_compile(rlx_graph* g, rlx_tensor loss, const char* device,
   rlx_status s = check_options(&t->err, topt, copt);
   if (s == RLX_OK) s = check_loss(t, g, loss);
   if (s == RLX_OK) {
-    init_scaling(t);
+    init_scaling(t, copt);
     b.loss = loss;
     s = rlx_graph_clone(g, &b.g);
     if (s != RLX_OK) rlx_fail(&t->err, s, "out of host memory");

@@ -323,6 +323,9 @@ rlx_add_webgpu_test(train_webgpu test_train 900 "" webgpu)
 # CLI's training commands (tests/train_cli.sh, torch as the reference)
 target_sources(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
 target_include_directories(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+add_test(NAME train_cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/train_cli.sh $<TARGET_FILE:rlx>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
 # ---- training fixtures (tests/test_train_fixtures.c against
 # tests/fixtures/train, written by scripts/gen_train_fixtures.py with

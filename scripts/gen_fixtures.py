@@ -1241,6 +1241,9 @@ def resize_case(name, shape, torch_kwargs, attrs, scale=None):
     full.setdefault("exclude_outside", 0)
     x = c.input(a)
     c.output(c.op("resize", [x], as_dtype(want, a), full))
+    return c
+
+
 # ---------------------------------------------------------------- convolution
 
 TORCH_CONV = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d,
@@ -1431,6 +1434,9 @@ def roi_align_cases():
                       {"pool": "avg", "sizes": [3, 4], "sampling_ratio": ratio,
                        "spatial_scale": 1.0, "align_corners": int(aligned)}))
         yield c
+
+
+@case
 def conv_cases():
     yield conv_case("conv1d_stride_pad", [2, 3, 11], [4, 3, 3], [2], [1, 2], [1], 1, bias=True)
     yield conv_case("conv1d_dil_last", [1, 4, 9], [2, 4, 2], [1], [0, 1], [3], 1, last=True)

@@ -310,3 +310,36 @@ add_test(NAME vision_models_cpu_bf16
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(vision_models_cpu_bf16 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 # ---- end reduced precision
+
+# ---- training (tests/test_train.c): the trainer on the CPU from the glob,
+# on Vulkan and WebGPU (lavapipe) here; small shapes.
+set_tests_properties(test_train PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME train_vulkan COMMAND test_train vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+rlx_add_webgpu_test(train_webgpu test_train 900 "" webgpu)
+# ---- end training
+
+# ---- the built-in GPT of `rlx train --text` (tools/gpt_model.c) and the
+# CLI's training commands (tests/train_cli.sh, torch as the reference)
+target_sources(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
+target_include_directories(test_gpt_model PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+add_test(NAME train_cli COMMAND bash ${PROJECT_SOURCE_DIR}/tests/train_cli.sh $<TARGET_FILE:rlx>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_cli PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# ---- training fixtures (tests/test_train_fixtures.c against
+# tests/fixtures/train, written by scripts/gen_train_fixtures.py with
+# PyTorch): cpu from the glob above, each device here SKIPs (77) when absent.
+# The GPT is tools/gpt_model.c's builder, the one `rlx train --text` trains.
+target_sources(test_train_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
+target_include_directories(test_train_fixtures PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+set_tests_properties(test_train_fixtures PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME train_fixtures_vulkan COMMAND test_train_fixtures vulkan
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_fixtures_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "RLX_VK_VALIDATION=1")
+rlx_add_webgpu_test(train_fixtures_webgpu test_train_fixtures 900 "" webgpu)
+add_test(NAME train_fixtures_cuda COMMAND test_train_fixtures cuda
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(train_fixtures_cuda PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+# ---- end training fixtures

@@ -4,11 +4,12 @@
 #   scripts/setup.sh          build + test dependencies (clang and its
 #                             libFuzzer runtime for scripts/fuzz.sh included;
 #                             Debian's python3-torch, which the vision model
-#                             tests export their models with at test time)
+#                             tests export their models with at test time;
+#                             gnuplot-nox, which draws the demo's loss curve)
 #   scripts/setup.sh --dev    also graphviz
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch)
+packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch gnuplot-nox)
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(graphviz)
 fi

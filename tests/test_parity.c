@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "base/scalar_math.h"
+#include "ir/conv_geometry.h"
 #include "ir/graph.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
@@ -956,6 +957,200 @@ static void c_channel_norms_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Cross-entropy and its backward: 2-D or 3-D logits (v & 4), i32 or i64
+ * targets (v & 1), label smoothing 0.1 (v & 2); about a quarter of the
+ * targets are ignored, with ignore_index -100 or (v & 8) the valid class 1. */
+static void c_cross_entropy(pcase* c, int v) {
+  int64_t V = rdim() + 1, rows = 1;
+  rlx_dim ls[3], ts[2];
+  int trank = v & 4 ? 2 : 1;
+  for (int d = 0; d < trank; d++) rows *= (ts[d] = ls[d] = rdim());
+  ls[trank] = V;
+  int64_t ignore = v & 8 ? 1 : -100;
+  int64_t* t = malloc(sizeof(int64_t) * (size_t)rows);
+  int32_t* t32 = malloc(sizeof(int32_t) * (size_t)rows);
+  for (int64_t r = 0; r < rows; r++) {
+    t[r] = test_rand_int(0, 3) == 0 ? ignore : test_rand_int(0, V - 1);
+    t32[r] = (int32_t)t[r];
+  }
+  t[0] = V - 1 == ignore ? 0 : V - 1; /* at least one counted row */
+  t32[0] = (int32_t)t[0];
+  rlx_tensor x = input(c, RLX_F32, ls, trank + 1), tg, loss, dx, seed;
+  if (v & 1) rlx_graph_add_constant(c->g, RLX_I32, ts, trank, t32, sizeof(int32_t) * (size_t)rows, &tg);
+  else rlx_graph_add_constant(c->g, RLX_I64, ts, trank, t, sizeof(int64_t) * (size_t)rows, &tg);
+  free(t);
+  free(t32);
+  float ls_amount = v & 2 ? 0.1f : 0.0f, half = 0.5f;
+  rlx_graph_add_cross_entropy(c->g, x, tg, ignore, ls_amount, &loss);
+  rlx_graph_add_constant(c->g, RLX_F32, NULL, 0, &half, sizeof half, &seed);
+  rlx_graph_add_cross_entropy_backward(c->g, x, tg, seed, ignore, ls_amount, &dx);
+  rlx_tensor o[2] = {loss, dx};
+  outputs(c, o, 2);
+}
+
+/* Gather backward with repeated indices along axis 0 (v 0), a middle axis
+ * (v 1), and i32 negative indices (v 2). */
+static void c_gather_backward(pcase* c, int v) {
+  rlx_dim xs[3];
+  rshape(xs, 3);
+  int axis = v == 0 ? 0 : 1;
+  int64_t n = test_rand_int(1, 9), idx[9];
+  int32_t idx32[9];
+  for (int i = 0; i < n; i++) {
+    idx[i] = test_rand_int(v == 2 ? -xs[axis] : 0, xs[axis] - 1);
+    if (i > 0 && test_rand_int(0, 2) == 0) idx[i] = idx[i - 1] < 0 ? idx[i - 1] + xs[axis] : idx[i - 1];
+    idx32[i] = (int32_t)idx[i];
+  }
+  rlx_dim is[1] = {n}, ys[3] = {xs[0], xs[1], xs[2]};
+  ys[axis] = n;
+  rlx_tensor dy = input(c, RLX_F32, ys, 3), ci, dx;
+  if (v == 2) rlx_graph_add_constant(c->g, RLX_I32, is, 1, idx32, sizeof(int32_t) * (size_t)n, &ci);
+  else rlx_graph_add_constant(c->g, RLX_I64, is, 1, idx, sizeof(int64_t) * (size_t)n, &ci);
+  rlx_graph_add_gather_backward(c->g, dy, ci, axis, xs[axis], &dx);
+  outputs(c, &dx, 1);
+}
+
+static rlx_tensor hyper_const(pcase* c, float lr, float scale, float step, float apply) {
+  float h[RLX_HYPER_COUNT] = {lr, scale, step, apply};
+  rlx_dim hs[1] = {RLX_HYPER_COUNT};
+  rlx_tensor t;
+  rlx_graph_add_constant(c->g, RLX_F32, hs, 1, h, sizeof h, &t);
+  return t;
+}
+
+/* SGD: no momentum (v 0), momentum at step 1 (v 1: buf = g), momentum with
+ * dampening at step 3 (v 2), nesterov with weight decay (v 3), APPLY 0
+ * (v 4), a bf16 gradient on f32 params (v 5). */
+static void c_sgd_update(pcase* c, int v) {
+  rlx_dim s[2];
+  rshape(s, 2);
+  rlx_tensor p = input(c, RLX_F32, s, 2), g = input(c, RLX_F32, s, 2), buf = RLX_NONE;
+  if (v != 0) buf = input(c, RLX_F32, s, 2);
+  if (v == 5) rlx_graph_add_cast(c->g, g, RLX_BF16, &g);
+  rlx_sgd_desc d = {v == 0 ? 0.0f : 0.9f, v == 2 ? 0.25f : 0.0f, v == 3 || v == 5 ? 0.01f : 0.0f,
+                    v == 3};
+  rlx_tensor h = hyper_const(c, 0.1f, 0.5f, v == 1 ? 1.0f : 3.0f, v == 4 ? 0.0f : 1.0f);
+  rlx_tensor op, ob;
+  rlx_graph_add_sgd_update(c->g, p, g, buf, h, &d, &op, &ob);
+  rlx_tensor o[2] = {op, ob};
+  outputs(c, o, ob == RLX_NONE ? 1 : 2);
+}
+
+/* Adam (v & 1 = 0) and AdamW, APPLY 1 or (v & 2) 0, a bf16 gradient and
+ * bf16 state on f32 params (v & 4). */
+static void c_adam_update(pcase* c, int v) {
+  rlx_dim s[2];
+  rshape(s, 2);
+  rlx_tensor p = input(c, RLX_F32, s, 2), g = input(c, RLX_F32, s, 2);
+  rlx_tensor m = input(c, RLX_F32, s, 2), sq = input(c, RLX_F32, s, 2);
+  rlx_graph_add_activation(c->g, RLX_ACT_ABS, sq, &sq); /* v >= 0 */
+  if (v & 4) {
+    c->compute = RLX_BF16;
+    rlx_graph_add_cast(c->g, g, RLX_BF16, &g);
+    rlx_graph_add_cast(c->g, m, RLX_BF16, &m);
+    rlx_graph_add_cast(c->g, sq, RLX_BF16, &sq);
+  }
+  rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.05f, v & 1};
+  rlx_tensor h = hyper_const(c, 0.01f, 0.75f, 4.0f, v & 2 ? 0.0f : 1.0f), o[3];
+  rlx_graph_add_adam_update(c->g, p, g, m, sq, h, &d, &o[0], &o[1], &o[2]);
+  if (v & 4) {
+    rlx_graph_add_cast(c->g, o[1], RLX_F32, &o[1]);
+    rlx_graph_add_cast(c->g, o[2], RLX_F32, &o[2]);
+  }
+  outputs(c, o, 3);
+}
+
+/* The type of t as an input of the case (dy shaped like a forward's y). */
+static rlx_tensor input_like(pcase* c, rlx_tensor t) {
+  rlx_dim s[RLX_MAX_RANK];
+  int32_t r = 0;
+  rlx_dtype dt;
+  rlx_graph_tensor_type(c->g, t, &dt, &r, s);
+  return input(c, RLX_F32, s, r);
+}
+
+/* Conv backward: d_w (ConvBackwardWeight) and, but for OHWI weights, d_x
+ * (the ConvTranspose autodiff emits, output_padding from conv_geometry.h)
+ * of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
+ * layout; flavor: plain strided; asymmetric pads with dilation; groups;
+ * depthwise (channel multiplier 1-2). Layout 1 is channels last, with OHWI
+ * weights for odd flavors. */
+static void c_conv_backward(pcase* c, int v) {
+  int ns = 1 + v % 3, flavor = (v / 3) % 4, last = v / 12;
+  rlx_conv_layout lay = !last ? RLX_CONV_CHANNELS_FIRST
+                        : flavor & 1 ? RLX_CONV_CHANNELS_LAST_OHWI : RLX_CONV_CHANNELS_LAST;
+  conv_geom g;
+  rconv(&g, ns, flavor == 1, flavor == 1);
+  int64_t groups = flavor == 2 ? test_rand_int(1, 3) : 1, N = test_rand_int(1, 2);
+  int64_t C = groups * test_rand_int(1, 3), OC = groups * test_rand_int(1, 3);
+  if (flavor == 3) { C = test_rand_int(1, 4); groups = C; OC = C * test_rand_int(1, 2); }
+  rlx_dim xs[5], ws[5] = {OC};
+  int ohwi = lay == RLX_CONV_CHANNELS_LAST_OHWI;
+  ws[ohwi ? ns + 1 : 1] = C / groups;
+  for (int i = 0; i < ns; i++) ws[ohwi ? 1 + i : 2 + i] = g.k[i];
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, ns, last, N, C, g.in));
+  rlx_tensor w = input(c, RLX_F32, ws, ns + 2), probe, out[2];
+  rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, groups, RLX_ACT_NONE, lay, &probe);
+  rlx_tensor dy = input_like(c, probe);
+  rlx_graph_add_conv_backward_weight(c->g, x, dy, w, ns, g.st, g.pads, g.dil, (int32_t)groups, lay, &out[0]);
+  if (ohwi) { outputs(c, out, 1); return; }
+  int64_t in[3], o[3], opad[3];
+  rlx_dim ys[5];
+  int32_t yr = 0;
+  rlx_dtype yt;
+  rlx_graph_tensor_type(c->g, dy, &yt, &yr, ys);
+  for (int i = 0; i < ns; i++) {
+    in[i] = g.in[i];
+    o[i] = ys[last ? 1 + i : 2 + i];
+  }
+  rlx_conv_input_grad_output_padding(ns, in, o, g.k, g.st, g.pads, g.dil, opad);
+  rlx_graph_add_conv_transpose(c->g, dy, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, opad,
+                               (int32_t)groups, RLX_ACT_NONE, lay, &out[1]);
+  outputs(c, out, 2);
+}
+
+/* Pool backward over 1-3 spatial dims: variant = kind (max / avg) + 2 *
+ * flavor as c_pool: plain strided; asymmetric pads with count_include_pad;
+ * ceil mode with dilation; global. dy is random, shaped like the pool's y. */
+static void c_pool_backward(pcase* c, int v) {
+  rlx_pool_kind kind = (rlx_pool_kind)(v & 1);
+  int ns = 1 + (v >> 1) % 3, flavor = (v >> 1) / 3;
+  int64_t k[3], st[3], pads[6], dil[3];
+  rlx_dim xs[5] = {test_rand_int(1, 2), test_rand_int(1, 3)};
+  for (int i = 0; i < ns; i++) {
+    k[i] = test_rand_int(1, 3);
+    st[i] = test_rand_int(1, 3);
+    dil[i] = flavor == 2 ? test_rand_int(1, 2) : 1;
+    pads[i] = flavor == 1 ? test_rand_int(0, k[i] - 1) : 0;
+    pads[ns + i] = flavor == 1 ? test_rand_int(0, k[i]) : 0;
+    xs[2 + i] = test_rand_int(1, ns == 3 ? 5 : 9) + dil[i] * (k[i] - 1);
+    if (flavor == 3) { k[i] = xs[2 + i]; st[i] = 1; }
+  }
+  rlx_tensor x = input(c, RLX_F32, xs, 2 + ns), y, dx;
+  rlx_graph_add_pool(c->g, x, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &y);
+  rlx_tensor dy = input_like(c, y);
+  rlx_graph_add_pool_backward(c->g, x, dy, kind, ns, k, st, pads, dil, flavor == 2, flavor == 1, &dx);
+  outputs(c, &dx, 1);
+}
+
+/* Half-precision pool backward: f16 / bf16 (v & 1), max / avg (v & 2),
+ * padded 2-D windows; each dx sums in f32 on every backend. */
+static void c_pool_backward_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_pool_kind kind = v & 2 ? RLX_POOL_AVG : RLX_POOL_MAX;
+  int64_t k[2] = {3, 2}, st[2] = {2, 1}, pads[4] = {1, 0, 1, 1};
+  rlx_dim xs[4] = {1, test_rand_int(1, 3), test_rand_int(3, 9), test_rand_int(2, 9)};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), y, dx;
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_pool(c->g, x, kind, 2, k, st, pads, NULL, 0, 0, &y);
+  rlx_tensor dy = input_like(c, y);
+  rlx_graph_add_cast(c->g, dy, t, &dy);
+  rlx_graph_add_pool_backward(c->g, x, dy, kind, 2, k, st, pads, NULL, 0, 0, &dx);
+  rlx_graph_add_cast(c->g, dx, RLX_F32, &dx);
+  outputs(c, &dx, 1);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -1003,6 +1198,13 @@ static const case_def CASES[] = {
     {"channel_norms_half", c_channel_norms_half, 2, TOL_HALF},
     {"conv_native", c_conv_native, 8, {1e-5, 2e-2, 0}},
     {"conv_tiled", c_conv_tiled, 4, TOL_F32},
+    {"cross_entropy", c_cross_entropy, 16, TOL_F32},
+    {"gather_backward", c_gather_backward, 3, TOL_F32},
+    {"sgd_update", c_sgd_update, 6, TOL_F32},
+    {"adam_update", c_adam_update, 8, {1e-5, 0, 1e-2}},
+    {"conv_backward", c_conv_backward, 24, TOL_F32},
+    {"pool_backward", c_pool_backward, 24, TOL_F32},
+    {"pool_backward_half", c_pool_backward_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -1,6 +1,7 @@
 /* Memory planner: randomized graphs checked by rlx_plan_verify and by an
  * independent brute-force check written here; aliasing and in-place cases;
  * 64-bit offsets; arena vs peak-live ratio on GPT-style and MLP graphs. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -807,6 +808,112 @@ static double worst_ratio(rlx_graph* g, const char* what) {
   return worst;
 }
 
+/* An Adam step whose outputs are device state of its inputs: each output is
+ * planned in its input's bytes (no copy after the run), and two runs on the
+ * CPU give PyTorch's numbers (torch.optim.Adam / AdamW, two steps, printed
+ * by torch 2.x for these inputs). */
+typedef struct adam_graph {
+  rlx_graph* g;
+  rlx_tensor p, m, v, out[3];
+} adam_graph;
+
+static rlx_status adam_step_graph(int decoupled, adam_graph* a) {
+  rlx_dim n[1] = {6}, h[1] = {RLX_HYPER_COUNT};
+  rlx_tensor grad, hyper;
+  RLX_RETURN_IF_ERROR(rlx_graph_create(&a->g));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_input(a->g, "p", RLX_F32, n, 1, &a->p));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_input(a->g, "m", RLX_F32, n, 1, &a->m));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_input(a->g, "v", RLX_F32, n, 1, &a->v));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_input(a->g, "grad", RLX_F32, n, 1, &grad));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_input(a->g, "hyper", RLX_F32, h, 1, &hyper));
+  rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.1f, decoupled};
+  RLX_RETURN_IF_ERROR(rlx_graph_add_adam_update(a->g, a->p, grad, a->m, a->v, hyper, &d,
+                                                &a->out[0], &a->out[1], &a->out[2]));
+  return rlx_graph_set_outputs(a->g, a->out, 3);
+}
+
+/* rtol: the betas reach the update as floats (rlx_adam_desc), PyTorch's
+ * as doubles: 1 - (float)0.999 is 1.3e-5 away from 1 - 0.999 relatively,
+ * which v (and nothing else beyond 2e-6) shows. */
+static int close_all(const float* got, const double* want, int n, double rtol, const char* what) {
+  for (int i = 0; i < n; i++)
+    if (!(fabs(got[i] - want[i]) <= rtol * fabs(want[i]) + 1e-9)) {
+      fprintf(stderr, "%s[%d] = %.9g, torch %.9g\n", what, i, (double)got[i], want[i]);
+      return 0;
+    }
+  return 1;
+}
+
+static void run_two_adam_steps(rlx_graph* g, const double want[3][6]) {
+  const char* names[3] = {"p", "m", "v"};
+  int32_t outs[3] = {0, 1, 2};
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.state_inputs = names;
+  o.state_outputs = outs;
+  o.n_states = 3;
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", &o, &e));
+  rlx_dim n[1] = {6}, h[1] = {RLX_HYPER_COUNT};
+  const float p0[6] = {0.5f, -1.0f, 2.0f, 0.25f, -0.75f, 1.5f}, zero[6] = {0};
+  const float grads[2][6] = {{0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f},
+                             {-0.3f, 0.25f, 0.05f, 0.6f, -0.1f, 0.2f}};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "p", RLX_F32, n, 1, p0, sizeof p0));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "m", RLX_F32, n, 1, zero, sizeof zero));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "v", RLX_F32, n, 1, zero, sizeof zero));
+  for (int step = 1; step <= 2; step++) {
+    float hyper[RLX_HYPER_COUNT] = {0.01f, 1.0f, (float)step, 1.0f};
+    CHECK_OK_E(e, rlx_exec_set_input(e, "grad", RLX_F32, n, 1, grads[step - 1], sizeof grads[0]));
+    CHECK_OK_E(e, rlx_exec_set_input(e, "hyper", RLX_F32, h, 1, hyper, sizeof hyper));
+    CHECK_OK_E(e, rlx_exec_run(e));
+  }
+  float got[3][6];
+  for (int k = 0; k < 3; k++) CHECK_OK_E(e, rlx_exec_read_output(e, k, RLX_F32, got[k], sizeof got[k]));
+  rlx_exec_destroy(e);
+  CHECK(close_all(got[0], want[0], 6, 2e-6, "p") && close_all(got[1], want[1], 6, 2e-6, "m") &&
+        close_all(got[2], want[2], 6, 3e-5, "v"));
+}
+
+TEST(adam_state_in_place) {
+  static const double adamw[3][6] = {
+      {0.493952423, -0.989638388, 1.97817886, 0.257013232, -0.763601005, 1.51099372},
+      {-0.0210000016, 0.00699999928, 0.0320000015, 0.0240000002, 0.0349999964, -0.0340000018},
+      {9.99900076e-05, 0.000102460006, 9.24100095e-05, 0.000519840047, 0.000259749999,
+       0.000399640063}};
+  static const double adam[3][6] = {
+      {0.492952466, -0.987362385, 1.98068404, 0.257057637, -0.763341963, 1.51070428},
+      {-0.0116000017, -0.0119000012, 0.0698999986, 0.0288500041, 0.0206499994, -0.00539999828},
+      {8.54785103e-05, 0.000112711008, 0.000311751006, 0.000532360398, 0.000211420411,
+       0.00032549855}};
+  for (int decoupled = 0; decoupled < 2; decoupled++) {
+    adam_graph a;
+    CHECK(adam_step_graph(decoupled, &a) == RLX_OK);
+    int32_t pairs[6] = {a.p, a.out[0], a.m, a.out[1], a.v, a.out[2]};
+    rlx_plan_options opt = {64, 1, 0};
+    rlx_plan pl;
+    CHECK_OK_G(a.g, rlx_plan_memory_states(a.g, &opt, pairs, 3, &pl));
+    int in_place = pl.offset[a.out[0]] == pl.offset[a.p] && pl.offset[a.out[1]] == pl.offset[a.m] &&
+                   pl.offset[a.out[2]] == pl.offset[a.v];
+    int distinct = pl.offset[a.p] != pl.offset[a.m] && pl.offset[a.m] != pl.offset[a.v];
+    /* (rlx_plan_verify does not know state pairs: plan.h) */
+    if (!in_place || !distinct)
+      fprintf(stderr, "offsets p %llu m %llu v %llu -> %llu %llu %llu: %s\n",
+              (unsigned long long)pl.offset[a.p], (unsigned long long)pl.offset[a.m],
+              (unsigned long long)pl.offset[a.v], (unsigned long long)pl.offset[a.out[0]],
+              (unsigned long long)pl.offset[a.out[1]], (unsigned long long)pl.offset[a.out[2]],
+              rlx_graph_last_error(a.g));
+    rlx_plan_free(&pl);
+    CHECK(in_place && distinct);
+    /* without the pairs every output has bytes of its own */
+    CHECK_OK_G(a.g, rlx_plan_memory(a.g, &opt, &pl));
+    int separate = pl.offset[a.out[0]] != pl.offset[a.p];
+    rlx_plan_free(&pl);
+    CHECK(separate);
+    run_two_adam_steps(a.g, decoupled ? adamw : adam);
+    rlx_graph_destroy(a.g);
+  }
+}
+
 TEST(gpt_arena_near_peak) {
   gpt_dims dims[] = {{8, 256, 256, 8, 6, 0}, {8, 256, 256, 8, 6, 1}, {2, 64, 768, 12, 4, 0}};
   for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
@@ -843,6 +950,7 @@ int main(void) {
   RUN(rejects_symbolic_and_bad_options);
   RUN(verify_rejects_bad_plans);
   RUN(offsets_past_4gib);
+  RUN(adam_state_in_place);
   RUN(gpt_arena_near_peak);
   RUN(mlp_arena_near_peak);
   RUN(random_graphs_verify);

@@ -606,6 +606,41 @@ TEST(roundtrip_transformer_ops) {
 }
 
 /* Labels with every character class survive the round trip. */
+TEST(roundtrip_training_ops) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim ls[3] = {2, 3, 7}, ts[2] = {2, 3}, ws[2] = {5, 4}, is[1] = {6}, ys[2] = {6, 4};
+  rlx_dim hs[1] = {RLX_HYPER_COUNT};
+  rlx_tensor x = add_in(g, "x", RLX_F32, ls, 3), t = add_in(g, "t", RLX_I64, ts, 2);
+  rlx_tensor w = add_in(g, "w", RLX_F32, ws, 2), gw = add_in(g, "gw", RLX_BF16, ws, 2);
+  rlx_tensor idx = add_in(g, "i", RLX_I32, is, 1), dy = add_in(g, "dy", RLX_F32, ys, 2);
+  rlx_tensor h = add_in(g, "h", RLX_F32, hs, 1), loss, d, o1, o2, o3;
+  CHECK_OK_G(g, rlx_graph_add_cross_entropy(g, x, t, -100, 0.25f, &loss));
+  CHECK_OK_G(g, rlx_graph_add_cross_entropy_backward(g, x, t, loss, 3, 0.0f, &d));
+  CHECK_OK_G(g, rlx_graph_add_mse_loss(g, x, d, &o1));
+  CHECK_OK_G(g, rlx_graph_add_gather_backward(g, dy, idx, 0, 5, &o1));
+  rlx_sgd_desc sd = {0.9f, 0.1f, 0.01f, 1};
+  CHECK_OK_G(g, rlx_graph_add_sgd_update(g, w, gw, w, h, &sd, &o1, &o2));
+  rlx_sgd_desc plain = {0};
+  CHECK_OK_G(g, rlx_graph_add_sgd_update(g, w, gw, RLX_NONE, h, &plain, &o1, &o2));
+  CHECK(o2 == RLX_NONE);
+  rlx_adam_desc ad = {0.9f, 0.999f, 1e-8f, 0.01f, 1};
+  CHECK_OK_G(g, rlx_graph_add_adam_update(g, w, gw, w, w, h, &ad, &o1, &o2, &o3));
+  char* text = NULL;
+  check_roundtrip_text(g, &text);
+  CHECK(text);
+  int ok = contains(text, "cross_entropy(%0, %1) ignore_index=-100 label_smoothing=0.25 : f32[], "
+                          "f32[2,3,2]") &&
+           contains(text, "cross_entropy_backward(%0, %1, %7) ignore_index=3 label_smoothing=0") &&
+           contains(text, "gather_backward(%5, %4) axis=0 : f32[5,4]") &&
+           contains(text, "sgd_update(%2, %3, _, %6) opt=[0,0,0,0] : f32[5,4], f32[0]") &&
+           contains(text, "adam_update(%2, %3, %2, %2, %6) opt=[");
+  if (!ok) fprintf(stderr, "%s", text);
+  rlx_free(text);
+  rlx_graph_destroy(g);
+  CHECK(ok);
+}
+
 TEST(roundtrip_labels_with_escapes) {
   rlx_graph* g = NULL;
   CHECK(rlx_graph_create(&g) == RLX_OK);
@@ -948,6 +983,7 @@ int main(void) {
   RUN(roundtrip_vision_ops);
   RUN(roundtrip_conv_ops);
   RUN(roundtrip_channel_norms);
+  RUN(roundtrip_training_ops);
   RUN(roundtrip_labels_with_escapes);
   RUN(roundtrip_random_graphs);
   RUN(float_attribute_values);

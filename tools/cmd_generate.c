@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli_common.h"
+#include "train_util.h"
 
 enum {
   GEN_OPTS = CLI_OPT_DEVICE | CLI_OPT_STRICT | CLI_OPT_INIT | CLI_OPT_PARAMS | CLI_OPT_BIND |
@@ -16,6 +19,7 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: rlx generate FILE [--prompt 1,2,3] [--tokens 16] [--temperature T]\n"
           "                         [--seed N] [--report] [model options]\n"
+          "       rlx generate CHECKPOINT_DIR --prompt \"text\" ...   (see rlx generate DIR --help)\n"
           "\n"
           "Generates token ids with FILE, a graph with one input \"tokens\" (i64 or i32,\n"
           "shape [ctx]) whose first output is the logits [ctx, vocab] (e.g. the graph\n"
@@ -301,8 +305,27 @@ static int run_generation(const char* cmd, rlx_graph* g, rlx_exec* e, const gen_
   return rc;
 }
 
+/* Whether the FILE argument (the first that is not an option or an
+ * option's value) is a directory: a checkpoint of `rlx train --text`. */
+static int names_checkpoint_dir(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-') {
+      int has_value = strchr(argv[i], '=') == NULL && strcmp(argv[i], "--report") != 0 &&
+                      strcmp(argv[i], "--strict") != 0 && strcmp(argv[i], "--tf32") != 0 &&
+                      strcmp(argv[i], "--random-params") != 0 &&
+                      strcmp(argv[i], "--channels-last") != 0 && !cli_is_help(argv[i]);
+      i += has_value;
+      continue;
+    }
+    struct stat st;
+    return stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  return 0;
+}
+
 int cmd_generate(int argc, char** argv) {
   const char* cmd = "generate";
+  if (names_checkpoint_dir(argc, argv)) return cmd_generate_gpt(argc, argv);
   gen_args a;
   memset(&a, 0, sizeof a);
   cli_model_opts_init(&a.model);

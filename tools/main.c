@@ -19,6 +19,7 @@ static const command k_commands[] = {
     {"dot", cmd_dot, "Graphviz view of a graph, as parsed or after passes"},
     {"generate", cmd_generate, "greedy/sampled token generation with a GPT-style graph"},
     {"example", cmd_example, "print a bundled example graph (gpt) in the text format"},
+    {"train", cmd_train, "train the built-in GPT on a text, or fine-tune an ONNX model"},
 };
 enum { N_COMMANDS = sizeof k_commands / sizeof k_commands[0] };
 

@@ -30,6 +30,7 @@ from .executable import Executable, MemoryStats, compile
 from .graph import (Activation, Binary, Compare, Graph, Layout, Mask, Reduce, RopeStyle,
                     Tensor, ValueInfo)
 from .onnx import load_npy, load_onnx, read_onnx_tensor, save_npy
+from .train import Trainer
 
 __version__ = "0.1.0"  # version of these bindings; version() is the library's
 
@@ -76,7 +77,7 @@ __all__ = [
     "FailedPreconditionError", "Graph", "I8", "I16", "I32", "I64",
     "InternalError", "InvalidArgumentError", "Layout", "Mask", "MemoryStats",
     "NotFoundError", "OutOfRangeError", "Reduce", "ResourceExhaustedError", "RlxError",
-    "RopeStyle", "Tensor", "U8", "U16", "U32", "U64", "UnavailableError", "UnimplementedError", "ValueInfo",
+    "RopeStyle", "Tensor", "Trainer", "U8", "U16", "U32", "U64", "UnavailableError", "UnimplementedError", "ValueInfo",
     "bf16_to_f32", "compile", "convert", "device", "devices", "f32_to_bf16",
     "is_available", "library_path", "load", "load_npy", "load_onnx", "parse",
     "read_onnx_tensor", "resolve_device", "save_npy", "status_name", "to_dtype", "version",

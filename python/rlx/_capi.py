@@ -107,6 +107,23 @@ class FrozenInput(Structure):
                 ("shape", POINTER(c_int64)), ("data", c_void_p), ("bytes", c_size_t)]
 
 
+class SgdDesc(Structure):
+    _fields_ = [("momentum", c_float), ("dampening", c_float), ("weight_decay", c_float),
+                ("nesterov", c_int32)]
+
+
+class AdamDesc(Structure):
+    _fields_ = [("beta1", c_float), ("beta2", c_float), ("eps", c_float),
+                ("weight_decay", c_float), ("decoupled", c_int32)]
+
+
+class TrainOptions(Structure):
+    _fields_ = [("optimizer", c_int), ("lr", c_float), ("sgd", SgdDesc), ("adam", AdamDesc),
+                ("clip_norm", c_float), ("accumulate", c_int32), ("loss_scale", c_float),
+                ("dynamic_loss_scale", c_int32), ("frozen", POINTER(c_char_p)),
+                ("n_frozen", c_int32), ("keep_grads", c_int32)]
+
+
 P = c_void_p           # rlx_graph* / rlx_exec* / data pointers
 S = c_int              # rlx_status
 T = c_int32            # rlx_tensor
@@ -170,6 +187,8 @@ _PROTOTYPES = {
     "rlx_graph_add_fused_residual_layer_norm": (S, [P, T, T, T, T, T, c_float, OUT_T, OUT_T]),
     "rlx_graph_add_fused_residual_rms_norm": (S, [P, T, T, T, T, c_float, OUT_T, OUT_T]),
     "rlx_graph_add_attention": (S, [P, T, T, T, T, POINTER(AttentionDesc), OUT_T]),
+    "rlx_graph_add_attention_backward": (S, [P, T, T, T, T, T, T, POINTER(AttentionDesc), OUT_T,
+                                             OUT_T, OUT_T]),
     "rlx_graph_add_rope": (S, [P, T, T, T, c_int32, c_int32, c_int, c_int, OUT_T]),
     "rlx_graph_add_sample": (S, [P, T, c_int32, c_float, c_float, OUT_T]),
     "rlx_graph_add_pool": (S, [P, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32, c_int32,
@@ -191,6 +210,26 @@ _PROTOTYPES = {
     "rlx_graph_add_channel_norm": (S, [P, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_batch_norm": (S, [P, T, T, T, T, T, c_float, OUT_T]),
     "rlx_graph_add_lrn": (S, [P, T, c_int32, c_float, c_float, c_float, OUT_T]),
+    # training: row-wise backward ops
+    "rlx_graph_add_layer_norm_backward": (S, [P, T, T, T, c_int32, c_float, OUT_T, OUT_T,
+                                              OUT_T]),
+    "rlx_graph_add_rms_norm_backward": (S, [P, T, T, T, c_float, OUT_T, OUT_T]),
+    "rlx_graph_add_softmax_backward": (S, [P, T, T, c_int32, c_int32, OUT_T]),
+    "rlx_graph_add_rope_backward": (S, [P, T, T, T, c_int32, c_int32, c_int, c_int, OUT_T]),
+    "rlx_graph_add_cumsum_backward": (S, [P, T, c_int32, c_int32, c_int32, OUT_T]),
+    "rlx_graph_add_cross_entropy": (S, [P, T, T, c_int64, c_float, OUT_T]),
+    "rlx_graph_add_cross_entropy_backward": (S, [P, T, T, T, c_int64, c_float, OUT_T]),
+    "rlx_graph_add_mse_loss": (S, [P, T, T, OUT_T]),
+    "rlx_graph_add_gather_backward": (S, [P, T, T, c_int32, c_int64, OUT_T]),
+    "rlx_graph_add_sgd_update": (S, [P, T, T, T, T, POINTER(SgdDesc), OUT_T, OUT_T]),
+    "rlx_graph_add_adam_update": (S, [P, T, T, T, T, T, POINTER(AdamDesc), OUT_T, OUT_T,
+                                      OUT_T]),
+    # training (Tier 2), vision
+    "rlx_graph_add_conv_backward_weight": (S, [P, T, T, T, c_int32, DIMS, DIMS, DIMS, c_int32,
+                                               c_int, OUT_T]),
+    "rlx_graph_add_pool_backward": (S, [P, T, T, c_int, c_int32, DIMS, DIMS, DIMS, DIMS, c_int32,
+                                        c_int32, OUT_T]),
+    "rlx_graph_grad": (S, [P, T, POINTER(c_int32), c_int32, T, OUT_T]),
     "rlx_graph_print": (S, [P, OUT_STR]),
     "rlx_graph_parse": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
     "rlx_free": (None, [c_void_p]),
@@ -234,6 +273,22 @@ _PROTOTYPES = {
     "rlx_exec_read_output_row": (S, [P, c_int32, c_int64, c_int, P, c_size_t]),
     "rlx_exec_report": (S, [P, OUT_STR]),
     "rlx_exec_memory_stats": (S, [P, POINTER(MemoryStats)]),
+    # training (rlx_trainer)
+    "rlx_train_options_init": (None, [POINTER(TrainOptions), c_int]),
+    "rlx_train_compile": (S, [P, T, c_char_p, POINTER(CompileOptions), POINTER(TrainOptions),
+                              POINTER(c_void_p)]),
+    "rlx_trainer_destroy": (None, [P]),
+    "rlx_trainer_last_error": (c_char_p, [P]),
+    "rlx_trainer_set_param": (S, [P, c_char_p, c_int, P, c_size_t]),
+    "rlx_trainer_read_param": (S, [P, c_char_p, c_int, P, c_size_t]),
+    "rlx_trainer_set_input": (S, [P, c_char_p, c_int, DIMS, c_int32, P, c_size_t]),
+    "rlx_trainer_set_lr": (S, [P, c_float]),
+    "rlx_trainer_step": (S, [P, POINTER(c_float)]),
+    "rlx_trainer_step_count": (c_int64, [P]),
+    "rlx_trainer_read_grad": (S, [P, c_char_p, c_int, P, c_size_t]),
+    "rlx_trainer_save": (S, [P, c_char_p]),
+    "rlx_trainer_load": (S, [P, c_char_p]),
+    "rlx_trainer_exec": (P, [P]),
 }
 
 

@@ -524,6 +524,20 @@ class Graph(_capi.Owned):
         return self._add(lib.rlx_graph_add_attention, self._t(q), self._t(k), self._t(v),
                          self._t(mask_tensor), ctypes.byref(desc))
 
+    def attention_backward(self, q, k, v, out, d_out, *, num_heads, head_dim, num_kv_heads=0,
+                           layout="bshd", mask="none", mask_tensor=None, window=0, scale=0.0,
+                           softcap=0.0):
+        """(dq, dk, dv) of attention(q, k, v, ...) given its output `out` and the output's
+        gradient d_out; the keywords are the forward's (see attention)."""
+        desc = _capi.AttentionDesc(num_heads, num_kv_heads, head_dim, _enum(Layout, layout),
+                                   _enum(Mask, mask), window, scale, softcap)
+        dq, dk, dv = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_attention_backward(
+            self.handle, self._t(q), self._t(k), self._t(v), self._t(mask_tensor), self._t(out),
+            self._t(d_out), ctypes.byref(desc), ctypes.byref(dq), ctypes.byref(dk),
+            ctypes.byref(dv)))
+        return Tensor(self, dq.value), Tensor(self, dk.value), Tensor(self, dv.value)
+
     def rope(self, x, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
         """Rotary embedding of the first n_rot (default head_dim) dims of each head."""
         n_rot = head_dim if n_rot is None else n_rot
@@ -696,6 +710,121 @@ class Graph(_capi.Owned):
     def lrn(self, x, size, alpha=1e-4, beta=0.75, bias=1.0):
         """Local response norm across channels (ONNX LRN)."""
         return self._add(lib.rlx_graph_add_lrn, self._t(x), size, alpha, beta, bias)
+
+    # ---- training: row-wise backward ops
+    def layer_norm_backward(self, x, dy, gamma=None, axis=-1, eps=1e-5):
+        """(dx, d_gamma, d_beta) of layer_norm(x, gamma, beta, axis, eps) for output grad dy."""
+        dx, dgamma, dbeta = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_layer_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), axis, eps, ctypes.byref(dx),
+            ctypes.byref(dgamma), ctypes.byref(dbeta)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value), Tensor(self, dbeta.value)
+
+    def rms_norm_backward(self, x, dy, gamma=None, eps=1e-6):
+        """(dx, d_gamma) of rms_norm(x, gamma, eps) for output grad dy."""
+        dx, dgamma = ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_rms_norm_backward(
+            self.handle, self._t(x), self._t(gamma), self._t(dy), eps, ctypes.byref(dx),
+            ctypes.byref(dgamma)))
+        return Tensor(self, dx.value), Tensor(self, dgamma.value)
+
+    def softmax_backward(self, y, dy, axis=-1, log_softmax=False):
+        """dx from the forward's output y (softmax, or log_softmax when log_softmax)."""
+        return self._add(lib.rlx_graph_add_softmax_backward, self._t(y), self._t(dy), axis,
+                         int(log_softmax))
+
+    def rope_backward(self, dy, cos, sin, head_dim, n_rot=None, style="neox", layout="bshd"):
+        """The inverse rotation of dy (the forward rope's tables and attributes)."""
+        n_rot = head_dim if n_rot is None else n_rot
+        return self._add(lib.rlx_graph_add_rope_backward, self._t(dy), self._t(cos),
+                         self._t(sin), head_dim, n_rot, _enum(RopeStyle, style),
+                         _enum(Layout, layout))
+
+    def cumsum_backward(self, dy, axis, exclusive=False, reverse=False):
+        """dx of cumsum(x, axis, exclusive, reverse): the cumsum of dy the other way."""
+        return self._add(lib.rlx_graph_add_cumsum_backward, self._t(dy), axis, int(exclusive),
+                         int(reverse))
+    # ---- training: losses, embedding backward, optimizer updates
+    def cross_entropy(self, logits, targets, ignore_index=-100, label_smoothing=0.0):
+        """Mean cross-entropy of logits [..., V] against integer targets [...]
+        (PyTorch's F.cross_entropy, reduction='mean')."""
+        return self._add(lib.rlx_graph_add_cross_entropy, self._t(logits), self._t(targets),
+                         int(ignore_index), float(label_smoothing))
+
+    def cross_entropy_backward(self, logits, targets, d_loss, ignore_index=-100,
+                               label_smoothing=0.0):
+        """d_logits of cross_entropy given the scalar d_loss."""
+        return self._add(lib.rlx_graph_add_cross_entropy_backward, self._t(logits),
+                         self._t(targets), self._t(d_loss, like=logits), int(ignore_index),
+                         float(label_smoothing))
+
+    def mse_loss(self, a, b):
+        """mean((a - b)^2) over every element (Binary + Reduce)."""
+        return self._add(lib.rlx_graph_add_mse_loss, *self._pair(a, b))
+
+    def gather_backward(self, dy, indices, axis, axis_size):
+        """dx of gather(x, indices, axis) with x.shape[axis] = axis_size (sums in order)."""
+        if not isinstance(indices, Tensor):
+            indices = self.constant(np.asarray(indices, np.int64))
+        return self._add(lib.rlx_graph_add_gather_backward, self._t(dy), self._t(indices),
+                         axis, self._dim(axis_size))
+
+    def sgd_update(self, p, grad, momentum_buf, hyper, momentum=0.0, dampening=0.0,
+                   weight_decay=0.0, nesterov=False):
+        """PyTorch's SGD step: (p', buf') (buf' is None without a buffer)."""
+        desc = _capi.SgdDesc(momentum, dampening, weight_decay, int(nesterov))
+        out_p, out_buf = ctypes.c_int32(), ctypes.c_int32()
+        self._check(lib.rlx_graph_add_sgd_update(self.handle, self._t(p), self._t(grad),
+                                                 self._t(momentum_buf), self._t(hyper),
+                                                 ctypes.byref(desc), ctypes.byref(out_p),
+                                                 ctypes.byref(out_buf)))
+        buf = None if out_buf.value == _capi.NONE else Tensor(self, out_buf.value)
+        return Tensor(self, out_p.value), buf
+
+    def adam_update(self, p, grad, m, v, hyper, beta1=0.9, beta2=0.999, eps=1e-8,
+                    weight_decay=0.0, decoupled=False):
+        """PyTorch's Adam (decoupled=True: AdamW) step: (p', m', v')."""
+        desc = _capi.AdamDesc(beta1, beta2, eps, weight_decay, int(decoupled))
+        outs = [ctypes.c_int32() for _ in range(3)]
+        self._check(lib.rlx_graph_add_adam_update(self.handle, self._t(p), self._t(grad),
+                                                  self._t(m), self._t(v), self._t(hyper),
+                                                  ctypes.byref(desc),
+                                                  *[ctypes.byref(o) for o in outs]))
+        return tuple(Tensor(self, o.value) for o in outs)
+    # ---- training (Tier 2), vision
+    def conv_backward_weight(self, x, dy, w, *, strides=None, pads=None, dilations=None,
+                             groups=1, layout="channels_first"):
+        """d_w of conv(x, w) from the gradient dy of its output (w gives the kernel sizes
+        and layout; the other arguments are the forward's). The input gradient is
+        conv_transpose(dy, w, ...), the bias gradient a sum of dy."""
+        ns = len(self._tensor(w).shape) - 2
+        return self._add(lib.rlx_graph_add_conv_backward_weight, self._t(x), self._t(dy),
+                         self._t(w), ns, self._ints(strides, ns), self._ints(pads, 2 * ns),
+                         self._ints(dilations, ns), groups, self._conv_layout(layout))
+
+    def pool_backward(self, x, dy, kernel, *, kind="max", strides=None, pads=None,
+                      dilations=None, ceil_mode=False, count_include_pad=False):
+        """dx of pool(x, ...) ('max' or 'avg', the forward's arguments) from the gradient
+        dy of its output; max routes each window's gradient to its first maximum."""
+        ns = len(kernel)
+        kinds = {"max": 0, "avg": 1}
+        if kind not in kinds:
+            raise ValueError(f"pool kind {kind!r} is not one of {sorted(kinds)}")
+        return self._add(lib.rlx_graph_add_pool_backward, self._t(x), self._t(dy), kinds[kind],
+                         ns, self._ints(kernel, ns), self._ints(strides, ns),
+                         self._ints(pads, 2 * ns), self._ints(dilations, ns), int(ceil_mode),
+                         int(count_include_pad))
+
+    # ---- training: reverse-mode autodiff
+    def grad(self, loss, wrt, seed=None):
+        """Appends the gradient of `loss` with respect to each tensor of `wrt`
+        (rlx_graph_grad) and returns them as a list (same shapes and dtypes).
+        seed: the loss's cotangent (a Tensor shaped like loss; None: ones)."""
+        ids = [self._t(t) for t in wrt]
+        outs = (ctypes.c_int32 * max(len(ids), 1))()
+        self._check(lib.rlx_graph_grad(self.handle, self._t(loss), _capi.int32s(ids), len(ids),
+                                       self._t(seed, like=loss), outs))
+        return [Tensor(self, outs[i]) for i in range(len(ids))]
 
     def _tensor(self, x):
         return x if isinstance(x, Tensor) else Tensor(self, self._t(x))

@@ -227,6 +227,16 @@ CASES = {
         [_a(2, 3, 4)], 1e-5),
     "lrn": (lambda g, x: g.lrn(x, 4, alpha=0.1, beta=0.75, bias=2.0),
             lambda x: _lrn(x.astype(np.float64), 4, 0.1, 0.75, 2.0), [_a(2, 5, 3)], 1e-5),
+    "conv_backward_weight_1d": (
+        lambda g, x, dy, w: g.conv_backward_weight(x, dy, w, strides=[2], pads=[1, 0]),
+        lambda x, dy, w: np.einsum(
+            "ncik,noi->ock", np.stack([np.pad(x, ((0, 0), (0, 0), (1, 0)))[..., 2 * i:2 * i + 3]
+                                       for i in range(3)], 2), dy),
+        [_a(2, 3, 6), _a(2, 4, 3, seed=1), _a(4, 3, 3, seed=2)], 1e-5),
+    "pool_backward_max_2d": (
+        lambda g, x, dy: g.pool_backward(x, dy, [2, 2], strides=[2, 2]),
+        lambda x, dy: (x == x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)).repeat(2, 2).repeat(2, 3))
+        * dy.repeat(2, 2).repeat(2, 3), [_a(1, 2, 4, 4), _a(1, 2, 2, 2, seed=1)], 0),
     "space_to_depth": (
         lambda g, x: g.space_to_depth(x, 2),
         lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),

@@ -748,11 +748,7 @@ rlx_status rlx_graph_add_fused_residual_rms_norm(rlx_graph* g, rlx_tensor x,
   return add_two_outputs(g, RLX_OP_FUSED_RESIDUAL_RMS_NORM, &a, in, 4, out_norm, out_sum);
 }
 
-rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
-                                   rlx_tensor mask, const rlx_attention_desc* desc,
-                                   rlx_tensor* out) {
-  if (!g) return RLX_INVALID_ARGUMENT;
-  if (!desc) return rlx_graph_fail_op(g, RLX_OP_ATTENTION, 0, "attention desc is NULL");
+static rlx_node_attrs attention_attrs(const rlx_attention_desc* desc) {
   rlx_node_attrs a = {0};
   a.num_heads = desc->num_heads;
   a.num_kv_heads = desc->num_kv_heads;
@@ -762,8 +758,35 @@ rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx
   a.window = desc->window;
   a.score_scale = desc->score_scale;
   a.softcap = desc->softcap;
+  return a;
+}
+
+rlx_status rlx_graph_add_attention(rlx_graph* g, rlx_tensor q, rlx_tensor k, rlx_tensor v,
+                                   rlx_tensor mask, const rlx_attention_desc* desc,
+                                   rlx_tensor* out) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!desc) return rlx_graph_fail_op(g, RLX_OP_ATTENTION, 0, "attention desc is NULL");
+  rlx_node_attrs a = attention_attrs(desc);
   rlx_tensor in[4] = {q, k, v, mask};
   return add1(g, RLX_OP_ATTENTION, &a, in, 4, out);
+}
+
+rlx_status rlx_graph_add_attention_backward(rlx_graph* g, rlx_tensor q, rlx_tensor k,
+                                            rlx_tensor v, rlx_tensor mask, rlx_tensor out,
+                                            rlx_tensor d_out, const rlx_attention_desc* desc,
+                                            rlx_tensor* out_dq, rlx_tensor* out_dk,
+                                            rlx_tensor* out_dv) {
+  if (!g) return RLX_INVALID_ARGUMENT;
+  if (!desc)
+    return rlx_graph_fail_op(g, RLX_OP_ATTENTION_BACKWARD, 0, "attention desc is NULL");
+  rlx_node_attrs a = attention_attrs(desc);
+  rlx_tensor in[6] = {q, k, v, mask, out, d_out};
+  rlx_tensor outs[RLX_MAX_OUTPUTS];
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(g, RLX_OP_ATTENTION_BACKWARD, &a, in, 6, outs));
+  if (out_dq) *out_dq = outs[0];
+  if (out_dk) *out_dk = outs[1];
+  if (out_dv) *out_dv = outs[2];
+  return RLX_OK;
 }
 
 rlx_status rlx_graph_add_rope(rlx_graph* g, rlx_tensor x, rlx_tensor cos_t, rlx_tensor sin_t,

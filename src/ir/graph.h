@@ -106,6 +106,11 @@ typedef struct rlx_node_attrs {
    * channels and y = x / (bias + alpha / size * sum of squares)^beta. */
   int32_t size;
   float alpha, beta, bias;
+  /* CrossEntropy: the target value that counts for nothing, label
+   * smoothing in [0, 1]. SGD / Adam: constants by rlx_opt_slot. */
+  int64_t ignore_index;
+  float label_smoothing;
+  rlx_floats opt;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;
@@ -137,7 +142,15 @@ static inline int rlx_resize_dim_moves(const rlx_node_attrs* a, int32_t d, int64
   return in != out || (s != 0.0f && s != 1.0f) || crop;
 }
 
-#define RLX_MAX_OUTPUTS 2
+/* Slots of the optimizer updates' `opt` attribute. */
+enum rlx_opt_slot {
+  RLX_OPT_SGD_MOMENTUM = 0, RLX_OPT_SGD_DAMPENING = 1, RLX_OPT_SGD_WEIGHT_DECAY = 2,
+  RLX_OPT_SGD_NESTEROV = 3, RLX_OPT_SGD_COUNT = 4,
+  RLX_OPT_ADAM_BETA1 = 0, RLX_OPT_ADAM_BETA2 = 1, RLX_OPT_ADAM_EPS = 2,
+  RLX_OPT_ADAM_WEIGHT_DECAY = 3, RLX_OPT_ADAM_DECOUPLED = 4, RLX_OPT_ADAM_COUNT = 5,
+};
+
+#define RLX_MAX_OUTPUTS 3 /* LayerNormBackward, AttentionBackward: three gradients */
 
 typedef struct rlx_node {
   rlx_op op;

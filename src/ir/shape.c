@@ -47,11 +47,15 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: return i >= 2;
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return i >= 2;
     case RLX_OP_ATTENTION: return i == 3;
+    case RLX_OP_ATTENTION_BACKWARD: return i == 3;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return i >= 2; /* bias, residual */
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return i == 1 || i == 2;
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
+    case RLX_OP_SGD_UPDATE: return i == 2; /* no momentum buffer */
     default: return 0;
   }
 }
@@ -738,6 +742,21 @@ static rlx_status infer_attention(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* The forward's checks, then out and d_out shaped like the forward's
+ * output; dq, dk, dv take q's, k's and v's types. */
+static rlx_status infer_attention_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_attention(c));
+  const rlx_type *o = c->t[4], *d_o = c->t[5];
+  char b1[160], b2[160], b3[160];
+  if (!rlx_type_equal(o, &c->out[0]) || !rlx_type_equal(d_o, &c->out[0]))
+    return FAIL(c, "out %s and d_out %s must both be the forward's output type %s",
+                TSTR(c, o, b1), TSTR(c, d_o, b2), TSTR(c, &c->out[0], b3));
+  c->out[0] = *c->t[0];
+  c->out[1] = *c->t[1];
+  c->out[2] = *c->t[2];
+  return RLX_OK;
+}
+
 static rlx_status infer_rope(infer_ctx* c) {
   const rlx_type *x = c->t[0], *cs = c->t[1], *sn = c->t[2];
   rlx_node_attrs* a = c->a;
@@ -765,6 +784,65 @@ static rlx_status infer_rope(infer_ctx* c) {
                 TSTR(c, x, b2));
   c->out[0] = *x;
   return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ row-wise backward */
+
+/* Input i (a gradient) must have exactly the type of input 0. */
+static rlx_status need_same_type(infer_ctx* c, int32_t i, const char* what, const char* like) {
+  char b1[160], b2[160];
+  if (!rlx_type_equal(c->t[i], c->t[0]))
+    return FAIL(c, "%s %s must have %s's type %s", what, TSTR(c, c->t[i], b1), like,
+                TSTR(c, c->t[0], b2));
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma and d_beta (x.shape[axis:]). */
+static rlx_status infer_layer_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(norm_axis(c, &a->axis, x->rank));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_type want = {x->dtype, x->rank - a->axis, {0}};
+  memcpy(want.shape, x->shape + a->axis, sizeof(rlx_dim) * (size_t)want.rank);
+  if (c->t[1] && !rlx_type_equal(c->t[1], &want))
+    return FAIL(c, "gamma must be %s (x %s from axis %d), got %s", TSTR(c, &want, b1),
+                TSTR(c, x, b2), (int)a->axis, TSTR(c, c->t[1], b3));
+  c->out[0] = *x;
+  c->out[1] = want;
+  c->out[2] = want;
+  return RLX_OK;
+}
+
+/* x, gamma, dy -> dx (x's type), d_gamma ([last dim]). */
+static rlx_status infer_rms_norm_backward(infer_ctx* c) {
+  const rlx_type* x = c->t[0];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "x"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "x"));
+  RLX_RETURN_IF_ERROR(check_eps(c));
+  RLX_RETURN_IF_ERROR(need_same_type(c, 2, "dy", "x"));
+  rlx_dim last = x->shape[x->rank - 1];
+  RLX_RETURN_IF_ERROR(need_vector(c, 1, last, "gamma"));
+  c->out[0] = *x;
+  rlx_type dg = {x->dtype, 1, {last}};
+  c->out[1] = dg;
+  return RLX_OK;
+}
+
+/* y, dy -> dx along axis. */
+static rlx_status infer_softmax_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(infer_softmax(c));
+  return need_same_type(c, 1, "dy", "y");
+}
+
+/* Float only: a gradient (the forward also takes integers). */
+static rlx_status infer_cumsum_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "dy"));
+  return infer_cumsum(c);
 }
 
 static rlx_status infer_sample(infer_ctx* c) {
@@ -1059,6 +1137,72 @@ static rlx_status infer_im2col(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ training, vision */
+
+/* The weight a Conv with these attributes would take: [OC, C/groups,
+ * kernel...] (channels_last_ohwi: [OC, kernel..., C/groups]) in x's dtype. */
+static rlx_status conv_weight_type(infer_ctx* c, const rlx_type* x, int64_t OC, rlx_type* w) {
+  const rlx_node_attrs* a = c->a;
+  int32_t ns = a->kernel.n, layout = a->conv_layout;
+  if (a->groups < 1) return FAIL(c, "groups %d must be >= 1", (int)a->groups);
+  memset(w, 0, sizeof *w);
+  w->dtype = x->dtype;
+  w->rank = ns + 2;
+  w->shape[0] = OC;
+  w->shape[rlx_conv_w_axis(layout, ns, -1)] = x->shape[conv_axis(layout, ns, -1)] / a->groups;
+  for (int32_t i = 0; i < ns; i++) w->shape[rlx_conv_w_axis(layout, ns, i)] = a->kernel.v[i];
+  return RLX_OK;
+}
+
+/* ConvBackwardWeight: x and dy as the forward Conv saw them (dy shaped
+ * like its output) -> d_w, the weight's type. The forward's own rule
+ * checks the geometry; dy must be what it answers. */
+static rlx_status infer_conv_backward_weight(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  const rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  int32_t ns = a->kernel.n;
+  if (ns < 1 || ns > 3 || a->strides.n != ns)
+    return FAIL(c, "kernel has %d entries and strides %d; 1, 2 or 3 spatial dims each", (int)ns,
+                (int)a->strides.n);
+  if (x->rank != ns + 2 || dy->rank != ns + 2 || dy->dtype != x->dtype)
+    return FAIL(c, "x %s and dy %s must have rank %d and one dtype", TSTR(c, x, b1),
+                TSTR(c, dy, b2), (int)(ns + 2));
+  if (a->conv_layout < RLX_CONV_CHANNELS_FIRST || a->conv_layout > RLX_CONV_CHANNELS_LAST_OHWI)
+    return FAIL(c, "layout %d is not channels_first, channels_last or channels_last_ohwi",
+                (int)a->conv_layout);
+  int64_t OC = dy->shape[conv_axis(a->conv_layout, ns, -1)];
+  if (OC < 1) return FAIL(c, "dy %s: channels must be static", TSTR(c, dy, b1));
+  for (int32_t i = 0; i < ns; i++)
+    if (a->kernel.v[i] < 1) return FAIL(c, "spatial dim %d: kernel %lld must be >= 1", (int)i, (long long)a->kernel.v[i]);
+  rlx_type w;
+  RLX_RETURN_IF_ERROR(conv_weight_type(c, x, OC, &w));
+  infer_ctx fwd = *c;
+  fwd.t[1] = &w;
+  fwd.n_in = 2;
+  RLX_RETURN_IF_ERROR(infer_conv(&fwd, 0));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = w;
+  return RLX_OK;
+}
+
+/* PoolBackward (max or avg): dy shaped like the forward Pool's output ->
+ * dx, x's type. */
+static rlx_status infer_pool_backward(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *dy = c->t[1];
+  char b1[160], b2[160];
+  if (c->a->pool != RLX_POOL_MAX && c->a->pool != RLX_POOL_AVG)
+    return FAIL(c, "pool kind %d is not max or avg", (int)c->a->pool);
+  RLX_RETURN_IF_ERROR(infer_pool(c));
+  if (!rlx_type_equal(&c->out[0], dy))
+    return FAIL(c, "dy %s must be the forward's output %s", TSTR(c, dy, b1),
+                TSTR(c, &c->out[0], b2));
+  c->out[0] = *x;
+  return RLX_OK;
+}
+
 /* DepthToSpace / SpaceToDepth: rank 4 with static C, H, W. */
 static rlx_status infer_depth_space(infer_ctx* c, int to_space) {
   const rlx_type* x = c->t[0];
@@ -1209,6 +1353,134 @@ static rlx_status refuse_u64_order(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ training */
+
+/* Logits [..., V] (float) and targets [...] (i32/i64) with the same leading dims. */
+static rlx_status check_logits_targets(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *t = c->t[1];
+  char b1[160], b2[160];
+  RLX_RETURN_IF_ERROR(need_rank_at_least(c, 0, 1, "logits"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "logits"));
+  int same = is_index_dtype(t->dtype) && t->rank == x->rank - 1;
+  for (int32_t d = 0; same && d < t->rank; d++) same = t->shape[d] == x->shape[d];
+  if (!same)
+    return FAIL(c, "targets must be i32/i64 shaped like logits without the class axis: "
+                "logits %s, targets %s", TSTR(c, x, b1), TSTR(c, t, b2));
+  float ls = c->a->label_smoothing;
+  if (!(ls >= 0.0f && ls <= 1.0f))
+    return FAIL(c, "label_smoothing %g is outside [0, 1]", (double)ls);
+  return RLX_OK;
+}
+
+static rlx_status infer_cross_entropy(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_logits_targets(c));
+  const rlx_type* x = c->t[0];
+  c->out[0].dtype = x->dtype;
+  c->out[0].rank = 0;
+  /* the per-position partials: loss, counted */
+  rlx_type* part = &c->out[1];
+  *part = *c->t[1];
+  part->dtype = x->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+  part->shape[part->rank++] = 2;
+  return RLX_OK;
+}
+
+static rlx_status infer_cross_entropy_backward(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_logits_targets(c));
+  const rlx_type* d = c->t[2];
+  char buf[160];
+  if (d->rank != 0 || d->dtype != c->t[0]->dtype)
+    return FAIL(c, "d_loss must be a scalar of the logits' dtype (%s), got %s",
+                rlx_dtype_name(c->t[0]->dtype), TSTR(c, d, buf));
+  c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+/* dy = dx.shape[:axis] + idx.shape + dx.shape[axis+1:], dx declared. */
+static rlx_status infer_gather_backward(infer_ctx* c) {
+  const rlx_type *dy = c->t[0], *idx = c->t[1];
+  const rlx_type* dx = &c->a->type;
+  char b1[160], b2[160], b3[160];
+  RLX_RETURN_IF_ERROR(check_type(c, dx, "dx type"));
+  RLX_RETURN_IF_ERROR(need_float(c, 0, "dy"));
+  if (!is_index_dtype(idx->dtype))
+    return FAIL(c, "indices must be i32 or i64, got %s", TSTR(c, idx, b1));
+  if (dx->rank < 1) return FAIL(c, "dx must have rank >= 1");
+  RLX_RETURN_IF_ERROR(norm_axis(c, &c->a->axis, dx->rank));
+  int32_t ax = c->a->axis;
+  int ok = dx->dtype == dy->dtype && dy->rank == dx->rank - 1 + idx->rank;
+  for (int32_t d = 0; ok && d < dy->rank; d++) {
+    rlx_dim want = d < ax ? dx->shape[d]
+                   : d < ax + idx->rank ? idx->shape[d - ax] : dx->shape[d - idx->rank + 1];
+    ok = dy->shape[d] == want;
+  }
+  if (!ok)
+    return FAIL(c, "dy %s is not gather(%s, indices %s, axis %d)'s output", TSTR(c, dy, b1),
+                TSTR(c, dx, b2), TSTR(c, idx, b3), (int)ax);
+  c->out[0] = *dx;
+  return RLX_OK;
+}
+
+/* Input i has p's shape and a float dtype (it may differ from p's: bf16
+ * grads with f32 params or state). */
+static rlx_status need_like_param(infer_ctx* c, int32_t i, const char* what) {
+  const rlx_type *p = c->t[0], *t = c->t[i];
+  char b1[160], b2[160];
+  int same = rlx_dtype_is_compute_float(t->dtype) && t->rank == p->rank;
+  for (int32_t d = 0; same && d < p->rank; d++) same = t->shape[d] == p->shape[d];
+  if (!same)
+    return FAIL(c, "%s must be a float tensor shaped like the param: param %s, %s %s", what,
+                TSTR(c, p, b1), what, TSTR(c, t, b2));
+  return RLX_OK;
+}
+
+static rlx_status check_update(infer_ctx* c, int32_t hyper_slot, int32_t n_opt) {
+  const rlx_type* h = c->t[hyper_slot];
+  char buf[160];
+  if (!rlx_dtype_is_compute_float(c->t[0]->dtype))
+    return FAIL(c, "param must be a float dtype, got %s", TSTR(c, c->t[0], buf));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 1, "grad"));
+  if (h->dtype != RLX_F32 || h->rank != 1 || h->shape[0] != RLX_HYPER_COUNT)
+    return FAIL(c, "hyper must be f32[%d], got %s", RLX_HYPER_COUNT, TSTR(c, h, buf));
+  if (c->a->opt.n != n_opt)
+    return FAIL(c, "opt holds %d constants, needs %d", (int)c->a->opt.n, (int)n_opt);
+  for (int32_t i = 0; i < n_opt; i++)
+    if (!isfinite(c->a->opt.v[i])) return FAIL(c, "opt constant %d is not finite", (int)i);
+  return RLX_OK;
+}
+
+static rlx_status infer_sgd_update(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_update(c, 3, RLX_OPT_SGD_COUNT));
+  float momentum = c->a->opt.v[RLX_OPT_SGD_MOMENTUM];
+  if (momentum < 0.0f) return FAIL(c, "momentum %g is negative", (double)momentum);
+  if (momentum != 0.0f && !c->t[2]) return FAIL(c, "momentum %g needs a momentum buffer", (double)momentum);
+  if (c->t[2]) RLX_RETURN_IF_ERROR(need_like_param(c, 2, "momentum buffer"));
+  c->out[0] = *c->t[0];
+  if (c->t[2]) {
+    c->out[1] = *c->t[2];
+  } else { /* no buffer: an empty output, never read */
+    c->out[1].dtype = c->t[0]->dtype;
+    c->out[1].rank = 1;
+    c->out[1].shape[0] = 0;
+  }
+  return RLX_OK;
+}
+
+static rlx_status infer_adam_update(infer_ctx* c) {
+  RLX_RETURN_IF_ERROR(check_update(c, 4, RLX_OPT_ADAM_COUNT));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 2, "m"));
+  RLX_RETURN_IF_ERROR(need_like_param(c, 3, "v"));
+  const float* o = c->a->opt.v;
+  if (!(o[RLX_OPT_ADAM_BETA1] >= 0.0f && o[RLX_OPT_ADAM_BETA1] < 1.0f &&
+        o[RLX_OPT_ADAM_BETA2] >= 0.0f && o[RLX_OPT_ADAM_BETA2] < 1.0f))
+    return FAIL(c, "betas (%g, %g) must be in [0, 1)", (double)o[RLX_OPT_ADAM_BETA1],
+                (double)o[RLX_OPT_ADAM_BETA2]);
+  c->out[0] = *c->t[0];
+  c->out[1] = *c->t[2];
+  c->out[2] = *c->t[3];
+  return RLX_OK;
+}
+
 /* The declared type of an output whose body is built later (ops.def). */
 static rlx_status infer_deferred(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(check_type(c, &c->a->type, "type"));
@@ -1247,6 +1519,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM: case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
       return infer_fused_residual_norm(c);
     case RLX_OP_ATTENTION: return infer_attention(c);
+    case RLX_OP_ATTENTION_BACKWARD: return infer_attention_backward(c);
     case RLX_OP_ROPE: return infer_rope(c);
     case RLX_OP_SAMPLE: return infer_sample(c);
     case RLX_OP_POOL: return infer_pool(c);
@@ -1262,6 +1535,19 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_IM2COL: return infer_im2col(c);
     case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM: case RLX_OP_BATCH_NORM: case RLX_OP_LRN:
       return infer_channel_norm(c);
+    case RLX_OP_LAYER_NORM_BACKWARD: return infer_layer_norm_backward(c);
+    case RLX_OP_RMS_NORM_BACKWARD: return infer_rms_norm_backward(c);
+    case RLX_OP_SOFTMAX_BACKWARD: case RLX_OP_LOG_SOFTMAX_BACKWARD:
+      return infer_softmax_backward(c);
+    case RLX_OP_ROPE_BACKWARD: return infer_rope(c);
+    case RLX_OP_CUMSUM_BACKWARD: return infer_cumsum_backward(c);
+    case RLX_OP_CROSS_ENTROPY: return infer_cross_entropy(c);
+    case RLX_OP_CROSS_ENTROPY_BACKWARD: return infer_cross_entropy_backward(c);
+    case RLX_OP_GATHER_BACKWARD: return infer_gather_backward(c);
+    case RLX_OP_SGD_UPDATE: return infer_sgd_update(c);
+    case RLX_OP_ADAM_UPDATE: return infer_adam_update(c);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return infer_conv_backward_weight(c);
+    case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

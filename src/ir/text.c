@@ -1124,7 +1124,7 @@ static rlx_status add_parsed_node(parser* p, node_line* nl) {
   const rlx_op_info* info = &rlx_op_table[nl->op];
   const char* op_name = rlx_op_name(nl->op, nl->a.kind);
   if (info->flags & OPF_DECLARED) nl->a.type = nl->types[0];
-  rlx_tensor outs[RLX_MAX_OUTPUTS] = {RLX_NONE, RLX_NONE};
+  rlx_tensor outs[RLX_MAX_OUTPUTS] = {RLX_NONE, RLX_NONE, RLX_NONE};
   if (rlx_graph_add_node(p->g, nl->op, &nl->a, nl->in, nl->n_in, outs) != RLX_OK)
     return FAIL(p, &nl->op_tok, "%s", rlx_graph_last_error(p->g));
   for (int32_t i = 0; i < nl->n_out; i++) {

@@ -415,6 +415,84 @@ static rlx_status rule_conv_transpose(rewriter* r, const rlx_node* n) {
                    rlx_tensor_type(r->src, n->out[0]), &r->map[n->out[0]]);
 }
 
+/* ConvBackwardWeight's description: C from x, OC from dy, the kernel
+ * sizes from its attribute. */
+static void wgrad_spec_of(const rlx_graph* g, const rlx_node* n, conv_spec* c) {
+  memset(c, 0, sizeof *c);
+  c->ns = n->a.kernel.n;
+  c->last = rlx_conv_layout_is_last(n->a.conv_layout);
+  c->w_ohwi = n->a.conv_layout == RLX_CONV_CHANNELS_LAST_OHWI;
+  c->groups = n->a.groups;
+  c->C = rlx_tensor_type(g, n->in[0])->shape[channel_axis(c)];
+  c->OC = rlx_tensor_type(g, n->in[1])->shape[channel_axis(c)];
+  c->K = 1;
+  for (int32_t i = 0; i < c->ns; i++) {
+    c->kernel[i] = n->a.kernel.v[i];
+    c->K *= c->kernel[i];
+    c->stride[i] = n->a.strides.v[i];
+    c->dilation[i] = n->a.dilations.v[i];
+    c->pad[i] = n->a.pads.v[i];
+    c->pad_end[i] = n->a.pads.v[c->ns + i];
+  }
+}
+
+/* Sum over the batch (axis 0, dropped). */
+static rlx_status sum_batch(rewriter* r, rlx_tensor x, rlx_tensor* out) {
+  rlx_node_attrs at = {0};
+  at.kind = RLX_RED_SUM;
+  at.axes = 1u;
+  return add(r, RLX_OP_REDUCE, &at, &x, 1, out);
+}
+
+/* d_w per image and group as one batched MatMul of dy with the forward's
+ * columns, then summed over the images:
+ *   channels first: dy [N, G, OCg, L] . col [N, G, Cg*K, L]^T -> [N, G, OCg, Cg*K];
+ *   channels last:  dy [N, G, L, OCg]^T . col [N, G, L, K*Cg] -> [N, G, OCg, K*Cg]
+ * (tap-major, OHWI; transposed to [OC, Cg, k...] for OIHW weights). */
+static rlx_status rule_conv_wgrad(rewriter* r, const rlx_node* n) {
+  conv_spec c;
+  wgrad_spec_of(r->src, n, &c);
+  rlx_tensor col, dy = mapped(r, n->in[1]), dw;
+  RLX_RETURN_IF_ERROR(conv_columns(r, &c, mapped(r, n->in[0]), &col));
+  const rlx_type* ct = rlx_tensor_type(r->dst, col);
+  rlx_dim N = ct->shape[0], L = c.last ? ct->shape[1] : ct->shape[2], G = c.groups;
+  rlx_dim cg = c.C / G, ocg = c.OC / G;
+  rlx_node_attrs mm = {0};
+  if (!c.last) {
+    rlx_dim cs[4] = {N, G, cg * c.K, L}, ds[4] = {N, G, ocg, L};
+    RLX_RETURN_IF_ERROR(reshape_to(r, col, 4, cs, &col));
+    RLX_RETURN_IF_ERROR(reshape_to(r, dy, 4, ds, &dy));
+    mm.transpose_b = 1;
+  } else {
+    rlx_dim cs[5] = {N, L, c.K, G, cg}, ds[4] = {N, L, G, ocg};
+    RLX_RETURN_IF_ERROR(reshape_to(r, col, 5, cs, &col));
+    RLX_RETURN_IF_ERROR(reshape_to(r, dy, 4, ds, &dy));
+    if (G > 1) {
+      int32_t pc[5] = {0, 3, 1, 2, 4}, pd[4] = {0, 2, 1, 3};
+      RLX_RETURN_IF_ERROR(transpose_to(r, col, pc, &col));
+      RLX_RETURN_IF_ERROR(transpose_to(r, dy, pd, &dy));
+    }
+    rlx_dim cs2[4] = {N, G, L, c.K * cg}, ds2[4] = {N, G, L, ocg};
+    RLX_RETURN_IF_ERROR(reshape_to(r, col, 4, cs2, &col));
+    RLX_RETURN_IF_ERROR(reshape_to(r, dy, 4, ds2, &dy));
+    mm.transpose_a = 1;
+  }
+  rlx_tensor in[2] = {dy, col};
+  RLX_RETURN_IF_ERROR(add(r, RLX_OP_MATMUL, &mm, in, 2, &dw));
+  RLX_RETURN_IF_ERROR(sum_batch(r, dw, &dw));
+  const rlx_type* wt = rlx_tensor_type(r->src, n->out[0]);
+  if (!c.last || c.w_ohwi) return reshape_to(r, dw, wt->rank, wt->shape, &r->map[n->out[0]]);
+  rlx_dim hwi[RLX_MAX_RANK] = {c.OC}; /* [OC, k..., Cg] -> [OC, Cg, k...] */
+  int32_t perm[RLX_MAX_RANK] = {0, c.ns + 1};
+  for (int32_t i = 0; i < c.ns; i++) {
+    hwi[1 + i] = c.kernel[i];
+    perm[2 + i] = 1 + i;
+  }
+  hwi[c.ns + 1] = cg;
+  RLX_RETURN_IF_ERROR(reshape_to(r, dw, c.ns + 2, hwi, &dw));
+  return transpose_to(r, dw, perm, &r->map[n->out[0]]);
+}
+
 /* Im2Col with padding -> Pad + unpadded Im2Col, on every backend: the
  * lowering of Im2Col is a single strided copy, which cannot pad. */
 static int im2col_padded(const rlx_node* n) {
@@ -448,6 +526,7 @@ static rlx_status try_rule(rewriter* r, const rlx_node* n, int* applied) {
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return rule_fused_residual_norm(r, n);
     case RLX_OP_CONV: return rule_conv(r, n);
     case RLX_OP_CONV_TRANSPOSE: return rule_conv_transpose(r, n);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return rule_conv_wgrad(r, n);
     case RLX_OP_IM2COL:
       if (im2col_padded(n)) return rule_im2col_pad(r, n);
       break;

@@ -144,6 +144,9 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_REDUCE: return work_of(s->p.reduce.outer, RLX_WORK_GROUP);
     case RLX_K_SOFTMAX:
       return work_of(s->p.rowop.row.outer * s->p.rowop.row.inner, RLX_WORK_GROUP);
+    case RLX_K_SOFTMAX_BWD:
+      return work_of(s->p.rowop.row.outer * s->p.rowop.row.inner, RLX_WORK_GROUP);
+    case RLX_K_NORM_BWD: return work_of(s->p.norm.rows, RLX_WORK_GROUP);
     case RLX_K_ARG_REDUCE: case RLX_K_CUMSUM:
       return work_of(s->p.rowop.row.outer * s->p.rowop.row.inner, RLX_WORK_LANE);
     case RLX_K_TOPK: {
@@ -165,6 +168,12 @@ rlx_work rlx_step_work(const rlx_step* s) {
       const rlx_attention_params* p = &s->p.attn;
       return work_of(p->B * p->H * p->Sq, RLX_WORK_GROUP);
     }
+    case RLX_K_ATTENTION_BWD: {
+      const rlx_attention_params* a = &s->p.attn_bwd.a;
+      if (s->op == RLX_ATTN_BWD_FULL) return work_of(1, RLX_WORK_GROUP);
+      int per_key = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+      return work_of(per_key ? a->B * a->Hkv * a->Sk : a->B * a->H * a->Sq, RLX_WORK_GROUP);
+    }
     case RLX_K_ROPE: {
       /* n_rot/2 rotated pairs plus D - n_rot copied dims per (b, s, h) */
       const rlx_rope_params* p = &s->p.rope;
@@ -175,7 +184,14 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_RESIZE: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_SAMPLER: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_CONV: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_CONV_WGRAD: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_POOL_BACKWARD: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_GROUP_NORM: return work_of(s->p.gnorm.outer * s->p.gnorm.inner, RLX_WORK_GROUP);
+    case RLX_K_XENT:
+      return work_of(s->op == RLX_XENT_MEAN ? 1 : s->p.xent.rows, RLX_WORK_GROUP);
+    case RLX_K_GATHER_BACKWARD:
+      return work_of(s->p.gather.outer * s->p.gather.axis_len, RLX_WORK_GROUP);
+    case RLX_K_OPT_UPDATE: return work_of(s->p.opt.n, RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -628,9 +644,9 @@ static rlx_status lower_row_op(const rlx_graph* g, const rlx_plan* plan, int32_t
   rlx_step* s;
   RLX_RETURN_IF_ERROR(push(out, k, ni, &s));
   s->op = op;
-  s->n_in = 1;
+  s->n_in = n->n_in; /* 1, or y and dy for the softmax backward */
   s->n_out = n->n_out;
-  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  for (int32_t i = 0; i < n->n_in; i++) s->in[i] = rlx_view_of(g, plan, n->in[i]);
   for (int32_t i = 0; i < n->n_out; i++) s->out[i] = rlx_view_of(g, plan, n->out[i]);
   s->p.rowop.row = row_params(t, n->a.axis);
   s->p.rowop.exclusive = n->a.exclusive;
@@ -683,6 +699,16 @@ rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
     case RLX_OP_LOG_SOFTMAX: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX, 1, out); break;
     case RLX_OP_CUMSUM: st = lower_row_op(g, plan, ni, RLX_K_CUMSUM, 0, out); break;
     case RLX_OP_TOPK: st = lower_row_op(g, plan, ni, RLX_K_TOPK, 0, out); break;
+    case RLX_OP_SOFTMAX_BACKWARD: st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX_BWD, 0, out); break;
+    case RLX_OP_LOG_SOFTMAX_BACKWARD:
+      st = lower_row_op(g, plan, ni, RLX_K_SOFTMAX_BWD, 1, out);
+      break;
+    case RLX_OP_CUMSUM_BACKWARD:
+      /* The gradient of a prefix sum is the prefix sum the other way: the
+       * CUMSUM kind with reverse flipped, no kernel of its own. */
+      st = lower_row_op(g, plan, ni, RLX_K_CUMSUM, 0, out);
+      if (st == RLX_OK) out->steps[out->n - 1].p.rowop.reverse = !n->a.reverse;
+      break;
     case RLX_OP_DEPTH_TO_SPACE:
     case RLX_OP_SPACE_TO_DEPTH: st = lower_depth_space(g, plan, ni, out); break;
     case RLX_OP_IM2COL: st = lower_im2col(g, plan, ni, out); break;
@@ -704,6 +730,7 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM:
     case RLX_OP_ATTENTION:
+    case RLX_OP_ATTENTION_BACKWARD:
     case RLX_OP_ROPE:
     case RLX_OP_SAMPLE:
     case RLX_OP_POOL:
@@ -713,9 +740,14 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_ROI_ALIGN: return 1;
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return 1;
+    case RLX_OP_CONV_BACKWARD_WEIGHT:
+    case RLX_OP_POOL_BACKWARD: return 1;
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return 1;
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD:
+    case RLX_OP_ROPE_BACKWARD: return 1;
     default: return 0;
   }
 }
@@ -773,8 +805,10 @@ static int node_is_static(const rlx_graph* g, const rlx_node* n) {
 static rlx_status lower_node(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                              rlx_step_list* out) {
   int32_t first = out->n;
-  rlx_status st = is_nn_op(g->nodes[ni].op) ? rlx_lower_nn(g, plan, ni, out)
-                                            : rlx_lower_basic(g, plan, ni, out);
+  rlx_op op = g->nodes[ni].op;
+  rlx_status st = is_nn_op(op)                  ? rlx_lower_nn(g, plan, ni, out)
+                  : rlx_lower_is_train_op(op) ? rlx_lower_train(g, plan, ni, out)
+                                                : rlx_lower_basic(g, plan, ni, out);
   if (st != RLX_OK) return st;
   for (int32_t i = first; i < out->n; i++) rlx_step_finish(&out->steps[i]);
   return RLX_OK;

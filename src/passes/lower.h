@@ -29,8 +29,8 @@ typedef enum rlx_kernel {
   RLX_K_COUNT
 } rlx_kernel;
 
-#define RLX_STEP_MAX_IN 5
-#define RLX_STEP_MAX_OUT 2
+#define RLX_STEP_MAX_IN 6
+#define RLX_STEP_MAX_OUT 3
 
 typedef struct rlx_view {
   uint64_t offset; /* byte offset of element [0,...,0] in the arena */
@@ -120,6 +120,37 @@ typedef struct rlx_attention_params {
   float softcap;  /* 0 = off */
 } rlx_attention_params;
 
+/* AttentionBackward (RLX_K_ATTENTION_BWD) runs as phases, one step each,
+ * in this order (step op):
+ *   STATS: per query row (b, h, i): the row's logsumexp over the keys and
+ *          D = dot(d_out, out), written as stats[r] = {lse, D}, r = (b*H + h)*Sq + i;
+ *   DV:    per key row (b, kvh, j): dv = sum over the kv head's query heads
+ *          and rows of P * d_out;
+ *   DK:    per key row: dk = sum of dS * q * scale (dS through the softcap);
+ *   DQ:    per query row: dq = sum over keys of dS * k * scale; it recomputes
+ *          its row's stats, because its output overwrites them;
+ *   FULL:  all three gradients in one step (CPU reference only), lowered
+ *          instead when the stats do not fit in dq's bytes.
+ * The stats (dense [B*H*Sq, 2] of f64 when q is f64, else f32) live in dq's
+ * bytes between STATS and DQ, so no scratch memory is planned.
+ * Inputs: in0 q, in1 k, in2 v (absent in STATS and DV), in3 mask (optional),
+ * in4 out (STATS, DQ, FULL) or the stats (DV, DK), in5 d_out. Outputs: out0
+ * the phase's tensor (stats, dv, dk or dq); FULL: dq, dk, dv. */
+enum {
+  RLX_ATTN_BWD_STATS = 0,
+  RLX_ATTN_BWD_DV = 1,
+  RLX_ATTN_BWD_DK = 2,
+  RLX_ATTN_BWD_DQ = 3,
+  RLX_ATTN_BWD_FULL = 4,
+};
+typedef struct rlx_attention_bwd_params {
+  rlx_attention_params a; /* the forward's geometry; o_* strides are out's */
+  int64_t do_sb, do_ss, do_sh; /* d_out (Dv wide) */
+  int64_t dq_sb, dq_ss, dq_sh;
+  int64_t dk_sb, dk_ss, dk_sh;
+  int64_t dv_sb, dv_ss, dv_sh;
+} rlx_attention_bwd_params;
+
 /* RoPE: element d of (b, s, h) of x is at x_sb*b + x_ss*s + x_sh*h + d; out
  * uses o_* strides. Table row = per_token ? b*S + s : s; row stride = n_rot/2. */
 typedef struct rlx_rope_params {
@@ -128,6 +159,7 @@ typedef struct rlx_rope_params {
   int64_t o_sb, o_ss, o_sh;
   int32_t n_rot, style; /* rlx_rope_style */
   int32_t per_token;
+  int32_t inverse; /* RopeBackward: rotate by -angle (sin negated) */
 } rlx_rope_params;
 
 typedef struct rlx_sample_params {
@@ -204,8 +236,13 @@ typedef struct rlx_sampler_params {
  * Transpose: x[n, c, i] scatters to y[n, oc, i * stride - pad + t *
  * dilation]; out[] already includes output_padding. y = act(sum + bias[oc]
  * + residual[n, oc, o]). Dims past n_spatial are 1 (kernel, stride,
- * dilation 1, pads 0). */
-enum { RLX_CONV_FORWARD = 0, RLX_CONV_TRANSPOSE = 1 };
+ * dilation 1, pads 0).
+ * Weight gradient (RLX_K_CONV_WGRAD, op RLX_CONV_BACKWARD_WEIGHT): in0 x,
+ * in1 dy (the forward's y), out d_w in w's layout (OHWI for
+ * channels_last_ohwi); d_w[oc, c, t] sums x[n, g*Cg + c, o * stride - pad
+ * + t * dilation] * dy[n, oc, o] over n and o (out[] = dy's spatial dims);
+ * act, bias and residual are unused. */
+enum { RLX_CONV_FORWARD = 0, RLX_CONV_TRANSPOSE = 1, RLX_CONV_BACKWARD_WEIGHT = 2 };
 typedef struct rlx_conv_params {
   int32_t n_spatial;               /* 1..3 */
   int32_t layout;                  /* rlx_conv_layout of x, residual and y */
@@ -235,6 +272,25 @@ typedef struct rlx_gnorm_params {
   int32_t has_gamma, has_beta, has_stats;
 } rlx_gnorm_params;
 
+/* CrossEntropy (RLX_K_XENT): op is one of these; rows of `vocab` logits. */
+enum { RLX_XENT_ROWS = 0, RLX_XENT_MEAN = 1, RLX_XENT_BACKWARD = 2 };
+typedef struct rlx_xent_params {
+  int64_t rows, vocab;
+  int64_t ignore_index;
+  float label_smoothing;
+} rlx_xent_params;
+
+/* Optimizer updates (RLX_K_OPT_UPDATE): op SGD or Adam over n elements;
+ * the constants of the graph's opt attribute (hyper holds the rest). */
+enum { RLX_OPT_SGD = 0, RLX_OPT_ADAM = 1 };
+typedef struct rlx_opt_params {
+  int64_t n;
+  float momentum, dampening, weight_decay; /* weight_decay: both */
+  float beta1, beta2, eps;
+  int32_t nesterov, has_buf; /* SGD */
+  int32_t decoupled;         /* Adam: 1 AdamW */
+} rlx_opt_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -242,16 +298,20 @@ typedef struct rlx_gnorm_params {
  *   copy, binary, compare, where, unary: one output element (lane);
  *   matmul: one RLX_MM_TILE x RLX_MM_TILE output tile of one batch (group);
  *   reduce: one output element (group: the reduced values are shared out);
- *   softmax: one row (outer x inner of them; group);
+ *   softmax, softmax_bwd: one row (outer x inner of them; group);
  *   arg_reduce, cumsum: one row (lane);  topk: one input element (lane);
  *   gather: one output element (lane);  scatter_add: one destination
  *   element of the scattered window, idx's shape with the axis at the
- *   output's length (lane: each sums its own sources, no atomics);  norm: one row (group);  attention: one query row of one head
- *   (group);  rope: one rotated pair or one pass-through element (lane);
+ *   output's length (lane: each sums its own sources, no atomics);  norm, norm_bwd: one row (group);  attention: one query row of one head
+ *   (group);  attention_bwd: one query row of one head (STATS, DQ) or one
+ *   key row of one kv head (DV, DK), a group; FULL: one group;  rope: one rotated pair or one pass-through element (lane);
  *   sample: one row of logits (group);  pool: one output element (lane);
  *   resize: one output element (lane);  sampler: one output element (lane);
- *   conv: one output element (lane);
+ *   conv: one output element (lane);  conv_wgrad: one d_w element (lane);
+ *   pool_backward: one dx (input) element (lane);
  *   group_norm: one normalised group (outer x inner of them; group);
+ *   xent: one row (group; the mean: one group);  gather_backward: one dx
+ *   row of inner elements (group);  opt_update: one element (lane);
  *   host: none.
  * Backends with faster kernels (vectorised, tiled differently) may launch
  * them instead, but the portable geometry is never re-derived. */
@@ -283,6 +343,7 @@ typedef struct rlx_step {
     rlx_scatter_params scatter;
     rlx_norm_params norm;
     rlx_attention_params attn;
+    rlx_attention_bwd_params attn_bwd;
     rlx_rope_params rope;
     rlx_sample_params sample;
     rlx_pool_params pool;
@@ -290,6 +351,8 @@ typedef struct rlx_step {
     rlx_sampler_params sampler;
     rlx_conv_params conv;
     rlx_gnorm_params gnorm;
+    rlx_xent_params xent;
+    rlx_opt_params opt;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];
@@ -380,6 +443,10 @@ const char* rlx_kernel_name(rlx_kernel k);
  * them with rlx_step_finish) and reports failures into out->err. */
 rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
+/* lower_train.c: CrossEntropy (+ backward), GatherBackward, SGD / Adam
+ * updates; rlx_lower_is_train_op says which ops it takes. */
+int rlx_lower_is_train_op(rlx_op op);
+rlx_status rlx_lower_train(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out);
 /* The native steps of node ni (the dispatch rlx_lower uses), ranges
  * derived. Host fallbacks use it to run a RLX_K_HOST node's own steps with
  * the CPU reference against a host mirror of the arena. */

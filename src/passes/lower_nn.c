@@ -195,6 +195,105 @@ static rlx_status lower_norm(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ norm backward */
+
+/* LayerNormBackward (x, gamma, dy -> dx, d_gamma, d_beta) and
+ * RmsNormBackward (x, gamma, dy -> dx, d_gamma) as steps:
+ *   1. NORM without gamma / beta writes xhat into dx's bytes (dx is this
+ *      node's own output, so it serves as the scratch row block);
+ *   2. BINARY multiplies it by dy in place;
+ *   3. REDUCE sums those columns over the rows into d_gamma (and dy's
+ *      columns into d_beta): a deterministic column reduction, no atomics;
+ *   4. NORM_BWD recomputes each row's statistics and overwrites dx.
+ * The read / write ranges order them on every backend. With f16 / bf16 the
+ * product of step 2 is rounded to that dtype before the f32 sum. */
+static void norm_rows_cols(const rlx_view* x, int32_t axis, rlx_norm_params* p) {
+  p->cols = 1;
+  for (int32_t d = axis; d < x->rank; d++) p->cols *= x->shape[d];
+  p->rows = p->cols > 0 ? view_numel(x) / p->cols : 0;
+}
+
+/* The view v of rows x cols elements seen as [cols, rows] (strides 1, cols). */
+static rlx_view columns_view(rlx_view v, const rlx_norm_params* p) {
+  v.rank = 2;
+  v.shape[0] = p->cols, v.stride[0] = 1;
+  v.shape[1] = p->rows, v.stride[1] = p->cols;
+  return v;
+}
+
+static rlx_status push_column_sum(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                  const rlx_view* src, rlx_tensor dst,
+                                  const rlx_norm_params* np, rlx_step_list* out) {
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_REDUCE, ni);
+  s->op = RLX_RED_SUM;
+  s->n_in = s->n_out = 1;
+  s->in[0] = columns_view(*src, np);
+  s->out[0] = rlx_view_of(g, plan, dst);
+  s->out[0].rank = 1;
+  s->out[0].shape[0] = np->cols;
+  s->out[0].stride[0] = 1;
+  s->p.reduce.n_keep = 1, s->p.reduce.n_red = 1;
+  s->p.reduce.outer = np->cols, s->p.reduce.inner = np->rows;
+  return finish_step(g, s, out);
+}
+
+static rlx_status lower_norm_param_grads(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                         const rlx_norm_params* np, rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view x = rlx_view_of(g, plan, n->in[0]), dy = rlx_view_of(g, plan, n->in[2]);
+  rlx_view dx = rlx_view_of(g, plan, n->out[0]);
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_NORM, ni);
+  s->p.norm = *np;
+  s->p.norm.has_gamma = 0;
+  s->n_in = 5;
+  s->in[NORM_X] = x;
+  s->n_out = 1;
+  s->out[0] = dx;
+  RLX_RETURN_IF_ERROR(finish_step(g, s, out));
+  start_step(s, RLX_K_BINARY, ni);
+  s->op = RLX_BIN_MUL;
+  s->n_in = 2;
+  s->in[0] = dx;
+  s->in[1] = dy;
+  s->n_out = 1;
+  s->out[0] = dx;
+  RLX_RETURN_IF_ERROR(finish_step(g, s, out));
+  RLX_RETURN_IF_ERROR(push_column_sum(g, plan, ni, &dx, n->out[1], np, out));
+  if (n->n_out > 2) RLX_RETURN_IF_ERROR(push_column_sum(g, plan, ni, &dy, n->out[2], np, out));
+  return RLX_OK;
+}
+
+static rlx_status lower_norm_backward(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                      rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_view x = rlx_view_of(g, plan, n->in[0]);
+  int rms = n->op == RLX_OP_RMS_NORM_BACKWARD;
+  int32_t axis = rms ? x.rank - 1 : n->a.axis;
+  if (x.rank < 1 || axis < 0 || axis >= x.rank) return fail_node(out, g, ni, "norm axis out of range");
+  rlx_norm_params np;
+  memset(&np, 0, sizeof np);
+  norm_rows_cols(&x, axis, &np);
+  np.eps = n->a.eps;
+  np.rms = rms;
+  np.has_gamma = n->in[1] != RLX_NONE;
+  rlx_view gamma = optional_input(g, plan, n, 1);
+  if (np.has_gamma && view_numel(&gamma) != np.cols)
+    return fail_node(out, g, ni, "gamma must have one element per normalised column");
+  RLX_RETURN_IF_ERROR(lower_norm_param_grads(g, plan, ni, &np, out));
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_NORM_BWD, ni);
+  s->p.norm = np;
+  s->n_in = 3;
+  s->in[0] = x;
+  s->in[1] = gamma;
+  s->in[2] = rlx_view_of(g, plan, n->in[2]);
+  s->n_out = 1;
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  return finish_step(g, s, out);
+}
+
 /* ------------------------------------------------------------------ attention */
 
 /* Batch, sequence and head strides of a rank-4 view in `layout`, and its
@@ -286,6 +385,138 @@ static rlx_status lower_attention(const rlx_graph* g, const rlx_plan* plan, int3
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ attention backward */
+
+/* The forward's geometry, mask and scale for an AttentionBackward node:
+ * lower_attention's checks over a forward-shaped step (q, k, v, mask, out). */
+static rlx_status attention_bwd_forward_geometry(const rlx_graph* g, const rlx_plan* plan,
+                                                 int32_t ni, rlx_step_list* out,
+                                                 rlx_step* fwd) {
+  const rlx_node* n = &g->nodes[ni];
+  start_step(fwd, RLX_K_ATTENTION, ni);
+  fwd->n_in = 4;
+  for (int i = 0; i < 3; i++) fwd->in[i] = rlx_view_of(g, plan, n->in[i]);
+  fwd->n_out = 1;
+  fwd->out[0] = rlx_view_of(g, plan, n->in[4]);
+  rlx_attention_params* p = &fwd->p.attn;
+  RLX_RETURN_IF_ERROR(attention_geometry(out, g, ni, fwd, p));
+  p->mask = n->a.mask;
+  p->window = n->a.window;
+  p->softcap = n->a.softcap;
+  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
+  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
+  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
+  if (p->mask != RLX_MASK_CUSTOM && p->mask != RLX_MASK_BIAS) return RLX_OK;
+  if (n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
+  const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
+  if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
+  rlx_type scores;
+  memset(&scores, 0, sizeof scores);
+  scores.dtype = mt->dtype;
+  scores.rank = 4;
+  scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
+  for (int32_t i = 0; i < mt->rank; i++) {
+    rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
+    if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
+  }
+  fwd->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
+  p->m_sb = fwd->in[3].stride[0];
+  p->m_sh = fwd->in[3].stride[1];
+  p->m_sq = fwd->in[3].stride[2];
+  p->m_sk = fwd->in[3].stride[3];
+  return RLX_OK;
+}
+
+/* Strides of a gradient (or d_out) view that must match `like` in shape. */
+static int bwd_strides(const rlx_view* v, int32_t layout, const bshd* like, int64_t* sb,
+                       int64_t* ss, int64_t* sh) {
+  bshd x;
+  if (!split_layout(v, layout, &x) || x.B != like->B || x.S != like->S || x.H != like->H ||
+      x.D != like->D)
+    return 0;
+  *sb = x.sb, *ss = x.ss, *sh = x.sh;
+  return 1;
+}
+
+/* The stats as a dense [rows, 2] view over dq's first bytes, when dq is
+ * dense and large enough to hold them. */
+static int attention_bwd_stats_view(const rlx_view* dq, int64_t rows, rlx_view* stats) {
+  rlx_dtype t = dq->dtype == RLX_F64 ? RLX_F64 : RLX_F32;
+  int64_t expect = 1, numel = 1;
+  for (int32_t d = dq->rank - 1; d >= 0; d--) {
+    if (dq->shape[d] != 1 && dq->stride[d] != expect) return 0;
+    expect *= dq->shape[d];
+    numel *= dq->shape[d];
+  }
+  if ((uint64_t)rows * 2u * rlx_dtype_size(t) > (uint64_t)numel * rlx_dtype_size(dq->dtype)) return 0;
+  memset(stats, 0, sizeof *stats);
+  stats->offset = dq->offset;
+  stats->dtype = t;
+  stats->rank = 2;
+  stats->shape[0] = rows, stats->shape[1] = 2;
+  stats->stride[0] = 2, stats->stride[1] = 1;
+  return 1;
+}
+
+static rlx_status lower_attention_backward(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                           rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step fwd;
+  RLX_RETURN_IF_ERROR(attention_bwd_forward_geometry(g, plan, ni, out, &fwd));
+  rlx_step base;
+  start_step(&base, RLX_K_ATTENTION_BWD, ni);
+  rlx_attention_bwd_params* p = &base.p.attn_bwd;
+  p->a = fwd.p.attn;
+  base.n_in = 6;
+  for (int i = 0; i < 4; i++) base.in[i] = fwd.in[i];
+  base.in[4] = fwd.out[0];
+  base.in[5] = rlx_view_of(g, plan, n->in[5]);
+  rlx_view dq = rlx_view_of(g, plan, n->out[0]), dk = rlx_view_of(g, plan, n->out[1]),
+           dv = rlx_view_of(g, plan, n->out[2]);
+  int32_t layout = n->a.layout;
+  bshd q, k, v, o;
+  split_layout(&fwd.in[0], layout, &q);
+  split_layout(&fwd.in[1], layout, &k);
+  split_layout(&fwd.in[2], layout, &v);
+  split_layout(&fwd.out[0], layout, &o);
+  if (!bwd_strides(&base.in[5], layout, &o, &p->do_sb, &p->do_ss, &p->do_sh) ||
+      !bwd_strides(&dq, layout, &q, &p->dq_sb, &p->dq_ss, &p->dq_sh) ||
+      !bwd_strides(&dk, layout, &k, &p->dk_sb, &p->dk_ss, &p->dk_sh) ||
+      !bwd_strides(&dv, layout, &v, &p->dv_sb, &p->dv_ss, &p->dv_sh))
+    return fail_node(out, g, ni, "d_out, dq, dk and dv must be shaped like out, q, k and v");
+  rlx_view stats;
+  if (!attention_bwd_stats_view(&dq, p->a.B * p->a.H * p->a.Sq, &stats)) {
+    rlx_step* s = &base;
+    s->op = RLX_ATTN_BWD_FULL;
+    s->n_out = 3;
+    s->out[0] = dq, s->out[1] = dk, s->out[2] = dv;
+    return finish_step(g, s, out);
+  }
+  rlx_step phase[4];
+  for (int i = 0; i < 4; i++) {
+    phase[i] = base;
+    phase[i].op = i; /* RLX_ATTN_BWD_STATS .. DQ */
+    phase[i].n_out = 1;
+  }
+  phase[RLX_ATTN_BWD_STATS].in[2] = absent_view();
+  phase[RLX_ATTN_BWD_STATS].out[0] = stats;
+  phase[RLX_ATTN_BWD_DV].in[2] = absent_view();
+  phase[RLX_ATTN_BWD_DV].in[4] = stats;
+  phase[RLX_ATTN_BWD_DV].out[0] = dv;
+  phase[RLX_ATTN_BWD_DK].in[4] = stats;
+  phase[RLX_ATTN_BWD_DK].out[0] = dk;
+  phase[RLX_ATTN_BWD_DQ].out[0] = dq;
+  int32_t first = out->n;
+  for (int i = 0; i < 4; i++) {
+    rlx_status st = finish_step(g, &phase[i], out);
+    if (st != RLX_OK) {
+      out->n = first; /* no half-lowered node */
+      return st;
+    }
+  }
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ rope */
 
 static rlx_status lower_rope(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
@@ -305,6 +536,7 @@ static rlx_status lower_rope(const rlx_graph* g, const rlx_plan* plan, int32_t n
   p->o_sb = o.sb, p->o_ss = o.ss, p->o_sh = o.sh;
   p->n_rot = n->a.n_rot;
   p->style = n->a.style;
+  p->inverse = n->op == RLX_OP_ROPE_BACKWARD;
   if (p->n_rot < 2 || p->n_rot % 2 || p->n_rot > p->D) return fail_node(out, g, ni, "n_rot must be even, 2..head_dim");
   if (p->style != RLX_ROPE_NEOX && p->style != RLX_ROPE_GPTJ) return fail_node(out, g, ni, "unknown rope style");
   const rlx_view* cs = &s->in[1];
@@ -348,9 +580,12 @@ static rlx_status lower_sample(const rlx_graph* g, const rlx_plan* plan, int32_t
 static rlx_status lower_pool(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
   rlx_step st, *s = &st;
-  start_step(s, RLX_K_POOL, ni);
-  s->n_in = s->n_out = 1;
+  int backward = n->op == RLX_OP_POOL_BACKWARD; /* in1 dy; out dx (x's shape) */
+  start_step(s, backward ? RLX_K_POOL_BACKWARD : RLX_K_POOL, ni);
+  s->n_in = backward ? 2 : 1;
+  s->n_out = 1;
   s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  if (backward) s->in[1] = rlx_view_of(g, plan, n->in[1]);
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   rlx_pool_params* p = &s->p.pool;
   int32_t r = s->in[0].rank;
@@ -513,6 +748,24 @@ static rlx_status lower_conv(const rlx_graph* g, const rlx_plan* plan, int32_t n
   return finish_step(g, s, out);
 }
 
+/* ConvBackwardWeight: x [in0], dy [in1] -> d_w. The geometry is the
+ * forward's: conv_geometry reads the kernel sizes off d_w (the weight's
+ * layout) and OC and the output sizes off dy. */
+static rlx_status lower_conv_wgrad(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                   rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_CONV_WGRAD, ni);
+  s->op = RLX_CONV_BACKWARD_WEIGHT;
+  s->n_in = 2;
+  s->n_out = 1;
+  s->in[0] = rlx_view_of(g, plan, n->in[0]);
+  s->in[1] = rlx_view_of(g, plan, n->in[1]);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  conv_geometry(n, &s->in[0], &s->out[0], &s->in[1], &s->p.conv);
+  return finish_step(g, s, out);
+}
+
 /* ------------------------------------------------------------------ channel norms */
 
 /* GroupNorm, LayerNorm2d and BatchNorm on x [N, C, S...]: one
@@ -561,15 +814,21 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_FUSED_RESIDUAL_LAYER_NORM:
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: return lower_norm(g, plan, ni, out);
     case RLX_OP_ATTENTION: return lower_attention(g, plan, ni, out);
-    case RLX_OP_ROPE: return lower_rope(g, plan, ni, out);
+    case RLX_OP_ATTENTION_BACKWARD: return lower_attention_backward(g, plan, ni, out);
+    case RLX_OP_ROPE:
+    case RLX_OP_ROPE_BACKWARD: return lower_rope(g, plan, ni, out);
+    case RLX_OP_LAYER_NORM_BACKWARD:
+    case RLX_OP_RMS_NORM_BACKWARD: return lower_norm_backward(g, plan, ni, out);
     case RLX_OP_SAMPLE: return lower_sample(g, plan, ni, out);
     case RLX_OP_POOL:
+    case RLX_OP_POOL_BACKWARD:
     case RLX_OP_PAD: return lower_pool(g, plan, ni, out);
     case RLX_OP_RESIZE: return lower_resize(g, plan, ni, out);
     case RLX_OP_GRID_SAMPLE:
     case RLX_OP_ROI_ALIGN: return lower_sampler(g, plan, ni, out);
     case RLX_OP_CONV:
     case RLX_OP_CONV_TRANSPOSE: return lower_conv(g, plan, ni, out);
+    case RLX_OP_CONV_BACKWARD_WEIGHT: return lower_conv_wgrad(g, plan, ni, out);
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return lower_group_norm(g, plan, ni, out);

@@ -280,22 +280,51 @@ static void assign_inplace(owner_ctx* c) {
   }
 }
 
+/* The optimizer updates are elementwise with several outputs: each lane
+ * reads every operand of its element before writing any output, so any
+ * output may take the bytes of an input read at the same index. */
+static int is_update_node(const rlx_graph* g, int32_t ni) {
+  rlx_op op = g->nodes[ni].op;
+  return op == RLX_OP_SGD_UPDATE || op == RLX_OP_ADAM_UPDATE;
+}
+
+/* Does slot s of y's producer read element i exactly where y writes
+ * element i (same shape and element size)? */
+static int reads_aligned_with(const rlx_graph* g, int32_t ni, int32_t s, rlx_tensor y) {
+  if (!is_update_node(g, ni)) return inplace_shape_ok(g, ni, s);
+  const rlx_type* in = &g->values[g->nodes[ni].in[s]].type;
+  const rlx_type* out = &g->values[y].type;
+  if (in->rank != out->rank || rlx_dtype_size(in->dtype) != rlx_dtype_size(out->dtype)) return 0;
+  for (int32_t d = 0; d < in->rank; d++)
+    if (in->shape[d] != out->shape[d]) return 0;
+  return 1;
+}
+
+/* Whether some other value already lives in the bytes of x's class. */
+static int class_taken(const owner_ctx* c, int32_t xr) {
+  for (int32_t v = 0; v < c->g->n_values; v++)
+    if (c->vroot[v] == v && v != xr && c->owner[v] == xr) return 1;
+  return 0;
+}
+
 /* Device state: output y may live in the bytes of input x (both persistent)
  * when y's producer writes elementwise over x at the same index (every slot
- * reading x's bytes has y's exact shape), no later node reads x's bytes, x is
- * not a graph output, and neither side was given away already. */
+ * reading x's bytes has y's exact shape; an optimizer update may do so for
+ * each of its outputs), no later node reads x's bytes, x is not a graph
+ * output, and neither side was given away already. */
 static int state_alias_ok(const owner_ctx* c, rlx_tensor x, rlx_tensor y) {
   const rlx_graph* g = c->g;
   if (!value_in_range(g, x) || !value_in_range(g, y) || x == y) return 0;
   int32_t ni = g->values[y].node, xr = c->vroot[x];
-  if (ni < 0 || ni >= g->n_nodes || is_alias_node(g, ni) || g->nodes[ni].n_out != 1) return 0;
-  if (c->vroot[y] != y || c->owner[y] != y || c->owner[xr] != xr) return 0;
+  if (ni < 0 || ni >= g->n_nodes || is_alias_node(g, ni)) return 0;
+  if (g->nodes[ni].n_out != 1 && !is_update_node(g, ni)) return 0;
+  if (c->vroot[y] != y || c->owner[y] != y || c->owner[xr] != xr || class_taken(c, xr)) return 0;
   if (c->p->bytes[xr] != c->p->bytes[y] || c->p->bytes[y] == 0) return 0;
   const rlx_node* n = &g->nodes[ni];
   int reads = 0;
   for (int32_t s = 0; s < n->n_in; s++) {
     if (n->in[s] == RLX_NONE || c->vroot[n->in[s]] != xr) continue;
-    if (!inplace_shape_ok(g, ni, s)) return 0;
+    if (!reads_aligned_with(g, ni, s, y)) return 0;
     reads = 1;
   }
   if (!reads) return 0;

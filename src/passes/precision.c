@@ -67,6 +67,8 @@ static int reads_index(const lowerer* L, const rlx_node* n) {
 /* Whether node n computes in the reduced dtype (precision.h's rule). */
 static int node_lowers(const lowerer* L, const rlx_node* n) {
   if (!op_lowers(n->op) || !reads_activation(L, n)) return 0;
+  if (n->label && strncmp(n->label, RLX_PRECISION_F32_LABEL, strlen(RLX_PRECISION_F32_LABEL)) == 0)
+    return 0;
   for (int32_t i = 0; i < n->n_in; i++)
     if (n->in[i] >= 0 && other_float(L->src, n->in[i])) return 0;
   for (int32_t i = 0; i < n->n_out; i++)

@@ -46,11 +46,22 @@
  * output's storage), cumsum (a running sum), argmax / argmin / topk (a
  * rounding tie changes the index answer), sample (probabilities), grid
  * sample and roi align (their second operand holds coordinates), lrn (a
- * power of a window sum), and any op not listed above. */
+ * power of a window sum), and any op not listed above: the optimizer
+ * updates (sgd_update, adam_update) among them, so a trainer's params and
+ * optimizer state, which are f32 inputs, stay f32 master copies.
+ *
+ * Training (rlx_train_compile) also names the nodes it adds around the
+ * gradients (accumulators, the global norm, clipping and loss-scale
+ * arithmetic on the hyper tensor) with the label prefix below: a labelled
+ * node is never lowered, so a sum of squares of f16 gradients cannot
+ * overflow and an accumulator or learning rate is not rounded to 8 bits. */
 #ifndef RLX_PASSES_PRECISION_H
 #define RLX_PASSES_PRECISION_H
 
 #include "ir/graph.h"
+
+/* Label prefix (rlx_graph_set_name) of nodes kept in f32. */
+#define RLX_PRECISION_F32_LABEL "rlx.f32:"
 
 /* Rewrites g into a new graph *out computing in `dtype` (RLX_BF16 or
  * RLX_F16); g is left as it was. *out_lowered (may be NULL) receives the

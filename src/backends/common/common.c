@@ -214,6 +214,9 @@ int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   /* No conv kernel in the shaders yet: decompose.c rewrites Conv and
    * ConvTranspose into Pad, Im2Col (a strided copy) and MatMul. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return 0;
+  /* The conv weight gradient is Pad + Im2Col + a batched MatMul + Reduce
+   * there (decompose.c): native ops whose GEMM is each backend's fastest. */
+  if (n->op == RLX_OP_CONV_BACKWARD_WEIGHT) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

@@ -20,6 +20,18 @@ rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
                          rlx_error* err);
 rlx_status rlx_ref_nn(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                       rlx_error* err);
+/* AttentionBackward phases (ref_attn_bwd.c). */
+rlx_status rlx_ref_attention_bwd(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                                 rlx_error* err);
+/* ref_rows_backward.c: NORM_BWD, SOFTMAX_BWD. */
+rlx_status rlx_ref_rows_backward(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                                 rlx_error* err);
+/* ref_train.c: XENT, GATHER_BACKWARD, OPT_UPDATE. */
+rlx_status rlx_ref_train(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                         rlx_error* err);
+/* ref_vision_bwd.c: CONV_WGRAD, POOL_BACKWARD. */
+rlx_status rlx_ref_vision_bwd(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                              rlx_error* err);
 
 /* Scalar semantics shared with the fast paths (so both agree exactly on what
  * an op means). */
@@ -54,6 +66,9 @@ int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im) in f32
  * (fast_conv.c); 0 declines. */
 int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* Conv weight gradient (RLX_K_CONV_WGRAD, f32): per image and group the
+ * im2col columns times dy in one GEMM, summed over images (fast_conv.c). */
+int rlx_cpu_fast_conv_wgrad(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

@@ -1182,6 +1182,9 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_ARG_REDUCE NULL
 #define RLX_FAST_KIND_SOFTMAX fast_softmax
 #define RLX_FAST_KIND_CUMSUM NULL
+#define RLX_FAST_KIND_XENT NULL
+#define RLX_FAST_KIND_GATHER_BACKWARD NULL
+#define RLX_FAST_KIND_OPT_UPDATE NULL
 #define RLX_FAST_KIND_TOPK NULL
 #define RLX_FAST_KIND_GATHER NULL
 #define RLX_FAST_KIND_SCATTER_ADD NULL
@@ -1193,8 +1196,13 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_SAMPLER NULL
 #define RLX_FAST_KIND_CONV rlx_cpu_fast_conv
 #define RLX_FAST_KIND_GROUP_NORM fast_group_norm
+#define RLX_FAST_KIND_CONV_WGRAD rlx_cpu_fast_conv_wgrad
+#define RLX_FAST_KIND_POOL_BACKWARD NULL
 #define RLX_FAST_KIND_SAMPLE NULL
 #define RLX_FAST_KIND_HOST NULL
+#define RLX_FAST_KIND_ATTENTION_BWD NULL
+#define RLX_FAST_KIND_NORM_BWD NULL
+#define RLX_FAST_KIND_SOFTMAX_BWD NULL
 
 typedef int (*fast_fn)(rlx_cpu_fast*, uint8_t*, const rlx_step*);
 static const fast_fn k_kind_fast[RLX_K_COUNT] = {

@@ -390,3 +390,72 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   }
   return 1;
 }
+
+/* ---- weight gradient */
+
+/* d_w of one group: per image n the columns of x (as the forward builds
+ * them) times dy, [OCg, Cg*K] = dy_g [OCg, L] . col^T (channels first) or
+ * [OCg, K*Cg] = dy_g^T . col [L, K*Cg] (channels last, tap-major: OHWI
+ * order, reordered at the end for OIHW weights). Images are summed in
+ * order through `part`, so the result does not depend on threads. */
+static void wgrad_group(rlx_cpu_fast* f, conv_job* J, const float* x, const float* dy,
+                        float* acc, float* part, int64_t g) {
+  const rlx_conv_params* p = J->p;
+  int last = rlx_conv_layout_is_last(p->layout);
+  int64_t ocg = p->OC / p->groups, depth = J->cg * J->taps;
+  int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
+  J->c0 = g * J->cg;
+  for (int64_t n = 0; n < p->N; n++) {
+    J->x = x + n * image;
+    float* dst = n == 0 ? acc : part;
+    if (last) {
+      rlx_cpu_parallel_for(f->pool, J->L, 16, col_rows_last, J);
+      const float* dyg = dy + n * J->L * p->OC + g * ocg; /* [L, OCg], ld OC */
+      conv_gemm(f, 1, 0, ocg, depth, J->L, dyg, p->OC, J->col, depth, dst, depth);
+    } else {
+      rlx_cpu_parallel_for(f->pool, depth, 1, col_rows_first, J);
+      const float* dyg = dy + (n * p->OC + g * ocg) * J->L; /* [OCg, L] */
+      conv_gemm(f, 0, 1, ocg, depth, J->L, dyg, J->L, J->col, J->L, dst, depth);
+    }
+    if (n > 0)
+      for (int64_t i = 0; i < ocg * depth; i++) acc[i] += part[i];
+  }
+}
+
+int rlx_cpu_fast_conv_wgrad(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
+  const rlx_conv_params* p = &s->p.conv;
+  if (s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 || s->out[0].dtype != RLX_F32)
+    return 0;
+  conv_job J;
+  memset(&J, 0, sizeof J);
+  J.p = p;
+  J.cg = p->C / p->groups;
+  J.taps = p->kernel[0] * p->kernel[1] * p->kernel[2];
+  J.L = p->out[0] * p->out[1] * p->out[2];
+  int64_t ocg = p->OC / p->groups, depth = J.cg * J.taps;
+  int64_t col = depth * J.L, w_group = ocg * depth;
+  int64_t bytes = (col + 2 * w_group) * (int64_t)sizeof(float);
+  if (bytes > CONV_MAX_SCRATCH_BYTES) return 0;
+  float* scratch = malloc((size_t)bytes + 1);
+  if (!scratch) return 0;
+  J.col = scratch;
+  float *acc = scratch + col, *part = acc + w_group;
+  const float* x = (const float*)(arena + s->in[0].offset);
+  const float* dy = (const float*)(arena + s->in[1].offset);
+  float* dw = (float*)(arena + s->out[0].offset);
+  int tap_major = rlx_conv_layout_is_last(p->layout);
+  for (int64_t g = 0; g < p->groups; g++) {
+    wgrad_group(f, &J, x, dy, acc, part, g);
+    float* dst = dw + g * w_group;
+    if (!tap_major || p->layout == RLX_CONV_CHANNELS_LAST_OHWI) {
+      memcpy(dst, acc, sizeof(float) * (size_t)w_group);
+      continue;
+    }
+    for (int64_t o = 0; o < ocg; o++) /* [OCg, K, Cg] -> [OCg, Cg, K] */
+      for (int64_t t = 0; t < J.taps; t++)
+        for (int64_t c = 0; c < J.cg; c++)
+          dst[(o * J.cg + c) * J.taps + t] = acc[(o * J.taps + t) * J.cg + c];
+  }
+  free(scratch);
+  return 1;
+}

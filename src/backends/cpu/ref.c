@@ -543,7 +543,15 @@ static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx
 #define RLX_REF_KIND_SAMPLER rlx_ref_nn
 #define RLX_REF_KIND_CONV rlx_ref_nn
 #define RLX_REF_KIND_GROUP_NORM rlx_ref_nn
+#define RLX_REF_KIND_CONV_WGRAD rlx_ref_vision_bwd
+#define RLX_REF_KIND_POOL_BACKWARD rlx_ref_vision_bwd
 #define RLX_REF_KIND_HOST host_step
+#define RLX_REF_KIND_ATTENTION_BWD rlx_ref_attention_bwd
+#define RLX_REF_KIND_NORM_BWD rlx_ref_rows_backward
+#define RLX_REF_KIND_SOFTMAX_BWD rlx_ref_rows_backward
+#define RLX_REF_KIND_XENT rlx_ref_train
+#define RLX_REF_KIND_GATHER_BACKWARD rlx_ref_train
+#define RLX_REF_KIND_OPT_UPDATE rlx_ref_train
 
 typedef rlx_status (*ref_fn)(uint8_t*, const rlx_step*, const rlx_run_ctx*, rlx_error*);
 static const ref_fn k_kind_run[RLX_K_COUNT] = {

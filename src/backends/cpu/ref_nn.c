@@ -248,6 +248,7 @@ static void rope_head(uint8_t* arena, const rlx_step* s, int64_t xo, int64_t oo,
     int64_t i1 = p->style == RLX_ROPE_GPTJ ? 2 * i : i;
     int64_t i2 = p->style == RLX_ROPE_GPTJ ? 2 * i + 1 : i + half;
     double c = ld(arena, COS, row * half + i), sn = ld(arena, SIN, row * half + i);
+    if (p->inverse) sn = -sn; /* RopeBackward: the transpose of a rotation */
     double x1 = ld(arena, X, xo + i1), x2 = ld(arena, X, xo + i2);
     st(arena, O, oo + i1, x1 * c - x2 * sn);
     st(arena, O, oo + i2, x2 * c + x1 * sn);

@@ -191,6 +191,7 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
     const rlx_cuda_dev* d = rlx_cuda_device(NULL, 0);
     if (!d || !rlx_cuda_conv_node_native(d, g, ni)) return 0;
   }
+  if (n->op == RLX_OP_CONV_BACKWARD_WEIGHT) return 0; /* decompose.c: Im2Col + MatMul + Reduce */
   return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
 }
 

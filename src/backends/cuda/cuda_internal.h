@@ -133,7 +133,8 @@ typedef struct rlx_lt_api {
   X(POOL, rlx_pool, pool)                                                                    \
   X(RESIZE, rlx_resize, resize)                                                              \
   X(SAMPLER, rlx_sampler, sampler)                                                           \
-  X(GNORM, rlx_gnorm, gnorm)
+  X(GNORM, rlx_gnorm, gnorm)                                                                 \
+  X(POOL_BWD, rlx_pool_bwd, pool_bwd)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -207,6 +208,7 @@ typedef union rlx_launch_params {
   rlxk_rope rope;
   rlxk_sample sample;
   rlxk_pool pool;
+  rlxk_pool_bwd pool_bwd;
   rlxk_resize resize;
   rlxk_sampler sampler;
   rlxk_gnorm gnorm;

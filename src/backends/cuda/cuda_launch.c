@@ -654,6 +654,41 @@ static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return RLX_OK;
 }
 
+/* PoolBackward: one thread per dx element (pool_bwd.cu). */
+static rlx_status build_pool_backward(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                      rlx_launch_list* l, rlx_error* err) {
+  const rlx_pool_params* q = &s->p.pool;
+  int64_t total = s->work.items; /* dx elements */
+  if (total == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_POOL_BWD, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_pool_bwd* p = &x->p.pool_bwd;
+  p->n = total;
+  p->taps = q->taps;
+  p->rank = q->rank;
+  for (int32_t d = 0; d < q->rank; d++) {
+    p->x_shape[d] = s->in[0].shape[d];
+    p->x_stride[d] = s->in[0].stride[d];
+    p->dy_shape[d] = s->in[1].shape[d];
+    p->dy_stride[d] = s->in[1].stride[d];
+    p->kernel[d] = q->kernel[d];
+    p->stride[d] = q->stride[d];
+    p->dilation[d] = q->dilation[d];
+    p->pad[d] = q->pad[d];
+    p->pad_end[d] = q->pad_end[d];
+  }
+  p->xoff = s->in[0].offset;
+  p->dyoff = s->in[1].offset;
+  p->ooff = s->out[0].offset;
+  p->mode = s->op;
+  p->count_include_pad = q->count_include_pad;
+  p->xdt = s->in[0].dtype;
+  p->dydt = s->in[1].dtype;
+  p->odt = s->out[0].dtype;
+  x->grid[0] = grid_for(b, total, 256);
+  return RLX_OK;
+}
+
 _Static_assert(RLXK_RESIZE_DIMS == RLX_RESIZE_MAX_DIMS, "resize.cu's dim tables out of sync");
 
 static rlx_status build_resize(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
@@ -1095,7 +1130,17 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 /* cuDNN where cuda_supports said so; else the node was decomposed */
 #define RLX_CUDA_KIND_CONV build_conv
 #define RLX_CUDA_KIND_GROUP_NORM build_group_norm
+/* the weight gradient: cuDNN's backward filter where cuda_supports said so,
+ * else the node was decomposed (Im2Col + batched MatMul + Reduce) */
+#define RLX_CUDA_KIND_CONV_WGRAD build_host
+#define RLX_CUDA_KIND_POOL_BACKWARD build_pool_backward
 #define RLX_CUDA_KIND_HOST build_host
+#define RLX_CUDA_KIND_ATTENTION_BWD build_host
+#define RLX_CUDA_KIND_NORM_BWD build_host
+#define RLX_CUDA_KIND_SOFTMAX_BWD build_host
+#define RLX_CUDA_KIND_XENT build_host
+#define RLX_CUDA_KIND_GATHER_BACKWARD build_host
+#define RLX_CUDA_KIND_OPT_UPDATE build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

@@ -334,7 +334,8 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + i, v[i]);
       break;
     }
-    case RLX_K_POOL: {
+    case RLX_K_POOL:
+    case RLX_K_POOL_BACKWARD: {
       const rlx_pool_params* p = &s->p.pool;
       put(e, x + PL_RANK, p->rank);
       put(e, x + PL_CIP, p->count_include_pad);

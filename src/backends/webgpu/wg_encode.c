@@ -197,7 +197,8 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
-    case RLX_K_POOL: {
+    case RLX_K_POOL:
+    case RLX_K_POOL_BACKWARD: {
       const rlx_pool_params* p = &s->p.pool;
       put_x(e, WG_PL_RANK, p->rank);
       put_x(e, WG_PL_CIP, p->count_include_pad);

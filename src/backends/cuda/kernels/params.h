@@ -111,6 +111,18 @@ typedef struct rlxk_pool {
   int32_t pad_;
 } rlxk_pool;
 
+/* PoolBackward (mode RLXK_WIN_MAX / _AVG): x and dy as the forward saw
+ * them, out dx dense in x's shape; n = dx's elements. */
+typedef struct rlxk_pool_bwd {
+  int64_t n, taps;
+  int64_t x_shape[RLXK_MAX_RANK], x_stride[RLXK_MAX_RANK];
+  int64_t dy_shape[RLXK_MAX_RANK], dy_stride[RLXK_MAX_RANK];
+  int64_t kernel[RLXK_MAX_RANK], stride[RLXK_MAX_RANK], dilation[RLXK_MAX_RANK];
+  int64_t pad[RLXK_MAX_RANK], pad_end[RLXK_MAX_RANK];
+  uint64_t xoff, dyoff, ooff;
+  int32_t rank, mode, count_include_pad, xdt, dydt, odt;
+} rlxk_pool_bwd;
+
 /* Resize: the shared lowering's rlx_resize_params plus the views; the
  * kernel computes coordinates and taps in double with scalar_math.h's
  * functions, exactly as the CPU reference. */

@@ -379,7 +379,9 @@ static int train_loop(text_run* r, double* out_ms, int64_t* out_steps) {
     rc = train_step(r, ++step, frac);
     int eval_now = a->eval_every > 0 && step % a->eval_every == 0;
     if (rc == CLI_OK && eval_now) rc = validate(r);
-    if (rc == CLI_OK) train_progress_update(&bar, step, train_curve_tail_mean(&r->curve, 10), r->val);
+    /* the last step's line comes after the final validation, below */
+    if (rc == CLI_OK && step != total)
+      train_progress_update(&bar, step, train_curve_tail_mean(&r->curve, 10), r->val);
   }
   *out_ms = cli_now_ms() - bar.start_ms;
   *out_steps = step;

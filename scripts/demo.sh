@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: builds rlx, then trains a small GPT (GPT-2's architecture,
-# one token per byte, 0.1M params) from random weights on a public-domain
+# one token per byte, 0.12M params) from random weights on a public-domain
 # text that ships with the repository (examples/jargon.txt, see
 # examples/README.md) on the best available device for two minutes,
 # showing the loss fall; writes the loss curve (build/demo/loss.png through

@@ -53,15 +53,17 @@ onnx_case() { # name, then the rlx options beyond the common ones
   [ $? -eq 0 ] || { fail "$name: rlx train: $out"; return; }
   [ "$(head -1 "$d/log.csv")" = "step,loss" ] || fail "$name: log header: $(head -1 "$d/log.csv")"
   [ "$(($(wc -l <"$d/log.csv") - 1))" -eq "$steps" ] || fail "$name: log rows: $(cat "$d/log.csv")"
-  local err; err=$(compare "$d/log.csv" "$d/losses.txt")
+  local err worst; err=$(compare "$d/log.csv" "$d/losses.txt")
   within "$err" 1e-5 || fail "$name: losses differ from torch by $err"
+  worst="losses $err"
   for want in "$d"/want/*.npy; do
     local p; p=$(basename "$want")
     [ -f "$d/got/$p" ] || { fail "$name: --save wrote no $p"; continue; }
     err=$(compare "$d/got/$p" "$want")
     within "$err" 1e-5 || fail "$name: param $p differs from torch by $err"
+    worst="$worst, ${p%.npy} $err"
   done
-  echo "$name: $steps steps, losses and params match torch"
+  echo "$name: $steps steps vs torch, largest relative differences: $worst"
 }
 onnx_case ce_adamw --loss cross_entropy --optimizer adamw --lr 0.01
 onnx_case mse_sgd --loss mse --optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 0.001 --freeze fc1.bias

@@ -116,6 +116,12 @@ g3=$("$rlx" generate "$t" --device cpu --prompt "The hacker" --tokens 30 --seed 
 [ "$(printf '%s' "$g1" | wc -c)" -ge 38 ] || fail "generate: too short: $g1"
 [ "$g1" = "$g2" ] || fail "generate: the same seed gave two texts"
 [ "$g1" != "$g3" ] || fail "generate: two seeds gave the same text"
+# --minutes bounds the run by time; --save-every writes the checkpoint as it goes
+out=$("$rlx" train --text examples/jargon.txt --device cpu --minutes 0.05 --batch 2 --context 16 \
+      --layers 1 --heads 1 --dim 8 --eval-every 0 --save "$t.m" --save-every 1 2>&1)
+[ $? -eq 0 ] && grep -q "trained [1-9][0-9]* steps in 0:0[2-5]" <<<"$out" && [ -f "$t.m/gpt.cfg" ] ||
+  fail "--minutes: $out"
+expect_error "not both" --text examples/jargon.txt --steps 3 --minutes 1
 out=$("$rlx" generate "$tmp" --prompt x 2>&1)
 [ $? -ne 0 ] && grep -q "gpt.cfg" <<<"$out" || fail "generate from a folder without gpt.cfg: $out"
 

@@ -226,6 +226,7 @@ static int generate(gpt_gen* s, const gpt_gen_args* a, double* prefill_ms, int64
   }
   if (rc == CLI_OK && *made < a->tokens) (*made)++;
   fputc('\n', stdout);
+  fflush(stdout); /* before the timing line on stderr */
   free(text);
   return rc;
 }

@@ -464,7 +464,9 @@ int cmd_train_text(int argc, char** argv) {
   a.lr = 3e-3;
   a.model = (gpt_config){256, 64, 2, 4, 128};
   int help = 0;
-  int rc = parse_args(cmd, argc, argv, &a, &help);
+  /* --help anywhere, even where an option's value would go (--text --help) */
+  for (int i = 1; i < argc; i++) help |= cli_is_help(argv[i]);
+  int rc = help ? CLI_OK : parse_args(cmd, argc, argv, &a, &help);
   if (help) {
     usage(stdout);
     return CLI_OK;

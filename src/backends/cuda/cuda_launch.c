@@ -588,8 +588,10 @@ static void attn_fill(const rlx_step* s, rlxk_attn* p) {
   p->softcap = a->softcap;
 }
 
-_Static_assert(RLXK_ATTN_BWD_STATS == RLX_ATTN_BWD_STATS && RLXK_ATTN_BWD_DV == RLX_ATTN_BWD_DV &&
-                   RLXK_ATTN_BWD_DK == RLX_ATTN_BWD_DK && RLXK_ATTN_BWD_DQ == RLX_ATTN_BWD_DQ,
+_Static_assert((int)RLXK_ATTN_BWD_STATS == (int)RLX_ATTN_BWD_STATS &&
+                   (int)RLXK_ATTN_BWD_DV == (int)RLX_ATTN_BWD_DV &&
+                   (int)RLXK_ATTN_BWD_DK == (int)RLX_ATTN_BWD_DK &&
+                   (int)RLXK_ATTN_BWD_DQ == (int)RLX_ATTN_BWD_DQ,
                "attention_bwd.cu's phase codes out of sync with lower.h");
 
 /* AttentionBackward phases (attention_bwd.cu): a warp per query row (STATS,

@@ -46,6 +46,30 @@ static float score(const ab_job* J, float dot, int64_t b, int64_t h, int64_t i, 
   return s;
 }
 
+/* Keys [*lo, *hi) query row i can see under a causal or sliding mask, and
+ * query rows [*lo, *hi) that can see key j (the same bounds as the CUDA
+ * kernels, attention_bwd.cu); everything otherwise. */
+static void key_range(const rlx_attention_params* a, int64_t i, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = a->Sk;
+  if (a->mask != RLX_MASK_CAUSAL && a->mask != RLX_MASK_SLIDING) return;
+  int64_t last = i + a->Sk - a->Sq;
+  *hi = last + 1 < a->Sk ? last + 1 : a->Sk;
+  if (*hi < 0) *hi = 0;
+  if (a->mask == RLX_MASK_SLIDING && last - a->window + 1 > 0) *lo = last - a->window + 1;
+  if (*lo > *hi) *lo = *hi;
+}
+
+static void query_range(const rlx_attention_params* a, int64_t j, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = a->Sq;
+  if (a->mask != RLX_MASK_CAUSAL && a->mask != RLX_MASK_SLIDING) return;
+  int64_t first = j - (a->Sk - a->Sq);
+  *lo = first > 0 ? first : 0;
+  if (a->mask == RLX_MASK_SLIDING && first + a->window < *hi) *hi = first + a->window;
+  if (*hi < *lo) *hi = *lo;
+}
+
 static const float* q_row(const ab_job* J, int64_t b, int64_t h, int64_t i) {
   const rlx_attention_params* a = &J->p->a;
   return J->q + b * a->q_sb + i * a->q_ss + h * a->q_sh;
@@ -69,7 +93,9 @@ static void row_stats(const ab_job* J, int64_t b, int64_t h, int64_t i, float* l
   const float* q = q_row(J, b, h, i);
   float m = -INFINITY, dsc = 0.0f;
   double l = 0.0;
-  for (int64_t j = 0; j < a->Sk; j++) {
+  int64_t lo, hi;
+  key_range(a, i, &lo, &hi);
+  for (int64_t j = lo; j < hi; j++) {
     float s = score(J, dotf(q, k_row(J, b, kvh, j), a->D), b, h, i, j, &dsc);
     if (s == -INFINITY) continue;
     if (s > m) {
@@ -102,7 +128,9 @@ static void query_items(void* ctx, int64_t begin, int64_t end) {
     for (int64_t d = 0; d < a->D; d++) dq[d] = 0.0f;
     if (lse == -INFINITY) continue;
     const float *q = q_row(J, b, h, i), *dout = do_row(J, b, h, i);
-    for (int64_t j = 0; j < a->Sk; j++) {
+    int64_t lo, hi;
+    key_range(a, i, &lo, &hi);
+    for (int64_t j = lo; j < hi; j++) {
       const float* kj = k_row(J, b, kvh, j);
       float s = score(J, dotf(q, kj, a->D), b, h, i, j, &dsc);
       if (s == -INFINITY) continue;
@@ -126,8 +154,10 @@ static void key_items(void* ctx, int64_t begin, int64_t end) {
                     : J->g + b * p->dv_sb + j * p->dv_ss + kvh * p->dv_sh;
     for (int64_t d = 0; d < width; d++) out[d] = 0.0f;
     const float *kj = k_row(J, b, kvh, j), *vj = dk ? v_row(J, b, kvh, j) : NULL;
+    int64_t lo, hi;
+    query_range(a, j, &lo, &hi);
     for (int64_t h = kvh * group; h < (kvh + 1) * group; h++)
-      for (int64_t i = 0; i < a->Sq; i++) {
+      for (int64_t i = lo; i < hi; i++) {
         const float* st = J->x + 2 * ((b * a->H + h) * a->Sq + i);
         if (st[0] == -INFINITY) continue;
         const float* q = q_row(J, b, h, i);

@@ -55,6 +55,18 @@ RLXK_DEV float dot_row(const float* row, const char* src, int dt, int64_t base, 
   return s;
 }
 
+/* Query rows [*lo, *hi) that can see key j under a causal or sliding mask
+ * (all rows otherwise): the key-row warps skip the rest. */
+RLXK_DEV void query_range(const rlxk_attn& a, int64_t j, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = a.Sq;
+  if (a.mask != RLX_MASK_CAUSAL && a.mask != RLX_MASK_SLIDING) return;
+  int64_t first = j - (a.Sk - a.Sq); /* visible iff i >= first */
+  *lo = first > 0 ? first : 0;
+  if (a.mask == RLX_MASK_SLIDING && first + a.window < *hi) *hi = first + a.window;
+  if (*hi < *lo) *hi = *lo;
+}
+
 RLXK_DEV float warp_sum(float x) {
   for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
   return x;
@@ -88,7 +100,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   for (int64_t d = lane; d < a.Dv; d += 32) dos[warp][d] = ld_f32(d_out, p.dodt, do_at(p, b, h, i) + d);
   __syncwarp();
   float m = -INFINITY, l = 0.0f, dsc = 0.0f;
-  for (int64_t j = lane; j < a.Sk; j += 32) {
+  int64_t k_lo, k_hi; /* keys the row can see (causal / sliding); all otherwise */
+  attn_key_range(a, i, 1, &k_lo, &k_hi);
+  for (int64_t j = k_lo + lane; j < k_hi; j += 32) {
     float s = score_grad(a, mask, dot_row(qs[warp], k, a.kdt, k_at(a, b, kvh, j), a.D), b, h, i, j, &dsc);
     if (s == -INFINITY) continue;
     if (s > m) {
@@ -114,17 +128,17 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   float acc[MAXD / 32];
 #pragma unroll
   for (int t = 0; t < MAXD / 32; t++) acc[t] = 0.0f;
-  for (int64_t j0 = 0; j0 < a.Sk && lse != -INFINITY; j0 += 32) {
+  for (int64_t j0 = k_lo; j0 < k_hi && lse != -INFINITY; j0 += 32) {
     int64_t j = j0 + lane;
     float ds = 0.0f;
-    if (j < a.Sk) {
+    if (j < k_hi) {
       float s = score_grad(a, mask, dot_row(qs[warp], k, a.kdt, k_at(a, b, kvh, j), a.D), b, h, i, j, &dsc);
       if (s != -INFINITY) {
         float pr = __expf(s - lse), dp = dot_row(dos[warp], v, a.vdt, v_at(a, b, kvh, j), a.Dv);
         ds = pr * (dp - delta) * dsc;
       }
     }
-    int n = a.Sk - j0 < 32 ? (int)(a.Sk - j0) : 32;
+    int n = k_hi - j0 < 32 ? (int)(k_hi - j0) : 32;
     for (int jj = 0; jj < n; jj++) {
       float w = __shfl_sync(0xffffffffu, ds, jj);
       if (w == 0.0f) continue; /* uniform across the warp */
@@ -166,11 +180,13 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
   float acc[MAXD / 32];
 #pragma unroll
   for (int t = 0; t < MAXD / 32; t++) acc[t] = 0.0f;
+  int64_t q_lo, q_hi;
+  query_range(a, j, &q_lo, &q_hi);
   for (int64_t h = kvh * group; h < (kvh + 1) * group; h++)
-    for (int64_t i0 = 0; i0 < a.Sq; i0 += 32) {
+    for (int64_t i0 = q_lo; i0 < q_hi; i0 += 32) {
       int64_t i = i0 + lane;
       float w = 0.0f, dsc = 0.0f;
-      if (i < a.Sq) {
+      if (i < q_hi) {
         int64_t r = (b * a.H + h) * a.Sq + i;
         float lse = ld_f32(stats, p.xdt, 2 * r);
         float s = lse == -INFINITY ? -INFINITY
@@ -184,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
           }
         }
       }
-      int n = a.Sq - i0 < 32 ? (int)(a.Sq - i0) : 32;
+      int n = q_hi - i0 < 32 ? (int)(q_hi - i0) : 32;
       for (int ii = 0; ii < n; ii++) {
         float wi = __shfl_sync(0xffffffffu, w, ii);
         if (wi == 0.0f) continue;

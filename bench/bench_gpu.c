@@ -1,6 +1,7 @@
 /* GPU op benchmarks through the rlx API (PERF.md's op rows), one JSON line
  * per measurement: GEMM f32 / tf32 / bf16 (and the own fallback kernel),
- * GEMV, add, softmax, layernorm, rmsnorm, causal attention f32 and bf16.
+ * GEMV, add, softmax, layernorm, rmsnorm, causal attention f32 and bf16
+ * (forward, backward, forward + backward: `bench_gpu cuda sdpa`).
  *
  * Each workload is one small graph compiled for the device; inputs are set
  * once with random data (never zeros, larger than L2 where the workload is),
@@ -149,6 +150,28 @@ static void b_attn_f32_long(rlx_graph* g, int full) { g_attn(g, full ? 4 : 1, fu
 static double w_attn(void) { return 4.0 * 8 * 16 * 1024.0 * 1024.0 * 64 / 2; }
 static double w_attn_long(void) { return 4.0 * 4 * 32 * 4096.0 * 4096.0 * 128 / 2; }
 
+/* Attention backward (the training step's): bwd alone from given out and
+ * d_out, or the forward and its backward in one graph (dq, dk, dv out). */
+static void g_attn_bwd(rlx_graph* g, int64_t B, int64_t H, int64_t S, int64_t D, rlx_dtype t,
+                       int with_forward) {
+  rlx_tensor q = in(g, "q", t, B, H, S, D, 4), k = in(g, "k", t, B, H, S, D, 4),
+             v = in(g, "v", t, B, H, S, D, 4), dy = in(g, "dy", t, B, H, S, D, 4), y, grads[3];
+  rlx_attention_desc d = {(int32_t)H, (int32_t)H, (int32_t)D, RLX_LAYOUT_BHSD, RLX_MASK_CAUSAL, 0, 0, 0};
+  if (with_forward)
+    rlx_graph_add_attention(g, q, k, v, RLX_NONE, &d, &y);
+  else
+    y = in(g, "y", t, B, H, S, D, 4);
+  rlx_graph_add_attention_backward(g, q, k, v, RLX_NONE, y, dy, &d, &grads[0], &grads[1], &grads[2]);
+  rlx_graph_set_outputs(g, grads, 3);
+}
+static void b_attn_bwd_f32(rlx_graph* g, int full) { g_attn_bwd(g, full ? 8 : 1, full ? 16 : 2, full ? 1024 : 100, 64, RLX_F32, 0); }
+static void b_attn_bwd_bf16(rlx_graph* g, int full) { g_attn_bwd(g, full ? 8 : 1, full ? 16 : 2, full ? 1024 : 100, 64, RLX_BF16, 0); }
+static void b_attn_fb_f32(rlx_graph* g, int full) { g_attn_bwd(g, full ? 8 : 1, full ? 16 : 2, full ? 1024 : 100, 64, RLX_F32, 1); }
+static void b_attn_fb_bf16(rlx_graph* g, int full) { g_attn_bwd(g, full ? 8 : 1, full ? 16 : 2, full ? 1024 : 100, 64, RLX_BF16, 1); }
+/* FlashAttention-2's accounting: the backward is 2.5 forwards. */
+static double w_attn_bwd(void) { return 2.5 * w_attn(); }
+static double w_attn_fb(void) { return 3.5 * w_attn(); }
+
 static const workload WORK[] = {
     {"gemm f32 4096x4096x4096", b_gemm_f32, w_gemm4k, "flops", 0, 0},
     {"gemm f32-tf32 4096x4096x4096", b_gemm_f32, w_gemm4k, "flops", 1, 0},
@@ -166,6 +189,10 @@ static const workload WORK[] = {
     {"sdpa causal f32 B8 H16 S1024 D64", b_attn_f32, w_attn, "flops", 0, 0},
     {"sdpa causal bf16 B8 H16 S1024 D64", b_attn_bf16, w_attn, "flops", 0, 0},
     {"sdpa causal f32 B4 H32 S4096 D128", b_attn_f32_long, w_attn_long, "flops", 0, 0},
+    {"sdpa bwd causal f32 B8 H16 S1024 D64", b_attn_bwd_f32, w_attn_bwd, "flops", 0, 0},
+    {"sdpa bwd causal bf16 B8 H16 S1024 D64", b_attn_bwd_bf16, w_attn_bwd, "flops", 0, 0},
+    {"sdpa fwd+bwd causal f32 B8 H16 S1024 D64", b_attn_fb_f32, w_attn_fb, "flops", 0, 0},
+    {"sdpa fwd+bwd causal bf16 B8 H16 S1024 D64", b_attn_fb_bf16, w_attn_fb, "flops", 0, 0},
 };
 
 /* ------------------------------------------------------------ running */

@@ -188,6 +188,8 @@ def check_not_degenerate(name, a):
 # ---------------------------------------------------------------- reference helpers
 
 def t64(a):
+    if isinstance(a, torch.Tensor):  # keeps autograd's graph (attention backward)
+        return a.double()
     return torch.from_numpy(np.asarray(a, dtype=np.float64))
 
 
@@ -829,6 +831,50 @@ def attention_cases():
     yield attention_case("attn_bhsd_score_scale", 2, 4, 4, 2, 2, 4, "bhsd", scale=0.3)
     yield attention_case("attn_f16_bshd_causal", 1, 4, 4, 2, 2, 8, "bshd", "causal",
                          dtype=np.float16, tol=F16_TOL)
+
+
+def attention_backward_case(name, b, sq, sk, h, hkv, d, layout, mask="none", window=0,
+                            scale=0.0, softcap=0.0, mask_shape=None, dv=None):
+    """dq, dk, dv of sum(attention(q, k, v) * d_out) by torch autograd in
+    float64; out (an input of the op) is that forward rounded to f32."""
+    c = Case(name, F32_TOL)
+    dv = dv or d
+    if layout == "bshd":
+        qs, ks, vs, os_ = [b, sq, h, d], [b, sk, hkv, d], [b, sk, hkv, dv], [b, sq, h, dv]
+    else:
+        qs, ks, vs, os_ = [b, h, sq, d], [b, hkv, sk, d], [b, hkv, sk, dv], [b, h, sq, dv]
+    q, k, v = c.uniform(qs, -1.0, 1.0), c.uniform(ks, -1.0, 1.0), c.uniform(vs, -1.0, 1.0)
+    m = None
+    if mask == "custom":
+        m = (c.rng.random(mask_shape) < 0.6).astype(np.float32)
+        m[..., 0] = 1.0  # every query keeps at least one key
+    elif mask == "bias":
+        m = c.uniform(mask_shape, -2.0, 2.0)
+    d_out = c.uniform(os_, -1.0, 1.0)
+    leaves = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (q, k, v)]
+    with torch.enable_grad():
+        o = attention_ref(*leaves, h, hkv, layout, mask, window, scale, softcap, m)
+        (o * t64(d_out)).sum().backward()
+    xq, xk, xv = c.input(q), c.input(k), c.input(v)
+    xm = c.input(m) if m is not None else None
+    xo, xdo = c.input(as_dtype(o.detach(), q)), c.input(d_out)
+    attrs = {"num_heads": h, "num_kv_heads": hkv, "head_dim": d, "layout": layout,
+             "mask": mask, "window": window, "score_scale": scale, "softcap": softcap}
+    grads = [as_dtype(t.grad, q) for t in leaves]
+    c.output(*c.op("attention_backward", [xq, xk, xv, xm, xo, xdo], grads, attrs))
+    return c
+
+
+@case
+def attention_backward_cases():
+    yield attention_backward_case("attn_bwd_bshd_nomask", 2, 4, 5, 2, 2, 8, "bshd")
+    yield attention_backward_case("attn_bwd_bhsd_gqa_causal", 1, 5, 7, 4, 2, 4, "bhsd", "causal")
+    yield attention_backward_case("attn_bwd_bshd_sliding_softcap", 1, 6, 6, 2, 1, 4, "bshd",
+                                  "sliding", window=3, softcap=2.0)
+    yield attention_backward_case("attn_bwd_bhsd_custom_dv", 2, 3, 5, 2, 2, 4, "bhsd", "custom",
+                                  mask_shape=[2, 1, 3, 5], dv=6)
+    yield attention_backward_case("attn_bwd_bshd_bias_scale", 1, 4, 4, 2, 2, 4, "bshd", "bias",
+                                  mask_shape=[4, 4], scale=0.3)
 
 
 def rope_case(name, b, s, h, hd, n_rot, style, layout, per_token):

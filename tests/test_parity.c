@@ -411,6 +411,43 @@ static void c_attention_half(pcase* c, int v) {
   outputs(c, &yf, 1);
 }
 
+/* AttentionBackward after its forward (out from the graph, d_out an input):
+ * variants = layout (bit 0) x mask kind (v >> 1) in f32, then f16 / bf16
+ * (v 10, 11: causal GQA). Small shapes: lavapipe runs every phase per row. */
+static void c_attention_backward(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  int half = v >= 10;
+  rlx_dtype t = half ? (v == 10 ? RLX_F16 : RLX_BF16) : RLX_F32;
+  c->compute = t;
+  int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 3);
+  /* Every row sees >= 2 keys (Sk > Sq, window >= 2, custom masks keep 3/4):
+   * with one visible key dq is exactly 0 in the reference and a relative
+   * error means nothing. */
+  int64_t Sq = test_rand_int(2, 9), Sk = Sq + test_rand_int(2, 5), D = 4 * test_rand_int(1, 4);
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = !half && (v & 1) ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  d.mask = half ? RLX_MASK_CAUSAL : (rlx_mask_kind)(v >> 1);
+  d.window = (int32_t)test_rand_int(2, 4);
+  d.softcap = test_rand_int(0, 1) ? 2.0f : 0;
+  d.score_scale = test_rand_int(0, 1) ? 0.3f : 0;
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[4] = {B, 1, Sq, Sk};
+  if (d.layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H; qs[2] = Sq; ks[1] = Hkv; ks[2] = Sk;
+  }
+  rlx_tensor x[4] = {input(c, RLX_F32, qs, 4), input(c, RLX_F32, ks, 4), input(c, RLX_F32, ks, 4),
+                     input(c, RLX_F32, qs, 4)};
+  rlx_tensor mask = RLX_NONE, y, g[3];
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) mask = input(c, RLX_F32, ms, 4);
+  if (d.mask == RLX_MASK_CUSTOM) rlx_graph_add_activation(c->g, RLX_ACT_ABS, mask, &mask);
+  for (int i = 0; half && i < 4; i++) rlx_graph_add_cast(c->g, x[i], t, &x[i]);
+  rlx_graph_add_attention(c->g, x[0], x[1], x[2], mask, &d, &y);
+  rlx_graph_add_attention_backward(c->g, x[0], x[1], x[2], mask, y, x[3], &d, &g[0], &g[1], &g[2]);
+  for (int i = 0; half && i < 3; i++) rlx_graph_add_cast(c->g, g[i], RLX_F32, &g[i]);
+  outputs(c, g, 3);
+}
+
 static void c_half_rows(pcase* c, int v) {
   rlx_dim s[2] = {rdim(), rdim() * 2};
   rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
@@ -1205,6 +1242,8 @@ static const case_def CASES[] = {
     {"conv_backward", c_conv_backward, 24, TOL_F32},
     {"pool_backward", c_pool_backward, 24, TOL_F32},
     {"pool_backward_half", c_pool_backward_half, 4, TOL_HALF},
+    /* f32 1e-4: dS = P (dP - D) cancels, so f32 accumulation order shows */
+    {"attention_backward", c_attention_backward, 12, {1e-4, 3e-2, 3e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -50,6 +50,19 @@ def _attention_causal(q, k, v):  # BSHD
     return (_softmax(s) @ vh).transpose(0, 2, 1, 3)
 
 
+def _attention_backward_causal(q, k, v, dy):  # BSHD; [dq, dk, dv] written out by hand
+    qh, kh, vh, dh = (t.transpose(0, 2, 1, 3).astype(np.float64) for t in (q, k, v, dy))
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s = qh @ kh.transpose(0, 1, 3, 2) * scale
+    sq, sk = s.shape[-2:]
+    keep = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq
+    p = _softmax(np.where(keep, s, -np.inf))
+    dp = dh @ vh.transpose(0, 1, 3, 2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    grads = [ds @ kh * scale, ds.transpose(0, 1, 3, 2) @ qh * scale, p.transpose(0, 1, 3, 2) @ dh]
+    return [g.transpose(0, 2, 1, 3).astype(f32) for g in grads]
+
+
 def _rope_neox(x, cos, sin):  # x [B,S,H,D], cos/sin [S, D/2]
     half = x.shape[-1] // 2
     c, s = cos[None, :, None, :], sin[None, :, None, :]
@@ -161,6 +174,13 @@ CASES = {
     "attention_causal": (
         lambda g, q, k, v: g.attention(q, k, v, num_heads=2, head_dim=4, mask="causal"),
         _attention_causal, [_a(1, 3, 2, 4), _a(1, 3, 2, 4, seed=1), _a(1, 3, 2, 4, seed=2)],
+        1e-5),
+    "attention_backward_causal": (
+        lambda g, q, k, v, dy: list(g.attention_backward(
+            q, k, v, g.attention(q, k, v, num_heads=2, head_dim=4, mask="causal"), dy,
+            num_heads=2, head_dim=4, mask="causal")),
+        _attention_backward_causal,
+        [_a(1, 3, 2, 4), _a(1, 5, 2, 4, seed=1), _a(1, 5, 2, 4, seed=2), _a(1, 3, 2, 4, seed=3)],
         1e-5),
     "attention_gqa_bias": (
         lambda g, q, k, v, b: g.attention(q, k, v, num_heads=2, num_kv_heads=1, head_dim=4,

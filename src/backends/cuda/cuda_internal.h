@@ -134,7 +134,9 @@ typedef struct rlx_lt_api {
   X(RESIZE, rlx_resize, resize)                                                              \
   X(SAMPLER, rlx_sampler, sampler)                                                           \
   X(GNORM, rlx_gnorm, gnorm)                                                                 \
-  X(POOL_BWD, rlx_pool_bwd, pool_bwd)
+  X(POOL_BWD, rlx_pool_bwd, pool_bwd)                                                        \
+  X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                         \
+  X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -205,6 +207,7 @@ typedef union rlx_launch_params {
   rlxk_scatter scatter;
   rlxk_norm norm;
   rlxk_attn attn;
+  rlxk_attn_bwd attn_bwd;
   rlxk_rope rope;
   rlxk_sample sample;
   rlxk_pool pool;

@@ -588,6 +588,49 @@ static void attn_fill(const rlx_step* s, rlxk_attn* p) {
   p->softcap = a->softcap;
 }
 
+_Static_assert((int)RLXK_ATTN_BWD_STATS == (int)RLX_ATTN_BWD_STATS &&
+                   (int)RLXK_ATTN_BWD_DV == (int)RLX_ATTN_BWD_DV &&
+                   (int)RLXK_ATTN_BWD_DK == (int)RLX_ATTN_BWD_DK &&
+                   (int)RLXK_ATTN_BWD_DQ == (int)RLX_ATTN_BWD_DQ,
+               "attention_bwd.cu's phase codes out of sync with lower.h");
+
+/* AttentionBackward phases (attention_bwd.cu): a warp per query row (STATS,
+ * DQ) or key row (DV, DK). FULL (three outputs, lowered when dq cannot hold
+ * the stats) and head dims beyond the kernel's 256 run on the host. */
+static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                      rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  const rlx_attention_params* a = &p->a;
+  if (s->op == RLX_ATTN_BWD_FULL || a->D > 256 || a->Dv > 256 || a->Hkv <= 0 || a->H % a->Hkv) {
+    rlx_launch* x = push(l, RLX_LAUNCH_HOST, i, err);
+    return x ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  }
+  int64_t items = s->work.items;
+  if (items == 0) return RLX_OK;
+  int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  rlx_launch* x = push_kernel(l, keys ? RLX_CUDA_FN_ATTN_BWD_KEYS : RLX_CUDA_FN_ATTN_BWD_ROWS, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_attn_bwd* k = &x->p.attn_bwd;
+  memset(k, 0, sizeof *k);
+  attn_fill(s, &k->a); /* p.attn is p.attn_bwd.a: the union's common first member */
+  k->do_sb = p->do_sb, k->do_ss = p->do_ss, k->do_sh = p->do_sh;
+  const int64_t* g = s->op == RLX_ATTN_BWD_DQ   ? &p->dq_sb
+                     : s->op == RLX_ATTN_BWD_DK ? &p->dk_sb
+                                                : &p->dv_sb;
+  k->g_sb = g[0], k->g_ss = g[1], k->g_sh = g[2];
+  k->dooff = s->in[5].offset;
+  k->dodt = s->in[5].dtype;
+  k->xoff = s->in[4].offset;
+  k->xdt = s->in[4].dtype;
+  k->goff = s->out[0].offset;
+  k->gdt = s->out[0].dtype;
+  k->op = s->op;
+  x->grid[0] = (unsigned)((items + 3) / 4); /* 4 warps per block, one item each */
+  x->block = 128;
+  return RLX_OK;
+}
+
 static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                              rlx_launch_list* l, rlx_error* err) {
   const rlx_rope_params* r = &s->p.rope;
@@ -1135,12 +1178,12 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 #define RLX_CUDA_KIND_CONV_WGRAD build_host
 #define RLX_CUDA_KIND_POOL_BACKWARD build_pool_backward
 #define RLX_CUDA_KIND_HOST build_host
-#define RLX_CUDA_KIND_ATTENTION_BWD build_host
 #define RLX_CUDA_KIND_NORM_BWD build_host
 #define RLX_CUDA_KIND_SOFTMAX_BWD build_host
 #define RLX_CUDA_KIND_XENT build_host
 #define RLX_CUDA_KIND_GATHER_BACKWARD build_host
 #define RLX_CUDA_KIND_OPT_UPDATE build_host
+#define RLX_CUDA_KIND_ATTENTION_BWD build_attention_bwd
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

@@ -128,6 +128,7 @@ extern const int rlx_vk_shader_table_count;
   X(ARGREDUCE, argreduce) X(CUMSUM, cumsum) X(TOPK, topk) X(GATHER, gather)                    \
   X(SCATTER, scatter) X(NORM, norm) X(ATTENTION, attention) X(ROPE, rope) X(SAMPLE, sample)    \
   X(POOL, pool) X(RESIZE, resize) X(SAMPLER, sampler) X(GNORM, gnorm)                          \
+  X(ATTENTION_BWD, attention_bwd)                                                              \
   /* dense float / raw-copy elementwise, 4 per lane */                                         \
   X(ELTWISE_VEC, eltwise_vec)                                                                  \
   /* softmax / norms over contiguous rows, vec4 loads */                                       \
@@ -184,12 +185,12 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_CONV_WGRAD RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
 #define RLX_VK_KIND_POOL_BACKWARD RLX_VK_PIPE_POOL_BWD
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_ATTENTION_BWD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_XENT RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_ATTENTION_BWD RLX_VK_PIPE_ATTENTION_BWD
 
 /* ------------------------------------------------------------ context */
 

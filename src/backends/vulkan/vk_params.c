@@ -274,6 +274,22 @@ static void encode_attention(encoder* e, const rlx_attention_params* p) {
   if (p->D > 256 || p->Dv > 256 || p->Hkv <= 0 || p->H % p->Hkv != 0) e->ok = 0;
 }
 
+/* The forward's words, d_out's strides and the phase's output strides. The
+ * FULL phase (three outputs) has no kernel: the host runs it. */
+static void encode_attention_bwd(encoder* e, const rlx_step* s) {
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  encode_attention(e, &p->a);
+  int x = RLXVK_X;
+  put(e, x + AB_DO, p->do_sb);
+  put(e, x + AB_DO + 1, p->do_ss);
+  put(e, x + AB_DO + 2, p->do_sh);
+  const int64_t* g = s->op == RLX_ATTN_BWD_DQ   ? &p->dq_sb
+                     : s->op == RLX_ATTN_BWD_DK ? &p->dk_sb
+                                                : &p->dv_sb;
+  for (int i = 0; i < 3; i++) put(e, x + AB_G + i, g[i]);
+  if (s->op == RLX_ATTN_BWD_FULL || s->n_out != 1) e->ok = 0;
+}
+
 static void encode_kind(encoder* e, const rlx_step* s) {
   int x = RLXVK_X;
   switch (s->kernel) {
@@ -326,6 +342,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_ATTENTION_BWD: encode_attention_bwd(e, s); break;
     case RLX_K_CONV: encode_conv(e, s); break;
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
@@ -423,13 +440,19 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
   if (rlx_kernel_is_elementwise(s->kernel)) rlx_views_coalesce(views, n_views);
   put_view(&e, RLXVK_SLOT_OUT0, &views[0], arena_bytes);
   put_view(&e, RLXVK_SLOT_OUT1, &s->out[1], arena_bytes);
-  for (int k = 1; k < n_views; k++) put_view(&e, RLXVK_SLOT_IN0 + k - 1, &views[k], arena_bytes);
-  for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) {
+  /* The record has five input slots; a sixth input rides in the out1 slot
+   * of a one-output step (AttentionBackward's d_out). */
+  const int in_slots = RLXVK_N_SLOTS - RLXVK_SLOT_IN0;
+  for (int k = 1; k < n_views && k <= in_slots; k++)
+    put_view(&e, RLXVK_SLOT_IN0 + k - 1, &views[k], arena_bytes);
+  for (int32_t i = s->n_in; i < in_slots; i++) {
     rlx_view absent;
     memset(&absent, 0, sizeof absent);
     absent.rank = -1;
     put_view(&e, RLXVK_SLOT_IN0 + i, &absent, arena_bytes);
   }
+  if (s->n_in > in_slots + 1 || (s->n_in > in_slots && s->n_out > 1)) return 1;
+  if (s->n_in > in_slots) put_view(&e, RLXVK_SLOT_OUT1, &s->in[in_slots], arena_bytes);
   encode_kind(&e, s);
   /* vectorised kernels where the views allow (vk_fast.c) */
   if (rlx_vk_pick_fast(s, views, n_views, words, &items, &per_group, &out->pipe))
@@ -502,7 +525,7 @@ int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   if (rlx_shader_node_has_newer_dtype(g, ni)) return vk_newer_dtype_native(g, n);
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return vk_conv_native(g, n);
   if (!rlx_shader_supports_node(g, ni)) return 0;
-  if (n->op == RLX_OP_ATTENTION) {
+  if (n->op == RLX_OP_ATTENTION || n->op == RLX_OP_ATTENTION_BACKWARD) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);
     int64_t dv = v->rank > 0 ? v->shape[v->rank - 1] : 0;
     if (n->a.head_dim > 256 || dv > 256) return 0;
@@ -513,6 +536,9 @@ int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
 typedef int rlx_vk_params_unused;
 #endif
 
+_Static_assert(AB_STATS == RLX_ATTN_BWD_STATS && AB_DV == RLX_ATTN_BWD_DV &&
+                   AB_DK == RLX_ATTN_BWD_DK && AB_DQ == RLX_ATTN_BWD_DQ,
+               "attention_bwd.comp's phase codes out of sync with lower.h");
 _Static_assert(PL_MAX == RLX_WIN_MAX && PL_AVG == RLX_WIN_AVG &&
                    PL_PAD_CONSTANT == RLX_WIN_PAD_CONSTANT &&
                    PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE &&

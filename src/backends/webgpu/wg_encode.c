@@ -103,6 +103,23 @@ static void encode_matmul(encoder* e, const rlx_matmul_params* p) {
   put_x(e, WG_MM_ACT, p->act);
 }
 
+static void encode_attention(encoder* e, const rlx_attention_params* p);
+
+/* The forward's words, d_out's strides and the phase's output strides
+ * (attention_bwd.wgsl). The FULL phase (three outputs) has no kernel. */
+static void encode_attention_bwd(encoder* e, const rlx_step* s) {
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  encode_attention(e, &p->a);
+  put_x(e, WG_AB_DO, p->do_sb);
+  put_x(e, WG_AB_DO + 1, p->do_ss);
+  put_x(e, WG_AB_DO + 2, p->do_sh);
+  const int64_t* g = s->op == RLX_ATTN_BWD_DQ   ? &p->dq_sb
+                     : s->op == RLX_ATTN_BWD_DK ? &p->dk_sb
+                                                : &p->dv_sb;
+  for (uint32_t i = 0; i < 3; i++) put_x(e, WG_AB_G + i, g[i]);
+  if (s->op == RLX_ATTN_BWD_FULL || s->n_out != 1 || p->a.D > 256) e->ok = 0;
+}
+
 static void encode_attention(encoder* e, const rlx_attention_params* p) {
   const int64_t v[] = {p->B,    p->H,    p->Hkv,  p->Sq,   p->Sk,   p->D,    p->Dv,
                        p->q_sb, p->q_ss, p->q_sh, p->k_sb, p->k_ss, p->k_sh, p->v_sb,
@@ -197,6 +214,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_ATTENTION_BWD: encode_attention_bwd(e, s); break;
     case RLX_K_POOL:
     case RLX_K_POOL_BACKWARD: {
       const rlx_pool_params* p = &s->p.pool;
@@ -526,8 +544,13 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   memset(&absent, 0, sizeof absent);
   absent.rank = -1;
   put_view(&e, 1, s->n_out > 1 ? &s->out[1] : &absent, base, window);
-  for (int k = 1; k < n_views; k++) put_view(&e, 1 + k, &views[k], base, window);
-  for (int32_t i = s->n_in; i < RLX_STEP_MAX_IN; i++) put_view(&e, 2 + i, &absent, base, window);
+  /* The record has five input slots; a sixth input rides in the out1 slot
+   * of a one-output step (AttentionBackward's d_out). */
+  const int in_slots = 5;
+  for (int k = 1; k < n_views && k <= in_slots; k++) put_view(&e, 1 + k, &views[k], base, window);
+  for (int32_t i = s->n_in; i < in_slots; i++) put_view(&e, 2 + i, &absent, base, window);
+  if (s->n_in > in_slots + 1 || (s->n_in > in_slots && s->n_out > 1)) return 1;
+  if (s->n_in > in_slots) put_view(&e, 1, &s->in[in_slots], base, window);
   encode_kind(&e, s);
   if (!e.ok) return 1;
   if (!rlx_env_flag(RLX_ENV_WG_NO_FAST)) {
@@ -594,6 +617,10 @@ int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   if (n->op == RLX_OP_ATTENTION) {
     const rlx_type* v = rlx_tensor_type(g, n->in[2]);
     if (v->rank > 0 && v->shape[v->rank - 1] > 256) return 0;
+  }
+  if (n->op == RLX_OP_ATTENTION_BACKWARD) {
+    const rlx_type* v = rlx_tensor_type(g, n->in[2]);
+    if (n->a.head_dim > 256 || (v->rank > 0 && v->shape[v->rank - 1] > 256)) return 0;
   }
   return 1;
 }

@@ -44,6 +44,8 @@
   X(AT_B, 0) X(AT_H, 1) X(AT_HKV, 2) X(AT_SQ, 3) X(AT_SK, 4) X(AT_D, 5) X(AT_DV, 6) X(AT_Q, 7)  \
   X(AT_K, 10) X(AT_V, 13) X(AT_O, 16) X(AT_M, 19) X(AT_MASK, 23) X(AT_WINDOW, 24)               \
   X(AT_SCALE, 25) X(AT_SOFTCAP, 26) X(AT_PAIR_OUT, 27) X(AT_FAST_KV, 28)                        \
+  X(AB_DO, 32) X(AB_G, 35) X(AB_STATS, RLX_ATTN_BWD_STATS) X(AB_DV, RLX_ATTN_BWD_DV)            \
+  X(AB_DK, RLX_ATTN_BWD_DK) X(AB_DQ, RLX_ATTN_BWD_DQ)                                          \
   X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
   X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
   X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)                      \

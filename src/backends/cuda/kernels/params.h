@@ -89,6 +89,18 @@ typedef struct rlxk_attn {
   int32_t k_split; /* blocks along Sk (1: no split) */
 } rlxk_attn;
 
+/* AttentionBackward, one phase (op = RLX_ATTN_BWD_*) per launch: the
+ * forward's geometry (a: ooff/odt are `out`, read by STATS and DQ), d_out,
+ * the fifth input (out or the stats [rows, 2]) and the phase's output (the
+ * stats, dv, dk or dq) with its strides. */
+enum { RLXK_ATTN_BWD_STATS = 0, RLXK_ATTN_BWD_DV = 1, RLXK_ATTN_BWD_DK = 2, RLXK_ATTN_BWD_DQ = 3 };
+typedef struct rlxk_attn_bwd {
+  rlxk_attn a;
+  int64_t do_sb, do_ss, do_sh, g_sb, g_ss, g_sh;
+  uint64_t dooff, xoff, goff;
+  int32_t dodt, xdt, gdt, op;
+} rlxk_attn_bwd;
+
 typedef struct rlxk_rope {
   int64_t B, S, H, D;
   int64_t x_sb, x_ss, x_sh, o_sb, o_ss, o_sh;

@@ -123,7 +123,7 @@ void query_item(uint item, int op) {
   load_query_row(b, h, i);
   float lse = row_lse(b, h, i, kvh);
   float delta = row_delta(b, h, i);
-  if (op == RLX_ATTN_BWD_STATS) {
+  if (op == AB_STATS) {
     if (lid == 0) {
       st_f(v_dt(SO), v_off(SO), 2 * int(item), lse);
       st_f(v_dt(SO), v_off(SO), 2 * int(item) + 1, delta);
@@ -168,7 +168,7 @@ void key_item(uint item, int op) {
       Dv = PX(AT_DV);
   int j = int(item % uint(Sk)), kvh = int((item / uint(Sk)) % uint(Hkv)),
       b = int(item / uint(Sk * Hkv));
-  bool dk = op == RLX_ATTN_BWD_DK;
+  bool dk = op == AB_DK;
   for (int d = lid; d < D; d += 64) rowv[d] = ld_f(v_dt(SK), v_off(SK), k_at(b, kvh, j) + d);
   if (dk)
     for (int d = lid; d < Dv; d += 64) row2[d] = ld_f(v_dt(SV), v_off(SV), v_at(b, kvh, j) + d);
@@ -225,7 +225,7 @@ void main() {
   if (item >= PU(RLXVK_COUNT)) return;
   lid = int(gl_LocalInvocationID.x);
   int op = P(RLXVK_OP);
-  if (op == RLX_ATTN_BWD_DV || op == RLX_ATTN_BWD_DK)
+  if (op == AB_DV || op == AB_DK)
     key_item(item, op);
   else
     query_item(item, op);

@@ -129,6 +129,13 @@
 #define AT_WINDOW 24
 #define AT_SCALE 25   /* float bits */
 #define AT_SOFTCAP 26 /* float bits */
+/* attention backward: the attention words, then */
+#define AB_DO 32 /* d_out strides: sb, ss, sh */
+#define AB_G 35  /* strides of the phase's gradient output (dq, dk or dv) */
+#define AB_STATS 0 /* phases: RLX_ATTN_BWD_* (lower.h) */
+#define AB_DV 1
+#define AB_DK 2
+#define AB_DQ 3
 /* rope */
 #define RP_B 0
 #define RP_S 1

@@ -606,6 +606,7 @@ static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t
   p->n_rot = r->n_rot;
   p->style = r->style;
   p->per_token = r->per_token;
+  p->inverse = r->inverse;
   p->xdt = s->in[0].dtype;
   p->cdt = s->in[1].dtype;
   p->sdt = s->in[2].dtype;

@@ -145,7 +145,9 @@ extern const int rlx_vk_shader_table_count;
   /* conv as a tiled implicit GEMM */                                                          \
   X(CONV, conv)                                                                                \
   /* f16 conv on cooperative matrices (KHR or NV build) */                                     \
-  X(CONV_COOP, conv_coop)
+  X(CONV_COOP, conv_coop)                                                                      \
+  /* norm / softmax backward rows (the generic pipe of NORM_BWD, SOFTMAX_BWD) */              \
+  X(ROWS_BWD, rows_bwd)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -180,8 +182,8 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_CONV RLX_VK_PIPE_CONV_DIRECT /* GEMM kernels picked in vk_params.c */
 #define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_ROWS_BWD
+#define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_ROWS_BWD
 
 /* ------------------------------------------------------------ context */
 

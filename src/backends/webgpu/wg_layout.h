@@ -45,7 +45,7 @@
   X(AT_K, 10) X(AT_V, 13) X(AT_O, 16) X(AT_M, 19) X(AT_MASK, 23) X(AT_WINDOW, 24)               \
   X(AT_SCALE, 25) X(AT_SOFTCAP, 26) X(AT_PAIR_OUT, 27) X(AT_FAST_KV, 28)                        \
   X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
-  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
+  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12) X(RP_INVERSE, 13)                                         \
   X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)                      \
   X(PL_RANK, 0) X(PL_CIP, 1) X(PL_VALUE, 2) X(PL_TAPS, 3) X(PL_KERNEL, 4) X(PL_STRIDE, 12)      \
   X(PL_DIL, 20) X(PL_PAD, 28) X(PL_PAD_END, 36) X(PL_INDEX_OUT, 44) X(PL_MAX, RLX_WIN_MAX) X(PL_AVG, RLX_WIN_AVG)   \

@@ -93,7 +93,8 @@ typedef struct rlxk_rope {
   int64_t B, S, H, D;
   int64_t x_sb, x_ss, x_sh, o_sb, o_ss, o_sh;
   uint64_t xoff, coff, soff, ooff;
-  int32_t n_rot, style, per_token, xdt, cdt, sdt, odt, pad_;
+  int32_t n_rot, style, per_token, xdt, cdt, sdt, odt;
+  int32_t inverse; /* RopeBackward: sin negated */
 } rlxk_rope;
 
 /* Pool / Pad (mode: RLXK_WIN_*, the values of RLX_WIN_* in

@@ -133,7 +133,8 @@ typedef struct rlx_lt_api {
   X(POOL, rlx_pool, pool)                                                                    \
   X(RESIZE, rlx_resize, resize)                                                              \
   X(SAMPLER, rlx_sampler, sampler)                                                           \
-  X(GNORM, rlx_gnorm, gnorm)
+  X(GNORM, rlx_gnorm, gnorm)                                                                 \
+  X(NORM_BWD, rlx_norm_bwd, rows_bwd) X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -212,6 +213,7 @@ typedef union rlx_launch_params {
   rlxk_gnorm gnorm;
   rlxk_mm mm;
   rlxk_epilogue epi;
+  rlxk_softmax_bwd softmax_bwd;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

@@ -1287,7 +1287,7 @@ def resize_case(name, shape, torch_kwargs, attrs, scale=None):
     full.setdefault("exclude_outside", 0)
     x = c.input(a)
     c.output(c.op("resize", [x], as_dtype(want, a), full))
-    return c
+    return c  # lost in a merge (83d219c's kind): resize_cases yielded None
 
 
 # ---------------------------------------------------------------- convolution
@@ -1548,6 +1548,103 @@ def channel_norm_cases():
     attrs = {"size": 5, "alpha": 2e-2, "beta": 0.75, "bias": 1.5}
     c.output(c.op("lrn", [x], as_dtype(ref, a), attrs))
     yield c
+
+
+def grads64(fn, arrays, dy):
+    """d sum(fn(*arrays) * dy) / d array for each array, by torch autograd in float64."""
+    with torch.enable_grad():
+        ts = [t64(a).clone().requires_grad_(True) for a in arrays]
+        (fn(*ts) * t64(dy)).sum().backward()
+    return [t.grad for t in ts]
+
+
+def rope_t(x, cos, sin, n_rot, style, layout, per_token):
+    """rope_ref on a torch tensor (autograd-friendly: no numpy round trip)."""
+    if layout == "bhsd":
+        x = x.permute(0, 2, 1, 3)
+    b, s = x.shape[0], x.shape[1]
+    c = t64(cos).view(b, s, 1, -1) if per_token else t64(cos).view(1, s, 1, -1)
+    sn = t64(sin).view(b, s, 1, -1) if per_token else t64(sin).view(1, s, 1, -1)
+    rot, rest, half = x[..., :n_rot], x[..., n_rot:], n_rot // 2
+    if style == "neox":
+        x1, x2 = rot[..., :half], rot[..., half:]
+        rot = torch.cat([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1)
+    else:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+        rot = torch.stack([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1).flatten(-2)
+    y = torch.cat([rot, rest], dim=-1)
+    return y.permute(0, 2, 1, 3) if layout == "bhsd" else y
+
+
+def cumsum_t(x, axis, exclusive, reverse):
+    v = x.flip(axis) if reverse else x
+    r = v.cumsum(axis) - (v if exclusive else 0)
+    return r.flip(axis) if reverse else r
+
+
+@case
+def row_backward_cases():
+    """The row-wise backward ops (training) against torch autograd in float64:
+    each takes the forward's inputs (or output) and dy, and gives the input
+    gradients of sum(forward * dy)."""
+    F = torch.nn.functional
+    for name, shape, axis, with_gamma in (("layer_norm_backward", [4, 8], -1, True),
+                                          ("layer_norm_backward_axis_m2_plain", [2, 3, 4], -2,
+                                           False)):
+        c = Case(name, F32_TOL)
+        pshape = shape[axis:]
+        a, d = c.uniform(shape), c.uniform(shape)
+        g = c.uniform(pshape, 0.5, 1.5) if with_gamma else np.ones(pshape, np.float32)
+        x, gg, dy = c.input(a), c.input(g) if with_gamma else None, c.input(d)
+        grads = grads64(lambda x_, g_, b_: F.layer_norm(x_, pshape, g_, b_, 1e-5),
+                        [a, g, np.zeros(pshape, np.float32)], d)
+        c.output(*c.op("layer_norm_backward", [x, gg, dy], [as_dtype(t, a) for t in grads],
+                       {"axis": axis, "eps": 1e-5}))
+        yield c
+    for name, with_gamma in (("rms_norm_backward", True), ("rms_norm_backward_plain", False)):
+        c = Case(name, F32_TOL)
+        a, d = c.uniform([3, 2, 8]), c.uniform([3, 2, 8])
+        g = c.uniform([8], 0.5, 1.5) if with_gamma else np.ones([8], np.float32)
+        x, gg, dy = c.input(a), c.input(g) if with_gamma else None, c.input(d)
+        grads = grads64(lambda x_, g_: x_ * torch.rsqrt((x_ * x_).mean(-1, keepdim=True) + 1e-6) * g_,
+                        [a, g], d)
+        c.output(*c.op("rms_norm_backward", [x, gg, dy], [as_dtype(t, a) for t in grads],
+                       {"eps": 1e-6}))
+        yield c
+    for op, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
+        c = Case(op + "_backward_axis1", F32_TOL)
+        a, d = c.uniform([3, 5, 4], -3.0, 3.0), c.uniform([3, 5, 4])
+        y = as_dtype(fn(t64(a), dim=1), a)
+        yy, dy = c.input(y), c.input(d)
+        (dx,) = grads64(lambda x_: fn(x_, dim=1), [a], d)
+        c.output(c.op(op + "_backward", [yy, dy], as_dtype(dx, a), {"axis": 1}))
+        yield c
+    for name, style, layout, n_rot, per_token in (("rope_backward_neox_partial_bshd", "neox",
+                                                   "bshd", 4, False),
+                                                  ("rope_backward_gptj_per_token_bhsd", "gptj",
+                                                   "bhsd", 6, True)):
+        c = Case(name, F32_TOL)
+        b, s, h, hd = 2, 3, 2, 6
+        shape = [b, s, h, hd] if layout == "bshd" else [b, h, s, hd]
+        rows = b * s if per_token else s
+        ang = c.uniform([rows, n_rot // 2], -3.0, 3.0).astype(np.float64)
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        d = c.uniform(shape)
+        dy, cc, ss = c.input(d), c.input(cos), c.input(sin)
+        (dx,) = grads64(lambda x_: rope_t(x_, cos, sin, n_rot, style, layout, per_token),
+                        [np.zeros(shape, np.float32)], d)
+        attrs = {"head_dim": hd, "n_rot": n_rot, "style": style, "layout": layout}
+        c.output(c.op("rope_backward", [dy, cc, ss], as_dtype(dx, d), attrs))
+        yield c
+    for axis, excl, rev in ((1, 0, 0), (0, 1, 1)):
+        c = Case("cumsum_backward_axis%d%s%s" % (axis, "_excl" if excl else "",
+                                                  "_rev" if rev else ""), F32_TOL)
+        a, d = c.uniform([4, 5]), c.uniform([4, 5])
+        dy = c.input(d)
+        (dx,) = grads64(lambda x_: cumsum_t(x_, axis, excl, rev), [a], d)
+        c.output(c.op("cumsum_backward", [dy], as_dtype(dx, d),
+                      {"axis": axis, "exclusive": excl, "reverse": rev}))
+        yield c
 
 
 # ---------------------------------------------------------------- main

@@ -829,6 +829,95 @@ static void c_conv_tiled(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* ------------------------------------------------------------ row-wise backward ops */
+
+/* LayerNorm backward over the last dim (v 0), the last two (v 1) and all
+ * but the batch (v 2, gamma absent); RmsNorm backward with gamma (v 3)
+ * and without (v 4). Outputs dx and the parameter gradients. */
+static void c_norm_backward(pcase* c, int v) {
+  rlx_dim s[3] = {rdim(), rdim(), rdim() + 2};
+  int32_t axis = v == 1 ? 1 : v == 2 ? 0 : 2;
+  rlx_dim gs[3];
+  int gr = 3 - axis;
+  for (int i = 0; i < gr; i++) gs[i] = s[axis + i];
+  rlx_tensor x = input(c, RLX_F32, s, 3), dy = input(c, RLX_F32, s, 3), o[3];
+  rlx_tensor gamma = v == 2 || v == 4 ? RLX_NONE : input(c, RLX_F32, gs, gr);
+  if (v < 3) {
+    rlx_graph_add_layer_norm_backward(c->g, x, gamma, dy, axis, 1e-5f, &o[0], &o[1], &o[2]);
+    outputs(c, o, 3);
+  } else {
+    rlx_graph_add_rms_norm_backward(c->g, x, gamma, dy, 1e-6f, &o[0], &o[1]);
+    outputs(c, o, 2);
+  }
+}
+
+/* Softmax (v 0) and log-softmax (v 1) backward along the middle axis, from
+ * the forward's own output; v 2, 3 along the last axis. */
+static void c_softmax_backward(pcase* c, int v) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  int axis = v < 2 ? 1 : 2, log_sm = v & 1;
+  rlx_tensor x = input(c, RLX_F32, s, 3), dy = input(c, RLX_F32, s, 3), y, dx;
+  if (log_sm) rlx_graph_add_log_softmax(c->g, x, axis, &y);
+  else rlx_graph_add_softmax(c->g, x, axis, &y);
+  rlx_graph_add_softmax_backward(c->g, y, dy, axis, log_sm, &dx);
+  outputs(c, &dx, 1);
+}
+
+/* As c_rope: style (bit 0), full / partial rotary (bit 1), layout (bit 2),
+ * per-position / per-token tables (bit 3). */
+static void c_rope_backward(pcase* c, int v) {
+  int64_t B = test_rand_int(1, 3), S = rdim(), H = test_rand_int(1, 4), D = 2 * test_rand_int(2, 8);
+  int64_t n_rot = v & 2 ? D : 2 * test_rand_int(1, D / 2);
+  rlx_layout layout = v & 4 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  rlx_dim xs[4] = {B, S, H, D};
+  if (layout == RLX_LAYOUT_BHSD) { xs[1] = H; xs[2] = S; }
+  rlx_dim ts[2] = {(v & 8) ? B * S : S, n_rot / 2};
+  rlx_tensor dy = input(c, RLX_F32, xs, 4), cs = input(c, RLX_F32, ts, 2), sn = input(c, RLX_F32, ts, 2), dx;
+  rlx_graph_add_rope_backward(c->g, dy, cs, sn, (int32_t)D, (int32_t)n_rot, (rlx_rope_style)(v & 1),
+                              layout, &dx);
+  outputs(c, &dx, 1);
+}
+
+/* exclusive (bit 0) and reverse (bit 1) on a random axis. */
+static void c_cumsum_backward(pcase* c, int v) {
+  rlx_dim s[3];
+  rshape(s, 3);
+  rlx_tensor dy = input(c, RLX_F32, s, 3), dx;
+  rlx_graph_add_cumsum_backward(c->g, dy, (int32_t)test_rand_int(0, 2), v & 1, (v >> 1) & 1, &dx);
+  outputs(c, &dx, 1);
+}
+
+/* Norm and softmax backward in f16 (even v) and bf16 (odd v): LayerNorm
+ * (v 0, 1), RmsNorm (v 2, 3), softmax (v 4, 5); inputs cast from f32, the
+ * gradients cast back. */
+static void c_rows_backward_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_dim s[2] = {rdim(), rdim() * 2 + 2}, gs[1] = {s[1]};
+  rlx_tensor x = input(c, RLX_F32, s, 2), dy = input(c, RLX_F32, s, 2), o[3];
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, dy, t, &dy);
+  int n = 1;
+  if (v < 4) {
+    rlx_tensor gamma = input(c, RLX_F32, gs, 1);
+    rlx_graph_add_cast(c->g, gamma, t, &gamma);
+    if (v < 2) {
+      rlx_graph_add_layer_norm_backward(c->g, x, gamma, dy, -1, 1e-5f, &o[0], &o[1], &o[2]);
+      n = 3;
+    } else {
+      rlx_graph_add_rms_norm_backward(c->g, x, gamma, dy, 1e-6f, &o[0], &o[1]);
+      n = 2;
+    }
+  } else {
+    rlx_tensor y;
+    rlx_graph_add_softmax(c->g, x, -1, &y);
+    rlx_graph_add_softmax_backward(c->g, y, dy, -1, 0, &o[0]);
+  }
+  for (int i = 0; i < n; i++) rlx_graph_add_cast(c->g, o[i], RLX_F32, &o[i]);
+  outputs(c, o, n);
+}
+
 /* Im2Col: variant = spatial dims + 3 * layout + 6 * padded (with dilation). */
 static void c_im2col(pcase* c, int v) {
   int ns = 1 + v % 3, last = (v / 3) % 2, padded = v / 6;
@@ -1244,6 +1333,11 @@ static const case_def CASES[] = {
     {"pool_backward_half", c_pool_backward_half, 4, TOL_HALF},
     /* f32 1e-4: dS = P (dP - D) cancels, so f32 accumulation order shows */
     {"attention_backward", c_attention_backward, 12, {1e-4, 3e-2, 3e-2}},
+    {"norm_backward", c_norm_backward, 5, TOL_F32},
+    {"softmax_backward", c_softmax_backward, 4, TOL_F32},
+    {"rope_backward", c_rope_backward, 16, TOL_F32},
+    {"cumsum_backward", c_cumsum_backward, 4, TOL_F32},
+    {"rows_backward_half", c_rows_backward_half, 6, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

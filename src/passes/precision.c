@@ -36,6 +36,8 @@ static int op_lowers(rlx_op op) {
     case RLX_OP_FUSED_RESIDUAL_RMS_NORM: case RLX_OP_GROUP_NORM: case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: case RLX_OP_ATTENTION: case RLX_OP_ROPE:
     case RLX_OP_ATTENTION_BACKWARD:
+    case RLX_OP_LAYER_NORM_BACKWARD: case RLX_OP_RMS_NORM_BACKWARD: case RLX_OP_SOFTMAX_BACKWARD:
+    case RLX_OP_LOG_SOFTMAX_BACKWARD: case RLX_OP_ROPE_BACKWARD:
       return 1;
     default:
       return 0;

@@ -29,7 +29,8 @@
  * fused form, conv / conv transpose (cuDNN's bf16/f16 path on CUDA), pool,
  * resize, reduce, softmax / log-softmax, the norms (layer, rms, their fused
  * residual forms, group, channel, batch) and attention (and its backward,
- * whose row statistics are f32) / rope. Every
+ * whose row statistics are f32) / rope, and the backward ops of the norms,
+ * softmax / log-softmax and rope. Every
  * backend has kernels for bf16 and f16 of these (f16/bf16 are in every
  * backend's load/store switch), and their kernels accumulate in f32 or
  * f64 whatever the storage dtype (matmul, conv, reductions, norms and

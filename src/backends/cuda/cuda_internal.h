@@ -134,9 +134,11 @@ typedef struct rlx_lt_api {
   X(RESIZE, rlx_resize, resize)                                                              \
   X(SAMPLER, rlx_sampler, sampler)                                                           \
   X(GNORM, rlx_gnorm, gnorm)                                                                 \
-  X(POOL_BWD, rlx_pool_bwd, pool_bwd)                                                        \
-  X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                         \
-  X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)
+  X(POOL_BWD, rlx_pool_bwd, pool_bwd)                                                          \
+  X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                           \
+  X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)                                           \
+  X(NORM_BWD, rlx_norm_bwd, rows_bwd)                                                          \
+  X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -217,6 +219,7 @@ typedef union rlx_launch_params {
   rlxk_gnorm gnorm;
   rlxk_mm mm;
   rlxk_epilogue epi;
+  rlxk_softmax_bwd softmax_bwd;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

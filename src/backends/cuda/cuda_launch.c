@@ -649,6 +649,7 @@ static rlx_status build_rope(const rlx_cuda_build* b, const rlx_step* s, int32_t
   p->n_rot = r->n_rot;
   p->style = r->style;
   p->per_token = r->per_token;
+  p->inverse = r->inverse;
   p->xdt = s->in[0].dtype;
   p->cdt = s->in[1].dtype;
   p->sdt = s->in[2].dtype;
@@ -1145,6 +1146,58 @@ static rlx_status build_conv(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return build_ew(b, &act, i, l, err);
 }
 
+/* ------------------------------------------------------------------ row-wise backward */
+
+/* NORM_BWD: in0 x, in1 gamma (optional), in2 dy; one block per row. */
+static rlx_status build_norm_bwd(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                 rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  const rlx_norm_params* np = &s->p.norm;
+  if (np->rows == 0 || np->cols == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_NORM_BWD, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_norm* p = &x->p.norm;
+  memset(p, 0, sizeof *p);
+  p->rows = np->rows;
+  p->cols = np->cols;
+  for (int k = 0; k < 3; k++) {
+    int present = s->in[k].rank >= 0;
+    p->dt[k] = present ? (int32_t)s->in[k].dtype : -1;
+    p->off[k] = present ? s->in[k].offset : 0;
+  }
+  for (int k = 3; k < 5; k++) p->dt[k] = -1;
+  p->ooff = s->out[0].offset;
+  p->odt = s->out[0].dtype;
+  p->eps = np->eps;
+  p->rms = np->rms;
+  x->block = 256;
+  x->grid[0] = rows_grid(p->rows);
+  return RLX_OK;
+}
+
+/* SOFTMAX_BWD: in0 y, in1 dy; one block per (outer, inner) row. */
+static rlx_status build_softmax_bwd(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                    rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  const rlx_row_params* r = &s->p.rowop.row;
+  if (r->outer * r->inner == 0 || r->n == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_SOFTMAX_BWD, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  rlxk_softmax_bwd* p = &x->p.softmax_bwd;
+  memset(p, 0, sizeof *p);
+  p->outer = r->outer, p->n = r->n, p->inner = r->inner;
+  p->yoff = s->in[0].offset;
+  p->dyoff = s->in[1].offset;
+  p->ooff = s->out[0].offset;
+  p->op = s->op;
+  p->ydt = s->in[0].dtype;
+  p->dydt = s->in[1].dtype;
+  p->odt = s->out[0].dtype;
+  x->block = 256;
+  x->grid[0] = rows_grid(r->outer * r->inner);
+  return RLX_OK;
+}
+
 int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; }
 
 /* Launch builder of each kernel kind (src/backends/kernels.def): a kind
@@ -1178,12 +1231,12 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 #define RLX_CUDA_KIND_CONV_WGRAD build_host
 #define RLX_CUDA_KIND_POOL_BACKWARD build_pool_backward
 #define RLX_CUDA_KIND_HOST build_host
-#define RLX_CUDA_KIND_NORM_BWD build_host
-#define RLX_CUDA_KIND_SOFTMAX_BWD build_host
 #define RLX_CUDA_KIND_XENT build_host
 #define RLX_CUDA_KIND_GATHER_BACKWARD build_host
 #define RLX_CUDA_KIND_OPT_UPDATE build_host
 #define RLX_CUDA_KIND_ATTENTION_BWD build_attention_bwd
+#define RLX_CUDA_KIND_NORM_BWD build_norm_bwd
+#define RLX_CUDA_KIND_SOFTMAX_BWD build_softmax_bwd
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

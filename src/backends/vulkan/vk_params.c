@@ -301,6 +301,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put(e, x + RD_INNER, s->p.reduce.inner);
       break;
     case RLX_K_ARG_REDUCE: case RLX_K_SOFTMAX: case RLX_K_CUMSUM: case RLX_K_TOPK:
+    case RLX_K_SOFTMAX_BWD:
       put(e, x + RW_OUTER, s->p.rowop.row.outer);
       put(e, x + RW_N, s->p.rowop.row.n);
       put(e, x + RW_INNER, s->p.rowop.row.inner);
@@ -328,7 +329,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put(e, x + SC_AXIS_LEN, p->axis_len);
       break;
     }
-    case RLX_K_NORM: {
+    case RLX_K_NORM: case RLX_K_NORM_BWD: {
       const rlx_norm_params* p = &s->p.norm;
       put(e, x + NM_ROWS, p->rows);
       put(e, x + NM_COLS, p->cols);
@@ -347,7 +348,8 @@ static void encode_kind(encoder* e, const rlx_step* s) {
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
-                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token};
+                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token,
+                           p->inverse};
       for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) put(e, x + i, v[i]);
       break;
     }

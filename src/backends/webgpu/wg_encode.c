@@ -173,6 +173,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_x(e, WG_RD_INNER, s->p.reduce.inner);
       break;
     case RLX_K_ARG_REDUCE: case RLX_K_SOFTMAX: case RLX_K_CUMSUM: case RLX_K_TOPK:
+    case RLX_K_SOFTMAX_BWD:
       put_x(e, WG_RW_OUTER, s->p.rowop.row.outer);
       put_x(e, WG_RW_N, s->p.rowop.row.n);
       put_x(e, WG_RW_INNER, s->p.rowop.row.inner);
@@ -200,7 +201,7 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_x(e, WG_SC_AXIS_LEN, p->axis_len);
       break;
     }
-    case RLX_K_NORM: {
+    case RLX_K_NORM: case RLX_K_NORM_BWD: {
       const rlx_norm_params* p = &s->p.norm;
       put_x(e, WG_NM_ROWS, p->rows);
       put_x(e, WG_NM_COLS, p->cols);
@@ -274,7 +275,8 @@ static void encode_kind(encoder* e, const rlx_step* s) {
     case RLX_K_ROPE: {
       const rlx_rope_params* p = &s->p.rope;
       const int64_t v[] = {p->B,    p->S,    p->H,    p->D,     p->x_sb, p->x_ss, p->x_sh,
-                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token};
+                           p->o_sb, p->o_ss, p->o_sh, p->n_rot, p->style, p->per_token,
+                           p->inverse};
       for (uint32_t i = 0; i < sizeof v / sizeof v[0]; i++) put_x(e, i, v[i]);
       break;
     }

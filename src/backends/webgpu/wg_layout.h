@@ -47,7 +47,7 @@
   X(AB_DO, 32) X(AB_G, 35) X(AB_STATS, RLX_ATTN_BWD_STATS) X(AB_DV, RLX_ATTN_BWD_DV)            \
   X(AB_DK, RLX_ATTN_BWD_DK) X(AB_DQ, RLX_ATTN_BWD_DQ)                                          \
   X(RP_B, 0) X(RP_S, 1) X(RP_H, 2) X(RP_D, 3) X(RP_X, 4) X(RP_O, 7) X(RP_NROT, 10)              \
-  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12)                                                           \
+  X(RP_STYLE, 11) X(RP_PER_TOKEN, 12) X(RP_INVERSE, 13)                                         \
   X(SM_ROWS, 0) X(SM_VOCAB, 1) X(SM_TOPK, 2) X(SM_TOPP, 3) X(SM_TEMP, 4)                      \
   X(PL_RANK, 0) X(PL_CIP, 1) X(PL_VALUE, 2) X(PL_TAPS, 3) X(PL_KERNEL, 4) X(PL_STRIDE, 12)      \
   X(PL_DIL, 20) X(PL_PAD, 28) X(PL_PAD_END, 36) X(PL_INDEX_OUT, 44) X(PL_MAX, RLX_WIN_MAX) X(PL_AVG, RLX_WIN_AVG)   \

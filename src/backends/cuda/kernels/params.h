@@ -76,6 +76,14 @@ typedef struct rlxk_norm {
   int32_t rms, writes_sum;
 } rlxk_norm;
 
+/* Softmax / log-softmax backward (op 0 / 1) over a dense [outer, n,
+ * inner]: y (the forward's output), dy, out dx. */
+typedef struct rlxk_softmax_bwd {
+  int64_t outer, n, inner;
+  uint64_t yoff, dyoff, ooff;
+  int32_t op, ydt, dydt, odt;
+} rlxk_softmax_bwd;
+
 typedef struct rlxk_attn {
   int64_t B, H, Hkv, Sq, Sk, D, Dv;
   int64_t q_sb, q_ss, q_sh, k_sb, k_ss, k_sh, v_sb, v_ss, v_sh, o_sb, o_ss, o_sh;
@@ -105,7 +113,8 @@ typedef struct rlxk_rope {
   int64_t B, S, H, D;
   int64_t x_sb, x_ss, x_sh, o_sb, o_ss, o_sh;
   uint64_t xoff, coff, soff, ooff;
-  int32_t n_rot, style, per_token, xdt, cdt, sdt, odt, pad_;
+  int32_t n_rot, style, per_token, xdt, cdt, sdt, odt;
+  int32_t inverse; /* RopeBackward: sin negated */
 } rlxk_rope;
 
 /* Pool / Pad (mode: RLXK_WIN_*, the values of RLX_WIN_* in

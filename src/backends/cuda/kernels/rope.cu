@@ -25,6 +25,7 @@ extern "C" __global__ void rlx_rope(char* arena, rlxk_rope p, rlxk_state* st) {
     int64_t i1 = p.style == RLX_ROPE_GPTJ ? 2 * i : i;
     int64_t i2 = p.style == RLX_ROPE_GPTJ ? 2 * i + 1 : i + half;
     float c = ld_f32(cs, p.cdt, row * half + i), sv = ld_f32(sn, p.sdt, row * half + i);
+    if (p.inverse) sv = -sv; /* RopeBackward: the transposed rotation */
     float x1 = ld_f32(x, p.xdt, xo + i1), x2 = ld_f32(x, p.xdt, xo + i2);
     st_f32(o, p.odt, oo + i1, x1 * c - x2 * sv);
     st_f32(o, p.odt, oo + i2, x2 * c + x1 * sv);

@@ -146,6 +146,7 @@
 #define RP_NROT 10
 #define RP_STYLE 11
 #define RP_PER_TOKEN 12
+#define RP_INVERSE 13 /* RopeBackward: sin negated */
 /* sample */
 #define SM_ROWS 0
 #define SM_VOCAB 1

@@ -29,6 +29,7 @@ void main() {
   int i1 = gptj ? 2 * p : p, i2 = gptj ? 2 * p + 1 : p + half_;
   float c = ld_f(v_dt(CS), v_off(CS), row * half_ + p);
   float sn = ld_f(v_dt(SN), v_off(SN), row * half_ + p);
+  if (PX(RP_INVERSE) != 0) sn = -sn; // RopeBackward: the transposed rotation
   float x1 = ld_f(xdt, xoff, xo + i1), x2 = ld_f(xdt, xoff, xo + i2);
   st_f(odt, ooff, oo + i1, x1 * c - x2 * sn);
   st_f(odt, ooff, oo + i2, x2 * c + x1 * sn);

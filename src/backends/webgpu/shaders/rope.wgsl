@@ -28,7 +28,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let i1 = select(k, 2u * k, gptj);
   let i2 = select(k + half, 2u * k + 1u, gptj);
   let c = ld_f(v_dt(3u), v_off(3u), i32(row * half + k));
-  let sn = ld_f(v_dt(4u), v_off(4u), i32(row * half + k));
+  let sn0 = ld_f(v_dt(4u), v_off(4u), i32(row * half + k));
+  let sn = select(sn0, -sn0, px(RP_INVERSE) != 0); // RopeBackward: the transposed rotation
   let x1 = ld_f(xdt, xoff, xo + i32(i1));
   let x2 = ld_f(xdt, xoff, xo + i32(i2));
   st_f(odt, ooff, oo + i32(i1), x1 * c - x2 * sn);

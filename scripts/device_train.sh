@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Training on the GPU machine (issue 15), one device call: correctness of
+# every training piece on cuda / vulkan / webgpu, then the PERF.md training
+# rows beside PyTorch in the same call.
+#
+#   here:   BINS="$(scripts/device_train.sh bins)" scripts/device_gpu_all.sh pack
+#   device: run with carry [build-gpu-carry]:  OUT=$OUT scripts/device_train.sh
+#
+# Stages (each can be skipped): TESTS (test_train, test_train_fixtures,
+# test_train_ops, the parity suite incl. the Tier 2 cases, 1 round), BENCH
+# (bench/train_gpt2.c f32 / bf16 / tf32 on cuda, a small config on vulkan
+# and webgpu; attention fwd+bwd), PEERS (bench/train_torch.py: the same
+# rows in PyTorch with max_memory_allocated; PEERS_COMPILE=1 adds
+# torch.compile, which takes minutes).
+# $OUT gets log.txt, train.jsonl (rlx rows), torch.jsonl (PyTorch rows).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = bins ]; then
+  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_attention_backward"
+  exit 0
+fi
+CARRY="${CARRY:-build-gpu-carry}"
+OUT="${OUT:-bench/results/device-run-train}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+stage() { echo; echo "== $* ($(date +%T))"; }
+T=/tmp/rlxtrain
+B=$T/bin
+BACKENDS="${BACKENDS:-cuda vulkan webgpu}"
+
+stage "machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv || true
+[ -f "$CARRY/bin.tar.xz" ] || { echo "no $CARRY/bin.tar.xz (see the header)"; exit 1; }
+# shellcheck source=scripts/device_env.sh
+source scripts/device_env.sh
+
+# run_tests BIN TIMEOUT: BIN once per backend, its last line and FAIL/SKIP lines.
+run_tests() {
+  local bin=$1 limit=$2 d
+  [ -x "$B/$bin" ] || { echo "$bin: not carried"; return 0; }
+  for d in $BACKENDS; do
+    timeout "$limit" "$B/$bin" "$d" > "$T/${bin}_$d.txt" 2>&1
+    echo "$bin $d exit $?: $(tail -1 "$T/${bin}_$d.txt")"
+    grep -E "FAIL|SKIP" "$T/${bin}_$d.txt" | head -12
+  done
+}
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  stage "training tests per backend"
+  run_tests test_train_ops 120
+  run_tests test_train 240
+  run_tests test_train_fixtures 240
+  run_tests test_contract 120
+  stage "op parity vs the CPU reference (Tier 2 cases included)"
+  for d in $BACKENDS; do
+    RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-1} timeout 300 $B/test_parity "$d" > "$T/parity_$d.txt" 2>&1
+    echo "parity $d exit $?: $(grep -E "PASS|passed" "$T/parity_$d.txt" | tail -1)"
+    grep -E "^FAIL" "$T/parity_$d.txt" | head -20
+  done
+fi
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  stage "rlx training benchmarks"
+  : > "$OUT/train.jsonl"
+  if [[ " $BACKENDS " == *" cuda "* ]]; then
+    for p in f32 tf32 bf16; do
+      timeout 240 $B/train_gpt2 --device cuda --precision "$p" | tee -a "$OUT/train.jsonl"
+    done
+  fi
+  # Vulkan / WebGPU: GPT-2 124M's step, fewer timed steps
+  for d in vulkan webgpu; do
+    [[ " $BACKENDS " == *" $d "* ]] || continue
+    timeout 240 $B/train_gpt2 --device "$d" --precision f32 --steps 3 --warmup 1 | tee -a "$OUT/train.jsonl"
+  done
+  if [ -x $B/bench_attention_backward ]; then
+    for d in $BACKENDS; do timeout 120 $B/bench_attention_backward "$d"; done | tee -a "$OUT/train.jsonl"
+  fi
+fi
+
+if [ "${SKIP_PEERS:-0}" != 1 ]; then
+  stage "PyTorch peers (same machine, same call)"
+  args=()
+  [ "${PEERS_COMPILE:-0}" = 1 ] && args+=(--compile)
+  timeout 420 python3 bench/train_torch.py "${args[@]}" | tee "$OUT/torch.jsonl"
+fi
+stage "done"

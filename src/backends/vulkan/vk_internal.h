@@ -145,7 +145,9 @@ extern const int rlx_vk_shader_table_count;
   /* conv as a tiled implicit GEMM */                                                          \
   X(CONV, conv)                                                                                \
   /* f16 conv on cooperative matrices (KHR or NV build) */                                     \
-  X(CONV_COOP, conv_coop)
+  X(CONV_COOP, conv_coop)                                                                      \
+  /* training: cross-entropy rows / mean / backward, gather backward, optimizer updates */     \
+  X(XENT, xent) X(GATHER_BWD, gather_bwd) X(OPT_UPDATE, opt_update)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -180,9 +182,9 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_CONV RLX_VK_PIPE_CONV_DIRECT /* GEMM kernels picked in vk_params.c */
 #define RLX_VK_KIND_GROUP_NORM RLX_VK_PIPE_GNORM
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_XENT RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_XENT RLX_VK_PIPE_XENT
+#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_GATHER_BWD
+#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_OPT_UPDATE
 
 /* ------------------------------------------------------------ context */
 

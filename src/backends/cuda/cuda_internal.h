@@ -133,7 +133,10 @@ typedef struct rlx_lt_api {
   X(POOL, rlx_pool, pool)                                                                    \
   X(RESIZE, rlx_resize, resize)                                                              \
   X(SAMPLER, rlx_sampler, sampler)                                                           \
-  X(GNORM, rlx_gnorm, gnorm)
+  X(GNORM, rlx_gnorm, gnorm)                                                                 \
+  X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                     \
+  X(XENT_BACKWARD, rlx_xent_backward, train) X(GATHER_BWD, rlx_gather_bwd, train)           \
+  X(OPT_UPDATE, rlx_opt_update, train)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -212,6 +215,8 @@ typedef union rlx_launch_params {
   rlxk_gnorm gnorm;
   rlxk_mm mm;
   rlxk_epilogue epi;
+  rlxk_xent xent;
+  rlxk_opt opt;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

@@ -57,6 +57,8 @@ int rlx_cpu_fast_step(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* Conv (im2col + GEMM) and ConvTranspose (GEMM + col2im) in f32
  * (fast_conv.c); 0 declines. */
 int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* SGD / Adam updates with f32 operands, threaded (fast_train.c); 0 declines. */
+int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

@@ -53,6 +53,9 @@ TEST(shape_rules_name_the_problem) {
                      "sgd_update", "momentum buffer"));
   CHECK(fails_naming(g, rlx_graph_add_sgd_update(g, x, t, RLX_NONE, h, &(rlx_sgd_desc){0}, &out, &o2),
                      "sgd_update", "grad"));
+  rlx_sgd_desc damped = {0.9f, 0.1f, 0, 1};
+  CHECK(fails_naming(g, rlx_graph_add_sgd_update(g, x, x, x, h, &damped, &out, &o2), "sgd_update",
+                     "nesterov"));
   rlx_adam_desc ad = {0.9f, 0.999f, 1e-8f, 0, 0};
   rlx_tensor o3;
   CHECK(fails_naming(g, rlx_graph_add_adam_update(g, x, x, x, x, hbad, &ad, &out, &o2, &o3),

@@ -166,6 +166,8 @@ rlx_add_webgpu_test(parity_webgpu_windowed test_parity 1800 "RLX_WG_MAX_BINDING=
 # The same with shader-f16 and subgroups forced off (workgroup-memory reductions,
 # integer f16 loads), so both kernel forms stay tested wherever Dawn offers them.
 rlx_add_webgpu_test(parity_webgpu_fallbacks test_parity 1800 "RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1" webgpu)
+# Training ops' values, OUT_OF_RANGE errors and repeatability (test_train_ops.c).
+rlx_add_webgpu_test(train_ops_webgpu test_train_ops 900 "" webgpu)
 if(TEST test_webgpu)
   set_tests_properties(test_webgpu PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "${rlx_wg_env}")
   add_test(NAME test_webgpu_fallbacks COMMAND test_webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -34,10 +34,11 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "count_include_pad", "pad_mode", "value", "block", "d2s_mode", "resize_mode",
               "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
               "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale",
-              "groups", "conv_layout", "output_padding", "size", "alpha", "beta", "bias"]
+              "groups", "conv_layout", "output_padding", "size", "alpha", "beta", "bias",
+              "ignore_index", "label_smoothing", "opt"]
 FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
-               "spatial_scale", "alpha", "beta", "bias"}
-FLOAT_LIST_ATTRS = {"scales", "roi"}
+               "spatial_scale", "alpha", "beta", "bias", "label_smoothing"}
+FLOAT_LIST_ATTRS = {"scales", "roi", "opt"}
 
 NP_TO_RLX = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
              np.dtype(np.float64): "f64", np.dtype(np.int8): "i8",
@@ -1644,6 +1645,96 @@ def row_backward_cases():
         (dx,) = grads64(lambda x_: cumsum_t(x_, axis, excl, rev), [a], d)
         c.output(c.op("cumsum_backward", [dy], as_dtype(dx, d),
                       {"axis": axis, "exclusive": excl, "reverse": rev}))
+
+
+@case
+def training_cases():
+    """Cross-entropy (and its backward) against F.cross_entropy and autograd,
+    gather backward against index_add, SGD / Adam / AdamW steps against
+    torch.optim (the third step, from the state torch reached in two)."""
+    F = torch.nn.functional
+
+    def ce_case(name, shape, ignore, ls, tdtype):
+        c = Case(name, F32_TOL)
+        V = shape[-1]
+        a = c.uniform(shape, -3.0, 3.0)
+        t = c.ints(shape[:-1], 0, V)
+        t.flat[1::3] = ignore  # every third position ignored
+        t = t.astype(tdtype)
+        d = np.array(0.75, np.float32)
+        x = torch.tensor(a.reshape(-1, V), dtype=torch.float64, requires_grad=True)
+        tt = torch.from_numpy(t.reshape(-1).astype(np.int64))
+        with torch.enable_grad():
+            loss = F.cross_entropy(x, tt, ignore_index=ignore, label_smoothing=ls)
+            loss.backward(torch.tensor(float(d), dtype=torch.float64))
+        counted = (tt != ignore).numpy()
+        lse = torch.logsumexp(x.detach(), 1)
+        rows = ((1 - ls) * (lse - x.detach()[torch.arange(len(tt)), tt.clamp(0, V - 1)])
+                + ls * (lse - x.detach().mean(1))).numpy() * counted
+        part = np.stack([rows, counted.astype(np.float64)], -1).reshape(list(shape[:-1]) + [2])
+        xi, ti, di = c.input(a), c.input(t), c.input(d)
+        attrs = {"ignore_index": ignore, "label_smoothing": ls}
+        l, _ = c.op("cross_entropy", [xi, ti],
+                    [as_dtype(loss.detach(), a), part.astype(np.float32)], attrs)
+        dx = c.op("cross_entropy_backward", [xi, ti, di],
+                  as_dtype(x.grad.reshape(shape), a), attrs)
+        c.output(l, dx)
+        return c
+
+    yield ce_case("cross_entropy_2d_smooth", [6, 7], -100, 0.1, np.int64)
+    yield ce_case("cross_entropy_3d_ignore_class", [2, 3, 5], 2, 0.0, np.int32)
+
+    c = Case("gather_backward_axis1", F32_TOL)
+    g = c.uniform([2, 5, 3])
+    idx = np.array([3, 0, 3, -1, 1], np.int64)
+    dx = torch.zeros(2, 4, 3, dtype=torch.float64).index_add_(1, torch.tensor(idx % 4), t64(g))
+    gi, ii = c.input(g), c.input(idx)
+    c.output(c.op("gather_backward", [gi, ii], as_dtype(dx, g), {"axis": 1}))
+    yield c
+
+    def third_step(make_opt, p0, grads):
+        p = torch.tensor(p0, dtype=torch.float32, requires_grad=True)
+        opt = make_opt([p])
+        for k in range(2):
+            p.grad = torch.from_numpy(grads[k])
+            opt.step()
+        state = {k: v.clone() if isinstance(v, torch.Tensor) else v
+                 for k, v in opt.state[p].items()}
+        before = p.detach().clone()
+        p.grad = torch.from_numpy(grads[2])
+        opt.step()
+        return before.numpy(), state, p.detach().numpy(), opt.state[p]
+
+    def hyper(lr, scale, step):
+        return np.array([lr, scale, step, 1.0], np.float32)
+
+    c = Case("sgd_nesterov_step3", F32_TOL)
+    p0, grads = c.uniform([4, 3]), [c.uniform([4, 3]) for _ in range(3)]
+    before, st, after, st2 = third_step(
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True),
+        p0, grads)
+    ins = [c.input(v) for v in (before, grads[2], st["momentum_buffer"].numpy(),
+                                hyper(0.1, 1.0, 3))]
+    outs = c.op("sgd_update", ins, [after, st2["momentum_buffer"].numpy()],
+                {"opt": [0.9, 0.0, 0.01, 1.0]})
+    c.output(*outs)
+    yield c
+
+    # 5e-5: rlx_adam_desc holds the betas as floats, torch as doubles; 1 - b2
+    # then differs by 1.3e-5 relatively, which the second moment shows.
+    for name, decoupled in (("adam_step3", 0), ("adamw_step3", 1)):
+        c = Case(name, 5e-5)
+        p0, grads = c.uniform([5, 2]), [c.uniform([5, 2]) for _ in range(3)]
+        cls = torch.optim.AdamW if decoupled else torch.optim.Adam
+        before, st, after, st2 = third_step(
+            lambda ps: cls(ps, lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
+            p0, grads)
+        ins = [c.input(v) for v in (before, grads[2], st["exp_avg"].numpy(),
+                                    st["exp_avg_sq"].numpy(), hyper(0.01, 1.0, 3))]
+        outs = c.op("adam_update", ins,
+                    [after, st2["exp_avg"].numpy(), st2["exp_avg_sq"].numpy()],
+                    {"opt": [0.9, 0.999, 1e-8, 0.05, float(decoupled)]})
+        c.output(*outs)
         yield c
 
 

@@ -619,7 +619,7 @@ TEST(roundtrip_training_ops) {
   CHECK_OK_G(g, rlx_graph_add_cross_entropy_backward(g, x, t, loss, 3, 0.0f, &d));
   CHECK_OK_G(g, rlx_graph_add_mse_loss(g, x, d, &o1));
   CHECK_OK_G(g, rlx_graph_add_gather_backward(g, dy, idx, 0, 5, &o1));
-  rlx_sgd_desc sd = {0.9f, 0.1f, 0.01f, 1};
+  rlx_sgd_desc sd = {0.9f, 0.0f, 0.01f, 1};
   CHECK_OK_G(g, rlx_graph_add_sgd_update(g, w, gw, w, h, &sd, &o1, &o2));
   rlx_sgd_desc plain = {0};
   CHECK_OK_G(g, rlx_graph_add_sgd_update(g, w, gw, RLX_NONE, h, &plain, &o1, &o2));

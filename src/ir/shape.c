@@ -1454,6 +1454,10 @@ static rlx_status infer_sgd_update(infer_ctx* c) {
   float momentum = c->a->opt.v[RLX_OPT_SGD_MOMENTUM];
   if (momentum < 0.0f) return FAIL(c, "momentum %g is negative", (double)momentum);
   if (momentum != 0.0f && !c->t[2]) return FAIL(c, "momentum %g needs a momentum buffer", (double)momentum);
+  /* PyTorch's rule: Nesterov needs momentum and no dampening */
+  if (c->a->opt.v[RLX_OPT_SGD_NESTEROV] != 0.0f &&
+      (momentum == 0.0f || c->a->opt.v[RLX_OPT_SGD_DAMPENING] != 0.0f))
+    return FAIL(c, "nesterov needs momentum > 0 and dampening 0");
   if (c->t[2]) RLX_RETURN_IF_ERROR(need_like_param(c, 2, "momentum buffer"));
   c->out[0] = *c->t[0];
   if (c->t[2]) {

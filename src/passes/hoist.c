@@ -25,9 +25,12 @@ typedef struct selector {
 static int is_source_leaf(rlx_op op) { return op == RLX_OP_PARAM || op == RLX_OP_CONSTANT; }
 
 /* Ops whose result is a function of their inputs alone: Sample draws from
- * the run's seed; Deferred stands for a body not built yet. */
+ * the run's seed; Deferred stands for a body not built yet. An optimizer
+ * update is one step of state fed back every run (even where its inputs are
+ * params only), never a once-per-param-change result. */
 static int deterministic(rlx_op op) {
-  return op != RLX_OP_SAMPLE && op != RLX_OP_DEFERRED && op != RLX_OP_INPUT;
+  return op != RLX_OP_SAMPLE && op != RLX_OP_DEFERRED && op != RLX_OP_INPUT &&
+         op != RLX_OP_SGD_UPDATE && op != RLX_OP_ADAM_UPDATE;
 }
 
 static uint64_t* leaf_bits(const selector* s, rlx_tensor v) {

@@ -73,6 +73,8 @@ int rlx_cpu_fast_conv_wgrad(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 int rlx_cpu_fast_attention_bwd(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* NORM_BWD and SOFTMAX_BWD in f32 (fast_rows_backward.c); 0 declines. */
 int rlx_cpu_fast_rows_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* SGD / Adam updates with f32 operands, threaded (fast_train.c); 0 declines. */
+int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

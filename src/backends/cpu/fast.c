@@ -1184,7 +1184,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_CUMSUM NULL
 #define RLX_FAST_KIND_XENT NULL
 #define RLX_FAST_KIND_GATHER_BACKWARD NULL
-#define RLX_FAST_KIND_OPT_UPDATE NULL
+#define RLX_FAST_KIND_OPT_UPDATE rlx_cpu_fast_opt_update
 #define RLX_FAST_KIND_TOPK NULL
 #define RLX_FAST_KIND_GATHER NULL
 #define RLX_FAST_KIND_SCATTER_ADD NULL

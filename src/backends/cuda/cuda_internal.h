@@ -138,7 +138,10 @@ typedef struct rlx_lt_api {
   X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                           \
   X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)                                           \
   X(NORM_BWD, rlx_norm_bwd, rows_bwd)                                                          \
-  X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)
+  X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)                                                    \
+  X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \
+  X(XENT_BACKWARD, rlx_xent_backward, train) X(GATHER_BWD, rlx_gather_bwd, train)              \
+  X(OPT_UPDATE, rlx_opt_update, train)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -220,6 +223,8 @@ typedef union rlx_launch_params {
   rlxk_mm mm;
   rlxk_epilogue epi;
   rlxk_softmax_bwd softmax_bwd;
+  rlxk_xent xent;
+  rlxk_opt opt;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

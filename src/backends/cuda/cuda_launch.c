@@ -328,6 +328,102 @@ static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ training */
+
+/* Cross-entropy: one block per row (rows, backward) or one block (mean). */
+static rlx_status build_xent(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                             rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  rlxk_xent p;
+  memset(&p, 0, sizeof p);
+  p.rows = s->p.xent.rows;
+  p.vocab = s->p.xent.vocab;
+  p.ignore_index = s->p.xent.ignore_index;
+  p.ls = s->p.xent.label_smoothing;
+  p.op = s->op;
+  p.xoff = s->in[0].offset;
+  p.xdt = s->in[0].dtype;
+  if (s->n_in > 1) {
+    p.toff = s->in[1].offset;
+    p.tdt = s->in[1].dtype;
+  }
+  if (s->n_in > 2) {
+    p.doff = s->in[2].offset;
+    p.ddt = s->in[2].dtype;
+  }
+  p.ooff = s->out[0].offset;
+  p.odt = s->out[0].dtype;
+  p.step = i;
+  if (p.op != RLX_XENT_MEAN && p.rows == 0) return RLX_OK;
+  rlx_cuda_fn fn = p.op == RLX_XENT_MEAN ? RLX_CUDA_FN_XENT_MEAN
+                   : p.op == RLX_XENT_BACKWARD ? RLX_CUDA_FN_XENT_BACKWARD : RLX_CUDA_FN_XENT_ROWS;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.xent = p;
+  x->block = 256;
+  x->grid[0] = p.op == RLX_XENT_MEAN ? 1u : rows_grid(p.rows);
+  return RLX_OK;
+}
+
+/* Gather backward: one block per dx row, scanning the indices in order. */
+static rlx_status build_gather_backward(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                        rlx_launch_list* l, rlx_error* err) {
+  (void)b;
+  rlxk_gather p;
+  memset(&p, 0, sizeof p);
+  p.outer = s->p.gather.outer;
+  p.axis_len = s->p.gather.axis_len;
+  p.inner = s->p.gather.inner;
+  p.n_idx = s->p.gather.n_idx;
+  p.doff = s->in[0].offset;
+  p.ioff = s->in[1].offset;
+  p.ooff = s->out[0].offset;
+  p.ddt = s->in[0].dtype;
+  p.idt = s->in[1].dtype;
+  p.odt = s->out[0].dtype;
+  p.step = i;
+  if (s->work.items == 0 || p.inner == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_GATHER_BWD, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.gather = p;
+  x->block = 256;
+  x->grid[0] = rows_grid(s->work.items);
+  return RLX_OK;
+}
+
+/* Optimizer update: one element per thread. */
+static rlx_status build_opt_update(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                   rlx_launch_list* l, rlx_error* err) {
+  const rlx_opt_params* o = &s->p.opt;
+  rlxk_opt p;
+  memset(&p, 0, sizeof p);
+  p.n = o->n;
+  for (int32_t k = 0; k < 5; k++) {
+    p.dt[k] = k < s->n_in && s->in[k].rank >= 0 ? (int32_t)s->in[k].dtype : -1;
+    p.off[k] = p.dt[k] >= 0 ? s->in[k].offset : 0;
+  }
+  for (int32_t k = 0; k < 3; k++) {
+    p.odt[k] = k < s->n_out ? (int32_t)s->out[k].dtype : -1;
+    p.ooff[k] = k < s->n_out ? s->out[k].offset : 0;
+  }
+  p.op = s->op;
+  p.nesterov = o->nesterov;
+  p.has_buf = o->has_buf;
+  p.decoupled = o->decoupled;
+  p.momentum = o->momentum;
+  p.dampening = o->dampening;
+  p.weight_decay = o->weight_decay;
+  p.beta1 = o->beta1;
+  p.beta2 = o->beta2;
+  p.eps = o->eps;
+  if (p.n == 0) return RLX_OK;
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_OPT_UPDATE, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.opt = p;
+  x->grid[0] = grid_for(b, p.n, 256);
+  return RLX_OK;
+}
+
 static rlx_status build_scatter(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                 rlx_launch_list* l, rlx_error* err) {
   const rlx_scatter_params* sp = &s->p.scatter;
@@ -1231,12 +1327,12 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 #define RLX_CUDA_KIND_CONV_WGRAD build_host
 #define RLX_CUDA_KIND_POOL_BACKWARD build_pool_backward
 #define RLX_CUDA_KIND_HOST build_host
-#define RLX_CUDA_KIND_XENT build_host
-#define RLX_CUDA_KIND_GATHER_BACKWARD build_host
-#define RLX_CUDA_KIND_OPT_UPDATE build_host
 #define RLX_CUDA_KIND_ATTENTION_BWD build_attention_bwd
 #define RLX_CUDA_KIND_NORM_BWD build_norm_bwd
 #define RLX_CUDA_KIND_SOFTMAX_BWD build_softmax_bwd
+#define RLX_CUDA_KIND_XENT build_xent
+#define RLX_CUDA_KIND_GATHER_BACKWARD build_gather_backward
+#define RLX_CUDA_KIND_OPT_UPDATE build_opt_update
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

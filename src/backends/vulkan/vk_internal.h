@@ -150,7 +150,9 @@ extern const int rlx_vk_shader_table_count;
   /* pool backward: one dx element per lane */                                                 \
   X(POOL_BWD, pool_bwd)                                                                        \
   /* norm / softmax backward rows (the generic pipe of NORM_BWD, SOFTMAX_BWD) */               \
-  X(ROWS_BWD, rows_bwd)
+  X(ROWS_BWD, rows_bwd)                                                                        \
+  /* training: cross-entropy rows / mean / backward, gather backward, optimizer updates */     \
+  X(XENT, xent) X(GATHER_BWD, gather_bwd) X(OPT_UPDATE, opt_update)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -187,12 +189,12 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_CONV_WGRAD RLX_VK_PIPE_COUNT /* decomposed (rlx_shader_supports_node) */
 #define RLX_VK_KIND_POOL_BACKWARD RLX_VK_PIPE_POOL_BWD
 #define RLX_VK_KIND_HOST RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_XENT RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_COUNT
-#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_COUNT
 #define RLX_VK_KIND_ATTENTION_BWD RLX_VK_PIPE_ATTENTION_BWD
 #define RLX_VK_KIND_NORM_BWD RLX_VK_PIPE_ROWS_BWD
 #define RLX_VK_KIND_SOFTMAX_BWD RLX_VK_PIPE_ROWS_BWD
+#define RLX_VK_KIND_XENT RLX_VK_PIPE_XENT
+#define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_GATHER_BWD
+#define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_OPT_UPDATE
 
 /* ------------------------------------------------------------ context */
 

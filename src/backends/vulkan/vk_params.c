@@ -290,7 +290,35 @@ static void encode_attention_bwd(encoder* e, const rlx_step* s) {
   if (s->op == RLX_ATTN_BWD_FULL || s->n_out != 1) e->ok = 0;
 }
 
-static void encode_kind(encoder* e, const rlx_step* s) {
+static void encode_xent(encoder* e, const rlx_step* s) {
+  const rlx_xent_params* p = &s->p.xent;
+  int x = RLXVK_X;
+  put(e, x + XE_ROWS, p->rows);
+  put(e, x + XE_VOCAB, p->vocab);
+  e->w[x + XE_IGNORE_LO] = (int32_t)(uint32_t)((uint64_t)p->ignore_index & 0xffffffffu);
+  e->w[x + XE_IGNORE_HI] = (int32_t)(uint32_t)((uint64_t)p->ignore_index >> 32);
+  put_float(e, x + XE_LS, p->label_smoothing);
+  if (p->vocab < 1) e->ok = 0; /* the rows divide by it */
+}
+
+static void encode_opt_update(encoder* e, const rlx_step* s, uint64_t arena_bytes) {
+  const rlx_opt_params* p = &s->p.opt;
+  int x = RLXVK_X;
+  put(e, x + OU_N, p->n);
+  const float f[] = {p->momentum, p->dampening, p->weight_decay, p->beta1, p->beta2, p->eps};
+  for (int i = 0; i < 6; i++) put_float(e, x + OU_MOMENTUM + i, f[i]);
+  put(e, x + OU_NESTEROV, p->nesterov);
+  put(e, x + OU_HAS_BUF, p->has_buf);
+  put(e, x + OU_DECOUPLED, p->decoupled);
+  if (s->n_out > 2) { /* the record's view slots hold two outputs */
+    const rlx_view* v = &s->out[2];
+    if (v->offset > arena_bytes || v->offset > UINT32_MAX) e->ok = 0;
+    e->w[x + OU_OUT2_OFF] = (int32_t)(uint32_t)v->offset;
+    put(e, x + OU_OUT2_DT, v->dtype);
+  }
+}
+
+static void encode_kind(encoder* e, const rlx_step* s, uint64_t arena_bytes) {
   int x = RLXVK_X;
   switch (s->kernel) {
     case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
@@ -312,6 +340,12 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       /* the row kernels divide by n and inner */
       if (s->p.rowop.row.n <= 0 || s->p.rowop.row.inner <= 0) e->ok = 0;
       break;
+    case RLX_K_XENT: encode_xent(e, s); break;
+    case RLX_K_OPT_UPDATE: encode_opt_update(e, s, arena_bytes); break;
+    case RLX_K_GATHER_BACKWARD:
+      /* the kernel divides by axis_len; then the gather words */
+      if (s->p.gather.axis_len < 1 || s->p.gather.inner < 1) e->ok = 0;
+      /* fall through */
     case RLX_K_GATHER:
       put(e, x + GA_OUTER, s->p.gather.outer);
       put(e, x + GA_AXIS_LEN, s->p.gather.axis_len);
@@ -455,7 +489,7 @@ int rlx_vk_encode_step(const rlx_step* s, int32_t index, uint64_t arena_bytes,
   }
   if (s->n_in > in_slots + 1 || (s->n_in > in_slots && s->n_out > 1)) return 1;
   if (s->n_in > in_slots) put_view(&e, RLXVK_SLOT_OUT1, &s->in[in_slots], arena_bytes);
-  encode_kind(&e, s);
+  encode_kind(&e, s, arena_bytes);
   /* vectorised kernels where the views allow (vk_fast.c) */
   if (rlx_vk_pick_fast(s, views, n_views, words, &items, &per_group, &out->pipe))
     put(&e, RLXVK_COUNT, items);
@@ -541,6 +575,11 @@ typedef int rlx_vk_params_unused;
 _Static_assert(AB_STATS == RLX_ATTN_BWD_STATS && AB_DV == RLX_ATTN_BWD_DV &&
                    AB_DK == RLX_ATTN_BWD_DK && AB_DQ == RLX_ATTN_BWD_DQ,
                "attention_bwd.comp's phase codes out of sync with lower.h");
+_Static_assert(XE_OP_ROWS == RLX_XENT_ROWS && XE_OP_MEAN == RLX_XENT_MEAN &&
+                   XE_OP_BACKWARD == RLX_XENT_BACKWARD && OU_OP_ADAM == RLX_OPT_ADAM &&
+                   OU_H_LR == RLX_HYPER_LR && OU_H_GRAD_SCALE == RLX_HYPER_GRAD_SCALE &&
+                   OU_H_STEP == RLX_HYPER_STEP && OU_H_APPLY == RLX_HYPER_APPLY,
+               "xent.comp / opt_update.comp codes out of sync with lower.h / rlx.h");
 _Static_assert(PL_MAX == RLX_WIN_MAX && PL_AVG == RLX_WIN_AVG &&
                    PL_PAD_CONSTANT == RLX_WIN_PAD_CONSTANT &&
                    PL_PAD_REFLECT == RLX_WIN_PAD_REFLECT && PL_PAD_EDGE == RLX_WIN_PAD_EDGE &&

@@ -163,7 +163,34 @@ static void encode_conv(encoder* e, const rlx_step* s) {
   if (rlx_view_numel(&s->out[0]) > INT32_MAX) e->ok = 0;
 }
 
-static void encode_kind(encoder* e, const rlx_step* s) {
+static void encode_xent(encoder* e, const rlx_xent_params* p) {
+  put_x(e, WG_XE_ROWS, p->rows);
+  put_x(e, WG_XE_VOCAB, p->vocab);
+  e->w[WG_R_X + WG_XE_IGNORE_LO] = (uint32_t)((uint64_t)p->ignore_index & 0xffffffffu);
+  e->w[WG_R_X + WG_XE_IGNORE_HI] = (uint32_t)((uint64_t)p->ignore_index >> 32);
+  put_float(e, WG_XE_LS, p->label_smoothing);
+  if (p->vocab < 1) e->ok = 0;
+}
+
+/* The record has two output view slots: Adam's third output (v) goes in
+ * kind words, rebased to the window like the views. */
+static void encode_opt(encoder* e, const rlx_step* s, uint64_t base, uint64_t window) {
+  const rlx_opt_params* p = &s->p.opt;
+  put_x(e, WG_OU_N, p->n);
+  const float f[] = {p->momentum, p->dampening, p->weight_decay, p->beta1, p->beta2, p->eps};
+  for (uint32_t i = 0; i < 6; i++) put_float(e, WG_OU_MOMENTUM + i, f[i]);
+  put_x(e, WG_OU_NESTEROV, p->nesterov);
+  put_x(e, WG_OU_HAS_BUF, p->has_buf);
+  put_x(e, WG_OU_DECOUPLED, p->decoupled);
+  if (s->n_out > 2) {
+    const rlx_view* v = &s->out[2];
+    if (v->offset < base || v->offset - base > window) e->ok = 0;
+    e->w[WG_R_X + WG_OU_OUT2_OFF] = (uint32_t)(v->offset - base);
+    put_x(e, WG_OU_OUT2_DT, v->dtype);
+  }
+}
+
+static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t window) {
   switch (s->kernel) {
     case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
     case RLX_K_REDUCE:
@@ -183,6 +210,12 @@ static void encode_kind(encoder* e, const rlx_step* s) {
       put_x(e, WG_RW_LARGEST, s->p.rowop.largest);
       if (s->p.rowop.row.n <= 0 || s->p.rowop.row.inner <= 0) e->ok = 0;
       break;
+    case RLX_K_XENT: encode_xent(e, &s->p.xent); break;
+    case RLX_K_OPT_UPDATE: encode_opt(e, s, base, window); break;
+    case RLX_K_GATHER_BACKWARD:
+      /* the kernel divides by axis_len; then the gather words */
+      if (s->p.gather.axis_len < 1) e->ok = 0;
+      /* fall through */
     case RLX_K_GATHER:
       put_x(e, WG_GA_OUTER, s->p.gather.outer);
       put_x(e, WG_GA_AXIS_LEN, s->p.gather.axis_len);
@@ -553,7 +586,7 @@ int rlx_wg_encode_step(const rlx_step* s, int32_t index, uint64_t base, uint64_t
   for (int32_t i = s->n_in; i < in_slots; i++) put_view(&e, 2 + i, &absent, base, window);
   if (s->n_in > in_slots + 1 || (s->n_in > in_slots && s->n_out > 1)) return 1;
   if (s->n_in > in_slots) put_view(&e, 1, &s->in[in_slots], base, window);
-  encode_kind(&e, s);
+  encode_kind(&e, s, base, window);
   if (!e.ok) return 1;
   if (!rlx_env_flag(RLX_ENV_WG_NO_FAST)) {
     pick_fast(&e, s, views, n_views, base, out, &items, &per_group); /* R_COUNT stays */

@@ -66,7 +66,14 @@
   X(CV_HAS_BIAS, 6) X(CV_HAS_RES, 7) X(CV_TAPS, 8) X(CV_M, 9) X(CV_K, 10) X(CV_IN, 11)          \
   X(CV_OUT, 14) X(CV_KERNEL, 17) X(CV_STRIDE, 20) X(CV_PAD, 23) X(CV_DIL, 26)                   \
   X(CV_TILES_M, 29) X(CV_TILES_N, 30) X(CV_LAST, RLX_CONV_CHANNELS_LAST)                        \
-  X(CV_TRANSPOSE, RLX_CONV_TRANSPOSE)
+  X(CV_TRANSPOSE, RLX_CONV_TRANSPOSE)                                                            \
+  X(XE_ROWS, 0) X(XE_VOCAB, 1) X(XE_IGNORE_LO, 2) X(XE_IGNORE_HI, 3) X(XE_LS, 4)                \
+  X(XE_OP_MEAN, RLX_XENT_MEAN) X(XE_OP_BACKWARD, RLX_XENT_BACKWARD)                             \
+  X(OU_N, 0) X(OU_MOMENTUM, 1) X(OU_DAMPENING, 2) X(OU_WD, 3) X(OU_BETA1, 4) X(OU_BETA2, 5)     \
+  X(OU_EPS, 6) X(OU_NESTEROV, 7) X(OU_HAS_BUF, 8) X(OU_DECOUPLED, 9) X(OU_OUT2_OFF, 10)         \
+  X(OU_OUT2_DT, 11) X(OU_OP_ADAM, RLX_OPT_ADAM) X(OU_H_LR, RLX_HYPER_LR)                        \
+  X(OU_H_GRAD_SCALE, RLX_HYPER_GRAD_SCALE) X(OU_H_STEP, RLX_HYPER_STEP)                         \
+  X(OU_H_APPLY, RLX_HYPER_APPLY)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

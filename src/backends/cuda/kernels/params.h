@@ -19,7 +19,7 @@ typedef struct rlxk_state {
   int64_t err_a, err_b;
 } rlxk_state;
 
-enum { RLXK_ERR_GATHER = 1, RLXK_ERR_SCATTER = 2, RLXK_ERR_NONFINITE = 3 };
+enum { RLXK_ERR_GATHER = 1, RLXK_ERR_SCATTER = 2, RLXK_ERR_NONFINITE = 3, RLXK_ERR_XENT = 4 };
 
 /* Elementwise (copy / binary / compare / where / unary) over out's index
  * space; inputs aligned to it (stride 0 = broadcast). */
@@ -206,5 +206,25 @@ typedef struct rlxk_epilogue {
   uint64_t coff, biasoff;
   int32_t cdt, biasdt, has_bias, act;
 } rlxk_epilogue;
+
+/* Cross-entropy (RLX_K_XENT; op RLX_XENT_ROWS / MEAN / BACKWARD): x logits
+ * [rows, vocab] (the partials for MEAN), t targets, d the scalar d_loss. */
+typedef struct rlxk_xent {
+  int64_t rows, vocab, ignore_index;
+  uint64_t xoff, toff, doff, ooff;
+  int32_t op, xdt, tdt, ddt, odt, step;
+  float ls;
+  int32_t pad_;
+} rlxk_xent;
+
+/* Optimizer update (RLX_K_OPT_UPDATE; op RLX_OPT_SGD / RLX_OPT_ADAM), n
+ * dense elements. Inputs as the step's (dt < 0: absent), outputs p, state. */
+typedef struct rlxk_opt {
+  int64_t n;
+  uint64_t off[5], ooff[3];
+  int32_t dt[5], odt[3];
+  int32_t op, nesterov, has_buf, decoupled;
+  float momentum, dampening, weight_decay, beta1, beta2, eps;
+} rlxk_opt;
 
 #endif

@@ -246,4 +246,34 @@
 #define CV_K 30
 #define CV_TRANSPOSE 1 /* RLX_CONV_TRANSPOSE */
 
+/* cross-entropy (op = RLX_XENT_*: rows, mean, backward) */
+#define XE_ROWS 0
+#define XE_VOCAB 1
+#define XE_IGNORE_LO 2 /* ignore_index, two's complement halves */
+#define XE_IGNORE_HI 3
+#define XE_LS 4 /* label smoothing, float bits */
+#define XE_OP_ROWS 0
+#define XE_OP_MEAN 1
+#define XE_OP_BACKWARD 2
+/* optimizer update (op = RLX_OPT_SGD / RLX_OPT_ADAM); the record has two
+ * output view slots, so Adam's third output (v) is an offset and dtype here */
+#define OU_N 0
+#define OU_MOMENTUM 1 /* float bits, like the five after it */
+#define OU_DAMPENING 2
+#define OU_WD 3
+#define OU_BETA1 4
+#define OU_BETA2 5
+#define OU_EPS 6
+#define OU_NESTEROV 7
+#define OU_HAS_BUF 8
+#define OU_DECOUPLED 9
+#define OU_OUT2_OFF 10
+#define OU_OUT2_DT 11
+#define OU_OP_ADAM 1
+/* slots of the hyper tensor (RLX_HYPER_* of rlx.h) */
+#define OU_H_LR 0
+#define OU_H_GRAD_SCALE 1
+#define OU_H_STEP 2
+#define OU_H_APPLY 3
+
 #endif

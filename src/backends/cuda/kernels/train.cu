@@ -1,0 +1,196 @@
+/* Training kernels: cross-entropy (per-row partials, their mean, the
+ * backward), gather backward and the fused optimizer updates. Semantics
+ * follow src/backends/cpu/ref_train.c; every sum runs in a fixed order (no
+ * float atomics), so repeated runs give the same bits. Bad targets and
+ * indices record a run-time error the host reports naming the node. */
+#include "common.cuh"
+
+enum { XENT_ROWS = 0, XENT_MEAN = 1, XENT_BACKWARD = 2 }; /* RLX_XENT_* */
+enum { OPT_SGD = 0, OPT_ADAM = 1 };                       /* RLX_OPT_* */
+enum { H_LR = 0, H_GRAD_SCALE = 1, H_STEP = 2, H_APPLY = 3 }; /* RLX_HYPER_* */
+
+/* ---------------------------------------------------------------- cross-entropy */
+
+/* The row's target, -1 when ignored; an out-of-range one is reported. */
+RLXK_DEV int64_t xent_target(const char* arena, const rlxk_xent& p, int64_t r, rlxk_state* st) {
+  int64_t t = ld_i64(at(arena, p.toff), p.tdt, r);
+  if (t == p.ignore_index) return -1;
+  if (t < 0 || t >= p.vocab) {
+    if (threadIdx.x == 0) report_error(st, p.step, RLXK_ERR_XENT, t, p.vocab);
+    return -1;
+  }
+  return t;
+}
+
+/* log(sum(exp(x))) of row r (block-wide), and the row's sum in *total. */
+RLXK_DEV float xent_lse(const char* arena, const rlxk_xent& p, int64_t r, float* red,
+                        float* total) {
+  const char* x = at(arena, p.xoff);
+  float mx = -INFINITY, s = 0.0f, sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x)
+    mx = nanmax_f(mx, ld_f32(x, p.xdt, r * p.vocab + j));
+  mx = block_max_nan(mx, red);
+  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) {
+    float v = ld_f32(x, p.xdt, r * p.vocab + j);
+    s += expf(v - mx);
+    sum += v;
+  }
+  *total = block_sum(sum, red);
+  return mx + logf(block_sum(s, red));
+}
+
+/* One block per row: out[r] = (loss, 1), or (0, 0) for an ignored row. */
+extern "C" __global__ void rlx_xent_rows(char* arena, rlxk_xent p, rlxk_state* st) {
+  __shared__ float red[32];
+  char* o = atw(arena, p.ooff);
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    int64_t t = xent_target(arena, p, r, st);
+    if (t < 0) {
+      if (threadIdx.x == 0) {
+        st_f32(o, p.odt, 2 * r, 0.0f);
+        st_f32(o, p.odt, 2 * r + 1, 0.0f);
+      }
+      continue;
+    }
+    float total;
+    float lse = xent_lse(arena, p, r, red, &total);
+    if (threadIdx.x != 0) continue;
+    float loss = (1.0f - p.ls) * (lse - ld_f32(at(arena, p.xoff), p.xdt, r * p.vocab + t));
+    if (p.ls != 0.0f) loss += p.ls * (lse - total / (float)p.vocab);
+    st_f32(o, p.odt, 2 * r, loss);
+    st_f32(o, p.odt, 2 * r + 1, 1.0f);
+  }
+}
+
+/* One block: the partials' sums in a fixed order, then loss / count. */
+extern "C" __global__ void rlx_xent_mean(char* arena, rlxk_xent p, rlxk_state* st) {
+  __shared__ float red[32];
+  const char* part = at(arena, p.xoff);
+  float loss = 0.0f, count = 0.0f;
+  for (int64_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
+    loss += ld_f32(part, p.xdt, 2 * r);
+    count += ld_f32(part, p.xdt, 2 * r + 1);
+  }
+  loss = block_sum(loss, red);
+  count = block_sum(count, red);
+  if (threadIdx.x == 0) st_f32(atw(arena, p.ooff), p.odt, 0, count == 0.0f ? NAN : loss / count);
+}
+
+/* One block per row: d_loss / count * (softmax - smoothed one-hot); each
+ * block counts the counted rows itself (no cross-block state). */
+extern "C" __global__ void rlx_xent_backward(char* arena, rlxk_xent p, rlxk_state* st) {
+  __shared__ float red[32];
+  char* o = atw(arena, p.ooff);
+  const char* x = at(arena, p.xoff);
+  float count = 0.0f;
+  for (int64_t q = threadIdx.x; q < p.rows; q += blockDim.x)
+    count += ld_i64(at(arena, p.toff), p.tdt, q) != p.ignore_index ? 1.0f : 0.0f;
+  count = block_sum(count, red);
+  float scale = ld_f32(at(arena, p.doff), p.ddt, 0) / count;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    int64_t t = xent_target(arena, p, r, st);
+    if (t < 0) {
+      for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) st_f32(o, p.odt, r * p.vocab + j, 0.0f);
+      continue;
+    }
+    float total;
+    float lse = xent_lse(arena, p, r, red, &total);
+    __syncthreads(); /* every logit of the row is read before a gradient is written */
+    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) {
+      float soft = expf(ld_f32(x, p.xdt, r * p.vocab + j) - lse);
+      float onehot = p.ls / (float)p.vocab + (j == t ? 1.0f - p.ls : 0.0f);
+      st_f32(o, p.odt, r * p.vocab + j, scale * (soft - onehot));
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- gather backward */
+
+/* One block per dx row (o, a): the threads own columns and add the dy rows
+ * whose index is a, in position order; indices pass through shared memory
+ * 256 at a time. */
+extern "C" __global__ void rlx_gather_bwd(char* arena, rlxk_gather p, rlxk_state* st) {
+  __shared__ int64_t idx_tile[256];
+  const char* dy = at(arena, p.doff);
+  const char* idx = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  for (int64_t row = blockIdx.x; row < p.outer * p.axis_len; row += gridDim.x) {
+    int64_t a = row % p.axis_len, oi = row / p.axis_len;
+    for (int64_t j0 = 0; j0 < p.inner; j0 += blockDim.x) {
+      int64_t j = j0 + threadIdx.x;
+      float acc = 0.0f;
+      for (int64_t q0 = 0; q0 < p.n_idx; q0 += 256) {
+        __syncthreads();
+        if (threadIdx.x < 256 && q0 + threadIdx.x < p.n_idx) {
+          int64_t raw = ld_i64(idx, p.idt, q0 + threadIdx.x), v = raw < 0 ? raw + p.axis_len : raw;
+          bool bad = v < 0 || v >= p.axis_len;
+          if (bad && row == 0 && j0 == 0) report_error(st, p.step, RLXK_ERR_GATHER, raw, p.axis_len);
+          idx_tile[threadIdx.x] = bad ? -1 : v;
+        }
+        __syncthreads();
+        int64_t n = p.n_idx - q0 < 256 ? p.n_idx - q0 : 256;
+        if (j < p.inner)
+          for (int64_t k = 0; k < n; k++)
+            if (idx_tile[k] == a) acc += ld_f32(dy, p.ddt, (oi * p.n_idx + q0 + k) * p.inner + j);
+      }
+      if (j < p.inner) st_f32(o, p.odt, (oi * p.axis_len + a) * p.inner + j, acc);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- optimizer updates */
+
+RLXK_DEV float ld_in(const char* arena, const rlxk_opt& p, int slot, int64_t e) {
+  return ld_f32(at(arena, p.off[slot]), p.dt[slot], e);
+}
+
+RLXK_DEV void st_out(char* arena, const rlxk_opt& p, int slot, int64_t e, float v) {
+  st_f32(atw(arena, p.ooff[slot]), p.odt[slot], e, v);
+}
+
+/* PyTorch's SGD (buf = g at step 1); APPLY 0 writes the inputs back. */
+RLXK_DEV void sgd_element(char* arena, const rlxk_opt& p, const float* h, int64_t e) {
+  float w = ld_in(arena, p, 0, e), buf = p.has_buf ? ld_in(arena, p, 2, e) : 0.0f;
+  if (h[H_APPLY] != 0.0f) {
+    float g = ld_in(arena, p, 1, e) * h[H_GRAD_SCALE];
+    if (p.weight_decay != 0.0f) g += p.weight_decay * w;
+    if (p.momentum != 0.0f) {
+      buf = h[H_STEP] <= 1.0f ? g : p.momentum * buf + (1.0f - p.dampening) * g;
+      g = p.nesterov ? g + p.momentum * buf : buf;
+    }
+    w -= h[H_LR] * g;
+  }
+  st_out(arena, p, 0, e, w);
+  if (p.has_buf) st_out(arena, p, 1, e, buf);
+}
+
+/* PyTorch's Adam / AdamW; the bias corrections come in from the caller. */
+RLXK_DEV void adam_element(char* arena, const rlxk_opt& p, const float* h, float bc1, float bc2,
+                           int64_t e) {
+  float w = ld_in(arena, p, 0, e), m = ld_in(arena, p, 2, e), v = ld_in(arena, p, 3, e);
+  if (h[H_APPLY] != 0.0f) {
+    float g = ld_in(arena, p, 1, e) * h[H_GRAD_SCALE], lr = h[H_LR];
+    if (p.decoupled) w *= 1.0f - lr * p.weight_decay;
+    else g += p.weight_decay * w;
+    m = p.beta1 * m + (1.0f - p.beta1) * g;
+    v = p.beta2 * v + (1.0f - p.beta2) * g * g;
+    w -= lr * (m / bc1) / (sqrtf(v / bc2) + p.eps);
+  }
+  st_out(arena, p, 0, e, w);
+  st_out(arena, p, 1, e, m);
+  st_out(arena, p, 2, e, v);
+}
+
+/* One element per thread (grid-stride); hyper read from the arena. */
+extern "C" __global__ void rlx_opt_update(char* arena, rlxk_opt p, rlxk_state* st) {
+  int hs = p.op == OPT_SGD ? 3 : 4;
+  float h[4];
+  for (int k = 0; k < 4; k++) h[k] = ld_f32(at(arena, p.off[hs]), p.dt[hs], k);
+  /* in double: 1 - beta^t loses digits in f32 when beta^t is near 1 */
+  float bc1 = (float)(1.0 - pow((double)p.beta1, (double)h[H_STEP]));
+  float bc2 = (float)(1.0 - pow((double)p.beta2, (double)h[H_STEP]));
+  for (int64_t e = grid_index(); e < p.n; e += grid_stride()) {
+    if (p.op == OPT_SGD) sgd_element(arena, p, h, e);
+    else adam_element(arena, p, h, bc1, bc2, e);
+  }
+}

@@ -966,9 +966,9 @@ static rlx_tensor input_like(pcase* c, rlx_tensor t) {
   return input(c, RLX_F32, s, r);
 }
 
-/* Conv backward: d_w (ConvBackwardWeight) and, but for OHWI weights, d_x
- * (the ConvTranspose autodiff emits, output_padding from conv_geometry.h)
- * of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
+/* Conv backward: d_w (ConvBackwardWeight) and d_x (the ConvTranspose
+ * autodiff emits, output_padding from conv_geometry.h; OHWI weights
+ * transposed to OIHW first) of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
  * layout; flavor: plain strided; asymmetric pads with dilation; groups;
  * depthwise (channel multiplier 1-2). Layout 1 is channels last, with OHWI
  * weights for odd flavors. */
@@ -990,7 +990,12 @@ static void c_conv_backward(pcase* c, int v) {
   rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, groups, RLX_ACT_NONE, lay, &probe);
   rlx_tensor dy = input_like(c, probe);
   rlx_graph_add_conv_backward_weight(c->g, x, dy, w, ns, g.st, g.pads, g.dil, (int32_t)groups, lay, &out[0]);
-  if (ohwi) { outputs(c, out, 1); return; }
+  if (ohwi) { /* ConvTranspose takes [C_in, C_out/g, k...]: w as OIHW, layout channels_last */
+    int32_t perm[5] = {0, ns + 1};
+    for (int i = 0; i < ns; i++) perm[2 + i] = 1 + i;
+    rlx_graph_add_transpose(c->g, w, perm, ns + 2, &w);
+    lay = RLX_CONV_CHANNELS_LAST;
+  }
   int64_t in[3], o[3], opad[3];
   rlx_dim ys[5];
   int32_t yr = 0;

@@ -60,6 +60,9 @@ int rlx_cpu_fast_conv(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* Conv weight gradient (RLX_K_CONV_WGRAD, f32): per image and group the
  * im2col columns times dy in one GEMM, summed over images (fast_conv.c). */
 int rlx_cpu_fast_conv_wgrad(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* PoolBackward, f32 channels first: planes scattered window by window
+ * (fast_pool_bwd.c); 0 declines. */
+int rlx_cpu_fast_pool_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

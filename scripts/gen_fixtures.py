@@ -1738,6 +1738,77 @@ def training_cases():
         yield c
 
 
+# ---------------------------------------------------------------- training: vision gradients
+
+def conv_wgrad_case(name, xs, ws, s, pads, d, groups, layout="channels_first"):
+    """ConvBackwardWeight: torch autograd's weight gradient of F.conv{n}d
+    over the input padded first, for a random dy; channels last permutes x
+    and dy, OHWI the gradient too."""
+    c = Case(name, F32_TOL)
+    ns = len(ws) - 2
+    a, w = c.uniform(xs), c.uniform(ws, -1.0, 1.0)
+    with torch.enable_grad():
+        w64 = t64(w).requires_grad_()
+        y = TORCH_CONV[ns](torch.nn.functional.pad(t64(a), torch_pad_list(pads)), w64, None, s, 0,
+                           d, groups)
+        g = c.uniform(list(y.shape))
+        y.backward(t64(g))
+    ref = w64.grad
+    if layout != "channels_first":
+        a = c_order(to_last(torch.from_numpy(a)).numpy())
+        g = c_order(to_last(torch.from_numpy(g)).numpy())
+    if layout == "channels_last_ohwi":
+        ref = to_last(ref)
+    ins = [c.input(a), c.input(g)]
+    attrs = {"kernel": list(ws[2:]), "strides": s, "pads": pads, "dilations": d, "groups": groups,
+             "conv_layout": layout}
+    c.output(c.op("conv_backward_weight", ins, as_dtype(ref, a), attrs))
+    return c
+
+
+def pool_backward_case(name, kind, shape, k, s, p, d=None, ceil=False, cip=False):
+    """PoolBackward: torch autograd's input gradient of max / avg pooling
+    (symmetric pads p, as torch takes them) for a random dy."""
+    c = Case(name, F32_TOL)
+    ns = len(k)
+    a = c.uniform(shape)
+    d = d or [1] * ns
+    fn = TORCH_POOL[(kind, ns)]
+    with torch.enable_grad():
+        x64 = t64(a).requires_grad_()
+        if kind == "max":
+            y = fn(x64, k, s, p, dilation=d, ceil_mode=ceil)
+        else:
+            y = fn(x64, k, s, p, ceil_mode=ceil, count_include_pad=cip)
+        g = c.uniform(list(y.shape))
+        y.backward(t64(g))
+    x, dy = c.input(a), c.input(g)
+    attrs = {"pool": kind, "kernel": k, "strides": s, "pads": list(p) + list(p),
+             "dilations": d, "ceil_mode": int(ceil), "count_include_pad": int(cip)}
+    c.output(c.op("pool_backward", [x, dy], as_dtype(x64.grad, a), attrs))
+    return c
+
+
+@case
+def vision_backward_cases():
+    yield conv_wgrad_case("conv_wgrad1d_stride_pad", [2, 3, 11], [4, 3, 3], [2], [1, 2], [1], 1)
+    yield conv_wgrad_case("conv_wgrad2d_asym_dil", [2, 3, 7, 6], [5, 3, 3, 2], [2, 1], [1, 0, 2, 1],
+                          [1, 2], 1)
+    yield conv_wgrad_case("conv_wgrad2d_groups_last", [1, 6, 6, 5], [4, 3, 2, 3], [1, 2],
+                          [0, 1, 1, 0], [1, 1], 2, layout="channels_last")
+    yield conv_wgrad_case("conv_wgrad2d_depthwise_ohwi", [2, 4, 5, 5], [8, 1, 3, 3], [1, 1],
+                          [1, 1, 1, 1], [1, 1], 4, layout="channels_last_ohwi")
+    yield conv_wgrad_case("conv_wgrad3d", [1, 2, 4, 5, 4], [3, 2, 2, 3, 2], [1, 2, 1],
+                          [0, 1, 1, 1, 0, 0], [1, 1, 2], 1)
+    yield pool_backward_case("pool_bwd_max2d", "max", [2, 3, 7, 6], [3, 2], [2, 1], [1, 0])
+    yield pool_backward_case("pool_bwd_max1d_dil_ceil", "max", [2, 3, 11], [3], [2], [1], d=[2],
+                             ceil=True)
+    yield pool_backward_case("pool_bwd_avg2d_ceil_cip", "avg", [1, 3, 8, 7], [2, 3], [3, 2],
+                             [1, 1], ceil=True, cip=True)
+    yield pool_backward_case("pool_bwd_avg3d", "avg", [1, 2, 5, 4, 6], [2, 3, 2], [1, 1, 2],
+                             [0, 1, 1])
+
+
 # ---------------------------------------------------------------- main
 
 # Folders under tests/fixtures that other scripts write (the training

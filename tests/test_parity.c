@@ -1195,9 +1195,9 @@ static rlx_tensor input_like(pcase* c, rlx_tensor t) {
   return input(c, RLX_F32, s, r);
 }
 
-/* Conv backward: d_w (ConvBackwardWeight) and, but for OHWI weights, d_x
- * (the ConvTranspose autodiff emits, output_padding from conv_geometry.h)
- * of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
+/* Conv backward: d_w (ConvBackwardWeight) and d_x (the ConvTranspose
+ * autodiff emits, output_padding from conv_geometry.h; OHWI weights
+ * transposed to OIHW first) of a random conv. variant = spatial dims (1-3) + 3 * flavor + 12 *
  * layout; flavor: plain strided; asymmetric pads with dilation; groups;
  * depthwise (channel multiplier 1-2). Layout 1 is channels last, with OHWI
  * weights for odd flavors. */
@@ -1219,7 +1219,12 @@ static void c_conv_backward(pcase* c, int v) {
   rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, groups, RLX_ACT_NONE, lay, &probe);
   rlx_tensor dy = input_like(c, probe);
   rlx_graph_add_conv_backward_weight(c->g, x, dy, w, ns, g.st, g.pads, g.dil, (int32_t)groups, lay, &out[0]);
-  if (ohwi) { outputs(c, out, 1); return; }
+  if (ohwi) { /* ConvTranspose takes [C_in, C_out/g, k...]: w as OIHW, layout channels_last */
+    int32_t perm[5] = {0, ns + 1};
+    for (int i = 0; i < ns; i++) perm[2 + i] = 1 + i;
+    rlx_graph_add_transpose(c->g, w, perm, ns + 2, &w);
+    lay = RLX_CONV_CHANNELS_LAST;
+  }
   int64_t in[3], o[3], opad[3];
   rlx_dim ys[5];
   int32_t yr = 0;
@@ -1232,6 +1237,38 @@ static void c_conv_backward(pcase* c, int v) {
   rlx_conv_input_grad_output_padding(ns, in, o, g.k, g.st, g.pads, g.dil, opad);
   rlx_graph_add_conv_transpose(c->g, dy, w, RLX_NONE, RLX_NONE, ns, g.st, g.pads, g.dil, opad,
                                (int32_t)groups, RLX_ACT_NONE, lay, &out[1]);
+  outputs(c, out, 2);
+}
+
+/* Half-precision conv gradients: f16 / bf16 (v & 1), channels first / last
+ * (v & 2); 2-D, stride 2 and pads; x, w and dy cast from f32, d_w and d_x
+ * cast back. */
+static void c_conv_backward_half(pcase* c, int v) {
+  rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
+  int last = (v & 2) != 0;
+  rlx_conv_layout lay = last ? RLX_CONV_CHANNELS_LAST : RLX_CONV_CHANNELS_FIRST;
+  c->compute = t;
+  int64_t st[2] = {2, 1}, pads[4] = {1, 0, 1, 1}, sp[2] = {test_rand_int(3, 9), test_rand_int(3, 9)};
+  int64_t C = test_rand_int(1, 4), OC = test_rand_int(1, 4), k[2] = {3, 2};
+  rlx_dim xs[4], ws[4] = {OC, C, k[0], k[1]};
+  rlx_tensor x = input(c, RLX_F32, xs, conv_shape(xs, 2, last, test_rand_int(1, 2), C, sp));
+  rlx_tensor w = input(c, RLX_F32, ws, 4), probe, out[2];
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, w, t, &w);
+  rlx_graph_add_conv(c->g, x, w, RLX_NONE, RLX_NONE, 2, st, pads, NULL, 1, RLX_ACT_NONE, lay, &probe);
+  rlx_tensor dy = input_like(c, probe);
+  rlx_graph_add_cast(c->g, dy, t, &dy);
+  rlx_graph_add_conv_backward_weight(c->g, x, dy, w, 2, st, pads, NULL, 1, lay, &out[0]);
+  rlx_dim ys[4];
+  int32_t yr = 0;
+  rlx_dtype yt;
+  rlx_graph_tensor_type(c->g, dy, &yt, &yr, ys);
+  int64_t o[2] = {ys[last ? 1 : 2], ys[last ? 2 : 3]}, opad[2];
+  rlx_conv_input_grad_output_padding(2, sp, o, k, st, pads, NULL, opad);
+  rlx_graph_add_conv_transpose(c->g, dy, w, RLX_NONE, RLX_NONE, 2, st, pads, NULL, opad, 1,
+                               RLX_ACT_NONE, lay, &out[1]);
+  rlx_graph_add_cast(c->g, out[0], RLX_F32, &out[0]);
+  rlx_graph_add_cast(c->g, out[1], RLX_F32, &out[1]);
   outputs(c, out, 2);
 }
 
@@ -1338,6 +1375,9 @@ static const case_def CASES[] = {
     {"rope_backward", c_rope_backward, 16, TOL_F32},
     {"cumsum_backward", c_cumsum_backward, 4, TOL_F32},
     {"rows_backward_half", c_rows_backward_half, 6, TOL_HALF},
+    /* bf16 3e-2 as conv_half: decomposed, d_w is rounded after the batched
+     * MatMul and again after the Reduce over the images */
+    {"conv_backward_half", c_conv_backward_half, 4, {0, 2e-2, 3e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

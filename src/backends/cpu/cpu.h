@@ -75,6 +75,9 @@ int rlx_cpu_fast_attention_bwd(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* 
 int rlx_cpu_fast_rows_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* SGD / Adam updates with f32 operands, threaded (fast_train.c); 0 declines. */
 int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* PoolBackward, f32 channels first: planes scattered window by window
+ * (fast_pool_bwd.c); 0 declines. */
+int rlx_cpu_fast_pool_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

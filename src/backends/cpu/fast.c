@@ -1197,7 +1197,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_CONV rlx_cpu_fast_conv
 #define RLX_FAST_KIND_GROUP_NORM fast_group_norm
 #define RLX_FAST_KIND_CONV_WGRAD rlx_cpu_fast_conv_wgrad
-#define RLX_FAST_KIND_POOL_BACKWARD NULL
+#define RLX_FAST_KIND_POOL_BACKWARD rlx_cpu_fast_pool_backward
 #define RLX_FAST_KIND_SAMPLE NULL
 #define RLX_FAST_KIND_HOST NULL
 #define RLX_FAST_KIND_ATTENTION_BWD rlx_cpu_fast_attention_bwd

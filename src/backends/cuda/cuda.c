@@ -187,11 +187,11 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
   if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
-  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) {
+  if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||
+      n->op == RLX_OP_CONV_BACKWARD_WEIGHT) { /* the weight gradient: cuDNN's backward filter */
     const rlx_cuda_dev* d = rlx_cuda_device(NULL, 0);
     if (!d || !rlx_cuda_conv_node_native(d, g, ni)) return 0;
   }
-  if (n->op == RLX_OP_CONV_BACKWARD_WEIGHT) return 0; /* decompose.c: Im2Col + MatMul + Reduce */
   return !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
 }
 

@@ -17,7 +17,12 @@
  * Every plan is tried at creation on a temporary output (reading only x, w
  * and bias): a configuration cuDNN rejects then falls back (fused ->
  * unfused -> host step) instead of failing a run on the GPU machine, and
- * the first few candidates are timed as issued, the fastest kept (pick). */
+ * the first few candidates are timed as issued, the fastest kept (pick).
+ *
+ * The weight gradient of a Conv (RLX_K_CONV_WGRAD) is a plan of the same
+ * kind: cudnnConvolutionBackwardFilter from x and dy into d_w, algorithms
+ * chosen the same way but only deterministic ones, so a training step
+ * gives the same bits on every run. */
 #ifdef RLX_HAVE_CUDA
 
 #include <limits.h>
@@ -41,6 +46,7 @@ struct rlx_cuda_conv_plan {
   rlx_dnn_conv cd;
   rlx_dnn_act ad;
   int transpose, algo, math, fused, add_bias, applies_act, residual_copy, has_residual;
+  int wgrad; /* backward filter: reads x and y (= dy), writes w (= d_w) */
   int filter_ohwi; /* channels-last filter read in place (no reorder) */
   size_t ws; /* w_bytes + the algorithm's own workspace */
   CUdeviceptr x, w, bias, res, y;
@@ -111,6 +117,9 @@ static int64_t extent(const rlx_cuda_conv* c, int64_t ch, const int64_t* sp, con
 int rlx_cuda_conv_kind_native(const rlx_cuda_dev* d, const rlx_cuda_conv* c) {
   int t;
   if (!d->have_dnn || !dnn_type(c->dtype, &t)) return 0;
+  /* d_w is written where it lives: channels-last with OIHW weights would
+   * need a reorder after the call (decomposed instead) */
+  if (c->wgrad && (!d->dnn.backward_filter || (c->channels_last && !c->filter_ohwi))) return 0;
   if (c->spatial < 1 || c->spatial > 3 || c->groups < 1) return 0;
   for (int s = 0; s < c->spatial; s++)
     if (c->pad[s] != c->pad_end[s]) return 0;
@@ -162,7 +171,7 @@ int rlx_cuda_conv_plan_applies_act(const rlx_cuda_conv_plan* p) { return p->appl
 int rlx_cuda_conv_plan_needs_residual_copy(const rlx_cuda_conv_plan* p) { return p->residual_copy; }
 
 void rlx_cuda_conv_plan_describe(const rlx_cuda_conv_plan* p, char* buf, size_t cap) {
-  snprintf(buf, cap, "%s algo %d%s%s", p->transpose ? "bwd-data" : "fwd", p->algo,
+  snprintf(buf, cap, "%s algo %d%s%s", p->wgrad ? "bwd-filter" : p->transpose ? "bwd-data" : "fwd", p->algo,
            p->fused ? " fused" : "", p->w_dst ? " nhwc" : p->filter_ohwi ? " nhwc ohwi" : "");
 }
 
@@ -276,7 +285,10 @@ static int ranked(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p, int heur
   const rlx_dnn_api* a = &b->d->dnn;
   int n = 0;
   rlx_dnn_status s;
-  if (p->transpose)
+  if (p->wgrad)
+    s = heuristic ? a->heur_bwd_filter(b->dnn, p->xd, p->yd, p->cd, p->wd, cap, &n, out)
+                  : a->find_bwd_filter(b->dnn, p->xd, p->yd, p->cd, p->wd, cap, &n, out);
+  else if (p->transpose)
     s = heuristic ? a->heur_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, cap, &n, out)
                   : a->find_bwd_data(b->dnn, p->wd, p->xd, p->cd, p->yd, cap, &n, out);
   else
@@ -307,13 +319,19 @@ static int acceptable(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p,
                       const rlx_dnn_algo_perf* r) {
   if (r->status != RLX_DNN_SUCCESS || r->memory > b->dnn_ws_cap) return 0;
   if (p->math == RLX_DNN_FMA_MATH && r->math_type == RLX_DNN_TENSOR_OP_MATH) return 0;
+  if (p->wgrad && r->determinism != RLX_DNN_DETERMINISTIC) return 0; /* same bits every run */
   return 1;
 }
 
+/* Issues the call writing `y` (d_w for the weight gradient). */
 static rlx_dnn_status issue(const rlx_cuda_dev* d, const rlx_cuda_conv_plan* p, rlx_dnn_handle h,
                             CUdeviceptr y, CUdeviceptr res, CUdeviceptr ws, size_t ws_bytes) {
   const rlx_dnn_api* a = &d->dnn;
   const void* x = (const void*)(uintptr_t)p->x;
+  if (p->wgrad)
+    return a->backward_filter(h, &p->one, p->xd, x, p->yd, (const void*)(uintptr_t)p->y, p->cd,
+                              p->algo, (void*)(uintptr_t)ws, ws_bytes, &p->zero, p->wd,
+                              (void*)(uintptr_t)y);
   const void* w = (const void*)(uintptr_t)p->w;
   void* yp = (void*)(uintptr_t)y;
   const void* blend = p->has_residual ? &p->one : &p->zero;
@@ -341,6 +359,13 @@ static rlx_dnn_status issue(const rlx_cuda_dev* d, const rlx_cuda_conv_plan* p, 
   return s;
 }
 
+/* Elements of the filter [OC, C/g, k...]. */
+static int64_t filter_elems(const rlx_cuda_conv* c) {
+  int64_t n = c->OC * (c->C / c->groups);
+  for (int s = 0; s < c->spatial; s++) n *= c->kernel[s];
+  return n;
+}
+
 /* Runs the plan once into a temporary y (the residual, when blended, is
  * read from that same temporary): whether cuDNN accepts it; with ms, also
  * its time per call over TIMED_REPS more calls. */
@@ -348,6 +373,7 @@ static int trial(const rlx_cuda_build* b, const rlx_cuda_conv* c, const rlx_cuda
                  float* ms) {
   const rlx_cuda_dev* d = b->d;
   size_t ybytes = (size_t)extent(c, c->OC, c->out, c->y_stride) * rlx_dtype_size(c->dtype);
+  if (p->wgrad) ybytes = (size_t)filter_elems(c) * rlx_dtype_size(c->dtype); /* d_w */
   CUdeviceptr y = 0, ws = 0;
   CUevent e0 = NULL, e1 = NULL;
   int ok = d->cu.mem_alloc(&y, ybytes) == CUDA_SUCCESS &&
@@ -376,8 +402,9 @@ static int workspace_of(const rlx_cuda_build* b, const rlx_cuda_conv_plan* p, in
                         size_t* out) {
   const rlx_dnn_api* a = &b->d->dnn;
   *out = 0;
-  rlx_dnn_status s = p->transpose ? a->bwd_data_ws(b->dnn, p->wd, p->xd, p->cd, p->yd, algo, out)
-                                  : a->fwd_ws(b->dnn, p->xd, p->wd, p->cd, p->yd, algo, out);
+  rlx_dnn_status s = p->wgrad       ? a->bwd_filter_ws(b->dnn, p->xd, p->yd, p->cd, p->wd, algo, out)
+                     : p->transpose ? a->bwd_data_ws(b->dnn, p->wd, p->xd, p->cd, p->yd, algo, out)
+                                    : a->fwd_ws(b->dnn, p->xd, p->wd, p->cd, p->yd, algo, out);
   if (s != RLX_DNN_SUCCESS || *out > b->dnn_ws_cap) return 0;
   *out = (*out + 255u) & ~(size_t)255u;
   *out += p->w_bytes;
@@ -437,6 +464,7 @@ rlx_status rlx_cuda_conv_plan_create(const rlx_cuda_build* b, const rlx_cuda_con
   rlx_cuda_conv_plan* p = calloc(1, sizeof *p);
   RLX_CHECK_ALLOC(err, p);
   p->transpose = c->transpose;
+  p->wgrad = c->wgrad;
   p->has_residual = c->has_residual;
   p->one = 1.0f;
   p->zero = 0.0f;
@@ -469,8 +497,11 @@ rlx_status rlx_cuda_conv_plan_run(const rlx_cuda_dev* d, const rlx_cuda_conv_pla
                                   rlx_dnn_handle h, CUstream stream, CUdeviceptr workspace,
                                   size_t workspace_bytes, rlx_error* err) {
   DNN(d, err, "cudnnSetStream", d->dnn.set_stream(h, (void*)stream));
-  DNN(d, err, p->transpose ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward",
-      issue(d, p, h, p->y, p->res, workspace, workspace_bytes));
+  DNN(d, err,
+      p->wgrad       ? "cudnnConvolutionBackwardFilter"
+      : p->transpose ? "cudnnConvolutionBackwardData"
+                     : "cudnnConvolutionForward",
+      issue(d, p, h, p->wgrad ? p->w : p->y, p->res, workspace, workspace_bytes));
   return RLX_OK;
 }
 

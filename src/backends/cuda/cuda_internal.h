@@ -292,6 +292,9 @@ int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);
  * cuDNN's dy and writes y as its dx (cudnnConvolutionBackwardData). */
 typedef struct rlx_cuda_conv {
   int transpose, spatial;    /* spatial dims: 1..3 */
+  /* the weight gradient (cudnnConvolutionBackwardFilter): x as the
+   * forward's, y (y_off, y_stride) is dy, w (w_off) the d_w written */
+  int wgrad;
   rlx_dtype dtype;           /* x, w, y */
   int64_t N, C, OC, groups;  /* C: x's channels; OC: y's */
   int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3], pad_end[3];

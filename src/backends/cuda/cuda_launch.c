@@ -1121,6 +1121,21 @@ static void conv_geometry(const rlx_conv_params* q, int transpose, rlx_cuda_conv
   c->has_residual = q->has_residual;
 }
 
+/* The weight gradient's step: in0 x, in1 dy (cuDNN's y side), out d_w. */
+static void wgrad_from_step(const rlx_step* s, rlx_cuda_conv* c) {
+  const rlx_conv_params* q = &s->p.conv;
+  conv_geometry(q, 0, c);
+  c->wgrad = 1;
+  c->act = RLX_ACT_NONE;
+  c->dtype = s->in[0].dtype;
+  if (s->in[1].dtype != c->dtype || s->out[0].dtype != c->dtype) c->dtype = RLX_BOOL;
+  conv_strides(q->n_spatial, c->channels_last, s->in[0].stride, c->x_stride);
+  conv_strides(q->n_spatial, c->channels_last, s->in[1].stride, c->y_stride);
+  c->x_off = s->in[0].offset;
+  c->y_off = s->in[1].offset;
+  c->w_off = s->out[0].offset;
+}
+
 static void conv_from_step(const rlx_step* s, rlx_cuda_conv* c) {
   const rlx_conv_params* q = &s->p.conv;
   conv_geometry(q, s->op == RLX_CONV_TRANSPOSE, c);
@@ -1158,9 +1173,11 @@ static int dense_strides(const rlx_type* t, int64_t* st) {
 int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (!d->have_dnn) return 0;
+  /* the weight gradient reads x and dy (the forward's y) and writes w */
+  int wgrad = n->op == RLX_OP_CONV_BACKWARD_WEIGHT;
   const rlx_type* x = rlx_tensor_type(g, n->in[0]);
-  const rlx_type* w = rlx_tensor_type(g, n->in[1]);
-  const rlx_type* y = rlx_tensor_type(g, n->out[0]);
+  const rlx_type* w = rlx_tensor_type(g, wgrad ? n->out[0] : n->in[1]);
+  const rlx_type* y = rlx_tensor_type(g, wgrad ? n->in[1] : n->out[0]);
   int32_t ns = n->a.strides.n, last = rlx_conv_layout_is_last(n->a.conv_layout);
   if (ns < 1 || ns > 3 || x->rank != ns + 2 || y->rank != ns + 2 || w->rank != ns + 2) return 0;
   int64_t xs[RLX_MAX_RANK], ys[RLX_MAX_RANK], ws[RLX_MAX_RANK];
@@ -1183,10 +1200,11 @@ int rlx_cuda_conv_node_native(const rlx_cuda_dev* d, const rlx_graph* g, int32_t
     q.pad[i] = n->a.pads.v[i];
     q.pad_end[i] = n->a.pads.v[ns + i];
   }
-  q.has_bias = n->n_in > 2 && n->in[2] != RLX_NONE;
-  q.has_residual = n->n_in > 3 && n->in[3] != RLX_NONE;
+  q.has_bias = !wgrad && n->n_in > 2 && n->in[2] != RLX_NONE;
+  q.has_residual = !wgrad && n->n_in > 3 && n->in[3] != RLX_NONE;
   rlx_cuda_conv c;
   conv_geometry(&q, n->op == RLX_OP_CONV_TRANSPOSE, &c);
+  c.wgrad = wgrad;
   c.dtype = x->dtype == w->dtype && x->dtype == y->dtype ? x->dtype : RLX_BOOL;
   conv_strides(ns, last, xs, c.x_stride);
   conv_strides(ns, last, ys, c.y_stride);
@@ -1294,7 +1312,31 @@ static rlx_status build_softmax_bwd(const rlx_cuda_build* b, const rlx_step* s, 
   return RLX_OK;
 }
 
-int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; }
+
+/* The weight gradient through cuDNN's backward filter (written into d_w,
+ * nothing fused); without a plan the step runs on the host. */
+static rlx_status build_conv_wgrad(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                   rlx_launch_list* l, rlx_error* err) {
+  if (rlx_view_numel(&s->out[0]) == 0) return RLX_OK;
+  rlx_cuda_conv c;
+  wgrad_from_step(s, &c);
+  rlx_cuda_conv_plan* plan = NULL;
+  if (b->dnn) RLX_RETURN_IF_ERROR(rlx_cuda_conv_plan_create(b, &c, &plan, err));
+  if (!plan) return build_host(b, s, i, l, err);
+  rlx_launch* x = push(l, RLX_LAUNCH_DNN, i, err);
+  if (!x) {
+    rlx_cuda_conv_plan_destroy(b->d, plan);
+    return RLX_RESOURCE_EXHAUSTED;
+  }
+  x->conv = plan; /* owned by the list from here */
+  size_t ws = rlx_cuda_conv_plan_workspace(plan);
+  if (ws > l->dnn_workspace) l->dnn_workspace = ws;
+  return RLX_OK;
+}
+
+int rlx_cuda_step_uses_dnn(const rlx_step* s) {
+  return s->kernel == RLX_K_CONV || s->kernel == RLX_K_CONV_WGRAD;
+}
 
 /* Launch builder of each kernel kind (src/backends/kernels.def): a kind
  * without a row here does not compile; build_host sends it to the host
@@ -1324,7 +1366,7 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) { return s->kernel == RLX_K_CONV; 
 #define RLX_CUDA_KIND_GROUP_NORM build_group_norm
 /* the weight gradient: cuDNN's backward filter where cuda_supports said so,
  * else the node was decomposed (Im2Col + batched MatMul + Reduce) */
-#define RLX_CUDA_KIND_CONV_WGRAD build_host
+#define RLX_CUDA_KIND_CONV_WGRAD build_conv_wgrad
 #define RLX_CUDA_KIND_POOL_BACKWARD build_pool_backward
 #define RLX_CUDA_KIND_HOST build_host
 #define RLX_CUDA_KIND_ATTENTION_BWD build_attention_bwd

@@ -193,6 +193,12 @@ static void load_cudnn(rlx_cuda_dev* d) {
     snprintf(d->dnn_reason, sizeof d->dnn_reason, "%.100s lacks cuDNN 9 symbols", libname);
     return;
   }
+  /* The weight gradient's calls are optional: all four or none. */
+  if (!load_sym(lib, "cudnnFindConvolutionBackwardFilterAlgorithm", &a.find_bwd_filter) ||
+      !load_sym(lib, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", &a.heur_bwd_filter) ||
+      !load_sym(lib, "cudnnGetConvolutionBackwardFilterWorkspaceSize", &a.bwd_filter_ws) ||
+      !load_sym(lib, "cudnnConvolutionBackwardFilter", &a.backward_filter))
+    a.find_bwd_filter = a.heur_bwd_filter = NULL, a.bwd_filter_ws = NULL, a.backward_filter = NULL;
   size_t v = a.get_version();
   if (v < 90000 || v >= 100000) { /* the legacy convolution API as declared in cudnn_types.h */
     snprintf(d->dnn_reason, sizeof d->dnn_reason, "cuDNN %zu is not cuDNN 9", v);

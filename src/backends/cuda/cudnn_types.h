@@ -38,9 +38,12 @@ enum { RLX_DNN_PROPAGATE_NAN = 1 };
 /* cudnnConvolutionFwdAlgo_t: the fused forward's identity activation runs
  * only with this one. */
 enum { RLX_DNN_FWD_IMPLICIT_PRECOMP_GEMM = 1 };
+/* cudnnDeterminism_t: the weight gradient keeps deterministic algorithms
+ * only (some backward-filter algorithms accumulate with atomics). */
+enum { RLX_DNN_DETERMINISTIC = 1 };
 
-/* cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t share
- * this layout (enums are ints). */
+/* cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionBwdDataAlgoPerf_t and
+ * cudnnConvolutionBwdFilterAlgoPerf_t share this layout (enums are ints). */
 typedef struct rlx_dnn_algo_perf {
   int algo;
   rlx_dnn_status status;
@@ -98,6 +101,20 @@ typedef struct rlx_dnn_api {
                                   const void* w, rlx_dnn_tensor, const void* dy, rlx_dnn_conv,
                                   int algo, void* ws, size_t ws_bytes, const void* beta,
                                   rlx_dnn_tensor, void* dx);
+  /* backward filter (the weight gradient): loaded when present; without
+   * them ConvBackwardWeight is decomposed */
+  rlx_dnn_status (*find_bwd_filter)(rlx_dnn_handle, rlx_dnn_tensor x, rlx_dnn_tensor dy,
+                                    rlx_dnn_conv, rlx_dnn_filter dw, int want, int* got,
+                                    rlx_dnn_algo_perf*);
+  rlx_dnn_status (*heur_bwd_filter)(rlx_dnn_handle, rlx_dnn_tensor x, rlx_dnn_tensor dy,
+                                    rlx_dnn_conv, rlx_dnn_filter dw, int want, int* got,
+                                    rlx_dnn_algo_perf*);
+  rlx_dnn_status (*bwd_filter_ws)(rlx_dnn_handle, rlx_dnn_tensor x, rlx_dnn_tensor dy,
+                                  rlx_dnn_conv, rlx_dnn_filter dw, int algo, size_t*);
+  rlx_dnn_status (*backward_filter)(rlx_dnn_handle, const void* alpha, rlx_dnn_tensor,
+                                    const void* x, rlx_dnn_tensor, const void* dy, rlx_dnn_conv,
+                                    int algo, void* ws, size_t ws_bytes, const void* beta,
+                                    rlx_dnn_filter, void* dw);
   rlx_dnn_status (*transform)(rlx_dnn_handle, const void* alpha, rlx_dnn_tensor, const void* x,
                               const void* beta, rlx_dnn_tensor, void* y);
   rlx_dnn_status (*add_tensor)(rlx_dnn_handle, const void* alpha, rlx_dnn_tensor, const void* a,

@@ -4,8 +4,8 @@
  * coordinates, masks for taps outside the input) on fresh views of the
  * node's inputs, and runs rlx_graph_grad on that with dy as the seed. The
  * views stop the inner sweep where the node's inputs begin.
- * GridSample: nearest and linear modes, zeros and border padding (cubic
- * and reflection have no rule). RoiAlign: average and max with a fixed
+ * GridSample: every mode, zeros and border padding (reflection has no
+ * rule). RoiAlign: average and max with a fixed
  * sampling_ratio (the adaptive one counts samples from the rois' values);
  * the rois get a gradient too. */
 #include <stdlib.h>
@@ -36,12 +36,13 @@ static rlx_status floor_of(sampler* s, rlx_tensor v, rlx_tensor* out) {
   return rlx_graph_add_where(s->g, up, r1, r, out);
 }
 
-/* Pixel coordinate of grid coordinate g along a dim of n (border: clamped). */
-static rlx_status unnormalize(sampler* s, rlx_tensor gc, int64_t n, rlx_tensor* out) {
+/* Pixel coordinate of grid coordinate g along a dim of n (border: clamped,
+ * but for cubic, whose taps are padded one by one). */
+static rlx_status unnormalize(sampler* s, rlx_tensor gc, int64_t n, int cubic, rlx_tensor* out) {
   double half = (double)(n - 1) / 2.0, scale = s->align ? half : (double)n / 2.0;
   TRY(scalar_op(s, RLX_BIN_MUL, gc, scale, out));
   TRY(scalar_op(s, RLX_BIN_ADD, *out, half, out));
-  if (!s->border) return RLX_OK;
+  if (!s->border || cubic) return RLX_OK;
   TRY(scalar_op(s, RLX_BIN_MAX, *out, 0.0, out));
   return scalar_op(s, RLX_BIN_MIN, *out, (double)(n - 1), out);
 }
@@ -78,6 +79,66 @@ static rlx_status tap(sampler* s, rlx_tensor yi, rlx_tensor xi, rlx_tensor w, rl
   rlx_dim ws[4] = {s->N, s->Ho, s->Wo, 1};
   TRY(rlx_graph_add_reshape(s->g, w, ws, 4, &w));
   return rlx_graph_add_binary(s->g, RLX_BIN_MUL, v, w, out);
+}
+
+/* Keys cubic weight (a = -0.75, as the kernel) of distance t, for t in
+ * [0, 1] (near) or [1, 2] (far). */
+static rlx_status cubic_weight(sampler* s, rlx_tensor t, int far, rlx_tensor* out) {
+  const double a = -0.75;
+  rlx_tensor p;
+  if (!far) { /* ((a + 2) t - (a + 3)) t^2 + 1 */
+    TRY(scalar_op(s, RLX_BIN_MUL, t, a + 2.0, &p));
+    TRY(scalar_op(s, RLX_BIN_SUB, p, a + 3.0, &p));
+    TRY(rlx_graph_add_binary(s->g, RLX_BIN_MUL, p, t, &p));
+    TRY(rlx_graph_add_binary(s->g, RLX_BIN_MUL, p, t, &p));
+    return scalar_op(s, RLX_BIN_ADD, p, 1.0, out);
+  }
+  /* ((a t - 5 a) t + 8 a) t - 4 a */
+  TRY(scalar_op(s, RLX_BIN_MUL, t, a, &p));
+  TRY(scalar_op(s, RLX_BIN_SUB, p, 5.0 * a, &p));
+  TRY(rlx_graph_add_binary(s->g, RLX_BIN_MUL, p, t, &p));
+  TRY(scalar_op(s, RLX_BIN_ADD, p, 8.0 * a, &p));
+  TRY(rlx_graph_add_binary(s->g, RLX_BIN_MUL, p, t, &p));
+  return scalar_op(s, RLX_BIN_SUB, p, 4.0 * a, out);
+}
+
+/* The four cubic taps of coordinate c along a dim of n: coordinates
+ * floor(c) - 1 .. floor(c) + 2 (clamped with border padding, as the
+ * kernel pads each tap) and their weights. */
+static rlx_status cubic_taps(sampler* s, rlx_tensor c, int64_t n, rlx_tensor* at, rlx_tensor* w) {
+  rlx_tensor f, l, one, t;
+  TRY(floor_of(s, c, &f));
+  TRY(rlx_graph_add_binary(s->g, RLX_BIN_SUB, c, f, &l));
+  TRY(rlx_grad_scalar(s->g, s->dt, 1.0, &one));
+  for (int k = 0; k < 4; k++) {
+    TRY(scalar_op(s, RLX_BIN_ADD, f, (double)(k - 1), &at[k]));
+    if (s->border) {
+      TRY(scalar_op(s, RLX_BIN_MAX, at[k], 0.0, &at[k]));
+      TRY(scalar_op(s, RLX_BIN_MIN, at[k], (double)(n - 1), &at[k]));
+    }
+    /* distances 1 + l, l, 1 - l, 2 - l */
+    if (k < 2) TRY(scalar_op(s, RLX_BIN_ADD, l, (double)(1 - k), &t));
+    else TRY(rlx_graph_add_binary(s->g, RLX_BIN_SUB, one, l, &t));
+    if (k == 3) TRY(scalar_op(s, RLX_BIN_ADD, t, 1.0, &t));
+    TRY(cubic_weight(s, t, k == 0 || k == 3, &w[k]));
+  }
+  return RLX_OK;
+}
+
+/* Bicubic: the 16 taps of (iy, ix). */
+static rlx_status sample_cubic(sampler* s, rlx_tensor iy, rlx_tensor ix, rlx_tensor* out) {
+  rlx_tensor ys[4], xs[4], wy[4], wx[4], acc = RLX_NONE;
+  TRY(cubic_taps(s, iy, s->H, ys, wy));
+  TRY(cubic_taps(s, ix, s->W, xs, wx));
+  for (int j = 0; j < 16; j++) {
+    rlx_tensor w, v;
+    TRY(rlx_graph_add_binary(s->g, RLX_BIN_MUL, wy[j / 4], wx[j % 4], &w));
+    TRY(tap(s, ys[j / 4], xs[j % 4], w, &v));
+    if (acc == RLX_NONE) acc = v;
+    else TRY(rlx_graph_add_binary(s->g, RLX_BIN_ADD, acc, v, &acc));
+  }
+  *out = acc;
+  return RLX_OK;
 }
 
 /* The sampled values [N, Ho, Wo, C] at pixel coordinates (iy, ix). */
@@ -138,17 +199,20 @@ static rlx_status rebuild(sampler* s, const rlx_node* n, rlx_tensor xv, rlx_tens
   TRY(rlx_graph_add_narrow(s->g, gv, 3, 1, 1, &gy));
   TRY(rlx_graph_add_reshape(s->g, gx, gs, 3, &gx));
   TRY(rlx_graph_add_reshape(s->g, gy, gs, 3, &gy));
-  TRY(unnormalize(s, gx, s->W, &ix));
-  TRY(unnormalize(s, gy, s->H, &iy));
-  TRY(sample(s, n->a.resize_mode == RLX_RESIZE_NEAREST, iy, ix, &v));
+  int cubic = n->a.resize_mode == RLX_RESIZE_CUBIC;
+  TRY(unnormalize(s, gx, s->W, cubic, &ix));
+  TRY(unnormalize(s, gy, s->H, cubic, &iy));
+  if (cubic) TRY(sample_cubic(s, iy, ix, &v));
+  else TRY(sample(s, n->a.resize_mode == RLX_RESIZE_NEAREST, iy, ix, &v));
   return rlx_graph_add_transpose(s->g, v, nchw, 4, y);
 }
 
 RLX_GRAD_RULE(rlx_grad_grid_sample) {
   rlx_graph* g = c->g;
-  if (n->a.resize_mode == RLX_RESIZE_CUBIC || n->a.grid_padding == RLX_GRID_REFLECTION)
+  if (n->a.grid_padding == RLX_GRID_REFLECTION)
     return rlx_fail(&g->err, RLX_UNIMPLEMENTED,
-                    "grid_sample's gradient covers nearest / linear with zeros / border padding");
+                    "grid_sample with reflection padding has no gradient rule (zeros and border "
+                    "have)");
   rlx_type xt = *rlx_tensor_type(g, n->in[0]), gt = *rlx_tensor_type(g, n->in[1]);
   sampler s = {g, xt.dtype, xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3],
                gt.shape[1], gt.shape[2], n->a.align_corners,

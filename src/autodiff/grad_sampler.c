@@ -4,8 +4,7 @@
  * coordinates, masks for taps outside the input) on fresh views of the
  * node's inputs, and runs rlx_graph_grad on that with dy as the seed. The
  * views stop the inner sweep where the node's inputs begin.
- * GridSample: every mode, zeros and border padding (reflection has no
- * rule). RoiAlign: average and max with a fixed
+ * GridSample: every mode and padding. RoiAlign: average and max with a fixed
  * sampling_ratio (the adaptive one counts samples from the rois' values);
  * the rois get a gradient too. */
 #include <stdlib.h>
@@ -18,7 +17,7 @@ typedef struct sampler {
   rlx_graph* g;
   rlx_dtype dt;
   int64_t N, C, H, W, Ho, Wo;
-  int align, border;
+  int align, border, reflect; /* reflect: reflection padding (border set too: clamps after) */
   rlx_tensor table; /* x as [N*H*W, C] */
   rlx_tensor base;  /* n * H * W per sample, [N, 1, 1] */
 } sampler;
@@ -36,15 +35,48 @@ static rlx_status floor_of(sampler* s, rlx_tensor v, rlx_tensor* out) {
   return rlx_graph_add_where(s->g, up, r1, r, out);
 }
 
+/* Reflection padding of coordinate c along a dim of n (the kernel's
+ * rlx_grid_reflect): mirrored about the bounds, period twice the span. */
+static rlx_status reflect_coord(sampler* s, rlx_tensor c, int64_t n, rlx_tensor* out) {
+  double lo2 = s->align ? 0.0 : -1.0, hi2 = s->align ? 2.0 * (double)(n - 1) : 2.0 * (double)n - 1.0;
+  if (lo2 == hi2) return scalar_op(s, RLX_BIN_MUL, c, 0.0, out);
+  double lo = lo2 / 2.0, span = (hi2 - lo2) / 2.0;
+  rlx_tensor d, q, extra, half, odd, even, z, a, b;
+  TRY(scalar_op(s, RLX_BIN_SUB, c, lo, &d));
+  TRY(rlx_graph_add_activation(s->g, RLX_ACT_ABS, d, &d));
+  TRY(scalar_op(s, RLX_BIN_MUL, d, 1.0 / span, &q));
+  TRY(floor_of(s, q, &q)); /* flips */
+  TRY(scalar_op(s, RLX_BIN_MUL, q, span, &extra));
+  TRY(rlx_graph_add_binary(s->g, RLX_BIN_SUB, d, extra, &extra));
+  TRY(scalar_op(s, RLX_BIN_MUL, q, 0.5, &half));
+  TRY(floor_of(s, half, &half));
+  TRY(scalar_op(s, RLX_BIN_MUL, half, 2.0, &half));
+  TRY(rlx_graph_add_binary(s->g, RLX_BIN_SUB, q, half, &odd));
+  TRY(rlx_grad_scalar(s->g, s->dt, 0.0, &z));
+  TRY(rlx_graph_add_compare(s->g, RLX_CMP_EQ, odd, z, &even));
+  TRY(scalar_op(s, RLX_BIN_ADD, extra, lo, &a));
+  TRY(rlx_graph_add_activation(s->g, RLX_ACT_NEG, extra, &b));
+  TRY(scalar_op(s, RLX_BIN_ADD, b, span + lo, &b));
+  return rlx_graph_add_where(s->g, even, a, b, out);
+}
+
+/* Border / reflection padding of a coordinate: reflected, then clamped. */
+static rlx_status pad_coord(sampler* s, rlx_tensor c, int64_t n, rlx_tensor* out) {
+  *out = c;
+  if (s->reflect) TRY(reflect_coord(s, c, n, out));
+  if (!s->border) return RLX_OK;
+  TRY(scalar_op(s, RLX_BIN_MAX, *out, 0.0, out));
+  return scalar_op(s, RLX_BIN_MIN, *out, (double)(n - 1), out);
+}
+
 /* Pixel coordinate of grid coordinate g along a dim of n (border: clamped,
  * but for cubic, whose taps are padded one by one). */
 static rlx_status unnormalize(sampler* s, rlx_tensor gc, int64_t n, int cubic, rlx_tensor* out) {
   double half = (double)(n - 1) / 2.0, scale = s->align ? half : (double)n / 2.0;
   TRY(scalar_op(s, RLX_BIN_MUL, gc, scale, out));
   TRY(scalar_op(s, RLX_BIN_ADD, *out, half, out));
-  if (!s->border || cubic) return RLX_OK;
-  TRY(scalar_op(s, RLX_BIN_MAX, *out, 0.0, out));
-  return scalar_op(s, RLX_BIN_MIN, *out, (double)(n - 1), out);
+  if (cubic) return RLX_OK;
+  return pad_coord(s, *out, n, out);
 }
 
 /* 1.0 where 0 <= c <= n - 1, else 0.0 (as c's dtype). */
@@ -103,8 +135,8 @@ static rlx_status cubic_weight(sampler* s, rlx_tensor t, int far, rlx_tensor* ou
 }
 
 /* The four cubic taps of coordinate c along a dim of n: coordinates
- * floor(c) - 1 .. floor(c) + 2 (clamped with border padding, as the
- * kernel pads each tap) and their weights. */
+ * floor(c) - 1 .. floor(c) + 2 (each padded, as the kernel pads each tap)
+ * and their weights. */
 static rlx_status cubic_taps(sampler* s, rlx_tensor c, int64_t n, rlx_tensor* at, rlx_tensor* w) {
   rlx_tensor f, l, one, t;
   TRY(floor_of(s, c, &f));
@@ -112,10 +144,7 @@ static rlx_status cubic_taps(sampler* s, rlx_tensor c, int64_t n, rlx_tensor* at
   TRY(rlx_grad_scalar(s->g, s->dt, 1.0, &one));
   for (int k = 0; k < 4; k++) {
     TRY(scalar_op(s, RLX_BIN_ADD, f, (double)(k - 1), &at[k]));
-    if (s->border) {
-      TRY(scalar_op(s, RLX_BIN_MAX, at[k], 0.0, &at[k]));
-      TRY(scalar_op(s, RLX_BIN_MIN, at[k], (double)(n - 1), &at[k]));
-    }
+    TRY(pad_coord(s, at[k], n, &at[k]));
     /* distances 1 + l, l, 1 - l, 2 - l */
     if (k < 2) TRY(scalar_op(s, RLX_BIN_ADD, l, (double)(1 - k), &t));
     else TRY(rlx_graph_add_binary(s->g, RLX_BIN_SUB, one, l, &t));
@@ -209,14 +238,11 @@ static rlx_status rebuild(sampler* s, const rlx_node* n, rlx_tensor xv, rlx_tens
 
 RLX_GRAD_RULE(rlx_grad_grid_sample) {
   rlx_graph* g = c->g;
-  if (n->a.grid_padding == RLX_GRID_REFLECTION)
-    return rlx_fail(&g->err, RLX_UNIMPLEMENTED,
-                    "grid_sample with reflection padding has no gradient rule (zeros and border "
-                    "have)");
   rlx_type xt = *rlx_tensor_type(g, n->in[0]), gt = *rlx_tensor_type(g, n->in[1]);
   sampler s = {g, xt.dtype, xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3],
                gt.shape[1], gt.shape[2], n->a.align_corners,
-               n->a.grid_padding == RLX_GRID_BORDER, RLX_NONE, RLX_NONE};
+               n->a.grid_padding != RLX_GRID_ZEROS, n->a.grid_padding == RLX_GRID_REFLECTION,
+               RLX_NONE, RLX_NONE};
   if (s.N < 0 || s.C < 0 || s.H < 0 || s.W < 0 || s.Ho < 0 || s.Wo < 0)
     return rlx_fail(&g->err, RLX_UNIMPLEMENTED, "grid_sample's gradient needs static dims");
   rlx_tensor views[2], y, grads[2];
@@ -359,7 +385,7 @@ RLX_GRAD_RULE(rlx_grad_roi_align) {
   rlx_type xt = *rlx_tensor_type(g, n->in[0]), rt = *rlx_tensor_type(g, n->in[1]);
   rlx_type yt = *rlx_tensor_type(g, n->out[0]);
   sampler s = {g, xt.dtype, xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3],
-               yt.shape[2], yt.shape[3], 0, 0, RLX_NONE, RLX_NONE};
+               yt.shape[2], yt.shape[3], 0, 0, 0, RLX_NONE, RLX_NONE};
   if (s.N < 0 || s.C < 0 || s.H < 0 || s.W < 0 || rt.shape[0] < 0)
     return rlx_fail(&g->err, RLX_UNIMPLEMENTED, "roi_align's gradient needs static dims");
   rlx_tensor views[2], y, grads[2];

@@ -530,7 +530,7 @@ static rlx_status fixture_build(const grad_case* c, fixture* f) {
   memset(f, 0, sizeof *f);
   if (rlx_graph_create(&f->g) != RLX_OK) return RLX_INTERNAL;
   for (int i = 0; i < MAX_IN && c->in[i].rank > 0; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     const in_spec* s = &c->in[i];
     RLX_RETURN_IF_ERROR(rlx_graph_add_input(f->g, name, s->dt, s->shape, s->rank, &f->in[i]));
@@ -562,7 +562,7 @@ static rlx_status set_inputs(rlx_exec* e, const grad_case* c, const fixture* f) 
     void* buf = malloc(es * (size_t)(f->numel[i] ? f->numel[i] : 1));
     if (!buf) return RLX_RESOURCE_EXHAUSTED;
     rlx_dtype_convert(buf, s->dt, f->data[i], RLX_F64, f->numel[i]);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     rlx_status st = rlx_exec_set_input(e, name, s->dt, s->shape, s->rank, buf, es * (size_t)f->numel[i]);
     free(buf);

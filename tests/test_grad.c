@@ -192,7 +192,9 @@ BUILD(b_res_rms_norm) {
 BUILD(b_attention) {
   rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, (rlx_mask_kind)c->kind, 0, 0, 0};
   if (c->kind == RLX_MASK_NONE) d.softcap = 5.0f;
-  return rlx_graph_add_attention(g, in[0], in[1], in[2], RLX_NONE, &d, y);
+  rlx_tensor mask = c->kind == RLX_MASK_CUSTOM || c->kind == RLX_MASK_BIAS ? in[3] : RLX_NONE;
+  if (c->kind == RLX_MASK_BIAS) d.layout = RLX_LAYOUT_BHSD;
+  return rlx_graph_add_attention(g, in[0], in[1], in[2], mask, &d, y);
 }
 BUILD(b_rope) {
   (void)c;
@@ -385,6 +387,13 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4)}, 0, 0, 0, 0},
     {"attention_softcap", RLX_OP_ATTENTION, RLX_MASK_NONE, b_attention,
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 2, 1, 4), F(-1, 1, 1, 2, 1, 4)}, 0, 0, 0, 0},
+    /* the custom mask is an input of the graph: its gradient is zero */
+    {"attention_custom_mask", RLX_OP_ATTENTION, RLX_MASK_CUSTOM, b_attention,
+     {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4), F(0, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
+    {"attention_bias_bhsd", RLX_OP_ATTENTION, RLX_MASK_BIAS, b_attention,
+     {F(-1, 1, 1, 2, 3, 4), F(-1, 1, 1, 1, 3, 4), F(-1, 1, 1, 1, 3, 4), FIX(-1, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},
     {"pool_max", RLX_OP_POOL, RLX_POOL_MAX, b_pool, {F(-1, 1, 1, 2, 4, 4)}, 0, 0, 0, 0},

@@ -189,11 +189,14 @@ BUILD(b_res_rms_norm) {
       rlx_graph_add_fused_residual_rms_norm(g, in[0], in[1], in[2], in[3], 1e-5f, &nrm, &sum));
   return rlx_graph_add_concat(g, (rlx_tensor[]){nrm, sum}, 2, 0, y);
 }
+/* kind: the mask kind; + 16: BSHD, 4 heads over 2 kv heads, softcap 2 */
 BUILD(b_attention) {
-  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, (rlx_mask_kind)c->kind, 0, 0, 0};
+  rlx_mask_kind mk = (rlx_mask_kind)(c->kind % 16);
+  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, mk, 0, 0, 0};
   if (c->kind == RLX_MASK_NONE) d.softcap = 5.0f;
-  rlx_tensor mask = c->kind == RLX_MASK_CUSTOM || c->kind == RLX_MASK_BIAS ? in[3] : RLX_NONE;
+  rlx_tensor mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS ? in[3] : RLX_NONE;
   if (c->kind == RLX_MASK_BIAS) d.layout = RLX_LAYOUT_BHSD;
+  if (c->kind >= 16) d.num_heads = 4, d.num_kv_heads = 2, d.softcap = 2.0f;
   return rlx_graph_add_attention(g, in[0], in[1], in[2], mask, &d, y);
 }
 BUILD(b_rope) {
@@ -393,6 +396,10 @@ static const grad_case cases[] = {
      0, 0, 0, 0},
     {"attention_bias_bhsd", RLX_OP_ATTENTION, RLX_MASK_BIAS, b_attention,
      {F(-1, 1, 1, 2, 3, 4), F(-1, 1, 1, 1, 3, 4), F(-1, 1, 1, 1, 3, 4), FIX(-1, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
+    /* a bias that is differentiated too: the decomposition (GQA, softcap) */
+    {"attention_bias_learned", RLX_OP_ATTENTION, RLX_MASK_BIAS + 16, b_attention,
+     {F(-1, 1, 2, 3, 4, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 4, 3, 2)},
      0, 0, 0, 0},
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},

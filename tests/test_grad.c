@@ -262,11 +262,17 @@ BUILD(b_conv_group) {
   return rlx_graph_add_conv(g, in[0], in[1], RLX_NONE, in[2], 1, NULL, p, NULL, 2, RLX_ACT_GELU,
                             RLX_CONV_CHANNELS_FIRST, y);
 }
-BUILD(b_conv_last) {
+BUILD(b_conv3d_depthwise) {
   (void)c;
+  int64_t s[3] = {1, 2, 1}, p[6] = {0, 1, 1, 1, 0, 1};
+  return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 3, s, p, NULL, 2, RLX_ACT_SILU,
+                            RLX_CONV_CHANNELS_FIRST, y);
+}
+/* kind: the layout (channels last, or with OHWI weights) */
+BUILD(b_conv_last) {
   int64_t s[2] = {2, 2}, p[4] = {1, 1, 0, 0};
   return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 2, s, p, NULL, 1, RLX_ACT_NONE,
-                            RLX_CONV_CHANNELS_LAST, y);
+                            (rlx_conv_layout)c->kind, y);
 }
 BUILD(b_conv_t) {
   (void)c;
@@ -452,8 +458,12 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 2, 5, 6), F(-1, 1, 3, 2, 2, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_grouped_residual_gelu", RLX_OP_CONV, -1, b_conv_group,
      {F(-1, 1, 2, 4, 5), F(-1, 1, 4, 2, 3), F(-1, 1, 2, 4, 5)}, 0, 0, 0, 0},
-    {"conv_channels_last", RLX_OP_CONV, -1, b_conv_last,
+    {"conv3d_depthwise_silu", RLX_OP_CONV, -1, b_conv3d_depthwise,
+     {F(-1, 1, 1, 2, 3, 4, 3), F(-1, 1, 2, 1, 2, 2, 2), F(-1, 1, 2)}, 0, 0, 0, 0},
+    {"conv_channels_last", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST, b_conv_last,
      {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 2, 3, 3), F(-1, 1, 3)}, 0, 0, 0, 0},
+    {"conv_channels_last_ohwi", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST_OHWI, b_conv_last,
+     {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_transpose", RLX_OP_CONV_TRANSPOSE, -1, b_conv_t,
      {F(-1, 1, 1, 2, 3, 3), F(-1, 1, 2, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"im2col", RLX_OP_IM2COL, RLX_CONV_CHANNELS_FIRST, b_im2col, {F(-1, 1, 1, 2, 4, 5)}, 0, 0, 0,

@@ -887,6 +887,39 @@ TEST(mean_over_a_symbolic_dim) {
   rlx_graph_destroy(g);
 }
 
+/* Concat and Narrow with symbolic lengths and offsets:
+ * y = concat(x0 [B, 2], x1 [2, 2])[1 : 1 + B], loss = sum(y^2). */
+TEST(concat_and_narrow_with_symbols) {
+  rlx_graph* g = NULL;
+  rlx_dim b, s0[2], s1[2] = {2, 2};
+  rlx_tensor x[2], cat, y, sq, loss, grads[2];
+  CHECK_OK_G(g, rlx_graph_create(&g));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  s0[0] = b;
+  s0[1] = 2;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x0", RLX_F64, s0, 2, &x[0]));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x1", RLX_F64, s1, 2, &x[1]));
+  CHECK_OK_G(g, rlx_graph_add_concat(g, x, 2, 0, &cat));
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, cat, 0, 1, b, &y));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_MUL, y, y, &sq));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, sq, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_grad(g, loss, x, 2, RLX_NONE, grads));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, grads, 2));
+  rlx_exec* e = compile_ref(g);
+  CHECK(e);
+  double a[6] = {1, 2, 3, 4, 5, 6}, c1[4] = {-1, -2, -3, -4}, ga[6], gc[4];
+  rlx_dim sa[2] = {3, 2};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x0", RLX_F64, sa, 2, a, sizeof a));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x1", RLX_F64, s1, 2, c1, sizeof c1));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F64, ga, sizeof ga));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 1, RLX_F64, gc, sizeof gc));
+  rlx_exec_destroy(e);
+  for (int i = 0; i < 6; i++) CHECK(ga[i] == (i < 2 ? 0.0 : 2 * a[i]));
+  for (int i = 0; i < 4; i++) CHECK(gc[i] == (i < 2 ? 2 * c1[i] : 0.0));
+  rlx_graph_destroy(g);
+}
+
 /* An op without a rule on the path fails naming it; bad arguments fail
  * with a message; integer paths (argmax) simply stop. */
 TEST(errors_name_the_problem) {
@@ -920,6 +953,7 @@ int main(void) {
   RUN(wrt_not_reached_gets_zeros);
   RUN(seeded_loss);
   RUN(mean_over_a_symbolic_dim);
+  RUN(concat_and_narrow_with_symbols);
   RUN(errors_name_the_problem);
   RUN(every_rule_matches_finite_differences);
   return test_summary();

@@ -189,10 +189,15 @@ BUILD(b_res_rms_norm) {
       rlx_graph_add_fused_residual_rms_norm(g, in[0], in[1], in[2], in[3], 1e-5f, &nrm, &sum));
   return rlx_graph_add_concat(g, (rlx_tensor[]){nrm, sum}, 2, 0, y);
 }
+/* kind: the mask kind; + 16: BSHD, 4 heads over 2 kv heads, softcap 2 */
 BUILD(b_attention) {
-  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, (rlx_mask_kind)c->kind, 0, 0, 0};
+  rlx_mask_kind mk = (rlx_mask_kind)(c->kind % 16);
+  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, mk, 0, 0, 0};
   if (c->kind == RLX_MASK_NONE) d.softcap = 5.0f;
-  return rlx_graph_add_attention(g, in[0], in[1], in[2], RLX_NONE, &d, y);
+  rlx_tensor mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS ? in[3] : RLX_NONE;
+  if (c->kind == RLX_MASK_BIAS) d.layout = RLX_LAYOUT_BHSD;
+  if (c->kind >= 16) d.num_heads = 4, d.num_kv_heads = 2, d.softcap = 2.0f;
+  return rlx_graph_add_attention(g, in[0], in[1], in[2], mask, &d, y);
 }
 BUILD(b_rope) {
   (void)c;
@@ -235,13 +240,15 @@ BUILD(b_resize) {
   return rlx_graph_add_resize(g, in[0], sizes, (rlx_resize_mode)c->kind, RLX_COORD_HALF_PIXEL,
                               RLX_NEAREST_ROUND_PREFER_FLOOR, -0.75f, 0, NULL, NULL, 0, y);
 }
+/* kind: mode + 4 * padding + 16 * align_corners */
 BUILD(b_grid_sample) {
-  (void)c;
-  return rlx_graph_add_grid_sample(g, in[0], in[1], RLX_RESIZE_LINEAR, RLX_GRID_ZEROS, 0, y);
+  return rlx_graph_add_grid_sample(g, in[0], in[1], (rlx_resize_mode)(c->kind % 4),
+                                   (rlx_grid_padding)(c->kind / 4 % 4), c->kind / 16, y);
 }
+/* kind: pool mode + 4 * half_pixel + 8 * adaptive sampling */
 BUILD(b_roi_align) {
-  (void)c;
-  return rlx_graph_add_roi_align(g, in[0], in[1], in[2], RLX_POOL_AVG, 2, 2, 2, 1.0f, 1, y);
+  return rlx_graph_add_roi_align(g, in[0], in[1], in[2], (rlx_pool_kind)(c->kind % 4), 2, 3,
+                                 c->kind & 8 ? 0 : 2, 0.5f, (c->kind / 4) % 2, y);
 }
 BUILD(b_conv) {
   (void)c;
@@ -255,11 +262,17 @@ BUILD(b_conv_group) {
   return rlx_graph_add_conv(g, in[0], in[1], RLX_NONE, in[2], 1, NULL, p, NULL, 2, RLX_ACT_GELU,
                             RLX_CONV_CHANNELS_FIRST, y);
 }
-BUILD(b_conv_last) {
+BUILD(b_conv3d_depthwise) {
   (void)c;
+  int64_t s[3] = {1, 2, 1}, p[6] = {0, 1, 1, 1, 0, 1};
+  return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 3, s, p, NULL, 2, RLX_ACT_SILU,
+                            RLX_CONV_CHANNELS_FIRST, y);
+}
+/* kind: the layout (channels last, or with OHWI weights) */
+BUILD(b_conv_last) {
   int64_t s[2] = {2, 2}, p[4] = {1, 1, 0, 0};
   return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 2, s, p, NULL, 1, RLX_ACT_NONE,
-                            RLX_CONV_CHANNELS_LAST, y);
+                            (rlx_conv_layout)c->kind, y);
 }
 BUILD(b_conv_t) {
   (void)c;
@@ -383,6 +396,17 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4)}, 0, 0, 0, 0},
     {"attention_softcap", RLX_OP_ATTENTION, RLX_MASK_NONE, b_attention,
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 2, 1, 4), F(-1, 1, 1, 2, 1, 4)}, 0, 0, 0, 0},
+    /* the custom mask is an input of the graph: its gradient is zero */
+    {"attention_custom_mask", RLX_OP_ATTENTION, RLX_MASK_CUSTOM, b_attention,
+     {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4), F(0, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
+    {"attention_bias_bhsd", RLX_OP_ATTENTION, RLX_MASK_BIAS, b_attention,
+     {F(-1, 1, 1, 2, 3, 4), F(-1, 1, 1, 1, 3, 4), F(-1, 1, 1, 1, 3, 4), FIX(-1, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
+    /* a bias that is differentiated too: the decomposition (GQA, softcap) */
+    {"attention_bias_learned", RLX_OP_ATTENTION, RLX_MASK_BIAS + 16, b_attention,
+     {F(-1, 1, 2, 3, 4, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 4, 3, 2)},
+     0, 0, 0, 0},
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},
     {"pool_max", RLX_OP_POOL, RLX_POOL_MAX, b_pool, {F(-1, 1, 1, 2, 4, 4)}, 0, 0, 0, 0},
@@ -406,16 +430,40 @@ static const grad_case cases[] = {
      0},
     {"resize_crop_linear", RLX_OP_RESIZE, 10 + RLX_RESIZE_LINEAR, b_resize,
      {F(-1, 1, 1, 1, 3, 4)}, 0, 0, 0, 0},
-    {"grid_sample", RLX_OP_GRID_SAMPLE, -1, b_grid_sample,
-     {F(-1, 1, 1, 1, 3, 3), F(-0.9, 0.9, 1, 2, 2, 2)}, 0, 0, 0, 1},
-    {"roi_align", RLX_OP_ROI_ALIGN, -1, b_roi_align,
+    {"grid_sample_linear_zeros", RLX_OP_GRID_SAMPLE, RLX_RESIZE_LINEAR, b_grid_sample,
+     {F(-1, 1, 2, 2, 3, 4), F(-1.2, 1.2, 2, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_linear_border_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_LINEAR + 4 * RLX_GRID_BORDER + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_nearest", RLX_OP_GRID_SAMPLE, RLX_RESIZE_NEAREST, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_zeros", RLX_OP_GRID_SAMPLE, RLX_RESIZE_CUBIC, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_border_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_CUBIC + 4 * RLX_GRID_BORDER + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_linear_reflection", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_LINEAR + 4 * RLX_GRID_REFLECTION, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-2.5, 2.5, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_reflection_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_CUBIC + 4 * RLX_GRID_REFLECTION + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-2.5, 2.5, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"roi_align_avg_half_pixel", RLX_OP_ROI_ALIGN, RLX_POOL_AVG + 4, b_roi_align,
+     {F(-1, 1, 2, 2, 4, 5), F(0.3, 9.5, 3, 4), IDX(0, 1, 3)}, 0, 0, 0, 0},
+    {"roi_align_max", RLX_OP_ROI_ALIGN, RLX_POOL_MAX, b_roi_align,
+     {F(-1, 1, 2, 2, 4, 5), F(0.3, 9.5, 3, 4), IDX(0, 1, 3)}, 0, 0, 0, 0},
+    {"roi_align_adaptive", RLX_OP_ROI_ALIGN, RLX_POOL_AVG + 8, b_roi_align,
      {F(-1, 1, 1, 1, 4, 4), FIX(0.5, 2.5, 1, 4), IDX(0, 0, 1)}, 0, 0, 0, 1},
     {"conv_strided_dilated_tanh", RLX_OP_CONV, -1, b_conv,
      {F(-1, 1, 1, 2, 5, 6), F(-1, 1, 3, 2, 2, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_grouped_residual_gelu", RLX_OP_CONV, -1, b_conv_group,
      {F(-1, 1, 2, 4, 5), F(-1, 1, 4, 2, 3), F(-1, 1, 2, 4, 5)}, 0, 0, 0, 0},
-    {"conv_channels_last", RLX_OP_CONV, -1, b_conv_last,
+    {"conv3d_depthwise_silu", RLX_OP_CONV, -1, b_conv3d_depthwise,
+     {F(-1, 1, 1, 2, 3, 4, 3), F(-1, 1, 2, 1, 2, 2, 2), F(-1, 1, 2)}, 0, 0, 0, 0},
+    {"conv_channels_last", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST, b_conv_last,
      {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 2, 3, 3), F(-1, 1, 3)}, 0, 0, 0, 0},
+    {"conv_channels_last_ohwi", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST_OHWI, b_conv_last,
+     {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_transpose", RLX_OP_CONV_TRANSPOSE, -1, b_conv_t,
      {F(-1, 1, 1, 2, 3, 3), F(-1, 1, 2, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"im2col", RLX_OP_IM2COL, RLX_CONV_CHANNELS_FIRST, b_im2col, {F(-1, 1, 1, 2, 4, 5)}, 0, 0, 0,
@@ -508,7 +556,7 @@ static rlx_status fixture_build(const grad_case* c, fixture* f) {
   memset(f, 0, sizeof *f);
   if (rlx_graph_create(&f->g) != RLX_OK) return RLX_INTERNAL;
   for (int i = 0; i < MAX_IN && c->in[i].rank > 0; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     const in_spec* s = &c->in[i];
     RLX_RETURN_IF_ERROR(rlx_graph_add_input(f->g, name, s->dt, s->shape, s->rank, &f->in[i]));
@@ -540,7 +588,7 @@ static rlx_status set_inputs(rlx_exec* e, const grad_case* c, const fixture* f) 
     void* buf = malloc(es * (size_t)(f->numel[i] ? f->numel[i] : 1));
     if (!buf) return RLX_RESOURCE_EXHAUSTED;
     rlx_dtype_convert(buf, s->dt, f->data[i], RLX_F64, f->numel[i]);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     rlx_status st = rlx_exec_set_input(e, name, s->dt, s->shape, s->rank, buf, es * (size_t)f->numel[i]);
     free(buf);
@@ -839,27 +887,61 @@ TEST(mean_over_a_symbolic_dim) {
   rlx_graph_destroy(g);
 }
 
+/* Concat and Narrow with symbolic lengths and offsets:
+ * y = concat(x0 [B, 2], x1 [2, 2])[1 : 1 + B], loss = sum(y^2). */
+TEST(concat_and_narrow_with_symbols) {
+  rlx_graph* g = NULL;
+  rlx_dim b, s0[2], s1[2] = {2, 2};
+  rlx_tensor x[2], cat, y, sq, loss, grads[2];
+  CHECK_OK_G(g, rlx_graph_create(&g));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  s0[0] = b;
+  s0[1] = 2;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x0", RLX_F64, s0, 2, &x[0]));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x1", RLX_F64, s1, 2, &x[1]));
+  CHECK_OK_G(g, rlx_graph_add_concat(g, x, 2, 0, &cat));
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, cat, 0, 1, b, &y));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_MUL, y, y, &sq));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, sq, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_grad(g, loss, x, 2, RLX_NONE, grads));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, grads, 2));
+  rlx_exec* e = compile_ref(g);
+  CHECK(e);
+  double a[6] = {1, 2, 3, 4, 5, 6}, c1[4] = {-1, -2, -3, -4}, ga[6], gc[4];
+  rlx_dim sa[2] = {3, 2};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x0", RLX_F64, sa, 2, a, sizeof a));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x1", RLX_F64, s1, 2, c1, sizeof c1));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F64, ga, sizeof ga));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 1, RLX_F64, gc, sizeof gc));
+  rlx_exec_destroy(e);
+  for (int i = 0; i < 6; i++) CHECK(ga[i] == (i < 2 ? 0.0 : 2 * a[i]));
+  for (int i = 0; i < 4; i++) CHECK(gc[i] == (i < 2 ? 2 * c1[i] : 0.0));
+  rlx_graph_destroy(g);
+}
+
 /* An op without a rule on the path fails naming it; bad arguments fail
  * with a message; integer paths (argmax) simply stop. */
 TEST(errors_name_the_problem) {
   rlx_graph* g = NULL;
-  rlx_dim xs[4] = {1, 1, 3, 3}, gs[4] = {1, 2, 2, 2}, n2 = 2;
-  rlx_tensor x, grid, y, loss, grad, idx, bad;
+  rlx_dim xs[2] = {2, 3}, n2 = 2;
+  rlx_tensor x, dyv, dx, dg, db, loss, grad, idx, bad;
   CHECK_OK_G(g, rlx_graph_create(&g));
-  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F64, xs, 4, &x));
-  CHECK_OK_G(g, rlx_graph_add_input(g, "grid", RLX_F64, gs, 4, &grid));
-  CHECK_OK_G(g, rlx_graph_add_grid_sample(g, x, grid, RLX_RESIZE_LINEAR, RLX_GRID_ZEROS, 0, &y));
-  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, y, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F64, xs, 2, &x));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "dy", RLX_F64, xs, 2, &dyv));
+  /* second order through layer_norm_backward has no rule */
+  CHECK_OK_G(g, rlx_graph_add_layer_norm_backward(g, x, RLX_NONE, dyv, 1, 1e-5f, &dx, &dg, &db));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, dx, NULL, 0, 0, &loss));
   CHECK(rlx_graph_grad(g, loss, &x, 1, RLX_NONE, &grad) == RLX_UNIMPLEMENTED);
   const char* msg = rlx_graph_last_error(g);
-  CHECK_MSG(strstr(msg, "no gradient rule") && strstr(msg, "grid_sample"), "%s", msg);
+  CHECK_MSG(strstr(msg, "no gradient rule") && strstr(msg, "layer_norm_backward"), "%s", msg);
   /* argmax: an integer value has no gradient and is not a wrt */
-  CHECK_OK_G(g, rlx_graph_add_argmax(g, x, 2, 0, &idx));
+  CHECK_OK_G(g, rlx_graph_add_argmax(g, x, 1, 0, &idx));
   CHECK(rlx_graph_grad(g, loss, &idx, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "not a float"));
   /* a seed of another shape */
   CHECK_OK_G(g, rlx_graph_add_input(g, "s", RLX_F64, &n2, 1, &bad));
-  CHECK(rlx_graph_grad(g, loss, &grid, 1, bad, &grad) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_grad(g, loss, &x, 1, bad, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "seed"));
   CHECK(rlx_graph_grad(g, 12345, &x, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(rlx_graph_grad(NULL, loss, &x, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);
@@ -871,6 +953,7 @@ int main(void) {
   RUN(wrt_not_reached_gets_zeros);
   RUN(seeded_loss);
   RUN(mean_over_a_symbolic_dim);
+  RUN(concat_and_narrow_with_symbols);
   RUN(errors_name_the_problem);
   RUN(every_rule_matches_finite_differences);
   return test_summary();

@@ -7,6 +7,8 @@
 
 #include "autodiff/grad.h"
 
+#define RLX_GRAD_PI 3.14159265358979323846 /* M_PI is not C11 */
+
 #define T(t) rlx_tensor_type(c->g, (t))
 #define TRY RLX_RETURN_IF_ERROR
 
@@ -37,12 +39,14 @@ static rlx_status zeros_slab(rlx_graph* g, const rlx_type* x, int32_t axis, rlx_
   return rlx_grad_zeros(g, &t, out);
 }
 
-/* Narrow's adjoint: dy between zero slabs before and after the window. */
+/* Narrow's adjoint: dy between zero slabs before and after the window
+ * (start and len may be symbolic: the slabs' sizes are dim expressions). */
 static RLX_GRAD_RULE(grad_narrow) {
   rlx_type xt = *T(n->in[0]);
   int32_t axis = n->a.axis;
-  rlx_dim after;
-  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_SUB, xt.shape[axis], n->a.start + n->a.len, &after));
+  rlx_dim end, after;
+  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_ADD, n->a.start, n->a.len, &end));
+  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_SUB, xt.shape[axis], end, &after));
   rlx_tensor parts[3], z;
   int32_t k = 0;
   TRY(zeros_slab(c->g, &xt, axis, n->a.start, &z));
@@ -50,22 +54,23 @@ static RLX_GRAD_RULE(grad_narrow) {
   parts[k++] = dy[0];
   TRY(zeros_slab(c->g, &xt, axis, after, &z));
   if (z != RLX_NONE) parts[k++] = z;
-  if (k == 1) return rlx_graph_add_reshape(c->g, dy[0], xt.shape, xt.rank, &dx[0]);
-  return rlx_graph_add_concat(c->g, parts, k, axis, &dx[0]);
+  if (k > 1) TRY(rlx_graph_add_concat(c->g, parts, k, axis, &dx[0]));
+  else dx[0] = dy[0];
+  /* symbolic sizes add up to x's dim without the simplifier seeing it
+   * (B+1 + (B+2 - (B+1))): the view restates x's shape */
+  if (rlx_type_equal(T(dx[0]), &xt)) return RLX_OK;
+  return rlx_graph_add_reshape(c->g, dx[0], xt.shape, xt.rank, &dx[0]);
 }
 
-/* Concat's adjoint: each input's window of dy. */
+/* Concat's adjoint: each input's window of dy (offsets are dim
+ * expressions, so symbolic lengths work). */
 static RLX_GRAD_RULE(grad_concat) {
   int32_t axis = n->a.axis;
-  int64_t at = 0;
+  rlx_dim at = 0;
   for (int32_t i = 0; i < n->n_in; i++) {
     rlx_dim len = T(n->in[i])->shape[axis];
-    if (len < 0)
-      return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED,
-                      "concat along a symbolic dim has no gradient rule (the split points "
-                      "must be static)");
     if (rlx_grad_wants(c, n, i)) TRY(rlx_graph_add_narrow(c->g, dy[0], axis, at, len, &dx[i]));
-    at += len;
+    TRY(rlx_graph_dim_expr(c->g, RLX_DIM_ADD, at, len, &at));
   }
   return RLX_OK;
 }
@@ -224,7 +229,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
   TRY(mul(g, x, x, &e));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, -0.5, &e));
   TRY(act(g, RLX_ACT_EXP, e, &e));
-  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * M_PI), &e));
+  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * RLX_GRAD_PI), &e));
   TRY(mul(g, x, e, &xp));
   return rlx_graph_add_binary(g, RLX_BIN_ADD, phi_c, xp, out);
 }
@@ -232,7 +237,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
 /* GELU (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(u),
  * u = c (x + k x^3), c = sqrt(2 / pi), k = 0.044715. */
 static rlx_status gelu_tanh_slope(rlx_graph* g, rlx_tensor x, rlx_tensor* out) {
-  const double cc = sqrt(2.0 / M_PI), k = 0.044715;
+  const double cc = sqrt(2.0 / RLX_GRAD_PI), k = 0.044715;
   rlx_tensor x2, u, t, a, b, du;
   TRY(mul(g, x, x, &x2));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, x2, k, &u));
@@ -584,6 +589,8 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_SPACE_TO_DEPTH] = grad_space_to_depth,
     [RLX_OP_SAMPLE] = rlx_grad_none,
     [RLX_OP_RESIZE] = rlx_grad_resize,
+    [RLX_OP_GRID_SAMPLE] = rlx_grad_grid_sample,
+    [RLX_OP_ROI_ALIGN] = rlx_grad_roi_align,
     [RLX_OP_CONV] = rlx_grad_conv,
     [RLX_OP_CONV_TRANSPOSE] = rlx_grad_conv_transpose,
     [RLX_OP_IM2COL] = rlx_grad_im2col,
@@ -600,7 +607,7 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX_BACKWARD] = rlx_grad_softmax_backward,
     [RLX_OP_CONV_BACKWARD_WEIGHT] = rlx_grad_conv_backward_weight,
     [RLX_OP_POOL_BACKWARD] = rlx_grad_pool_backward,
-    /* no rule (an error on a wrt's path): GridSample, RoiAlign; Deferred
+    /* no rule (an error on a wrt's path): Deferred
      * (compiled through its rebuild hook, never differentiated); the
      * second-order cases AttentionBackward, LayerNormBackward,
      * RmsNormBackward, CrossEntropyBackward; SgdUpdate and AdamUpdate (an

@@ -44,10 +44,21 @@ RLX_GRAD_RULE(rlx_grad_matmul) {
   return matmul_parts(c, n, n->in[0], n->in[1], dy[0], &dx[0], &dx[1]);
 }
 
-/* act(a @ b + bias): the pre-activation is recomputed for the slope. */
+/* Activations whose slope follows from their output alone (relu: y > 0
+ * exactly where x > 0; sigmoid, tanh, exp: functions of y), so a fused op
+ * need not recompute its pre-activation for them. */
+static int slope_from_output(int32_t act) {
+  return act == RLX_ACT_RELU || act == RLX_ACT_SIGMOID || act == RLX_ACT_TANH ||
+         act == RLX_ACT_EXP;
+}
+
+/* act(a @ b + bias): the pre-activation is recomputed for the slope
+ * unless the output gives it. */
 RLX_GRAD_RULE(rlx_grad_fused_matmul_bias_act) {
   rlx_tensor z, dz = dy[0];
-  if (n->a.act != RLX_ACT_NONE) {
+  if (slope_from_output(n->a.act)) {
+    TRY(rlx_grad_activation(c->g, (rlx_activation)n->a.act, n->out[0], n->out[0], dy[0], &dz));
+  } else if (n->a.act != RLX_ACT_NONE) {
     TRY(rlx_graph_add_fused_matmul_bias_act(c->g, n->in[0], n->in[1], n->in[2],
                                             n->a.transpose_a, n->a.transpose_b, RLX_ACT_NONE, &z));
     TRY(rlx_grad_activation(c->g, (rlx_activation)n->a.act, z, n->out[0], dy[0], &dz));
@@ -107,9 +118,12 @@ RLX_GRAD_RULE(rlx_grad_fused_residual_rms_norm) { return residual_norm(c, n, dy,
 /* ------------------------------------------------------------------ transformer */
 
 RLX_GRAD_RULE(rlx_grad_attention) {
-  if (rlx_grad_wants(c, n, 3))
+  /* A custom mask only keeps or drops scores (> 0.5): piecewise constant,
+   * zero gradient. An additive bias would need the scores' gradient, which
+   * the flash-style backward never forms. */
+  if (rlx_grad_wants(c, n, 3) && n->a.mask == RLX_MASK_BIAS)
     return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED,
-                    "the attention mask / bias has no gradient (wrap it in stop_gradient)");
+                    "attention's additive bias mask has no gradient (wrap it in stop_gradient)");
   rlx_attention_desc d = {n->a.num_heads, n->a.num_kv_heads, n->a.head_dim,
                           (rlx_layout)n->a.layout, (rlx_mask_kind)n->a.mask, n->a.window,
                           n->a.score_scale, n->a.softcap};
@@ -129,14 +143,39 @@ RLX_GRAD_RULE(rlx_grad_rope) {
 
 static const int64_t* ints_or_null(const rlx_ints* v) { return v->n ? v->v : NULL; }
 
+/* Permutations between channels last [N, spatial..., C] and channels
+ * first [N, C, spatial...] for a rank-r tensor. */
+static void to_first(int32_t r, int32_t* perm) {
+  perm[0] = 0;
+  perm[1] = r - 1;
+  for (int32_t d = 2; d < r; d++) perm[d] = d - 1;
+}
+static void to_last(int32_t r, int32_t* perm) {
+  perm[0] = 0;
+  for (int32_t d = 1; d < r - 1; d++) perm[d] = d + 1;
+  perm[r - 1] = 1;
+}
+
+/* Pool: pool_backward works channels first, so a channels-last pool (the
+ * layout pass's) has x and dy transposed there and dx transposed back. */
 RLX_GRAD_RULE(rlx_grad_pool) {
-  if (n->a.pool == RLX_POOL_ARGMAX) return RLX_OK; /* integer output */
-  if (n->a.conv_layout != RLX_CONV_CHANNELS_FIRST)
-    return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "channels-last pool has no gradient rule");
-  return rlx_graph_add_pool_backward(c->g, n->in[0], dy[0], (rlx_pool_kind)n->a.pool,
-                                     n->a.kernel.n, n->a.kernel.v, ints_or_null(&n->a.strides),
-                                     ints_or_null(&n->a.pads), ints_or_null(&n->a.dilations),
-                                     n->a.ceil_mode, n->a.count_include_pad, &dx[0]);
+  const rlx_node_attrs* a = &n->a;
+  if (a->pool == RLX_POOL_ARGMAX) return RLX_OK; /* integer output */
+  rlx_tensor x = n->in[0], d = dy[0];
+  int32_t r = T(x)->rank, perm[RLX_MAX_RANK];
+  int last = rlx_conv_layout_is_last(a->conv_layout);
+  if (last) {
+    to_first(r, perm);
+    TRY(rlx_graph_add_transpose(c->g, x, perm, r, &x));
+    TRY(rlx_graph_add_transpose(c->g, d, perm, r, &d));
+  }
+  TRY(rlx_graph_add_pool_backward(c->g, x, d, (rlx_pool_kind)a->pool, a->kernel.n, a->kernel.v,
+                                  ints_or_null(&a->strides), ints_or_null(&a->pads),
+                                  ints_or_null(&a->dilations), a->ceil_mode,
+                                  a->count_include_pad, &dx[0]));
+  if (!last) return RLX_OK;
+  to_last(r, perm);
+  return rlx_graph_add_transpose(c->g, dx[0], perm, r, &dx[0]);
 }
 
 /* output_padding that makes the transposed conv of a conv's output `out`
@@ -156,12 +195,14 @@ static rlx_status conv_output_padding(rlx_graph* g, const rlx_node* n, const rlx
 }
 
 /* dz, the cotangent before the activation (recomputing the forward
- * without it when there is one). */
+ * without it when the output does not give the slope). */
 static rlx_status conv_dz(rlx_grad_ctx* c, const rlx_node* n, rlx_tensor dy, rlx_tensor* dz) {
   if (n->a.act == RLX_ACT_NONE) {
     *dz = dy;
     return RLX_OK;
   }
+  if (slope_from_output(n->a.act))
+    return rlx_grad_activation(c->g, (rlx_activation)n->a.act, n->out[0], n->out[0], dy, dz);
   rlx_node_attrs a = n->a;
   a.act = RLX_ACT_NONE;
   rlx_tensor z;
@@ -227,48 +268,68 @@ RLX_GRAD_RULE(rlx_grad_conv_transpose) {
   return conv_bias_residual(c, n, dz, dx);
 }
 
-/* Im2Col is a grouped conv (groups = C) with one-hot weights [C*K, 1, k...]
- * (row c*K + j picks tap j of channel c), so its adjoint is the transposed
- * conv with those weights: each column adds back onto the pixels it read. */
-RLX_GRAD_RULE(rlx_grad_im2col) {
-  rlx_type xtype = *T(n->in[0]);
-  const rlx_type* xt = &xtype;
-  int32_t ns = n->a.kernel.n;
-  if (n->a.conv_layout != RLX_CONV_CHANNELS_FIRST)
-    return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "channels-last im2col has no gradient rule");
-  int64_t C = xt->shape[1], K = 1, out[3], op[3];
-  rlx_dim shape[RLX_MAX_RANK];
-  for (int32_t i = 0; i < ns; i++) K *= n->a.kernel.v[i];
-  shape[0] = xt->shape[0];
-  shape[1] = C * K;
-  for (int32_t i = 0; i < ns; i++) {
-    int64_t in = xt->shape[2 + i], k = n->a.kernel.v[i], s = n->a.strides.v[i];
-    int64_t d = n->a.dilations.v[i], pb = n->a.pads.v[i], pe = n->a.pads.v[ns + i];
-    if (in < 0 || C < 0)
-      return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "im2col gradient needs static dims");
-    out[i] = (in + pb + pe - d * (k - 1) - 1) / s + 1;
-    op[i] = in - ((out[i] - 1) * s - pb - pe + d * (k - 1) + 1);
-    shape[2 + i] = out[i];
-  }
-  size_t count = (size_t)(C * K * K), esize = rlx_dtype_size(xt->dtype);
+/* The one-hot weights [C*K, 1, k...] of Im2Col as a grouped conv: row
+ * c*K + j picks kernel tap j of channel c. */
+static rlx_status im2col_weights(rlx_graph* g, rlx_dtype dt, int64_t C, const rlx_ints* kernel,
+                                 rlx_tensor* w) {
+  int64_t K = 1;
+  for (int32_t i = 0; i < kernel->n; i++) K *= kernel->v[i];
+  size_t count = (size_t)(C * K * K), esize = rlx_dtype_size(dt);
   unsigned char* bytes = calloc(count ? count : 1, esize);
-  RLX_CHECK_ALLOC(&c->g->err, bytes);
+  RLX_CHECK_ALLOC(&g->err, bytes);
   double one = 1.0;
   for (int64_t ch = 0; ch < C; ch++)
     for (int64_t j = 0; j < K; j++)
-      rlx_dtype_convert(bytes + ((size_t)((ch * K + j) * K + j)) * esize, xt->dtype, &one,
-                        RLX_F64, 1);
+      rlx_dtype_convert(bytes + ((size_t)((ch * K + j) * K + j)) * esize, dt, &one, RLX_F64, 1);
   rlx_dim wshape[RLX_MAX_RANK] = {C * K, 1};
-  for (int32_t i = 0; i < ns; i++) wshape[2 + i] = n->a.kernel.v[i];
-  rlx_tensor w, cols;
-  rlx_status st = rlx_graph_add_constant(c->g, xt->dtype, wshape, ns + 2, bytes, count * esize,
-                                         &w);
+  for (int32_t i = 0; i < kernel->n; i++) wshape[2 + i] = kernel->v[i];
+  rlx_status st = rlx_graph_add_constant(g, dt, wshape, kernel->n + 2, bytes, count * esize, w);
   free(bytes);
-  TRY(st);
-  TRY(rlx_graph_add_reshape(c->g, dy[0], shape, ns + 2, &cols));
-  return rlx_graph_add_conv_transpose(c->g, cols, w, RLX_NONE, RLX_NONE, ns, n->a.strides.v,
-                                      n->a.pads.v, n->a.dilations.v, op, (int32_t)C, RLX_ACT_NONE,
-                                      RLX_CONV_CHANNELS_FIRST, &dx[0]);
+  return st;
+}
+
+/* Im2Col is a grouped conv (groups = C) with one-hot weights, so its
+ * adjoint is the transposed conv with those weights: each column adds
+ * back onto the pixels it read. Channels last ([N, L, K*C], column (k, c))
+ * is brought to the channels-first rows (c, k) first and dx transposed
+ * back. */
+RLX_GRAD_RULE(rlx_grad_im2col) {
+  rlx_type xt = *T(n->in[0]);
+  const rlx_node_attrs* a = &n->a;
+  int32_t ns = a->kernel.n, r = xt.rank, last = rlx_conv_layout_is_last(a->conv_layout);
+  int64_t C = xt.shape[last ? r - 1 : 1], K = 1, op[3];
+  rlx_dim shape[RLX_MAX_RANK];
+  for (int32_t i = 0; i < ns; i++) K *= a->kernel.v[i];
+  shape[0] = xt.shape[0];
+  for (int32_t i = 0; i < ns; i++) {
+    int64_t in = xt.shape[(last ? 1 : 2) + i], k = a->kernel.v[i], s = a->strides.v[i];
+    int64_t d = a->dilations.v[i], pb = a->pads.v[i], pe = a->pads.v[ns + i];
+    if (in < 0 || C < 0)
+      return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED, "im2col gradient needs static dims");
+    int64_t out = (in + pb + pe - d * (k - 1) - 1) / s + 1;
+    op[i] = in - ((out - 1) * s - pb - pe + d * (k - 1) + 1);
+    shape[1 + i] = out; /* [N, out..., K, C] while channels last */
+  }
+  rlx_tensor w, cols = dy[0];
+  if (last) { /* [N, L, K*C] -> [N, out..., K, C] -> [N, C, K, out...] */
+    int32_t perm[RLX_MAX_RANK] = {0, ns + 2, ns + 1};
+    shape[ns + 1] = K;
+    shape[ns + 2] = C;
+    for (int32_t i = 0; i < ns; i++) perm[3 + i] = 1 + i;
+    TRY(rlx_graph_add_reshape(c->g, cols, shape, ns + 3, &cols));
+    TRY(rlx_graph_add_transpose(c->g, cols, perm, ns + 3, &cols));
+  }
+  for (int32_t i = ns - 1; i >= 0; i--) shape[2 + i] = shape[1 + i];
+  shape[1] = C * K;
+  TRY(im2col_weights(c->g, xt.dtype, C, &a->kernel, &w));
+  TRY(rlx_graph_add_reshape(c->g, cols, shape, ns + 2, &cols));
+  TRY(rlx_graph_add_conv_transpose(c->g, cols, w, RLX_NONE, RLX_NONE, ns, a->strides.v,
+                                   a->pads.v, a->dilations.v, op, (int32_t)C, RLX_ACT_NONE,
+                                   RLX_CONV_CHANNELS_FIRST, &dx[0]));
+  if (!last) return RLX_OK;
+  int32_t perm[RLX_MAX_RANK];
+  to_last(r, perm);
+  return rlx_graph_add_transpose(c->g, dx[0], perm, r, &dx[0]);
 }
 
 /* ------------------------------------------------------------------ channel-wise norms */

@@ -7,6 +7,8 @@
 
 #include "autodiff/grad.h"
 
+#define RLX_GRAD_PI 3.14159265358979323846 /* M_PI is not C11 */
+
 #define T(t) rlx_tensor_type(c->g, (t))
 #define TRY RLX_RETURN_IF_ERROR
 
@@ -224,7 +226,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
   TRY(mul(g, x, x, &e));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, -0.5, &e));
   TRY(act(g, RLX_ACT_EXP, e, &e));
-  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * M_PI), &e));
+  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * RLX_GRAD_PI), &e));
   TRY(mul(g, x, e, &xp));
   return rlx_graph_add_binary(g, RLX_BIN_ADD, phi_c, xp, out);
 }
@@ -232,7 +234,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
 /* GELU (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(u),
  * u = c (x + k x^3), c = sqrt(2 / pi), k = 0.044715. */
 static rlx_status gelu_tanh_slope(rlx_graph* g, rlx_tensor x, rlx_tensor* out) {
-  const double cc = sqrt(2.0 / M_PI), k = 0.044715;
+  const double cc = sqrt(2.0 / RLX_GRAD_PI), k = 0.044715;
   rlx_tensor x2, u, t, a, b, du;
   TRY(mul(g, x, x, &x2));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, x2, k, &u));
@@ -353,19 +355,32 @@ static rlx_status reduce_spread(rlx_graph* g, const rlx_node* n, rlx_tensor t, i
   return rlx_graph_add_expand(g, t, xt.shape, xt.rank, out);
 }
 
-/* Elements a Reduce over n's axes combined (static dims only). */
-static rlx_status reduce_count(rlx_graph* g, const rlx_node* n, double* out) {
+/* Elements a Reduce over n's axes combined; -1 when a reduced dim is
+ * symbolic. */
+static double reduce_count(rlx_graph* g, const rlx_node* n) {
   const rlx_type* xt = rlx_tensor_type(g, n->in[0]);
   uint32_t axes = n->a.axes ? n->a.axes : (1u << xt->rank) - 1;
-  *out = 1;
+  double count = 1;
   for (int32_t d = 0; d < xt->rank; d++) {
     if (!(axes & (1u << d))) continue;
-    if (xt->shape[d] < 0)
-      return rlx_fail(&g->err, RLX_UNIMPLEMENTED,
-                      "reduce_mean over a symbolic dim has no gradient rule yet");
-    *out *= (double)xt->shape[d];
+    if (xt->shape[d] < 0) return -1;
+    count *= (double)xt->shape[d];
   }
-  return RLX_OK;
+  return count;
+}
+
+/* mean: dy spread over the reduced elements, divided by their count (a
+ * run-time sum of ones when a reduced dim is symbolic). */
+static rlx_status grad_mean(rlx_graph* g, const rlx_node* n, rlx_tensor dy, rlx_tensor* dx) {
+  rlx_tensor s, one, cnt;
+  double count = reduce_count(g, n);
+  TRY(reduce_spread(g, n, dy, 0, &s));
+  if (count >= 0) return rlx_grad_bin_scalar(g, RLX_BIN_MUL, s, 1.0 / count, dx);
+  rlx_type xt = *rlx_tensor_type(g, n->in[0]);
+  TRY(rlx_grad_scalar(g, xt.dtype, 1.0, &one));
+  TRY(rlx_graph_add_expand(g, one, xt.shape, xt.rank, &one));
+  TRY(rlx_grad_sum_keep(g, one, n->a.axes ? n->a.axes : (1u << xt.rank) - 1, &cnt));
+  return rlx_graph_add_binary(g, RLX_BIN_DIV, s, cnt, dx);
 }
 
 /* max / min: PyTorch's amax / amin convention, the gradient split evenly
@@ -410,15 +425,9 @@ static rlx_status grad_prod(rlx_graph* g, const rlx_node* n, rlx_tensor dy, rlx_
 }
 
 static RLX_GRAD_RULE(grad_reduce) {
-  double count;
   switch ((rlx_reduce_op)n->a.kind) {
     case RLX_RED_SUM: return reduce_spread(c->g, n, dy[0], 0, &dx[0]);
-    case RLX_RED_MEAN: {
-      rlx_tensor s;
-      TRY(reduce_count(c->g, n, &count));
-      TRY(reduce_spread(c->g, n, dy[0], 0, &s));
-      return rlx_grad_bin_scalar(c->g, RLX_BIN_MUL, s, 1.0 / count, &dx[0]);
-    }
+    case RLX_RED_MEAN: return grad_mean(c->g, n, dy[0], &dx[0]);
     case RLX_RED_MAX: case RLX_RED_MIN: return grad_extreme(c->g, n, dy[0], &dx[0]);
     case RLX_RED_PROD: return grad_prod(c->g, n, dy[0], &dx[0]);
     default: return rlx_fail(&c->g->err, RLX_INTERNAL, "reduce kind %d", (int)n->a.kind);
@@ -577,6 +586,8 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_SPACE_TO_DEPTH] = grad_space_to_depth,
     [RLX_OP_SAMPLE] = rlx_grad_none,
     [RLX_OP_RESIZE] = rlx_grad_resize,
+    [RLX_OP_GRID_SAMPLE] = rlx_grad_grid_sample,
+    [RLX_OP_ROI_ALIGN] = rlx_grad_roi_align,
     [RLX_OP_CONV] = rlx_grad_conv,
     [RLX_OP_CONV_TRANSPOSE] = rlx_grad_conv_transpose,
     [RLX_OP_IM2COL] = rlx_grad_im2col,
@@ -593,7 +604,7 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX_BACKWARD] = rlx_grad_softmax_backward,
     [RLX_OP_CONV_BACKWARD_WEIGHT] = rlx_grad_conv_backward_weight,
     [RLX_OP_POOL_BACKWARD] = rlx_grad_pool_backward,
-    /* no rule (an error on a wrt's path): GridSample, RoiAlign; Deferred
+    /* no rule (an error on a wrt's path): Deferred
      * (compiled through its rebuild hook, never differentiated); the
      * second-order cases AttentionBackward, LayerNormBackward,
      * RmsNormBackward, CrossEntropyBackward; SgdUpdate and AdamUpdate (an

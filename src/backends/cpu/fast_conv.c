@@ -405,6 +405,7 @@ static void wgrad_group(rlx_cpu_fast* f, conv_job* J, const float* x, const floa
   int64_t ocg = p->OC / p->groups, depth = J->cg * J->taps;
   int64_t image = p->C * p->in[0] * p->in[1] * p->in[2];
   J->c0 = g * J->cg;
+  if (p->N == 0) memset(acc, 0, sizeof(float) * (size_t)(ocg * depth)); /* an empty sum */
   for (int64_t n = 0; n < p->N; n++) {
     J->x = x + n * image;
     float* dst = n == 0 ? acc : part;

@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = bins ]; then
-  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_attention_backward"
+  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_gpu vision_backward"
   exit 0
 fi
 CARRY="${CARRY:-build-gpu-carry}"
@@ -72,8 +72,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     [[ " $BACKENDS " == *" $d "* ]] || continue
     timeout 240 $B/train_gpt2 --device "$d" --precision f32 --steps 3 --warmup 1 | tee -a "$OUT/train.jsonl"
   done
-  if [ -x $B/bench_attention_backward ]; then
-    for d in $BACKENDS; do timeout 120 $B/bench_attention_backward "$d"; done | tee -a "$OUT/train.jsonl"
+  # attention forward, backward, forward + backward (bench/bench_gpu.c "sdpa" rows)
+  for d in $BACKENDS; do
+    RLX_CUDA_TIMING=1 timeout 200 $B/bench_gpu "$d" sdpa | tee -a "$OUT/train.jsonl"
+  done
+  # ResNet-50-shaped conv weight and pool gradients (bench/vision_backward.c)
+  if [ -x $B/vision_backward ] && [[ " $BACKENDS " == *" cuda "* ]]; then
+    timeout 200 $B/vision_backward cuda | tee -a "$OUT/train.jsonl"
   fi
 fi
 

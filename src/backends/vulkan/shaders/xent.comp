@@ -34,6 +34,7 @@ float row_lse(int r, int V, out float total) {
   int lid = int(gl_LocalInvocationID.x);
   uint dt = v_dt(SX), off = v_off(SX);
   float mx = -INF_F, s = 0.0;
+  total = 0.0; // an out parameter starts undefined (NVIDIA: garbage, lavapipe: 0)
   for (int j = lid; j < V; j += 64) mx = fmax_nan(mx, ld_f(dt, off, r * V + j));
   mx = wg_max_nan(mx);
   for (int j = lid; j < V; j += 64) {

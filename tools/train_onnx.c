@@ -54,8 +54,10 @@ typedef struct onnx_args {
 static int parse_value_opt(const char* cmd, int argc, char** argv, int* i, onnx_args* a) {
   const char* v = NULL;
   int m;
-  const char** strings[] = {&a->target, &a->loss, &a->output, &a->optimizer, &a->device, &a->log, &a->save};
-  const char* names[] = {"--target", "--loss", "--output", "--optimizer", "--device", "--log", "--save"};
+  const char** strings[] = {&a->target, &a->loss, &a->output, &a->optimizer,
+                            &a->device, &a->log,  &a->save};
+  const char* names[] = {"--target", "--loss", "--output", "--optimizer",
+                         "--device", "--log",  "--save"};
   for (int k = 0; k < 7; k++)
     if ((m = cli_opt_value(cmd, argc, argv, i, names[k], &v)) != 0) {
       *strings[k] = v;
@@ -92,8 +94,12 @@ static int parse_value_opt(const char* cmd, int argc, char** argv, int* i, onnx_
 }
 
 static int check_args(const char* cmd, const onnx_args* a) {
-  const char* missing = !a->target ? "--target" : !a->loss ? "--loss" : !a->output ? "--output"
-                      : !a->optimizer ? "--optimizer" : a->steps <= 0 ? "--steps" : NULL;
+  const char* missing = !a->target      ? "--target"
+                        : !a->loss      ? "--loss"
+                        : !a->output    ? "--output"
+                        : !a->optimizer ? "--optimizer"
+                        : a->steps <= 0 ? "--steps"
+                                        : NULL;
   if (missing) {
     cli_error(cmd, "missing %s (see rlx train MODEL.onnx --help)", missing);
     return CLI_USAGE;
@@ -196,7 +202,8 @@ static int add_loss(const char* cmd, rlx_graph* g, const onnx_args* a, rlx_tenso
   rlx_tensor t;
   rlx_status s = rlx_graph_add_input(g, target->name, want, ts, target->rank, &t);
   if (s == RLX_OK)
-    s = ce ? rlx_graph_add_cross_entropy(g, out, t, -100, 0.0f, loss) : rlx_graph_add_mse_loss(g, out, t, loss);
+    s = ce ? rlx_graph_add_cross_entropy(g, out, t, -100, 0.0f, loss)
+           : rlx_graph_add_mse_loss(g, out, t, loss);
   if (s != RLX_OK) {
     cli_error(cmd, "the %s loss of output %s: %s", a->loss, a->output, rlx_graph_last_error(g));
     return CLI_FAIL;
@@ -258,7 +265,8 @@ static int read_initializers(const char* cmd, const onnx_args* a, const cli_bind
     p->trained = rlx_dtype_is_float(info.dtype) && !is_frozen(a, info.name);
     rc = cli_concrete_shape(cmd, b, &info, info.name, p->shape);
     p->rank = info.rank;
-    if (rc == CLI_OK && rlx_graph_add_reshape(g, info.tensor, info.shape, info.rank, &outs[i]) != RLX_OK) {
+    if (rc == CLI_OK &&
+        rlx_graph_add_reshape(g, info.tensor, info.shape, info.rank, &outs[i]) != RLX_OK) {
       cli_error(cmd, "param %s: %s", info.name, rlx_graph_last_error(g));
       rc = CLI_FAIL;
     }
@@ -300,7 +308,8 @@ static int read_initializers(const char* cmd, const onnx_args* a, const cli_bind
 static int check_frozen(const char* cmd, const onnx_args* a, const param_values* p) {
   for (int32_t f = 0; f < a->n_frozen; f++) {
     int found = 0;
-    for (int32_t i = 0; i < p->n && !found; i++) found = strcmp(p->items[i].name, a->frozen[f]) == 0;
+    for (int32_t i = 0; i < p->n && !found; i++)
+      found = strcmp(p->items[i].name, a->frozen[f]) == 0;
     if (!found) {
       cli_error(cmd, "--freeze %s: the model has no initializer of that name", a->frozen[f]);
       return CLI_FAIL;
@@ -374,7 +383,8 @@ static int save_params(const char* cmd, const char* dir, rlx_trainer* t, const p
 static int train_steps(const char* cmd, const onnx_args* a, rlx_trainer* t, const char* device) {
   FILE* log = a->log ? train_log_open(cmd, a->log) : NULL;
   if (a->log && !log) return CLI_FAIL;
-  double samples = a->inputs.n > 0 && a->inputs.items[0].rank > 0 ? (double)a->inputs.items[0].shape[0] : 1;
+  double samples =
+      a->inputs.n > 0 && a->inputs.items[0].rank > 0 ? (double)a->inputs.items[0].shape[0] : 1;
   train_progress bar;
   train_progress_init(&bar, a->steps, 0, samples, "samples/s");
   float loss = NAN, first = NAN;

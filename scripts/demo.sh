@@ -14,7 +14,7 @@ out=build/demo
 mkdir -p "$out"
 rm -rf "$out/gpt"
 build/rlx train --text examples/jargon.txt --device best --minutes 2 \
-  --layers 2 --heads 4 --dim 64 --context 64 --batch 16 --lr 0.006 --seed 1 \
+  --layers 2 --heads 4 --dim 64 --context 64 --batch 16 --seed 1 \
   --log "$out/loss.csv" --save "$out/gpt" --plot "$out/loss.png" "$@"
 echo
 echo "--- rlx generate $out/gpt --prompt \"The hacker \" --tokens 400"

@@ -6,7 +6,7 @@
 # showing the loss fall; writes the loss curve (build/demo/loss.png through
 # gnuplot, else a text plot next to it) and the checkpoint (build/demo/gpt),
 # then generates text from the checkpoint with the KV cache on the device.
-# Extra arguments go to `rlx train` (e.g. --minutes 1, or --steps 300).
+# Extra arguments go to `rlx train` (e.g. --minutes 10 --dim 128).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh

@@ -192,7 +192,9 @@ BUILD(b_res_rms_norm) {
 BUILD(b_attention) {
   rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, (rlx_mask_kind)c->kind, 0, 0, 0};
   if (c->kind == RLX_MASK_NONE) d.softcap = 5.0f;
-  return rlx_graph_add_attention(g, in[0], in[1], in[2], RLX_NONE, &d, y);
+  rlx_tensor mask = c->kind == RLX_MASK_CUSTOM || c->kind == RLX_MASK_BIAS ? in[3] : RLX_NONE;
+  if (c->kind == RLX_MASK_BIAS) d.layout = RLX_LAYOUT_BHSD;
+  return rlx_graph_add_attention(g, in[0], in[1], in[2], mask, &d, y);
 }
 BUILD(b_rope) {
   (void)c;
@@ -235,13 +237,15 @@ BUILD(b_resize) {
   return rlx_graph_add_resize(g, in[0], sizes, (rlx_resize_mode)c->kind, RLX_COORD_HALF_PIXEL,
                               RLX_NEAREST_ROUND_PREFER_FLOOR, -0.75f, 0, NULL, NULL, 0, y);
 }
+/* kind: mode + 4 * padding + 16 * align_corners */
 BUILD(b_grid_sample) {
-  (void)c;
-  return rlx_graph_add_grid_sample(g, in[0], in[1], RLX_RESIZE_LINEAR, RLX_GRID_ZEROS, 0, y);
+  return rlx_graph_add_grid_sample(g, in[0], in[1], (rlx_resize_mode)(c->kind % 4),
+                                   (rlx_grid_padding)(c->kind / 4 % 4), c->kind / 16, y);
 }
+/* kind: pool mode + 4 * half_pixel + 8 * adaptive sampling */
 BUILD(b_roi_align) {
-  (void)c;
-  return rlx_graph_add_roi_align(g, in[0], in[1], in[2], RLX_POOL_AVG, 2, 2, 2, 1.0f, 1, y);
+  return rlx_graph_add_roi_align(g, in[0], in[1], in[2], (rlx_pool_kind)(c->kind % 4), 2, 3,
+                                 c->kind & 8 ? 0 : 2, 0.5f, (c->kind / 4) % 2, y);
 }
 BUILD(b_conv) {
   (void)c;
@@ -383,6 +387,13 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4)}, 0, 0, 0, 0},
     {"attention_softcap", RLX_OP_ATTENTION, RLX_MASK_NONE, b_attention,
      {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 2, 1, 4), F(-1, 1, 1, 2, 1, 4)}, 0, 0, 0, 0},
+    /* the custom mask is an input of the graph: its gradient is zero */
+    {"attention_custom_mask", RLX_OP_ATTENTION, RLX_MASK_CUSTOM, b_attention,
+     {F(-1, 1, 1, 3, 2, 4), F(-1, 1, 1, 3, 1, 4), F(-1, 1, 1, 3, 1, 4), F(0, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
+    {"attention_bias_bhsd", RLX_OP_ATTENTION, RLX_MASK_BIAS, b_attention,
+     {F(-1, 1, 1, 2, 3, 4), F(-1, 1, 1, 1, 3, 4), F(-1, 1, 1, 1, 3, 4), FIX(-1, 1, 1, 1, 3, 3)},
+     0, 0, 0, 0},
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},
     {"pool_max", RLX_OP_POOL, RLX_POOL_MAX, b_pool, {F(-1, 1, 1, 2, 4, 4)}, 0, 0, 0, 0},
@@ -406,9 +417,29 @@ static const grad_case cases[] = {
      0},
     {"resize_crop_linear", RLX_OP_RESIZE, 10 + RLX_RESIZE_LINEAR, b_resize,
      {F(-1, 1, 1, 1, 3, 4)}, 0, 0, 0, 0},
-    {"grid_sample", RLX_OP_GRID_SAMPLE, -1, b_grid_sample,
-     {F(-1, 1, 1, 1, 3, 3), F(-0.9, 0.9, 1, 2, 2, 2)}, 0, 0, 0, 1},
-    {"roi_align", RLX_OP_ROI_ALIGN, -1, b_roi_align,
+    {"grid_sample_linear_zeros", RLX_OP_GRID_SAMPLE, RLX_RESIZE_LINEAR, b_grid_sample,
+     {F(-1, 1, 2, 2, 3, 4), F(-1.2, 1.2, 2, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_linear_border_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_LINEAR + 4 * RLX_GRID_BORDER + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_nearest", RLX_OP_GRID_SAMPLE, RLX_RESIZE_NEAREST, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_zeros", RLX_OP_GRID_SAMPLE, RLX_RESIZE_CUBIC, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_border_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_CUBIC + 4 * RLX_GRID_BORDER + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-1.2, 1.2, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_linear_reflection", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_LINEAR + 4 * RLX_GRID_REFLECTION, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-2.5, 2.5, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"grid_sample_cubic_reflection_align", RLX_OP_GRID_SAMPLE,
+     RLX_RESIZE_CUBIC + 4 * RLX_GRID_REFLECTION + 16, b_grid_sample,
+     {F(-1, 1, 1, 2, 3, 4), F(-2.5, 2.5, 1, 3, 2, 2)}, 0, 0, 0, 0},
+    {"roi_align_avg_half_pixel", RLX_OP_ROI_ALIGN, RLX_POOL_AVG + 4, b_roi_align,
+     {F(-1, 1, 2, 2, 4, 5), F(0.3, 9.5, 3, 4), IDX(0, 1, 3)}, 0, 0, 0, 0},
+    {"roi_align_max", RLX_OP_ROI_ALIGN, RLX_POOL_MAX, b_roi_align,
+     {F(-1, 1, 2, 2, 4, 5), F(0.3, 9.5, 3, 4), IDX(0, 1, 3)}, 0, 0, 0, 0},
+    {"roi_align_adaptive", RLX_OP_ROI_ALIGN, RLX_POOL_AVG + 8, b_roi_align,
      {F(-1, 1, 1, 1, 4, 4), FIX(0.5, 2.5, 1, 4), IDX(0, 0, 1)}, 0, 0, 0, 1},
     {"conv_strided_dilated_tanh", RLX_OP_CONV, -1, b_conv,
      {F(-1, 1, 1, 2, 5, 6), F(-1, 1, 3, 2, 2, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
@@ -508,7 +539,7 @@ static rlx_status fixture_build(const grad_case* c, fixture* f) {
   memset(f, 0, sizeof *f);
   if (rlx_graph_create(&f->g) != RLX_OK) return RLX_INTERNAL;
   for (int i = 0; i < MAX_IN && c->in[i].rank > 0; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     const in_spec* s = &c->in[i];
     RLX_RETURN_IF_ERROR(rlx_graph_add_input(f->g, name, s->dt, s->shape, s->rank, &f->in[i]));
@@ -540,7 +571,7 @@ static rlx_status set_inputs(rlx_exec* e, const grad_case* c, const fixture* f) 
     void* buf = malloc(es * (size_t)(f->numel[i] ? f->numel[i] : 1));
     if (!buf) return RLX_RESOURCE_EXHAUSTED;
     rlx_dtype_convert(buf, s->dt, f->data[i], RLX_F64, f->numel[i]);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     rlx_status st = rlx_exec_set_input(e, name, s->dt, s->shape, s->rank, buf, es * (size_t)f->numel[i]);
     free(buf);
@@ -843,23 +874,24 @@ TEST(mean_over_a_symbolic_dim) {
  * with a message; integer paths (argmax) simply stop. */
 TEST(errors_name_the_problem) {
   rlx_graph* g = NULL;
-  rlx_dim xs[4] = {1, 1, 3, 3}, gs[4] = {1, 2, 2, 2}, n2 = 2;
-  rlx_tensor x, grid, y, loss, grad, idx, bad;
+  rlx_dim xs[2] = {2, 3}, n2 = 2;
+  rlx_tensor x, dyv, dx, dg, db, loss, grad, idx, bad;
   CHECK_OK_G(g, rlx_graph_create(&g));
-  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F64, xs, 4, &x));
-  CHECK_OK_G(g, rlx_graph_add_input(g, "grid", RLX_F64, gs, 4, &grid));
-  CHECK_OK_G(g, rlx_graph_add_grid_sample(g, x, grid, RLX_RESIZE_LINEAR, RLX_GRID_ZEROS, 0, &y));
-  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, y, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_F64, xs, 2, &x));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "dy", RLX_F64, xs, 2, &dyv));
+  /* second order through layer_norm_backward has no rule */
+  CHECK_OK_G(g, rlx_graph_add_layer_norm_backward(g, x, RLX_NONE, dyv, 1, 1e-5f, &dx, &dg, &db));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, dx, NULL, 0, 0, &loss));
   CHECK(rlx_graph_grad(g, loss, &x, 1, RLX_NONE, &grad) == RLX_UNIMPLEMENTED);
   const char* msg = rlx_graph_last_error(g);
-  CHECK_MSG(strstr(msg, "no gradient rule") && strstr(msg, "grid_sample"), "%s", msg);
+  CHECK_MSG(strstr(msg, "no gradient rule") && strstr(msg, "layer_norm_backward"), "%s", msg);
   /* argmax: an integer value has no gradient and is not a wrt */
-  CHECK_OK_G(g, rlx_graph_add_argmax(g, x, 2, 0, &idx));
+  CHECK_OK_G(g, rlx_graph_add_argmax(g, x, 1, 0, &idx));
   CHECK(rlx_graph_grad(g, loss, &idx, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "not a float"));
   /* a seed of another shape */
   CHECK_OK_G(g, rlx_graph_add_input(g, "s", RLX_F64, &n2, 1, &bad));
-  CHECK(rlx_graph_grad(g, loss, &grid, 1, bad, &grad) == RLX_INVALID_ARGUMENT);
+  CHECK(rlx_graph_grad(g, loss, &x, 1, bad, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(strstr(rlx_graph_last_error(g), "seed"));
   CHECK(rlx_graph_grad(g, 12345, &x, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);
   CHECK(rlx_graph_grad(NULL, loss, &x, 1, RLX_NONE, &grad) == RLX_INVALID_ARGUMENT);

@@ -393,6 +393,51 @@ TEST(checkpoint_resumes_bit_exact) {
   rlx_trainer_destroy(resumed);
 }
 
+/* A model in bf16 (params and state too): the checkpoint keeps the bits
+ * (written as u16, the manifest says bf16) and read_param converts. */
+TEST(bf16_params_checkpoint_round_trip) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[2] = {4, 2}, ws[2] = {2, 1};
+  rlx_tensor x, y, w, p, loss;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x", RLX_BF16, xs, 2, &x));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "y", RLX_BF16, xs, 1, &y));
+  CHECK_OK_G(g, rlx_graph_add_param(g, "w", RLX_BF16, ws, 2, &w));
+  CHECK_OK_G(g, rlx_graph_add_matmul(g, x, w, 0, 0, &p));
+  CHECK_OK_G(g, rlx_graph_add_reshape(g, p, xs, 1, &p));
+  CHECK_OK_G(g, rlx_graph_add_mse_loss(g, p, y, &loss));
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAM);
+  o.lr = 0.05f;
+  rlx_trainer *a = NULL, *b = NULL;
+  CHECK_OK_G(g, rlx_train_compile(g, loss, dev, NULL, &o, &a));
+  CHECK_OK_G(g, rlx_train_compile(g, loss, dev, NULL, &o, &b));
+  rlx_graph_destroy(g);
+  float xf[8] = {1, 0, 0, 1, 1, 1, 0.5f, -1}, yf[4] = {1, -1, 0, 1.5f}, wf[2] = {0.25f, 0.5f};
+  uint16_t xb[8], yb[4];
+  CHECK(rlx_dtype_convert(xb, RLX_BF16, xf, RLX_F32, 8) == RLX_OK);
+  CHECK(rlx_dtype_convert(yb, RLX_BF16, yf, RLX_F32, 4) == RLX_OK);
+  CHECK_OK_T(a, rlx_trainer_set_input(a, "x", RLX_BF16, xs, 2, xb, sizeof xb));
+  CHECK_OK_T(a, rlx_trainer_set_input(a, "y", RLX_BF16, xs, 1, yb, sizeof yb));
+  CHECK_OK_T(a, rlx_trainer_set_param(a, "w", RLX_F32, wf, sizeof wf));
+  float first = 0, last = 0;
+  for (int s = 0; s < 20; s++) CHECK_OK_T(a, rlx_trainer_step(a, s ? &last : &first));
+  CHECK_MSG(last < first, "loss %g -> %g", first, last);
+  char dir[128];
+  temp_dir(dir, sizeof dir);
+  CHECK(dir[0]);
+  CHECK_OK_T(a, rlx_trainer_save(a, dir));
+  CHECK_OK_T(b, rlx_trainer_load(b, dir));
+  uint16_t wa[2], wb[2];
+  CHECK_OK_T(a, rlx_trainer_read_param(a, "w", RLX_BF16, wa, sizeof wa));
+  CHECK_OK_T(b, rlx_trainer_read_param(b, "w", RLX_BF16, wb, sizeof wb));
+  CHECK(memcmp(wa, wb, sizeof wa) == 0);
+  CHECK(rlx_trainer_step_count(b) == 20);
+  remove_dir(dir);
+  rlx_trainer_destroy(a);
+  rlx_trainer_destroy(b);
+}
+
 /* ------------------------------------------------------------ frozen params */
 
 TEST(frozen_params_stay_unchanged) {
@@ -587,6 +632,7 @@ static void run_all(void) {
   RUN(dynamic_loss_scale_skips_overflow);
   RUN(accumulation_equals_a_larger_batch);
   RUN(checkpoint_resumes_bit_exact);
+  RUN(bf16_params_checkpoint_round_trip);
   RUN(frozen_params_stay_unchanged);
   RUN(bf16_mixed_precision_learns);
   RUN(f16_dynamic_loss_scale_learns);

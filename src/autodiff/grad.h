@@ -73,6 +73,9 @@ RLX_GRAD_RULE(rlx_grad_channel_norm);
 RLX_GRAD_RULE(rlx_grad_batch_norm);
 RLX_GRAD_RULE(rlx_grad_lrn);
 RLX_GRAD_RULE(rlx_grad_resize);
+/* grad_sampler.c */
+RLX_GRAD_RULE(rlx_grad_grid_sample);
+RLX_GRAD_RULE(rlx_grad_roi_align);
 /* grad_train.c */
 RLX_GRAD_RULE(rlx_grad_cross_entropy);
 RLX_GRAD_RULE(rlx_grad_cumsum_backward);

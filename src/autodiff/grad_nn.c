@@ -118,9 +118,12 @@ RLX_GRAD_RULE(rlx_grad_fused_residual_rms_norm) { return residual_norm(c, n, dy,
 /* ------------------------------------------------------------------ transformer */
 
 RLX_GRAD_RULE(rlx_grad_attention) {
-  if (rlx_grad_wants(c, n, 3))
+  /* A custom mask only keeps or drops scores (> 0.5): piecewise constant,
+   * zero gradient. An additive bias would need the scores' gradient, which
+   * the flash-style backward never forms. */
+  if (rlx_grad_wants(c, n, 3) && n->a.mask == RLX_MASK_BIAS)
     return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED,
-                    "the attention mask / bias has no gradient (wrap it in stop_gradient)");
+                    "attention's additive bias mask has no gradient (wrap it in stop_gradient)");
   rlx_attention_desc d = {n->a.num_heads, n->a.num_kv_heads, n->a.head_dim,
                           (rlx_layout)n->a.layout, (rlx_mask_kind)n->a.mask, n->a.window,
                           n->a.score_scale, n->a.softcap};

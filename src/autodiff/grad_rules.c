@@ -7,6 +7,8 @@
 
 #include "autodiff/grad.h"
 
+#define RLX_GRAD_PI 3.14159265358979323846 /* M_PI is not C11 */
+
 #define T(t) rlx_tensor_type(c->g, (t))
 #define TRY RLX_RETURN_IF_ERROR
 
@@ -224,7 +226,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
   TRY(mul(g, x, x, &e));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, -0.5, &e));
   TRY(act(g, RLX_ACT_EXP, e, &e));
-  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * M_PI), &e));
+  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, e, 1.0 / sqrt(2.0 * RLX_GRAD_PI), &e));
   TRY(mul(g, x, e, &xp));
   return rlx_graph_add_binary(g, RLX_BIN_ADD, phi_c, xp, out);
 }
@@ -232,7 +234,7 @@ static rlx_status gelu_slope(rlx_graph* g, rlx_tensor x, rlx_tensor y, rlx_tenso
 /* GELU (tanh): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(u),
  * u = c (x + k x^3), c = sqrt(2 / pi), k = 0.044715. */
 static rlx_status gelu_tanh_slope(rlx_graph* g, rlx_tensor x, rlx_tensor* out) {
-  const double cc = sqrt(2.0 / M_PI), k = 0.044715;
+  const double cc = sqrt(2.0 / RLX_GRAD_PI), k = 0.044715;
   rlx_tensor x2, u, t, a, b, du;
   TRY(mul(g, x, x, &x2));
   TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, x2, k, &u));
@@ -584,6 +586,8 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_SPACE_TO_DEPTH] = grad_space_to_depth,
     [RLX_OP_SAMPLE] = rlx_grad_none,
     [RLX_OP_RESIZE] = rlx_grad_resize,
+    [RLX_OP_GRID_SAMPLE] = rlx_grad_grid_sample,
+    [RLX_OP_ROI_ALIGN] = rlx_grad_roi_align,
     [RLX_OP_CONV] = rlx_grad_conv,
     [RLX_OP_CONV_TRANSPOSE] = rlx_grad_conv_transpose,
     [RLX_OP_IM2COL] = rlx_grad_im2col,
@@ -600,7 +604,7 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_LOG_SOFTMAX_BACKWARD] = rlx_grad_softmax_backward,
     [RLX_OP_CONV_BACKWARD_WEIGHT] = rlx_grad_conv_backward_weight,
     [RLX_OP_POOL_BACKWARD] = rlx_grad_pool_backward,
-    /* no rule (an error on a wrt's path): GridSample, RoiAlign; Deferred
+    /* no rule (an error on a wrt's path): Deferred
      * (compiled through its rebuild hook, never differentiated); the
      * second-order cases AttentionBackward, LayerNormBackward,
      * RmsNormBackward, CrossEntropyBackward; SgdUpdate and AdamUpdate (an

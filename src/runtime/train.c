@@ -161,6 +161,7 @@ typedef struct builder {
   int32_t* slot_of;     /* per trained param: its slot */
   rlx_tensor* grads;    /* per trained param: d loss / d param */
   rlx_tensor* eff;      /* what the update reads: the gradient, or its accumulation */
+  int32_t* acc_slot;    /* per trained param: its accumulator's slot, or -1 */
   rlx_tensor* outs;
   int32_t n_outs, cap_outs;
   const char** state_names;
@@ -323,17 +324,27 @@ static rlx_status add_hyper(builder* b, rlx_tensor* seed) {
 }
 
 /* With accumulation: acc' = acc + g is what the update reads, and the
- * accumulator restarts at zero after an update (acc = apply ? 0 : acc'). */
-static rlx_status accumulate(builder* b, int32_t k) {
-  rlx_tensor acc, sum, zero, next;
+ * accumulator restarts at zero after an update (acc = apply ? 0 : acc').
+ * The sum comes first; the restart (accumulate_reset) is added after the
+ * updates, so it is the last reader of acc' and the planner may keep both in
+ * the accumulator's own bytes. */
+static rlx_status accumulate(builder* b, int32_t k, int32_t* acc_slot) {
+  rlx_tensor acc, sum;
   train_slot* s = NULL;
   RLX_RETURN_IF_ERROR(add_state_input(b, k, TRAIN_GRAD_ACC, &acc, &s));
+  *acc_slot = (int32_t)(s - b->t->slots);
   B_TRY(b, rlx_graph_add_binary(b->g, RLX_BIN_ADD, acc, b->grads[k], &sum));
   RLX_RETURN_IF_ERROR(keep_f32(b, sum, "grad_acc"));
-  RLX_RETURN_IF_ERROR(scalar_const(b, s->type.dtype, 0, 0.0, &zero));
-  B_TRY(b, rlx_graph_add_where(b->g, b->apply, zero, sum, &next));
-  RLX_RETURN_IF_ERROR(keep_f32(b, next, "grad_acc_next"));
   b->eff[k] = sum;
+  return RLX_OK;
+}
+
+static rlx_status accumulate_reset(builder* b, int32_t k, int32_t acc_slot) {
+  train_slot* s = &b->t->slots[acc_slot];
+  rlx_tensor zero, next;
+  RLX_RETURN_IF_ERROR(scalar_const(b, s->type.dtype, 0, 0.0, &zero));
+  B_TRY(b, rlx_graph_add_where(b->g, b->apply, zero, b->eff[k], &next));
+  RLX_RETURN_IF_ERROR(keep_f32(b, next, "grad_acc_next"));
   return add_state(b, s, next);
 }
 
@@ -453,13 +464,15 @@ static rlx_status build_step(builder* b) {
   RLX_RETURN_IF_ERROR(add_hyper(b, &seed));
   b->grads = malloc(sizeof(rlx_tensor) * (size_t)b->n_train);
   b->eff = malloc(sizeof(rlx_tensor) * (size_t)b->n_train);
-  RLX_CHECK_ALLOC(&t->err, b->grads && b->eff ? b->grads : NULL);
+  b->acc_slot = malloc(sizeof(int32_t) * (size_t)b->n_train);
+  RLX_CHECK_ALLOC(&t->err, b->grads && b->eff && b->acc_slot ? b->grads : NULL);
   if (rlx_graph_grad(b->g, b->loss, b->wrt, b->n_train, seed, b->grads) != RLX_OK)
     return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "gradient: %s", b->g->err.msg);
   RLX_RETURN_IF_ERROR(add_output(b, b->loss, &t->loss_output));
   for (int32_t k = 0; k < b->n_train; k++) {
     b->eff[k] = b->grads[k];
-    if (t->opt.accumulate > 1) RLX_RETURN_IF_ERROR(accumulate(b, k));
+    b->acc_slot[k] = -1;
+    if (t->opt.accumulate > 1) RLX_RETURN_IF_ERROR(accumulate(b, k, &b->acc_slot[k]));
   }
   RLX_RETURN_IF_ERROR(device_hyper(b));
   if (b->norm_sq != RLX_NONE) RLX_RETURN_IF_ERROR(add_output(b, b->norm_sq, &t->norm_output));
@@ -467,6 +480,8 @@ static rlx_status build_step(builder* b) {
     if (t->opt.optimizer == RLX_OPTIMIZER_SGD) RLX_RETURN_IF_ERROR(sgd_update(b, k));
     else RLX_RETURN_IF_ERROR(adam_update(b, k));
   }
+  for (int32_t k = 0; k < b->n_train; k++)
+    if (b->acc_slot[k] >= 0) RLX_RETURN_IF_ERROR(accumulate_reset(b, k, b->acc_slot[k]));
   for (int32_t k = 0; t->opt.keep_grads && k < b->n_train; k++)
     RLX_RETURN_IF_ERROR(add_output(b, b->eff[k], &t->slots[b->slot_of[k]].grad_output));
   B_TRY(b, rlx_graph_set_outputs(b->g, b->outs, b->n_outs));
@@ -558,6 +573,7 @@ static void builder_free(builder* b) {
   free(b->slot_of);
   free(b->grads);
   free(b->eff);
+  free(b->acc_slot);
   free(b->outs);
   free(b->state_names);
   free(b->state_outs);

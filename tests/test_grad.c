@@ -189,11 +189,14 @@ BUILD(b_res_rms_norm) {
       rlx_graph_add_fused_residual_rms_norm(g, in[0], in[1], in[2], in[3], 1e-5f, &nrm, &sum));
   return rlx_graph_add_concat(g, (rlx_tensor[]){nrm, sum}, 2, 0, y);
 }
+/* kind: the mask kind; + 16: BSHD, 4 heads over 2 kv heads, softcap 2 */
 BUILD(b_attention) {
-  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, (rlx_mask_kind)c->kind, 0, 0, 0};
+  rlx_mask_kind mk = (rlx_mask_kind)(c->kind % 16);
+  rlx_attention_desc d = {2, 1, 4, RLX_LAYOUT_BSHD, mk, 0, 0, 0};
   if (c->kind == RLX_MASK_NONE) d.softcap = 5.0f;
-  rlx_tensor mask = c->kind == RLX_MASK_CUSTOM || c->kind == RLX_MASK_BIAS ? in[3] : RLX_NONE;
+  rlx_tensor mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS ? in[3] : RLX_NONE;
   if (c->kind == RLX_MASK_BIAS) d.layout = RLX_LAYOUT_BHSD;
+  if (c->kind >= 16) d.num_heads = 4, d.num_kv_heads = 2, d.softcap = 2.0f;
   return rlx_graph_add_attention(g, in[0], in[1], in[2], mask, &d, y);
 }
 BUILD(b_rope) {
@@ -259,11 +262,17 @@ BUILD(b_conv_group) {
   return rlx_graph_add_conv(g, in[0], in[1], RLX_NONE, in[2], 1, NULL, p, NULL, 2, RLX_ACT_GELU,
                             RLX_CONV_CHANNELS_FIRST, y);
 }
-BUILD(b_conv_last) {
+BUILD(b_conv3d_depthwise) {
   (void)c;
+  int64_t s[3] = {1, 2, 1}, p[6] = {0, 1, 1, 1, 0, 1};
+  return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 3, s, p, NULL, 2, RLX_ACT_SILU,
+                            RLX_CONV_CHANNELS_FIRST, y);
+}
+/* kind: the layout (channels last, or with OHWI weights) */
+BUILD(b_conv_last) {
   int64_t s[2] = {2, 2}, p[4] = {1, 1, 0, 0};
   return rlx_graph_add_conv(g, in[0], in[1], in[2], RLX_NONE, 2, s, p, NULL, 1, RLX_ACT_NONE,
-                            RLX_CONV_CHANNELS_LAST, y);
+                            (rlx_conv_layout)c->kind, y);
 }
 BUILD(b_conv_t) {
   (void)c;
@@ -394,6 +403,10 @@ static const grad_case cases[] = {
     {"attention_bias_bhsd", RLX_OP_ATTENTION, RLX_MASK_BIAS, b_attention,
      {F(-1, 1, 1, 2, 3, 4), F(-1, 1, 1, 1, 3, 4), F(-1, 1, 1, 1, 3, 4), FIX(-1, 1, 1, 1, 3, 3)},
      0, 0, 0, 0},
+    /* a bias that is differentiated too: the decomposition (GQA, softcap) */
+    {"attention_bias_learned", RLX_OP_ATTENTION, RLX_MASK_BIAS + 16, b_attention,
+     {F(-1, 1, 2, 3, 4, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 2, 2, 2, 4), F(-1, 1, 4, 3, 2)},
+     0, 0, 0, 0},
     {"rope", RLX_OP_ROPE, -1, b_rope, {F(-1, 1, 1, 3, 2, 4), FIX(-1, 1, 3, 2), FIX(-1, 1, 3, 2)},
      0, 0, 0, 0},
     {"pool_max", RLX_OP_POOL, RLX_POOL_MAX, b_pool, {F(-1, 1, 1, 2, 4, 4)}, 0, 0, 0, 0},
@@ -445,8 +458,12 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 2, 5, 6), F(-1, 1, 3, 2, 2, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_grouped_residual_gelu", RLX_OP_CONV, -1, b_conv_group,
      {F(-1, 1, 2, 4, 5), F(-1, 1, 4, 2, 3), F(-1, 1, 2, 4, 5)}, 0, 0, 0, 0},
-    {"conv_channels_last", RLX_OP_CONV, -1, b_conv_last,
+    {"conv3d_depthwise_silu", RLX_OP_CONV, -1, b_conv3d_depthwise,
+     {F(-1, 1, 1, 2, 3, 4, 3), F(-1, 1, 2, 1, 2, 2, 2), F(-1, 1, 2)}, 0, 0, 0, 0},
+    {"conv_channels_last", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST, b_conv_last,
      {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 2, 3, 3), F(-1, 1, 3)}, 0, 0, 0, 0},
+    {"conv_channels_last_ohwi", RLX_OP_CONV, RLX_CONV_CHANNELS_LAST_OHWI, b_conv_last,
+     {F(-1, 1, 1, 5, 4, 2), F(-1, 1, 3, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"conv_transpose", RLX_OP_CONV_TRANSPOSE, -1, b_conv_t,
      {F(-1, 1, 1, 2, 3, 3), F(-1, 1, 2, 3, 3, 2), F(-1, 1, 3)}, 0, 0, 0, 0},
     {"im2col", RLX_OP_IM2COL, RLX_CONV_CHANNELS_FIRST, b_im2col, {F(-1, 1, 1, 2, 4, 5)}, 0, 0, 0,
@@ -870,6 +887,39 @@ TEST(mean_over_a_symbolic_dim) {
   rlx_graph_destroy(g);
 }
 
+/* Concat and Narrow with symbolic lengths and offsets:
+ * y = concat(x0 [B, 2], x1 [2, 2])[1 : 1 + B], loss = sum(y^2). */
+TEST(concat_and_narrow_with_symbols) {
+  rlx_graph* g = NULL;
+  rlx_dim b, s0[2], s1[2] = {2, 2};
+  rlx_tensor x[2], cat, y, sq, loss, grads[2];
+  CHECK_OK_G(g, rlx_graph_create(&g));
+  CHECK_OK_G(g, rlx_graph_symbol(g, "B", &b));
+  s0[0] = b;
+  s0[1] = 2;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x0", RLX_F64, s0, 2, &x[0]));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "x1", RLX_F64, s1, 2, &x[1]));
+  CHECK_OK_G(g, rlx_graph_add_concat(g, x, 2, 0, &cat));
+  CHECK_OK_G(g, rlx_graph_add_narrow(g, cat, 0, 1, b, &y));
+  CHECK_OK_G(g, rlx_graph_add_binary(g, RLX_BIN_MUL, y, y, &sq));
+  CHECK_OK_G(g, rlx_graph_add_reduce(g, RLX_RED_SUM, sq, NULL, 0, 0, &loss));
+  CHECK_OK_G(g, rlx_graph_grad(g, loss, x, 2, RLX_NONE, grads));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, grads, 2));
+  rlx_exec* e = compile_ref(g);
+  CHECK(e);
+  double a[6] = {1, 2, 3, 4, 5, 6}, c1[4] = {-1, -2, -3, -4}, ga[6], gc[4];
+  rlx_dim sa[2] = {3, 2};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x0", RLX_F64, sa, 2, a, sizeof a));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x1", RLX_F64, s1, 2, c1, sizeof c1));
+  CHECK_OK_E(e, rlx_exec_run(e));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F64, ga, sizeof ga));
+  CHECK_OK_E(e, rlx_exec_read_output(e, 1, RLX_F64, gc, sizeof gc));
+  rlx_exec_destroy(e);
+  for (int i = 0; i < 6; i++) CHECK(ga[i] == (i < 2 ? 0.0 : 2 * a[i]));
+  for (int i = 0; i < 4; i++) CHECK(gc[i] == (i < 2 ? 2 * c1[i] : 0.0));
+  rlx_graph_destroy(g);
+}
+
 /* An op without a rule on the path fails naming it; bad arguments fail
  * with a message; integer paths (argmax) simply stop. */
 TEST(errors_name_the_problem) {
@@ -903,6 +953,7 @@ int main(void) {
   RUN(wrt_not_reached_gets_zeros);
   RUN(seeded_loss);
   RUN(mean_over_a_symbolic_dim);
+  RUN(concat_and_narrow_with_symbols);
   RUN(errors_name_the_problem);
   RUN(every_rule_matches_finite_differences);
   return test_summary();

@@ -117,13 +117,65 @@ RLX_GRAD_RULE(rlx_grad_fused_residual_rms_norm) { return residual_norm(c, n, dy,
 
 /* ------------------------------------------------------------------ transformer */
 
+/* [B, S, H, D] (BSHD) or [B, H, S, D] -> [B, Hkv, H / Hkv, S, D]. */
+static rlx_status heads_grouped(rlx_graph* g, rlx_tensor t, int32_t layout, int64_t hkv,
+                                rlx_tensor* out) {
+  static const int32_t bshd_to_bhsd[4] = {0, 2, 1, 3};
+  if (layout == RLX_LAYOUT_BSHD) TRY(rlx_graph_add_transpose(g, t, bshd_to_bhsd, 4, &t));
+  rlx_type tt = *rlx_tensor_type(g, t);
+  rlx_dim shape[5] = {tt.shape[0], hkv, RLX_DIM_INFER, tt.shape[2], tt.shape[3]};
+  return rlx_graph_add_reshape(g, t, shape, 5, out);
+}
+
+/* Attention with an additive bias, rebuilt from matmuls and a softmax
+ * (the S x S scores materialised: only when the bias itself needs a
+ * gradient) on views of q, k, v and the bias, differentiated by a nested
+ * rlx_graph_grad seeded with dy. */
+static rlx_status attention_bias_grad(rlx_grad_ctx* c, const rlx_node* n, rlx_tensor dy,
+                                      rlx_tensor* dx) {
+  static const int32_t bhsd_to_bshd[4] = {0, 2, 1, 3};
+  rlx_graph* g = c->g;
+  const rlx_node_attrs* a = &n->a;
+  rlx_tensor v4[4], q, k, v, sc, bias, o, grads[4];
+  for (int32_t i = 0; i < 4; i++) {
+    rlx_type t = *T(n->in[i]);
+    TRY(rlx_graph_add_reshape(g, n->in[i], t.shape, t.rank, &v4[i]));
+  }
+  rlx_type qt = *T(n->in[0]);
+  int64_t B = qt.shape[0], H = a->num_heads, hkv = a->num_kv_heads;
+  int32_t s_ax = a->layout == RLX_LAYOUT_BSHD ? 1 : 2;
+  rlx_dim Sq = qt.shape[s_ax], Sk = T(n->in[1])->shape[s_ax];
+  TRY(heads_grouped(g, v4[0], a->layout, hkv, &q));
+  TRY(heads_grouped(g, v4[1], a->layout, hkv, &k));
+  TRY(heads_grouped(g, v4[2], a->layout, hkv, &v));
+  TRY(rlx_graph_add_matmul(g, q, k, 0, 1, &sc)); /* [B, Hkv, G, Sq, Sk] */
+  TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, sc, (double)a->score_scale, &sc));
+  if (a->softcap > 0.0f) {
+    TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, sc, 1.0 / (double)a->softcap, &sc));
+    TRY(rlx_graph_add_activation(g, RLX_ACT_TANH, sc, &sc));
+    TRY(rlx_grad_bin_scalar(g, RLX_BIN_MUL, sc, (double)a->softcap, &sc));
+  }
+  rlx_dim full[4] = {B, H, Sq, Sk}, grouped[5] = {B, hkv, H / hkv, Sq, Sk};
+  TRY(rlx_graph_add_expand(g, v4[3], full, 4, &bias));
+  TRY(rlx_graph_add_reshape(g, bias, grouped, 5, &bias));
+  TRY(rlx_graph_add_binary(g, RLX_BIN_ADD, sc, bias, &sc));
+  TRY(rlx_graph_add_softmax(g, sc, 4, &sc));
+  TRY(rlx_graph_add_matmul(g, sc, v, 0, 0, &o)); /* [B, Hkv, G, Sq, D] */
+  rlx_dim bhsd[4] = {B, H, Sq, a->head_dim};
+  TRY(rlx_graph_add_reshape(g, o, bhsd, 4, &o));
+  if (a->layout == RLX_LAYOUT_BSHD) TRY(rlx_graph_add_transpose(g, o, bhsd_to_bshd, 4, &o));
+  TRY(rlx_graph_grad(g, o, v4, 4, dy, grads));
+  for (int32_t i = 0; i < 4; i++)
+    if (rlx_grad_wants(c, n, i)) dx[i] = grads[i];
+  return RLX_OK;
+}
+
+/* The flash-style AttentionBackward for q, k, v. A custom mask only keeps
+ * or drops scores (> 0.5): piecewise constant, zero gradient. An additive
+ * bias that needs a gradient takes the decomposition above. */
 RLX_GRAD_RULE(rlx_grad_attention) {
-  /* A custom mask only keeps or drops scores (> 0.5): piecewise constant,
-   * zero gradient. An additive bias would need the scores' gradient, which
-   * the flash-style backward never forms. */
   if (rlx_grad_wants(c, n, 3) && n->a.mask == RLX_MASK_BIAS)
-    return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED,
-                    "attention's additive bias mask has no gradient (wrap it in stop_gradient)");
+    return attention_bias_grad(c, n, dy[0], dx);
   rlx_attention_desc d = {n->a.num_heads, n->a.num_kv_heads, n->a.head_dim,
                           (rlx_layout)n->a.layout, (rlx_mask_kind)n->a.mask, n->a.window,
                           n->a.score_scale, n->a.softcap};

@@ -39,12 +39,14 @@ static rlx_status zeros_slab(rlx_graph* g, const rlx_type* x, int32_t axis, rlx_
   return rlx_grad_zeros(g, &t, out);
 }
 
-/* Narrow's adjoint: dy between zero slabs before and after the window. */
+/* Narrow's adjoint: dy between zero slabs before and after the window
+ * (start and len may be symbolic: the slabs' sizes are dim expressions). */
 static RLX_GRAD_RULE(grad_narrow) {
   rlx_type xt = *T(n->in[0]);
   int32_t axis = n->a.axis;
-  rlx_dim after;
-  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_SUB, xt.shape[axis], n->a.start + n->a.len, &after));
+  rlx_dim end, after;
+  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_ADD, n->a.start, n->a.len, &end));
+  TRY(rlx_graph_dim_expr(c->g, RLX_DIM_SUB, xt.shape[axis], end, &after));
   rlx_tensor parts[3], z;
   int32_t k = 0;
   TRY(zeros_slab(c->g, &xt, axis, n->a.start, &z));
@@ -52,22 +54,23 @@ static RLX_GRAD_RULE(grad_narrow) {
   parts[k++] = dy[0];
   TRY(zeros_slab(c->g, &xt, axis, after, &z));
   if (z != RLX_NONE) parts[k++] = z;
-  if (k == 1) return rlx_graph_add_reshape(c->g, dy[0], xt.shape, xt.rank, &dx[0]);
-  return rlx_graph_add_concat(c->g, parts, k, axis, &dx[0]);
+  if (k > 1) TRY(rlx_graph_add_concat(c->g, parts, k, axis, &dx[0]));
+  else dx[0] = dy[0];
+  /* symbolic sizes add up to x's dim without the simplifier seeing it
+   * (B+1 + (B+2 - (B+1))): the view restates x's shape */
+  if (rlx_type_equal(T(dx[0]), &xt)) return RLX_OK;
+  return rlx_graph_add_reshape(c->g, dx[0], xt.shape, xt.rank, &dx[0]);
 }
 
-/* Concat's adjoint: each input's window of dy. */
+/* Concat's adjoint: each input's window of dy (offsets are dim
+ * expressions, so symbolic lengths work). */
 static RLX_GRAD_RULE(grad_concat) {
   int32_t axis = n->a.axis;
-  int64_t at = 0;
+  rlx_dim at = 0;
   for (int32_t i = 0; i < n->n_in; i++) {
     rlx_dim len = T(n->in[i])->shape[axis];
-    if (len < 0)
-      return rlx_fail(&c->g->err, RLX_UNIMPLEMENTED,
-                      "concat along a symbolic dim has no gradient rule (the split points "
-                      "must be static)");
     if (rlx_grad_wants(c, n, i)) TRY(rlx_graph_add_narrow(c->g, dy[0], axis, at, len, &dx[i]));
-    at += len;
+    TRY(rlx_graph_dim_expr(c->g, RLX_DIM_ADD, at, len, &at));
   }
   return RLX_OK;
 }

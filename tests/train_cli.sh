@@ -53,15 +53,17 @@ onnx_case() { # name, then the rlx options beyond the common ones
   [ $? -eq 0 ] || { fail "$name: rlx train: $out"; return; }
   [ "$(head -1 "$d/log.csv")" = "step,loss" ] || fail "$name: log header: $(head -1 "$d/log.csv")"
   [ "$(($(wc -l <"$d/log.csv") - 1))" -eq "$steps" ] || fail "$name: log rows: $(cat "$d/log.csv")"
-  local err; err=$(compare "$d/log.csv" "$d/losses.txt")
+  local err worst; err=$(compare "$d/log.csv" "$d/losses.txt")
   within "$err" 1e-5 || fail "$name: losses differ from torch by $err"
+  worst="losses $err"
   for want in "$d"/want/*.npy; do
     local p; p=$(basename "$want")
     [ -f "$d/got/$p" ] || { fail "$name: --save wrote no $p"; continue; }
     err=$(compare "$d/got/$p" "$want")
     within "$err" 1e-5 || fail "$name: param $p differs from torch by $err"
+    worst="$worst, ${p%.npy} $err"
   done
-  echo "$name: $steps steps, losses and params match torch"
+  echo "$name: $steps steps vs torch, largest relative differences: $worst"
 }
 onnx_case ce_adamw --loss cross_entropy --optimizer adamw --lr 0.01
 onnx_case mse_sgd --loss mse --optimizer sgd --lr 0.05 --momentum 0.9 --weight-decay 0.001 --freeze fc1.bias
@@ -114,6 +116,12 @@ g3=$("$rlx" generate "$t" --device cpu --prompt "The hacker" --tokens 30 --seed 
 [ "$(printf '%s' "$g1" | wc -c)" -ge 38 ] || fail "generate: too short: $g1"
 [ "$g1" = "$g2" ] || fail "generate: the same seed gave two texts"
 [ "$g1" != "$g3" ] || fail "generate: two seeds gave the same text"
+# --minutes bounds the run by time; --save-every writes the checkpoint as it goes
+out=$("$rlx" train --text examples/jargon.txt --device cpu --minutes 0.05 --batch 2 --context 16 \
+      --layers 1 --heads 1 --dim 8 --eval-every 0 --save "$t.m" --save-every 1 2>&1)
+[ $? -eq 0 ] && grep -q "trained [1-9][0-9]* steps in 0:0[2-5]" <<<"$out" && [ -f "$t.m/gpt.cfg" ] ||
+  fail "--minutes: $out"
+expect_error "not both" --text examples/jargon.txt --steps 3 --minutes 1
 out=$("$rlx" generate "$tmp" --prompt x 2>&1)
 [ $? -ne 0 ] && grep -q "gpt.cfg" <<<"$out" || fail "generate from a folder without gpt.cfg: $out"
 

@@ -226,6 +226,7 @@ static int generate(gpt_gen* s, const gpt_gen_args* a, double* prefill_ms, int64
   }
   if (rc == CLI_OK && *made < a->tokens) (*made)++;
   fputc('\n', stdout);
+  fflush(stdout); /* before the timing line on stderr */
   free(text);
   return rc;
 }
@@ -234,7 +235,9 @@ int cmd_generate_gpt(int argc, char** argv) {
   const char* cmd = "generate";
   gpt_gen_args a = {NULL, "\n", "best", 200, 0, 0.8, 0};
   int help = 0;
-  int rc = parse_args(cmd, argc, argv, &a, &help);
+  /* --help anywhere, even where an option's value would go (--text --help) */
+  for (int i = 1; i < argc; i++) help |= cli_is_help(argv[i]);
+  int rc = help ? CLI_OK : parse_args(cmd, argc, argv, &a, &help);
   if (help) {
     usage(stdout);
     return CLI_OK;

@@ -445,7 +445,9 @@ int cmd_train_onnx(int argc, char** argv) {
   a.device = "cpu";
   a.lr = a.weight_decay = a.momentum = NAN;
   int help = 0;
-  int rc = parse_args(cmd, argc, argv, &a, &help);
+  /* --help anywhere, even where an option's value would go (--text --help) */
+  for (int i = 1; i < argc; i++) help |= cli_is_help(argv[i]);
+  int rc = help ? CLI_OK : parse_args(cmd, argc, argv, &a, &help);
   if (help) {
     usage(stdout);
     cli_inputs_free(&a.inputs);

@@ -38,6 +38,7 @@ static void usage(FILE* f) {
           "  --log FILE.csv    the loss of every step: header step,loss\n"
           "  --save DIR        checkpoint: params, optimizer state, step count\n"
           "                    (rlx_trainer_save) and gpt.cfg for `rlx generate DIR`\n"
+          "  --save-every N    also save the checkpoint every N steps (default 0: at the end)\n"
           "  --plot FILE       the loss curve: a PNG through gnuplot when FILE ends in\n"
           "                    .png and gnuplot is installed, else a text plot\n"
           "  --seed S          seed of the init and of the windows (default 0)\n"
@@ -49,7 +50,7 @@ typedef struct text_args {
   const char* device;
   int64_t steps;
   double minutes;
-  int64_t batch, eval_every, threads;
+  int64_t batch, eval_every, save_every, threads;
   gpt_config model;
   double lr;
   const char* log;
@@ -71,6 +72,7 @@ static int parse_int_opts(const char* cmd, int argc, char** argv, int* i, text_a
       {"--context", &a->model.ctx, 2, 1 << 16},     {"--layers", &a->model.layers, 1, 64},
       {"--heads", &a->model.heads, 1, 1024},        {"--dim", &a->model.dim, 1, 1 << 16},
       {"--eval-every", &a->eval_every, 0, INT64_C(1) << 40}, {"--threads", &a->threads, 0, 1024},
+      {"--save-every", &a->save_every, 0, INT64_C(1) << 40},
   };
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
     const char* v = NULL;
@@ -364,6 +366,8 @@ static int train_step(text_run* r, int64_t step, double frac) {
   return CLI_OK;
 }
 
+static int save_checkpoint(text_run* r, int quiet);
+
 static int train_loop(text_run* r, double* out_ms, int64_t* out_steps) {
   text_args* a = r->a;
   double budget = a->minutes > 0 ? a->minutes * 60000.0 : 0;
@@ -379,7 +383,11 @@ static int train_loop(text_run* r, double* out_ms, int64_t* out_steps) {
     rc = train_step(r, ++step, frac);
     int eval_now = a->eval_every > 0 && step % a->eval_every == 0;
     if (rc == CLI_OK && eval_now) rc = validate(r);
-    if (rc == CLI_OK) train_progress_update(&bar, step, train_curve_tail_mean(&r->curve, 10), r->val);
+    if (rc == CLI_OK && a->save && a->save_every > 0 && step % a->save_every == 0)
+      rc = save_checkpoint(r, 1);
+    /* the last step's line comes after the final validation, below */
+    if (rc == CLI_OK && step != total)
+      train_progress_update(&bar, step, train_curve_tail_mean(&r->curve, 10), r->val);
   }
   *out_ms = cli_now_ms() - bar.start_ms;
   *out_steps = step;
@@ -389,7 +397,7 @@ static int train_loop(text_run* r, double* out_ms, int64_t* out_steps) {
   return rc;
 }
 
-static int save_checkpoint(text_run* r) {
+static int save_checkpoint(text_run* r, int quiet) {
   char path[4096], err[512];
   if (train_make_dir(r->cmd, r->a->save) != CLI_OK) return CLI_FAIL;
   if (rlx_trainer_save(r->t, r->a->save) != RLX_OK) {
@@ -401,7 +409,8 @@ static int save_checkpoint(text_run* r) {
     cli_error(r->cmd, "--save: %s", err);
     return CLI_FAIL;
   }
-  fprintf(stderr, "checkpoint: %s (try: rlx generate %s --prompt \"...\")\n", r->a->save, r->a->save);
+  if (!quiet)
+    fprintf(stderr, "checkpoint: %s (try: rlx generate %s --prompt \"...\")\n", r->a->save, r->a->save);
   return CLI_OK;
 }
 
@@ -439,7 +448,7 @@ static int run(text_run* r) {
   int64_t steps = 0;
   int rc = train_loop(r, &ms, &steps);
   if (rc == CLI_OK) print_summary(r, ms, steps);
-  if (rc == CLI_OK && a->save) rc = save_checkpoint(r);
+  if (rc == CLI_OK && a->save) rc = save_checkpoint(r, 0);
   if (rc == CLI_OK && a->plot) rc = train_write_plot(r->cmd, a->plot, &r->curve, 1);
   return rc;
 }
@@ -455,7 +464,9 @@ int cmd_train_text(int argc, char** argv) {
   a.lr = 3e-3;
   a.model = (gpt_config){256, 64, 2, 4, 128};
   int help = 0;
-  int rc = parse_args(cmd, argc, argv, &a, &help);
+  /* --help anywhere, even where an option's value would go (--text --help) */
+  for (int i = 1; i < argc; i++) help |= cli_is_help(argv[i]);
+  int rc = help ? CLI_OK : parse_args(cmd, argc, argv, &a, &help);
   if (help) {
     usage(stdout);
     return CLI_OK;

@@ -135,7 +135,8 @@ TEST(decode_matches_forward) {
     CHECK_OK_E(ed, rlx_exec_run(ed));
     int64_t next = -1;
     CHECK_OK_E(ed, rlx_exec_read_output(ed, 0, RLX_I64, &next, sizeof next));
-    CHECK_OK_E(ed, rlx_exec_read_output(ed, 1 + o.n_states, RLX_F32, row, sizeof(float) * (size_t)V));
+    CHECK_OK_E(ed,
+               rlx_exec_read_output(ed, 1 + o.n_states, RLX_F32, row, sizeof(float) * (size_t)V));
     const float* want = full + (size_t)p * (size_t)V;
     double num = 0, den = 0;
     int64_t best = 0;

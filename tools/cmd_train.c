@@ -18,9 +18,12 @@ static void usage(FILE* f) {
 int cmd_train(int argc, char** argv) {
   int text = 0, positional = 0, help = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--text") == 0 || strncmp(argv[i], "--text=", 7) == 0) text = 1;
-    else if (cli_is_help(argv[i])) help = 1;
-    else if (argv[i][0] != '-') positional = 1;
+    if (strcmp(argv[i], "--text") == 0 || strncmp(argv[i], "--text=", 7) == 0)
+      text = 1;
+    else if (cli_is_help(argv[i]))
+      help = 1;
+    else if (argv[i][0] != '-')
+      positional = 1;
   }
   if (text) return cmd_train_text(argc, argv);
   if (positional) return cmd_train_onnx(argc, argv);

@@ -111,8 +111,8 @@ static int compile_decode(gpt_gen* s, const gpt_gen_args* a, const char* device)
   if (st == RLX_OK) st = rlx_compile(s->g, device, &o, &s->e);
   cli_quiet_end(quiet);
   if (st != RLX_OK) {
-    cli_error(s->cmd, "the decode step on %s: %s (%s)", device, s->g ? rlx_graph_last_error(s->g) : "",
-              rlx_status_name(st));
+    cli_error(s->cmd, "the decode step on %s: %s (%s)", device,
+              s->g ? rlx_graph_last_error(s->g) : "", rlx_status_name(st));
     return CLI_FAIL;
   }
   /* only the next token comes back from a run */
@@ -166,7 +166,8 @@ static int zero_caches(gpt_gen* s) {
   for (int32_t l = 0; l < s->n_states && rc == CLI_OK; l++) {
     char name[32];
     snprintf(name, sizeof name, "%s_cache%d", l % 2 ? "v" : "k", (int)(l / 2));
-    if (rlx_exec_set_input(s->e, name, RLX_F32, cs, 4, zeros, sizeof(float) * (size_t)n) != RLX_OK) {
+    if (rlx_exec_set_input(s->e, name, RLX_F32, cs, 4, zeros, sizeof(float) * (size_t)n) !=
+        RLX_OK) {
       cli_error(s->cmd, "cache %s: %s", name, rlx_exec_last_error(s->e));
       rc = CLI_FAIL;
     }
@@ -267,9 +268,10 @@ int cmd_generate_gpt(int argc, char** argv) {
   if (rc == CLI_OK) rc = generate(&s, &a, &prefill_ms, &made);
   double ms = cli_now_ms() - t0;
   if (rc == CLI_OK)
-    fprintf(stderr, "generated %lld bytes on %s in %.0f ms (%.1f tokens/s after a %.1f ms prefill)\n",
-            (long long)made, device, ms, made > 0 ? (double)made / ((ms - prefill_ms) / 1000.0) : 0.0,
-            prefill_ms);
+    fprintf(stderr,
+            "generated %lld bytes on %s in %.0f ms (%.1f tokens/s after a %.1f ms prefill)\n",
+            (long long)made, device, ms,
+            made > 0 ? (double)made / ((ms - prefill_ms) / 1000.0) : 0.0, prefill_ms);
   rlx_exec_destroy(s.e);
   rlx_graph_destroy(s.g);
   return rc;

@@ -64,7 +64,9 @@ static const struct {
 };
 enum { BLOCK_PARAMS = sizeof k_block / sizeof k_block[0] };
 
-int32_t gpt_param_count(const gpt_config* c) { return (int32_t)(2 + BLOCK_PARAMS * c->layers + 2); }
+int32_t gpt_param_count(const gpt_config* c) {
+  return (int32_t)(2 + BLOCK_PARAMS * c->layers + 2);
+}
 
 static void fill_param(gpt_param* p, const char* name, int32_t rank, int64_t a, int64_t b,
                        gpt_init init) {
@@ -117,7 +119,9 @@ static uint64_t splitmix(uint64_t* s) {
   return z ^ (z >> 31);
 }
 
-static double uniform01(uint64_t* s) { return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0); }
+static double uniform01(uint64_t* s) {
+  return (double)(splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 static double std_normal(uint64_t* s) { /* Box-Muller; 1 - u keeps log away from 0 */
   double u = 1.0 - uniform01(s), v = uniform01(s);
@@ -129,9 +133,12 @@ void gpt_param_init(const gpt_config* c, const gpt_param* p, uint64_t seed, floa
   for (const char* q = p->name; *q; q++) state = (state ^ (uint8_t)*q) * 0x100000001b3ull;
   double std = p->init == GPT_INIT_NORMAL_PROJ ? 0.02 / sqrt(2.0 * (double)c->layers) : 0.02;
   for (int64_t i = 0; i < p->numel; i++) {
-    if (p->init == GPT_INIT_ZERO) out[i] = 0.0f;
-    else if (p->init == GPT_INIT_ONE) out[i] = 1.0f;
-    else out[i] = (float)(std * std_normal(&state));
+    if (p->init == GPT_INIT_ZERO)
+      out[i] = 0.0f;
+    else if (p->init == GPT_INIT_ONE)
+      out[i] = 1.0f;
+    else
+      out[i] = (float)(std * std_normal(&state));
   }
 }
 
@@ -224,7 +231,8 @@ static rlx_tensor block(builder* b, int l, rlx_tensor x, int64_t B, int64_t S, a
   a = linear(b, reshape(b, a, merged, 3), block_param(b, l, "attn.c_proj.weight", C, C),
              block_param(b, l, "attn.c_proj.bias", C, 0), RLX_ACT_NONE);
   x = binary(b, RLX_BIN_ADD, x, a);
-  h = layer_norm(b, x, block_param(b, l, "ln_2.weight", C, 0), block_param(b, l, "ln_2.bias", C, 0));
+  h = layer_norm(b, x, block_param(b, l, "ln_2.weight", C, 0),
+                 block_param(b, l, "ln_2.bias", C, 0));
   h = linear(b, h, block_param(b, l, "mlp.c_fc.weight", C, 4 * C),
              block_param(b, l, "mlp.c_fc.bias", 4 * C, 0), RLX_ACT_GELU_APPROX);
   h = linear(b, h, block_param(b, l, "mlp.c_proj.weight", 4 * C, C),
@@ -250,7 +258,8 @@ static rlx_tensor attend_causal(builder* b, int layer, const rlx_tensor* qkv, vo
   (void)layer;
   (void)ctx;
   int32_t H = (int32_t)b->c->heads;
-  rlx_attention_desc d = {H, H, (int32_t)(b->c->dim / H), RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0, 0, 0};
+  rlx_attention_desc d = {H, H, (int32_t)(b->c->dim / H), RLX_LAYOUT_BSHD, RLX_MASK_CAUSAL, 0,
+                          0, 0};
   rlx_tensor y = RLX_NONE;
   b->st = rlx_graph_add_attention(b->g, qkv[0], qkv[1], qkv[2], RLX_NONE, &d, &y);
   return y;
@@ -264,7 +273,7 @@ rlx_status gpt_build_forward(rlx_graph* g, const gpt_config* c, int64_t batch, i
   rlx_tensor ids = RLX_NONE, tok = RLX_NONE, pos = RLX_NONE;
   rlx_dim is[2] = {batch, T};
   if (b.st == RLX_OK) b.st = rlx_graph_add_input(g, "ids", RLX_I32, is, 2, &ids);
-  if (b.st == RLX_OK) b.st = rlx_graph_add_gather(g, wte, ids, 0, &tok); /* [B,T,C] */
+  if (b.st == RLX_OK) b.st = rlx_graph_add_gather(g, wte, ids, 0, &tok);  /* [B,T,C] */
   if (b.st == RLX_OK) b.st = rlx_graph_add_narrow(g, wpe, 0, 0, T, &pos); /* [T,C] */
   rlx_tensor x = binary(&b, RLX_BIN_ADD, tok, pos);
   *out_logits = trunk(&b, wte, x, batch, T, attend_causal, NULL);
@@ -317,7 +326,8 @@ static rlx_tensor attend_cache(builder* b, int layer, const rlx_tensor* qkv, voi
   }
   rlx_attention_desc d = {H, H, D, RLX_LAYOUT_BSHD, RLX_MASK_CUSTOM, 0, 0, 0};
   rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, qkv[0], kv[0], kv[1], dc->keep, &d, &y);
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_attention(b->g, qkv[0], kv[0], kv[1], dc->keep, &d, &y);
   return y;
 }
 
@@ -367,8 +377,8 @@ rlx_status gpt_build_decode(rlx_graph* g, const gpt_config* c, int32_t top_k, fl
   return rlx_graph_set_outputs(g, outs, n);
 }
 
-int32_t gpt_decode_states(const gpt_config* c, char (*names)[32], const char** ptrs,
-                          int32_t* outs, int32_t cap) {
+int32_t gpt_decode_states(const gpt_config* c, char (*names)[32], const char** ptrs, int32_t* outs,
+                          int32_t cap) {
   int32_t n = (int32_t)(2 * c->layers);
   if (n > cap) return -1;
   for (int32_t i = 0; i < n; i++) {
@@ -423,8 +433,8 @@ int gpt_config_load(const char* path, gpt_config* c, char* err, size_t cap) {
     line[strcspn(line, "\r\n")] = '\0';
     if (lineno == 1) {
       if (strcmp(line, k_magic) != 0) {
-        set_msg(err, cap, "%s: not an rlx GPT config (first line '%s', expected '%s')", path,
-                line, k_magic);
+        set_msg(err, cap, "%s: not an rlx GPT config (first line '%s', expected '%s')", path, line,
+                k_magic);
         rc = 1;
       }
       continue;

@@ -24,11 +24,11 @@
 #include "rlx.h"
 
 typedef struct gpt_config {
-  int64_t vocab;  /* 256 for bytes */
-  int64_t ctx;    /* positions the model knows (rows of wpe) */
+  int64_t vocab; /* 256 for bytes */
+  int64_t ctx;   /* positions the model knows (rows of wpe) */
   int64_t layers;
   int64_t heads;
-  int64_t dim;    /* C; a multiple of heads */
+  int64_t dim; /* C; a multiple of heads */
 } gpt_config;
 
 /* 0 when the config is usable; otherwise 1 and a message in msg. */
@@ -80,8 +80,8 @@ rlx_status gpt_build_train(rlx_graph* g, const gpt_config* c, int64_t batch, int
 rlx_status gpt_build_decode(rlx_graph* g, const gpt_config* c, int32_t top_k, float temperature);
 /* Names of the cache inputs in output order (k0, v0, k1, ...): fills
  * names[2L][32], ptrs and outs for rlx_compile_options.state_*; returns 2L. */
-int32_t gpt_decode_states(const gpt_config* c, char (*names)[32], const char** ptrs,
-                          int32_t* outs, int32_t cap);
+int32_t gpt_decode_states(const gpt_config* c, char (*names)[32], const char** ptrs, int32_t* outs,
+                          int32_t cap);
 
 /* The config file of a checkpoint ("key value" lines). Return 0 on
  * success, else 1 with a message in err. */

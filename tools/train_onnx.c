@@ -54,8 +54,10 @@ typedef struct onnx_args {
 static int parse_value_opt(const char* cmd, int argc, char** argv, int* i, onnx_args* a) {
   const char* v = NULL;
   int m;
-  const char** strings[] = {&a->target, &a->loss, &a->output, &a->optimizer, &a->device, &a->log, &a->save};
-  const char* names[] = {"--target", "--loss", "--output", "--optimizer", "--device", "--log", "--save"};
+  const char** strings[] = {&a->target, &a->loss, &a->output, &a->optimizer,
+                            &a->device, &a->log,  &a->save};
+  const char* names[] = {"--target", "--loss", "--output", "--optimizer",
+                         "--device", "--log",  "--save"};
   for (int k = 0; k < 7; k++)
     if ((m = cli_opt_value(cmd, argc, argv, i, names[k], &v)) != 0) {
       *strings[k] = v;
@@ -92,8 +94,12 @@ static int parse_value_opt(const char* cmd, int argc, char** argv, int* i, onnx_
 }
 
 static int check_args(const char* cmd, const onnx_args* a) {
-  const char* missing = !a->target ? "--target" : !a->loss ? "--loss" : !a->output ? "--output"
-                      : !a->optimizer ? "--optimizer" : a->steps <= 0 ? "--steps" : NULL;
+  const char* missing = !a->target      ? "--target"
+                        : !a->loss      ? "--loss"
+                        : !a->output    ? "--output"
+                        : !a->optimizer ? "--optimizer"
+                        : a->steps <= 0 ? "--steps"
+                                        : NULL;
   if (missing) {
     cli_error(cmd, "missing %s (see rlx train MODEL.onnx --help)", missing);
     return CLI_USAGE;
@@ -196,7 +202,8 @@ static int add_loss(const char* cmd, rlx_graph* g, const onnx_args* a, rlx_tenso
   rlx_tensor t;
   rlx_status s = rlx_graph_add_input(g, target->name, want, ts, target->rank, &t);
   if (s == RLX_OK)
-    s = ce ? rlx_graph_add_cross_entropy(g, out, t, -100, 0.0f, loss) : rlx_graph_add_mse_loss(g, out, t, loss);
+    s = ce ? rlx_graph_add_cross_entropy(g, out, t, -100, 0.0f, loss)
+           : rlx_graph_add_mse_loss(g, out, t, loss);
   if (s != RLX_OK) {
     cli_error(cmd, "the %s loss of output %s: %s", a->loss, a->output, rlx_graph_last_error(g));
     return CLI_FAIL;
@@ -236,6 +243,65 @@ static int is_frozen(const onnx_args* a, const char* name) {
   return 0;
 }
 
+/* Fills out with every param's name, type and concrete shape, and makes
+ * outs[i] a Reshape of param i to its own shape (so it can be an output). */
+static int list_params(const char* cmd, rlx_graph* g, const onnx_args* a, const cli_bindings* b,
+                       param_values* out, rlx_tensor* outs) {
+  for (int32_t i = 0; i < rlx_graph_param_count(g); i++) {
+    rlx_value_info info;
+    if (rlx_graph_get_param(g, i, &info) != RLX_OK) return CLI_FAIL;
+    param_value* p = &out->items[out->n++];
+    p->name = strdup(info.name);
+    p->dtype = info.dtype;
+    p->rank = info.rank;
+    p->trained = rlx_dtype_is_float(info.dtype) && !is_frozen(a, info.name);
+    if (!p->name || cli_concrete_shape(cmd, b, &info, info.name, p->shape) != CLI_OK)
+      return CLI_FAIL;
+    if (rlx_graph_add_reshape(g, info.tensor, info.shape, info.rank, &outs[i]) != RLX_OK) {
+      cli_error(cmd, "param %s: %s", info.name, rlx_graph_last_error(g));
+      return CLI_FAIL;
+    }
+  }
+  return CLI_OK;
+}
+
+/* Compiles g on the CPU, gives it the file's initializers and the inputs,
+ * and runs it once. */
+static int run_reader(const char* cmd, rlx_graph* g, const onnx_args* a, const cli_bindings* b,
+                      rlx_exec** e) {
+  cli_model_opts mo;
+  cli_model_opts_init(&mo);
+  mo.device = "cpu";
+  if (cli_compile(cmd, g, &mo, e) != CLI_OK) return CLI_FAIL;
+  char* err = NULL;
+  if (rlx_onnx_set_params(*e, a->model, &err) != RLX_OK) {
+    cli_error(cmd, "%s: %s", a->model, err ? err : "cannot read the initializers");
+    rlx_free(err);
+    return CLI_FAIL;
+  }
+  if (cli_set_inputs(cmd, g, *e, b, &a->inputs, 0) != CLI_OK) return CLI_FAIL;
+  if (rlx_exec_run(*e) != RLX_OK) {
+    cli_error(cmd, "reading the initializers: %s", rlx_exec_last_error(*e));
+    return CLI_FAIL;
+  }
+  return CLI_OK;
+}
+
+static int read_outputs(const char* cmd, const rlx_exec* e, param_values* out) {
+  for (int32_t i = 0; i < out->n; i++) {
+    param_value* p = &out->items[i];
+    int64_t count = 1;
+    for (int32_t d = 0; d < p->rank; d++) count *= p->shape[d];
+    p->bytes = (size_t)count * rlx_dtype_size(p->dtype);
+    p->data = malloc(p->bytes + 1);
+    if (!p->data || rlx_exec_read_output(e, i, p->dtype, p->data, p->bytes) != RLX_OK) {
+      cli_error(cmd, "reading initializer %s: %s", p->name, rlx_exec_last_error(e));
+      return CLI_FAIL;
+    }
+  }
+  return CLI_OK;
+}
+
 /* The initializers' values, read through the public API: a second copy of
  * the graph whose outputs are its params (each through a Reshape to its own
  * shape), compiled on the CPU, given the file's initializers and run. */
@@ -248,48 +314,10 @@ static int read_initializers(const char* cmd, const onnx_args* a, const cli_bind
   rlx_tensor* outs = calloc((size_t)(n ? n : 1), sizeof *outs);
   out->items = calloc((size_t)(n ? n : 1), sizeof *out->items);
   if (rc == CLI_OK && (!outs || !out->items)) rc = CLI_FAIL;
-  for (int32_t i = 0; rc == CLI_OK && i < n; i++) {
-    rlx_value_info info;
-    param_value* p = &out->items[out->n++];
-    rc = rlx_graph_get_param(g, i, &info) == RLX_OK ? CLI_OK : CLI_FAIL;
-    if (rc != CLI_OK) break;
-    p->name = strdup(info.name);
-    p->dtype = info.dtype;
-    p->trained = rlx_dtype_is_float(info.dtype) && !is_frozen(a, info.name);
-    rc = cli_concrete_shape(cmd, b, &info, info.name, p->shape);
-    p->rank = info.rank;
-    if (rc == CLI_OK && rlx_graph_add_reshape(g, info.tensor, info.shape, info.rank, &outs[i]) != RLX_OK) {
-      cli_error(cmd, "param %s: %s", info.name, rlx_graph_last_error(g));
-      rc = CLI_FAIL;
-    }
-  }
+  if (rc == CLI_OK && n > 0) rc = list_params(cmd, g, a, b, out, outs);
   if (rc == CLI_OK && n > 0 && rlx_graph_set_outputs(g, outs, n) != RLX_OK) rc = CLI_FAIL;
-  cli_model_opts mo;
-  cli_model_opts_init(&mo);
-  mo.device = "cpu";
-  if (rc == CLI_OK && n > 0) rc = cli_compile(cmd, g, &mo, &e);
-  char* err = NULL;
-  if (rc == CLI_OK && n > 0 && rlx_onnx_set_params(e, a->model, &err) != RLX_OK) {
-    cli_error(cmd, "%s: %s", a->model, err ? err : "cannot read the initializers");
-    rc = CLI_FAIL;
-  }
-  rlx_free(err);
-  if (rc == CLI_OK && n > 0) rc = cli_set_inputs(cmd, g, e, b, &a->inputs, 0);
-  if (rc == CLI_OK && n > 0 && rlx_exec_run(e) != RLX_OK) {
-    cli_error(cmd, "reading the initializers: %s", rlx_exec_last_error(e));
-    rc = CLI_FAIL;
-  }
-  for (int32_t i = 0; rc == CLI_OK && i < out->n; i++) {
-    param_value* p = &out->items[i];
-    int64_t count = 1;
-    for (int32_t d = 0; d < p->rank; d++) count *= p->shape[d];
-    p->bytes = (size_t)count * rlx_dtype_size(p->dtype);
-    p->data = malloc(p->bytes + 1);
-    if (!p->data || rlx_exec_read_output(e, i, p->dtype, p->data, p->bytes) != RLX_OK) {
-      cli_error(cmd, "reading initializer %s: %s", p->name, rlx_exec_last_error(e));
-      rc = CLI_FAIL;
-    }
-  }
+  if (rc == CLI_OK && n > 0) rc = run_reader(cmd, g, a, b, &e);
+  if (rc == CLI_OK) rc = read_outputs(cmd, e, out);
   free(outs);
   rlx_exec_destroy(e);
   rlx_graph_destroy(g);
@@ -300,7 +328,8 @@ static int read_initializers(const char* cmd, const onnx_args* a, const cli_bind
 static int check_frozen(const char* cmd, const onnx_args* a, const param_values* p) {
   for (int32_t f = 0; f < a->n_frozen; f++) {
     int found = 0;
-    for (int32_t i = 0; i < p->n && !found; i++) found = strcmp(p->items[i].name, a->frozen[f]) == 0;
+    for (int32_t i = 0; i < p->n && !found; i++)
+      found = strcmp(p->items[i].name, a->frozen[f]) == 0;
     if (!found) {
       cli_error(cmd, "--freeze %s: the model has no initializer of that name", a->frozen[f]);
       return CLI_FAIL;
@@ -374,7 +403,8 @@ static int save_params(const char* cmd, const char* dir, rlx_trainer* t, const p
 static int train_steps(const char* cmd, const onnx_args* a, rlx_trainer* t, const char* device) {
   FILE* log = a->log ? train_log_open(cmd, a->log) : NULL;
   if (a->log && !log) return CLI_FAIL;
-  double samples = a->inputs.n > 0 && a->inputs.items[0].rank > 0 ? (double)a->inputs.items[0].shape[0] : 1;
+  double samples =
+      a->inputs.n > 0 && a->inputs.items[0].rank > 0 ? (double)a->inputs.items[0].shape[0] : 1;
   train_progress bar;
   train_progress_init(&bar, a->steps, 0, samples, "samples/s");
   float loss = NAN, first = NAN;

@@ -68,17 +68,22 @@ typedef struct int_opt {
 /* The integer options, with their ranges. */
 static int parse_int_opts(const char* cmd, int argc, char** argv, int* i, text_args* a, int* rc) {
   int_opt opts[] = {
-      {"--steps", &a->steps, 1, INT64_C(1) << 40},  {"--batch", &a->batch, 1, 1 << 16},
-      {"--context", &a->model.ctx, 2, 1 << 16},     {"--layers", &a->model.layers, 1, 64},
-      {"--heads", &a->model.heads, 1, 1024},        {"--dim", &a->model.dim, 1, 1 << 16},
-      {"--eval-every", &a->eval_every, 0, INT64_C(1) << 40}, {"--threads", &a->threads, 0, 1024},
+      {"--steps", &a->steps, 1, INT64_C(1) << 40},
+      {"--batch", &a->batch, 1, 1 << 16},
+      {"--context", &a->model.ctx, 2, 1 << 16},
+      {"--layers", &a->model.layers, 1, 64},
+      {"--heads", &a->model.heads, 1, 1024},
+      {"--dim", &a->model.dim, 1, 1 << 16},
+      {"--eval-every", &a->eval_every, 0, INT64_C(1) << 40},
+      {"--threads", &a->threads, 0, 1024},
       {"--save-every", &a->save_every, 0, INT64_C(1) << 40},
   };
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
     const char* v = NULL;
     int m = cli_opt_value(cmd, argc, argv, i, opts[k].name, &v);
     if (m == 0) continue;
-    *rc = m < 0 ? CLI_USAGE : cli_parse_i64(cmd, opts[k].name, v, opts[k].lo, opts[k].hi, opts[k].dst);
+    *rc = m < 0 ? CLI_USAGE
+                : cli_parse_i64(cmd, opts[k].name, v, opts[k].lo, opts[k].hi, opts[k].dst);
     return 1;
   }
   return 0;
@@ -204,7 +209,7 @@ typedef struct text_run {
   text_args* a;
   text_data data;
   const char* device;
-  rlx_graph* g;     /* the training graph */
+  rlx_graph* g; /* the training graph */
   rlx_trainer* t;
   rlx_graph* geval; /* the same graph again (the trainer may extend g) */
   rlx_exec* eval;   /* geval, forward only, for the validation loss */
@@ -264,7 +269,8 @@ static int init_params(text_run* r) {
     float* buf = malloc(sizeof(float) * (size_t)p.numel);
     if (!buf) return CLI_FAIL;
     gpt_param_init(c, &p, r->a->seed, buf);
-    if (rlx_trainer_set_param(r->t, p.name, RLX_F32, buf, sizeof(float) * (size_t)p.numel) != RLX_OK) {
+    if (rlx_trainer_set_param(r->t, p.name, RLX_F32, buf, sizeof(float) * (size_t)p.numel) !=
+        RLX_OK) {
       cli_error(r->cmd, "param %s: %s", p.name, rlx_trainer_last_error(r->t));
       rc = CLI_FAIL;
     }
@@ -306,7 +312,8 @@ static int set_batch(text_run* r, rlx_exec* e) {
     st = e ? rlx_exec_set_input(e, "targets", RLX_I32, s, 2, r->targets, bytes)
            : rlx_trainer_set_input(r->t, "targets", RLX_I32, s, 2, r->targets, bytes);
   if (st != RLX_OK) {
-    cli_error(r->cmd, "setting the batch: %s", e ? rlx_exec_last_error(e) : rlx_trainer_last_error(r->t));
+    cli_error(r->cmd, "setting the batch: %s",
+              e ? rlx_exec_last_error(e) : rlx_trainer_last_error(r->t));
     return CLI_FAIL;
   }
   return CLI_OK;
@@ -349,7 +356,8 @@ static double schedule(double peak, double frac) {
 
 static int train_step(text_run* r, int64_t step, double frac) {
   int64_t B = r->a->batch, T = r->a->model.ctx, room = r->data.n_train - (T + 1);
-  for (int64_t b = 0; b < B; b++) r->starts[b] = (int64_t)(cli_rng_next(&r->rng) % (uint64_t)(room + 1));
+  for (int64_t b = 0; b < B; b++)
+    r->starts[b] = (int64_t)(cli_rng_next(&r->rng) % (uint64_t)(room + 1));
   float loss = 0;
   if (set_batch(r, NULL) != CLI_OK) return CLI_FAIL;
   if (rlx_trainer_set_lr(r->t, (float)schedule(r->a->lr, frac)) != RLX_OK ||
@@ -360,7 +368,8 @@ static int train_step(text_run* r, int64_t step, double frac) {
   train_log_row(r->log, step, loss);
   if (train_curve_add(&r->curve, step, loss) != CLI_OK) return CLI_FAIL;
   if (!isfinite(loss)) {
-    cli_error(r->cmd, "step %lld: the loss is %g (try a smaller --lr)", (long long)step, (double)loss);
+    cli_error(r->cmd, "step %lld: the loss is %g (try a smaller --lr)", (long long)step,
+              (double)loss);
     return CLI_FAIL;
   }
   return CLI_OK;
@@ -410,7 +419,8 @@ static int save_checkpoint(text_run* r, int quiet) {
     return CLI_FAIL;
   }
   if (!quiet)
-    fprintf(stderr, "checkpoint: %s (try: rlx generate %s --prompt \"...\")\n", r->a->save, r->a->save);
+    fprintf(stderr, "checkpoint: %s (try: rlx generate %s --prompt \"...\")\n", r->a->save,
+            r->a->save);
   return CLI_OK;
 }
 
@@ -437,8 +447,9 @@ static int run(text_run* r) {
   if (!r->ids || !r->targets || !r->starts) return CLI_FAIL;
   r->rng = a->seed ^ 0xd1b54a32d192ed03ull;
   r->val = -1;
-  fprintf(stderr, "rlx train: GPT %lld layers, %lld heads, dim %lld, context %lld (%.2fM params) "
-                  "on %s; %lld bytes of text (%lld held out)\n",
+  fprintf(stderr,
+          "rlx train: GPT %lld layers, %lld heads, dim %lld, context %lld (%.2fM params) "
+          "on %s; %lld bytes of text (%lld held out)\n",
           (long long)a->model.layers, (long long)a->model.heads, (long long)a->model.dim,
           (long long)T, (double)gpt_param_total(&a->model) / 1e6, r->device, (long long)r->data.n,
           (long long)(r->data.n - r->data.n_train));

@@ -82,8 +82,8 @@ void train_progress_update(train_progress* p, int64_t step, float loss, float va
     snprintf(steps, sizeof steps, "%lld/%lld", (long long)step, (long long)p->total_steps);
   else
     snprintf(steps, sizeof steps, "%lld", (long long)step);
-  fprintf(stderr, "%sstep %s [%s] loss %.4f%s  %.0f %s  ETA %s%s", p->tty ? "\r" : "", steps,
-          bar, (double)loss, val_s, rate, p->unit, train_format_duration(eta, eta_s, sizeof eta_s),
+  fprintf(stderr, "%sstep %s [%s] loss %.4f%s  %.0f %s  ETA %s%s", p->tty ? "\r" : "", steps, bar,
+          (double)loss, val_s, rate, p->unit, train_format_duration(eta, eta_s, sizeof eta_s),
           p->tty ? "\033[K" : "\n");
   fflush(stderr);
 }
@@ -242,7 +242,8 @@ static int gnuplot_png(const char* cmd, const char* path, const train_curve* c) 
           "set xlabel \"step\"\nset ylabel \"loss\"\nset grid\nset key off\n"
           "plot '-' with lines lw 2\n",
           path);
-  for (int64_t i = 0; i < c->n; i++) fprintf(gp, "%lld %.9g\n", (long long)c->step[i], (double)c->loss[i]);
+  for (int64_t i = 0; i < c->n; i++)
+    fprintf(gp, "%lld %.9g\n", (long long)c->step[i], (double)c->loss[i]);
   fprintf(gp, "e\n");
   int status = pclose(gp);
   if (status != 0) {

@@ -33,7 +33,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY="${CARRY:-build-gpu-carry}"
 BUILD="${BUILD:-build-gpu}"
-BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda test_cuda_conv bench_gpu conv_cuda lab_gemv test_hoist test_train_ops}" # BINS=... packs fewer (quick checks)
+BINS="${BINS:-test_parity test_contract test_compile_cache test_oom test_vulkan test_webgpu test_cuda test_cuda_conv bench_gpu conv_cuda lab_gemv test_hoist test_train_ops test_train test_train_fixtures}" # BINS=... packs fewer (quick checks)
 
 if [ "${1:-}" = pack ]; then
   set -e
@@ -100,6 +100,10 @@ run_per_device test_hoist test_hoist hoist
 # Training ops: hand-computed cross-entropy / gather backward values, bad
 # targets and indices failing with OUT_OF_RANGE, repeated runs bit-identical.
 run_per_device test_train_ops test_train_ops train_ops
+# The llm.c-style training fixtures (tests/test_train_fixtures.c against
+# PyTorch's tests/fixtures/train: forward, every gradient, three optimizer
+# steps of a GPT, an MLP and a CNN); each line's numbers are in the file.
+run_per_device test_train_fixtures test_train_fixtures train_fixtures
 # The Python package (python/tests, pytest) over the carried librlx.so, on
 # every device (cuda included), when the machine's python has pytest + numpy.
 if [ -f "$B/librlx.so" ]; then

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpt_model.h"
+#include "../tools/gpt_model.h" /* the CLI's GPT: public API only */
 #include "rlx.h"
 
 typedef struct bench_args {

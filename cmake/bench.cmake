@@ -44,4 +44,3 @@ endif()
 # train_gpt2 trains the CLI's built-in GPT (tools/gpt_model.c: public API
 # only) at GPT-2 124M's size: PERF.md's training-step row.
 target_sources(train_gpt2 PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
-target_include_directories(train_gpt2 PRIVATE ${PROJECT_SOURCE_DIR}/tools)

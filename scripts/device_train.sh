@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = bins ]; then
-  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_gpu vision_backward"
+  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_gpu vision_backward rlx"
   exit 0
 fi
 CARRY="${CARRY:-build-gpu-carry}"
@@ -80,6 +80,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   if [ -x $B/vision_backward ] && [[ " $BACKENDS " == *" cuda "* ]]; then
     timeout 200 $B/vision_backward cuda | tee -a "$OUT/train.jsonl"
   fi
+fi
+
+if [ "${SKIP_CLI:-0}" != 1 ] && [ -x $B/rlx ]; then
+  stage "rlx train --text on cuda, then rlx generate from its checkpoint"
+  timeout 120 $B/rlx train --text examples/jargon.txt --device cuda --steps 400 --layers 4 \
+    --heads 4 --dim 128 --context 128 --batch 32 --log $T/train.csv --save $T/ckpt 2>&1 | tail -3
+  head -2 $T/train.csv; tail -1 $T/train.csv
+  timeout 60 $B/rlx generate $T/ckpt --prompt "The hacker" --tokens 200 --device cuda --seed 1
+  echo
+fi
+
+if [ "${PROFILE:-0}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
+  stage "where the GPT-2 step's time goes (RLX_CUDA_PROFILE)"
+  RLX_CUDA_PROFILE=1 timeout 200 $B/train_gpt2 --device cuda --steps 2 --warmup 1 2>&1 | tail -40
 fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then

@@ -6,7 +6,7 @@
 # showing the loss fall; writes the loss curve (build/demo/loss.png through
 # gnuplot, else a text plot next to it) and the checkpoint (build/demo/gpt),
 # then generates text from the checkpoint with the KV cache on the device.
-# Extra arguments go to `rlx train` (e.g. --minutes 1, or --steps 300).
+# Extra arguments go to `rlx train` (e.g. --minutes 10 --dim 128).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -14,7 +14,7 @@ out=build/demo
 mkdir -p "$out"
 rm -rf "$out/gpt"
 build/rlx train --text examples/jargon.txt --device best --minutes 2 \
-  --layers 2 --heads 4 --dim 64 --context 64 --batch 16 --lr 0.006 --seed 1 \
+  --layers 2 --heads 4 --dim 64 --context 64 --batch 16 --seed 1 \
   --log "$out/loss.csv" --save "$out/gpt" --plot "$out/loss.png" "$@"
 echo
 echo "--- rlx generate $out/gpt --prompt \"The hacker \" --tokens 400"

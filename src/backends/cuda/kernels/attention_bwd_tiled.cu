@@ -39,6 +39,15 @@ constexpr int kLdp = kTile + 4;  /* P / dS row stride: rows ty, ty + 1 four bank
 template <int D>
 RLXK_DEV void load_tile(float* dst, const char* src, int dt, int64_t base, int64_t rs, int64_t r0,
                         int64_t rows) {
+  const float* f = (const float*)src + base;
+  if (dt == RLX_F32 && rs % 4 == 0 && ((uintptr_t)f & 15) == 0) { /* rows of 16-byte vectors */
+    for (int idx = threadIdx.x; idx < kTile * D / 4; idx += kThreads) {
+      int r = idx / (D / 4), c = 4 * (idx % (D / 4));
+      float4 x = r0 + r < rows ? *(const float4*)(f + (r0 + r) * rs + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      *(float4*)(dst + r * (D + 4) + c) = x;
+    }
+    return;
+  }
   for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
     int r = idx / D, c = idx % D;
     dst[r * (D + 4) + c] = r0 + r < rows ? ld_f32(src, dt, base + (r0 + r) * rs + c) : 0.0f;

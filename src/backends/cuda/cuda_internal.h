@@ -137,6 +137,10 @@ typedef struct rlx_lt_api {
   X(POOL_BWD, rlx_pool_bwd, pool_bwd)                                                          \
   X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                           \
   X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)                                           \
+  X(ATTN_BWD_Q64, rlx_attn_bwd_q64, attention_bwd_tiled)                                      \
+  X(ATTN_BWD_Q128, rlx_attn_bwd_q128, attention_bwd_tiled)                                    \
+  X(ATTN_BWD_K64, rlx_attn_bwd_k64, attention_bwd_tiled)                                      \
+  X(ATTN_BWD_K128, rlx_attn_bwd_k128, attention_bwd_tiled)                                    \
   X(NORM_BWD, rlx_norm_bwd, rows_bwd)                                                          \
   X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)                                                    \
   X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \

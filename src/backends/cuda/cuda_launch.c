@@ -690,12 +690,39 @@ _Static_assert((int)RLXK_ATTN_BWD_STATS == (int)RLX_ATTN_BWD_STATS &&
                    (int)RLXK_ATTN_BWD_DQ == (int)RLX_ATTN_BWD_DQ,
                "attention_bwd.cu's phase codes out of sync with lower.h");
 
-/* AttentionBackward phases (attention_bwd.cu): a warp per query row (STATS,
- * DQ) or key row (DV, DK). FULL (three outputs, lowered when dq cannot hold
- * the stats) and head dims beyond the kernel's 256 run on the host. */
+/* The tiled AttentionBackward kernels (attention_bwd_tiled.cu) for the
+ * phase: D == Dv in {64, 128} and f32 / f16 / bf16 operands (f64 keeps its
+ * f64 stats on the row kernels). Returns the kernel, its shared memory and
+ * block count, or 0; RLX_CUDA_ATTN_BWD=rows keeps the row kernels. */
+static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn,
+                               unsigned* smem, int64_t* blocks) {
+  const rlx_attention_params* a = &s->p.attn_bwd.a;
+  if (rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "rows")) return 0;
+  if (a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
+  rlx_dtype qt = s->in[0].dtype;
+  if (qt != RLX_F32 && qt != RLX_F16 && qt != RLX_BF16) return 0;
+  /* q, d_out, K, V tiles of 64 rows (row stride D + 4), the 64 x 68 P / dS
+   * tile and 64 lse + 64 D values, all f32. */
+  *smem = (unsigned)((4 * 64 * (a->D + 4) + 64 * 68 + 128) * 4);
+  if (*smem > (unsigned)b->d->smem_optin) return 0;
+  int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  if (keys) {
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_K64 : RLX_CUDA_FN_ATTN_BWD_K128;
+    *blocks = a->B * a->Hkv * ((a->Sk + 63) / 64);
+  } else {
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_Q64 : RLX_CUDA_FN_ATTN_BWD_Q128;
+    *blocks = a->B * a->H * ((a->Sq + 63) / 64);
+  }
+  return 1;
+}
+
+/* AttentionBackward phases: 64-row tiles (attention_bwd_tiled.cu) where
+ * attn_bwd_tiled_pick takes the shape, else a warp per query row (STATS,
+ * DQ) or key row (DV, DK) (attention_bwd.cu). FULL (three outputs, lowered
+ * when dq cannot hold the stats) and head dims beyond the row kernels' 256
+ * run on the host. */
 static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                       rlx_launch_list* l, rlx_error* err) {
-  (void)b;
   const rlx_attention_bwd_params* p = &s->p.attn_bwd;
   const rlx_attention_params* a = &p->a;
   if (s->op == RLX_ATTN_BWD_FULL || a->D > 256 || a->Dv > 256 || a->Hkv <= 0 || a->H % a->Hkv) {
@@ -724,6 +751,15 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   k->op = s->op;
   x->grid[0] = (unsigned)((items + 3) / 4); /* 4 warps per block, one item each */
   x->block = 128;
+  rlx_cuda_fn tiled;
+  unsigned smem;
+  int64_t blocks;
+  if (attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks)) {
+    x->fn = tiled;
+    x->grid[0] = (unsigned)blocks;
+    x->block = 256;
+    x->smem = smem;
+  }
   return RLX_OK;
 }
 

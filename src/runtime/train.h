@@ -61,4 +61,27 @@ rlx_status rlx_train_write_slot(rlx_trainer* t, train_slot* s, rlx_dtype src_dty
 /* Slot by name, or NULL. */
 train_slot* rlx_train_find_slot(rlx_trainer* t, const char* name);
 
+
+/* A parsed checkpoint manifest (train_ckpt.c): the optimizer state and one
+ * entry per tensor file. */
+typedef struct rlx_ckpt_entry {
+  char role[32], dtype[32], file[256];
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  char* name; /* malloc'd */
+} rlx_ckpt_entry;
+typedef struct rlx_ckpt {
+  char optimizer[32];
+  long long steps;
+  int micro, good_steps;
+  double loss_scale;
+  rlx_ckpt_entry* e;
+  int32_t n;
+} rlx_ckpt;
+/* Parses manifest text (NUL-terminated; path names it in messages). On
+ * failure *c may hold entries: rlx_ckpt_free either way. The fuzz target
+ * tests/fuzz_ckpt.c drives it. */
+rlx_status rlx_ckpt_parse(rlx_error* err, const char* text, const char* path, rlx_ckpt* c);
+void rlx_ckpt_free(rlx_ckpt* c);
+
 #endif

@@ -11,12 +11,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/file.h"
 #include "runtime/train.h"
 
 #define MANIFEST "manifest.txt"
 #define MANIFEST_MAGIC "rlx-trainer-checkpoint"
 #define MANIFEST_VERSION 1
+#define MANIFEST_MAX_BYTES ((int64_t)64 << 20)
 #define LINE_MAX_BYTES 8192
+
+typedef rlx_ckpt_entry ckpt_entry;
+typedef rlx_ckpt ckpt;
 
 static const char* const optimizer_names[] = {"sgd", "adam", "adamw"};
 
@@ -140,38 +145,24 @@ rlx_status rlx_trainer_save(rlx_trainer* t, const char* dir) {
 
 /* ------------------------------------------------------------ load */
 
-/* One tensor line of a manifest. */
-typedef struct ckpt_entry {
-  char role[32], dtype[32], file[256];
-  int32_t rank;
-  int64_t shape[RLX_MAX_RANK];
-  char* name; /* malloc'd */
-} ckpt_entry;
-
-typedef struct ckpt {
-  char optimizer[32];
-  long long steps;
-  int micro, good_steps;
-  double loss_scale;
-  ckpt_entry* e;
-  int32_t n;
-} ckpt;
-
-static void ckpt_free(ckpt* c) {
+void rlx_ckpt_free(rlx_ckpt* c) {
+  if (!c) return;
   for (int32_t i = 0; i < c->n; i++) free(c->e[i].name);
   free(c->e);
+  c->e = NULL;
+  c->n = 0;
 }
 
 /* "role dtype rank d0 .. file name" (the name is the rest of the line). */
-static int parse_entry(char* line, ckpt_entry* e) {
+static int parse_entry(const char* line, ckpt_entry* e) {
   int used = 0;
   if (sscanf(line, "%31s %31s %d%n", e->role, e->dtype, &e->rank, &used) != 3) return 0;
   if (e->rank < 0 || e->rank > RLX_MAX_RANK) return 0;
-  char* p = line + used;
+  const char* p = line + used;
   for (int32_t d = 0; d < e->rank; d++) {
     long long v = 0;
     int n = 0;
-    if (sscanf(p, "%lld%n", &v, &n) != 1) return 0;
+    if (sscanf(p, "%lld%n", &v, &n) != 1 || v < 0) return 0;
     e->shape[d] = v;
     p += n;
   }
@@ -186,42 +177,89 @@ static int parse_entry(char* line, ckpt_entry* e) {
   return len > 0;
 }
 
-static rlx_status parse_header(rlx_error* err, FILE* f, const char* path, ckpt* c, int* n_out) {
-  char magic[64];
+/* The next line of *p without its newline, copied into buf (cap bytes,
+ * NUL-terminated: sscanf on it never scans the rest of the text); NULL at
+ * the text's end or for a line longer than buf. */
+static const char* next_line(const char** p, char* buf, size_t cap) {
+  if (!**p) return NULL;
+  size_t len = strcspn(*p, "\n");
+  const char* line = *p;
+  *p += len + (line[len] == '\n');
+  if (len >= cap) return NULL;
+  memcpy(buf, line, len);
+  buf[len] = '\0';
+  return buf;
+}
+
+static int count_lines(const char* p) {
+  int n = 0;
+  for (; *p; n++) {
+    const char* nl = strchr(p, '\n');
+    p = nl ? nl + 1 : p + strlen(p);
+  }
+  return n;
+}
+
+/* The header (the first two lines): magic and version, then the optimizer
+ * state and the tensor count. */
+static rlx_status parse_header(rlx_error* err, const char** p, const char* path, ckpt* c,
+                               int* n_out) {
+  char line[LINE_MAX_BYTES], magic[64];
   int version = 0, n = 0;
-  if (fscanf(f, "%63s %d", magic, &version) != 2 || strcmp(magic, MANIFEST_MAGIC) != 0)
+  if (!next_line(p, line, sizeof line) || sscanf(line, "%63s %d", magic, &version) != 2 ||
+      strcmp(magic, MANIFEST_MAGIC) != 0)
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s' is not a trainer manifest", path);
   if (version != MANIFEST_VERSION)
     return rlx_fail(err, RLX_UNIMPLEMENTED,
                     "checkpoint '%s' has format version %d (this build reads %d)", path, version,
                     MANIFEST_VERSION);
-  if (fscanf(f, " optimizer %31s steps %lld micro %d loss_scale %la good_steps %d tensors %d",
+  /* "optimizer", "steps", "micro", "loss_scale", "good_steps", then "tensors N" */
+  char head[6 * 64] = "";
+  for (int k = 0; k < 6; k++) {
+    if (!next_line(p, line, sizeof line) || strlen(line) >= 64) {
+      head[0] = '\0';
+      break;
+    }
+    strcat(head, line);
+    strcat(head, " ");
+  }
+  if (!head[0] ||
+      sscanf(head, "optimizer %31s steps %lld micro %d loss_scale %la good_steps %d tensors %d",
              c->optimizer, &c->steps, &c->micro, &c->loss_scale, &c->good_steps, &n) != 6 ||
-      n < 0 || n > 1000000)
+      n < 0)
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s': malformed manifest header", path);
   *n_out = n;
   return RLX_OK;
 }
 
-static rlx_status read_manifest(rlx_error* err, const char* path, ckpt* c) {
-  FILE* f = fopen(path, "r");
-  if (!f)
-    return rlx_fail(err, RLX_NOT_FOUND, "checkpoint: cannot read '%s': %s", path, strerror(errno));
+rlx_status rlx_ckpt_parse(rlx_error* err, const char* text, const char* path, rlx_ckpt* c) {
+  memset(c, 0, sizeof *c);
   int n = 0;
-  rlx_status s = parse_header(err, f, path, c, &n);
-  char* line = malloc(LINE_MAX_BYTES);
+  const char* p = text;
+  RLX_RETURN_IF_ERROR(parse_header(err, &p, path, c, &n));
+  /* a tensor per line: a count beyond the lines left is malformed, not an allocation */
+  if (n > count_lines(p))
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s': %d tensors announced, fewer lines",
+                    path, n);
   c->e = calloc((size_t)n + 1, sizeof *c->e);
-  if (s == RLX_OK && (!line || !c->e))
-    s = rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
-  if (s == RLX_OK && !fgets(line, LINE_MAX_BYTES, f)) line[0] = '\0'; /* rest of "tensors N" */
-  for (int32_t i = 0; s == RLX_OK && i < n; i++) {
-    if (!fgets(line, LINE_MAX_BYTES, f) || !parse_entry(line, &c->e[i]))
-      s = rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s': tensor line %d is malformed", path,
-                   (int)i + 1);
+  RLX_CHECK_ALLOC(err, c->e);
+  char line[LINE_MAX_BYTES];
+  for (int32_t i = 0; i < n; i++) {
     c->n = i + 1;
+    if (!next_line(&p, line, sizeof line) || !parse_entry(line, &c->e[i]))
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "checkpoint '%s': tensor line %d is malformed",
+                      path, (int)i + 1);
   }
-  free(line);
-  fclose(f);
+  return RLX_OK;
+}
+
+static rlx_status read_manifest(rlx_error* err, const char* path, rlx_ckpt* c) {
+  void* text = NULL;
+  size_t n = 0;
+  RLX_RETURN_IF_ERROR(
+      rlx_file_read_all(path, "checkpoint manifest", MANIFEST_MAX_BYTES, &text, &n, err));
+  rlx_status s = rlx_ckpt_parse(err, (const char*)text, path, c);
+  free(text);
   return s;
 }
 
@@ -334,6 +372,6 @@ rlx_status rlx_trainer_load(rlx_trainer* t, const char* dir) {
     t->loss_scale = t->last_scale = (float)c.loss_scale;
     t->good_steps = c.good_steps;
   }
-  ckpt_free(&c);
+  rlx_ckpt_free(&c);
   return s;
 }

@@ -342,6 +342,40 @@ static rlx_status attention_geometry(const rlx_step_list* out, const rlx_graph* 
   return RLX_OK;
 }
 
+/* The mask, window, softcap and scale of an attention node (the forward or
+ * its backward: same attributes, the mask in input 3) into p, with the mask
+ * viewed as broadcast over the [B, H, Sq, Sk] scores in s->in[3]. */
+static rlx_status attention_mask_and_scale(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                           rlx_step_list* out, rlx_step* s,
+                                           rlx_attention_params* p) {
+  const rlx_node* n = &g->nodes[ni];
+  p->mask = n->a.mask;
+  p->window = n->a.window;
+  p->softcap = n->a.softcap;
+  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
+  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
+  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
+  if (p->mask != RLX_MASK_CUSTOM && p->mask != RLX_MASK_BIAS) return RLX_OK;
+  if (n->n_in < 4 || n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
+  const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
+  if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
+  rlx_type scores;
+  memset(&scores, 0, sizeof scores);
+  scores.dtype = mt->dtype;
+  scores.rank = 4;
+  scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
+  for (int32_t i = 0; i < mt->rank; i++) {
+    rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
+    if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
+  }
+  s->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
+  p->m_sb = s->in[3].stride[0];
+  p->m_sh = s->in[3].stride[1];
+  p->m_sq = s->in[3].stride[2];
+  p->m_sk = s->in[3].stride[3];
+  return RLX_OK;
+}
+
 static rlx_status lower_attention(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                                   rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
@@ -354,34 +388,7 @@ static rlx_status lower_attention(const rlx_graph* g, const rlx_plan* plan, int3
   s->out[0] = rlx_view_of(g, plan, n->out[0]);
   rlx_attention_params* p = &s->p.attn;
   RLX_RETURN_IF_ERROR(attention_geometry(out, g, ni, s, p));
-
-  p->mask = n->a.mask;
-  p->window = n->a.window;
-  p->softcap = n->a.softcap;
-  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
-  int needs_tensor = p->mask == RLX_MASK_CUSTOM || p->mask == RLX_MASK_BIAS;
-  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
-  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
-  if (needs_tensor) {
-    if (n->n_in < 4 || n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
-    const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
-    if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
-    /* The mask is addressed in the [B, H, Sq, Sk] score space. */
-    rlx_type scores;
-    memset(&scores, 0, sizeof scores);
-    scores.dtype = mt->dtype;
-    scores.rank = 4;
-    scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
-    for (int32_t i = 0; i < mt->rank; i++) {
-      rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
-      if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
-    }
-    s->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
-    p->m_sb = s->in[3].stride[0];
-    p->m_sh = s->in[3].stride[1];
-    p->m_sq = s->in[3].stride[2];
-    p->m_sk = s->in[3].stride[3];
-  }
+  RLX_RETURN_IF_ERROR(attention_mask_and_scale(g, plan, ni, out, s, p));
   return finish_step(g, s, out);
 }
 
@@ -400,31 +407,7 @@ static rlx_status attention_bwd_forward_geometry(const rlx_graph* g, const rlx_p
   fwd->out[0] = rlx_view_of(g, plan, n->in[4]);
   rlx_attention_params* p = &fwd->p.attn;
   RLX_RETURN_IF_ERROR(attention_geometry(out, g, ni, fwd, p));
-  p->mask = n->a.mask;
-  p->window = n->a.window;
-  p->softcap = n->a.softcap;
-  p->scale = n->a.score_scale != 0.0f ? n->a.score_scale : (float)(1.0 / sqrt((double)p->D));
-  if (p->mask < RLX_MASK_NONE || p->mask > RLX_MASK_BIAS) return fail_node(out, g, ni, "unknown mask kind");
-  if (p->mask == RLX_MASK_SLIDING && p->window < 1) return fail_node(out, g, ni, "sliding window must be >= 1");
-  if (p->mask != RLX_MASK_CUSTOM && p->mask != RLX_MASK_BIAS) return RLX_OK;
-  if (n->in[3] == RLX_NONE) return fail_node(out, g, ni, "mask kind needs a mask tensor");
-  const rlx_type* mt = rlx_tensor_type(g, n->in[3]);
-  if (mt->rank > 4) return fail_node(out, g, ni, "mask rank must be <= 4");
-  rlx_type scores;
-  memset(&scores, 0, sizeof scores);
-  scores.dtype = mt->dtype;
-  scores.rank = 4;
-  scores.shape[0] = p->B, scores.shape[1] = p->H, scores.shape[2] = p->Sq, scores.shape[3] = p->Sk;
-  for (int32_t i = 0; i < mt->rank; i++) {
-    rlx_dim d = mt->shape[i], want = scores.shape[4 - mt->rank + i];
-    if (d != 1 && d != want) return fail_node(out, g, ni, "mask does not broadcast to [B, H, Sq, Sk]");
-  }
-  fwd->in[3] = rlx_view_broadcast(g, plan, n->in[3], &scores);
-  p->m_sb = fwd->in[3].stride[0];
-  p->m_sh = fwd->in[3].stride[1];
-  p->m_sq = fwd->in[3].stride[2];
-  p->m_sk = fwd->in[3].stride[3];
-  return RLX_OK;
+  return attention_mask_and_scale(g, plan, ni, out, fwd, p);
 }
 
 /* Strides of a gradient (or d_out) view that must match `like` in shape. */

@@ -93,7 +93,10 @@ fi
 
 if [ "${PROFILE:-0}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
   stage "where the GPT-2 step's time goes (RLX_CUDA_PROFILE)"
-  RLX_CUDA_PROFILE=1 timeout 200 $B/train_gpt2 --device cuda --steps 2 --warmup 1 2>&1 | tail -40
+  for p in ${PROFILE_PRECISIONS:-f32 bf16}; do
+    echo "-- precision $p"
+    RLX_CUDA_PROFILE=1 timeout 200 $B/train_gpt2 --device cuda --precision "$p" --steps 2 --warmup 1 2>&1 | tail -60
+  done
 fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then

@@ -101,6 +101,7 @@ typedef struct rlx_lt_api {
 #define RLX_CUDA_KERNELS(X)                                                                  \
   X(EW_GENERIC, rlx_ew_generic, elementwise) X(EW_F32, rlx_ew_f32, elementwise)              \
   X(EW_GENERIC32, rlx_ew_generic32, elementwise)                                             \
+  X(EW_VIEWS4, rlx_ew_views4, elementwise) X(EW_VIEWS1, rlx_ew_views1, elementwise)           \
   X(CHECK_FINITE, rlx_check_finite, elementwise) X(MM_EPILOGUE, rlx_mm_epilogue, elementwise) \
   X(REDUCE_BLOCK, rlx_reduce_block, reduce) X(REDUCE_THREAD, rlx_reduce_thread, reduce)      \
   X(ARG_REDUCE, rlx_arg_reduce, reduce) X(SOFTMAX_ROWS, rlx_softmax_rows, reduce)            \

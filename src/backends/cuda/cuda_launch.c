@@ -130,6 +130,36 @@ static int ew_fits_32(const rlxk_ew* p) {
   return 1;
 }
 
+static int is_float_storage(int32_t t) { return t == RLX_F32 || t == RLX_F16 || t == RLX_BF16; }
+
+/* Whether an element offset / stride keeps 4-element vectors aligned
+ * (16 bytes of f32, 8 bytes of halves). */
+static int vec4_aligned(uint64_t off, int32_t dtype, const int64_t* stride, int32_t rank) {
+  int32_t size = rlx_dtype_size((rlx_dtype)dtype);
+  if (off % (uint64_t)(4 * size)) return 0;
+  for (int32_t d = 0; d < rank - 1; d++)
+    if (stride[d] % 4) return 0;
+  return 1;
+}
+
+/* rlx_ew_views{4,1}: copy / binary / unary over float views (f32, f16,
+ * bf16 in any mix) whose offsets fit int32. Returns 0 (not this path), 1
+ * (one element per thread) or 4 (4-element vectors along the inner dim). */
+static int ew_views_width(const rlxk_ew* p) {
+  if (p->kind != RLX_K_COPY && p->kind != RLX_K_BINARY && p->kind != RLX_K_UNARY) return 0;
+  if (p->n_in > 2 || !is_float_storage(p->odt) || !ew_fits_32(p)) return 0;
+  for (int k = 0; k < p->n_in; k++)
+    if (!is_float_storage(p->idt[k])) return 0;
+  int32_t last = p->rank - 1;
+  if (p->shape[last] % 4 || p->ostride[last] != 1 || !vec4_aligned(p->ooff, p->odt, p->ostride, p->rank))
+    return 1;
+  for (int k = 0; k < p->n_in; k++) {
+    int64_t st = p->istride[k][last];
+    if (st != 0 && (st != 1 || !vec4_aligned(p->ioff[k], p->idt[k], p->istride[k], p->rank))) return 1;
+  }
+  return 4;
+}
+
 /* Where(cond, x, y) planned in y's own bytes (device state): the elements
  * where cond is false already hold y, so rlx_where_rows writes only the
  * selected rows. Dims are reordered: those where cond varies first (one
@@ -187,12 +217,14 @@ static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i
       return RLX_OK;
     }
   }
-  int fast = ew_f32_ok(&p);
-  rlx_launch* x = push_kernel(l, fast ? RLX_CUDA_FN_EW_F32 : ew_fits_32(&p) ? RLX_CUDA_FN_EW_GENERIC32
-                                                                         : RLX_CUDA_FN_EW_GENERIC, i, err);
+  int fast = ew_f32_ok(&p), width = fast ? 4 : ew_views_width(&p);
+  rlx_cuda_fn fn = fast ? RLX_CUDA_FN_EW_F32 : width == 4 ? RLX_CUDA_FN_EW_VIEWS4
+                   : width == 1 ? RLX_CUDA_FN_EW_VIEWS1 : ew_fits_32(&p) ? RLX_CUDA_FN_EW_GENERIC32
+                   : RLX_CUDA_FN_EW_GENERIC;
+  rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.ew = p;
-  x->grid[0] = grid_for(b, fast ? (p.n + 3) / 4 : p.n, 256);
+  x->grid[0] = grid_for(b, width ? (p.n + width - 1) / width : p.n, 256);
   return RLX_OK;
 }
 

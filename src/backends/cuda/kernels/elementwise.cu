@@ -109,6 +109,87 @@ extern "C" __global__ void rlx_ew_f32(char* arena, rlxk_ew p, rlxk_state* st) {
     o[i] = ew_f32_op(kind, op, a_vec ? a[i] : as, b_vec ? b[i] : bs);
 }
 
+/* ---------------------------------------------------------------- float fast path, any views */
+
+/* Copy / binary / unary over f32, f16 and bf16 views of any rank (dims
+ * already folded by the host), f32 arithmetic, 32-bit index math (the host
+ * checks every offset fits). Threads own V consecutive elements of the
+ * innermost dim; with V == 4 the host has checked that the inner extent is a
+ * multiple of 4, that the output and every operand stepping 1 along it are
+ * 4-element aligned in every row, and that the other operands step 0 (one
+ * value for the 4 lanes). Halves round to nearest even at the store, as the
+ * reference's stores do. */
+RLXK_DEV float4 ld4_f32(const char* b, int t, int32_t i, bool step1) {
+  if (!step1) {
+    float x = ld_f32(b, t, i);
+    return make_float4(x, x, x, x);
+  }
+  if (t == RLX_F32) return *(const float4*)((const float*)b + i);
+  uint2 u = *(const uint2*)(b + 2 * (int64_t)i); /* 4 halves: element i in the low bits */
+  if (t == RLX_BF16)
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+  float2 lo = __half22float2(*(const __half2*)&u.x), hi = __half22float2(*(const __half2*)&u.y);
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
+RLXK_DEV void st4_f32(char* b, int t, int32_t i, float4 v) {
+  if (t == RLX_F32) {
+    *(float4*)((float*)b + i) = v;
+    return;
+  }
+  uint2 u;
+  if (t == RLX_BF16) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    u.x = *(const uint32_t*)&lo;
+    u.y = *(const uint32_t*)&hi;
+  } else {
+    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+    u.x = *(const uint32_t*)&lo;
+    u.y = *(const uint32_t*)&hi;
+  }
+  *(uint2*)(b + 2 * (int64_t)i) = u;
+}
+
+RLXK_DEV float ew_float_op(int kind, int op, float a, float b) {
+  return kind == 0 ? a : kind == 1 ? rlx_binary_f32(op, a, b) : rlx_act_f32(op, a);
+}
+
+template <int V>
+__device__ void ew_views(char* arena, const rlxk_ew& p) {
+  const int last = p.rank - 1;
+  const int32_t inner = (int32_t)p.shape[last], per_row = inner / V;
+  const int64_t total = p.n / V;
+  char* o = atw(arena, p.ooff);
+  const char* in[2] = {at(arena, p.ioff[0]), at(arena, p.ioff[p.n_in > 1 ? 1 : 0])};
+  for (int64_t t = grid_index(); t < total; t += grid_stride()) {
+    int32_t row = (int32_t)(t / per_row), c = (int32_t)(t % per_row) * V;
+    int32_t oi = c * (int32_t)p.ostride[last];
+    int32_t ii[2] = {c * (int32_t)p.istride[0][last], c * (int32_t)p.istride[1][last]};
+    for (int d = last - 1; d >= 0; d--) { /* row -> outer dim indices */
+      int32_t s = (int32_t)p.shape[d], idx = row % s;
+      row /= s;
+      oi += idx * (int32_t)p.ostride[d];
+      ii[0] += idx * (int32_t)p.istride[0][d];
+      ii[1] += idx * (int32_t)p.istride[1][d];
+    }
+    if (V == 4) {
+      float4 a = ld4_f32(in[0], p.idt[0], ii[0], p.istride[0][last] != 0);
+      float4 b = p.n_in > 1 ? ld4_f32(in[1], p.idt[1], ii[1], p.istride[1][last] != 0) : a;
+      float4 r = make_float4(ew_float_op(p.kind, p.op, a.x, b.x), ew_float_op(p.kind, p.op, a.y, b.y),
+                             ew_float_op(p.kind, p.op, a.z, b.z), ew_float_op(p.kind, p.op, a.w, b.w));
+      st4_f32(o, p.odt, oi, r);
+    } else {
+      float a = ld_f32(in[0], p.idt[0], ii[0]);
+      float b = p.n_in > 1 ? ld_f32(in[1], p.idt[1], ii[1]) : a;
+      st_f32(o, p.odt, oi, ew_float_op(p.kind, p.op, a, b));
+    }
+  }
+}
+
+extern "C" __global__ void rlx_ew_views4(char* arena, rlxk_ew p, rlxk_state* st) { ew_views<4>(arena, p); }
+extern "C" __global__ void rlx_ew_views1(char* arena, rlxk_ew p, rlxk_state* st) { ew_views<1>(arena, p); }
+
 /* ---------------------------------------------------------------- debug: finite check */
 
 /* p describes one output view (ostride/shape/odt); op = output slot. */

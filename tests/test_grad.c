@@ -132,6 +132,21 @@ BUILD(b_matmul_t) {
   (void)c;
   return rlx_graph_add_matmul(g, in[0], in[1], 1, 1, y);
 }
+/* Three windows of x's dim 1 (c->kind 0: [0,2) [3,5) [5,7), a gap at 2;
+ * 1: [0,2) [1,3) [5,7), two overlapping), combined a*b + c: the sweep
+ * joins disjoint windows' cotangents into one Concat. */
+BUILD(b_narrow_windows) {
+  static const int64_t starts[2][3] = {{0, 3, 5}, {0, 1, 5}};
+  rlx_tensor w[3];
+  for (int i = 0; i < 3; i++)
+    RLX_RETURN_IF_ERROR(rlx_graph_add_narrow(g, in[0], 1, starts[c->kind][i], 2, &w[i]));
+  RLX_RETURN_IF_ERROR(rlx_graph_add_binary(g, RLX_BIN_MUL, w[0], w[1], &w[0]));
+  return rlx_graph_add_binary(g, RLX_BIN_ADD, w[0], w[2], y);
+}
+BUILD(b_matmul_tb) {
+  (void)c;
+  return rlx_graph_add_matmul(g, in[0], in[1], 0, 1, y);
+}
 BUILD(b_matmul_ta) {
   (void)c;
   return rlx_graph_add_matmul(g, in[0], in[1], 1, 0, y);
@@ -373,6 +388,14 @@ static const grad_case cases[] = {
      0, 0},
     {"matmul_batch_broadcast", RLX_OP_MATMUL, -1, b_matmul_ta,
      {F(-1, 1, 2, 1, 3, 2), F(-1, 1, 3, 3, 4)}, 0, 0, 0, 0},
+    {"narrow_windows_disjoint", RLX_OP_NARROW, 0, b_narrow_windows, {F(-1, 1, 2, 7, 3)}, 0, 0, 0,
+     0},
+    {"narrow_windows_overlap", RLX_OP_NARROW, 1, b_narrow_windows, {F(-1, 1, 2, 7, 3)}, 0, 0, 0, 0},
+    /* a weight shared by every batch: its gradient folds the batch into rows */
+    {"matmul_shared_weight", RLX_OP_MATMUL, -1, b_matmul, {F(-1, 1, 2, 3, 4), F(-1, 1, 4, 5)}, 0,
+     0, 0, 0},
+    {"matmul_shared_weight_tb", RLX_OP_MATMUL, -1, b_matmul_tb,
+     {F(-1, 1, 2, 2, 3, 4), F(-1, 1, 5, 4)}, 0, 0, 0, 0},
     {"fused_matmul_bias_gelu", RLX_OP_FUSED_MATMUL_BIAS_ACT, RLX_ACT_GELU_APPROX, b_fused_mm,
      {F(-1, 1, 2, 3), F(-1, 1, 4, 3), F(-1, 1, 4)}, 0, 0, 0, 0},
     {"fused_matmul_bias_relu", RLX_OP_FUSED_MATMUL_BIAS_ACT, RLX_ACT_RELU, b_fused_mm,

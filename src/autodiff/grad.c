@@ -93,12 +93,27 @@ rlx_status rlx_grad_mask(rlx_graph* g, rlx_tensor cond, rlx_tensor a, rlx_tensor
 
 /* ------------------------------------------------------------------ the sweep */
 
+/* The cotangent of a Narrow's window, held back until its source value's
+ * cotangent is needed: windows of one value along one axis (the q / k / v
+ * slices of a packed projection) then become one Concat of their
+ * cotangents and zero gaps, instead of each a zero-padded copy of the whole
+ * value, summed. */
+typedef struct narrow_piece {
+  rlx_tensor dy;
+  int64_t start, len;
+  int32_t axis;
+  int32_t next; /* the value's next piece (-1: none) */
+} narrow_piece;
+
 typedef struct sweep {
   rlx_grad_ctx c;
   uint8_t* needs;
   uint8_t* live;  /* per node of the forward graph: an ancestor of the loss */
   rlx_tensor* ct; /* per forward value: its summed cotangent (RLX_NONE: zero) */
   int32_t n_nodes;
+  int32_t* first_piece; /* per forward value: its held Narrow windows (-1: none) */
+  narrow_piece* pieces;
+  int32_t n_pieces, cap_pieces;
 } sweep;
 
 /* A value a gradient can flow into: float, and computed from a wrt. */
@@ -144,6 +159,95 @@ static rlx_status accumulate(sweep* s, rlx_tensor t, rlx_tensor d) {
   return rlx_graph_add_binary(g, RLX_BIN_ADD, s->ct[t], d, &s->ct[t]);
 }
 
+/* Holds back the cotangent of Narrow node n when its window is static. */
+static int hold_narrow(sweep* s, const rlx_node* n, rlx_tensor dy, rlx_status* st) {
+  const rlx_type* xt = &s->c.g->values[n->in[0]].type;
+  if (n->op != RLX_OP_NARROW || dy == RLX_NONE || n->a.start < 0 || n->a.len < 0 ||
+      xt->shape[n->a.axis] < 0 || !rlx_grad_wants(&s->c, n, 0))
+    return 0;
+  if (s->n_pieces == s->cap_pieces) {
+    int32_t cap = s->cap_pieces ? 2 * s->cap_pieces : 64;
+    narrow_piece* p = realloc(s->pieces, sizeof *p * (size_t)cap);
+    if (!p) {
+      *st = rlx_fail(&s->c.g->err, RLX_RESOURCE_EXHAUSTED, "grad: out of host memory");
+      return 1;
+    }
+    s->pieces = p;
+    s->cap_pieces = cap;
+  }
+  rlx_tensor x = n->in[0];
+  s->pieces[s->n_pieces] = (narrow_piece){dy, n->a.start, n->a.len, n->a.axis, s->first_piece[x]};
+  s->first_piece[x] = s->n_pieces++;
+  *st = RLX_OK;
+  return 1;
+}
+
+/* One cotangent of x's type from windows sorted by start, disjoint, all
+ * along `axis`: their cotangents with zero slabs in the gaps, concatenated. */
+static rlx_status windows_concat(sweep* s, rlx_tensor x, const narrow_piece* const* w, int32_t n,
+                                 rlx_tensor* out) {
+  rlx_graph* g = s->c.g;
+  rlx_type xt = g->values[x].type;
+  int32_t axis = w[0]->axis, k = 0;
+  rlx_tensor parts[RLX_MAX_INPUTS];
+  int64_t at = 0;
+  for (int32_t i = 0; i <= n; i++) {
+    int64_t next = i < n ? w[i]->start : xt.shape[axis];
+    if (next > at) { /* a gap no window covers */
+      rlx_type z = xt;
+      z.shape[axis] = next - at;
+      RLX_RETURN_IF_ERROR(rlx_grad_zeros(g, &z, &parts[k++]));
+    }
+    if (i < n) {
+      parts[k++] = w[i]->dy;
+      at = w[i]->start + w[i]->len;
+    }
+  }
+  if (k == 1) {
+    *out = parts[0];
+    return RLX_OK;
+  }
+  return rlx_graph_add_concat(g, parts, k, axis, out);
+}
+
+/* Turns x's held windows into cotangent contributions: one Concat when
+ * they share an axis and do not overlap (at most RLX_MAX_INPUTS / 2 of
+ * them), else one zero-padded Concat each. */
+static rlx_status release_windows(sweep* s, rlx_tensor x) {
+  enum { MAX_WINDOWS = RLX_MAX_INPUTS / 2 - 1 };
+  const narrow_piece* w[MAX_WINDOWS];
+  int32_t n = 0, together = 1;
+  for (int32_t p = s->first_piece[x]; p >= 0; p = s->pieces[p].next) {
+    if (n == MAX_WINDOWS) {
+      together = 0;
+      break;
+    }
+    const narrow_piece* q = &s->pieces[p];
+    int32_t j = n++; /* insertion sort by start */
+    while (j > 0 && w[j - 1]->start > q->start) {
+      w[j] = w[j - 1];
+      j--;
+    }
+    w[j] = q;
+    together &= q->axis == s->pieces[s->first_piece[x]].axis;
+  }
+  for (int32_t i = 1; i < n && together; i++)
+    together = w[i - 1]->start + w[i - 1]->len <= w[i]->start;
+  rlx_tensor d;
+  if (together && n > 0) {
+    RLX_RETURN_IF_ERROR(windows_concat(s, x, w, n, &d));
+    RLX_RETURN_IF_ERROR(accumulate(s, x, d));
+  } else {
+    for (int32_t p = s->first_piece[x]; p >= 0; p = s->pieces[p].next) {
+      const narrow_piece* one = &s->pieces[p];
+      RLX_RETURN_IF_ERROR(windows_concat(s, x, &one, 1, &d));
+      RLX_RETURN_IF_ERROR(accumulate(s, x, d));
+    }
+  }
+  s->first_piece[x] = -1;
+  return RLX_OK;
+}
+
 /* Prefixes the rule's failure with the node it was differentiating. */
 static rlx_status rule_failed(sweep* s, int32_t k, rlx_status st) {
   rlx_graph* g = s->c.g;
@@ -159,6 +263,7 @@ static rlx_status visit(sweep* s, int32_t k) {
   rlx_node n = g->nodes[k]; /* a copy: rules grow g->nodes */
   rlx_tensor dy[RLX_MAX_OUTPUTS], dx[RLX_MAX_INPUTS];
   int any_out = 0, any_in = 0;
+  for (int32_t o = 0; o < n.n_out; o++) RLX_RETURN_IF_ERROR(release_windows(s, n.out[o]));
   for (int32_t o = 0; o < n.n_out; o++) {
     dy[o] = s->ct[n.out[o]];
     any_out |= dy[o] != RLX_NONE;
@@ -168,6 +273,8 @@ static rlx_status visit(sweep* s, int32_t k) {
     any_in |= rlx_grad_wants(&s->c, &n, i);
   }
   if (!any_out || !any_in) return RLX_OK;
+  rlx_status held;
+  if (hold_narrow(s, &n, dy[0], &held)) return held;
   rlx_grad_rule rule = rlx_grad_rules[n.op];
   if (!rule) {
     char what[128];
@@ -242,6 +349,7 @@ static rlx_status sweep_run(sweep* s, rlx_tensor loss, const rlx_tensor* wrt, in
   for (int32_t k = g->values[loss].node; k >= 0; k--)
     if (s->live[k]) RLX_RETURN_IF_ERROR(visit(s, k));
   for (int32_t i = 0; i < n_wrt; i++) {
+    RLX_RETURN_IF_ERROR(release_windows(s, wrt[i]));
     out_grads[i] = s->ct[wrt[i]];
     if (out_grads[i] == RLX_NONE) {
       rlx_type t = g->values[wrt[i]].type;
@@ -262,9 +370,13 @@ rlx_status rlx_graph_grad(rlx_graph* g, rlx_tensor loss, const rlx_tensor* wrt, 
   s.needs = calloc((size_t)g->n_values + 1, 1);
   s.live = calloc((size_t)g->n_nodes + 1, 1);
   s.ct = malloc(sizeof(rlx_tensor) * ((size_t)g->n_values + 1));
+  s.first_piece = malloc(sizeof(int32_t) * ((size_t)g->n_values + 1));
   rlx_status st = RLX_RESOURCE_EXHAUSTED;
-  if (s.needs && s.live && s.ct) {
-    for (int32_t v = 0; v < g->n_values; v++) s.ct[v] = RLX_NONE;
+  if (s.needs && s.live && s.ct && s.first_piece) {
+    for (int32_t v = 0; v < g->n_values; v++) {
+      s.ct[v] = RLX_NONE;
+      s.first_piece[v] = -1;
+    }
     s.c.needs = s.needs;
     st = sweep_run(&s, loss, wrt, n_wrt, seed, out_grads);
   } else {
@@ -273,5 +385,7 @@ rlx_status rlx_graph_grad(rlx_graph* g, rlx_tensor loss, const rlx_tensor* wrt, 
   free(s.needs);
   free(s.live);
   free(s.ct);
+  free(s.first_piece);
+  free(s.pieces);
   return st;
 }

@@ -20,6 +20,30 @@ static rlx_status sub(rlx_graph* g, rlx_tensor a, rlx_tensor b, rlx_tensor* o) {
 
 /* ------------------------------------------------------------------ matmul */
 
+/* t viewed as [rows, last dim]: every leading dim folded into the rows. */
+static rlx_status fold_rows(rlx_graph* g, rlx_tensor t, rlx_tensor* out) {
+  rlx_type ty = *rlx_tensor_type(g, t);
+  rlx_dim rows = 1, shape[2];
+  for (int32_t d = 0; d < ty.rank - 1; d++)
+    RLX_RETURN_IF_ERROR(rlx_graph_dim_expr(g, RLX_DIM_MUL, rows, ty.shape[d], &rows));
+  shape[0] = rows;
+  shape[1] = ty.shape[ty.rank - 1];
+  return rlx_graph_add_reshape(g, t, shape, 2, out);
+}
+
+/* The gradient of a 2-D B shared by every batch of A (a [.., M, K] @ [K, N]
+ * weight, the linear layers' case): the batch dims fold into M, so it is
+ * one [K, rows] x [rows, N] product instead of a batched product summed over
+ * the batch afterwards (which also held the per-batch partial products). */
+static rlx_status shared_weight_grad(rlx_grad_ctx* c, const rlx_node* n, rlx_tensor a,
+                                     rlx_tensor d, rlx_tensor* db) {
+  rlx_tensor a2, d2;
+  TRY(fold_rows(c->g, a, &a2));
+  TRY(fold_rows(c->g, d, &d2));
+  if (!n->a.transpose_b) return rlx_graph_add_matmul(c->g, a2, d2, 1, 0, db); /* A^T dC */
+  return rlx_graph_add_matmul(c->g, d2, a2, 1, 0, db);                          /* dC^T A */
+}
+
 /* C = op(A) op(B): d op(A) = dC op(B)^T, d op(B) = op(A)^T dC, each
  * written so the transpose flags give the stored operand directly; batch
  * dims that broadcast are summed back. */
@@ -32,6 +56,8 @@ static rlx_status matmul_parts(rlx_grad_ctx* c, const rlx_node* n, rlx_tensor a,
     else TRY(rlx_graph_add_matmul(c->g, b, d, tb, 1, &t));
     TRY(rlx_grad_unbroadcast(c->g, t, T(a), da));
   }
+  if (rlx_grad_wants(c, n, 1) && T(b)->rank == 2 && T(a)->rank > 2 && !ta)
+    return shared_weight_grad(c, n, a, d, db);
   if (rlx_grad_wants(c, n, 1)) {
     if (!tb) TRY(rlx_graph_add_matmul(c->g, a, d, !ta, 0, &t));
     else TRY(rlx_graph_add_matmul(c->g, d, a, 1, ta, &t));

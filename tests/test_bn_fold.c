@@ -224,7 +224,90 @@ TEST(conv_epilogue_fuses_residual_and_activation) {
   check_epilogue(1);
 }
 
+/* x [2,3,4] @ w [4,5] + b [5] -> gelu_approx. export: 0 none, 1 the sum
+ * (the activation must stay: its input has a second reader), 2 the
+ * product (nothing fuses). */
+static rlx_graph* matmul_epilogue_graph(int export) {
+  rlx_graph* g = NULL;
+  OR_RETURN(NULL, "graph", rlx_graph_create(&g));
+  rlx_dim xs[3] = {2, 3, 4}, ws[2] = {4, 5}, bs[1] = {5};
+  rlx_tensor x, m, s, outs[2];
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_input(g, "x", RLX_F32, xs, 3, &x));
+  rlx_tensor w = constant(g, ws, 2, -1, 1), b = constant(g, bs, 1, -1, 1);
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_matmul(g, x, w, 0, 0, &m));
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_add_binary(g, RLX_BIN_ADD, m, b, &s));
+  OR_RETURN(NULL, rlx_graph_last_error(g),
+            rlx_graph_add_activation(g, RLX_ACT_GELU_APPROX, s, &outs[0]));
+  outs[1] = export == 1 ? s : m;
+  OR_RETURN(NULL, rlx_graph_last_error(g), rlx_graph_set_outputs(g, outs, export ? 2 : 1));
+  return g;
+}
+
+/* Output 0 of g for x [2,3,4] on the CPU reference, the compiler's own
+ * matmul fusion off (so an unfused graph runs unfused). */
+static double* run_matmul_graph(rlx_graph* g, const float* x, int64_t* n) {
+  setenv("RLX_NO_MATMUL_FUSION", "1", 1);
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.reference = 1;
+  rlx_exec* e = test_compile_on(g, "cpu", &o);
+  unsetenv("RLX_NO_MATMUL_FUSION");
+  if (!e) return NULL;
+  rlx_dim xs[3] = {2, 3, 4};
+  double* out = NULL;
+  if (rlx_exec_set_input(e, "x", RLX_F32, xs, 3, x, sizeof(float) * 24) == RLX_OK &&
+      rlx_exec_run(e) == RLX_OK)
+    out = test_read_output_f64(e, 0, n);
+  rlx_exec_destroy(e);
+  return out;
+}
+
+static void check_matmul_epilogue(int export, int want_fused_ops, int want_act) {
+  test_seed(7);
+  rlx_graph* g = matmul_epilogue_graph(export);
+  rlx_graph* fused = NULL;
+  int32_t n_fused = -1;
+  CHECK(g != NULL);
+  if (!g) return;
+  CHECK_OK_G(g, rlx_fuse_epilogues(g, RLX_EPILOGUE_MATMUL, &fused, &n_fused));
+  if (!fused) {
+    rlx_graph_destroy(g);
+    return;
+  }
+  CHECK_MSG(count_op(fused, RLX_OP_FUSED_MATMUL_BIAS_ACT) == want_fused_ops &&
+                count_op(fused, RLX_OP_ACTIVATION) == !want_act &&
+                count_op(fused, RLX_OP_MATMUL) == !want_fused_ops,
+            "export=%d: %d fused matmuls, %d activations", export,
+            count_op(fused, RLX_OP_FUSED_MATMUL_BIAS_ACT), count_op(fused, RLX_OP_ACTIVATION));
+  for (int32_t i = 0; i < fused->n_nodes && want_act; i++)
+    if (fused->nodes[i].op == RLX_OP_FUSED_MATMUL_BIAS_ACT)
+      CHECK(fused->nodes[i].a.act == RLX_ACT_GELU_APPROX);
+  float x[24];
+  test_fill_f32(x, 24, -2, 2);
+  int64_t n1 = 0, n2 = 0;
+  double* got = run_matmul_graph(fused, x, &n1);
+  double* want = run_matmul_graph(g, x, &n2);
+  CHECK(got && want && n1 == 30 && n1 == n2);
+  if (got && want && n1 == n2)
+    CHECK_MSG(test_rel_l2(got, want, n1) <= 1e-6, "fused vs unfused rel err %g",
+              test_rel_l2(got, want, n1));
+  free(got);
+  free(want);
+  rlx_graph_destroy(fused);
+  rlx_graph_destroy(g);
+}
+
+/* MatMul -> bias Add -> activation becomes one FUSED_MATMUL_BIAS_ACT; a
+ * sum read elsewhere keeps its activation apart; an exported product
+ * fuses nothing. */
+TEST(matmul_epilogue_fuses_bias_and_activation) {
+  check_matmul_epilogue(0, 1, 1);
+  check_matmul_epilogue(1, 1, 0);
+  check_matmul_epilogue(2, 0, 0);
+}
+
 int main(void) {
+  RUN(matmul_epilogue_fuses_bias_and_activation);
   RUN(conv_bn_folds_to_one_conv);
   RUN(conv_epilogue_fuses_residual_and_activation);
   RUN(unfoldable_pairs_keep_their_batch_norm);

@@ -187,12 +187,27 @@ static int same_type(const rlx_type* a, const rlx_type* b) {
  * *tail = the Add (-1: none) and the last node absorbed, *residual = the
  * Add's other operand (RLX_NONE: none), *act = the activation kind. Returns
  * 1 when something was absorbed. */
+/* What an Add may bring into node c's epilogue: a conv takes a residual
+ * of its output's exact type, a matmul a bias vector [N] over its last dim. */
+static int epilogue_operand_fits(const rlx_node* c, const rlx_type* other, const rlx_type* yt) {
+  if (c->op != RLX_OP_MATMUL) return same_type(other, yt);
+  return other->rank == 1 && other->dtype == yt->dtype && other->shape[0] >= 0 &&
+         other->shape[0] == yt->shape[yt->rank - 1];
+}
+
+/* Nodes an epilogue may be fused into (kinds: RLX_EPILOGUE_* bits):
+ * matmuls, and convs without an activation or residual yet. */
+static int takes_epilogue(const rlx_node* c, int kinds) {
+  if (c->op == RLX_OP_MATMUL) return (kinds & RLX_EPILOGUE_MATMUL) != 0;
+  return (kinds & RLX_EPILOGUE_CONV) && (c->op == RLX_OP_CONV || c->op == RLX_OP_CONV_TRANSPOSE) &&
+         c->a.act == RLX_ACT_NONE && (c->n_in < 4 || c->in[3] == RLX_NONE);
+}
+
 static int absorb_epilogue(const rlx_graph* g, const int32_t* readers, const int32_t* head_of,
                            int32_t ci, int32_t* add_node, int32_t* tail, rlx_tensor* residual,
-                           int32_t* act) {
+                           int32_t* act, int kinds) {
   const rlx_node* c = &g->nodes[ci];
-  int fresh = c->a.act == RLX_ACT_NONE && (c->n_in < 4 || c->in[3] == RLX_NONE);
-  if ((c->op != RLX_OP_CONV && c->op != RLX_OP_CONV_TRANSPOSE) || !fresh) return 0;
+  if (!takes_epilogue(c, kinds)) return 0;
   const rlx_type* yt = rlx_tensor_type(g, c->out[0]);
   rlx_tensor cur = c->out[0];
   int32_t last = ci, r = only_reader(g, readers, cur);
@@ -200,7 +215,7 @@ static int absorb_epilogue(const rlx_graph* g, const int32_t* readers, const int
   if (r >= 0 && head_of[r] < 0 && g->nodes[r].op == RLX_OP_BINARY && g->nodes[r].a.kind == RLX_BIN_ADD) {
     const rlx_node* add = &g->nodes[r];
     rlx_tensor other = add->in[0] == cur ? add->in[1] : add->in[0];
-    if (other != cur && same_type(rlx_tensor_type(g, other), yt) &&
+    if (other != cur && epilogue_operand_fits(c, rlx_tensor_type(g, other), yt) &&
         same_type(rlx_tensor_type(g, add->out[0]), yt)) {
       *residual = other;
       *add_node = r;
@@ -227,8 +242,14 @@ static rlx_status emit_fused_conv(rlx_graph* dst, const rlx_graph* g, rlx_tensor
   a.act = act;
   rlx_tensor in[4] = {RLX_NONE, RLX_NONE, RLX_NONE, RLX_NONE}, y;
   for (int32_t k = 0; k < c->n_in && k < 3; k++) in[k] = c->in[k] < 0 ? RLX_NONE : map[c->in[k]];
-  in[3] = residual == RLX_NONE ? RLX_NONE : map[residual];
-  RLX_RETURN_IF_ERROR(rlx_graph_add_node(dst, c->op, &a, in, 4, &y));
+  rlx_tensor extra = residual == RLX_NONE ? RLX_NONE : map[residual];
+  if (c->op == RLX_OP_MATMUL) { /* act(a @ b + bias): the fused matmul op */
+    in[2] = extra;
+    RLX_RETURN_IF_ERROR(rlx_graph_add_node(dst, RLX_OP_FUSED_MATMUL_BIAS_ACT, &a, in, 3, &y));
+  } else {
+    in[3] = extra;
+    RLX_RETURN_IF_ERROR(rlx_graph_add_node(dst, c->op, &a, in, 4, &y));
+  }
   const rlx_node* t = &g->nodes[tail];
   map[t->out[0]] = y;
   if (t->label) RLX_RETURN_IF_ERROR(rlx_graph_set_name(dst, y, t->label));
@@ -249,6 +270,10 @@ static rlx_status fuse_into(const rlx_graph* g, rlx_graph* dst, rlx_tensor* map,
 }
 
 rlx_status rlx_fuse_conv_epilogues(rlx_graph* g, rlx_graph** out, int32_t* out_fused) {
+  return rlx_fuse_epilogues(g, RLX_EPILOGUE_CONV, out, out_fused);
+}
+
+rlx_status rlx_fuse_epilogues(rlx_graph* g, int kinds, rlx_graph** out, int32_t* out_fused) {
   if (!g || !out) return RLX_INVALID_ARGUMENT;
   *out = NULL;
   size_t nn = (size_t)g->n_nodes + 1;
@@ -264,7 +289,7 @@ rlx_status rlx_fuse_conv_epilogues(rlx_graph* g, rlx_graph** out, int32_t* out_f
     res[i] = RLX_NONE;
     act[i] = RLX_ACT_NONE;
     int32_t add = -1;
-    if (!absorb_epilogue(g, readers, head_of, i, &add, &tail[i], &res[i], &act[i])) continue;
+    if (!absorb_epilogue(g, readers, head_of, i, &add, &tail[i], &res[i], &act[i], kinds)) continue;
     fused++;
     head_of[i] = head_of[tail[i]] = i;
     if (add >= 0) head_of[add] = i;
@@ -272,7 +297,7 @@ rlx_status rlx_fuse_conv_epilogues(rlx_graph* g, rlx_graph** out, int32_t* out_f
   if (s == RLX_OK) s = rlx_graph_create(out);
   if (s == RLX_OK) s = fuse_into(g, *out, map, head_of, tail, res, act);
   if (s != RLX_OK) {
-    rlx_fail(&g->err, s, "conv epilogue fusion: %s",
+    rlx_fail(&g->err, s, "epilogue fusion: %s",
              *out && (*out)->err.msg[0] ? (*out)->err.msg : "out of host memory");
     rlx_graph_destroy(*out);
     *out = NULL;

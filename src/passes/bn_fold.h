@@ -30,6 +30,15 @@ rlx_status rlx_fold_batch_norm(rlx_graph* g, rlx_graph** out, int32_t* out_folde
  * after the BatchNorm fold. *out_fused (may be NULL): convs that absorbed
  * something. */
 rlx_status rlx_fuse_conv_epilogues(rlx_graph* g, rlx_graph** out, int32_t* out_fused);
+/* The same for the node kinds named (RLX_EPILOGUE_* bits); with
+ * RLX_EPILOGUE_MATMUL, MATMUL -> [Add of a bias vector
+ * [N] over the last dim] -> [Activation] becomes FUSED_MATMUL_BIAS_ACT
+ * (cuBLASLt's bias / GELU / ReLU epilogues on CUDA; decompose.c expands it
+ * where a backend has no fused matmul). In training graphs the Add's sum
+ * usually has other readers (the activation's gradient), so only the bias
+ * is absorbed there. */
+enum { RLX_EPILOGUE_CONV = 1, RLX_EPILOGUE_MATMUL = 2 };
+rlx_status rlx_fuse_epilogues(rlx_graph* g, int kinds, rlx_graph** out, int32_t* out_fused);
 
 /* Shared by the rewrites above: copy node n of a source graph into dst
  * with its inputs renamed through map (source value -> dst value; its

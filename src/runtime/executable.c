@@ -207,6 +207,20 @@ static rlx_status apply_pass(graph_pass pass, rlx_graph** g, const rlx_graph* ke
   return RLX_OK;
 }
 
+/* Conv / matmul epilogues fused (bn_fold.h); like apply_pass, *g is
+ * replaced. */
+static rlx_status apply_epilogues(int kinds, rlx_graph** g, rlx_graph* spec) {
+  rlx_graph* next = NULL;
+  rlx_status s = rlx_fuse_epilogues(*g, kinds, &next, NULL);
+  if (s != RLX_OK) {
+    if (*g != spec) spec->err = (*g)->err;
+    return s;
+  }
+  if (*g != spec) rlx_graph_destroy(*g);
+  *g = next;
+  return RLX_OK;
+}
+
 /* The graph computed in the reduced dtype the options ask for
  * (precision.h); like apply_pass, *g is replaced. */
 static rlx_status apply_precision(const rlx_exec* e, rlx_graph** g, rlx_graph* spec) {
@@ -232,8 +246,10 @@ static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_gra
   rlx_status s = RLX_OK;
   if (has_op(spec, RLX_OP_BATCH_NORM)) s = apply_pass(rlx_fold_batch_norm, &g, spec, spec);
   int convs = has_op(g, RLX_OP_CONV) || has_op(g, RLX_OP_CONV_TRANSPOSE);
-  if (s == RLX_OK && convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION))
-    s = apply_pass(rlx_fuse_conv_epilogues, &g, spec, spec);
+  int kinds = (convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION) ? RLX_EPILOGUE_CONV : 0) |
+              (has_op(g, RLX_OP_MATMUL) && !rlx_env_flag(RLX_ENV_NO_MATMUL_FUSION)
+                   ? RLX_EPILOGUE_MATMUL : 0);
+  if (s == RLX_OK && kinds) s = apply_epilogues(kinds, &g, spec);
   if (s == RLX_OK && convs && e->opt.channels_last)
     s = apply_pass(rlx_layout_channels_last, &g, spec, spec);
   if (s == RLX_OK && e->opt.precision != RLX_PRECISION_DEFAULT)

@@ -146,6 +146,7 @@ typedef struct rlx_lt_api {
   X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)                                                    \
   X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \
   X(XENT_BACKWARD, rlx_xent_backward, train) X(GATHER_BWD, rlx_gather_bwd, train)              \
+  X(GATHER_BWD_SORTED, rlx_gather_bwd_sorted, train)                                          \
   X(OPT_UPDATE, rlx_opt_update, train)
 
 typedef enum rlx_cuda_fn {

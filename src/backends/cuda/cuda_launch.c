@@ -415,11 +415,21 @@ static rlx_status build_gather_backward(const rlx_cuda_build* b, const rlx_step*
   p.odt = s->out[0].dtype;
   p.step = i;
   if (s->work.items == 0 || p.inner == 0) return RLX_OK;
-  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_GATHER_BWD, i, err);
+  /* One index list no longer than the sorted kernel's shared key array
+   * (8192, positions in 13 bits): blocks of ~64 rows find their hits
+   * once (rlx_gather_bwd_sorted); else every row scans the indices
+   * (rlx_gather_bwd). */
+  int sorted = p.outer == 1 && p.n_idx <= 8192;
+  rlx_launch* x = push_kernel(l, sorted ? RLX_CUDA_FN_GATHER_BWD_SORTED : RLX_CUDA_FN_GATHER_BWD, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.gather = p;
   x->block = 256;
-  x->grid[0] = rows_grid(s->work.items);
+  if (sorted) {
+    int64_t blocks = (p.axis_len + 63) / 64;
+    x->grid[0] = (unsigned)(blocks < 65535 ? blocks : 65535);
+  } else {
+    x->grid[0] = rows_grid(s->work.items);
+  }
   return RLX_OK;
 }
 

@@ -154,6 +154,87 @@ extern "C" __global__ void rlx_gather_bwd(char* arena, rlxk_gather p, rlxk_state
   }
 }
 
+/* Gather backward for one index list (outer == 1, an embedding), n_idx <=
+ * GATHER_BWD_MAX_HITS: block b owns output rows [b R, b R + R) and finds
+ * their hits in one pass over the indices, as keys (row - first row) << 13
+ * | position in shared memory; a bitonic sort orders them by row, then by
+ * position; each warp then writes whole rows: the dy rows of the row's hits
+ * summed in position order (the order rlx_gather_bwd sums in, so both give
+ * the same bits), zeros where no index hit. One read of the indices per
+ * block instead of per row; the output is written once. */
+#define GATHER_BWD_MAX_HITS 8192
+#define GATHER_BWD_POS_BITS 13
+
+RLXK_DEV void bitonic_sort_shared(uint32_t* keys, int n) {
+  int size = 1;
+  while (size < n) size <<= 1;
+  for (int i = n + threadIdx.x; i < size; i += blockDim.x) keys[i] = 0xffffffffu; /* pad last */
+  __syncthreads();
+  for (int k = 2; k <= size; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < size; i += blockDim.x) {
+        int partner = i ^ j;
+        if (partner > i) {
+          bool up = (i & k) == 0;
+          uint32_t a = keys[i], b = keys[partner];
+          if ((a > b) == up) {
+            keys[i] = b;
+            keys[partner] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+}
+
+/* First k in [0, n) with keys[k] >= want (keys sorted). */
+RLXK_DEV int lower_bound_shared(const uint32_t* keys, int n, uint32_t want) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    if (keys[mid] < want) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+extern "C" __global__ void rlx_gather_bwd_sorted(char* arena, rlxk_gather p, rlxk_state* st) {
+  __shared__ uint32_t keys[GATHER_BWD_MAX_HITS];
+  __shared__ int n_hits;
+  const char* dy = at(arena, p.doff);
+  const char* idx = at(arena, p.ioff);
+  char* o = atw(arena, p.ooff);
+  const int64_t rows_per_block = (p.axis_len + gridDim.x - 1) / gridDim.x;
+  const int64_t r0 = blockIdx.x * rows_per_block;
+  const int64_t r1 = min(r0 + rows_per_block, p.axis_len);
+  if (threadIdx.x == 0) n_hits = 0;
+  __syncthreads();
+  for (int64_t q = threadIdx.x; q < p.n_idx; q += blockDim.x) {
+    int64_t raw = ld_i64(idx, p.idt, q), v = raw < 0 ? raw + p.axis_len : raw;
+    if (v < 0 || v >= p.axis_len) {
+      if (blockIdx.x == 0) report_error(st, p.step, RLXK_ERR_GATHER, raw, p.axis_len);
+      continue;
+    }
+    if (v >= r0 && v < r1)
+      keys[atomicAdd(&n_hits, 1)] = (uint32_t)((v - r0) << GATHER_BWD_POS_BITS) | (uint32_t)q;
+  }
+  __syncthreads();
+  const int n = n_hits;
+  bitonic_sort_shared(keys, n);
+  const uint32_t pos_mask = (1u << GATHER_BWD_POS_BITS) - 1u;
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (int64_t r = r0 + (threadIdx.x >> 5); r < r1; r += warps) {
+    uint32_t local = (uint32_t)(r - r0);
+    int lo = lower_bound_shared(keys, n, local << GATHER_BWD_POS_BITS);
+    int hi = lower_bound_shared(keys, n, (local + 1) << GATHER_BWD_POS_BITS);
+    for (int64_t j = lane; j < p.inner; j += 32) {
+      float acc = 0.0f;
+      for (int k = lo; k < hi; k++) acc += ld_f32(dy, p.ddt, (int64_t)(keys[k] & pos_mask) * p.inner + j);
+      st_f32(o, p.odt, r * p.inner + j, acc);
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- optimizer updates */
 
 RLXK_DEV float ld_in(const char* arena, const rlxk_opt& p, int slot, int64_t e) {

@@ -66,6 +66,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     for p in f32 tf32 bf16; do
       timeout 240 $B/train_gpt2 --device cuda --precision "$p" | tee -a "$OUT/train.jsonl"
     done
+    # the vocabulary padded to a multiple of 64 (llm.c's 50304): how much the
+    # odd leading dim of the logits costs the GEMMs (a diagnostic row)
+    timeout 240 $B/train_gpt2 --device cuda --precision bf16 --vocab 50304 | tee -a "$OUT/train.jsonl"
   fi
   # Vulkan / WebGPU: GPT-2 124M's step, fewer timed steps
   for d in vulkan webgpu; do
@@ -95,7 +98,7 @@ if [ "${PROFILE:-0}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
   stage "where the GPT-2 step's time goes (RLX_CUDA_PROFILE)"
   for p in ${PROFILE_PRECISIONS:-f32 bf16}; do
     echo "-- precision $p"
-    RLX_CUDA_PROFILE=1 timeout 200 $B/train_gpt2 --device cuda --precision "$p" --steps 2 --warmup 1 2>&1 | tail -60
+    RLX_CUDA_PROFILE=2 timeout 200 $B/train_gpt2 --device cuda --precision "$p" --steps 2 --warmup 1 2>&1 | tail -60
   done
 fi
 

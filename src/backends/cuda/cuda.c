@@ -31,6 +31,13 @@
 #define STAGING_BYTES ((size_t)8 << 20)
 #define WORKSPACE_BYTES ((size_t)32 << 20)
 #define PROF_SLOTS (RLX_CUDA_FN_COUNT + 4) /* kernels, cuBLASLt, copies, host steps, cuDNN */
+#define PROF_GEMMS 64
+
+typedef struct prof_gemm {
+  char what[96]; /* rlx_cuda_mm_plan_what */
+  double ms, flops;
+  int64_t calls;
+} prof_gemm;
 
 /* Stream assignment and cross-stream waits, per step. */
 typedef struct schedule {
@@ -80,6 +87,8 @@ struct rlx_backend_exec {
   double prof_ms[PROF_SLOTS];
   int64_t prof_calls[PROF_SLOTS];
   int64_t prof_runs;
+  prof_gemm gemms[PROF_GEMMS]; /* RLX_CUDA_PROFILE=2: cuBLASLt time per GEMM shape */
+  int32_t n_gemms;
 };
 
 /* ------------------------------------------------------------------ profile */
@@ -114,6 +123,8 @@ static rlx_status prof_reserve(rlx_backend_exec* be, int32_t n, rlx_error* err) 
   return RLX_OK;
 }
 
+static void prof_gemm_add(rlx_backend_exec* be, const rlx_launch* x, float ms);
+
 /* After a synchronised profiled run: launch i took ev[i] -> ev[i + 1]. */
 static void prof_collect(rlx_backend_exec* be, const program* pr) {
   for (int32_t i = 0; i < pr->launches.n && i + 1 < be->prof_n; i++) {
@@ -122,8 +133,34 @@ static void prof_collect(rlx_backend_exec* be, const program* pr) {
     int k = prof_slot(&pr->launches.v[i]);
     be->prof_ms[k] += ms;
     be->prof_calls[k]++;
+    if (be->profile >= 2 && pr->launches.v[i].kind == RLX_LAUNCH_LT) prof_gemm_add(be, &pr->launches.v[i], ms);
   }
   be->prof_runs++;
+}
+
+static void prof_gemm_add(rlx_backend_exec* be, const rlx_launch* x, float ms) {
+  double flops = 0;
+  const char* what = rlx_cuda_mm_plan_what(x->plan, &flops);
+  int32_t k = 0;
+  while (k < be->n_gemms && strcmp(be->gemms[k].what, what)) k++;
+  if (k == be->n_gemms) {
+    if (k == PROF_GEMMS) return;
+    snprintf(be->gemms[k].what, sizeof be->gemms[k].what, "%s", what);
+    be->gemms[k].flops = flops;
+    be->n_gemms++;
+  }
+  be->gemms[k].ms += ms;
+  be->gemms[k].calls++;
+}
+
+static void prof_print_gemms(const rlx_backend_exec* be) {
+  if (be->n_gemms) fprintf(stderr, "  cuBLASLt by shape (dtype MxNxK, lt ops, alignments A/B/C bytes):\n");
+  for (int32_t k = 0; k < be->n_gemms; k++) {
+    const prof_gemm* q = &be->gemms[k];
+    fprintf(stderr, "    %-44s %9.4f ms/run %6.1f calls/run %8.2f us each %7.1f TFLOP/s\n", q->what,
+            q->ms / (double)be->prof_runs, (double)q->calls / (double)be->prof_runs,
+            1e3 * q->ms / (double)q->calls, q->flops * (double)q->calls / (q->ms * 1e-3) / 1e12);
+  }
 }
 
 static void prof_print(const rlx_backend_exec* be) {
@@ -138,6 +175,7 @@ static void prof_print(const rlx_backend_exec* be) {
       fprintf(stderr, "  %-24s %9.4f ms/run %5.1f%% %6.1f launches/run %8.2f us each\n", prof_names[k],
               be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
               1e3 * be->prof_ms[k] / (double)be->prof_calls[k]);
+  prof_print_gemms(be);
 }
 
 /* Benchmark hook: device time of the calling thread's last timed run. */
@@ -747,7 +785,7 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   if (be->n_streams < 1) be->n_streams = 1;
   if (be->n_streams > MAX_STREAMS) be->n_streams = MAX_STREAMS;
   be->use_graphs = rlx_env_int(RLX_ENV_CUDA_GRAPHS) != 0;
-  be->profile = rlx_env_int(RLX_ENV_CUDA_PROFILE) != 0;
+  be->profile = rlx_env_int(RLX_ENV_CUDA_PROFILE); /* 2: also GEMMs by shape */
   be->mirror.backend = "cuda";
   be->mirror.arena_bytes = arena_bytes;
   rlx_status s = create_resources(be, arena_bytes, err);

@@ -287,6 +287,9 @@ rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p
 void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p);
 /* Whether the plan applies bias/activation itself (else an epilogue kernel follows). */
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);
+/* The plan's dtype, M x N x K (batch folded), operand ops and alignments, as
+ * text (RLX_CUDA_PROFILE=2 groups GEMMs by it), and its flops. */
+const char* rlx_cuda_mm_plan_what(const rlx_cuda_mm_plan* p, double* flops);
 
 /* ------------------------------------------------------------------ cuDNN convolution */
 

@@ -27,6 +27,8 @@ struct rlx_cuda_mm_plan {
   double alpha64, beta64;
   float alpha32, beta32;
   int f64, fused;
+  char what[96]; /* "bf16 4096x768x2304 NT al16/16/16": RLX_CUDA_PROFILE=2's key */
+  double flops;
 };
 
 typedef struct lt_operand {
@@ -113,6 +115,11 @@ void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p) {
 }
 
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p) { return p->fused; }
+
+const char* rlx_cuda_mm_plan_what(const rlx_cuda_mm_plan* p, double* flops) {
+  *flops = p->flops;
+  return p->what;
+}
 
 static int pick_epilogue(const rlx_matmul_params* m, int64_t batch, cublasLtEpilogue_t* out) {
   if (batch > 1) return 0;
@@ -216,6 +223,12 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
     return RLX_OK;
   }
   p->algo = res.algo;
+  /* column-major roles: op(A) is our B, op(B) our A (see describe) */
+  snprintf(p->what, sizeof p->what, "%s %lldx%lldx%lld%s%s %c%c al%u/%u/%u%s",
+           rlx_dtype_name(at), (long long)M, (long long)m->N, (long long)m->K,
+           batch > 1 ? " batch " : "", batch > 1 ? "n" : "", B.op == CUBLAS_OP_N ? 'N' : 'T',
+           A.op == CUBLAS_OP_N ? 'N' : 'T', al_b, al_a, al_c, p->fused && m->has_bias ? " +bias" : "");
+  p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
   *out = p;
   return RLX_OK;
 fail:

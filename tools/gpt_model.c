@@ -419,23 +419,32 @@ static int64_t* config_field(gpt_config* c, const char* key) {
   return NULL;
 }
 
-int gpt_config_load(const char* path, gpt_config* c, char* err, size_t cap) {
-  FILE* f = fopen(path, "r");
-  if (!f) {
-    set_msg(err, cap, "%s: %s", path, strerror(errno));
-    return 1;
+/* The next line of text[*at, len) without its line ending into line (cap
+ * bytes, longer lines cut); 0 at the end of the text. */
+static int next_line(const char* text, size_t len, size_t* at, char* line, size_t cap) {
+  if (*at >= len) return 0;
+  size_t n = 0;
+  while (*at < len && text[*at] != '\n') {
+    if (text[*at] != '\r' && n + 1 < cap) line[n++] = text[*at];
+    (*at)++;
   }
+  if (*at < len) (*at)++; /* the newline */
+  line[n] = '\0';
+  return 1;
+}
+
+int gpt_config_parse(const char* text, size_t len, const char* name, gpt_config* c, char* err,
+                     size_t cap) {
   char line[256];
-  int rc = 0, lineno = 0;
+  size_t at = 0;
+  int lineno = 0;
   memset(c, 0, sizeof *c);
-  while (rc == 0 && fgets(line, sizeof line, f)) {
-    lineno++;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (lineno == 1) {
+  while (next_line(text, len, &at, line, sizeof line)) {
+    if (++lineno == 1) {
       if (strcmp(line, k_magic) != 0) {
-        set_msg(err, cap, "%s: not an rlx GPT config (first line '%s', expected '%s')", path, line,
-                k_magic);
-        rc = 1;
+        set_msg(err, cap, "%s: not an rlx GPT config (first line '%.64s', expected '%s')", name,
+                line, k_magic);
+        return 1;
       }
       continue;
     }
@@ -447,11 +456,29 @@ int gpt_config_load(const char* path, gpt_config* c, char* err, size_t cap) {
     if (field) *field = value;
     /* Unknown keys are notes for people (how it was trained); skip them. */
   }
-  fclose(f);
-  if (rc == 0 && lineno == 0) {
-    set_msg(err, cap, "%s: empty file", path);
-    rc = 1;
+  if (lineno == 0) {
+    set_msg(err, cap, "%s: empty file", name);
+    return 1;
   }
-  if (rc == 0 && gpt_config_check(c, err, cap) != 0) rc = 1;
+  return gpt_config_check(c, err, cap) != 0;
+}
+
+int gpt_config_load(const char* path, gpt_config* c, char* err, size_t cap) {
+  enum { MAX_BYTES = 1 << 16 }; /* a config is a few lines */
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    set_msg(err, cap, "%s: %s", path, strerror(errno));
+    return 1;
+  }
+  char* text = malloc(MAX_BYTES + 1);
+  size_t n = text ? fread(text, 1, MAX_BYTES + 1, f) : 0;
+  int bad_read = ferror(f);
+  fclose(f);
+  int rc = 1;
+  if (!text) set_msg(err, cap, "%s: out of host memory", path);
+  else if (bad_read) set_msg(err, cap, "%s: read error", path);
+  else if (n > MAX_BYTES) set_msg(err, cap, "%s: larger than %d bytes: not a GPT config", path, MAX_BYTES);
+  else rc = gpt_config_parse(text, n, path, c, err, cap);
+  free(text);
   return rc;
 }

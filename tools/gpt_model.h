@@ -87,5 +87,11 @@ int32_t gpt_decode_states(const gpt_config* c, char (*names)[32], const char** p
  * success, else 1 with a message in err. */
 int gpt_config_save(const char* path, const gpt_config* c, char* err, size_t cap);
 int gpt_config_load(const char* path, gpt_config* c, char* err, size_t cap);
+/* The same from text in memory (len bytes, no NUL needed; `name` for the
+ * messages): the first line is the magic, then "key value" lines; unknown
+ * keys and '#' lines are skipped; the result must pass gpt_config_check.
+ * 0 when usable, else 1 and a message. tests/fuzz_gptcfg.c fuzzes it. */
+int gpt_config_parse(const char* text, size_t len, const char* name, gpt_config* c, char* err,
+                     size_t cap);
 
 #endif

@@ -311,6 +311,9 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
       RLX_RETURN_IF_ERROR(dnn_handle_create(be, err));
   for (int32_t i = 0; i < l->n; i++)
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
+  /* One stream only: a merged launch waits on nothing but the stream. */
+  if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_OPT_BATCH))
+    RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, err));
   for (int32_t i = 0; i < p->launches.n; i++) {
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
@@ -326,6 +329,11 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     /* The fused GEMV's arrival counts start at zero (and are left there). */
     RLX_CU(be->d, err, "cuMemsetD8Async(scratch)",
            be->d->cu.memset_d8_async(p->scratch, 0, (size_t)p->launches.scratch_bytes, be->streams[0]));
+    for (int32_t i = 0; i < p->launches.n_init; i++) {
+      const rlx_scratch_init* in = &p->launches.init[i];
+      RLX_CU(be->d, err, "cuMemcpyHtoDAsync(scratch)",
+             be->d->cu.memcpy_htod_async(p->scratch + in->off, in->data, in->bytes, be->streams[0]));
+    }
   }
   if (be->n_streams > 1) RLX_RETURN_IF_ERROR(schedule_build(be, l, &p->sched, err));
   /* Capture safety comes from the steps: a host step needs the CPU mid-run. */

@@ -295,14 +295,14 @@ static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32
   rlxk_reduce* p = &x->p.reduce;
   p->outer = r->outer;
   p->inner = r->inner;
-  for (int32_t d = 0; d < s->in[0].rank; d++) {
-    p->shape[d] = s->in[0].shape[d];
-    p->stride[d] = s->in[0].stride[d];
-  }
+  /* Merged dims enumerate outputs and reduced elements in the same order
+   * (so the same sums), with fewer index divisions in the kernels. */
+  const rlx_view* v = &s->in[0];
+  p->n_keep = merge_dims(v->shape, v->stride, 0, r->n_keep, p->shape, p->stride);
+  p->n_red = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, p->shape + p->n_keep,
+                        p->stride + p->n_keep);
   p->ioff = s->in[0].offset;
   p->ooff = s->out[0].offset;
-  p->n_keep = r->n_keep;
-  p->n_red = r->n_red;
   p->op = s->op;
   p->idt = s->in[0].dtype;
   p->odt = s->out[0].dtype;

@@ -81,7 +81,10 @@ RLXK_DEV void red_store(char* o, int odt, int64_t oi, const red_acc& a, int op, 
   }
 }
 
+/* The host merges contiguous dims, so one kept / one reduced dim is the
+ * common case: no 64-bit divisions for it. */
 RLXK_DEV int64_t keep_offset(const rlxk_reduce& p, int64_t oi) {
+  if (p.n_keep == 1) return oi * p.stride[0];
   int64_t base = 0, rem = oi;
   for (int d = p.n_keep - 1; d >= 0; d--) {
     base += (rem % p.shape[d]) * p.stride[d];
@@ -91,6 +94,7 @@ RLXK_DEV int64_t keep_offset(const rlxk_reduce& p, int64_t oi) {
 }
 
 RLXK_DEV int64_t red_offset(const rlxk_reduce& p, int64_t r) {
+  if (p.n_red == 1) return r * p.stride[p.n_keep];
   int64_t e = 0, rem = r;
   for (int d = p.n_keep + p.n_red - 1; d >= p.n_keep; d--) {
     e += (rem % p.shape[d]) * p.stride[d];

@@ -1460,9 +1460,11 @@ static void c_update_batch(pcase* c, int v) {
   if (v < 4 && (v & 2)) c->compute = RLX_BF16;
   for (int k = 0; k < 4; k++) {
     rlx_dim s[1] = {pick(sizes, 6)};
-    rlx_tensor p = input(c, RLX_F32, s, 1), g = input(c, RLX_F32, s, 1);
-    rlx_tensor m = input(c, RLX_F32, s, 1), sq = input(c, RLX_F32, s, 1);
-    rlx_graph_add_activation(c->g, RLX_ACT_ABS, sq, &sq); /* v >= 0 */
+    /* one input per param (the case has few inputs): g, m, v made from it */
+    rlx_tensor p = input(c, RLX_F32, s, 1), g, m, sq;
+    rlx_graph_add_activation(c->g, RLX_ACT_TANH, p, &g);
+    rlx_graph_add_binary(c->g, RLX_BIN_MUL, p, g, &m);
+    rlx_graph_add_activation(c->g, RLX_ACT_ABS, m, &sq); /* v >= 0 */
     int bf = (v & 2) && k == 1;
     if (bf) {
       rlx_graph_add_cast(c->g, m, RLX_BF16, &m);

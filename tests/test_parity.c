@@ -1450,40 +1450,45 @@ static void c_cross_entropy_wide(pcase* c, int v) {
 }
 
 /* Several Adam(W) (v < 4) or SGD updates in one graph sharing the hyper
- * tensor, as a trainer emits them (the CUDA backend batches them into one
- * launch): sizes around the 4096-element chunks and not multiples of 4;
- * v & 2: one param keeps bf16 state (an element-path entry). */
+ * tensor, one after another as a trainer emits them (the CUDA backend
+ * batches such a run into one launch): sizes around the 4096-element
+ * chunks and not multiples of 4; v & 2: one param keeps bf16 state (an
+ * element-path entry). */
 static void c_update_batch(pcase* c, int v) {
   static const int64_t sizes[] = {1, 6, 64, 4095, 4100, 9000};
-  rlx_tensor h = hyper_const(c, 0.01f, 0.5f, 3.0f, 1.0f), o[12];
-  int n = 0;
+  enum { NP = 4 };
+  rlx_tensor h = hyper_const(c, 0.01f, 0.5f, 3.0f, 1.0f), o[3 * NP];
+  rlx_tensor p[NP], g[NP], m[NP], sq[NP];
   if (v < 4 && (v & 2)) c->compute = RLX_BF16;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < NP; k++) { /* one input per param (a case takes 8): g, m, v made from it */
     rlx_dim s[1] = {pick(sizes, 6)};
-    /* one input per param (the case has few inputs): g, m, v made from it */
-    rlx_tensor p = input(c, RLX_F32, s, 1), g, m, sq;
-    rlx_graph_add_activation(c->g, RLX_ACT_TANH, p, &g);
-    rlx_graph_add_binary(c->g, RLX_BIN_MUL, p, g, &m);
-    rlx_graph_add_activation(c->g, RLX_ACT_ABS, m, &sq); /* v >= 0 */
-    int bf = (v & 2) && k == 1;
-    if (bf) {
-      rlx_graph_add_cast(c->g, m, RLX_BF16, &m);
-      rlx_graph_add_cast(c->g, sq, RLX_BF16, &sq);
+    p[k] = input(c, RLX_F32, s, 1);
+    rlx_graph_add_activation(c->g, RLX_ACT_TANH, p[k], &g[k]);
+    rlx_graph_add_binary(c->g, RLX_BIN_MUL, p[k], g[k], &m[k]);
+    rlx_graph_add_activation(c->g, RLX_ACT_ABS, m[k], &sq[k]); /* v >= 0 */
+    if ((v & 2) && k == 1) {
+      rlx_graph_add_cast(c->g, m[k], RLX_BF16, &m[k]);
+      rlx_graph_add_cast(c->g, sq[k], RLX_BF16, &sq[k]);
     }
+  }
+  int n = 0;
+  for (int k = 0; k < NP; k++) { /* the updates last, consecutive */
     if (v < 4) {
       rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.05f, v & 1};
-      rlx_graph_add_adam_update(c->g, p, g, m, sq, h, &d, &o[n], &o[n + 1], &o[n + 2]);
-      if (bf) {
-        rlx_graph_add_cast(c->g, o[n + 1], RLX_F32, &o[n + 1]);
-        rlx_graph_add_cast(c->g, o[n + 2], RLX_F32, &o[n + 2]);
-      }
+      rlx_graph_add_adam_update(c->g, p[k], g[k], m[k], sq[k], h, &d, &o[n], &o[n + 1], &o[n + 2]);
       n += 3;
     } else {
       rlx_sgd_desc d = {0.9f, 0.0f, 0.01f, v & 1};
-      rlx_graph_add_sgd_update(c->g, p, g, m, h, &d, &o[n], &o[n + 1]);
-      if (bf) rlx_graph_add_cast(c->g, o[n + 1], RLX_F32, &o[n + 1]);
+      rlx_graph_add_sgd_update(c->g, p[k], g[k], m[k], h, &d, &o[n], &o[n + 1]);
       n += 2;
     }
+  }
+  for (int i = 0; i < n; i++) {
+    rlx_dtype dt;
+    int32_t r = 0;
+    rlx_dim s[RLX_MAX_RANK];
+    rlx_graph_tensor_type(c->g, o[i], &dt, &r, s);
+    if (dt != RLX_F32) rlx_graph_add_cast(c->g, o[i], RLX_F32, &o[i]);
   }
   outputs(c, o, n);
 }

@@ -234,7 +234,7 @@ static int cols_plan(const rlx_step* s, rlxk_cols* p, int* vec) {
   int64_t ks[RLX_MAX_RANK], kt[RLX_MAX_RANK], rs[RLX_MAX_RANK], rt[RLX_MAX_RANK];
   int nk = merge_dims(v->shape, v->stride, 0, r->n_keep, ks, kt);
   int nr = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, rs, rt);
-  if (nk != 1 || kt[0] != 1 || ks[0] < 32 || nr != 1) return 0;
+  if (nk != 1 || kt[0] != 1 || ks[0] < 32 || ks[0] / 32 > 0x7fffffff || nr != 1) return 0;
   memset(p, 0, sizeof *p);
   p->cols = ks[0];
   p->rows = rs[0];
@@ -262,9 +262,9 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
   if (chunks < 1) chunks = 1;
   p.rows_per_chunk = (p.rows + chunks - 1) / chunks;
   p.chunks = (p.rows + p.rows_per_chunk - 1) / p.rows_per_chunk;
-  if (p.chunks > 1) {
-    p.partial = l->scratch_bytes; /* offset; made an address at launch */
-    l->scratch_bytes += (uint64_t)(p.chunks * p.cols) * 8u + 256u;
+  if (p.chunks > 1) { /* doubles: other scratch users leave 4-byte multiples */
+    p.partial = (l->scratch_bytes + 255u) & ~(uint64_t)255u; /* offset; an address at launch */
+    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.cols) * 8u;
   }
   rlx_cuda_fn fn = vec == 4 ? RLX_CUDA_FN_REDUCE_COLS_V4 : vec == 8 ? RLX_CUDA_FN_REDUCE_COLS_V8
                             : RLX_CUDA_FN_REDUCE_COLS_V1;
@@ -287,7 +287,7 @@ static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32
   if (r->outer == 0) return RLX_OK;
   rlxk_cols cols;
   int vec = 1;
-  if (r->inner > 1 && (uint64_t)((r->outer + 255) / 256) <= 0x7fffffffu && cols_plan(s, &cols, &vec))
+  if (r->inner > 1 && cols_plan(s, &cols, &vec))
     return build_reduce_cols(b, s, i, cols, vec, l, err);
   int block = r->inner >= 256 || r->outer < 2 * b->d->sm_count;
   rlx_launch* x = push_kernel(l, block ? RLX_CUDA_FN_REDUCE_BLOCK : RLX_CUDA_FN_REDUCE_THREAD, i, err);

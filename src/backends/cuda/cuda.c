@@ -226,7 +226,7 @@ static int ranges_meet(const rlx_range* a, int32_t na, const rlx_range* b, int32
 
 /* Must `later` wait for `earlier`? RAW, WAR and WAW all order two steps; a
  * host step orders against everything. */
-static int steps_conflict(const rlx_step* earlier, const rlx_step* later) {
+int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later) {
   if (earlier->kernel == RLX_K_HOST || later->kernel == RLX_K_HOST) return 1;
   return ranges_meet(earlier->writes, earlier->n_writes, later->reads, later->n_reads) ||
          ranges_meet(earlier->reads, earlier->n_reads, later->writes, later->n_writes) ||
@@ -252,7 +252,7 @@ static rlx_status schedule_build(rlx_backend_exec* be, const rlx_step_list* l, s
     for (int t = 0; t < ns; t++) latest[t] = -1;
     int32_t last_dep = -1;
     for (int32_t j = 0; j < i; j++) {
-      if (!steps_conflict(&l->steps[j], si)) continue;
+      if (!rlx_cuda_steps_conflict(&l->steps[j], si)) continue;
       latest[s->stream_of[j]] = j;
       last_dep = j;
     }
@@ -313,7 +313,7 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
   /* One stream only: a merged launch waits on nothing but the stream. */
   if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_OPT_BATCH))
-    RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, err));
+    RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, l, err));
   for (int32_t i = 0; i < p->launches.n; i++) {
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;

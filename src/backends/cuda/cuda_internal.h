@@ -288,11 +288,15 @@ typedef struct rlx_cuda_build {
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);
 void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
-/* Runs of consecutive optimizer-update launches that share the optimizer
- * and its hyper tensor, and touch disjoint bytes, become one
- * rlx_opt_multi launch (its table goes to l->init). Only for a program on
- * one stream: the merged launch is issued at the run's last step. */
-rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, rlx_error* err);
+/* Runs of optimizer-update launches that share the optimizer and its
+ * hyper tensor and touch disjoint bytes become one rlx_opt_multi launch
+ * (its table goes to l->init), issued at the run's first or last update;
+ * the launches between (steps sl) stay in order and must not conflict with
+ * the updates moved past them. Only for a program on one stream. */
+rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err);
+/* Must step `later` wait for step `earlier` (their byte ranges meet with
+ * a write on either side, or one is a host step)? */
+int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later);
 /* Whether the step would use cuDNN (the executable then makes a handle). */
 int rlx_cuda_step_uses_dnn(const rlx_step* s);
 /* Whether Conv / ConvTranspose node ni runs on cuDNN (cuda_supports). */

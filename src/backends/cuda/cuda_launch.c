@@ -557,22 +557,69 @@ static int is_update(const rlx_launch* x) {
   return x->kind == RLX_LAUNCH_KERNEL && x->fn == RLX_CUDA_FN_OPT_UPDATE;
 }
 
-/* Whether update launch j can join the run [i, j): the same kind, and no
- * bytes one of them writes are touched by another, so the order of the
+/* Whether update launch j can join the run's members: the same kind, and
+ * no bytes one of them writes are touched by another, so the order of the
  * updates does not matter. */
-static int update_joins(const rlx_launch_list* l, int32_t i, int32_t j) {
+static int update_joins(const rlx_launch_list* l, const int32_t* member, int32_t n, int32_t j) {
   const rlxk_opt* b = &l->v[j].p.opt;
-  if (!opt_same_kind(&l->v[i].p.opt, b)) return 0;
-  for (int32_t k = i; k < j; k++)
-    if (!opt_writes_miss(&l->v[k].p.opt, b) || !opt_writes_miss(b, &l->v[k].p.opt)) return 0;
+  if (!opt_same_kind(&l->v[member[0]].p.opt, b)) return 0;
+  for (int32_t k = 0; k < n; k++) {
+    const rlxk_opt* a = &l->v[member[k]].p.opt;
+    if (!opt_writes_miss(a, b) || !opt_writes_miss(b, a)) return 0;
+  }
   return 1;
 }
 
-/* The table of the run [i, j) (entries, then chunk starts) as a scratch
- * upload, and the one launch that replaces the run, written to *out. */
-static rlx_status merge_updates(rlx_launch_list* l, int32_t i, int32_t j, rlx_launch* out,
-                                rlx_error* err) {
-  int32_t count = j - i;
+/* Where a run's one launch goes. At its last member, the earlier members
+ * are delayed past the launches between them (those must not touch their
+ * bytes: a cast that makes the next update's input is fine). At its first
+ * member, the later members are hoisted before the launches between (a
+ * cast of an updated param into the compute dtype is fine). Mixed
+ * precision puts such a launch between every two updates. */
+typedef enum { AT_LAST, AT_FIRST } run_at;
+
+enum { RUN_GAP = 16 }; /* most launches between two members of a run */
+
+static int launches_conflict(const rlx_launch_list* l, const rlx_step_list* sl, int32_t a, int32_t b) {
+  return rlx_cuda_steps_conflict(&sl->steps[l->v[a].step], &sl->steps[l->v[b].step]);
+}
+
+/* The members (launch indices, ascending) of the run that starts at
+ * update i when its launch goes `at`; returns their count. A host launch
+ * ends the run; so does, at the last member, a launch a member cannot be
+ * delayed past, and at the first, an update that cannot be hoisted. */
+static int32_t collect_run(const rlx_launch_list* l, const rlx_step_list* sl, int32_t i, run_at at,
+                           int32_t* member) {
+  int32_t n = 0;
+  member[n++] = i;
+  for (int32_t j = i + 1; j < l->n && l->v[j].kind != RLX_LAUNCH_HOST; j++) {
+    if (j - member[n - 1] > RUN_GAP) break; /* keeps the build linear in the launches */
+    if (is_update(&l->v[j]) && update_joins(l, member, n, j)) {
+      int crosses = 1; /* hoisting j before the non-members since i */
+      for (int32_t k = i + 1, m = 1; at == AT_FIRST && k < j && crosses; k++) {
+        if (m < n && member[m] == k) {
+          m++;
+          continue;
+        }
+        crosses = !launches_conflict(l, sl, k, j);
+      }
+      if (!crosses) break;
+      member[n++] = j;
+      continue;
+    }
+    if (at == AT_FIRST) continue;
+    int free_of = 1; /* delaying every member past j */
+    for (int32_t m = 0; m < n && free_of; m++) free_of = !launches_conflict(l, sl, member[m], j);
+    if (!free_of) break;
+  }
+  return n;
+}
+
+/* The table of the members (entries, then chunk starts) as a scratch
+ * upload, and the one launch that replaces them (issued at launch `at`'s
+ * step), written to *out. */
+static rlx_status merge_updates(rlx_launch_list* l, const int32_t* member, int32_t count, int32_t at,
+                                rlx_launch* out, rlx_error* err) {
   size_t bytes = (size_t)count * sizeof(rlxk_opt) + (size_t)(count + 1) * sizeof(int64_t);
   rlx_scratch_init* grown = realloc(l->init, (size_t)(l->n_init + 1) * sizeof *grown);
   if (!grown) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
@@ -582,14 +629,14 @@ static rlx_status merge_updates(rlx_launch_list* l, int32_t i, int32_t j, rlx_la
   int64_t* start = (int64_t*)(table + (size_t)count * sizeof(rlxk_opt));
   start[0] = 0;
   for (int32_t k = 0; k < count; k++) {
-    const rlxk_opt* p = &l->v[i + k].p.opt;
+    const rlxk_opt* p = &l->v[member[k]].p.opt;
     memcpy(table + (size_t)k * sizeof(rlxk_opt), p, sizeof *p);
     start[k + 1] = start[k] + (p->n + OPT_CHUNK - 1) / OPT_CHUNK;
   }
   uint64_t off = (l->scratch_bytes + 255u) & ~(uint64_t)255u;
   l->scratch_bytes = off + bytes;
   l->init[l->n_init++] = (rlx_scratch_init){off, table, bytes};
-  rlx_launch x = l->v[j - 1]; /* issued at the run's last step */
+  rlx_launch x = l->v[at];
   memset(&x.p, 0, sizeof x.p);
   x.fn = RLX_CUDA_FN_OPT_MULTI;
   x.p.opt_multi.table = off; /* offset; made an address at launch */
@@ -602,25 +649,50 @@ static rlx_status merge_updates(rlx_launch_list* l, int32_t i, int32_t j, rlx_la
   return RLX_OK;
 }
 
+/* Appends to v (at *kept) the launches [i, last member] with the run
+ * merged into one launch where `at` says; the launches between keep their
+ * order. */
+static rlx_status emit_run(rlx_launch_list* l, const int32_t* member, int32_t n, run_at at,
+                           rlx_launch* v, int32_t* kept, rlx_error* err) {
+  int32_t first = member[0], last = member[n - 1], m = 0;
+  for (int32_t k = first; k <= last; k++) {
+    int is_member = m < n && member[m] == k;
+    if (is_member) m++;
+    if (!is_member) v[(*kept)++] = l->v[k];
+    else if (k == (at == AT_FIRST ? first : last))
+      RLX_RETURN_IF_ERROR(merge_updates(l, member, n, k, &v[(*kept)++], err));
+  }
+  return RLX_OK;
+}
+
 /* The new list is built aside: on failure l (and the plans it owns) is
  * as it was. */
-rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, rlx_error* err) {
+rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err) {
   if (l->n == 0) return RLX_OK;
   rlx_launch* v = malloc((size_t)l->n * sizeof *v);
-  if (!v) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t* runs = malloc(2 * (size_t)l->n * sizeof *runs);
+  rlx_status st = v && runs ? RLX_OK : rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   int32_t kept = 0;
-  for (int32_t i = 0; i < l->n;) {
-    int32_t j = i + 1;
-    if (is_update(&l->v[i]))
-      while (j < l->n && is_update(&l->v[j]) && update_joins(l, i, j)) j++;
-    rlx_status st = j - i > 1 ? merge_updates(l, i, j, &v[kept], err) : RLX_OK;
-    if (st != RLX_OK) {
-      free(v);
-      return st;
+  for (int32_t i = 0; i < l->n && st == RLX_OK;) {
+    int32_t *late = runs, *early = runs + l->n, n_late = 0, n_early = 0;
+    if (is_update(&l->v[i])) {
+      n_late = collect_run(l, sl, i, AT_LAST, late);
+      n_early = collect_run(l, sl, i, AT_FIRST, early);
     }
-    if (j - i == 1) v[kept] = l->v[i];
-    kept++;
-    i = j;
+    if (n_late < 2 && n_early < 2) {
+      v[kept++] = l->v[i++];
+      continue;
+    }
+    run_at at = n_late >= n_early ? AT_LAST : AT_FIRST;
+    const int32_t* member = at == AT_LAST ? late : early;
+    int32_t n = at == AT_LAST ? n_late : n_early;
+    st = emit_run(l, member, n, at, v, &kept, err);
+    i = member[n - 1] + 1;
+  }
+  free(runs);
+  if (st != RLX_OK) {
+    free(v);
+    return st;
   }
   free(l->v);
   l->v = v;

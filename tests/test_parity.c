@@ -1449,45 +1449,54 @@ static void c_cross_entropy_wide(pcase* c, int v) {
   outputs(c, o, 2);
 }
 
-/* Several Adam(W) (v < 4) or SGD updates in one graph sharing the hyper
- * tensor, one after another as a trainer emits them (the CUDA backend
- * batches such a run into one launch): sizes around the 4096-element
- * chunks and not multiples of 4; v & 2: one param keeps bf16 state (an
- * element-path entry). */
+/* Several Adam(W) (v % 6 < 4) or SGD updates in one graph sharing the
+ * hyper tensor, as a trainer emits them (the CUDA backend batches them
+ * into one launch): sizes around the 4096-element chunks and not
+ * multiples of 4; v & 2 (Adam): one param keeps bf16 state (an
+ * element-path entry). Order (v / 6): every input made first and the
+ * updates consecutive (0); each update's inputs made just before it (1);
+ * each update followed by a step reading its new param (2). */
 static void c_update_batch(pcase* c, int v) {
   static const int64_t sizes[] = {1, 6, 64, 4095, 4100, 9000};
   enum { NP = 4 };
+  int order = v / 6;
+  v %= 6;
   rlx_tensor h = hyper_const(c, 0.01f, 0.5f, 3.0f, 1.0f), o[3 * NP];
   rlx_tensor p[NP], g[NP], m[NP], sq[NP];
+  rlx_dim s[NP];
   if (v < 4 && (v & 2)) c->compute = RLX_BF16;
   for (int k = 0; k < NP; k++) { /* one input per param (a case takes 8): g, m, v made from it */
-    rlx_dim s[1] = {pick(sizes, 6)};
-    p[k] = input(c, RLX_F32, s, 1);
-    rlx_graph_add_activation(c->g, RLX_ACT_TANH, p[k], &g[k]);
-    rlx_graph_add_binary(c->g, RLX_BIN_MUL, p[k], g[k], &m[k]);
-    rlx_graph_add_activation(c->g, RLX_ACT_ABS, m[k], &sq[k]); /* v >= 0 */
-    if ((v & 2) && k == 1) {
-      rlx_graph_add_cast(c->g, m[k], RLX_BF16, &m[k]);
-      rlx_graph_add_cast(c->g, sq[k], RLX_BF16, &sq[k]);
-    }
+    s[k] = pick(sizes, 6);
+    p[k] = input(c, RLX_F32, &s[k], 1);
   }
   int n = 0;
-  for (int k = 0; k < NP; k++) { /* the updates last, consecutive */
-    if (v < 4) {
-      rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.05f, v & 1};
-      rlx_graph_add_adam_update(c->g, p[k], g[k], m[k], sq[k], h, &d, &o[n], &o[n + 1], &o[n + 2]);
-      n += 3;
-    } else {
-      rlx_sgd_desc d = {0.9f, 0.0f, 0.01f, v & 1};
-      rlx_graph_add_sgd_update(c->g, p[k], g[k], m[k], h, &d, &o[n], &o[n + 1]);
-      n += 2;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < NP; k++) {
+      if (pass == (order == 1 ? 1 : 0)) { /* the update's inputs */
+        rlx_graph_add_activation(c->g, RLX_ACT_TANH, p[k], &g[k]);
+        rlx_graph_add_binary(c->g, RLX_BIN_MUL, p[k], g[k], &m[k]);
+        rlx_graph_add_activation(c->g, RLX_ACT_ABS, m[k], &sq[k]); /* v >= 0 */
+        if ((v & 2) && v < 4 && k == 1) {
+          rlx_graph_add_cast(c->g, m[k], RLX_BF16, &m[k]);
+          rlx_graph_add_cast(c->g, sq[k], RLX_BF16, &sq[k]);
+        }
+      }
+      if (pass == 0) continue; /* the updates in the second pass */
+      if (v < 4) {
+        rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.05f, v & 1};
+        rlx_graph_add_adam_update(c->g, p[k], g[k], m[k], sq[k], h, &d, &o[n], &o[n + 1], &o[n + 2]);
+      } else {
+        rlx_sgd_desc d = {0.9f, 0.0f, 0.01f, v & 1};
+        rlx_graph_add_sgd_update(c->g, p[k], g[k], m[k], h, &d, &o[n], &o[n + 1]);
+      }
+      if (order == 2) rlx_graph_add_binary(c->g, RLX_BIN_MUL, o[n], o[n], &o[n]);
+      n += v < 4 ? 3 : 2;
     }
-  }
   for (int i = 0; i < n; i++) {
     rlx_dtype dt;
     int32_t r = 0;
-    rlx_dim s[RLX_MAX_RANK];
-    rlx_graph_tensor_type(c->g, o[i], &dt, &r, s);
+    rlx_dim os[RLX_MAX_RANK];
+    rlx_graph_tensor_type(c->g, o[i], &dt, &r, os);
     if (dt != RLX_F32) rlx_graph_add_cast(c->g, o[i], RLX_F32, &o[i]);
   }
   outputs(c, o, n);
@@ -1562,7 +1571,7 @@ static const case_def CASES[] = {
     {"norm_half", c_norm_half, 6, TOL_HALF},
     {"norm_backward_rows", c_norm_backward_rows, 6, {1e-5, 3e-2, 3e-2}},
     {"cross_entropy_wide", c_cross_entropy_wide, 8, TOL_F32},
-    {"update_batch", c_update_batch, 6, {1e-5, 0, 1e-2}},
+    {"update_batch", c_update_batch, 18, {1e-5, 0, 1e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

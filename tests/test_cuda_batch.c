@@ -151,6 +151,52 @@ TEST(updates_hoisted_before_readers_of_new_params) {
   CHECK_BATCH("M3@0[0,1,2] C1 C3 C5");
 }
 
+/* A cast writing into [w, w + 4n) (f32) from n halves at r, as mixed
+ * precision casts each gradient: a COPY step with its views. */
+static void add_grad_cast(uint64_t r, uint64_t w) {
+  rlx_step* s = &steps[list.n];
+  push_launch(RLX_K_COPY, RLX_LAUNCH_KERNEL, RLX_CUDA_FN_EW_GENERIC32);
+  s->n_in = s->n_out = 1;
+  s->in[0] = (rlx_view){.offset = r, .dtype = RLX_BF16, .rank = 1, .shape = {N}, .stride = {1}};
+  s->out[0] = (rlx_view){.offset = w, .dtype = RLX_F32, .rank = 1, .shape = {N}, .stride = {1}};
+  s->reads[0] = span(r, 2 * N);
+  s->writes[0] = span(w, 4 * N);
+  s->n_reads = s->n_writes = 1;
+}
+
+/* Every gradient cast to f32 into one shared temporary just before its
+ * update (bf16 training): the updates read the halves themselves, so the
+ * temporary no longer pins them, and they become one launch after the
+ * casts. */
+TEST(updates_read_past_gradient_casts) {
+  reset();
+  for (int k = 0; k < 3; k++) {
+    add_grad_cast(800000 + 1000u * (uint64_t)k, 700000);
+    add_update(k);
+    steps[list.n - 1].reads[1] = span(700000, 4 * N);
+    list.v[list.n - 1].p.opt.off[1] = 700000;
+  }
+  CHECK_BATCH("C0 C2 C4 M3@5[0,1,2]");
+  const rlxk_opt* t = (const rlxk_opt*)list.init[0].data;
+  for (int k = 0; k < 3; k++)
+    CHECK_MSG(t[k].off[1] == 800000 + 1000u * (uint64_t)k && t[k].dt[1] == RLX_BF16,
+              "entry %d reads its gradient at %llu as dtype %d", k, (unsigned long long)t[k].off[1],
+              t[k].dt[1]);
+}
+
+/* The same casts with a writer of one cast's source between it and the
+ * update: that update keeps reading the temporary (order as written). */
+TEST(overwritten_cast_source_stays) {
+  reset();
+  add_grad_cast(800000, 700000);
+  add_other(0, 4, 800000, 2 * N); /* rewrites the first cast's source */
+  add_update(0);
+  steps[list.n - 1].reads[1] = span(700000, 4 * N);
+  list.v[list.n - 1].p.opt.off[1] = 700000;
+  CHECK_BATCH("C0 C1 U2");
+  CHECK(list.v[2].p.opt.off[1] == 700000 && list.v[2].p.opt.dt[1] == RLX_F32);
+}
+
 /* A launch writing the hyper tensor between two updates: neither way. */
 TEST(rewritten_hyper_splits) {
   reset();
@@ -199,6 +245,8 @@ int main(void) {
   RUN(host_step_ends_a_run);
   RUN(overlapping_update_stays_apart);
   RUN(different_constants_split);
+  RUN(updates_read_past_gradient_casts);
+  RUN(overwritten_cast_source_stays);
   reset();
   free(list.v);
   list.v = NULL;

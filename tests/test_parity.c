@@ -1453,7 +1453,8 @@ static void c_cross_entropy_wide(pcase* c, int v) {
  * hyper tensor, as a trainer emits them (the CUDA backend batches them
  * into one launch): sizes around the 4096-element chunks and not
  * multiples of 4; v & 2 (Adam): one param keeps bf16 state (an
- * element-path entry). Order (v / 6): every input made first and the
+ * element-path entry), another takes its gradient through a bf16 -> f32
+ * cast (the CUDA batching reads the bf16 values). Order (v / 6): every input made first and the
  * updates consecutive (0); each update's inputs made just before it (1);
  * each update followed by a step reading its new param (2). */
 static void c_update_batch(pcase* c, int v) {
@@ -1479,6 +1480,10 @@ static void c_update_batch(pcase* c, int v) {
         if ((v & 2) && v < 4 && k == 1) {
           rlx_graph_add_cast(c->g, m[k], RLX_BF16, &m[k]);
           rlx_graph_add_cast(c->g, sq[k], RLX_BF16, &sq[k]);
+        }
+        if ((v & 2) && v < 4 && k == 2) { /* a bf16 gradient, cast back as mixed precision does */
+          rlx_graph_add_cast(c->g, g[k], RLX_BF16, &g[k]);
+          rlx_graph_add_cast(c->g, g[k], RLX_F32, &g[k]);
         }
       }
       if (pass == 0) continue; /* the updates in the second pass */

@@ -580,16 +580,25 @@ typedef enum { AT_LAST, AT_FIRST } run_at;
 
 enum { RUN_GAP = 16 }; /* most launches between two members of a run */
 
-static int launches_conflict(const rlx_launch_list* l, const rlx_step_list* sl, int32_t a, int32_t b) {
-  return rlx_cuda_steps_conflict(&sl->steps[l->v[a].step], &sl->steps[l->v[b].step]);
+/* The step each launch stands for, as far as ordering goes: its own, or
+ * for an update reading its gradient through a fused cast (see
+ * read_past_casts), a patched copy reading the cast's source. */
+typedef struct run_ctx {
+  const rlx_launch_list* l;
+  const rlx_step** step_of; /* per launch */
+  rlx_step* patched;        /* the patched copies */
+} run_ctx;
+
+static int launches_conflict(const run_ctx* c, int32_t a, int32_t b) {
+  return rlx_cuda_steps_conflict(c->step_of[a], c->step_of[b]);
 }
 
 /* The members (launch indices, ascending) of the run that starts at
  * update i when its launch goes `at`; returns their count. A host launch
  * ends the run; so does, at the last member, a launch a member cannot be
  * delayed past, and at the first, an update that cannot be hoisted. */
-static int32_t collect_run(const rlx_launch_list* l, const rlx_step_list* sl, int32_t i, run_at at,
-                           int32_t* member) {
+static int32_t collect_run(const run_ctx* c, int32_t i, run_at at, int32_t* member) {
+  const rlx_launch_list* l = c->l;
   int32_t n = 0;
   member[n++] = i;
   for (int32_t j = i + 1; j < l->n && l->v[j].kind != RLX_LAUNCH_HOST; j++) {
@@ -601,7 +610,7 @@ static int32_t collect_run(const rlx_launch_list* l, const rlx_step_list* sl, in
           m++;
           continue;
         }
-        crosses = !launches_conflict(l, sl, k, j);
+        crosses = !launches_conflict(c, k, j);
       }
       if (!crosses) break;
       member[n++] = j;
@@ -609,7 +618,7 @@ static int32_t collect_run(const rlx_launch_list* l, const rlx_step_list* sl, in
     }
     if (at == AT_FIRST) continue;
     int free_of = 1; /* delaying every member past j */
-    for (int32_t m = 0; m < n && free_of; m++) free_of = !launches_conflict(l, sl, member[m], j);
+    for (int32_t m = 0; m < n && free_of; m++) free_of = !launches_conflict(c, member[m], j);
     if (!free_of) break;
   }
   return n;
@@ -665,19 +674,84 @@ static rlx_status emit_run(rlx_launch_list* l, const int32_t* member, int32_t n,
   return RLX_OK;
 }
 
+/* Whether view v is n elements packed in row-major order. */
+static int view_packed(const rlx_view* v, int64_t n) {
+  if (v->rank < 0 || rlx_view_numel(v) != n) return 0;
+  int64_t want = 1;
+  for (int32_t d = v->rank - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->stride[d] != want) return 0;
+    want *= v->shape[d];
+  }
+  return 1;
+}
+
+/* Mixed precision casts each half gradient to f32 into one shared
+ * temporary just before its update, which pins every update in place. When
+ * launch u (an update) reads its gradient from what launch u - 1 (a COPY
+ * step's only launch, from f16 / bf16 to f32) wrote, u reads the cast's half source
+ * instead: the same floats (the cast is exact), the update kernels load
+ * any float dtype. The cast still runs; u's ordering copy in *patch then
+ * reads the source, not the temporary. Returns whether it did. */
+static int read_past_cast(rlx_launch_list* l, const rlx_step_list* sl, int32_t u, rlx_step* patch) {
+  if (u < 1 || !is_update(&l->v[u])) return 0;
+  const rlx_launch* c = &l->v[u - 1];
+  /* the step's meaning decides (out = convert(in0)), whichever kernel runs it */
+  if (c->kind != RLX_LAUNCH_KERNEL || (u >= 2 && l->v[u - 2].step == c->step)) return 0;
+  const rlx_step* cs = &sl->steps[c->step];
+  rlxk_opt* p = &l->v[u].p.opt;
+  if (cs->kernel != RLX_K_COPY || cs->n_in != 1 || cs->n_out != 1) return 0;
+  const rlx_view *src = &cs->in[0], *dst = &cs->out[0];
+  if (dst->dtype != RLX_F32 || p->dt[1] != RLX_F32 || dst->offset != p->off[1]) return 0;
+  if (src->dtype != RLX_BF16 && src->dtype != RLX_F16) return 0;
+  if (!view_packed(src, p->n) || !view_packed(dst, p->n)) return 0;
+  rlx_range tmp = {p->off[1], p->off[1] + (uint64_t)p->n * 4u};
+  rlx_range from = {src->offset, src->offset + (uint64_t)p->n * rlx_dtype_size(src->dtype)};
+  *patch = sl->steps[l->v[u].step];
+  int found = 0;
+  for (int32_t k = 0; k < patch->n_reads; k++)
+    if (patch->reads[k].begin == tmp.begin && patch->reads[k].end == tmp.end) {
+      patch->reads[k] = from;
+      found = 1;
+    }
+  /* the update writes in place: its outputs must not be the source */
+  for (int32_t k = 0; k < patch->n_writes && found; k++)
+    if (patch->writes[k].begin < from.end && from.begin < patch->writes[k].end) found = 0;
+  if (!found) return 0;
+  p->off[1] = src->offset;
+  p->dt[1] = (int32_t)src->dtype;
+  return 1;
+}
+
+/* Step pointers per launch, update gradients read past their casts. */
+static rlx_status run_ctx_init(run_ctx* c, rlx_launch_list* l, const rlx_step_list* sl,
+                               rlx_error* err) {
+  c->l = l;
+  c->step_of = malloc((size_t)l->n * sizeof *c->step_of);
+  c->patched = malloc((size_t)l->n * sizeof *c->patched);
+  if (!c->step_of || !c->patched) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t n_patched = 0;
+  for (int32_t i = 0; i < l->n; i++) {
+    c->step_of[i] = &sl->steps[l->v[i].step];
+    if (read_past_cast(l, sl, i, &c->patched[n_patched])) c->step_of[i] = &c->patched[n_patched++];
+  }
+  return RLX_OK;
+}
+
 /* The new list is built aside: on failure l (and the plans it owns) is
- * as it was. */
+ * as it was, but for updates reading past casts (the same results). */
 rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err) {
   if (l->n == 0) return RLX_OK;
+  run_ctx c = {0};
   rlx_launch* v = malloc((size_t)l->n * sizeof *v);
   int32_t* runs = malloc(2 * (size_t)l->n * sizeof *runs);
-  rlx_status st = v && runs ? RLX_OK : rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  rlx_status st = v && runs ? run_ctx_init(&c, l, sl, err)
+                            : rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   int32_t kept = 0;
   for (int32_t i = 0; i < l->n && st == RLX_OK;) {
     int32_t *late = runs, *early = runs + l->n, n_late = 0, n_early = 0;
     if (is_update(&l->v[i])) {
-      n_late = collect_run(l, sl, i, AT_LAST, late);
-      n_early = collect_run(l, sl, i, AT_FIRST, early);
+      n_late = collect_run(&c, i, AT_LAST, late);
+      n_early = collect_run(&c, i, AT_FIRST, early);
     }
     if (n_late < 2 && n_early < 2) {
       v[kept++] = l->v[i++];
@@ -690,6 +764,8 @@ rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, r
     i = member[n - 1] + 1;
   }
   free(runs);
+  free(c.step_of);
+  free(c.patched);
   if (st != RLX_OK) {
     free(v);
     return st;

@@ -4,6 +4,7 @@
  * float atomics), so repeated runs give the same bits. Bad targets and
  * indices record a run-time error the host reports naming the node. */
 #include "common.cuh"
+#include "vec16.cuh"
 
 enum { XENT_ROWS = 0, XENT_MEAN = 1, XENT_BACKWARD = 2 }; /* RLX_XENT_* */
 enum { OPT_SGD = 0, OPT_ADAM = 1 };                       /* RLX_OPT_* */
@@ -286,12 +287,15 @@ RLXK_DEV void adam_element(char* arena, const rlxk_opt& p, const float* h, float
   st_out(arena, p, 2, e, v);
 }
 
-/* Whether an Adam entry is f32 throughout at 16-byte aligned offsets (the
- * float4 path of rlx_opt_multi). */
+/* Whether an Adam entry is f32 at 16-byte aligned offsets but for the
+ * gradient, which may be f16 / bf16 at an 8-byte aligned one (mixed
+ * precision): the float4 path of rlx_opt_multi. */
 RLXK_DEV bool adam_f32x4(const rlxk_opt& p) {
   if (p.op != OPT_ADAM) return false;
-  for (int k = 0; k < 4; k++)
-    if (p.dt[k] != RLX_F32 || (p.off[k] & 15u) != 0) return false;
+  for (int k = 0; k < 4; k++) {
+    bool half_grad = k == 1 && (p.dt[1] == RLX_F16 || p.dt[1] == RLX_BF16) && (p.off[1] & 7u) == 0;
+    if (!half_grad && (p.dt[k] != RLX_F32 || (p.off[k] & 15u) != 0)) return false;
+  }
   for (int k = 0; k < 3; k++)
     if (p.odt[k] != RLX_F32 || (p.ooff[k] & 15u) != 0) return false;
   return true;
@@ -303,7 +307,14 @@ RLXK_DEV void adam_f32x4_step(char* arena, const rlxk_opt& p, const float* h, fl
   float4 w = ((const float4*)at(arena, p.off[0]))[i], m = ((const float4*)at(arena, p.off[2]))[i];
   float4 v = ((const float4*)at(arena, p.off[3]))[i];
   if (h[H_APPLY] != 0.0f) {
-    float4 g = ((const float4*)at(arena, p.off[1]))[i];
+    float4 g;
+    if (p.dt[1] == RLX_F32) {
+      g = ((const float4*)at(arena, p.off[1]))[i];
+    } else { /* four halves; converting them is exact, as ld_f32's */
+      uint2 raw = ((const uint2*)at(arena, p.off[1]))[i];
+      g = make_float4(h16_to_f32((uint16_t)(raw.x & 0xffffu), p.dt[1]), h16_to_f32((uint16_t)(raw.x >> 16), p.dt[1]),
+                      h16_to_f32((uint16_t)(raw.y & 0xffffu), p.dt[1]), h16_to_f32((uint16_t)(raw.y >> 16), p.dt[1]));
+    }
     adam_math(p, h, bc1, bc2, g.x, w.x, m.x, v.x);
     adam_math(p, h, bc1, bc2, g.y, w.y, m.y, v.y);
     adam_math(p, h, bc1, bc2, g.z, w.z, m.z, v.z);

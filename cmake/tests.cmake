@@ -351,3 +351,11 @@ add_test(NAME train_fixtures_cuda COMMAND test_train_fixtures cuda
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(train_fixtures_cuda PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 # ---- end training fixtures
+
+# ---- the CUDA launch builder's update batching, on the host
+# (tests/test_cuda_batch.c): it includes the backend's internals, which use
+# cuda.h's types; without the CUDA backend it SKIPs (77).
+set_tests_properties(test_cuda_batch PROPERTIES SKIP_RETURN_CODE 77)
+if("RLX_HAVE_CUDA" IN_LIST RLX_FEATURE_DEFINES)
+  target_include_directories(test_cuda_batch SYSTEM PRIVATE ${RLX_CUDA_ROOT}/include)
+endif()

@@ -1350,6 +1350,163 @@ static void c_pool_backward_half(pcase* c, int v) {
   outputs(c, &dx, 1);
 }
 
+/* ---- CUDA row / column kernels (session 16): shapes that reach the
+ * column-reduction, half-storage norm, warp-per-row norm backward, wide
+ * cross-entropy and batched optimizer paths; every backend runs them. */
+
+static rlx_dtype half_of(int v) { return v % 3 == 1 ? RLX_F16 : v % 3 == 2 ? RLX_BF16 : RLX_F32; }
+
+static rlx_tensor as_compute(pcase* c, rlx_tensor x) {
+  if (c->compute != RLX_F32) rlx_graph_add_cast(c->g, x, c->compute, &x);
+  return x;
+}
+
+static rlx_tensor to_f32(pcase* c, rlx_tensor x) {
+  if (c->compute != RLX_F32) rlx_graph_add_cast(c->g, x, RLX_F32, &x);
+  return x;
+}
+
+/* Sums and means over the OUTER axes: [rows, N] -> [N] (layout 0),
+ * [B, T, N] -> [N] (1) and [B, T, N] -> [T, N] (2), N aligned for 16-byte
+ * loads or not, rows from 2 to 600 (several row chunks). Dtype: v % 3;
+ * sum or mean: (v / 3) % 2; layout: v / 6. */
+static void c_reduce_cols(pcase* c, int v) {
+  static const int64_t ns[] = {32, 33, 64, 96, 100, 264, 768};
+  static const int64_t rows[] = {2, 7, 40, 129, 600};
+  c->compute = half_of(v);
+  int layout = v / 6;
+  int64_t N = pick(ns, 7), R = pick(rows, 5), B = test_rand_int(1, 4);
+  rlx_dim s[3] = {B, R, N};
+  int rank = layout == 0 ? 2 : 3;
+  rlx_tensor x = as_compute(c, input(c, RLX_F32, layout == 0 ? s + 1 : s, rank)), y;
+  int32_t axes[2] = {0, 1};
+  rlx_reduce_op op = (v / 3) % 2 ? RLX_RED_MEAN : RLX_RED_SUM;
+  rlx_graph_add_reduce(c->g, op, x, axes, layout == 1 ? 2 : 1, (int)test_rand_int(0, 1), &y);
+  y = to_f32(c, y);
+  outputs(c, &y, 1);
+}
+
+/* LayerNorm / RmsNorm forward in f16 / bf16 (v & 1) with widths that are
+ * whole 16-byte vectors: gamma + beta (v / 2 == 0), the fused residual +
+ * bias form writing the sum (1), RmsNorm (2). */
+static void c_norm_half(pcase* c, int v) {
+  static const int64_t widths[] = {8, 64, 96, 768, 1000, 2048};
+  c->compute = v & 1 ? RLX_BF16 : RLX_F16;
+  rlx_dim s[2] = {rdim(), pick(widths, 6)}, cs[1] = {s[1]};
+  rlx_tensor x = as_compute(c, input(c, RLX_F32, s, 2)), gamma = as_compute(c, input(c, RLX_F32, cs, 1));
+  rlx_tensor beta = as_compute(c, input(c, RLX_F32, cs, 1)), o[2];
+  int n = 1, kind = v / 2;
+  if (kind == 0) {
+    rlx_graph_add_layer_norm(c->g, x, gamma, beta, -1, 1e-5f, &o[0]);
+  } else if (kind == 1) {
+    rlx_tensor r = as_compute(c, input(c, RLX_F32, s, 2));
+    rlx_graph_add_fused_residual_layer_norm(c->g, x, r, beta, gamma, beta, 1e-5f, &o[0], &o[1]);
+    n = 2;
+  } else {
+    rlx_graph_add_rms_norm(c->g, x, gamma, 1e-6f, &o[0]);
+  }
+  for (int i = 0; i < n; i++) o[i] = to_f32(c, o[i]);
+  outputs(c, o, n);
+}
+
+/* LayerNorm (v / 3 == 0) and RmsNorm backward over rows of 16-byte
+ * vectors up to 1024 wide (the warp-per-row kernel) and one wider,
+ * in f32 / f16 / bf16 (v % 3); the parameter gradients are column sums. */
+static void c_norm_backward_rows(pcase* c, int v) {
+  static const int64_t widths[] = {8, 64, 96, 768, 1024, 1032};
+  c->compute = half_of(v);
+  rlx_dim s[2] = {test_rand_int(1, 70), pick(widths, 6)}, gs[1] = {s[1]};
+  rlx_tensor x = as_compute(c, input(c, RLX_F32, s, 2)), dy = as_compute(c, input(c, RLX_F32, s, 2));
+  rlx_tensor gamma = as_compute(c, input(c, RLX_F32, gs, 1)), o[3];
+  int n = 3;
+  if (v / 3 == 0) {
+    rlx_graph_add_layer_norm_backward(c->g, x, gamma, dy, -1, 1e-5f, &o[0], &o[1], &o[2]);
+  } else {
+    rlx_graph_add_rms_norm_backward(c->g, x, gamma, dy, 1e-6f, &o[0], &o[1]);
+    n = 2;
+  }
+  for (int i = 0; i < n; i++) o[i] = to_f32(c, o[i]);
+  outputs(c, o, n);
+}
+
+/* Cross-entropy and its backward over wide rows (odd vocabularies, so
+ * rows start at every alignment), label smoothing on odd v, a few
+ * ignored rows. */
+static void c_cross_entropy_wide(pcase* c, int v) {
+  static const int64_t vocabs[] = {257, 1000, 4099, 50257};
+  int64_t V = vocabs[v / 2], rows = test_rand_int(2, 6);
+  int64_t t[6];
+  for (int64_t r = 0; r < rows; r++) t[r] = test_rand_int(0, 4) == 0 ? -100 : test_rand_int(0, V - 1);
+  t[0] = V - 1;
+  rlx_dim ls[2] = {rows, V}, ts[1] = {rows};
+  rlx_tensor x = input(c, RLX_F32, ls, 2), tg, loss, dx, seed;
+  rlx_graph_add_constant(c->g, RLX_I64, ts, 1, t, sizeof(int64_t) * (size_t)rows, &tg);
+  float amount = v & 1 ? 0.1f : 0.0f, one = 1.0f;
+  rlx_graph_add_cross_entropy(c->g, x, tg, -100, amount, &loss);
+  rlx_graph_add_constant(c->g, RLX_F32, NULL, 0, &one, sizeof one, &seed);
+  rlx_graph_add_cross_entropy_backward(c->g, x, tg, seed, -100, amount, &dx);
+  rlx_tensor o[2] = {loss, dx};
+  outputs(c, o, 2);
+}
+
+/* Several Adam(W) (v % 6 < 4) or SGD updates in one graph sharing the
+ * hyper tensor, as a trainer emits them (the CUDA backend batches them
+ * into one launch): sizes around the 4096-element chunks and not
+ * multiples of 4; v & 2 (Adam): one param keeps bf16 state (an
+ * element-path entry), another takes its gradient through a bf16 -> f32
+ * cast (the CUDA batching reads the bf16 values). Order (v / 6): every input made first and the
+ * updates consecutive (0); each update's inputs made just before it (1);
+ * each update followed by a step reading its new param (2). */
+static void c_update_batch(pcase* c, int v) {
+  static const int64_t sizes[] = {1, 6, 64, 4095, 4100, 9000};
+  enum { NP = 4 };
+  int order = v / 6;
+  v %= 6;
+  rlx_tensor h = hyper_const(c, 0.01f, 0.5f, 3.0f, 1.0f), o[3 * NP];
+  rlx_tensor p[NP], g[NP], m[NP], sq[NP];
+  rlx_dim s[NP];
+  if (v < 4 && (v & 2)) c->compute = RLX_BF16;
+  for (int k = 0; k < NP; k++) { /* one input per param (a case takes 8): g, m, v made from it */
+    s[k] = pick(sizes, 6);
+    p[k] = input(c, RLX_F32, &s[k], 1);
+  }
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < NP; k++) {
+      if (pass == (order == 1 ? 1 : 0)) { /* the update's inputs */
+        rlx_graph_add_activation(c->g, RLX_ACT_TANH, p[k], &g[k]);
+        rlx_graph_add_binary(c->g, RLX_BIN_MUL, p[k], g[k], &m[k]);
+        rlx_graph_add_activation(c->g, RLX_ACT_ABS, m[k], &sq[k]); /* v >= 0 */
+        if ((v & 2) && v < 4 && k == 1) {
+          rlx_graph_add_cast(c->g, m[k], RLX_BF16, &m[k]);
+          rlx_graph_add_cast(c->g, sq[k], RLX_BF16, &sq[k]);
+        }
+        if ((v & 2) && v < 4 && k == 2) { /* a bf16 gradient, cast back as mixed precision does */
+          rlx_graph_add_cast(c->g, g[k], RLX_BF16, &g[k]);
+          rlx_graph_add_cast(c->g, g[k], RLX_F32, &g[k]);
+        }
+      }
+      if (pass == 0) continue; /* the updates in the second pass */
+      if (v < 4) {
+        rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.05f, v & 1};
+        rlx_graph_add_adam_update(c->g, p[k], g[k], m[k], sq[k], h, &d, &o[n], &o[n + 1], &o[n + 2]);
+      } else {
+        rlx_sgd_desc d = {0.9f, 0.0f, 0.01f, v & 1};
+        rlx_graph_add_sgd_update(c->g, p[k], g[k], m[k], h, &d, &o[n], &o[n + 1]);
+      }
+      if (order == 2) rlx_graph_add_binary(c->g, RLX_BIN_MUL, o[n], o[n], &o[n]);
+      n += v < 4 ? 3 : 2;
+    }
+  for (int i = 0; i < n; i++) {
+    rlx_dtype dt;
+    int32_t r = 0;
+    rlx_dim os[RLX_MAX_RANK];
+    rlx_graph_tensor_type(c->g, o[i], &dt, &r, os);
+    if (dt != RLX_F32) rlx_graph_add_cast(c->g, o[i], RLX_F32, &o[i]);
+  }
+  outputs(c, o, n);
+}
+
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
 #define TOL_F32 {1e-5, 0, 0}
@@ -1415,6 +1572,11 @@ static const case_def CASES[] = {
     /* bf16 3e-2 as conv_half: decomposed, d_w is rounded after the batched
      * MatMul and again after the Reduce over the images */
     {"conv_backward_half", c_conv_backward_half, 4, {0, 2e-2, 3e-2}},
+    {"reduce_cols", c_reduce_cols, 18, {1e-5, 2e-2, 2e-2}},
+    {"norm_half", c_norm_half, 6, TOL_HALF},
+    {"norm_backward_rows", c_norm_backward_rows, 6, {1e-5, 3e-2, 3e-2}},
+    {"cross_entropy_wide", c_cross_entropy_wide, 8, TOL_F32},
+    {"update_batch", c_update_batch, 18, {1e-5, 0, 1e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

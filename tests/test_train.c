@@ -598,6 +598,34 @@ TEST(bad_calls_are_messages) {
   CHECK(rlx_trainer_step(NULL, NULL) == RLX_INVALID_ARGUMENT);
 }
 
+/* The CUDA backend batches a step's per-param updates into one launch
+ * (rlx_opt_multi); with RLX_CUDA_NO_OPT_BATCH each is its own launch. The
+ * element math is the same, so the params must agree bit for bit (on the
+ * other devices the switch changes nothing and the same holds). */
+TEST(batched_updates_same_bits) {
+  rlx_train_options o;
+  rlx_train_options_init(&o, RLX_OPTIMIZER_ADAMW);
+  o.lr = 0.02f;
+  rlx_trainer* t[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    if (k == 1) setenv("RLX_CUDA_NO_OPT_BATCH", "1", 1); /* part of the compile key */
+    t[k] = mlp_trainer(TX_N, &o, NULL);
+    CHECK(t[k]);
+    for (int s = 0; s < 3 && t[k]; s++) {
+      CHECK_OK_T(t[k], set_batch(t[k], 0, TX_N));
+      CHECK_OK_T(t[k], rlx_trainer_step(t[k], NULL));
+    }
+    unsetenv("RLX_CUDA_NO_OPT_BATCH");
+  }
+  for (int p = 0; p < 4 && t[0] && t[1]; p++) {
+    float x[64], y[64];
+    CHECK(read_f32(t[0], mlp_names[p], x, mlp_sizes[p]) && read_f32(t[1], mlp_names[p], y, mlp_sizes[p]));
+    CHECK_MSG(memcmp(x, y, sizeof(float) * (size_t)mlp_sizes[p]) == 0, "%s differs", mlp_names[p]);
+  }
+  rlx_trainer_destroy(t[0]);
+  rlx_trainer_destroy(t[1]);
+}
+
 /* A param never set fails the first step with its name. */
 TEST(unset_param_is_named) {
   rlx_tensor loss;
@@ -639,6 +667,7 @@ static void run_all(void) {
   RUN(cross_entropy_embedding_learns);
   RUN(bad_calls_are_messages);
   RUN(unset_param_is_named);
+  RUN(batched_updates_same_bits);
 }
 
 int main(int argc, char** argv) {

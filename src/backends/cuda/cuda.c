@@ -264,7 +264,7 @@ static int ranges_meet(const rlx_range* a, int32_t na, const rlx_range* b, int32
 
 /* Must `later` wait for `earlier`? RAW, WAR and WAW all order two steps; a
  * host step orders against everything. */
-static int steps_conflict(const rlx_step* earlier, const rlx_step* later) {
+int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later) {
   if (earlier->kernel == RLX_K_HOST || later->kernel == RLX_K_HOST) return 1;
   return ranges_meet(earlier->writes, earlier->n_writes, later->reads, later->n_reads) ||
          ranges_meet(earlier->reads, earlier->n_reads, later->writes, later->n_writes) ||
@@ -290,7 +290,7 @@ static rlx_status schedule_build(rlx_backend_exec* be, const rlx_step_list* l, s
     for (int t = 0; t < ns; t++) latest[t] = -1;
     int32_t last_dep = -1;
     for (int32_t j = 0; j < i; j++) {
-      if (!steps_conflict(&l->steps[j], si)) continue;
+      if (!rlx_cuda_steps_conflict(&l->steps[j], si)) continue;
       latest[s->stream_of[j]] = j;
       last_dep = j;
     }
@@ -349,6 +349,9 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
       RLX_RETURN_IF_ERROR(dnn_handle_create(be, err));
   for (int32_t i = 0; i < l->n; i++)
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
+  /* One stream only: a merged launch waits on nothing but the stream. */
+  if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_OPT_BATCH))
+    RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, l, err));
   for (int32_t i = 0; i < p->launches.n; i++) {
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
@@ -364,6 +367,11 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     /* The fused GEMV's arrival counts start at zero (and are left there). */
     RLX_CU(be->d, err, "cuMemsetD8Async(scratch)",
            be->d->cu.memset_d8_async(p->scratch, 0, (size_t)p->launches.scratch_bytes, be->streams[0]));
+    for (int32_t i = 0; i < p->launches.n_init; i++) {
+      const rlx_scratch_init* in = &p->launches.init[i];
+      RLX_CU(be->d, err, "cuMemcpyHtoDAsync(scratch)",
+             be->d->cu.memcpy_htod_async(p->scratch + in->off, in->data, in->bytes, be->streams[0]));
+    }
   }
   if (be->n_streams > 1) RLX_RETURN_IF_ERROR(schedule_build(be, l, &p->sched, err));
   /* Capture safety comes from the steps: a host step needs the CPU mid-run. */
@@ -400,6 +408,9 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       rlx_launch_params p = x->p;
       /* Scratch users carry offsets into the program's scratch buffer. */
       if (x->fn == RLX_CUDA_FN_SAMPLE) p.sample.scratch += pr->scratch;
+      if (x->fn >= RLX_CUDA_FN_REDUCE_COLS_V1 && x->fn <= RLX_CUDA_FN_REDUCE_COLS_FIN)
+        p.cols.partial += pr->scratch;
+      if (x->fn == RLX_CUDA_FN_OPT_MULTI) p.opt_multi.table += pr->scratch;
       if (x->fn == RLX_CUDA_FN_GEMV_FUSED_V1 || x->fn == RLX_CUDA_FN_GEMV_FUSED_V4) {
         p.mm.partial += pr->scratch;
         p.mm.counters += pr->scratch;

@@ -147,7 +147,13 @@ typedef struct rlx_lt_api {
   X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \
   X(XENT_BACKWARD, rlx_xent_backward, train) X(GATHER_BWD, rlx_gather_bwd, train)              \
   X(GATHER_BWD_SORTED, rlx_gather_bwd_sorted, train)                                          \
-  X(OPT_UPDATE, rlx_opt_update, train)
+  X(OPT_UPDATE, rlx_opt_update, train)                                                        \
+  X(REDUCE_COLS_V1, rlx_reduce_cols_v1, reduce) X(REDUCE_COLS_V4, rlx_reduce_cols_v4, reduce)  \
+  X(REDUCE_COLS_V8, rlx_reduce_cols_v8, reduce) X(REDUCE_COLS_FIN, rlx_reduce_cols_fin, reduce) \
+  X(OPT_MULTI, rlx_opt_multi, train)                                                         \
+  X(NORM_H16_V1, rlx_norm_h16_v1, norm) X(NORM_H16_V2, rlx_norm_h16_v2, norm)                  \
+  X(NORM_H16_V4, rlx_norm_h16_v4, norm) X(NORM_H16_V8, rlx_norm_h16_v8, norm)                  \
+  X(NORM_BWD_W4, rlx_norm_bwd_w4, rows_bwd) X(NORM_BWD_W8, rlx_norm_bwd_w8, rows_bwd)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -231,6 +237,8 @@ typedef union rlx_launch_params {
   rlxk_softmax_bwd softmax_bwd;
   rlxk_xent xent;
   rlxk_opt opt;
+  rlxk_cols cols;
+  rlxk_opt_multi opt_multi;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;
@@ -247,11 +255,21 @@ typedef struct rlx_launch {
   uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
 } rlx_launch;
 
+/* Bytes the program uploads into its scratch once, after zeroing it (the
+ * batched optimizer updates' tables). */
+typedef struct rlx_scratch_init {
+  uint64_t off;
+  void* data; /* owned by the launch list */
+  size_t bytes;
+} rlx_scratch_init;
+
 typedef struct rlx_launch_list {
   rlx_launch* v;
   int32_t n, cap;
   uint64_t scratch_bytes; /* device scratch the launches need (GEMV partials, sample) */
   size_t dnn_workspace;   /* cuDNN workspace (per stream) the largest conv plan needs */
+  rlx_scratch_init* init;
+  int32_t n_init;
 } rlx_launch_list;
 
 /* Per-executable context the launch builder needs. */
@@ -272,6 +290,15 @@ typedef struct rlx_cuda_build {
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);
 void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
+/* Runs of optimizer-update launches that share the optimizer and its
+ * hyper tensor and touch disjoint bytes become one rlx_opt_multi launch
+ * (its table goes to l->init), issued at the run's first or last update;
+ * the launches between (steps sl) stay in order and must not conflict with
+ * the updates moved past them. Only for a program on one stream. */
+rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err);
+/* Must step `later` wait for step `earlier` (their byte ranges meet with
+ * a write on either side, or one is a host step)? */
+int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later);
 /* Whether the step would use cuDNN (the executable then makes a handle). */
 int rlx_cuda_step_uses_dnn(const rlx_step* s);
 /* Whether Conv / ConvTranspose node ni runs on cuDNN (cuda_supports). */

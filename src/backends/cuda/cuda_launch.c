@@ -230,24 +230,111 @@ static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i
 
 /* ------------------------------------------------------------------ reductions, rows */
 
+/* Dims [lo, hi) of (shape, stride) without their size-1 dims, neighbours
+ * merged where stepping the outer one equals stepping the inner one across
+ * its extent (row-major order is kept, so indices still count the same
+ * way). Returns how many dims went to (ms, mt). */
+static int merge_dims(const int64_t* shape, const int64_t* stride, int lo, int hi, int64_t* ms,
+                      int64_t* mt) {
+  int n = 0;
+  for (int d = lo; d < hi; d++) {
+    if (shape[d] == 1) continue;
+    if (n > 0 && mt[n - 1] == stride[d] * shape[d]) {
+      ms[n - 1] *= shape[d];
+      mt[n - 1] = stride[d];
+      continue;
+    }
+    ms[n] = shape[d];
+    mt[n] = stride[d];
+    n++;
+  }
+  return n;
+}
+
+static int is_half(rlx_dtype t) { return t == RLX_F16 || t == RLX_BF16; }
+
+/* A float sum / mean over the OUTER dims (bias and LayerNorm weight
+ * gradients: [rows, cols] -> [cols]): the kept dims form one contiguous
+ * block of >= 32 columns, the reduced ones a single row stride. Fills p
+ * (all but partial) and the vector width; 0 when the shape is not one. */
+static int cols_plan(const rlx_step* s, rlxk_cols* p, int* vec) {
+  const rlx_reduce_params* r = &s->p.reduce;
+  const rlx_view* v = &s->in[0];
+  if (s->op != RLX_RED_SUM && s->op != RLX_RED_MEAN) return 0;
+  if (v->dtype != RLX_F32 && !is_half(v->dtype)) return 0;
+  if (!rlx_dtype_is_float(s->out[0].dtype)) return 0;
+  int64_t ks[RLX_MAX_RANK], kt[RLX_MAX_RANK], rs[RLX_MAX_RANK], rt[RLX_MAX_RANK];
+  int nk = merge_dims(v->shape, v->stride, 0, r->n_keep, ks, kt);
+  int nr = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, rs, rt);
+  if (nk != 1 || kt[0] != 1 || ks[0] < 32 || ks[0] / 32 > 0x7fffffff || nr != 1) return 0;
+  memset(p, 0, sizeof *p);
+  p->cols = ks[0];
+  p->rows = rs[0];
+  p->row_stride = rt[0];
+  p->ioff = v->offset;
+  p->ooff = s->out[0].offset;
+  p->op = s->op;
+  p->idt = v->dtype;
+  p->odt = s->out[0].dtype;
+  int w = v->dtype == RLX_F32 ? 4 : 8; /* elements per 16 bytes */
+  int rows_aligned = (p->row_stride * (int64_t)rlx_dtype_size(v->dtype)) % 16 == 0;
+  *vec = p->cols % w == 0 && rows_aligned && p->row_stride >= 0 && aligned16(p->ioff) ? w : 1;
+  return 1;
+}
+
+/* Column tiles x row chunks: about 8 blocks of 256 threads per SM, each
+ * warp of a chunk adding at least 4 rows. Chunks > 1 add a finishing
+ * pass over the double partials in scratch. */
+static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                    rlxk_cols p, int vec, rlx_launch_list* l, rlx_error* err) {
+  int64_t tiles = (p.cols + 32 * vec - 1) / (32 * vec), target = (int64_t)b->d->sm_count * 8;
+  int64_t chunks = (target + tiles - 1) / tiles, most = (p.rows + 31) / 32;
+  if (chunks > most) chunks = most;
+  if (chunks > 65535) chunks = 65535;
+  if (chunks < 1) chunks = 1;
+  p.rows_per_chunk = (p.rows + chunks - 1) / chunks;
+  p.chunks = (p.rows + p.rows_per_chunk - 1) / p.rows_per_chunk;
+  if (p.chunks > 1) { /* doubles: other scratch users leave 4-byte multiples */
+    p.partial = (l->scratch_bytes + 255u) & ~(uint64_t)255u; /* offset; an address at launch */
+    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.cols) * 8u;
+  }
+  rlx_cuda_fn fn = vec == 4 ? RLX_CUDA_FN_REDUCE_COLS_V4 : vec == 8 ? RLX_CUDA_FN_REDUCE_COLS_V8
+                            : RLX_CUDA_FN_REDUCE_COLS_V1;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.cols = p;
+  x->block = 256;
+  x->grid[0] = (unsigned)tiles;
+  x->grid[1] = (unsigned)p.chunks;
+  if (p.chunks == 1) return RLX_OK;
+  if (!(x = push_kernel(l, RLX_CUDA_FN_REDUCE_COLS_FIN, i, err))) return RLX_RESOURCE_EXHAUSTED;
+  x->p.cols = p;
+  x->grid[0] = grid_for(b, p.cols, 256);
+  return RLX_OK;
+}
+
 static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_reduce_params* r = &s->p.reduce;
   if (r->outer == 0) return RLX_OK;
+  rlxk_cols cols;
+  int vec = 1;
+  if (r->inner > 1 && cols_plan(s, &cols, &vec))
+    return build_reduce_cols(b, s, i, cols, vec, l, err);
   int block = r->inner >= 256 || r->outer < 2 * b->d->sm_count;
   rlx_launch* x = push_kernel(l, block ? RLX_CUDA_FN_REDUCE_BLOCK : RLX_CUDA_FN_REDUCE_THREAD, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_reduce* p = &x->p.reduce;
   p->outer = r->outer;
   p->inner = r->inner;
-  for (int32_t d = 0; d < s->in[0].rank; d++) {
-    p->shape[d] = s->in[0].shape[d];
-    p->stride[d] = s->in[0].stride[d];
-  }
+  /* Merged dims enumerate outputs and reduced elements in the same order
+   * (so the same sums), with fewer index divisions in the kernels. */
+  const rlx_view* v = &s->in[0];
+  p->n_keep = merge_dims(v->shape, v->stride, 0, r->n_keep, p->shape, p->stride);
+  p->n_red = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, p->shape + p->n_keep,
+                        p->stride + p->n_keep);
   p->ioff = s->in[0].offset;
   p->ooff = s->out[0].offset;
-  p->n_keep = r->n_keep;
-  p->n_red = r->n_red;
   p->op = s->op;
   p->idt = s->in[0].dtype;
   p->odt = s->out[0].dtype;
@@ -365,7 +452,6 @@ static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32
 /* Cross-entropy: one block per row (rows, backward) or one block (mean). */
 static rlx_status build_xent(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                              rlx_launch_list* l, rlx_error* err) {
-  (void)b;
   rlxk_xent p;
   memset(&p, 0, sizeof p);
   p.rows = s->p.xent.rows;
@@ -392,8 +478,12 @@ static rlx_status build_xent(const rlx_cuda_build* b, const rlx_step* s, int32_t
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.xent = p;
-  x->block = 256;
+  x->block = p.op == RLX_XENT_ROWS ? 512 : p.op == RLX_XENT_BACKWARD ? 1024 : 256;
   x->grid[0] = p.op == RLX_XENT_MEAN ? 1u : rows_grid(p.rows);
+  /* The backward reads each row twice: one block of 1024 per SM keeps
+   * about 130 rows (of 200 KB for a 50k vocabulary) in flight, so the
+   * second read finds the row in L2. */
+  if (p.op == RLX_XENT_BACKWARD && p.rows > b->d->sm_count) x->grid[0] = (unsigned)b->d->sm_count;
   return RLX_OK;
 }
 
@@ -466,6 +556,268 @@ static rlx_status build_opt_update(const rlx_cuda_build* b, const rlx_step* s, i
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ batched optimizer updates */
+
+enum { OPT_CHUNK = 4096 }; /* elements per block-step of rlx_opt_multi */
+
+static int opt_hyper_slot(const rlxk_opt* p) { return p->op == RLX_OPT_SGD ? 3 : 4; }
+
+/* Same optimizer, constants and hyper tensor: one launch can serve both. */
+static int opt_same_kind(const rlxk_opt* a, const rlxk_opt* b) {
+  int hs = opt_hyper_slot(a);
+  return a->op == b->op && a->nesterov == b->nesterov && a->has_buf == b->has_buf &&
+         a->decoupled == b->decoupled && a->momentum == b->momentum &&
+         a->dampening == b->dampening && a->weight_decay == b->weight_decay &&
+         a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps &&
+         a->off[hs] == b->off[hs] && a->dt[hs] == b->dt[hs];
+}
+
+static int ranges_meet(uint64_t a, int32_t adt, int64_t an, uint64_t b, int32_t bdt, int64_t bn) {
+  uint64_t a_end = a + (uint64_t)an * rlx_dtype_size((rlx_dtype)adt);
+  uint64_t b_end = b + (uint64_t)bn * rlx_dtype_size((rlx_dtype)bdt);
+  return a < b_end && b < a_end;
+}
+
+/* Whether nothing a writes is read or written by b (b's hyper tensor is
+ * RLX_HYPER_COUNT elements, its other slots b->n). */
+static int opt_writes_miss(const rlxk_opt* a, const rlxk_opt* b) {
+  int hs = opt_hyper_slot(b);
+  for (int w = 0; w < 3; w++) {
+    if (a->odt[w] < 0) continue;
+    for (int k = 0; k < 5; k++)
+      if (b->dt[k] >= 0 && ranges_meet(a->ooff[w], a->odt[w], a->n, b->off[k], b->dt[k],
+                                       k == hs ? RLX_HYPER_COUNT : b->n))
+        return 0;
+    for (int k = 0; k < 3; k++)
+      if (b->odt[k] >= 0 && ranges_meet(a->ooff[w], a->odt[w], a->n, b->ooff[k], b->odt[k], b->n))
+        return 0;
+  }
+  return 1;
+}
+
+static int is_update(const rlx_launch* x) {
+  return x->kind == RLX_LAUNCH_KERNEL && x->fn == RLX_CUDA_FN_OPT_UPDATE;
+}
+
+/* Whether update launch j can join the run's members: the same kind, and
+ * no bytes one of them writes are touched by another, so the order of the
+ * updates does not matter. */
+static int update_joins(const rlx_launch_list* l, const int32_t* member, int32_t n, int32_t j) {
+  const rlxk_opt* b = &l->v[j].p.opt;
+  if (!opt_same_kind(&l->v[member[0]].p.opt, b)) return 0;
+  for (int32_t k = 0; k < n; k++) {
+    const rlxk_opt* a = &l->v[member[k]].p.opt;
+    if (!opt_writes_miss(a, b) || !opt_writes_miss(b, a)) return 0;
+  }
+  return 1;
+}
+
+/* Where a run's one launch goes. At its last member, the earlier members
+ * are delayed past the launches between them (those must not touch their
+ * bytes: a cast that makes the next update's input is fine). At its first
+ * member, the later members are hoisted before the launches between (a
+ * cast of an updated param into the compute dtype is fine). Mixed
+ * precision puts such a launch between every two updates. */
+typedef enum { AT_LAST, AT_FIRST } run_at;
+
+enum { RUN_GAP = 16 }; /* most launches between two members of a run */
+
+/* The step each launch stands for, as far as ordering goes: its own, or
+ * for an update reading its gradient through a fused cast (see
+ * read_past_casts), a patched copy reading the cast's source. */
+typedef struct run_ctx {
+  const rlx_launch_list* l;
+  const rlx_step** step_of; /* per launch */
+  rlx_step* patched;        /* the patched copies */
+} run_ctx;
+
+static int launches_conflict(const run_ctx* c, int32_t a, int32_t b) {
+  return rlx_cuda_steps_conflict(c->step_of[a], c->step_of[b]);
+}
+
+/* The members (launch indices, ascending) of the run that starts at
+ * update i when its launch goes `at`; returns their count. A host launch
+ * ends the run; so does, at the last member, a launch a member cannot be
+ * delayed past, and at the first, an update that cannot be hoisted. */
+static int32_t collect_run(const run_ctx* c, int32_t i, run_at at, int32_t* member) {
+  const rlx_launch_list* l = c->l;
+  int32_t n = 0;
+  member[n++] = i;
+  for (int32_t j = i + 1; j < l->n && l->v[j].kind != RLX_LAUNCH_HOST; j++) {
+    if (j - member[n - 1] > RUN_GAP) break; /* keeps the build linear in the launches */
+    if (is_update(&l->v[j]) && update_joins(l, member, n, j)) {
+      int crosses = 1; /* hoisting j before the non-members since i */
+      for (int32_t k = i + 1, m = 1; at == AT_FIRST && k < j && crosses; k++) {
+        if (m < n && member[m] == k) {
+          m++;
+          continue;
+        }
+        crosses = !launches_conflict(c, k, j);
+      }
+      if (!crosses) break;
+      member[n++] = j;
+      continue;
+    }
+    if (at == AT_FIRST) continue;
+    int free_of = 1; /* delaying every member past j */
+    for (int32_t m = 0; m < n && free_of; m++) free_of = !launches_conflict(c, member[m], j);
+    if (!free_of) break;
+  }
+  return n;
+}
+
+/* The table of the members (entries, then chunk starts) as a scratch
+ * upload, and the one launch that replaces them (issued at launch `at`'s
+ * step), written to *out. */
+static rlx_status merge_updates(rlx_launch_list* l, const int32_t* member, int32_t count, int32_t at,
+                                rlx_launch* out, rlx_error* err) {
+  size_t bytes = (size_t)count * sizeof(rlxk_opt) + (size_t)(count + 1) * sizeof(int64_t);
+  rlx_scratch_init* grown = realloc(l->init, (size_t)(l->n_init + 1) * sizeof *grown);
+  if (!grown) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  l->init = grown;
+  unsigned char* table = malloc(bytes);
+  if (!table) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int64_t* start = (int64_t*)(table + (size_t)count * sizeof(rlxk_opt));
+  start[0] = 0;
+  for (int32_t k = 0; k < count; k++) {
+    const rlxk_opt* p = &l->v[member[k]].p.opt;
+    memcpy(table + (size_t)k * sizeof(rlxk_opt), p, sizeof *p);
+    start[k + 1] = start[k] + (p->n + OPT_CHUNK - 1) / OPT_CHUNK;
+  }
+  uint64_t off = (l->scratch_bytes + 255u) & ~(uint64_t)255u;
+  l->scratch_bytes = off + bytes;
+  l->init[l->n_init++] = (rlx_scratch_init){off, table, bytes};
+  rlx_launch x = l->v[at];
+  memset(&x.p, 0, sizeof x.p);
+  x.fn = RLX_CUDA_FN_OPT_MULTI;
+  x.p.opt_multi.table = off; /* offset; made an address at launch */
+  x.p.opt_multi.chunk = OPT_CHUNK;
+  x.p.opt_multi.total_chunks = start[count];
+  x.p.opt_multi.count = count;
+  x.block = 256;
+  x.grid[0] = rows_grid(start[count]);
+  *out = x;
+  return RLX_OK;
+}
+
+/* Appends to v (at *kept) the launches [i, last member] with the run
+ * merged into one launch where `at` says; the launches between keep their
+ * order. */
+static rlx_status emit_run(rlx_launch_list* l, const int32_t* member, int32_t n, run_at at,
+                           rlx_launch* v, int32_t* kept, rlx_error* err) {
+  int32_t first = member[0], last = member[n - 1], m = 0;
+  for (int32_t k = first; k <= last; k++) {
+    int is_member = m < n && member[m] == k;
+    if (is_member) m++;
+    if (!is_member) v[(*kept)++] = l->v[k];
+    else if (k == (at == AT_FIRST ? first : last))
+      RLX_RETURN_IF_ERROR(merge_updates(l, member, n, k, &v[(*kept)++], err));
+  }
+  return RLX_OK;
+}
+
+/* Whether view v is n elements packed in row-major order. */
+static int view_packed(const rlx_view* v, int64_t n) {
+  if (v->rank < 0 || rlx_view_numel(v) != n) return 0;
+  int64_t want = 1;
+  for (int32_t d = v->rank - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->stride[d] != want) return 0;
+    want *= v->shape[d];
+  }
+  return 1;
+}
+
+/* Mixed precision casts each half gradient to f32 into one shared
+ * temporary just before its update, which pins every update in place. When
+ * launch u (an update) reads its gradient from what launch u - 1 (a COPY
+ * step's only launch, from f16 / bf16 to f32) wrote, u reads the cast's half source
+ * instead: the same floats (the cast is exact), the update kernels load
+ * any float dtype. The cast still runs; u's ordering copy in *patch then
+ * reads the source, not the temporary. Returns whether it did. */
+static int read_past_cast(rlx_launch_list* l, const rlx_step_list* sl, int32_t u, rlx_step* patch) {
+  if (u < 1 || !is_update(&l->v[u])) return 0;
+  const rlx_launch* c = &l->v[u - 1];
+  /* the step's meaning decides (out = convert(in0)), whichever kernel runs it */
+  if (c->kind != RLX_LAUNCH_KERNEL || (u >= 2 && l->v[u - 2].step == c->step)) return 0;
+  const rlx_step* cs = &sl->steps[c->step];
+  rlxk_opt* p = &l->v[u].p.opt;
+  if (cs->kernel != RLX_K_COPY || cs->n_in != 1 || cs->n_out != 1) return 0;
+  const rlx_view *src = &cs->in[0], *dst = &cs->out[0];
+  if (dst->dtype != RLX_F32 || p->dt[1] != RLX_F32 || dst->offset != p->off[1]) return 0;
+  if (src->dtype != RLX_BF16 && src->dtype != RLX_F16) return 0;
+  if (!view_packed(src, p->n) || !view_packed(dst, p->n)) return 0;
+  rlx_range tmp = {p->off[1], p->off[1] + (uint64_t)p->n * 4u};
+  rlx_range from = {src->offset, src->offset + (uint64_t)p->n * rlx_dtype_size(src->dtype)};
+  *patch = sl->steps[l->v[u].step];
+  int found = 0;
+  for (int32_t k = 0; k < patch->n_reads; k++)
+    if (patch->reads[k].begin == tmp.begin && patch->reads[k].end == tmp.end) {
+      patch->reads[k] = from;
+      found = 1;
+    }
+  /* the update writes in place: its outputs must not be the source */
+  for (int32_t k = 0; k < patch->n_writes && found; k++)
+    if (patch->writes[k].begin < from.end && from.begin < patch->writes[k].end) found = 0;
+  if (!found) return 0;
+  p->off[1] = src->offset;
+  p->dt[1] = (int32_t)src->dtype;
+  return 1;
+}
+
+/* Step pointers per launch, update gradients read past their casts. */
+static rlx_status run_ctx_init(run_ctx* c, rlx_launch_list* l, const rlx_step_list* sl,
+                               rlx_error* err) {
+  c->l = l;
+  c->step_of = malloc((size_t)l->n * sizeof *c->step_of);
+  c->patched = malloc((size_t)l->n * sizeof *c->patched);
+  if (!c->step_of || !c->patched) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t n_patched = 0;
+  for (int32_t i = 0; i < l->n; i++) {
+    c->step_of[i] = &sl->steps[l->v[i].step];
+    if (read_past_cast(l, sl, i, &c->patched[n_patched])) c->step_of[i] = &c->patched[n_patched++];
+  }
+  return RLX_OK;
+}
+
+/* The new list is built aside: on failure l (and the plans it owns) is
+ * as it was, but for updates reading past casts (the same results). */
+rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err) {
+  if (l->n == 0) return RLX_OK;
+  run_ctx c = {0};
+  rlx_launch* v = malloc((size_t)l->n * sizeof *v);
+  int32_t* runs = malloc(2 * (size_t)l->n * sizeof *runs);
+  rlx_status st = v && runs ? run_ctx_init(&c, l, sl, err)
+                            : rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t kept = 0;
+  for (int32_t i = 0; i < l->n && st == RLX_OK;) {
+    int32_t *late = runs, *early = runs + l->n, n_late = 0, n_early = 0;
+    if (is_update(&l->v[i])) {
+      n_late = collect_run(&c, i, AT_LAST, late);
+      n_early = collect_run(&c, i, AT_FIRST, early);
+    }
+    if (n_late < 2 && n_early < 2) {
+      v[kept++] = l->v[i++];
+      continue;
+    }
+    run_at at = n_late >= n_early ? AT_LAST : AT_FIRST;
+    const int32_t* member = at == AT_LAST ? late : early;
+    int32_t n = at == AT_LAST ? n_late : n_early;
+    st = emit_run(l, member, n, at, v, &kept, err);
+    i = member[n - 1] + 1;
+  }
+  free(runs);
+  free(c.step_of);
+  free(c.patched);
+  if (st != RLX_OK) {
+    free(v);
+    return st;
+  }
+  free(l->v);
+  l->v = v;
+  l->n = l->cap = kept;
+  return RLX_OK;
+}
+
 static rlx_status build_scatter(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                 rlx_launch_list* l, rlx_error* err) {
   const rlx_scatter_params* sp = &s->p.scatter;
@@ -502,6 +854,18 @@ static rlx_status build_scatter(const rlx_cuda_build* b, const rlx_step* s, int3
 
 /* ------------------------------------------------------------------ nn */
 
+/* Whether every present input and output of a norm step is the one half
+ * dtype (f16 or bf16) at a 16-byte aligned offset: the rows then go
+ * through rlx_norm_h16_v*. */
+static int norm_all_h16(const rlx_step* s, int writes_sum) {
+  rlx_dtype t = s->out[0].dtype;
+  if (!is_half(t) || !aligned16(s->out[0].offset)) return 0;
+  if (writes_sum && (s->out[1].dtype != t || !aligned16(s->out[1].offset))) return 0;
+  for (int k = 0; k < 5; k++)
+    if (s->in[k].rank >= 0 && (s->in[k].dtype != t || !aligned16(s->in[k].offset))) return 0;
+  return 1;
+}
+
 static rlx_status build_norm(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                              rlx_launch_list* l, rlx_error* err) {
   const rlx_norm_params* np = &s->p.norm;
@@ -528,10 +892,15 @@ static rlx_status build_norm(const rlx_cuda_build* b, const rlx_step* s, int32_t
   p.eps = np->eps;
   p.rms = np->rms;
   unsigned threads = 256;
-  int vpt = all_f32 && p.cols % 4 == 0 ? reg_row_shape(p.cols / 4, &threads) : 0;
-  rlx_cuda_fn fn = vpt == 1 ? RLX_CUDA_FN_NORM_F32_V1 : vpt == 2 ? RLX_CUDA_FN_NORM_F32_V2
-                 : vpt == 4 ? RLX_CUDA_FN_NORM_F32_V4 : vpt == 8 ? RLX_CUDA_FN_NORM_F32_V8
-                 : RLX_CUDA_FN_NORM_GENERIC;
+  int h16 = !all_f32 && p.cols % 8 == 0 && norm_all_h16(s, np->writes_sum);
+  int vpt = all_f32 && p.cols % 4 == 0 ? reg_row_shape(p.cols / 4, &threads)
+          : h16 ? reg_row_shape(p.cols / 8, &threads) : 0;
+  static const rlx_cuda_fn f32_fns[4] = {RLX_CUDA_FN_NORM_F32_V1, RLX_CUDA_FN_NORM_F32_V2,
+                                         RLX_CUDA_FN_NORM_F32_V4, RLX_CUDA_FN_NORM_F32_V8};
+  static const rlx_cuda_fn h16_fns[4] = {RLX_CUDA_FN_NORM_H16_V1, RLX_CUDA_FN_NORM_H16_V2,
+                                         RLX_CUDA_FN_NORM_H16_V4, RLX_CUDA_FN_NORM_H16_V8};
+  int slot = vpt == 1 ? 0 : vpt == 2 ? 1 : vpt == 4 ? 2 : 3;
+  rlx_cuda_fn fn = !vpt ? RLX_CUDA_FN_NORM_GENERIC : h16 ? h16_fns[slot] : f32_fns[slot];
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.norm = p;
@@ -1340,7 +1709,20 @@ static rlx_status build_conv(const rlx_cuda_build* b, const rlx_step* s, int32_t
 
 /* ------------------------------------------------------------------ row-wise backward */
 
-/* NORM_BWD: in0 x, in1 gamma (optional), in2 dy; one block per row. */
+/* Elements per 16-byte vector (4: f32, 8: f16 / bf16) when x, gamma (if
+ * present), dy and dx share one dtype, are 16-byte aligned and a row is
+ * at most 1024 whole vectors' worth (rlx_norm_bwd_w*); else 0. */
+static int norm_bwd_width(const rlx_step* s, int64_t cols) {
+  rlx_dtype t = s->out[0].dtype;
+  int w = t == RLX_F32 ? 4 : is_half(t) ? 8 : 0;
+  if (!w || cols % w != 0 || cols > 1024 || !aligned16(s->out[0].offset)) return 0;
+  for (int k = 0; k < 3; k++)
+    if (s->in[k].rank >= 0 && (s->in[k].dtype != t || !aligned16(s->in[k].offset))) return 0;
+  return s->in[0].rank >= 0 && s->in[2].rank >= 0 ? w : 0;
+}
+
+/* NORM_BWD: in0 x, in1 gamma (optional), in2 dy; one block per row, or a
+ * warp per row for short aligned rows. */
 static rlx_status build_norm_bwd(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                  rlx_launch_list* l, rlx_error* err) {
   (void)b;
@@ -1364,6 +1746,11 @@ static rlx_status build_norm_bwd(const rlx_cuda_build* b, const rlx_step* s, int
   p->rms = np->rms;
   x->block = 256;
   x->grid[0] = rows_grid(p->rows);
+  int w = norm_bwd_width(s, p->cols);
+  if (w) { /* a warp per row: 8 rows per block */
+    x->fn = w == 4 ? RLX_CUDA_FN_NORM_BWD_W4 : RLX_CUDA_FN_NORM_BWD_W8;
+    x->grid[0] = rows_grid((p->rows + 7) / 8);
+  }
   return RLX_OK;
 }
 
@@ -1477,6 +1864,8 @@ void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l) {
   for (int32_t i = 0; i < l->n; i++)
     if (l->v[i].kind == RLX_LAUNCH_LT) rlx_cuda_mm_plan_destroy(d, l->v[i].plan);
     else if (l->v[i].kind == RLX_LAUNCH_DNN) rlx_cuda_conv_plan_destroy(d, l->v[i].conv);
+  for (int32_t i = 0; i < l->n_init; i++) free(l->init[i].data);
+  free(l->init);
   free(l->v);
   memset(l, 0, sizeof *l);
 }

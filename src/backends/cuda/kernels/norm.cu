@@ -3,6 +3,7 @@
  * before it is normalised, so every backend normalises the value it stored;
  * LayerNorm uses the biased variance about the mean, RmsNorm the mean square. */
 #include "common.cuh"
+#include "vec16.cuh"
 
 enum { N_X, N_RES, N_BIAS, N_GAMMA, N_BETA };
 
@@ -112,3 +113,70 @@ extern "C" __global__ void rlx_norm_f32_v1(char* a, rlxk_norm p, rlxk_state* s) 
 extern "C" __global__ void rlx_norm_f32_v2(char* a, rlxk_norm p, rlxk_state* s) { norm_f32_reg<2>(a, p); }
 extern "C" __global__ void rlx_norm_f32_v4(char* a, rlxk_norm p, rlxk_state* s) { norm_f32_reg<4>(a, p); }
 extern "C" __global__ void rlx_norm_f32_v8(char* a, rlxk_norm p, rlxk_state* s) { norm_f32_reg<8>(a, p); }
+
+/* f16 / bf16 storage (every slot and output the one dtype), cols % 8 == 0,
+ * 16-byte aligned: as norm_f32_reg, eight halves per 16-byte load, f32
+ * math. The residual sum is rounded to the dtype before the statistics, as
+ * norm_value does. */
+template <int VPT>
+__device__ void norm_h16_reg(char* arena, const rlxk_norm& p) {
+  __shared__ float red[32];
+  const int dt = p.odt;
+  int64_t n8 = p.cols / 8;
+  bool res = p.dt[N_RES] >= 0, bias = p.dt[N_BIAS] >= 0, gamma = p.dt[N_GAMMA] >= 0,
+       beta = p.dt[N_BETA] >= 0;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    float v[VPT][8];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+#pragma unroll
+      for (int j = 0; j < 8; j++) v[k][j] = 0.0f;
+      if (i >= n8) continue;
+      ldv<8>(at(arena, p.off[N_X]), row * n8 + i, dt, v[k]);
+      if (res) {
+        float r[8], b[8];
+        ldv<8>(at(arena, p.off[N_RES]), row * n8 + i, dt, r);
+        if (bias) ldv<8>(at(arena, p.off[N_BIAS]), i, dt, b);
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[k][j] = bias ? (v[k][j] + r[j]) + b[j] : v[k][j] + r[j];
+        roundv<8>(v[k], dt);
+        if (p.writes_sum) stv<8>(atw(arena, p.ooff2), row * n8 + i, dt, v[k]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) s += v[k][j] + v[k][j + 1];
+    }
+    float mean = p.rms ? 0.0f : block_sum(s, red) / (float)p.cols;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+      if (i >= n8) continue;
+#pragma unroll
+      for (int j = 0; j < 8; j++) q += (v[k][j] - mean) * (v[k][j] - mean);
+    }
+    q = block_sum(q, red) / (float)p.cols;
+    float inv = 1.0f / sqrtf(q + p.eps);
+#pragma unroll
+    for (int k = 0; k < VPT; k++) {
+      int64_t i = threadIdx.x + (int64_t)k * blockDim.x;
+      if (i >= n8) continue;
+      float g[8], b[8], y[8];
+      if (gamma) ldv<8>(at(arena, p.off[N_GAMMA]), i, dt, g);
+      if (beta) ldv<8>(at(arena, p.off[N_BETA]), i, dt, b);
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        y[j] = (v[k][j] - mean) * inv;
+        if (gamma) y[j] *= g[j];
+        if (beta) y[j] += b[j];
+      }
+      stv<8>(atw(arena, p.ooff), row * n8 + i, dt, y);
+    }
+  }
+}
+
+extern "C" __global__ void rlx_norm_h16_v1(char* a, rlxk_norm p, rlxk_state* s) { norm_h16_reg<1>(a, p); }
+extern "C" __global__ void rlx_norm_h16_v2(char* a, rlxk_norm p, rlxk_state* s) { norm_h16_reg<2>(a, p); }
+extern "C" __global__ void rlx_norm_h16_v4(char* a, rlxk_norm p, rlxk_state* s) { norm_h16_reg<4>(a, p); }
+extern "C" __global__ void rlx_norm_h16_v8(char* a, rlxk_norm p, rlxk_state* s) { norm_h16_reg<8>(a, p); }

@@ -43,6 +43,17 @@ typedef struct rlxk_reduce {
   int32_t n_keep, n_red, op, idt, odt, pad_;
 } rlxk_reduce;
 
+/* Column reduction (sum / mean over the outer rows of a [rows, cols]
+ * view whose columns are contiguous): rows split into `chunks` of
+ * rows_per_chunk; each chunk's per-column partials (double) go to
+ * `partial` (scratch offset, an address at launch) when chunks > 1, and
+ * rlx_reduce_cols_fin adds them in chunk order. */
+typedef struct rlxk_cols {
+  int64_t cols, rows, row_stride, rows_per_chunk, chunks;
+  uint64_t ioff, ooff, partial;
+  int32_t op, idt, odt, pad_;
+} rlxk_cols;
+
 /* Row ops over a dense [outer, n, inner]: arg-reduce, softmax, cumsum, topk. */
 typedef struct rlxk_row {
   int64_t outer, n, inner, k;
@@ -226,5 +237,16 @@ typedef struct rlxk_opt {
   int32_t op, nesterov, has_buf, decoupled;
   float momentum, dampening, weight_decay, beta1, beta2, eps;
 } rlxk_opt;
+
+/* Several optimizer updates in one launch (multi-tensor apply): a device
+ * table (scratch offset `table`, an address at launch) of `count`
+ * rlxk_opt entries, followed by count + 1 int64 chunk starts: entry k
+ * owns chunks [start[k], start[k + 1]) of `chunk` elements each. The
+ * entries share op, hypers and the hyper tensor. */
+typedef struct rlxk_opt_multi {
+  uint64_t table;
+  int64_t chunk, total_chunks;
+  int32_t count, pad_;
+} rlxk_opt_multi;
 
 #endif

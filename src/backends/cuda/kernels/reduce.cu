@@ -81,7 +81,10 @@ RLXK_DEV void red_store(char* o, int odt, int64_t oi, const red_acc& a, int op, 
   }
 }
 
+/* The host merges contiguous dims, so one kept / one reduced dim is the
+ * common case: no 64-bit divisions for it. */
 RLXK_DEV int64_t keep_offset(const rlxk_reduce& p, int64_t oi) {
+  if (p.n_keep == 1) return oi * p.stride[0];
   int64_t base = 0, rem = oi;
   for (int d = p.n_keep - 1; d >= 0; d--) {
     base += (rem % p.shape[d]) * p.stride[d];
@@ -91,6 +94,7 @@ RLXK_DEV int64_t keep_offset(const rlxk_reduce& p, int64_t oi) {
 }
 
 RLXK_DEV int64_t red_offset(const rlxk_reduce& p, int64_t r) {
+  if (p.n_red == 1) return r * p.stride[p.n_keep];
   int64_t e = 0, rem = r;
   for (int d = p.n_keep + p.n_red - 1; d >= p.n_keep; d--) {
     e += (rem % p.shape[d]) * p.stride[d];
@@ -138,6 +142,88 @@ extern "C" __global__ void rlx_reduce_thread(char* arena, rlxk_reduce p, rlxk_st
       red_add(a, p.op, ints, ints ? 0.0 : ld_f64(x, p.idt, e), ints ? ld_i64(x, p.idt, e) : 0);
     }
     red_store(o, p.odt, oi, a, p.op, ints, p.inner);
+  }
+}
+
+/* ---------------------------------------------------------------- column sums */
+
+/* VEC consecutive elements of a row as doubles: 16-byte loads where the
+ * host found the rows aligned (VEC 4: f32, VEC 8: f16 / bf16), else one
+ * element of any float dtype. */
+template <int VEC>
+RLXK_DEV void cols_load(const char* x, int t, int64_t e, double* v) {
+  if constexpr (VEC == 4) {
+    float4 f = *(const float4*)(x + e * 4);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else if constexpr (VEC == 8) {
+    uint4 raw = *(const uint4*)(x + e * 2);
+    const uint16_t* h = (const uint16_t*)&raw;
+#pragma unroll
+    for (int k = 0; k < VEC; k++)
+      v[k] = t == RLX_BF16 ? (double)__bfloat162float(__ushort_as_bfloat16(h[k]))
+                           : (double)__half2float(__ushort_as_half(h[k]));
+  } else {
+    v[0] = ld_f64(x, t, e);
+  }
+}
+
+RLXK_DEV void cols_store(char* o, const rlxk_cols& p, int64_t c, double sum) {
+  st_f64(o, p.odt, c, p.op == RLX_RED_MEAN ? sum / (double)p.rows : sum);
+}
+
+/* Block: 8 warps over one tile of 32 * VEC columns and one chunk of rows
+ * (blockIdx.y); warp w adds rows w, w + 8, ... of the chunk with coalesced
+ * (vector) loads, then warp 0 adds the 8 warps' sums in warp order. The
+ * order of every addition is fixed by the launch shape, so runs repeat. */
+template <int VEC>
+__device__ void reduce_cols(char* arena, const rlxk_cols& p) {
+  __shared__ double sh[8][32 * VEC];
+  const char* x = at(arena, p.ioff);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t c0 = (int64_t)blockIdx.x * 32 * VEC + (int64_t)lane * VEC;
+  const int64_t r0 = (int64_t)blockIdx.y * p.rows_per_chunk;
+  int64_t r1 = r0 + p.rows_per_chunk;
+  if (r1 > p.rows) r1 = p.rows;
+  double acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; k++) acc[k] = 0.0;
+  if (c0 < p.cols) {
+#pragma unroll 4
+    for (int64_t r = r0 + warp; r < r1; r += 8) {
+      double v[VEC];
+      cols_load<VEC>(x, p.idt, r * p.row_stride + c0, v);
+#pragma unroll
+      for (int k = 0; k < VEC; k++) acc[k] += v[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < VEC; k++) sh[warp][lane * VEC + k] = acc[k];
+  __syncthreads();
+  /* Warp 0's lanes write 32 * VEC columns, VEC per lane, as they were read. */
+  if (warp != 0 || c0 >= p.cols) return;
+  char* o = atw(arena, p.ooff);
+  double* part = (double*)p.partial;
+#pragma unroll
+  for (int k = 0; k < VEC; k++) {
+    double s = sh[0][lane * VEC + k];
+    for (int w = 1; w < 8; w++) s += sh[w][lane * VEC + k];
+    if (p.chunks == 1) cols_store(o, p, c0 + k, s);
+    else part[blockIdx.y * p.cols + c0 + k] = s;
+  }
+}
+
+extern "C" __global__ void rlx_reduce_cols_v1(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<1>(a, p); }
+extern "C" __global__ void rlx_reduce_cols_v4(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<4>(a, p); }
+extern "C" __global__ void rlx_reduce_cols_v8(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<8>(a, p); }
+
+/* The chunks' partials of each column, added in chunk order. */
+extern "C" __global__ void rlx_reduce_cols_fin(char* arena, rlxk_cols p, rlxk_state* st) {
+  const double* part = (const double*)p.partial;
+  char* o = atw(arena, p.ooff);
+  for (int64_t c = grid_index(); c < p.cols; c += grid_stride()) {
+    double s = 0.0;
+    for (int64_t k = 0; k < p.chunks; k++) s += part[k * p.cols + c];
+    cols_store(o, p, c, s);
   }
 }
 

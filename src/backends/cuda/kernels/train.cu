@@ -4,6 +4,7 @@
  * float atomics), so repeated runs give the same bits. Bad targets and
  * indices record a run-time error the host reports naming the node. */
 #include "common.cuh"
+#include "vec16.cuh"
 
 enum { XENT_ROWS = 0, XENT_MEAN = 1, XENT_BACKWARD = 2 }; /* RLX_XENT_* */
 enum { OPT_SGD = 0, OPT_ADAM = 1 };                       /* RLX_OPT_* */
@@ -22,26 +23,111 @@ RLXK_DEV int64_t xent_target(const char* arena, const rlxk_xent& p, int64_t r, r
   return t;
 }
 
-/* log(sum(exp(x))) of row r (block-wide), and the row's sum in *total. */
-RLXK_DEV float xent_lse(const char* arena, const rlxk_xent& p, int64_t r, float* red,
-                        float* total) {
-  const char* x = at(arena, p.xoff);
-  float mx = -INFINITY, s = 0.0f, sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x)
-    mx = nanmax_f(mx, ld_f32(x, p.xdt, r * p.vocab + j));
-  mx = block_max_nan(mx, red);
-  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) {
-    float v = ld_f32(x, p.xdt, r * p.vocab + j);
-    s += expf(v - mx);
-    sum += v;
+/* log-sum-exp in one pass: m the largest value so far, s the sum of
+ * exp(v - m), rescaled when m grows. A NaN makes s NaN (and so the loss),
+ * as the reference's max-then-sum does. */
+RLXK_DEV void lse_add(float& m, float& s, float v) {
+  if (v > m) {
+    s = s * expf(m - v) + 1.0f;
+    m = v;
+  } else {
+    s += expf(v - m);
   }
-  *total = block_sum(sum, red);
-  return mx + logf(block_sum(s, red));
+}
+
+RLXK_DEV void lse_merge(float& m, float& s, float m2, float s2) {
+  if (m2 == -INFINITY) return; /* nothing seen there (s2 is 0) */
+  if (m2 > m) {
+    s = s * expf(m - m2) + s2;
+    m = m2;
+  } else {
+    s += s2 * expf(m2 - m);
+  }
+}
+
+/* Block-wide (m, s) merge in a fixed order; every thread gets the result. */
+RLXK_DEV void block_lse(float& m, float& s, float* sm, float* ss) {
+  for (int o = 16; o > 0; o >>= 1)
+    lse_merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sm[warp] = m, ss[warp] = s;
+  __syncthreads();
+  m = sm[0], s = ss[0];
+  for (int w = 1; w < nw; w++) lse_merge(m, s, sm[w], ss[w]);
+}
+
+/* f(j, v) for every logit v of row r, j its column. f32 rows are read in
+ * 16-byte vectors between an unaligned head and tail (vocab is often odd,
+ * so rows start anywhere). */
+template <typename F>
+RLXK_DEV void xent_read_row(const char* arena, const rlxk_xent& p, int64_t r, F f) {
+  const char* x = at(arena, p.xoff);
+  if (p.xdt != RLX_F32) {
+    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) f(j, ld_f32(x, p.xdt, r * p.vocab + j));
+    return;
+  }
+  const float* row = (const float*)x + r * p.vocab;
+  int64_t head = (int64_t)(((16u - ((uintptr_t)row & 15u)) & 15u) / 4u);
+  if (head > p.vocab) head = p.vocab;
+  if ((int64_t)threadIdx.x < head) f(threadIdx.x, row[threadIdx.x]);
+  const float4* body = (const float4*)(row + head);
+  int64_t n4 = (p.vocab - head) / 4;
+#pragma unroll 2
+  for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
+    float4 v = body[i];
+    int64_t j = head + 4 * i;
+    f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w);
+  }
+  for (int64_t j = head + 4 * n4 + threadIdx.x; j < p.vocab; j += blockDim.x) f(j, row[j]);
+}
+
+/* out[r, j] = g(j, x[r, j]) for the row; 16-byte vectors both ways when x
+ * and out are f32 rows of the same alignment, else element by element. */
+template <typename G>
+RLXK_DEV void xent_write_row(char* arena, const rlxk_xent& p, int64_t r, G g) {
+  const char* x = at(arena, p.xoff);
+  char* o = atw(arena, p.ooff);
+  const float* row = (const float*)x + r * p.vocab;
+  float* orow = (float*)o + r * p.vocab;
+  if (p.xdt != RLX_F32 || p.odt != RLX_F32 || (((uintptr_t)row ^ (uintptr_t)orow) & 15u) != 0) {
+    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x)
+      st_f32(o, p.odt, r * p.vocab + j, g(j, ld_f32(x, p.xdt, r * p.vocab + j)));
+    return;
+  }
+  int64_t head = (int64_t)(((16u - ((uintptr_t)row & 15u)) & 15u) / 4u);
+  if (head > p.vocab) head = p.vocab;
+  if ((int64_t)threadIdx.x < head) orow[threadIdx.x] = g(threadIdx.x, row[threadIdx.x]);
+  const float4* body = (const float4*)(row + head);
+  float4* obody = (float4*)(orow + head);
+  int64_t n4 = (p.vocab - head) / 4;
+#pragma unroll 2
+  for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
+    float4 v = body[i];
+    int64_t j = head + 4 * i;
+    obody[i] = make_float4(g(j, v.x), g(j + 1, v.y), g(j + 2, v.z), g(j + 3, v.w));
+  }
+  for (int64_t j = head + 4 * n4 + threadIdx.x; j < p.vocab; j += blockDim.x) orow[j] = g(j, row[j]);
+}
+
+/* log(sum(exp(x))) of row r (block-wide, one read of the row), and the
+ * row's sum in *total when label smoothing needs it. */
+RLXK_DEV float xent_lse(const char* arena, const rlxk_xent& p, int64_t r, float* red, float* red2,
+                        float* total) {
+  float m = -INFINITY, s = 0.0f, sum = 0.0f;
+  bool want_sum = total != NULL && p.ls != 0.0f;
+  xent_read_row(arena, p, r, [&](int64_t, float v) {
+    lse_add(m, s, v);
+    if (want_sum) sum += v;
+  });
+  block_lse(m, s, red, red2);
+  if (want_sum) *total = block_sum(sum, red);
+  return m + logf(s);
 }
 
 /* One block per row: out[r] = (loss, 1), or (0, 0) for an ignored row. */
 extern "C" __global__ void rlx_xent_rows(char* arena, rlxk_xent p, rlxk_state* st) {
-  __shared__ float red[32];
+  __shared__ float red[32], red2[32];
   char* o = atw(arena, p.ooff);
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     int64_t t = xent_target(arena, p, r, st);
@@ -52,8 +138,8 @@ extern "C" __global__ void rlx_xent_rows(char* arena, rlxk_xent p, rlxk_state* s
       }
       continue;
     }
-    float total;
-    float lse = xent_lse(arena, p, r, red, &total);
+    float total = 0.0f;
+    float lse = xent_lse(arena, p, r, red, red2, &total);
     if (threadIdx.x != 0) continue;
     float loss = (1.0f - p.ls) * (lse - ld_f32(at(arena, p.xoff), p.xdt, r * p.vocab + t));
     if (p.ls != 0.0f) loss += p.ls * (lse - total / (float)p.vocab);
@@ -76,31 +162,30 @@ extern "C" __global__ void rlx_xent_mean(char* arena, rlxk_xent p, rlxk_state* s
   if (threadIdx.x == 0) st_f32(atw(arena, p.ooff), p.odt, 0, count == 0.0f ? NAN : loss / count);
 }
 
-/* One block per row: d_loss / count * (softmax - smoothed one-hot); each
- * block counts the counted rows itself (no cross-block state). */
+/* A block per row (grid-strided; the host launches few enough blocks that
+ * a row's second read mostly hits L2): d_loss / count * (softmax -
+ * smoothed one-hot). Each block counts the counted rows itself (no
+ * cross-block state). */
 extern "C" __global__ void rlx_xent_backward(char* arena, rlxk_xent p, rlxk_state* st) {
-  __shared__ float red[32];
-  char* o = atw(arena, p.ooff);
-  const char* x = at(arena, p.xoff);
+  __shared__ float red[32], red2[32];
   float count = 0.0f;
   for (int64_t q = threadIdx.x; q < p.rows; q += blockDim.x)
     count += ld_i64(at(arena, p.toff), p.tdt, q) != p.ignore_index ? 1.0f : 0.0f;
   count = block_sum(count, red);
-  float scale = ld_f32(at(arena, p.doff), p.ddt, 0) / count;
+  float scale = ld_f32(at(arena, p.doff), p.ddt, 0) / count, smooth = p.ls / (float)p.vocab;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     int64_t t = xent_target(arena, p, r, st);
     if (t < 0) {
-      for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) st_f32(o, p.odt, r * p.vocab + j, 0.0f);
+      xent_write_row(arena, p, r, [](int64_t, float) { return 0.0f; });
       continue;
     }
-    float total;
-    float lse = xent_lse(arena, p, r, red, &total);
-    __syncthreads(); /* every logit of the row is read before a gradient is written */
-    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) {
-      float soft = expf(ld_f32(x, p.xdt, r * p.vocab + j) - lse);
-      float onehot = p.ls / (float)p.vocab + (j == t ? 1.0f - p.ls : 0.0f);
-      st_f32(o, p.odt, r * p.vocab + j, scale * (soft - onehot));
-    }
+    /* block_lse's barriers: every logit of the row is read before a
+     * gradient is written (dx may be x's own bytes) */
+    float lse = xent_lse(arena, p, r, red, red2, NULL);
+    xent_write_row(arena, p, r, [&](int64_t j, float v) {
+      float onehot = smooth + (j == t ? 1.0f - p.ls : 0.0f);
+      return scale * (expf(v - lse) - onehot);
+    });
   }
 }
 
@@ -261,33 +346,112 @@ RLXK_DEV void sgd_element(char* arena, const rlxk_opt& p, const float* h, int64_
   if (p.has_buf) st_out(arena, p, 1, e, buf);
 }
 
-/* PyTorch's Adam / AdamW; the bias corrections come in from the caller. */
+/* PyTorch's Adam / AdamW step of one element (w, m, v updated in place);
+ * the bias corrections come in from the caller. The one definition both
+ * the element and the vector paths use, so they give the same bits. */
+RLXK_DEV void adam_math(const rlxk_opt& p, const float* h, float bc1, float bc2, float graw,
+                        float& w, float& m, float& v) {
+  float g = graw * h[H_GRAD_SCALE], lr = h[H_LR];
+  if (p.decoupled) w *= 1.0f - lr * p.weight_decay;
+  else g += p.weight_decay * w;
+  m = p.beta1 * m + (1.0f - p.beta1) * g;
+  v = p.beta2 * v + (1.0f - p.beta2) * g * g;
+  w -= lr * (m / bc1) / (sqrtf(v / bc2) + p.eps);
+}
+
 RLXK_DEV void adam_element(char* arena, const rlxk_opt& p, const float* h, float bc1, float bc2,
                            int64_t e) {
   float w = ld_in(arena, p, 0, e), m = ld_in(arena, p, 2, e), v = ld_in(arena, p, 3, e);
-  if (h[H_APPLY] != 0.0f) {
-    float g = ld_in(arena, p, 1, e) * h[H_GRAD_SCALE], lr = h[H_LR];
-    if (p.decoupled) w *= 1.0f - lr * p.weight_decay;
-    else g += p.weight_decay * w;
-    m = p.beta1 * m + (1.0f - p.beta1) * g;
-    v = p.beta2 * v + (1.0f - p.beta2) * g * g;
-    w -= lr * (m / bc1) / (sqrtf(v / bc2) + p.eps);
-  }
+  if (h[H_APPLY] != 0.0f) adam_math(p, h, bc1, bc2, ld_in(arena, p, 1, e), w, m, v);
   st_out(arena, p, 0, e, w);
   st_out(arena, p, 1, e, m);
   st_out(arena, p, 2, e, v);
 }
 
-/* One element per thread (grid-stride); hyper read from the arena. */
-extern "C" __global__ void rlx_opt_update(char* arena, rlxk_opt p, rlxk_state* st) {
+/* Whether an Adam entry is f32 at 16-byte aligned offsets but for the
+ * gradient, which may be f16 / bf16 at an 8-byte aligned one (mixed
+ * precision): the float4 path of rlx_opt_multi. */
+RLXK_DEV bool adam_f32x4(const rlxk_opt& p) {
+  if (p.op != OPT_ADAM) return false;
+  for (int k = 0; k < 4; k++) {
+    bool half_grad = k == 1 && (p.dt[1] == RLX_F16 || p.dt[1] == RLX_BF16) && (p.off[1] & 7u) == 0;
+    if (!half_grad && (p.dt[k] != RLX_F32 || (p.off[k] & 15u) != 0)) return false;
+  }
+  for (int k = 0; k < 3; k++)
+    if (p.odt[k] != RLX_F32 || (p.ooff[k] & 15u) != 0) return false;
+  return true;
+}
+
+/* Elements [4 * i, 4 * i + 4) of an adam_f32x4 entry. */
+RLXK_DEV void adam_f32x4_step(char* arena, const rlxk_opt& p, const float* h, float bc1, float bc2,
+                              int64_t i) {
+  float4 w = ((const float4*)at(arena, p.off[0]))[i], m = ((const float4*)at(arena, p.off[2]))[i];
+  float4 v = ((const float4*)at(arena, p.off[3]))[i];
+  if (h[H_APPLY] != 0.0f) {
+    float4 g;
+    if (p.dt[1] == RLX_F32) {
+      g = ((const float4*)at(arena, p.off[1]))[i];
+    } else { /* four halves; converting them is exact, as ld_f32's */
+      uint2 raw = ((const uint2*)at(arena, p.off[1]))[i];
+      g = make_float4(h16_to_f32((uint16_t)(raw.x & 0xffffu), p.dt[1]), h16_to_f32((uint16_t)(raw.x >> 16), p.dt[1]),
+                      h16_to_f32((uint16_t)(raw.y & 0xffffu), p.dt[1]), h16_to_f32((uint16_t)(raw.y >> 16), p.dt[1]));
+    }
+    adam_math(p, h, bc1, bc2, g.x, w.x, m.x, v.x);
+    adam_math(p, h, bc1, bc2, g.y, w.y, m.y, v.y);
+    adam_math(p, h, bc1, bc2, g.z, w.z, m.z, v.z);
+    adam_math(p, h, bc1, bc2, g.w, w.w, m.w, v.w);
+  }
+  ((float4*)atw(arena, p.ooff[0]))[i] = w;
+  ((float4*)atw(arena, p.ooff[1]))[i] = m;
+  ((float4*)atw(arena, p.ooff[2]))[i] = v;
+}
+
+/* The hyper tensor's values and Adam's bias corrections for them. */
+RLXK_DEV void opt_hypers(const char* arena, const rlxk_opt& p, float* h, float* bc1, float* bc2) {
   int hs = p.op == OPT_SGD ? 3 : 4;
-  float h[4];
   for (int k = 0; k < 4; k++) h[k] = ld_f32(at(arena, p.off[hs]), p.dt[hs], k);
   /* in double: 1 - beta^t loses digits in f32 when beta^t is near 1 */
-  float bc1 = (float)(1.0 - pow((double)p.beta1, (double)h[H_STEP]));
-  float bc2 = (float)(1.0 - pow((double)p.beta2, (double)h[H_STEP]));
-  for (int64_t e = grid_index(); e < p.n; e += grid_stride()) {
-    if (p.op == OPT_SGD) sgd_element(arena, p, h, e);
-    else adam_element(arena, p, h, bc1, bc2, e);
+  *bc1 = (float)(1.0 - pow((double)p.beta1, (double)h[H_STEP]));
+  *bc2 = (float)(1.0 - pow((double)p.beta2, (double)h[H_STEP]));
+}
+
+RLXK_DEV void opt_element(char* arena, const rlxk_opt& p, const float* h, float bc1, float bc2,
+                          int64_t e) {
+  if (p.op == OPT_SGD) sgd_element(arena, p, h, e);
+  else adam_element(arena, p, h, bc1, bc2, e);
+}
+
+/* One element per thread (grid-stride); hyper read from the arena. */
+extern "C" __global__ void rlx_opt_update(char* arena, rlxk_opt p, rlxk_state* st) {
+  float h[4], bc1, bc2;
+  opt_hypers(arena, p, h, &bc1, &bc2);
+  for (int64_t e = grid_index(); e < p.n; e += grid_stride()) opt_element(arena, p, h, bc1, bc2, e);
+}
+
+/* Many params' updates in one launch (multi-tensor apply): a block takes
+ * one chunk of one entry's elements, found by binary search over the chunk
+ * starts. Each element goes through opt_element as in rlx_opt_update, so
+ * the results are the same bits; the launch saves the per-param launch gap
+ * (GPT-2 has 148 params, most a few thousand elements). */
+extern "C" __global__ void rlx_opt_multi(char* arena, rlxk_opt_multi m, rlxk_state* st) {
+  const rlxk_opt* table = (const rlxk_opt*)m.table;
+  const int64_t* start = (const int64_t*)(table + m.count);
+  float h[4], bc1, bc2;
+  opt_hypers(arena, table[0], h, &bc1, &bc2); /* the entries share the hyper tensor */
+  for (int64_t c = blockIdx.x; c < m.total_chunks; c += gridDim.x) {
+    int lo = 0, hi = m.count - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >> 1;
+      if (start[mid] <= c) lo = mid;
+      else hi = mid - 1;
+    }
+    const rlxk_opt p = table[lo]; /* a copy: the arena stores cannot alias it */
+    int64_t e0 = (c - start[lo]) * m.chunk, e1 = e0 + m.chunk < p.n ? e0 + m.chunk : p.n;
+    if (adam_f32x4(p)) { /* chunk is a multiple of 4: e0 starts a float4 */
+      int64_t v1 = e0 / 4 + (e1 - e0) / 4;
+      for (int64_t i = e0 / 4 + threadIdx.x; i < v1; i += blockDim.x) adam_f32x4_step(arena, p, h, bc1, bc2, i);
+      e0 = v1 * 4; /* the tail (n % 4 elements) element by element */
+    }
+    for (int64_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) opt_element(arena, p, h, bc1, bc2, e);
   }
 }

@@ -78,6 +78,10 @@ if(RLX_BUILD_BENCH)
   # Correctness only (small odd shapes, every variant): never a time.
   add_test(NAME lab_gemm_check COMMAND lab_gemm --check --threads 2
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  # ResNet-50's training step (bench/train_resnet50.c) at a tiny size on the
+  # CPU: it builds, trains, and the loss falls on its fixed batch.
+  add_test(NAME train_resnet50_cpu COMMAND train_resnet50 --device cpu --batch 2 --image 64
+           --steps 3 --warmup 0 --lr 0.001 --check-falling 1 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   foreach(name ${RLX_LAB_CU_NAMES})
     # Exits 77 (skipped) without a CUDA device.
     add_test(NAME lab_${name}_check COMMAND ${PROJECT_BINARY_DIR}/lab_${name} --check

@@ -136,6 +136,7 @@ typedef struct rlx_lt_api {
   X(SAMPLER, rlx_sampler, sampler)                                                           \
   X(GNORM, rlx_gnorm, gnorm)                                                                 \
   X(POOL_BWD, rlx_pool_bwd, pool_bwd)                                                          \
+  X(POOL_BWD_2D, rlx_pool_bwd_2d, pool_bwd) X(POOL_BWD_2D_K3, rlx_pool_bwd_2d_k3, pool_bwd)    \
   X(ATTN_BWD_ROWS, rlx_attn_bwd_rows, attention_bwd)                                           \
   X(ATTN_BWD_KEYS, rlx_attn_bwd_keys, attention_bwd)                                           \
   X(ATTN_BWD_Q64, rlx_attn_bwd_q64, attention_bwd_tiled)                                      \
@@ -229,6 +230,7 @@ typedef union rlx_launch_params {
   rlxk_sample sample;
   rlxk_pool pool;
   rlxk_pool_bwd pool_bwd;
+  rlxk_pool_bwd2d pool_bwd2d;
   rlxk_resize resize;
   rlxk_sampler sampler;
   rlxk_gnorm gnorm;

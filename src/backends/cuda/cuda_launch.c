@@ -1241,12 +1241,120 @@ static rlx_status build_pool(const rlx_cuda_build* b, const rlx_step* s, int32_t
   return RLX_OK;
 }
 
-/* PoolBackward: one thread per dx element (pool_bwd.cu). */
+/* ---- PoolBackward: one thread per dx element (pool_bwd.cu) */
+
+/* Whether a pool's window moves along dim d (anything but kernel 1,
+ * stride 1 and no pads: such a dim maps each element to itself). */
+static int pool_moves_dim(const rlx_pool_params* q, int32_t d) {
+  return q->kernel[d] != 1 || q->stride[d] != 1 || q->pad[d] != 0 || q->pad_end[d] != 0;
+}
+
+/* Dims [lo, hi) of v read as one dim: 1 and its stride when their offsets
+ * form one arithmetic progression in row-major order (size-1 dims aside). */
+static int collapse_dims(const rlx_view* v, int32_t lo, int32_t hi, int64_t* stride) {
+  int64_t inner = 1, step = 0;
+  int have = 0;
+  for (int32_t d = hi - 1; d >= lo; d--) {
+    if (v->shape[d] != 1) {
+      if (!have) step = v->stride[d], have = 1;
+      else if (v->stride[d] != step * inner) return 0;
+    }
+    inner *= v->shape[d];
+  }
+  *stride = step;
+  return 1;
+}
+
+/* The largest |element offset| inside v. */
+static int64_t view_extent(const rlx_view* v) {
+  int64_t e = 0;
+  for (int32_t d = 0; d < v->rank; d++) e += (v->shape[d] - 1) * llabs(v->stride[d]);
+  return e;
+}
+
+/* One window dim of rlxk_pool_bwd2d: sizes, strides and window geometry;
+ * the count range is the avg divisor's (inside x, or x + pads). */
+static void pool_bwd_2d_dim(const rlx_step* s, int32_t d, int32_t* size, int32_t* out,
+                            int32_t* xs, int32_t* gs, int32_t* k, int32_t* stride, int32_t* pad,
+                            int32_t* dil, int32_t* lo, int32_t* hi) {
+  const rlx_pool_params* q = &s->p.pool;
+  int cip = q->count_include_pad;
+  *size = (int32_t)s->in[0].shape[d], *out = (int32_t)s->in[1].shape[d];
+  *xs = (int32_t)s->in[0].stride[d], *gs = (int32_t)s->in[1].stride[d];
+  *k = (int32_t)q->kernel[d], *stride = (int32_t)q->stride[d];
+  *pad = (int32_t)q->pad[d], *dil = (int32_t)q->dilation[d];
+  *lo = cip ? -*pad : 0;
+  *hi = *size + (cip ? (int32_t)q->pad_end[d] : 0);
+}
+
+/* The window dims of a PoolBackward that pool_bwd.cu's 2-D kernels take:
+ * at most two, adjacent, small geometry, every other dim the same in x
+ * and dy; -1 in hd for a 1-D window. 0: the general kernel. */
+static int pool_bwd_2d_dims(const rlx_step* s, int32_t* hd, int32_t* wd) {
+  const rlx_pool_params* q = &s->p.pool;
+  int32_t moving[2], n_moving = 0;
+  for (int32_t d = 0; d < q->rank; d++) {
+    if (!pool_moves_dim(q, d)) {
+      if (s->in[1].shape[d] != s->in[0].shape[d]) return 0;
+      continue;
+    }
+    if (n_moving == 2) return 0;
+    /* bounds every coordinate the kernel forms well inside 32 bits */
+    if (q->kernel[d] * q->dilation[d] + q->pad[d] + q->pad_end[d] + q->stride[d] > (1 << 24))
+      return 0;
+    moving[n_moving++] = d;
+  }
+  if (n_moving == 0 || (n_moving == 2 && moving[1] != moving[0] + 1)) return 0;
+  *hd = n_moving == 2 ? moving[0] : -1;
+  *wd = moving[n_moving - 1];
+  return 1;
+}
+
+/* rlxk_pool_bwd2d for s, or 0 when the 2-D kernels do not apply (the
+ * window dims, collapsible outer / inner dims, 32-bit offsets). */
+static int pool_bwd_2d_params(const rlx_step* s, rlxk_pool_bwd2d* p) {
+  const rlx_view *x = &s->in[0], *dy = &s->in[1];
+  int32_t hd, wd, rank = s->p.pool.rank;
+  if (!pool_bwd_2d_dims(s, &hd, &wd)) return 0;
+  int32_t first = hd >= 0 ? hd : wd;
+  int64_t n = rlx_view_numel(x), xa, xi, ga, gi, A = 1, I = 1;
+  if (n > INT32_MAX || view_extent(x) > INT32_MAX || view_extent(dy) > INT32_MAX) return 0;
+  if (!collapse_dims(x, 0, first, &xa) || !collapse_dims(x, wd + 1, rank, &xi) ||
+      !collapse_dims(dy, 0, first, &ga) || !collapse_dims(dy, wd + 1, rank, &gi))
+    return 0;
+  for (int32_t d = 0; d < first; d++) A *= x->shape[d];
+  for (int32_t d = wd + 1; d < rank; d++) I *= x->shape[d];
+  *p = (rlxk_pool_bwd2d){0};
+  p->n = (int32_t)n, p->A = (int32_t)A, p->I = (int32_t)I;
+  p->xa = (int32_t)xa, p->xi = (int32_t)xi, p->ga = (int32_t)ga, p->gi = (int32_t)gi;
+  pool_bwd_2d_dim(s, wd, &p->W, &p->OW, &p->xw, &p->gw, &p->kw, &p->sw, &p->pw, &p->dw,
+                  &p->w_lo, &p->w_hi);
+  if (hd >= 0) {
+    pool_bwd_2d_dim(s, hd, &p->H, &p->OH, &p->xh, &p->gh, &p->kh, &p->sh, &p->ph, &p->dh,
+                    &p->h_lo, &p->h_hi);
+  } else { /* a 1-D window: H is a dim of one element mapping to itself */
+    p->H = p->OH = p->kh = p->sh = p->dh = p->h_hi = 1;
+  }
+  p->xoff = x->offset, p->dyoff = dy->offset, p->ooff = s->out[0].offset;
+  p->mode = s->op;
+  p->xdt = x->dtype, p->dydt = dy->dtype, p->odt = s->out[0].dtype;
+  return 1;
+}
+
 static rlx_status build_pool_backward(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                       rlx_launch_list* l, rlx_error* err) {
   const rlx_pool_params* q = &s->p.pool;
   int64_t total = s->work.items; /* dx elements */
   if (total == 0) return RLX_OK;
+  rlxk_pool_bwd2d p2;
+  if (pool_bwd_2d_params(s, &p2)) {
+    int k3 = p2.kh == 3 && p2.kw == 3;
+    rlx_launch* x = push_kernel(l, k3 ? RLX_CUDA_FN_POOL_BWD_2D_K3 : RLX_CUDA_FN_POOL_BWD_2D, i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    x->p.pool_bwd2d = p2;
+    x->grid[0] = grid_for(b, total, 256);
+    return RLX_OK;
+  }
   rlx_launch* x = push_kernel(l, RLX_CUDA_FN_POOL_BWD, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_pool_bwd* p = &x->p.pool_bwd;

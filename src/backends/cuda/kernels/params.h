@@ -155,6 +155,21 @@ typedef struct rlxk_pool_bwd {
   int32_t rank, mode, count_include_pad, xdt, dydt, odt;
 } rlxk_pool_bwd;
 
+/* PoolBackward whose windows move along at most two adjacent dims (every
+ * 2-D pool, NCHW or NHWC; a 1-D pool has H = 1): dx dense as [A, H, W, I]
+ * (A the dims before the window dims collapsed, I those after), x and dy
+ * with one stride per collapsed dim. Every offset fits in 32 bits (the
+ * host checks), so the kernel's index math is 32-bit. Avg: a window's
+ * count is the product of its taps per dim inside [lo, hi). */
+typedef struct rlxk_pool_bwd2d {
+  uint64_t xoff, dyoff, ooff;
+  int32_t n, A, H, W, I, OH, OW;
+  int32_t xa, xh, xw, xi, ga, gh, gw, gi;
+  int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int32_t h_lo, h_hi, w_lo, w_hi;
+  int32_t mode, xdt, dydt, odt;
+} rlxk_pool_bwd2d;
+
 /* Resize: the shared lowering's rlx_resize_params plus the views; the
  * kernel computes coordinates and taps in double with scalar_math.h's
  * functions, exactly as the CPU reference. */

@@ -9,14 +9,16 @@
 # Stages (each can be skipped): TESTS (test_train, test_train_fixtures,
 # test_train_ops, the parity suite incl. the Tier 2 cases, 1 round), BENCH
 # (bench/train_gpt2.c f32 / bf16 / tf32 on cuda, a small config on vulkan
-# and webgpu; attention fwd+bwd), PEERS (bench/train_torch.py: the same
+# and webgpu; attention fwd+bwd; bench/train_resnet50.c B32 224 f32 / tf32
+# / bf16 on cuda, NCHW and channels_last, and f32 on vulkan / webgpu;
+# SKIP_RESNET=1 leaves ResNet out), PEERS (bench/train_torch.py: the same
 # rows in PyTorch with max_memory_allocated; PEERS_COMPILE=1 adds
 # torch.compile, which takes minutes).
 # $OUT gets log.txt, train.jsonl (rlx rows), torch.jsonl (PyTorch rows).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = bins ]; then
-  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 bench_gpu vision_backward rlx"
+  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 train_resnet50 bench_gpu vision_backward rlx"
   exit 0
 fi
 CARRY="${CARRY:-build-gpu-carry}"
@@ -83,6 +85,21 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   if [ -x $B/vision_backward ] && [[ " $BACKENDS " == *" cuda "* ]]; then
     timeout 200 $B/vision_backward cuda | tee -a "$OUT/train.jsonl"
   fi
+  # ResNet-50 train step B32 224 (SGD momentum, BatchNorm on batch statistics)
+  if [ -x $B/train_resnet50 ] && [ "${SKIP_RESNET:-0}" != 1 ]; then
+    if [[ " $BACKENDS " == *" cuda "* ]]; then
+      for p in f32 tf32 bf16; do
+        for cl in 0 1; do
+          timeout 240 $B/train_resnet50 --device cuda --precision "$p" --channels-last $cl |
+            tee -a "$OUT/train.jsonl"
+        done
+      done
+    fi
+    for d in vulkan webgpu; do
+      [[ " $BACKENDS " == *" $d "* ]] || continue
+      timeout 240 $B/train_resnet50 --device "$d" --steps 3 --warmup 1 | tee -a "$OUT/train.jsonl"
+    done
+  fi
 fi
 
 if [ "${SKIP_CLI:-0}" != 1 ] && [ -x $B/rlx ]; then
@@ -100,12 +117,21 @@ if [ "${PROFILE:-0}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
     echo "-- precision $p"
     RLX_CUDA_PROFILE=2 timeout 200 $B/train_gpt2 --device cuda --precision "$p" --steps 2 --warmup 1 2>&1 | tail -60
   done
+  if [ -x $B/train_resnet50 ] && [ "${SKIP_RESNET:-0}" != 1 ]; then
+    stage "where the ResNet-50 step's time goes (RLX_CUDA_PROFILE)"
+    for p in ${PROFILE_PRECISIONS:-f32 bf16}; do
+      echo "-- precision $p"
+      RLX_CUDA_PROFILE=1 timeout 200 $B/train_resnet50 --device cuda --precision "$p" --steps 2 \
+        --warmup 1 2>&1 | tail -60
+    done
+  fi
 fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then
   stage "PyTorch peers (same machine, same call)"
   args=()
   [ "${PEERS_COMPILE:-0}" = 1 ] && args+=(--compile)
-  timeout 420 python3 bench/train_torch.py "${args[@]}" | tee "$OUT/torch.jsonl"
+  [ "${SKIP_RESNET:-0}" = 1 ] && args+=(--skip-resnet50)
+  timeout 540 python3 bench/train_torch.py "${args[@]}" | tee "$OUT/torch.jsonl"
 fi
 stage "done"

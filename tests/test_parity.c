@@ -1332,6 +1332,25 @@ static void c_pool_backward(pcase* c, int v) {
   outputs(c, &dx, 1);
 }
 
+/* Max pool backward where windows tie (x rounded to a few integers): the
+ * gradient goes to each window's first maximum in tap order on every
+ * backend. v: ResNet's stem pool (3x3, stride 2, pad 1) or a 2x3 window
+ * with stride (1, 2) and uneven pads. */
+static void c_pool_backward_ties(pcase* c, int v) {
+  int64_t k[2] = {3, 3}, st[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+  if (v == 1) {
+    k[0] = 2, st[0] = 1, pads[0] = 0, pads[3] = 0;
+  }
+  rlx_dim xs[4] = {test_rand_int(1, 2), test_rand_int(1, 3), test_rand_int(3, 12),
+                   test_rand_int(3, 12)};
+  rlx_tensor x = input(c, RLX_F32, xs, 4), y, dx;
+  rlx_graph_add_activation(c->g, RLX_ACT_ROUND, x, &x);
+  rlx_graph_add_pool(c->g, x, RLX_POOL_MAX, 2, k, st, pads, NULL, 0, 0, &y);
+  rlx_tensor dy = input_like(c, y);
+  rlx_graph_add_pool_backward(c->g, x, dy, RLX_POOL_MAX, 2, k, st, pads, NULL, 0, 0, &dx);
+  outputs(c, &dx, 1);
+}
+
 /* Half-precision pool backward: f16 / bf16 (v & 1), max / avg (v & 2),
  * padded 2-D windows; each dx sums in f32 on every backend. */
 static void c_pool_backward_half(pcase* c, int v) {
@@ -1577,6 +1596,7 @@ static const case_def CASES[] = {
     {"norm_backward_rows", c_norm_backward_rows, 6, {1e-5, 3e-2, 3e-2}},
     {"cross_entropy_wide", c_cross_entropy_wide, 8, TOL_F32},
     {"update_batch", c_update_batch, 18, {1e-5, 0, 1e-2}},
+    {"pool_backward_ties", c_pool_backward_ties, 2, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -5,7 +5,9 @@
 // max only where it is the window's first maximum (as the forward's
 // argmax picks it), average divided by the window's count. No atomics, so
 // a run is deterministic. Slots: 0 dx (dense), 2 x, 3 dy (dense, same
-// rank). Mode = RLXVK_OP.
+// rank). Mode = RLXVK_OP. Dims the window does not move along (kernel 1,
+// stride 1: N and C of a 2-D pool) skip their divisions, which were most
+// of the work (every tap divided per dim, per covering window).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 
@@ -20,9 +22,11 @@ int window_argmax(int oc[8], int rank) {
     int rem = t, off = 0;
     bool in_x = true;
     for (int d = rank - 1; d >= 0; d--) {
-      int kd = PX(PL_KERNEL + d);
-      int k = rem % kd;
-      rem /= kd;
+      int kd = PX(PL_KERNEL + d), k = 0;
+      if (kd != 1) {
+        k = rem % kd;
+        rem /= kd;
+      }
       int i = oc[d] * PX(PL_STRIDE + d) - PX(PL_PAD + d) + k * PX(PL_DIL + d);
       if (i < 0 || i >= v_shape(X, d)) in_x = false;
       off += i * v_stride(X, d);
@@ -69,13 +73,16 @@ void main() {
     int r = t, oc[8], at = 0;
     bool hit = true;
     for (int d = rank - 1; d >= 0 && hit; d--) {
-      int kd = PX(PL_KERNEL + d);
-      int k = r % kd;
-      r /= kd;
+      int kd = PX(PL_KERNEL + d), k = 0;
+      if (kd != 1) {
+        k = r % kd;
+        r /= kd;
+      }
       // num >= 0 before %: GLSL leaves % of a negative operand undefined
       int num = ic[d] + PX(PL_PAD + d) - k * PX(PL_DIL + d), s = PX(PL_STRIDE + d);
-      hit = num >= 0 && num % s == 0 && num / s < v_shape(DY, d);
-      oc[d] = hit ? num / s : 0;
+      int o = (s == 1 || num < 0) ? num : num / s;
+      hit = num >= 0 && (s == 1 || num % s == 0) && o < v_shape(DY, d);
+      oc[d] = hit ? o : 0;
       at += oc[d] * v_stride(DY, d);
     }
     if (!hit) continue;

@@ -4,7 +4,9 @@
 // element: max only where it is the window's first maximum (the forward's
 // argmax), average divided by the window's count. No atomics: a run is
 // deterministic. Slots: 0 dx (dense), 2 x, 3 dy (dense, same rank).
-// Mode = P[R_OP].
+// Mode = P[R_OP]. Dims the window does not move along (kernel 1, stride
+// 1: N and C of a 2-D pool) skip their divisions, which were most of the
+// work (every tap divided per dim, per covering window).
 
 // x offset of the first maximum of window oc (-1: no tap inside x).
 fn pbw_argmax(oc: array<i32, 8>, rank: u32) -> i32 {
@@ -20,8 +22,11 @@ fn pbw_argmax(oc: array<i32, 8>, rank: u32) -> i32 {
     for (var dd = i32(rank) - 1; dd >= 0; dd = dd - 1) {
       let d = u32(dd);
       let kd = pxu(PL_KERNEL + d);
-      let k = i32(rem % kd);
-      rem = rem / kd;
+      var k = 0;
+      if (kd != 1u) {
+        k = i32(rem % kd);
+        rem = rem / kd;
+      }
       let i = oc[d] * px(PL_STRIDE + d) - px(PL_PAD + d) + k * px(PL_DIL + d);
       if (i < 0 || i >= i32(v_shape(2u, d))) { in_x = false; }
       off = off + i * v_stride(2u, d);
@@ -80,12 +85,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var dd = i32(rank) - 1; dd >= 0 && hit; dd = dd - 1) {
       let d = u32(dd);
       let kd = pxu(PL_KERNEL + d);
-      let k = i32(r % kd);
-      r = r / kd;
+      var k = 0;
+      if (kd != 1u) {
+        k = i32(r % kd);
+        r = r / kd;
+      }
       let num = ic[d] + px(PL_PAD + d) - k * px(PL_DIL + d);
       let s = px(PL_STRIDE + d);
-      hit = num >= 0 && num % s == 0 && num / s < i32(v_shape(3u, d));
-      oc[d] = select(0, num / s, hit);
+      var o = num;
+      if (s != 1 && num >= 0) { o = num / s; }
+      hit = num >= 0 && (s == 1 || num % s == 0) && o < i32(v_shape(3u, d));
+      oc[d] = select(0, o, hit);
       at = at + oc[d] * v_stride(3u, d);
     }
     if (!hit) { continue; }

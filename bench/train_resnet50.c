@@ -21,10 +21,17 @@
  *   train_resnet50 [--device cuda] [--precision f32|tf32|bf16] [--batch 32]
  *                  [--image 224] [--classes 1000] [--steps 10] [--warmup 3]
  *                  [--lr 0.1] [--channels-last 0|1] [--check-falling 0|1]
+ *                  [--dtype f32|f64] [--dump DIR]
  *
  * --channels-last 1 sets the compile option (the layout pass turns the
  * conv chains NHWC, cuDNN's fast path); --check-falling 1 exits 1 unless
- * the last loss is below the first (the ctest's tiny config).
+ * the last loss is below the first (the ctest's tiny config). For the
+ * PyTorch check (tests/resnet50_torch.py): --dtype f64 builds the graph in
+ * f64 (params and images; the CPU reference computes it), --dump DIR
+ * writes DIR/params.bin (the initial params, f32, in declaration order,
+ * which is torchvision's named_parameters order), DIR/batch.bin (images
+ * f32, then labels i32), DIR/losses.txt (every step's loss) and
+ * DIR/grads.bin (the last step's gradients, f64, same order).
  * Peer: bench/train_torch.py's resnet50 rows (scripts/device_train.sh). */
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +53,8 @@ typedef struct bench_args {
   int64_t batch, image, classes;
   int steps, warmup, channels_last, check_falling;
   float lr;
+  rlx_dtype dtype; /* of params, images and the whole forward */
+  const char* dump;
 } bench_args;
 
 /* How a param starts, as torchvision's ResNet.__init__ sets it. */
@@ -65,6 +74,7 @@ typedef struct net_param {
 /* The graph being built and the params it declared, for their init. */
 typedef struct net {
   rlx_graph* g;
+  rlx_dtype dtype;
   net_param* params;
   int32_t n_params, cap;
   rlx_tensor eps; /* BatchNorm's 1e-5, one scalar constant shared by every layer */
@@ -91,7 +101,7 @@ static rlx_status add_param(net* n, const char* name, const rlx_dim* shape, int3
   p->numel = 1;
   for (int32_t d = 0; d < rank; d++) p->numel *= shape[d];
   p->init = init, p->fan = fan;
-  return rlx_graph_add_param(n->g, name, RLX_F32, shape, rank, out);
+  return rlx_graph_add_param(n->g, name, n->dtype, shape, rank, out);
 }
 
 static rlx_status binary(net* n, rlx_binary_op op, rlx_tensor a, rlx_tensor b, rlx_tensor* out) {
@@ -197,11 +207,14 @@ static rlx_status head(net* n, rlx_tensor x, int64_t classes, rlx_tensor* logits
 static rlx_status build_resnet50(net* n, const bench_args* a, rlx_tensor* loss) {
   static const int64_t blocks[4] = {3, 4, 6, 3}, planes[4] = {64, 128, 256, 512};
   rlx_dim xs[4] = {a->batch, 3, a->image, a->image}, ts[1] = {a->batch};
-  float eps = 1e-5f;
+  double eps = 1e-5;
+  float eps32 = (float)eps;
+  int f64 = n->dtype == RLX_F64;
   rlx_tensor x, targets, logits;
-  TRY(rlx_graph_add_input(n->g, "images", RLX_F32, xs, 4, &x));
+  TRY(rlx_graph_add_input(n->g, "images", n->dtype, xs, 4, &x));
   TRY(rlx_graph_add_input(n->g, "labels", RLX_I32, ts, 1, &targets));
-  TRY(rlx_graph_add_constant(n->g, RLX_F32, NULL, 0, &eps, sizeof eps, &n->eps));
+  TRY(rlx_graph_add_constant(n->g, n->dtype, NULL, 0, f64 ? (const void*)&eps : &eps32,
+                             f64 ? sizeof eps : sizeof eps32, &n->eps));
   TRY(stem(n, x, &x));
   int64_t in = 64;
   for (int stage = 0; stage < 4; stage++)
@@ -244,7 +257,20 @@ static void fill_param(const net_param* p, uint64_t* seed, float* v) {
     }
 }
 
-static rlx_status init_params(rlx_trainer* t, const net* n) {
+/* Appends n elements of `size` bytes to DIR/name (dump == NULL: nothing). */
+static rlx_status dump_append(const char* dump, const char* name, const void* data, size_t size,
+                              int64_t n, int first) {
+  if (!dump) return RLX_OK;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dump, name);
+  FILE* f = fopen(path, first ? "wb" : "ab");
+  if (!f) return fprintf(stderr, "cannot write %s\n", path), RLX_INVALID_ARGUMENT;
+  size_t wrote = fwrite(data, size, (size_t)n, f);
+  return fclose(f) == 0 && wrote == (size_t)n ? RLX_OK : RLX_INVALID_ARGUMENT;
+}
+
+/* The initial params (f32, converted to the net's dtype by the trainer). */
+static rlx_status init_params(rlx_trainer* t, const net* n, const char* dump) {
   uint64_t seed = 1234567;
   for (int32_t i = 0; i < n->n_params; i++) {
     const net_param* p = &n->params[i];
@@ -252,10 +278,38 @@ static rlx_status init_params(rlx_trainer* t, const net* n) {
     if (!v) return RLX_RESOURCE_EXHAUSTED;
     fill_param(p, &seed, v);
     rlx_status s = rlx_trainer_set_param(t, p->name, RLX_F32, v, (size_t)p->numel * sizeof *v);
+    if (s == RLX_OK) s = dump_append(dump, "params.bin", v, sizeof *v, p->numel, i == 0);
     free(v);
     if (s != RLX_OK) return s;
   }
   return RLX_OK;
+}
+
+/* The last step's gradients, f64, in declaration order (needs keep_grads). */
+static rlx_status dump_grads(rlx_trainer* t, const net* n, const char* dump) {
+  for (int32_t i = 0; i < n->n_params; i++) {
+    const net_param* p = &n->params[i];
+    double* g = malloc((size_t)p->numel * sizeof *g);
+    if (!g) return RLX_RESOURCE_EXHAUSTED;
+    rlx_status s = rlx_trainer_read_grad(t, p->name, RLX_F64, g, (size_t)p->numel * sizeof *g);
+    if (s == RLX_OK) s = dump_append(dump, "grads.bin", g, sizeof *g, p->numel, i == 0);
+    free(g);
+    if (s != RLX_OK) return s;
+  }
+  return RLX_OK;
+}
+
+/* The images in the net's dtype. */
+static rlx_status set_images(rlx_trainer* t, const bench_args* a, const float* x, int64_t n) {
+  rlx_dim xs[4] = {a->batch, 3, a->image, a->image};
+  if (a->dtype == RLX_F32)
+    return rlx_trainer_set_input(t, "images", RLX_F32, xs, 4, x, (size_t)n * sizeof *x);
+  double* xd = malloc((size_t)n * sizeof *xd);
+  if (!xd) return RLX_RESOURCE_EXHAUSTED;
+  for (int64_t i = 0; i < n; i++) xd[i] = x[i];
+  rlx_status s = rlx_trainer_set_input(t, "images", RLX_F64, xs, 4, xd, (size_t)n * sizeof *xd);
+  free(xd);
+  return s;
 }
 
 /* Standard-normal images (as normalised ImageNet pixels roughly are) and
@@ -270,11 +324,13 @@ static rlx_status set_batch(rlx_trainer* t, const bench_args* a) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)next_normal(&seed);
     for (int64_t i = 0; i < a->batch; i++)
       labels[i] = (int32_t)(next_u64(&seed) % (uint64_t)a->classes);
-    rlx_dim xs[4] = {a->batch, 3, a->image, a->image}, ls[1] = {a->batch};
-    s = rlx_trainer_set_input(t, "images", RLX_F32, xs, 4, x, (size_t)n * sizeof *x);
+    rlx_dim ls[1] = {a->batch};
+    s = set_images(t, a, x, n);
     if (s == RLX_OK)
       s = rlx_trainer_set_input(t, "labels", RLX_I32, ls, 1, labels,
                                 (size_t)a->batch * sizeof *labels);
+    if (s == RLX_OK) s = dump_append(a->dump, "batch.bin", x, sizeof *x, n, 1);
+    if (s == RLX_OK) s = dump_append(a->dump, "batch.bin", labels, sizeof *labels, a->batch, 0);
   }
   free(x);
   free(labels);
@@ -284,7 +340,7 @@ static rlx_status set_batch(rlx_trainer* t, const bench_args* a) {
 /* ------------------------------------------------------------------ the run */
 
 static int parse_args(int argc, char** argv, bench_args* a) {
-  *a = (bench_args){"best", "f32", 32, 224, 1000, 10, 3, 0, 0, 0.1f};
+  *a = (bench_args){"best", "f32", 32, 224, 1000, 10, 3, 0, 0, 0.1f, RLX_F32, NULL};
   if (argc % 2 == 0) return 1; /* every option takes a value */
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
@@ -298,8 +354,11 @@ static int parse_args(int argc, char** argv, bench_args* a) {
     else if (!strcmp(k, "--lr")) a->lr = strtof(v, NULL);
     else if (!strcmp(k, "--channels-last")) a->channels_last = atoi(v);
     else if (!strcmp(k, "--check-falling")) a->check_falling = atoi(v);
+    else if (!strcmp(k, "--dtype")) a->dtype = !strcmp(v, "f64") ? RLX_F64 : RLX_DTYPE_COUNT;
+    else if (!strcmp(k, "--dump")) a->dump = v;
     else return fprintf(stderr, "unknown option %s\n", k), 1;
   }
+  if (a->dtype == RLX_DTYPE_COUNT) return fprintf(stderr, "--dtype is f32 or f64\n"), 1;
   /* 32x downsampling must leave at least one position */
   if (a->image < 32) return fprintf(stderr, "--image must be >= 32\n"), 1;
   return a->steps < 1 || a->warmup < 0 || a->batch < 1 || a->classes < 1 || !(a->lr > 0);
@@ -329,6 +388,7 @@ static rlx_status compile_step(net* n, const bench_args* a, double* compile_ms, 
   to.lr = a->lr;
   to.sgd.momentum = 0.9f;
   to.sgd.weight_decay = 1e-4f;
+  to.keep_grads = a->dump != NULL;
   double t0 = now_ms();
   TRY(rlx_train_compile(n->g, loss, a->device, &co, &to, t));
   *compile_ms = now_ms() - t0;
@@ -342,6 +402,10 @@ static int train(rlx_trainer* t, const bench_args* a, double* ms, float* first, 
     if (rlx_trainer_step(t, last) != RLX_OK)
       return fprintf(stderr, "step %d: %s\n", i, rlx_trainer_last_error(t)), 1;
     if (i == 0) *first = *last;
+    char line[32];
+    snprintf(line, sizeof line, "%.9g\n", *last);
+    if (dump_append(a->dump, "losses.txt", line, 1, (int64_t)strlen(line), i == 0) != RLX_OK)
+      return 1;
     if (i >= a->warmup) ms[i - a->warmup] = now_ms() - s0;
   }
   qsort(ms, (size_t)a->steps, sizeof *ms, cmp_double);
@@ -355,7 +419,8 @@ static void report(const bench_args* a, rlx_trainer* t, const double* ms, double
   printf("{\"name\": \"rlx resnet50 train-step %s%s B%lld %lldx%lld\", \"device\": \"%s\", "
          "\"ms\": %.3f, \"min_ms\": %.3f, \"compile_ms\": %.1f, \"loss_first\": %.5f, "
          "\"loss_last\": %.5f, \"arena_bytes\": %llu, \"launches\": %d}\n",
-         a->precision, a->channels_last ? " channels_last" : "", (long long)a->batch,
+         a->dtype == RLX_F64 ? "f64" : a->precision, a->channels_last ? " channels_last" : "",
+         (long long)a->batch,
          (long long)a->image, (long long)a->image, a->device, ms[a->steps / 2], ms[0],
          compile_ms, first, last, (unsigned long long)st.arena_bytes, st.launches);
 }
@@ -366,16 +431,21 @@ static int run(const bench_args* a) {
   double compile_ms = 0, *ms = calloc((size_t)a->steps, sizeof *ms);
   float first = 0, last = 0;
   int rc = 1;
+  n.dtype = a->dtype;
   if (!ms || rlx_graph_create(&n.g) != RLX_OK) goto done;
   if (compile_step(&n, a, &compile_ms, &t) != RLX_OK) {
     fprintf(stderr, "compile: %s\n", rlx_graph_last_error(n.g));
     goto done;
   }
-  if (init_params(t, &n) != RLX_OK || set_batch(t, a) != RLX_OK) {
+  if (init_params(t, &n, a->dump) != RLX_OK || set_batch(t, a) != RLX_OK) {
     fprintf(stderr, "setup: %s\n", rlx_trainer_last_error(t));
     goto done;
   }
   if (train(t, a, ms, &first, &last)) goto done;
+  if (a->dump && dump_grads(t, &n, a->dump) != RLX_OK) {
+    fprintf(stderr, "dump: %s\n", rlx_trainer_last_error(t));
+    goto done;
+  }
   report(a, t, ms, compile_ms, first, last);
   rc = 0;
   if (a->check_falling && !(last < first)) {
@@ -395,7 +465,8 @@ int main(int argc, char** argv) {
   if (parse_args(argc, argv, &a)) {
     fprintf(stderr, "usage: train_resnet50 [--device D] [--precision f32|tf32|bf16] [--batch B] "
                     "[--image S] [--classes K] [--steps N] [--warmup N] [--lr X] "
-                    "[--channels-last 0|1] [--check-falling 0|1]\n");
+                    "[--channels-last 0|1] [--check-falling 0|1] [--dtype f32|f64] "
+                    "[--dump DIR]\n");
     return 2;
   }
   return run(&a);

@@ -82,6 +82,16 @@ if(RLX_BUILD_BENCH)
   # CPU: it builds, trains, and the loss falls on its fixed batch.
   add_test(NAME train_resnet50_cpu COMMAND train_resnet50 --device cpu --batch 2 --image 64
            --steps 3 --warmup 0 --lr 0.001 --check-falling 1 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  # The same step in f64 against PyTorch (tests/resnet50_torch.py, Debian's
+  # torch): losses and gradients of two steps. SKIP (77) without torch; not
+  # under the sanitizers (the f64 reference run takes minutes there).
+  if(NOT RLX_SANITIZE)
+    add_test(NAME train_resnet50_torch
+             COMMAND bash -c "[ -x /usr/bin/python3 ] || exit 77; exec /usr/bin/python3 \"$@\""
+                     _ ${PROJECT_SOURCE_DIR}/tests/resnet50_torch.py $<TARGET_FILE:train_resnet50>
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(train_resnet50_torch PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endif()
   foreach(name ${RLX_LAB_CU_NAMES})
     # Exits 77 (skipped) without a CUDA device.
     add_test(NAME lab_${name}_check COMMAND ${PROJECT_BINARY_DIR}/lab_${name} --check

@@ -91,6 +91,19 @@ extern "C" __global__ void rlx_pool_bwd(char* arena, rlxk_pool_bwd p, rlxk_state
 
 /* ------------------------------------------------------------------ 2-D windows */
 
+/* Loads for the 2-D kernels: f32 / bf16 / f16 inline, every other dtype
+ * through a call, so the unrolled 3x3 loops (81 loads) stay small. */
+__device__ __noinline__ float pbw2_ld_other(const char* b, int t, int32_t i) {
+  return ld_f32(b, t, i);
+}
+
+RLXK_DEV float pbw2_ld(const char* b, int t, int32_t i) {
+  if (t == RLX_F32) return ((const float*)b)[i];
+  if (t == RLX_BF16) return __bfloat162float(((const __nv_bfloat16*)b)[i]);
+  if (t == RLX_F16) return __half2float(((const __half*)b)[i]);
+  return pbw2_ld_other(b, t, i);
+}
+
 /* x offset (relative to the element's [a, i] base) of the first maximum of
  * window (oh, ow), taps in the reference's order (kh outer); false when no
  * tap lies inside x. K > 0: a K x K window known at compile time. */
@@ -109,7 +122,7 @@ RLXK_DEV bool pbw2_argmax(const rlxk_pool_bwd2d& p, const char* x, int32_t base,
       int32_t iw = ow * p.sw - p.pw + kw * p.dw;
       if ((uint32_t)iw >= (uint32_t)p.W) continue;
       int32_t off = ih * p.xh + iw * p.xw;
-      float v = ld_f32(x, p.xdt, base + off);
+      float v = pbw2_ld(x, p.xdt, base + off);
       if (!found || ((v > best || isnan(v)) && !isnan(best))) {
         best = v;
         *at = off;
@@ -166,7 +179,7 @@ RLXK_DEV void pool_bwd_2d(char* arena, const rlxk_pool_bwd2d& p) {
       for (int32_t kw = 0; kw < kw_n; kw++) {
         int32_t ow = pbw2_window(w, kw, p.sw, p.pw, p.dw, p.OW);
         if (ow < 0) continue;
-        float g = ld_f32(dy, p.dydt, gbase + oh * p.gh + ow * p.gw);
+        float g = pbw2_ld(dy, p.dydt, gbase + oh * p.gh + ow * p.gw);
         if (p.mode == RLXK_WIN_MAX) {
           int32_t best_at;
           if (pbw2_argmax<K>(p, x, xbase, oh, ow, &best_at) && best_at == self) acc += g;

@@ -21,6 +21,7 @@
 #include "passes/decompose.h"
 #include "passes/layout.h"
 #include "passes/hoist.h"
+#include "passes/fuse_elementwise.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/value_inputs.h"
@@ -319,7 +320,26 @@ static rlx_status hoist_params(rlx_exec* e, rlx_compiled* c) {
   return s;
 }
 
-/* Specialise -> fold BatchNorms -> decompose -> hoist -> plan -> lower:
+/* Chains of elementwise ops become ElementwiseRegions on the backends
+ * whose kernels run them (fuse_elementwise.h); Vulkan and WebGPU keep the
+ * unfused graph until they have the kernel. */
+static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
+  const char* name = e->backend->name;
+  int cpu = strcmp(name, "cpu") == 0;
+  if (rlx_env_flag(RLX_ENV_NO_FUSION) || (!cpu && strcmp(name, "cuda") != 0)) return RLX_OK;
+  rlx_fuse_options fo = {cpu, backend_supports(e)};
+  rlx_graph* fused = NULL;
+  rlx_status s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
+  if (s) {
+    e->err = c->g->err;
+    return s;
+  }
+  rlx_graph_destroy(c->g);
+  c->g = fused;
+  return RLX_OK;
+}
+
+/* Specialise -> fold BatchNorms -> decompose -> hoist -> fuse -> plan -> lower:
  * everything but the backend. */
 static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
   rlx_graph* src = e->src;
@@ -336,6 +356,8 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
   if (s) { e->err = spec->err; goto done; }
   s = hoist_params(e, c);
+  if (s) goto done;
+  s = fuse_elementwise(e, c);
   if (s) goto done;
   s = mark_host_nodes(e, c);
   if (s) goto done;
@@ -1477,8 +1499,9 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
   sb_add(&b, "  %-28s %7s %7s %10s %7s\n", "op", "native", "fused", "decomposed", "host");
   for (int op = 0; op < RLX_OP_COUNT; op++) {
     int32_t n = v->c->counts.native[op], d = v->c->counts.decomposed[op], h = v->c->counts.host[op];
-    if (!n && !d && !h) continue;
-    sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, 0, d, h);
+    int32_t f = v->c->counts.fused[op];
+    if (!n && !d && !h && !f) continue;
+    sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, f, d, h);
   }
   const rlx_plan* p = &v->c->plan;
   sb_add(&b, "  arena %llu bytes, tensors %llu bytes, peak-live bound %llu bytes (arena/bound %.3f)\n",

@@ -1443,6 +1443,7 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) {
 #define RLX_CUDA_KIND_XENT build_xent
 #define RLX_CUDA_KIND_GATHER_BACKWARD build_gather_backward
 #define RLX_CUDA_KIND_OPT_UPDATE build_opt_update
+#define RLX_CUDA_KIND_REGION build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

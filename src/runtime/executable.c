@@ -327,6 +327,7 @@ static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
   const char* name = e->backend->name;
   int cpu = strcmp(name, "cpu") == 0;
   if (rlx_env_flag(RLX_ENV_NO_FUSION) || (!cpu && strcmp(name, "cuda") != 0)) return RLX_OK;
+  if (e->opt.debug_nans) return RLX_OK; /* names the very node that made a NaN */
   rlx_fuse_options fo = {cpu, backend_supports(e)};
   rlx_graph* fused = NULL;
   rlx_status s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
@@ -339,7 +340,7 @@ static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
   return RLX_OK;
 }
 
-/* Specialise -> fold BatchNorms -> decompose -> hoist -> fuse -> plan -> lower:
+/* Specialise -> fold BatchNorms -> decompose -> fuse -> hoist -> plan -> lower:
  * everything but the backend. */
 static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
   rlx_graph* src = e->src;
@@ -355,9 +356,9 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   if (s) { e->err = src->err; goto done; }
   s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
   if (s) { e->err = spec->err; goto done; }
-  s = hoist_params(e, c);
-  if (s) goto done;
   s = fuse_elementwise(e, c);
+  if (s) goto done;
+  s = hoist_params(e, c);
   if (s) goto done;
   s = mark_host_nodes(e, c);
   if (s) goto done;
@@ -376,9 +377,9 @@ done:
 /* The compile cache's key for e's source graph at `sizes`: everything
  * compiled_build reads besides the graph's canonical text (which covers its
  * structure, types, attributes, names and constant bytes): the device,
- * strict mode, the precision, channels_last, the state pairs and the environment switches (some change
- * what a backend supports). Options that only reach the backend's create
- * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
+ * strict mode, the precision, channels_last, debug_nans (no fusion), the state pairs and the
+ * environment switches (some change what a backend supports). Options that only reach the
+ * backend's create (threads, use_blas, allow_tf32, reference) are not in it:
  * every executable creates its own backend exec from its own options. */
 static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   if (!e->graph_text && !e->uncacheable) {
@@ -397,6 +398,7 @@ static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   rlx_compile_key_add_i64(k, e->opt.strict != 0);
   rlx_compile_key_add_i64(k, e->opt.precision);
   rlx_compile_key_add_i64(k, e->opt.channels_last != 0); /* changes the compiled graph */
+  rlx_compile_key_add_i64(k, e->opt.debug_nans != 0);    /* so does it: no fusion then */
   rlx_compile_key_add_i64(k, e->src->n_symbols);
   for (int32_t i = 0; i < e->src->n_symbols; i++) rlx_compile_key_add_i64(k, sizes[i]);
   for (int32_t i = 0; i < e->n_inputs; i++) {

@@ -146,7 +146,8 @@ typedef struct rlx_lt_api {
   X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)                                                    \
   X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \
   X(XENT_BACKWARD, rlx_xent_backward, train) X(GATHER_BWD, rlx_gather_bwd, train)              \
-  X(OPT_UPDATE, rlx_opt_update, train)
+  X(OPT_UPDATE, rlx_opt_update, train)                                                         \
+  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -230,6 +231,7 @@ typedef union rlx_launch_params {
   rlxk_softmax_bwd softmax_bwd;
   rlxk_xent xent;
   rlxk_opt opt;
+  rlxk_region region;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

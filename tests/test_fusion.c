@@ -79,7 +79,7 @@ static fuse_result fuse(rlx_graph* g, rlx_graph** out) {
   fuse_result r;
   memset(&r, 0, sizeof r);
   int32_t fused[RLX_OP_COUNT] = {0};
-  rlx_fuse_options o = {1, NULL};
+  rlx_fuse_options o = {1, NULL, NULL};
   rlx_graph* f = NULL;
   if (rlx_fuse_elementwise(g, &o, &f, fused, &r.regions) != RLX_OK) {
     printf("  fusion failed: %s\n", rlx_graph_last_error(g));

@@ -64,6 +64,7 @@ static int fusible(const fuser* f, int32_t ni) {
     }
     default: return 0;
   }
+  if (f->opt->keep_out && f->opt->keep_out[ni]) return 0;
   return ok && (!f->opt->supports || f->opt->supports(f->g, ni));
 }
 

@@ -14,7 +14,8 @@
  * has been seen: the pass is linear in the graph (each node is a root once
  * and joins at most one region).
  *
- * Run by rlx_compile after decompose and hoist, before planning, for the
+ * Run by rlx_compile after decompose and before hoisting (the nodes hoisting
+ * would move out of the run are kept out of regions), before planning, for the
  * backends that run the op natively (CPU, CUDA); RLX_NO_FUSION=1 turns it
  * off. */
 #ifndef RLX_PASSES_FUSE_ELEMENTWISE_H
@@ -26,6 +27,7 @@
 typedef struct rlx_fuse_options {
   int allow_f64;            /* regions in f64 (CPU); else f32 / f16 / bf16 only */
   rlx_supports_fn supports; /* only nodes the backend runs natively join (NULL: all) */
+  const uint8_t* keep_out;  /* per node of g, 1: never joins (what hoisting will move); may be NULL */
 } rlx_fuse_options;
 
 /* Rewrites g into a new graph *out (g is left as it was). out_fused

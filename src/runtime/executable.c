@@ -328,9 +328,17 @@ static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
   int cpu = strcmp(name, "cpu") == 0;
   if (rlx_env_flag(RLX_ENV_NO_FUSION) || (!cpu && strcmp(name, "cuda") != 0)) return RLX_OK;
   if (e->opt.debug_nans) return RLX_OK; /* names the very node that made a NaN */
-  rlx_fuse_options fo = {cpu, backend_supports(e)};
+  /* What hoisting will move out of the run stays out of regions. */
+  uint8_t* hoisted = NULL;
+  rlx_status s = rlx_env_flag(RLX_ENV_NO_HOIST) ? RLX_OK : rlx_hoist_select(c->g, &hoisted);
+  if (s) {
+    e->err = c->g->err;
+    return s;
+  }
+  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted};
   rlx_graph* fused = NULL;
-  rlx_status s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
+  s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
+  free(hoisted);
   if (s) {
     e->err = c->g->err;
     return s;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "ir/graph.h"
@@ -204,6 +205,31 @@ TEST(limits_split_long_chains) {
   CHECK_MSG(r.regions >= 2 && r.fused == 39, "%d regions, %d fused", r.regions, r.fused);
   CHECK_MSG(r.max_inputs <= RLX_REGION_MAX_INPUTS && r.max_instrs <= RLX_REGION_MAX_INSTRS,
             "inputs %d, instructions %d", r.max_inputs, r.max_instrs);
+  rlx_graph_destroy(g);
+}
+
+/* The pass is linear in the graph: 400 GELU-derivative blocks chained
+ * through a reduce each (about 10k nodes) fuse into 400 regions; the time
+ * is printed (the compile-time budget is checked on the GPU machine). */
+TEST(pass_scales_linearly) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[2] = {4, 8};
+  rlx_tensor x = input(g, "x", RLX_F32, s, 2), dy = input(g, "dy", RLX_F32, s, 2), r;
+  int32_t axes[1] = {1};
+  for (int b = 0; b < 400; b++) {
+    rlx_tensor y = gelu_backward(g, x, dy);
+    rlx_graph_add_reduce(g, RLX_RED_MAX, y, axes, 1, 1, &r);
+    x = bin(g, RLX_BIN_SUB, y, r); /* the next block reads y outside its region */
+  }
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &x, 1));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  fuse_result r2 = fuse(g, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+  printf("  %d nodes -> %d regions in %.1f ms\n", g->n_nodes, r2.regions, ms);
+  CHECK_MSG(r2.regions == 400, "%d regions", r2.regions);
   rlx_graph_destroy(g);
 }
 
@@ -586,6 +612,7 @@ int main(int argc, char** argv) {
   RUN(graph_output_inside_chain);
   RUN(shapes_and_singletons);
   RUN(limits_split_long_chains);
+  RUN(pass_scales_linearly);
   RUN(fused_matches_unfused_everywhere);
   RUN(text_round_trip_and_expansion);
   RUN(validator_refuses_malformed_programs);

@@ -73,14 +73,14 @@ static rlx_tensor gelu_backward(rlx_graph* g, rlx_tensor x, rlx_tensor dy) {
 /* ------------------------------------------------------------ the pass itself */
 
 typedef struct fuse_result {
-  int32_t regions, fused, region_nodes, max_inputs, max_instrs;
+  int32_t regions, fused, region_nodes, max_inputs, max_instrs, max_live;
 } fuse_result;
 
-static fuse_result fuse(rlx_graph* g, rlx_graph** out) {
+static fuse_result fuse_live(rlx_graph* g, rlx_graph** out, int32_t max_live) {
   fuse_result r;
   memset(&r, 0, sizeof r);
   int32_t fused[RLX_OP_COUNT] = {0};
-  rlx_fuse_options o = {1, NULL, NULL};
+  rlx_fuse_options o = {1, NULL, NULL, max_live};
   rlx_graph* f = NULL;
   if (rlx_fuse_elementwise(g, &o, &f, fused, &r.regions) != RLX_OK) {
     printf("  fusion failed: %s\n", rlx_graph_last_error(g));
@@ -95,11 +95,18 @@ static fuse_result fuse(rlx_graph* g, rlx_graph** out) {
     if (n->n_in > r.max_inputs) r.max_inputs = n->n_in;
     int32_t instrs = (int32_t)((n->a.data_bytes - RLX_REGION_HEADER) / RLX_REGION_INSTR_BYTES);
     if (instrs > r.max_instrs) r.max_instrs = instrs;
+    rlx_region_program p;
+    char msg[256];
+    if (rlx_region_decode(n->a.data, n->a.data_bytes, NULL, n->n_in, &p, msg, sizeof msg) == RLX_OK &&
+        rlx_region_max_live(&p) > r.max_live)
+      r.max_live = rlx_region_max_live(&p);
   }
   if (out) *out = f;
   else rlx_graph_destroy(f);
   return r;
 }
+
+static fuse_result fuse(rlx_graph* g, rlx_graph** out) { return fuse_live(g, out, 0); }
 
 TEST(gelu_backward_is_one_region) {
   rlx_graph* g = NULL;
@@ -205,6 +212,38 @@ TEST(limits_split_long_chains) {
   CHECK_MSG(r.regions >= 2 && r.fused == 39, "%d regions, %d fused", r.regions, r.fused);
   CHECK_MSG(r.max_inputs <= RLX_REGION_MAX_INPUTS && r.max_instrs <= RLX_REGION_MAX_INSTRS,
             "inputs %d, instructions %d", r.max_inputs, r.max_instrs);
+  rlx_graph_destroy(g);
+}
+
+/* Registers a program needs, as the CUDA interpreter allocates them; the
+ * pass keeps regions within a register budget by leaving producers out. */
+TEST(register_budget) {
+  rlx_region_program p;
+  memset(&p, 0, sizeof p);
+  p.dtype = RLX_F32;
+  p.n_inputs = 2;
+  /* t0 = tanh(in0), t1 = sigmoid(in1), t2 = t0 * 2, t3 = t2 + t1 */
+  p.code[0] = (rlx_region_instr){RLX_RI_UNARY, RLX_ACT_TANH, 0, 0};
+  p.code[1] = (rlx_region_instr){RLX_RI_UNARY, RLX_ACT_SIGMOID, 1, 0};
+  p.code[2] = (rlx_region_instr){RLX_RI_CONST, 0, 0, 0};
+  p.code[3] = (rlx_region_instr){RLX_RI_BINARY, RLX_BIN_MUL, 2, 4};
+  p.code[4] = (rlx_region_instr){RLX_RI_BINARY, RLX_BIN_ADD, 5, 3};
+  p.n_instrs = 5;
+  CHECK_MSG(rlx_region_max_live(&p) == 2, "%d", rlx_region_max_live(&p)); /* t0, t1 */
+  p.code[0] = (rlx_region_instr){RLX_RI_CONST, 0, 0, 0};
+  p.n_instrs = 1;
+  p.n_inputs = 0;
+  CHECK(rlx_region_max_live(&p) == 1); /* a constant output takes one */
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim s[2] = {8, 12};
+  rlx_tensor y = gelu_backward(g, input(g, "x", RLX_F32, s, 2), input(g, "dy", RLX_F32, s, 2));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+  fuse_result wide = fuse(g, NULL), tight = fuse_live(g, NULL, 3);
+  CHECK_MSG(wide.regions == 1 && wide.max_live > 3, "%d regions, %d live", wide.regions,
+            wide.max_live);
+  CHECK_MSG(tight.regions >= 2 && tight.max_live <= 3 && tight.fused >= 10,
+            "%d regions, %d live, %d fused", tight.regions, tight.max_live, tight.fused);
   rlx_graph_destroy(g);
 }
 
@@ -612,6 +651,7 @@ int main(int argc, char** argv) {
   RUN(graph_output_inside_chain);
   RUN(shapes_and_singletons);
   RUN(limits_split_long_chains);
+  RUN(register_budget);
   RUN(pass_scales_linearly);
   RUN(fused_matches_unfused_everywhere);
   RUN(text_round_trip_and_expansion);

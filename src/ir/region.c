@@ -177,3 +177,42 @@ rlx_status rlx_region_decode(const void* bytes, size_t n_bytes, const rlx_dtype*
   if (out) *out = p;
   return RLX_OK;
 }
+
+/* Operand slots of instruction in that occupy registers (a cast's input is
+ * read by the cast itself; a constant has none). */
+static int live_operands(const rlx_region_instr* in, int32_t* ops) {
+  if (in->kind == RLX_RI_CONST || in->kind == RLX_RI_CAST) return 0;
+  ops[0] = in->a;
+  ops[1] = in->b;
+  if (in->kind == RLX_RI_UNARY) return 1;
+  return in->a == in->b ? 1 : 2;
+}
+
+int32_t rlx_region_max_live(const rlx_region_program* p) {
+  int32_t last_use[RLX_REGION_MAX_SLOTS];
+  uint8_t in_reg[RLX_REGION_MAX_SLOTS] = {0};
+  for (int32_t s = 0; s < RLX_REGION_MAX_SLOTS; s++) last_use[s] = -1;
+  for (int32_t k = 0; k < p->n_instrs; k++) {
+    int32_t ops[2], n = live_operands(&p->code[k], ops);
+    for (int i = 0; i < n; i++) last_use[ops[i]] = k;
+  }
+  int32_t out = p->n_inputs + p->n_instrs - 1, live = 0, most = 0;
+  last_use[out] = p->n_instrs;
+  for (int32_t k = 0; k < p->n_instrs; k++) {
+    const rlx_region_instr* in = &p->code[k];
+    if (in->kind == RLX_RI_CONST) continue;
+    int32_t ops[2], n = live_operands(in, ops);
+    for (int i = 0; i < n; i++)
+      if (ops[i] < p->n_inputs && !in_reg[ops[i]]) { /* loaded before its first read */
+        in_reg[ops[i]] = 1;
+        if (++live > most) most = live;
+      }
+    for (int i = 0; i < n; i++) /* immediates hold no register */
+      if (last_use[ops[i]] == k && in_reg[ops[i]]) live--;
+    if (++live > most) most = live;
+    in_reg[p->n_inputs + k] = 1;
+    if (last_use[p->n_inputs + k] < 0) live--;
+  }
+  if (p->code[p->n_instrs - 1].kind == RLX_RI_CONST && live + 1 > most) most = live + 1;
+  return most;
+}

@@ -73,6 +73,14 @@ void rlx_region_encode(const rlx_region_program* p, uint8_t* buf);
 rlx_status rlx_region_decode(const void* bytes, size_t n_bytes, const rlx_dtype* in_dtypes,
                              int32_t n_in, rlx_region_program* out, char* msg, size_t msg_cap);
 
+/* Registers an interpreter needs to run p when it loads each input just
+ * before its first non-cast read, frees a value after its last read and
+ * gives each result a free register after its operands' are freed (a cast
+ * loads its input itself; immediates take none; a constant output takes
+ * one at the end). The CUDA kernel allocates exactly so; the fusion pass
+ * keeps regions within its register file with it. */
+int32_t rlx_region_max_live(const rlx_region_program* p);
+
 /* Text of an instruction kind ("unary", "binary", "cast", "const"). */
 const char* rlx_region_kind_name(int32_t kind);
 

@@ -157,6 +157,17 @@ static int may_join(const fuser* f, const region* r, int32_t p) {
   return f->is_output[v] == 0 && f->used_in[v] == f->readers[v];
 }
 
+static void build_program(const fuser* f, region* r, rlx_region_program* p);
+
+/* Whether r's program fits the interpreter's register file. */
+static int live_ok(const fuser* f, const region* r) {
+  if (f->opt->max_live <= 0) return 1;
+  region sorted = *r;
+  rlx_region_program p;
+  build_program(f, &sorted, &p);
+  return rlx_region_max_live(&p) <= f->opt->max_live;
+}
+
 static void grow(fuser* f, region* r) {
   rlx_dtype t = rlx_tensor_type(f->g, f->g->nodes[r->root].out[0])->dtype;
   f->n_heap = 0;
@@ -167,7 +178,12 @@ static void grow(fuser* f, region* r) {
     int32_t p = heap_pop(f);
     if (f->seen[p] == r->root) continue; /* queued twice */
     f->seen[p] = r->root;
+    region before = *r;
     if (!may_join(f, r, p) || !take_operands(f, r, p, t)) continue;
+    if (!live_ok(f, r)) { /* p's output stays an input */
+      *r = before;
+      continue;
+    }
     note_member(f, r->root, p);
   }
 }

@@ -28,6 +28,7 @@ typedef struct rlx_fuse_options {
   int allow_f64;            /* regions in f64 (CPU); else f32 / f16 / bf16 only */
   rlx_supports_fn supports; /* only nodes the backend runs natively join (NULL: all) */
   const uint8_t* keep_out;  /* per node of g, 1: never joins (what hoisting will move); may be NULL */
+  int32_t max_live;         /* > 0: programs need at most this many registers (rlx_region_max_live) */
 } rlx_fuse_options;
 
 /* Rewrites g into a new graph *out (g is left as it was). out_fused

@@ -335,7 +335,8 @@ static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
     e->err = c->g->err;
     return s;
   }
-  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted};
+  /* CUDA's interpreter holds 16 values in registers (kernels/params.h) */
+  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted, cpu ? 0 : 16};
   rlx_graph* fused = NULL;
   s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
   free(hoisted);

@@ -13,6 +13,7 @@ import argparse
 import math
 import os
 import shutil
+import struct
 import zlib
 
 import numpy as np
@@ -1807,6 +1808,49 @@ def vision_backward_cases():
                              [1, 1], ceil=True, cip=True)
     yield pool_backward_case("pool_bwd_avg3d", "avg", [1, 2, 5, 4, 6], [2, 3, 2], [1, 1, 2],
                              [0, 1, 1])
+
+
+# ElementwiseRegion programs (src/ir/region.h): header (version, dtype,
+# inputs, instructions, 4 zero bytes), then per instruction kind, op, a, b
+# and an f64 immediate, little endian.
+REGION_DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3}
+RI_UNARY, RI_BINARY, RI_CAST, RI_CONST = 0, 1, 2, 3
+
+
+def region_program(dtype, n_inputs, instrs):
+    out = struct.pack("<BBBB4x", 1, REGION_DTYPES[dtype], n_inputs, len(instrs))
+    for kind, op, a, b, imm in instrs:
+        out += struct.pack("<BBBBd", kind, op, a, b, imm)
+    return "0x" + out.hex()
+
+
+@case
+def region_cases():
+    # tanh-GELU's derivative-like chain over x, dy and a bias row, with two
+    # immediates: every result rounded to f32 as the unfused ops store it.
+    c = Case("elementwise_region_gelu_like", F32_TOL)
+    a, dy, bias = c.uniform([4, 9]), c.uniform([4, 9]), c.uniform([9])
+    x, g, b = c.input(a), c.input(dy), c.input(bias)
+    f = np.float32
+    u = a + bias
+    t = np.tanh((u * u * f(0.044715)) * u + u)
+    want = ((t * f(0.5)) + f(0.5)) * dy
+    add, mul, tanh = 0, 2, 3
+    prog = region_program("f32", 3, [
+        (RI_CONST, 0, 0, 0, 0.5),          # slot 3
+        (RI_CONST, 0, 0, 0, float(f(0.044715))),  # slot 4
+        (RI_BINARY, add, 0, 2, 0.0),       # 5: u
+        (RI_BINARY, mul, 5, 5, 0.0),       # 6: u^2
+        (RI_BINARY, mul, 6, 4, 0.0),       # 7
+        (RI_BINARY, mul, 7, 5, 0.0),       # 8
+        (RI_BINARY, add, 8, 5, 0.0),       # 9
+        (RI_UNARY, tanh, 9, 0, 0.0),       # 10
+        (RI_BINARY, mul, 10, 3, 0.0),      # 11
+        (RI_BINARY, add, 11, 3, 0.0),      # 12
+        (RI_BINARY, mul, 12, 1, 0.0),      # 13: the output
+    ])
+    c.output(c.op("elementwise_region", [x, g, b], want, {"data": prog}))
+    yield c
 
 
 # ---------------------------------------------------------------- main

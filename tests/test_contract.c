@@ -771,7 +771,8 @@ TEST(clone_has_its_own_arena) {
   rlx_free(report);
   rlx_memory_stats ms;
   CHECK_OK_E(e, rlx_exec_memory_stats(e, &ms));
-  CHECK(ms.arena_bytes >= ms.peak_live_bytes && ms.peak_live_bytes > 0 && ms.launches >= 2);
+  /* add + relu: one launch where the backend fuses them into a region */
+  CHECK(ms.arena_bytes >= ms.peak_live_bytes && ms.peak_live_bytes > 0 && ms.launches >= 1);
   rlx_exec_destroy(c);
   rlx_exec_destroy(e);
   rlx_graph_destroy(g);

@@ -846,6 +846,9 @@ static int rerun_at_level(const char* level) {
 }
 
 int main(void) {
+  /* These cases check the fast path of each single-op step; fused regions
+   * have their own cases in test_fusion. */
+  setenv("RLX_NO_FUSION", "1", 1);
   const char* forced = getenv("RLX_CPU_SIMD");
   int level = rlx_cpu_simd_level();
   printf("SIMD level %d (%s)%s%s\n", level, level == 2 ? "avx512" : level == 1 ? "avx2" : "portable",

@@ -174,12 +174,15 @@ TEST(multi_stream_ordering) {
     else rlx_graph_add_binary(c.g, RLX_BIN_ADD, acc, t, &acc);
   }
   rlx_graph_set_outputs(c.g, &acc, 1);
+  /* unfused, so the branches stay separate steps the streams spread */
+  setenv("RLX_NO_FUSION", "1", 1);
   setenv("RLX_CUDA_STREAMS", "4", 1);
   int ok = agree(&c, NULL, 1e-5, "four streams");
   setenv("RLX_CUDA_GRAPHS", "0", 1);
   ok = ok && agree(&c, NULL, 1e-5, "four streams, eager");
   unsetenv("RLX_CUDA_GRAPHS");
   unsetenv("RLX_CUDA_STREAMS");
+  unsetenv("RLX_NO_FUSION");
   CHECK(ok);
   rlx_graph_destroy(c.g);
 }

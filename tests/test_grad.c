@@ -539,6 +539,7 @@ static const struct {
     {RLX_OP_CROSS_ENTROPY_BACKWARD, "second order"},
     {RLX_OP_SGD_UPDATE, "an optimizer update"},
     {RLX_OP_ADAM_UPDATE, "an optimizer update"},
+    {RLX_OP_ELEMENTWISE_REGION, "compiler-made (fusion runs after the gradient is built)"},
 };
 
 /* ------------------------------------------------------------ the check */

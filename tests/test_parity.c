@@ -25,6 +25,7 @@
 #include "base/scalar_math.h"
 #include "ir/conv_geometry.h"
 #include "ir/graph.h"
+#include "ir/region.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
 
@@ -1528,6 +1529,89 @@ static void c_update_batch(pcase* c, int v) {
 
 /* f32 paths are exact-order or near it on every backend; half-precision
  * ones round each product/partial sum to 8 or 11 mantissa bits. */
+/* ElementwiseRegion (compiler-made, reachable from text): a program built
+ * here over inputs broadcast in several ways. Variant 0: a GELU-derivative
+ * chain with a bias row and immediates; 1..4: random programs over safe
+ * ops; 5 / 6: the same in bf16 / f16; 7: an f32 region reading a bf16
+ * input through a cast. */
+typedef struct region_builder {
+  rlx_region_program p;
+} region_builder;
+
+static int rb_emit(region_builder* b, int kind, int op, int a, int bb, double imm) {
+  int k = b->p.n_instrs++;
+  b->p.code[k] = (rlx_region_instr){(uint8_t)kind, (uint8_t)op, (uint8_t)a, (uint8_t)bb};
+  b->p.imm[k] = imm;
+  return b->p.n_inputs + k;
+}
+
+static void region_gelu_like(region_builder* b) {
+  int half = rb_emit(b, RLX_RI_CONST, 0, 0, 0, 0.5);
+  int coef = rb_emit(b, RLX_RI_CONST, 0, 0, 0, 0.044715);
+  int u = rb_emit(b, RLX_RI_BINARY, RLX_BIN_ADD, 0, 2, 0);
+  int u2 = rb_emit(b, RLX_RI_BINARY, RLX_BIN_MUL, u, u, 0);
+  int u3 = rb_emit(b, RLX_RI_BINARY, RLX_BIN_MUL, u2, u, 0);
+  int in = rb_emit(b, RLX_RI_BINARY, RLX_BIN_ADD, u, rb_emit(b, RLX_RI_BINARY, RLX_BIN_MUL, u3, coef, 0), 0);
+  int t = rb_emit(b, RLX_RI_UNARY, RLX_ACT_TANH, in, 0, 0);
+  int g = rb_emit(b, RLX_RI_BINARY, RLX_BIN_ADD, rb_emit(b, RLX_RI_BINARY, RLX_BIN_MUL, t, half, 0), half, 0);
+  rb_emit(b, RLX_RI_BINARY, RLX_BIN_MUL, g, 1, 0);
+}
+
+/* Random instructions over every input (each read at least once), ending
+ * in one that depends on the last two results. */
+static void region_random(region_builder* b) {
+  static const int unary[] = {RLX_ACT_TANH, RLX_ACT_SIGMOID, RLX_ACT_NEG, RLX_ACT_ABS,
+                              RLX_ACT_RELU, RLX_ACT_SILU, RLX_ACT_GELU, RLX_ACT_SIN, RLX_ACT_ATAN};
+  static const int binary[] = {RLX_BIN_ADD, RLX_BIN_SUB, RLX_BIN_MUL, RLX_BIN_MAX, RLX_BIN_MIN};
+  int n = (int)test_rand_int(4, 20);
+  int prev = 0;
+  for (int k = 0; k < n; k++) {
+    int slots = b->p.n_inputs + b->p.n_instrs;
+    int a = k < b->p.n_inputs ? k : (int)test_rand_int(0, slots - 1);
+    int r = (int)test_rand_int(k < b->p.n_inputs ? 2 : 0, 5); /* inputs first: read each */
+    if (r == 0) prev = rb_emit(b, RLX_RI_UNARY, unary[test_rand_int(0, 8)], a, 0, 0);
+    else if (r == 1) prev = rb_emit(b, RLX_RI_CONST, 0, 0, 0, test_rand_uniform(-2, 2));
+    else prev = rb_emit(b, RLX_RI_BINARY, binary[test_rand_int(0, 4)], a, prev, 0);
+  }
+  rb_emit(b, RLX_RI_BINARY, RLX_BIN_ADD, prev, b->p.n_inputs + b->p.n_instrs - 2, 0);
+}
+
+static void c_region(pcase* c, int variant) {
+  rlx_dtype t = variant == 5 ? RLX_BF16 : variant == 6 ? RLX_F16 : RLX_F32;
+  rlx_dim s[3], b[3], one = 1;
+  rshape(s, 3);
+  int br = bshape(s, 3, b);
+  rlx_tensor in[4] = {input(c, RLX_F32, s, 3), input(c, RLX_F32, s, 3), input(c, RLX_F32, s + 2, 1)};
+  int n_in = variant == 0 ? 3 : 4;
+  if (n_in == 4) in[3] = variant == 3 ? input(c, RLX_F32, &one, 1) : input(c, RLX_F32, b, br);
+  for (int i = 0; i < n_in && t != RLX_F32; i++) rlx_graph_add_cast(c->g, in[i], t, &in[i]);
+  region_builder rb;
+  memset(&rb, 0, sizeof rb);
+  rb.p.dtype = t;
+  rb.p.n_inputs = n_in;
+  if (variant == 7) {
+    rlx_graph_add_cast(c->g, in[3], RLX_BF16, &in[3]);
+    int x = rb_emit(&rb, RLX_RI_CAST, 0, 3, 0, 0);
+    rb_emit(&rb, RLX_RI_BINARY, RLX_BIN_MUL, x, 0, 0);
+    rb_emit(&rb, RLX_RI_BINARY, RLX_BIN_ADD, rb.p.n_inputs + 1, 1, 0);
+    rb_emit(&rb, RLX_RI_BINARY, RLX_BIN_SUB, rb.p.n_inputs + 2, 2, 0);
+  } else if (variant == 0) {
+    region_gelu_like(&rb);
+  } else {
+    region_random(&rb);
+  }
+  uint8_t bytes[RLX_REGION_HEADER + RLX_REGION_MAX_INSTRS * RLX_REGION_INSTR_BYTES];
+  rlx_region_encode(&rb.p, bytes);
+  rlx_node_attrs a;
+  memset(&a, 0, sizeof a);
+  a.data = bytes;
+  a.data_bytes = rlx_region_bytes(rb.p.n_instrs);
+  rlx_tensor y;
+  rlx_graph_add_node(c->g, RLX_OP_ELEMENTWISE_REGION, &a, in, n_in, &y);
+  c->compute = t;
+  outputs(c, &y, 1);
+}
+
 #define TOL_F32 {1e-5, 0, 0}
 #define TOL_HALF {0, 2e-2, 2e-2}
 #define TOL_F16 {0, 2e-2, 0}
@@ -1597,6 +1681,7 @@ static const case_def CASES[] = {
     {"cross_entropy_wide", c_cross_entropy_wide, 8, TOL_F32},
     {"update_batch", c_update_batch, 18, {1e-5, 0, 1e-2}},
     {"pool_backward_ties", c_pool_backward_ties, 2, TOL_F32},
+    {"region", c_region, 8, {1e-5, 2e-2, 2e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -5,6 +5,7 @@
  * id through rlx_graph_fail_op. */
 #include "ir/graph.h"
 #include "base/scalar_math.h"
+#include "ir/region.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -444,6 +445,23 @@ static rlx_status infer_activation(infer_ctx* c) {
     return FAIL(c, "input must be a float%s dtype, got %s", int_ok ? " or integer" : "",
                 TSTR(c, c->t[0], buf));
   c->out[0] = *c->t[0];
+  return RLX_OK;
+}
+
+/* The program is validated here, so a node added by a builder, a pass or a
+ * parsed text file is always well formed (region.h). The output is the
+ * broadcast of every input in the region's dtype. */
+static rlx_status infer_elementwise_region(infer_ctx* c) {
+  rlx_dtype dt[RLX_REGION_MAX_INPUTS];
+  char msg[256];
+  for (int32_t i = 0; i < c->n_in && i < RLX_REGION_MAX_INPUTS; i++) dt[i] = c->t[i]->dtype;
+  rlx_region_program p;
+  if (rlx_region_decode(c->a->data, c->a->data_bytes, dt, c->n_in, &p, msg, sizeof msg))
+    return FAIL(c, "%s", msg);
+  c->out[0] = *c->t[0];
+  for (int32_t i = 1; i < c->n_in; i++)
+    RLX_RETURN_IF_ERROR(broadcast_into(c, &c->out[0], c->t[i], "inputs"));
+  c->out[0].dtype = (rlx_dtype)p.dtype;
   return RLX_OK;
 }
 
@@ -1552,6 +1570,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_ADAM_UPDATE: return infer_adam_update(c);
     case RLX_OP_CONV_BACKWARD_WEIGHT: return infer_conv_backward_weight(c);
     case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
+    case RLX_OP_ELEMENTWISE_REGION: return infer_elementwise_region(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

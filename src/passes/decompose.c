@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/dtype.h"
+#include "ir/region.h"
+
 typedef struct rewriter {
   rlx_graph* src;
   rlx_graph* dst;
@@ -517,6 +520,62 @@ static rlx_status rule_im2col_pad(rewriter* r, const rlx_node* n) {
   return conv_columns(r, &c, mapped(r, n->in[0]), &r->map[n->out[0]]);
 }
 
+/* ElementwiseRegion on a backend without its kernel -> one Binary /
+ * Activation / Cast / scalar Constant per instruction (the op's own
+ * definition: each result rounded to the region's dtype as it is stored),
+ * and an Expand when the last result does not span every input's shape. */
+static rlx_status region_const(rewriter* r, rlx_dtype t, double v, rlx_tensor* out) {
+  uint8_t cell[8];
+  rlx_store_f64(cell, t, 0, v);
+  rlx_node_attrs at = {0};
+  at.type.dtype = t;
+  at.type.rank = 0;
+  at.data = cell;
+  at.data_bytes = rlx_dtype_size(t);
+  return add(r, RLX_OP_CONSTANT, &at, NULL, 0, out);
+}
+
+static rlx_status region_instr(rewriter* r, const rlx_node* n, const rlx_region_program* p,
+                               int32_t k, const rlx_tensor* slot, rlx_tensor* out) {
+  const rlx_region_instr* in = &p->code[k];
+  rlx_node_attrs at = {0};
+  switch (in->kind) {
+    case RLX_RI_UNARY:
+      at.kind = in->op;
+      return add(r, RLX_OP_ACTIVATION, &at, &slot[in->a], 1, out);
+    case RLX_RI_BINARY: return add_binary(r, (rlx_binary_op)in->op, slot[in->a], slot[in->b], out);
+    case RLX_RI_CAST:
+      at.type = *rlx_tensor_type(r->src, n->in[in->a]);
+      at.type.dtype = (rlx_dtype)p->dtype;
+      return add(r, RLX_OP_CAST, &at, &slot[in->a], 1, out);
+    default: return region_const(r, (rlx_dtype)p->dtype, p->imm[k], out);
+  }
+}
+
+static rlx_status rule_region(rewriter* r, const rlx_node* n) {
+  rlx_region_program p;
+  char msg[256];
+  rlx_dtype dt[RLX_REGION_MAX_INPUTS];
+  for (int32_t i = 0; i < n->n_in && i < RLX_REGION_MAX_INPUTS; i++)
+    dt[i] = rlx_tensor_type(r->src, n->in[i])->dtype;
+  if (rlx_region_decode(n->a.data, n->a.data_bytes, dt, n->n_in, &p, msg, sizeof msg))
+    return rlx_fail(&r->dst->err, RLX_INVALID_ARGUMENT, "elementwise_region: %s", msg);
+  rlx_tensor slot[RLX_REGION_MAX_SLOTS];
+  for (int32_t i = 0; i < p.n_inputs; i++) slot[i] = mapped(r, n->in[i]);
+  for (int32_t k = 0; k < p.n_instrs; k++)
+    RLX_RETURN_IF_ERROR(region_instr(r, n, &p, k, slot, &slot[p.n_inputs + k]));
+  rlx_tensor y = slot[p.n_inputs + p.n_instrs - 1];
+  const rlx_type* want = rlx_tensor_type(r->src, n->out[0]);
+  if (!rlx_type_equal(rlx_tensor_type(r->dst, y), want)) {
+    rlx_node_attrs at = {0};
+    at.type = *want;
+    RLX_RETURN_IF_ERROR(add(r, RLX_OP_EXPAND, &at, &y, 1, &y));
+  }
+  r->map[n->out[0]] = y;
+  if (n->label) RLX_RETURN_IF_ERROR(rlx_graph_set_name(r->dst, y, n->label));
+  return RLX_OK;
+}
+
 /* Applies the rule for node n if it has one; *applied says whether it did. */
 static rlx_status try_rule(rewriter* r, const rlx_node* n, int* applied) {
   *applied = 1;
@@ -527,6 +586,7 @@ static rlx_status try_rule(rewriter* r, const rlx_node* n, int* applied) {
     case RLX_OP_CONV: return rule_conv(r, n);
     case RLX_OP_CONV_TRANSPOSE: return rule_conv_transpose(r, n);
     case RLX_OP_CONV_BACKWARD_WEIGHT: return rule_conv_wgrad(r, n);
+    case RLX_OP_ELEMENTWISE_REGION: return rule_region(r, n);
     case RLX_OP_IM2COL:
       if (im2col_padded(n)) return rule_im2col_pad(r, n);
       break;

@@ -15,6 +15,9 @@
  *                                Reversed, then the Conv rule (stride 1)
  *   Im2Col with pads          -> Pad + Im2Col, on every backend (the
  *                                lowering of Im2Col is one strided copy)
+ *   ElementwiseRegion         -> one Binary / Activation / Cast / scalar
+ *                                Constant per instruction (+ Expand when
+ *                                the result spans fewer dims than inputs)
  *   LRN (always, no backend has it) -> Mul, Reshape, avg Pool over channels,
  *                             Mul, Add, Pow, Div
  * Nodes still unsupported after this run on the host fallback. */

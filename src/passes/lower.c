@@ -192,6 +192,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_GATHER_BACKWARD:
       return work_of(s->p.gather.outer * s->p.gather.axis_len, RLX_WORK_GROUP);
     case RLX_K_OPT_UPDATE: return work_of(s->p.opt.n, RLX_WORK_LANE);
+    case RLX_K_REGION: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -584,6 +585,26 @@ static rlx_status lower_elementwise(const rlx_graph* g, const rlx_plan* plan, in
   return RLX_OK;
 }
 
+/* ElementwiseRegion: every input broadcast into the output's index space,
+ * the program decoded once here (the shape rule validated it). */
+static rlx_status lower_region(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                               rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_dtype dt[RLX_REGION_MAX_INPUTS];
+  char msg[256];
+  if (n->n_in > RLX_REGION_MAX_INPUTS)
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, "more inputs than a region takes");
+  for (int32_t i = 0; i < n->n_in; i++) dt[i] = rlx_tensor_type(g, n->in[i])->dtype;
+  rlx_region_program prog;
+  if (rlx_region_decode(n->a.data, n->a.data_bytes, dt, n->n_in, &prog, msg, sizeof msg))
+    return fail_node(out, g, ni, RLX_INVALID_ARGUMENT, msg);
+  RLX_RETURN_IF_ERROR(lower_elementwise(g, plan, ni, RLX_K_REGION, out));
+  rlx_step* s = &out->steps[out->n - 1];
+  s->op = 0;
+  s->p.region = prog;
+  return RLX_OK;
+}
+
 static rlx_status lower_cast(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
                              rlx_step_list* out) {
   const rlx_node* n = &g->nodes[ni];
@@ -692,6 +713,7 @@ rlx_status rlx_lower_basic(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
     case RLX_OP_COMPARE: st = lower_elementwise(g, plan, ni, RLX_K_COMPARE, out); break;
     case RLX_OP_WHERE: st = lower_elementwise(g, plan, ni, RLX_K_WHERE, out); break;
     case RLX_OP_ACTIVATION: st = lower_elementwise(g, plan, ni, RLX_K_UNARY, out); break;
+    case RLX_OP_ELEMENTWISE_REGION: st = lower_region(g, plan, ni, out); break;
     case RLX_OP_REDUCE: st = lower_reduce(g, plan, ni, out); break;
     case RLX_OP_ARGMAX: st = lower_row_op(g, plan, ni, RLX_K_ARG_REDUCE, 0, out); break;
     case RLX_OP_ARGMIN: st = lower_row_op(g, plan, ni, RLX_K_ARG_REDUCE, 1, out); break;

@@ -19,6 +19,7 @@
 
 #include "ir/graph.h"
 #include "passes/plan.h"
+#include "ir/region.h"
 
 /* One kind per entry of src/backends/kernels.def (each kind's contract is
  * written there). */
@@ -29,7 +30,8 @@ typedef enum rlx_kernel {
   RLX_K_COUNT
 } rlx_kernel;
 
-#define RLX_STEP_MAX_IN 6
+/* 16: an ElementwiseRegion reads up to RLX_REGION_MAX_INPUTS inputs. */
+#define RLX_STEP_MAX_IN 16
 #define RLX_STEP_MAX_OUT 3
 
 typedef struct rlx_view {
@@ -353,6 +355,7 @@ typedef struct rlx_step {
     rlx_gnorm_params gnorm;
     rlx_xent_params xent;
     rlx_opt_params opt;
+    rlx_region_program region;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

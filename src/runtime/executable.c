@@ -21,6 +21,7 @@
 #include "passes/decompose.h"
 #include "passes/layout.h"
 #include "passes/hoist.h"
+#include "passes/fuse_elementwise.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/value_inputs.h"
@@ -335,7 +336,36 @@ static rlx_status hoist_params(rlx_exec* e, rlx_compiled* c) {
   return s;
 }
 
-/* Specialise -> fold BatchNorms -> decompose -> hoist -> plan -> lower:
+/* Chains of elementwise ops become ElementwiseRegions on the backends
+ * whose kernels run them (fuse_elementwise.h); Vulkan and WebGPU keep the
+ * unfused graph until they have the kernel. */
+static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
+  const char* name = e->backend->name;
+  int cpu = strcmp(name, "cpu") == 0;
+  if (rlx_env_flag(RLX_ENV_NO_FUSION) || (!cpu && strcmp(name, "cuda") != 0)) return RLX_OK;
+  if (e->opt.debug_nans) return RLX_OK; /* names the very node that made a NaN */
+  /* What hoisting will move out of the run stays out of regions. */
+  uint8_t* hoisted = NULL;
+  rlx_status s = rlx_env_flag(RLX_ENV_NO_HOIST) ? RLX_OK : rlx_hoist_select(c->g, &hoisted);
+  if (s) {
+    e->err = c->g->err;
+    return s;
+  }
+  /* CUDA's interpreter holds 16 values in registers (kernels/params.h) */
+  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted, cpu ? 0 : 16};
+  rlx_graph* fused = NULL;
+  s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
+  free(hoisted);
+  if (s) {
+    e->err = c->g->err;
+    return s;
+  }
+  rlx_graph_destroy(c->g);
+  c->g = fused;
+  return RLX_OK;
+}
+
+/* Specialise -> fold BatchNorms -> decompose -> fuse -> hoist -> plan -> lower:
  * everything but the backend. */
 static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled** out) {
   rlx_graph* src = e->src;
@@ -351,6 +381,8 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   if (s) { e->err = src->err; goto done; }
   s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
   if (s) { e->err = spec->err; goto done; }
+  s = fuse_elementwise(e, c);
+  if (s) goto done;
   s = hoist_params(e, c);
   if (s) goto done;
   s = mark_host_nodes(e, c);
@@ -370,9 +402,9 @@ done:
 /* The compile cache's key for e's source graph at `sizes`: everything
  * compiled_build reads besides the graph's canonical text (which covers its
  * structure, types, attributes, names and constant bytes): the device,
- * strict mode, the precision, channels_last, the state pairs and the environment switches (some change
- * what a backend supports). Options that only reach the backend's create
- * (threads, use_blas, allow_tf32, reference, debug_nans) are not in it:
+ * strict mode, the precision, channels_last, debug_nans (no fusion), the state pairs and the
+ * environment switches (some change what a backend supports). Options that only reach the
+ * backend's create (threads, use_blas, allow_tf32, reference) are not in it:
  * every executable creates its own backend exec from its own options. */
 static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   if (!e->graph_text && !e->uncacheable) {
@@ -391,6 +423,7 @@ static int compiled_key(rlx_exec* e, const int64_t* sizes, rlx_compile_key* k) {
   rlx_compile_key_add_i64(k, e->opt.strict != 0);
   rlx_compile_key_add_i64(k, e->opt.precision);
   rlx_compile_key_add_i64(k, e->opt.channels_last != 0); /* changes the compiled graph */
+  rlx_compile_key_add_i64(k, e->opt.debug_nans != 0);    /* so does it: no fusion then */
   rlx_compile_key_add_i64(k, e->src->n_symbols);
   for (int32_t i = 0; i < e->src->n_symbols; i++) rlx_compile_key_add_i64(k, sizes[i]);
   for (int32_t i = 0; i < e->n_inputs; i++) {
@@ -1493,8 +1526,9 @@ rlx_status rlx_exec_report(const rlx_exec* e, char** out_text) {
   sb_add(&b, "  %-28s %7s %7s %10s %7s\n", "op", "native", "fused", "decomposed", "host");
   for (int op = 0; op < RLX_OP_COUNT; op++) {
     int32_t n = v->c->counts.native[op], d = v->c->counts.decomposed[op], h = v->c->counts.host[op];
-    if (!n && !d && !h) continue;
-    sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, 0, d, h);
+    int32_t f = v->c->counts.fused[op];
+    if (!n && !d && !h && !f) continue;
+    sb_add(&b, "  %-28s %7d %7d %10d %7d\n", op_display_name(op), n, f, d, h);
   }
   const rlx_plan* p = &v->c->plan;
   sb_add(&b, "  arena %llu bytes, tensors %llu bytes, peak-live bound %llu bytes (arena/bound %.3f)\n",

@@ -465,6 +465,122 @@ static int fast_elementwise(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) 
   return 1;
 }
 
+/* ------------------------------------------------------------ regions */
+
+/* An f32 ElementwiseRegion runs its program over tiles of a run: each
+ * instruction is one pass of the same unary_run / binary_run the unfused
+ * steps use, over the tile (results in per-instruction scratch, the last
+ * one straight into the output), so the fused region gives the unfused
+ * chain's bits while each intermediate stays in cache. Constants are
+ * stride-0 operands, like the broadcast scalars of the unfused steps. */
+#define REGION_TILE 256
+
+typedef struct region_job {
+  ew_layout L;
+  const rlx_region_program* p;
+  float imm[RLX_REGION_MAX_INSTRS];
+} region_job;
+
+typedef struct region_operand {
+  const float* base;
+  int64_t stride;
+} region_operand;
+
+static region_operand region_slot(const region_job* j, float* const* p, float (*tmp)[REGION_TILE],
+                                  int32_t slot, int64_t off) {
+  int32_t n_in = j->p->n_inputs;
+  if (slot < n_in) {
+    int64_t st = j->L.stride[1 + slot][j->L.rank - 1];
+    return (region_operand){p[1 + slot] + off * st, st};
+  }
+  int32_t k = slot - n_in;
+  if (j->p->code[k].kind == RLX_RI_CONST) return (region_operand){&j->imm[k], 0};
+  return (region_operand){tmp[k], 1};
+}
+
+static void region_tile(const region_job* j, float* const* p, float (*tmp)[REGION_TILE],
+                        int64_t off, int64_t n) {
+  const rlx_region_program* prog = j->p;
+  int32_t last = prog->n_instrs - 1;
+  for (int32_t k = 0; k <= last; k++) {
+    const rlx_region_instr* in = &prog->code[k];
+    float* dst = k == last ? p[0] + off : tmp[k];
+    region_operand a = region_slot(j, p, tmp, in->a, off);
+    if (in->kind == RLX_RI_UNARY) {
+      unary_run(in->op, dst, a.base, a.stride, n);
+    } else if (in->kind == RLX_RI_BINARY) {
+      region_operand b = region_slot(j, p, tmp, in->b, off);
+      binary_run(in->op, dst, a.base, a.stride, b.base, b.stride, n);
+    } else if (k == last) { /* a constant output: the broadcast immediate */
+      for (int64_t i = 0; i < n; i++) dst[i] = j->imm[k];
+    }
+  }
+}
+
+static void region_piece(const region_job* j, float* const* p, int64_t len) {
+  float tmp[RLX_REGION_MAX_INSTRS][REGION_TILE];
+  for (int64_t off = 0; off < len; off += REGION_TILE)
+    region_tile(j, p, tmp, off, len - off < REGION_TILE ? len - off : REGION_TILE);
+}
+
+/* Elements [begin, end) of the flattened out, as runs along the inner dim
+ * (ew_range's walk). */
+static void region_range(void* ctx, int64_t begin, int64_t end) {
+  const region_job* j = ctx;
+  const ew_layout* L = &j->L;
+  int32_t R = L->rank;
+  int64_t idx[RLX_MAX_RANK], rem = begin, pos = begin;
+  for (int32_t d = R - 1; d >= 0; d--) {
+    idx[d] = rem % L->shape[d];
+    rem /= L->shape[d];
+  }
+  while (pos < end) {
+    float* p[1 + RLX_STEP_MAX_IN];
+    for (int32_t k = 0; k < L->n_ops; k++) {
+      int64_t off = 0;
+      for (int32_t d = 0; d < R; d++) off += idx[d] * L->stride[k][d];
+      p[k] = L->base[k] + off;
+    }
+    int64_t len = L->shape[R - 1] - idx[R - 1];
+    if (len > end - pos) len = end - pos;
+    region_piece(j, p, len);
+    pos += len;
+    idx[R - 1] += len;
+    for (int32_t d = R - 1; d > 0 && idx[d] == L->shape[d]; d--) {
+      idx[d] = 0;
+      idx[d - 1]++;
+    }
+  }
+}
+
+static int fast_region(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
+  const rlx_region_program* prog = &s->p.region;
+  const rlx_view* out = &s->out[0];
+  if (prog->dtype != RLX_F32 || s->n_in != prog->n_inputs || s->n_out < 1) return 0;
+  if (!all_f32(s->in, s->n_in) || !all_f32(s->out, 1) || !out_dense(out)) return 0;
+  const rlx_view* views[1 + RLX_STEP_MAX_IN] = {out};
+  for (int32_t i = 0; i < s->n_in; i++) {
+    if (s->in[i].rank != out->rank) return 0;
+    for (int32_t d = 0; d < out->rank; d++)
+      if (s->in[i].shape[d] != out->shape[d]) return 0;
+    if (!same_view(out, &s->in[i]) && overlaps(out, &s->in[i])) return 0;
+    views[1 + i] = &s->in[i];
+  }
+  region_job* j = calloc(1, sizeof *j);
+  if (!j) return 0; /* the reference runs it */
+  j->p = prog;
+  for (int32_t k = 0; k < prog->n_instrs; k++) j->imm[k] = (float)prog->imm[k];
+  j->L.n_ops = 1 + s->n_in;
+  j->L.total = view_numel(out);
+  for (int32_t k = 0; k < j->L.n_ops; k++) j->L.base[k] = (float*)(arena + views[k]->offset);
+  if (j->L.total > 0) {
+    ew_collapse(&j->L, views);
+    rlx_cpu_parallel_for(f->pool, j->L.total, EW_GRAIN, region_range, j);
+  }
+  free(j);
+  return 1;
+}
+
 /* ------------------------------------------------------------ softmax */
 
 typedef struct rows_job {
@@ -1203,6 +1319,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_ATTENTION_BWD rlx_cpu_fast_attention_bwd
 #define RLX_FAST_KIND_NORM_BWD rlx_cpu_fast_rows_backward
 #define RLX_FAST_KIND_SOFTMAX_BWD rlx_cpu_fast_rows_backward
+#define RLX_FAST_KIND_REGION fast_region
 
 typedef int (*fast_fn)(rlx_cpu_fast*, uint8_t*, const rlx_step*);
 static const fast_fn k_kind_fast[RLX_K_COUNT] = {

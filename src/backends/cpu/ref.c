@@ -164,6 +164,56 @@ static rlx_status run_elementwise(uint8_t* arena, const rlx_step* s, rlx_error* 
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ regions */
+
+/* v as the dtype t stores it: what the unfused chain keeps of each
+ * intermediate, so a region gives the same bits. */
+static double round_to(rlx_dtype t, double v) {
+  if (t == RLX_F64) return v;
+  if (t == RLX_F32) return (double)(float)v;
+  uint8_t cell[8];
+  rlx_store_f64(cell, t, 0, v);
+  return rlx_load_f64(cell, t, 0);
+}
+
+/* One instruction of a region program on the element's slot values. */
+static double region_instr(const rlx_region_program* p, int32_t k, const double* slot) {
+  const rlx_region_instr* in = &p->code[k];
+  rlx_dtype t = (rlx_dtype)p->dtype;
+  switch (in->kind) {
+    case RLX_RI_UNARY: return round_to(t, rlx_ref_activation(in->op, slot[in->a]));
+    case RLX_RI_BINARY: return round_to(t, rlx_ref_binary(in->op, slot[in->a], slot[in->b]));
+    case RLX_RI_CAST: return round_to(t, slot[in->a]);
+    default: return round_to(t, p->imm[k]);
+  }
+}
+
+/* Per element: load every input (as the unfused ops would, in f64), run
+ * the program, store the last result. Inputs are read before the output
+ * is written, so an input planned in place over the output is fine. */
+static rlx_status run_region(uint8_t* arena, const rlx_step* s, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(check_aligned(s, err));
+  const rlx_region_program* p = &s->p.region;
+  if (p->n_inputs != s->n_in || p->n_instrs < 1 || p->n_instrs > RLX_REGION_MAX_INSTRS)
+    return rlx_fail(err, RLX_INTERNAL, "region step of node %d: program does not match its %d "
+                    "inputs", s->node, s->n_in);
+  const rlx_view* views[RLX_STEP_MAX_IN + 1];
+  views[0] = &s->out[0];
+  for (int32_t i = 0; i < s->n_in; i++) views[i + 1] = &s->in[i];
+  walk w;
+  walk_init(&w, &s->out[0], views, s->n_in + 1);
+  if (w.remaining == 0) return RLX_OK;
+  uint8_t* o = view_base(arena, &s->out[0]);
+  double slot[RLX_REGION_MAX_SLOTS];
+  do {
+    for (int32_t i = 0; i < s->n_in; i++)
+      slot[i] = rlx_load_f64(view_base(arena, &s->in[i]), s->in[i].dtype, w.off[i + 1]);
+    for (int32_t k = 0; k < p->n_instrs; k++) slot[p->n_inputs + k] = region_instr(p, k, slot);
+    rlx_store_f64(o, s->out[0].dtype, w.off[0], slot[p->n_inputs + p->n_instrs - 1]);
+  } while (walk_next(&w));
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------------ numbers */
 
 /* An element kept exactly: integers as int64, floats as double. */
@@ -506,6 +556,7 @@ rlx_status rlx_ref_basic(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
     case RLX_K_TOPK: return run_topk(arena, s, err);
     case RLX_K_GATHER: return run_gather(arena, s, ctx, err);
     case RLX_K_SCATTER_ADD: return run_scatter_add(arena, s, ctx, err);
+    case RLX_K_REGION: return run_region(arena, s, err);
     default:
       return rlx_fail(err, RLX_INTERNAL, "reference: step kind %s (node %d) is not a basic kernel",
                       rlx_kernel_name(s->kernel), s->node);
@@ -526,6 +577,7 @@ static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx
 #define RLX_REF_KIND_COMPARE rlx_ref_basic
 #define RLX_REF_KIND_WHERE rlx_ref_basic
 #define RLX_REF_KIND_UNARY rlx_ref_basic
+#define RLX_REF_KIND_REGION rlx_ref_basic
 #define RLX_REF_KIND_MATMUL rlx_ref_nn
 #define RLX_REF_KIND_REDUCE rlx_ref_basic
 #define RLX_REF_KIND_ARG_REDUCE rlx_ref_basic

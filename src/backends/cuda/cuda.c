@@ -223,6 +223,9 @@ static int has_newer_dtype(const rlx_graph* g, const rlx_node* n) {
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
+  /* Regions run in f32 registers: f64 ones are expanded by decompose. */
+  if (n->op == RLX_OP_ELEMENTWISE_REGION && rlx_tensor_type(g, n->out[0])->dtype == RLX_F64)
+    return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||

@@ -154,7 +154,8 @@ typedef struct rlx_lt_api {
   X(OPT_MULTI, rlx_opt_multi, train)                                                         \
   X(NORM_H16_V1, rlx_norm_h16_v1, norm) X(NORM_H16_V2, rlx_norm_h16_v2, norm)                  \
   X(NORM_H16_V4, rlx_norm_h16_v4, norm) X(NORM_H16_V8, rlx_norm_h16_v8, norm)                  \
-  X(NORM_BWD_W4, rlx_norm_bwd_w4, rows_bwd) X(NORM_BWD_W8, rlx_norm_bwd_w8, rows_bwd)
+  X(NORM_BWD_W4, rlx_norm_bwd_w4, rows_bwd) X(NORM_BWD_W8, rlx_norm_bwd_w8, rows_bwd)  \
+  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -241,6 +242,7 @@ typedef union rlx_launch_params {
   rlxk_opt opt;
   rlxk_cols cols;
   rlxk_opt_multi opt_multi;
+  rlxk_region region;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

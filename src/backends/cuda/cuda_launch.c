@@ -1911,6 +1911,178 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) {
   return s->kernel == RLX_K_CONV || s->kernel == RLX_K_CONV_WGRAD;
 }
 
+/* ------------------------------------------------------------------ elementwise regions */
+
+/* Folds the region step's dims over the output and every input (size-1
+ * dims dropped, neighbours contiguous in every view merged); 0 when an
+ * index or offset would not fit the interpreter's int32 math. */
+static int region_dims(const rlx_step* s, int64_t* shape, int64_t* ost,
+                       int64_t (*ist)[RLX_MAX_RANK], int32_t* rank) {
+  const rlx_view* o = &s->out[0];
+  int32_t r = 0;
+  for (int32_t d = 0; d < o->rank; d++) {
+    if (o->shape[d] == 1) continue;
+    int merge = r > 0 && ost[r - 1] == o->stride[d] * o->shape[d];
+    for (int k = 0; k < s->n_in && merge; k++) merge = ist[k][r - 1] == s->in[k].stride[d] * o->shape[d];
+    int32_t at = merge ? r - 1 : r;
+    shape[at] = merge ? shape[at] * o->shape[d] : o->shape[d];
+    ost[at] = o->stride[d];
+    for (int k = 0; k < s->n_in; k++) ist[k][at] = s->in[k].stride[d];
+    if (!merge) r++;
+  }
+  if (r == 0) { /* a single element */
+    shape[0] = ost[0] = 1;
+    for (int k = 0; k < s->n_in; k++) ist[k][0] = 1;
+    r = 1;
+  }
+  *rank = r;
+  const int64_t lim = 0x7fffffff;
+  if (rlx_view_numel(o) > lim) return 0;
+  for (int k = -1; k < s->n_in; k++) {
+    int64_t span = 0;
+    for (int32_t d = 0; d < r; d++) {
+      int64_t st = k < 0 ? ost[d] : ist[k][d];
+      span += (st < 0 ? -st : st) * (shape[d] - 1);
+    }
+    if (span > lim) return 0;
+  }
+  return 1;
+}
+
+/* Register allocation of a region program for the interpreter: inputs are
+ * loaded into registers before their first read, results take a free
+ * register (an operand's, once its last read is this instruction),
+ * constants are immediates. 0 when the program needs more live values than
+ * RLXK_RG_REGS (the step then runs on the host fallback). */
+typedef struct rg_alloc {
+  int32_t loc[RLX_REGION_MAX_SLOTS]; /* register, RLXK_RG_IMM + i, or -1 */
+  int32_t last_use[RLX_REGION_MAX_SLOTS];
+  uint8_t busy[RLXK_RG_REGS];
+} rg_alloc;
+
+static int rg_operands(const rlx_region_instr* in, int32_t* ops) {
+  if (in->kind == RLX_RI_CONST || in->kind == RLX_RI_CAST) return 0; /* a cast loads its input */
+  ops[0] = in->a;
+  ops[1] = in->b;
+  return in->kind == RLX_RI_BINARY ? 2 : 1;
+}
+
+static int rg_take(rg_alloc* g) {
+  for (int r = 0; r < RLXK_RG_REGS; r++)
+    if (!g->busy[r]) {
+      g->busy[r] = 1;
+      return r;
+    }
+  return -1;
+}
+
+static int rg_emit(rlxk_region* p, uint32_t kind, uint32_t op, int32_t dst, int32_t a, int32_t b) {
+  if (p->n_ops == RLXK_RG_OPS || dst < 0) return 0;
+  p->code[p->n_ops++] = kind | op << 4 | (uint32_t)dst << 9 | (uint32_t)a << 15 | (uint32_t)b << 22;
+  return 1;
+}
+
+static void rg_uses(const rlx_region_program* prog, rg_alloc* g) {
+  for (int32_t s = 0; s < RLX_REGION_MAX_SLOTS; s++) g->loc[s] = g->last_use[s] = -1;
+  for (int32_t k = 0; k < prog->n_instrs; k++) {
+    const rlx_region_instr* in = &prog->code[k];
+    int32_t ops[2], n = rg_operands(in, ops);
+    for (int i = 0; i < n; i++) g->last_use[ops[i]] = k;
+  }
+  g->last_use[prog->n_inputs + prog->n_instrs - 1] = prog->n_instrs; /* the output */
+}
+
+/* Emits instruction k (its inputs' loads first). */
+static int rg_instr(const rlx_region_program* prog, rg_alloc* g, int32_t k, rlxk_region* p) {
+  const rlx_region_instr* in = &prog->code[k];
+  int32_t self = prog->n_inputs + k, ops[2], n = rg_operands(in, ops), loc[2] = {0, 0};
+  if (in->kind == RLX_RI_CONST) return 1; /* an immediate, already placed */
+  for (int i = 0; i < n; i++) {
+    if (g->loc[ops[i]] < 0) { /* an input not loaded yet */
+      g->loc[ops[i]] = rg_take(g);
+      if (!rg_emit(p, RLXK_RG_LOAD, 0, g->loc[ops[i]], ops[i], 0)) return 0;
+    }
+    loc[i] = g->loc[ops[i]];
+  }
+  for (int i = 0; i < n; i++) /* operands read for the last time free their registers */
+    if (g->last_use[ops[i]] == k && loc[i] < RLXK_RG_IMM) g->busy[loc[i]] = 0;
+  int32_t d = g->loc[self] = rg_take(g);
+  uint32_t kind = in->kind == RLX_RI_CAST ? RLXK_RG_CAST
+                  : in->kind == RLX_RI_UNARY ? RLXK_RG_UNARY : RLXK_RG_BINARY;
+  if (!rg_emit(p, kind, in->op, d, in->kind == RLX_RI_CAST ? in->a : loc[0], loc[1])) return 0;
+  if (g->last_use[self] < 0) g->busy[d] = 0; /* never read */
+  return 1;
+}
+
+static int region_compile(const rlx_region_program* prog, rlxk_region* p) {
+  rg_alloc g;
+  memset(&g, 0, sizeof g);
+  rg_uses(prog, &g);
+  int32_t n_imm = 0;
+  for (int32_t k = 0; k < prog->n_instrs; k++) {
+    if (prog->code[k].kind != RLX_RI_CONST) continue;
+    uint8_t cell[8]; /* the immediate as the region's dtype holds it */
+    rlx_store_f64(cell, (rlx_dtype)prog->dtype, 0, prog->imm[k]);
+    p->imm[n_imm] = (float)rlx_load_f64(cell, (rlx_dtype)prog->dtype, 0);
+    g.loc[prog->n_inputs + k] = RLXK_RG_IMM + n_imm++;
+  }
+  for (int32_t k = 0; k < prog->n_instrs; k++)
+    if (!rg_instr(prog, &g, k, p)) return 0;
+  int32_t out = g.loc[prog->n_inputs + prog->n_instrs - 1];
+  if (out >= RLXK_RG_IMM) { /* a constant output: moved into a register */
+    int32_t r = rg_take(&g);
+    if (!rg_emit(p, RLXK_RG_MOV, 0, r, out, 0)) return 0;
+    out = r;
+  }
+  p->out_reg = out;
+  return 1;
+}
+
+/* 4 elements per thread when the inner dim allows it for every view. */
+static int region_width(const rlxk_region* p, const int64_t* ost, int64_t (*ist)[RLX_MAX_RANK]) {
+  int32_t last = p->rank - 1;
+  if (p->shape[last] % 4 || ost[last] != 1 || !vec4_aligned(p->ooff, p->odt, ost, p->rank)) return 1;
+  for (int k = 0; k < p->n_in; k++) {
+    if (!is_float_storage(p->idt[k])) return 1;
+    int64_t st = ist[k][last];
+    if (st != 0 && (st != 1 || !vec4_aligned(p->ioff[k], p->idt[k], ist[k], p->rank))) return 1;
+  }
+  return 4;
+}
+
+static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  rlxk_region p;
+  memset(&p, 0, sizeof p);
+  int64_t shape[RLX_MAX_RANK] = {0}, ost[RLX_MAX_RANK] = {0}, ist[RLXK_RG_IN][RLX_MAX_RANK];
+  memset(ist, 0, sizeof ist);
+  const rlx_region_program* prog = &s->p.region;
+  p.n = rlx_view_numel(&s->out[0]);
+  if (p.n == 0) return RLX_OK;
+  if (s->n_in > RLXK_RG_IN || prog->n_inputs != s->n_in || !is_float_storage(s->out[0].dtype) ||
+      !region_dims(s, shape, ost, ist, &p.rank) || !region_compile(prog, &p))
+    return build_host(b, s, i, l, err);
+  p.n_in = s->n_in;
+  p.ooff = s->out[0].offset;
+  p.odt = s->out[0].dtype;
+  p.rdt = prog->dtype;
+  for (int32_t d = 0; d < p.rank; d++) {
+    p.shape[d] = (int32_t)shape[d];
+    p.ostride[d] = (int32_t)ost[d];
+  }
+  for (int k = 0; k < p.n_in; k++) {
+    p.ioff[k] = s->in[k].offset;
+    p.idt[k] = s->in[k].dtype;
+    for (int32_t d = 0; d < p.rank; d++) p.istride[k][d] = (int32_t)ist[k][d];
+  }
+  int width = region_width(&p, ost, ist);
+  rlx_launch* x = push_kernel(l, width == 4 ? RLX_CUDA_FN_REGION4 : RLX_CUDA_FN_REGION1, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.region = p;
+  x->grid[0] = grid_for(b, p.n / width, 256);
+  return RLX_OK;
+}
+
 /* Launch builder of each kernel kind (src/backends/kernels.def): a kind
  * without a row here does not compile; build_host sends it to the host
  * fallback. */
@@ -1948,6 +2120,7 @@ int rlx_cuda_step_uses_dnn(const rlx_step* s) {
 #define RLX_CUDA_KIND_XENT build_xent
 #define RLX_CUDA_KIND_GATHER_BACKWARD build_gather_backward
 #define RLX_CUDA_KIND_OPT_UPDATE build_opt_update
+#define RLX_CUDA_KIND_REGION build_region
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

@@ -558,6 +558,7 @@ static int vk_conv_native(const rlx_graph* g, const rlx_node* n) {
 int rlx_vk_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (rlx_env_list_has(RLX_ENV_VK_HOST_OPS, rlx_op_table[n->op].text)) return 0;
+  if (n->op == RLX_OP_ELEMENTWISE_REGION) return 0; /* no kernel yet: decompose expands it */
   if (rlx_shader_node_has_newer_dtype(g, ni)) return vk_newer_dtype_native(g, n);
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return vk_conv_native(g, n);
   if (!rlx_shader_supports_node(g, ni)) return 0;

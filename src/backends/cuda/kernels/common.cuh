@@ -214,3 +214,42 @@ RLXK_DEV void report_error(rlxk_state* st, int step, int code, int64_t a, int64_
 
 RLXK_DEV int64_t grid_index() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 RLXK_DEV int64_t grid_stride() { return (int64_t)gridDim.x * blockDim.x; }
+
+/* ------------------------------------------------------------ 4-element float vectors */
+
+/* Four consecutive elements of an f32 / f16 / bf16 view as f32 (step1:
+ * element i..i+3, 4-element aligned; else element i for all four lanes),
+ * and the store of four f32 values rounding to nearest even for halves, as
+ * the reference's stores do. Used by the elementwise views path and the
+ * region interpreter. */
+RLXK_DEV float4 ld4_f32(const char* b, int t, int32_t i, bool step1) {
+  if (!step1) {
+    float x = ld_f32(b, t, i);
+    return make_float4(x, x, x, x);
+  }
+  if (t == RLX_F32) return *(const float4*)((const float*)b + i);
+  uint2 u = *(const uint2*)(b + 2 * (int64_t)i); /* 4 halves: element i in the low bits */
+  if (t == RLX_BF16)
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+  float2 lo = __half22float2(*(const __half2*)&u.x), hi = __half22float2(*(const __half2*)&u.y);
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
+RLXK_DEV void st4_f32(char* b, int t, int32_t i, float4 v) {
+  if (t == RLX_F32) {
+    *(float4*)((float*)b + i) = v;
+    return;
+  }
+  uint2 u;
+  if (t == RLX_BF16) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    u.x = *(const uint32_t*)&lo;
+    u.y = *(const uint32_t*)&hi;
+  } else {
+    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+    u.x = *(const uint32_t*)&lo;
+    u.y = *(const uint32_t*)&hi;
+  }
+  *(uint2*)(b + 2 * (int64_t)i) = u;
+}

@@ -118,39 +118,8 @@ extern "C" __global__ void rlx_ew_f32(char* arena, rlxk_ew p, rlxk_state* st) {
  * multiple of 4, that the output and every operand stepping 1 along it are
  * 4-element aligned in every row, and that the other operands step 0 (one
  * value for the 4 lanes). Halves round to nearest even at the store, as the
- * reference's stores do. */
-RLXK_DEV float4 ld4_f32(const char* b, int t, int32_t i, bool step1) {
-  if (!step1) {
-    float x = ld_f32(b, t, i);
-    return make_float4(x, x, x, x);
-  }
-  if (t == RLX_F32) return *(const float4*)((const float*)b + i);
-  uint2 u = *(const uint2*)(b + 2 * (int64_t)i); /* 4 halves: element i in the low bits */
-  if (t == RLX_BF16)
-    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
-  float2 lo = __half22float2(*(const __half2*)&u.x), hi = __half22float2(*(const __half2*)&u.y);
-  return make_float4(lo.x, lo.y, hi.x, hi.y);
-}
-
-RLXK_DEV void st4_f32(char* b, int t, int32_t i, float4 v) {
-  if (t == RLX_F32) {
-    *(float4*)((float*)b + i) = v;
-    return;
-  }
-  uint2 u;
-  if (t == RLX_BF16) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    u.x = *(const uint32_t*)&lo;
-    u.y = *(const uint32_t*)&hi;
-  } else {
-    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    u.x = *(const uint32_t*)&lo;
-    u.y = *(const uint32_t*)&hi;
-  }
-  *(uint2*)(b + 2 * (int64_t)i) = u;
-}
-
+ * reference's stores do. The 4-element loads and stores (ld4_f32, st4_f32)
+ * are in common.cuh, shared with the region interpreter. */
 RLXK_DEV float ew_float_op(int kind, int op, float a, float b) {
   return kind == 0 ? a : kind == 1 ? rlx_binary_f32(op, a, b) : rlx_act_f32(op, a);
 }

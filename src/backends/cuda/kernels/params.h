@@ -264,4 +264,29 @@ typedef struct rlxk_opt_multi {
   int32_t count, pad_;
 } rlxk_opt_multi;
 
+/* ElementwiseRegion (RLX_K_REGION): the step's program compiled by the host
+ * (cuda_launch.c) into register code for the interpreter (region.cu). Dims
+ * are folded over the output and every input; indices fit int32 (the host
+ * checks). Each code word: bits 0-3 kind (RLXK_RG_*), 4-8 op (rlx_activation
+ * / rlx_binary_op), 9-14 dst register, 15-21 operand a, 22-28 operand b; an
+ * operand >= RLXK_RG_IMM names imm[operand - RLXK_RG_IMM], else a register;
+ * LOAD / CAST read input a. rdt: the region's dtype, every result is
+ * rounded to it. */
+#define RLXK_RG_IN 16
+#define RLXK_RG_OPS 48
+#define RLXK_RG_REGS 16
+#define RLXK_RG_IMMS 32
+#define RLXK_RG_IMM 64
+enum { RLXK_RG_LOAD = 0, RLXK_RG_CAST = 1, RLXK_RG_UNARY = 2, RLXK_RG_BINARY = 3, RLXK_RG_MOV = 4 };
+typedef struct rlxk_region {
+  int64_t n;
+  uint64_t ooff, ioff[RLXK_RG_IN];
+  int32_t shape[RLXK_MAX_RANK], ostride[RLXK_MAX_RANK];
+  int32_t istride[RLXK_RG_IN][RLXK_MAX_RANK];
+  float imm[RLXK_RG_IMMS];
+  uint32_t code[RLXK_RG_OPS];
+  int32_t idt[RLXK_RG_IN];
+  int32_t rank, n_in, n_ops, out_reg, odt, rdt;
+} rlxk_region;
+
 #endif

@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = bins ]; then
-  echo "test_parity test_train test_train_fixtures test_train_ops test_contract train_gpt2 train_resnet50 bench_gpu vision_backward rlx"
+  echo "test_parity test_fusion test_train test_train_fixtures test_train_ops test_contract train_gpt2 train_resnet50 bench_gpu vision_backward rlx"
   exit 0
 fi
 CARRY="${CARRY:-build-gpu-carry}"
@@ -53,6 +53,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   run_tests test_train 240
   run_tests test_train_fixtures 240
   run_tests test_contract 120
+  run_tests test_fusion 120
   stage "op parity vs the CPU reference (Tier 2 cases included)"
   for d in $BACKENDS; do
     RLX_PARITY_ROUNDS=${RLX_PARITY_ROUNDS:-1} timeout 300 $B/test_parity "$d" > "$T/parity_$d.txt" 2>&1

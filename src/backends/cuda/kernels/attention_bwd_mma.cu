@@ -138,29 +138,40 @@ RLXK_DEV void accumulate_16xD(float acc[D / 8][4], const float w[8][4], const ui
  * kKeyRows: rows are keys and columns queries, else the reverse) become
  * P = exp(score - lse) (0 where masked) and, with grads, dp becomes
  * dS = P (dP - D) dscore/ds. stat(n, e, &lse, &D) gives the element's
- * query stats. open: every pair visible, rows in range (attn_tile_open). */
+ * query stats. open: every pair visible, rows in range (attn_tile_open):
+ * without a softcap such tiles take one FMA and exp2 per element. The
+ * branch stays outside the element loops so the hot loop's code is
+ * compact (the per-element masked path is long and rarely taken). */
 template <bool kKeyRows, class Stat>
 RLXK_DEV void probs(const rlxk_attn& a, const char* mask, int64_t b, int64_t h, int64_t row0,
                     int64_t col0, bool open, float s[8][4], float dp[8][4], bool grads, Stat stat) {
+  if (open && a.softcap == 0.0f) {
+    const float scale2 = a.scale * kLog2e;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float lse, del;
+        stat(n, e, &lse, &del);
+        float pr = exp2f(fmaf(s[n][e], scale2, -lse * kLog2e));
+        s[n][e] = pr;
+        if (grads) dp[n][e] = pr * (dp[n][e] - del) * a.scale;
+      }
+    return;
+  }
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool fast = open && a.softcap == 0.0f;
-  const float scale2 = a.scale * kLog2e;
 #pragma unroll
   for (int n = 0; n < 8; n++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      float lse, del, dot = s[n][e], pr;
+      float lse, del, dot = s[n][e];
       stat(n, e, &lse, &del);
-      if (fast) {
-        pr = exp2f(fmaf(dot, scale2, -lse * kLog2e));
-      } else {
-        int64_t r = row0 + g + 8 * (e >> 1), c = col0 + 8 * n + 2 * t + (e & 1);
-        float sc = open ? capped_score(a, dot)
-                        : masked_score(a, mask, dot, b, h, kKeyRows ? c : r, kKeyRows ? r : c);
-        pr = (sc == -INFINITY || lse == -INFINITY) ? 0.0f : exp2f((sc - lse) * kLog2e);
-      }
+      int64_t r = row0 + g + 8 * (e >> 1), c = col0 + 8 * n + 2 * t + (e & 1);
+      float sc = open ? capped_score(a, dot)
+                      : masked_score(a, mask, dot, b, h, kKeyRows ? c : r, kKeyRows ? r : c);
+      float pr = (sc == -INFINITY || lse == -INFINITY) ? 0.0f : exp2f((sc - lse) * kLog2e);
       s[n][e] = pr;
-      if (grads) dp[n][e] = pr * (dp[n][e] - del) * (fast ? a.scale : score_slope(a, dot));
+      if (grads) dp[n][e] = pr * (dp[n][e] - del) * score_slope(a, dot);
     }
 }
 
@@ -263,15 +274,22 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
     if (!live || k0 >= w_end || k0 + kTile <= w_begin) return;
     float s[8][4];
     dots_16x64<D, BF>(s, Qs, warp * 16, Ks);
-    const bool open = attn_tile_open(a, wi0, 16, k0, kTile) && wi0 + 16 <= a.Sq;
+    /* Scores in the log2 domain; the branch outside the loops keeps the
+     * hot (open, no softcap) loop compact. */
+    if (attn_tile_open(a, wi0, 16, k0, kTile) && wi0 + 16 <= a.Sq && a.softcap == 0.0f) {
+      const float scale2 = a.scale * kLog2e;
 #pragma unroll
-    for (int n = 0; n < 8; n++)
+      for (int n = 0; n < 8; n++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        float sc = open ? capped_score(a, s[n][e])
-                        : masked_score(a, mask, s[n][e], b, h, wi0 + g + 8 * (e >> 1), k0 + 8 * n + 2 * t + (e & 1));
-        s[n][e] = sc * kLog2e;
-      }
+        for (int e = 0; e < 4; e++) s[n][e] *= scale2;
+    } else {
+#pragma unroll
+      for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          s[n][e] = masked_score(a, mask, s[n][e], b, h, wi0 + g + 8 * (e >> 1),
+                                 k0 + 8 * n + 2 * t + (e & 1)) * kLog2e;
+    }
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       float mx = -INFINITY;
@@ -458,9 +476,12 @@ __device__ void bwd_keys(char* arena, const rlxk_attn_bwd& p) {
 
 }  // namespace
 
-/* 4 warps; up to 255 registers each (two blocks per SM) rather than spill. */
+/* 4 warps a block. d64: at most 168 registers, so three blocks (12 warps)
+ * share an SM: mma.sync needs warps to hide its latency, and the working
+ * set (score, dP and two 16 x 64 accumulator tiles) fits without spills.
+ * d128: two blocks, up to 255 registers each. */
 #define ATTN_BWD_MMA(name, body, d, bf)                                                   \
-  extern "C" __global__ void __launch_bounds__(kThreads, 2)                               \
+  extern "C" __global__ void __launch_bounds__(kThreads, (d) == 64 ? 3 : 2)               \
       name(char* arena, rlxk_attn_bwd p, rlxk_state* st) {                                \
     (void)st;                                                                             \
     body<d, bf>(arena, p);                                                                \

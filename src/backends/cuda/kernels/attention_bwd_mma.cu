@@ -245,6 +245,7 @@ RLXK_DEV void row_deltas(const rlxk_attn_bwd& p, const char* arena, int64_t b, i
   const int lane = threadIdx.x & 31, g = lane >> 2;
   const char *d_out = at(arena, p.dooff), *out = at(arena, p.xoff);
   del[0] = del[1] = 0.0f;
+#pragma unroll /* the 16 rows' loads in flight together */
   for (int r = 0; r < 16; r++) {
     int64_t i = wi0 + r;
     float sum = 0.0f;
@@ -476,21 +477,21 @@ __device__ void bwd_keys(char* arena, const rlxk_attn_bwd& p) {
 
 }  // namespace
 
-/* 4 warps a block. d64: at most 168 registers, so three blocks (12 warps)
- * share an SM: mma.sync needs warps to hide its latency, and the working
- * set (score, dP and two 16 x 64 accumulator tiles) fits without spills.
- * d128: two blocks, up to 255 registers each. */
-#define ATTN_BWD_MMA(name, body, d, bf)                                                   \
-  extern "C" __global__ void __launch_bounds__(kThreads, (d) == 64 ? 3 : 2)               \
+/* 4 warps a block; mma.sync needs warps to hide its latency. d64: the
+ * query-tile kernels fit 128 registers (four blocks, 16 warps an SM), the
+ * key-tile kernels 168 (three blocks: their score, dP and two 16 x 64
+ * accumulator tiles). d128: two blocks, up to 255 registers each. */
+#define ATTN_BWD_MMA(name, body, d, bf, min_blocks)                                       \
+  extern "C" __global__ void __launch_bounds__(kThreads, min_blocks)                      \
       name(char* arena, rlxk_attn_bwd p, rlxk_state* st) {                                \
     (void)st;                                                                             \
     body<d, bf>(arena, p);                                                                \
   }
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d64, bwd_queries, 64, true)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d128, bwd_queries, 128, true)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d64, bwd_queries, 64, false)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d128, bwd_queries, 128, false)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d64, bwd_keys, 64, true)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d128, bwd_keys, 128, true)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d64, bwd_keys, 64, false)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d128, bwd_keys, 128, false)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d64, bwd_queries, 64, true, 4)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d128, bwd_queries, 128, true, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d64, bwd_queries, 64, false, 4)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d128, bwd_queries, 128, false, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d64, bwd_keys, 64, true, 3)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d128, bwd_keys, 128, true, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d64, bwd_keys, 64, false, 3)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d128, bwd_keys, 128, false, 2)

@@ -432,7 +432,9 @@ static double worst_rel_l2(const run_out* a, const run_out* b) {
   return worst;
 }
 
-static int fuses_on(const char* dev) { return !strcmp(dev, "cpu") || !strcmp(dev, "cuda"); }
+/* Where the compiler makes regions (executable.c: not on CUDA while its
+ * interpreter is slower than the unfused kernels). */
+static int fuses_on(const char* dev) { return !strcmp(dev, "cpu"); }
 
 TEST(fused_matches_unfused_everywhere) {
   for (size_t gi = 0; gi < sizeof GRAPHS / sizeof GRAPHS[0]; gi++) {

@@ -485,6 +485,42 @@ static void c_attention_backward_tiled(pcase* c, int v) {
   outputs(c, g, 3);
 }
 
+/* AttentionBackward in f16 / bf16 at the head dims of CUDA's tensor-core
+ * kernels (64, 128): variants = mask kind (v % 5) x head dim (v / 5 % 2)
+ * x dtype (v / 10), layouts alternating, GQA, score scale and softcap
+ * drawn; Sq and Sk are not multiples of 64 (partial tiles at both ends,
+ * the causal diagonal offset by Sk - Sq). S <= 130: lavapipe runs the
+ * same cases. */
+static void c_attention_backward_half(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  rlx_dtype t = v >= 10 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 3);
+  int64_t Sq = test_rand_int(17, 100), Sk = Sq + test_rand_int(2, 30), D = (v / 5) % 2 ? 128 : 64;
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = v & 1 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  d.mask = (rlx_mask_kind)(v % 5);
+  d.window = (int32_t)test_rand_int(8, 70);
+  d.softcap = test_rand_int(0, 1) ? 2.0f : 0;
+  d.score_scale = test_rand_int(0, 1) ? 0.3f : 0;
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[4] = {B, 1, Sq, Sk};
+  if (d.layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H; qs[2] = Sq; ks[1] = Hkv; ks[2] = Sk;
+  }
+  rlx_tensor x[4] = {input(c, RLX_F32, qs, 4), input(c, RLX_F32, ks, 4), input(c, RLX_F32, ks, 4),
+                     input(c, RLX_F32, qs, 4)};
+  rlx_tensor mask = RLX_NONE, y, g[3];
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) mask = input(c, RLX_F32, ms, 4);
+  if (d.mask == RLX_MASK_CUSTOM) rlx_graph_add_activation(c->g, RLX_ACT_ABS, mask, &mask);
+  for (int i = 0; i < 4; i++) rlx_graph_add_cast(c->g, x[i], t, &x[i]);
+  rlx_graph_add_attention(c->g, x[0], x[1], x[2], mask, &d, &y);
+  rlx_graph_add_attention_backward(c->g, x[0], x[1], x[2], mask, y, x[3], &d, &g[0], &g[1], &g[2]);
+  for (int i = 0; i < 3; i++) rlx_graph_add_cast(c->g, g[i], RLX_F32, &g[i]);
+  outputs(c, g, 3);
+}
+
 static void c_half_rows(pcase* c, int v) {
   rlx_dim s[2] = {rdim(), rdim() * 2};
   rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
@@ -1667,6 +1703,7 @@ static const case_def CASES[] = {
     /* f32 1e-4: dS = P (dP - D) cancels, so f32 accumulation order shows */
     {"attention_backward", c_attention_backward, 12, {1e-4, 3e-2, 3e-2}},
     {"attention_backward_tiled", c_attention_backward_tiled, 12, {1e-4, 3e-2, 3e-2}},
+    {"attention_backward_half", c_attention_backward_half, 20, {0, 3e-2, 3e-2}},
     {"norm_backward", c_norm_backward, 5, TOL_F32},
     {"softmax_backward", c_softmax_backward, 4, TOL_F32},
     {"rope_backward", c_rope_backward, 16, TOL_F32},

@@ -143,6 +143,14 @@ typedef struct rlx_lt_api {
   X(ATTN_BWD_Q128, rlx_attn_bwd_q128, attention_bwd_tiled)                                    \
   X(ATTN_BWD_K64, rlx_attn_bwd_k64, attention_bwd_tiled)                                      \
   X(ATTN_BWD_K128, rlx_attn_bwd_k128, attention_bwd_tiled)                                    \
+  X(ATTN_BWD_MMA_Q_BF16_D64, rlx_attn_bwd_mma_q_bf16_d64, attention_bwd_mma)                  \
+  X(ATTN_BWD_MMA_Q_BF16_D128, rlx_attn_bwd_mma_q_bf16_d128, attention_bwd_mma)                \
+  X(ATTN_BWD_MMA_Q_F16_D64, rlx_attn_bwd_mma_q_f16_d64, attention_bwd_mma)                    \
+  X(ATTN_BWD_MMA_Q_F16_D128, rlx_attn_bwd_mma_q_f16_d128, attention_bwd_mma)                  \
+  X(ATTN_BWD_MMA_K_BF16_D64, rlx_attn_bwd_mma_k_bf16_d64, attention_bwd_mma)                  \
+  X(ATTN_BWD_MMA_K_BF16_D128, rlx_attn_bwd_mma_k_bf16_d128, attention_bwd_mma)                \
+  X(ATTN_BWD_MMA_K_F16_D64, rlx_attn_bwd_mma_k_f16_d64, attention_bwd_mma)                    \
+  X(ATTN_BWD_MMA_K_F16_D128, rlx_attn_bwd_mma_k_f16_d128, attention_bwd_mma)                  \
   X(NORM_BWD, rlx_norm_bwd, rows_bwd)                                                          \
   X(SOFTMAX_BWD, rlx_softmax_bwd, rows_bwd)                                                    \
   X(XENT_ROWS, rlx_xent_rows, train) X(XENT_MEAN, rlx_xent_mean, train)                        \
@@ -289,6 +297,13 @@ typedef struct rlx_cuda_build {
   size_t dnn_ws_cap;      /* most workspace one convolution may use */
   int dnn_heuristic;      /* pick algorithms by cuDNN's heuristic, not by timing */
 } rlx_cuda_build;
+
+/* The tensor-core attention backward's query-tile kernels (STATS, DQ): their
+ * a.partial is an offset into the program's scratch until launch. */
+static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
+  return f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D128 ||
+         f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128;
+}
 
 /* Appends the launches for steps[i] (cuda_launch.c). */
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,

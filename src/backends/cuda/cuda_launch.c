@@ -1127,8 +1127,102 @@ static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_c
   return 1;
 }
 
-/* AttentionBackward phases: 64-row tiles (attention_bwd_tiled.cu) where
- * attn_bwd_tiled_pick takes the shape, else a warp per query row (STATS,
+/* The tensor-core AttentionBackward kernels (attention_bwd_mma.cu) for the
+ * phase: f16 / bf16 q, k, d_out (and v where the phase reads it) with
+ * D == Dv in {64, 128}, every row loadable by 16-byte cp.async, f32 stats.
+ * Returns the kernel, its shared memory and block count, or 0;
+ * RLX_CUDA_ATTN_BWD=tiled (or rows) keeps the SIMT kernels for A/B runs. */
+static int attn_bwd_mma_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn,
+                             unsigned* smem, int64_t* blocks) {
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  const rlx_attention_params* a = &p->a;
+  if (b->d->cc_major < 8 || rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "tiled") ||
+      rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "rows"))
+    return 0;
+  if (a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
+  rlx_dtype t = s->in[0].dtype;
+  if ((t != RLX_BF16 && t != RLX_F16) || s->in[1].dtype != t || s->in[5].dtype != t) return 0;
+  if (s->in[2].rank >= 0 && s->in[2].dtype != t) return 0; /* DV and STATS do not read v */
+  int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  /* The stats the phase writes (STATS) or reads by 8-byte cp.async (DV, DK). */
+  if (s->op == RLX_ATTN_BWD_STATS && s->out[0].dtype != RLX_F32) return 0;
+  if (keys && (s->in[4].dtype != RLX_F32 || s->in[4].offset % 8 != 0)) return 0;
+  int64_t strides[12] = {a->q_sb, a->q_ss, a->q_sh, a->k_sb, a->k_ss, a->k_sh,
+                         a->v_sb, a->v_ss, a->v_sh, p->do_sb, p->do_ss, p->do_sh};
+  for (int k = 0; k < 12; k++)
+    if (strides[k] % 8 != 0) return 0;
+  const int operands[4] = {0, 1, 2, 5}; /* q, k, v, d_out */
+  for (int k = 0; k < 4; k++)
+    if (s->in[operands[k]].rank >= 0 && !aligned16(s->in[operands[k]].offset)) return 0;
+  /* Six 64 x (D + 8) half tiles (own Q / dO or K / V, two stages of the
+   * streamed pair) and two stages of 64 (lse, D) pairs. */
+  *smem = (unsigned)(6 * 64 * (a->D + 8) * 2 + 1024);
+  if (*smem > (unsigned)b->d->smem_optin) return 0;
+  static const rlx_cuda_fn fns[2][2][2] = {
+      {{RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128},
+       {RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D128}},
+      {{RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D128},
+       {RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D128}}};
+  *fn = fns[keys][t == RLX_BF16][a->D == 128];
+  *blocks = keys ? a->B * a->Hkv * ((a->Sk + 63) / 64) : a->B * a->H * ((a->Sq + 63) / 64);
+  return 1;
+}
+
+/* The DK step's work joins the DV launch just before it (same node: same
+ * stats, q, k and d_out; kernel `fused`): one pass over the key tiles
+ * computes P and dS once for dv and dk, and the DK step launches nothing.
+ * Only with one stream: the multi-stream scheduler orders launches by
+ * their steps' byte ranges, and the DV step does not declare dk's. */
+static int attn_bwd_fuse_dk(rlx_launch_list* l, const rlx_step* s, int32_t i, rlx_cuda_fn fn) {
+  if (rlx_env_int(RLX_ENV_CUDA_STREAMS) > 1 || l->n == 0) return 0;
+  rlx_launch* x = &l->v[l->n - 1];
+  rlxk_attn_bwd* k = &x->p.attn_bwd;
+  if (x->kind != RLX_LAUNCH_KERNEL || x->step != i - 1 || x->fn != fn || k->op != RLXK_ATTN_BWD_DV ||
+      k->fused)
+    return 0;
+  if (k->xoff != s->in[4].offset || k->a.qoff != s->in[0].offset || k->a.koff != s->in[1].offset ||
+      k->dooff != s->in[5].offset)
+    return 0;
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  k->fused = 1;
+  k->a.voff = s->in[2].offset; /* the DV step has no v operand */
+  k->a.vdt = s->in[2].dtype;
+  k->g2off = s->out[0].offset;
+  k->g2dt = s->out[0].dtype;
+  k->g2_sb = p->dk_sb, k->g2_ss = p->dk_ss, k->g2_sh = p->dk_sh;
+  return 1;
+}
+
+/* STATS on the tensor-core kernel also leaves a float2 (lse, D) per query
+ * row in scratch, and DQ reads it there: dq's bytes, where the lowering
+ * keeps the stats, are what DQ overwrites, so without the copy DQ would
+ * recompute them (one more S = Q K^T pass). DQ finds its node's STATS
+ * launch by the stats' offset (dq's) among the last launches. */
+static void attn_bwd_stats_copy(rlx_launch_list* l, const rlx_step* s, int32_t i, rlxk_attn_bwd* k) {
+  const rlx_attention_params* a = &s->p.attn_bwd.a;
+  if (s->op == RLX_ATTN_BWD_STATS) {
+    l->scratch_bytes = (l->scratch_bytes + 15u) & ~(uint64_t)15u; /* float2 stores */
+    k->stats_copy = 1;
+    k->a.partial = l->scratch_bytes; /* offset; made an address at launch */
+    l->scratch_bytes += (uint64_t)(a->B * a->H * a->Sq) * 8u + 256u;
+    return;
+  }
+  if (s->op != RLX_ATTN_BWD_DQ) return;
+  for (int32_t j = l->n - 2; j >= 0 && l->v[j].step >= i - 3; j--) {
+    const rlx_launch* x = &l->v[j];
+    const rlxk_attn_bwd* st = &x->p.attn_bwd;
+    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_mma_q(x->fn) && st->op == RLXK_ATTN_BWD_STATS &&
+        st->stats_copy && st->goff == s->out[0].offset && st->a.qoff == s->in[0].offset) {
+      k->stats_copy = 1;
+      k->a.partial = st->a.partial;
+      return;
+    }
+  }
+}
+
+/* AttentionBackward phases: tensor cores (attention_bwd_mma.cu) where
+ * attn_bwd_mma_pick takes the shape, 64-row SIMT tiles
+ * (attention_bwd_tiled.cu) where attn_bwd_tiled_pick does, else a warp per query row (STATS,
  * DQ) or key row (DV, DK) (attention_bwd.cu). FULL (three outputs, lowered
  * when dq cannot hold the stats) and head dims beyond the row kernels' 256
  * run on the host. */
@@ -1142,6 +1236,11 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   }
   int64_t items = s->work.items;
   if (items == 0) return RLX_OK;
+  rlx_cuda_fn mma;
+  unsigned mma_smem;
+  int64_t mma_blocks;
+  int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks);
+  if (use_mma && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, mma)) return RLX_OK;
   int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
   rlx_launch* x = push_kernel(l, keys ? RLX_CUDA_FN_ATTN_BWD_KEYS : RLX_CUDA_FN_ATTN_BWD_ROWS, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
@@ -1165,7 +1264,13 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   rlx_cuda_fn tiled;
   unsigned smem;
   int64_t blocks;
-  if (attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks)) {
+  if (use_mma) { /* 4 warps of 16 rows per 64-row tile */
+    x->fn = mma;
+    x->grid[0] = (unsigned)mma_blocks;
+    x->block = 128;
+    x->smem = mma_smem;
+    attn_bwd_stats_copy(l, s, i, k);
+  } else if (attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks)) {
     x->fn = tiled;
     x->grid[0] = (unsigned)blocks;
     x->block = 256;

@@ -105,13 +105,6 @@ RLXK_DEV void tile_accumulate(const float* Ps, const float* X, float4 acc[4][D /
   }
 }
 
-/* d score / d dot at one (query, key) pair: scale, through the softcap. */
-RLXK_DEV float score_slope(const rlxk_attn& a, float dot) {
-  if (a.softcap <= 0.0f) return a.scale;
-  float t = tanhf(dot * a.scale / a.softcap);
-  return a.scale * (1.0f - t * t);
-}
-
 /* Turns the dots s (rows i0 + ty + 16r, keys j0 + tx + 16c) into P =
  * exp(score - lse) (0 where masked) and, with grads, into dS =
  * P (dP - D) ds/ddot. lse_s / del_s hold the tile rows' lse and D. */
@@ -286,22 +279,6 @@ __device__ void bwd_query_tile(char* arena, const rlxk_attn_bwd& p) {
   store_tile<D>(g, p.gdt, b * p.g_sb + h * p.g_sh, p.g_ss, i0, a.Sq, acc);
 }
 
-/* Query rows [*lo, *hi) that see some key of [j0, j0 + 64) under a causal
- * or sliding mask (all rows otherwise). Row i sees key j iff
- * i + shift - window < j <= i + shift, shift = Sk - Sq. */
-RLXK_DEV void visible_queries(const rlxk_attn& a, int64_t j0, int64_t* lo, int64_t* hi) {
-  *lo = 0;
-  *hi = a.Sq;
-  if (a.mask != RLX_MASK_CAUSAL && a.mask != RLX_MASK_SLIDING) return;
-  int64_t shift = a.Sk - a.Sq;
-  *lo = j0 - shift > 0 ? j0 - shift : 0;
-  if (a.mask == RLX_MASK_SLIDING) {
-    int64_t end = j0 + kTile - 1 - shift + a.window; /* past the last key's last row */
-    if (end < *hi) *hi = end;
-  }
-  if (*hi < *lo) *hi = *lo;
-}
-
 template <int D>
 __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
   constexpr int LD = D + 4;
@@ -324,7 +301,7 @@ __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
   load_tile<D>(Ks, k, a.kdt, b * a.k_sb + kvh * a.k_sh, a.k_ss, j0, a.Sk);
   if (dk) load_tile<D>(Vs, v, a.vdt, b * a.v_sb + kvh * a.v_sh, a.v_ss, j0, a.Sk);
   int64_t i_lo, i_hi;
-  visible_queries(a, j0, &i_lo, &i_hi);
+  attn_query_range(a, j0, kTile, &i_lo, &i_hi);
   const int64_t i_first = (i_lo / kTile) * kTile;
   float4 acc[4][D / 64];
   zero_acc<D>(acc);

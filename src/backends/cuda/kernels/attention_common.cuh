@@ -5,11 +5,23 @@
 
 #include "common.cuh"
 
+/* The score before masking: scale, then the logit softcap. */
+RLXK_DEV float capped_score(const rlxk_attn& p, float dot) {
+  float s = dot * p.scale;
+  return p.softcap > 0.0f ? p.softcap * tanhf(s / p.softcap) : s;
+}
+
+/* d score / d dot of capped_score (backward): the scale, through the softcap. */
+RLXK_DEV float score_slope(const rlxk_attn& p, float dot) {
+  if (p.softcap <= 0.0f) return p.scale;
+  float t = tanhf(dot * p.scale / p.softcap);
+  return p.scale * (1.0f - t * t);
+}
+
 RLXK_DEV float masked_score(const rlxk_attn& p, const char* mask, float dot, int64_t b, int64_t h,
                             int64_t i, int64_t j) {
   if (i >= p.Sq || j >= p.Sk) return -INFINITY;
-  float s = dot * p.scale;
-  if (p.softcap > 0.0f) s = p.softcap * tanhf(s / p.softcap);
+  float s = capped_score(p, dot);
   int64_t last = i + p.Sk - p.Sq;
   switch (p.mask) {
     case RLX_MASK_CAUSAL:
@@ -61,4 +73,21 @@ RLXK_DEV bool attn_tile_open(const rlxk_attn& p, int64_t q0, int64_t nq, int64_t
     if (p.mask == RLX_MASK_SLIDING && k0 <= q0 + nq - 1 + shift - p.window) return false;
   }
   return true;
+}
+
+/* Query rows [*lo, *hi) that see some key of [k0, k0 + nk) under a causal
+ * or sliding mask (all rows otherwise): the backward's key-tile blocks skip
+ * the rest. Row i sees key j iff i + shift - window < j <= i + shift,
+ * shift = Sk - Sq. */
+RLXK_DEV void attn_query_range(const rlxk_attn& p, int64_t k0, int64_t nk, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = p.Sq;
+  if (p.mask != RLX_MASK_CAUSAL && p.mask != RLX_MASK_SLIDING) return;
+  int64_t shift = p.Sk - p.Sq;
+  *lo = k0 - shift > 0 ? k0 - shift : 0;
+  if (p.mask == RLX_MASK_SLIDING) {
+    int64_t end = k0 + nk - 1 - shift + p.window; /* past the last key's last row */
+    if (end < *hi) *hi = end;
+  }
+  if (*hi < *lo) *hi = *lo;
 }

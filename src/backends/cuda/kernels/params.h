@@ -118,6 +118,13 @@ typedef struct rlxk_attn_bwd {
   int64_t do_sb, do_ss, do_sh, g_sb, g_ss, g_sh;
   uint64_t dooff, xoff, goff;
   int32_t dodt, xdt, gdt, op;
+  /* Tensor-core kernels only (attention_bwd_mma.cu). fused: the DV launch
+   * also writes dk (g2*; the DK step launches nothing). stats_copy: STATS
+   * also writes each row's (lse, D) as a float2 to a.partial (scratch) and
+   * DQ reads them there instead of recomputing them. */
+  uint64_t g2off;
+  int64_t g2_sb, g2_ss, g2_sh;
+  int32_t g2dt, fused, stats_copy;
 } rlxk_attn_bwd;
 
 typedef struct rlxk_rope {

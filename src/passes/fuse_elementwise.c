@@ -299,7 +299,9 @@ static rlx_status find_regions(fuser* f, region** out, int32_t* n_out, int32_t* 
     r.root = i;
     grow(f, &r);
     forget_reads(f, &r);
-    if (r.n_members < 2) continue;
+    /* one op gains nothing; no input at all is constants only (constant
+     * folding's work: a hoisted params graph evaluates such chains) */
+    if (r.n_members < 2 || r.n_ext == 0) continue;
     if (n == cap) {
       cap = cap ? 2 * cap : 16;
       region* grown = realloc(list, sizeof *list * (size_t)cap);

@@ -2,7 +2,7 @@
  * every device promises, test_contract's): graph capture + replay across
  * runs, eager vs graph, multi-stream ordering, TF32 opt-in, the fast kernel
  * variants (register-resident rows, GEMV, flash attention at real sizes,
- * half matmul) and a KV cache kept as state at size, against the CPU
+ * half matmul, GEMMs on padded operands) and a KV cache kept as state at size, against the CPU
  * backend on the same inputs.
  *
  * Exit 77 (ctest SKIP, "SKIP cuda (...)") when the backend is not built or
@@ -263,6 +263,35 @@ TEST(fast_paths_at_size) {
   }
 }
 
+/* Products whose operands have a leading dimension that is not a multiple
+ * of 16 bytes (ld 1001, like GPT-2's vocab 50257): the LM head, its input
+ * gradient and its weight gradient. The sizes make cuda_matmul.c copy those
+ * operands to a padded layout (each >= 1 MB, >= 64 flops per byte copied). */
+static int padded_gemm_case(rlx_dtype t) {
+  gcase c = new_case();
+  rlx_dim xs[2] = {600, 512}, ws[2] = {1001, 512}, ds[2] = {600, 1001};
+  rlx_tensor in[3] = {add_in(&c, xs, 2), add_in(&c, ws, 2), add_in(&c, ds, 2)}, h[3], y[3];
+  for (int i = 0; i < 3; i++) {
+    h[i] = in[i];
+    if (t != RLX_F32) rlx_graph_add_cast(c.g, in[i], t, &h[i]);
+  }
+  rlx_graph_add_matmul(c.g, h[0], h[1], 0, 1, &y[0]); /* x @ w^T: output ld 1001 */
+  rlx_graph_add_matmul(c.g, h[2], h[1], 0, 0, &y[1]); /* d @ w: input ld 1001 */
+  rlx_graph_add_matmul(c.g, h[2], h[0], 1, 0, &y[2]); /* d^T @ x: transposed input ld 1001 */
+  for (int i = 0; i < 3; i++)
+    if (t != RLX_F32) rlx_graph_add_cast(c.g, y[i], RLX_F32, &y[i]);
+  rlx_graph_set_outputs(c.g, y, 3);
+  int ok = agree(&c, NULL, t == RLX_F32 ? 1e-5 : 1e-2, t == RLX_F32 ? "padded gemm f32" : "padded gemm half");
+  rlx_graph_destroy(c.g);
+  return ok;
+}
+
+TEST(gemm_padding) {
+  CHECK(padded_gemm_case(RLX_F32));
+  CHECK(padded_gemm_case(RLX_BF16));
+  CHECK(padded_gemm_case(RLX_F16));
+}
+
 /* One attention case against the CPU: q [B,Sq,H,D] (BSHD) or [B,H,Sq,D];
  * mask input [Sq, Sk] for custom (0/1 values from the random data) and bias. */
 static int attn_case(const char* what, rlx_dtype t, int64_t B, int64_t H, int64_t Hkv, int64_t Sq,
@@ -476,5 +505,6 @@ int main(void) {
   RUN(decode_attention_and_gemv);
   RUN(flash_attention_prefill);
   RUN(kv_state_in_place);
+  RUN(gemm_padding);
   return test_summary();
 }

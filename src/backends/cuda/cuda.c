@@ -56,6 +56,7 @@ typedef struct program {
   CUgraphExec graph;
   int no_graph; /* capture failed or unsafe: run eagerly */
   CUdeviceptr dnn_ws; /* n_streams x launches.dnn_workspace (conv plans) */
+  CUdeviceptr gemm_pad; /* n_streams x launches.gemm_pad (cuda_matmul.c's padding) */
 } program;
 
 struct rlx_backend_exec {
@@ -253,6 +254,7 @@ static void program_free(rlx_backend_exec* be, program* p) {
   if (p->graph) be->d->cu.graph_exec_destroy(p->graph);
   if (p->scratch) be->d->cu.mem_free(p->scratch);
   if (p->dnn_ws) be->d->cu.mem_free(p->dnn_ws);
+  if (p->gemm_pad) be->d->cu.mem_free(p->gemm_pad);
   schedule_free(be, &p->sched, p->n_steps);
   rlx_cuda_launch_list_free(be->d, &p->launches);
   memset(p, 0, sizeof *p);
@@ -364,6 +366,10 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     size_t bytes = p->launches.dnn_workspace * (size_t)be->n_streams;
     RLX_CU(be->d, err, "cuMemAlloc(cuDNN workspace)", be->d->cu.mem_alloc(&p->dnn_ws, bytes));
   }
+  if (p->launches.gemm_pad) {
+    size_t bytes = (size_t)p->launches.gemm_pad * (size_t)be->n_streams;
+    RLX_CU(be->d, err, "cuMemAlloc(GEMM padding)", be->d->cu.mem_alloc(&p->gemm_pad, bytes));
+  }
   if (p->launches.scratch_bytes) {
     RLX_CU(be->d, err, "cuMemAlloc(scratch)",
            be->d->cu.mem_alloc(&p->scratch, (size_t)p->launches.scratch_bytes));
@@ -437,7 +443,8 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
     case RLX_LAUNCH_LT:
       return rlx_cuda_mm_plan_run(d, x->plan, s,
                                   be->workspace + (CUdeviceptr)stream_index * be->workspace_bytes,
-                                  be->workspace_bytes, err);
+                                  be->workspace_bytes,
+                                  pr->gemm_pad + (CUdeviceptr)stream_index * pr->launches.gemm_pad, err);
     case RLX_LAUNCH_DNN:
       return rlx_cuda_conv_plan_run(d, x->conv, be->dnn, s,
                                     pr->dnn_ws + (CUdeviceptr)stream_index * pr->launches.dnn_workspace,

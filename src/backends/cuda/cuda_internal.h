@@ -46,6 +46,7 @@ typedef struct rlx_cu_api {
   CUresult (*memcpy_htod_async)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*memcpy_2d_async)(const CUDA_MEMCPY2D*, CUstream);
   CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, unsigned int, CUstream, void**, void**);
@@ -280,6 +281,7 @@ typedef struct rlx_launch_list {
   int32_t n, cap;
   uint64_t scratch_bytes; /* device scratch the launches need (GEMV partials, sample) */
   size_t dnn_workspace;   /* cuDNN workspace (per stream) the largest conv plan needs */
+  uint64_t gemm_pad;      /* GEMM padding buffer (per stream) the largest LT plan needs */
   rlx_scratch_init* init;
   int32_t n_init;
 } rlx_launch_list;
@@ -329,7 +331,10 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
                                    rlx_cuda_mm_plan** out, rlx_error* err);
 rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p,
                                 CUstream stream, CUdeviceptr workspace, size_t workspace_bytes,
-                                rlx_error* err);
+                                CUdeviceptr pad, rlx_error* err);
+/* Bytes of the padding buffer the plan's run needs (operands whose leading
+ * dimension is copied to a 16-byte multiple; 0 for most plans). */
+uint64_t rlx_cuda_mm_plan_pad_bytes(const rlx_cuda_mm_plan* p);
 void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p);
 /* Whether the plan applies bias/activation itself (else an epilogue kernel follows). */
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p);

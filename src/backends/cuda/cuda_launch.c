@@ -1689,6 +1689,7 @@ static rlx_status build_matmul(const rlx_cuda_build* b, const rlx_step* s, int32
         return RLX_RESOURCE_EXHAUSTED;
       }
       x->plan = plan;
+      if (rlx_cuda_mm_plan_pad_bytes(plan) > l->gemm_pad) l->gemm_pad = rlx_cuda_mm_plan_pad_bytes(plan);
       if (rlx_cuda_mm_plan_fused(plan) || (!p.has_bias && p.act == RLX_ACT_NONE)) return RLX_OK;
       if (!(x = push_kernel(l, RLX_CUDA_FN_MM_EPILOGUE, i, err))) return RLX_RESOURCE_EXHAUSTED;
       rlxk_epilogue* e = &x->p.epi;

@@ -20,7 +20,18 @@
  * is remembered per problem (dtype, shape, ops, alignments, epilogue,
  * compute type) for the rest of the process, so repeated shapes (every
  * layer of a model) are timed once. RLX_CUDA_GEMM_HEURISTIC keeps the
- * heuristic's first pick. */
+ * heuristic's first pick.
+ *
+ * Padding: cuBLASLt's fast half and f32 kernels load 16-byte vectors, so an
+ * operand whose leading dimension is not a multiple of 16 bytes (GPT-2's
+ * logits and their gradient: ld = vocab 50257) falls back to slow kernels;
+ * on the H200 the bf16 LM head's three GEMMs took 7.3 ms of a 32 ms
+ * training step, against 25.9 ms for the whole step with vocab 50304. Such
+ * an operand, in a large single (unbatched) product, is copied to a padding
+ * buffer with its leading dimension rounded up (and the output computed
+ * there and copied back): a 2-D copy of the matrix is a few percent of the
+ * product's time. The buffer is one per stream, sized for the largest plan
+ * (launch list's gemm_pad), since a stream runs its products in order. */
 #ifdef RLX_HAVE_CUDA
 
 #include <stdlib.h>
@@ -30,6 +41,17 @@
 #include "base/env.h"
 #include "ir/dtype.h"
 
+/* One operand copied between its own layout and a padded one: `cols`
+ * runs of `rows` contiguous elements (the stored column-major matrix). */
+typedef struct pad_copy {
+  int on;
+  uint64_t off; /* in the padding buffer */
+  int64_t ld, ld_pad; /* elements */
+  uint64_t rows, cols;
+} pad_copy;
+
+enum { PAD_A, PAD_B, PAD_C }; /* column-major roles (see describe) */
+
 struct rlx_cuda_mm_plan {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc;
@@ -38,6 +60,9 @@ struct rlx_cuda_mm_plan {
   double alpha64, beta64;
   float alpha32, beta32;
   int f64, fused;
+  size_t es;
+  pad_copy pad[3];
+  uint64_t pad_bytes;
   char what[96]; /* "bf16 4096x768x2304 NT al16/16/16": RLX_CUDA_PROFILE=2's key */
   double flops;
 };
@@ -127,22 +152,27 @@ static void memo_put(const char* key, int rank) {
   t_memo[t_memo_n++].rank = rank;
 }
 
+/* The operands one product call reads and writes. */
+typedef struct mm_ptrs {
+  CUdeviceptr a, b, c;
+} mm_ptrs;
+
 static rlx_status run_with(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p,
-                           const cublasLtMatmulAlgo_t* algo, CUdeviceptr c, CUstream stream,
+                           const cublasLtMatmulAlgo_t* algo, mm_ptrs io, CUstream stream,
                            CUdeviceptr ws, size_t ws_bytes);
 
-/* Milliseconds per call of candidate `algo` writing c (< 0: it failed). */
+/* Milliseconds per call of candidate `algo` on io (< 0: it failed). */
 static float time_candidate(const rlx_cuda_build* b, const rlx_cuda_mm_plan* p,
-                            const cublasLtMatmulAlgo_t* algo, CUdeviceptr c) {
+                            const cublasLtMatmulAlgo_t* algo, mm_ptrs io) {
   const rlx_cuda_dev* d = b->d;
   CUstream st = b->dnn_stream;
   CUevent e0 = NULL, e1 = NULL;
   float ms = -1.0f;
-  int ok = run_with(d, p, algo, c, st, b->workspace, b->workspace_bytes) == RLX_OK &&
+  int ok = run_with(d, p, algo, io, st, b->workspace, b->workspace_bytes) == RLX_OK &&
            d->cu.event_create(&e0, 0) == CUDA_SUCCESS && d->cu.event_create(&e1, 0) == CUDA_SUCCESS &&
            d->cu.event_record(e0, st) == CUDA_SUCCESS;
   for (int r = 0; ok && r < TIMED_REPS; r++)
-    ok = run_with(d, p, algo, c, st, b->workspace, b->workspace_bytes) == RLX_OK;
+    ok = run_with(d, p, algo, io, st, b->workspace, b->workspace_bytes) == RLX_OK;
   if (ok) ok = d->cu.event_record(e1, st) == CUDA_SUCCESS;
   if (ok) ok = d->cu.stream_synchronize(st) == CUDA_SUCCESS;
   if (ok && d->cu.event_elapsed_time(&ms, e0, e1) == CUDA_SUCCESS) ms /= TIMED_REPS;
@@ -152,23 +182,70 @@ static float time_candidate(const rlx_cuda_build* b, const rlx_cuda_mm_plan* p,
   return ms;
 }
 
+/* The operands of a run whose padding buffer starts at pad. */
+static mm_ptrs operands(const rlx_cuda_mm_plan* p, CUdeviceptr pad) {
+  mm_ptrs io = {p->a, p->b, p->c};
+  if (p->pad[PAD_A].on) io.a = pad + p->pad[PAD_A].off;
+  if (p->pad[PAD_B].on) io.b = pad + p->pad[PAD_B].off;
+  if (p->pad[PAD_C].on) io.c = pad + p->pad[PAD_C].off;
+  return io;
+}
+
 /* Rank of the fastest of the n candidates (0 when timing is impossible:
- * no memory for the temporary output, or no candidate ran). */
+ * no memory for the temporary output and padded operands, or no candidate
+ * ran). The temporary holds the output (or, padded, the whole padding
+ * buffer: the inputs' contents do not matter for timing). */
 static int fastest_candidate(const rlx_cuda_build* b, const rlx_cuda_mm_plan* p,
                              const cublasLtMatmulHeuristicResult_t* res, int n, size_t c_bytes) {
-  CUdeviceptr c = 0;
-  if (b->d->cu.mem_alloc(&c, c_bytes) != CUDA_SUCCESS) return 0;
+  CUdeviceptr tmp = 0;
+  size_t bytes = p->pad[PAD_C].on ? 0 : c_bytes;
+  if (b->d->cu.mem_alloc(&tmp, bytes + (size_t)p->pad_bytes) != CUDA_SUCCESS) return 0;
+  mm_ptrs io = operands(p, tmp + bytes);
+  if (!p->pad[PAD_C].on) io.c = tmp;
   int best = 0;
   float best_ms = -1.0f;
   for (int i = 0; i < n; i++) {
-    float ms = time_candidate(b, p, &res[i].algo, c);
+    float ms = time_candidate(b, p, &res[i].algo, io);
     if (ms >= 0.0f && (best_ms < 0.0f || ms < best_ms)) {
       best = i;
       best_ms = ms;
     }
   }
-  b->d->cu.mem_free(c);
+  b->d->cu.mem_free(tmp);
   return best;
+}
+
+/* Copies of at least this many bytes per padded operand are worth it only
+ * when the product does PAD_MIN_INTENSITY flops per byte copied (the LM
+ * head: ~380). */
+enum { PAD_MIN_BYTES = 1 << 20, PAD_MIN_INTENSITY = 64 };
+
+/* Marks the operands to pad and lays them out in the padding buffer. */
+static void plan_padding(rlx_cuda_mm_plan* p, lt_operand* ops[3], int64_t batch, double flops) {
+  if (batch > 1 || p->f64) return;
+  int64_t unit = 16 / (int64_t)p->es;
+  double copied = 0.0;
+  for (int k = 0; k < 3; k++) {
+    lt_operand* o = ops[k];
+    uint64_t bytes = o->rows * o->cols * p->es;
+    if (o->ld % unit == 0 || o->rows < 2 || o->cols < 2 || bytes < PAD_MIN_BYTES) continue;
+    pad_copy* c = &p->pad[k];
+    c->on = 1;
+    c->rows = o->rows;
+    c->cols = o->cols;
+    c->ld = o->ld;
+    c->ld_pad = ((int64_t)o->rows + unit - 1) / unit * unit;
+    c->off = p->pad_bytes;
+    p->pad_bytes += ((uint64_t)c->ld_pad * o->cols * p->es + 255u) & ~(uint64_t)255u;
+    copied += 2.0 * (double)bytes;
+  }
+  if (copied == 0.0 || flops >= PAD_MIN_INTENSITY * copied) {
+    for (int k = 0; k < 3; k++)
+      if (p->pad[k].on) ops[k]->ld = p->pad[k].ld_pad;
+    return;
+  }
+  memset(p->pad, 0, sizeof p->pad);
+  p->pad_bytes = 0;
 }
 
 static rlx_status make_layout(const rlx_cuda_dev* d, cudaDataType_t t, const lt_operand* o,
@@ -194,6 +271,8 @@ void rlx_cuda_mm_plan_destroy(const rlx_cuda_dev* d, rlx_cuda_mm_plan* p) {
 }
 
 int rlx_cuda_mm_plan_fused(const rlx_cuda_mm_plan* p) { return p->fused; }
+
+uint64_t rlx_cuda_mm_plan_pad_bytes(const rlx_cuda_mm_plan* p) { return p->pad_bytes; }
 
 const char* rlx_cuda_mm_plan_what(const rlx_cuda_mm_plan* p, double* flops) {
   *flops = p->flops;
@@ -248,6 +327,10 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
   rlx_cuda_mm_plan* p = calloc(1, sizeof *p);
   RLX_CHECK_ALLOC(err, p);
   p->f64 = at == RLX_F64;
+  p->es = rlx_dtype_size(at);
+  p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
+  lt_operand* ops[3] = {&A, &B, &C};
+  plan_padding(p, ops, batch, p->flops);
   cublasComputeType_t compute = p->f64 ? CUBLAS_COMPUTE_64F
                                 : (at == RLX_F32 && b->allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                   : CUBLAS_COMPUTE_32F;
@@ -283,9 +366,11 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
     goto fail;
   }
   uint64_t ws = b->workspace_bytes;
-  size_t es = rlx_dtype_size(at);
-  uint32_t al_a = alignment_of(p->a, sb * (int64_t)es), al_b = alignment_of(p->b, sa * (int64_t)es),
-           al_c = alignment_of(p->c, sc * (int64_t)es);
+  size_t es = p->es;
+  /* padded operands sit at 256-byte multiples of the padding buffer */
+  mm_ptrs at_pad = operands(p, 0);
+  uint32_t al_a = alignment_of(at_pad.a, sb * (int64_t)es), al_b = alignment_of(at_pad.b, sa * (int64_t)es),
+           al_c = alignment_of(at_pad.c, sc * (int64_t)es);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
@@ -303,11 +388,11 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
   }
   p->algo = res[0].algo;
   /* column-major roles: op(A) is our B, op(B) our A (see describe) */
-  snprintf(p->what, sizeof p->what, "%s %lldx%lldx%lld%s%s %c%c al%u/%u/%u%s",
+  snprintf(p->what, sizeof p->what, "%s %lldx%lldx%lld%s%s %c%c al%u/%u/%u%s%s",
            rlx_dtype_name(at), (long long)M, (long long)m->N, (long long)m->K,
            batch > 1 ? " batch " : "", batch > 1 ? "n" : "", B.op == CUBLAS_OP_N ? 'N' : 'T',
-           A.op == CUBLAS_OP_N ? 'N' : 'T', al_b, al_a, al_c, p->fused && m->has_bias ? " +bias" : "");
-  p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
+           A.op == CUBLAS_OP_N ? 'N' : 'T', al_b, al_a, al_c, p->fused && m->has_bias ? " +bias" : "",
+           p->pad_bytes ? " padded" : "");
   if (found > 1 && !rlx_env_flag(RLX_ENV_CUDA_GEMM_HEURISTIC)) {
     char key[128];
     snprintf(key, sizeof key, "%s|c%d|e%d|dev%d", p->what, (int)compute, (int)epi, (int)d->dev);
@@ -326,23 +411,53 @@ fail:
   return st;
 }
 
-/* p's product with algorithm `algo` into c (p->c, or a timing buffer). */
+/* p's product with algorithm `algo` on io (p's operands, or timing buffers). */
 static rlx_status run_with(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p,
-                           const cublasLtMatmulAlgo_t* algo, CUdeviceptr c, CUstream stream,
+                           const cublasLtMatmulAlgo_t* algo, mm_ptrs io, CUstream stream,
                            CUdeviceptr ws, size_t ws_bytes) {
   const void* alpha = p->f64 ? (const void*)&p->alpha64 : (const void*)&p->alpha32;
   const void* beta = p->f64 ? (const void*)&p->beta64 : (const void*)&p->beta32;
-  void* cp = (void*)(uintptr_t)c;
-  cublasStatus_t s = d->lt.matmul(d->lt_handle, p->desc, alpha, (const void*)(uintptr_t)p->a, p->la,
-                                  (const void*)(uintptr_t)p->b, p->lb, beta, cp, p->lc, cp, p->lc,
+  void* cp = (void*)(uintptr_t)io.c;
+  cublasStatus_t s = d->lt.matmul(d->lt_handle, p->desc, alpha, (const void*)(uintptr_t)io.a, p->la,
+                                  (const void*)(uintptr_t)io.b, p->lb, beta, cp, p->lc, cp, p->lc,
                                   algo, (void*)(uintptr_t)ws, ws_bytes, (cudaStream_t)stream);
   return s == CUBLAS_STATUS_SUCCESS ? RLX_OK : RLX_INTERNAL;
 }
 
+/* Copies operand c's matrix from src (leading dimension src_ld) to dst. */
+static CUresult copy_matrix(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, const pad_copy* c,
+                            CUdeviceptr dst, int64_t dst_ld, CUdeviceptr src, int64_t src_ld,
+                            CUstream stream) {
+  CUDA_MEMCPY2D m;
+  memset(&m, 0, sizeof m);
+  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.srcDevice = src;
+  m.srcPitch = (size_t)src_ld * p->es;
+  m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.dstDevice = dst;
+  m.dstPitch = (size_t)dst_ld * p->es;
+  m.WidthInBytes = (size_t)c->rows * p->es;
+  m.Height = (size_t)c->cols;
+  return d->cu.memcpy_2d_async(&m, stream);
+}
+
 rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, CUstream stream,
-                                CUdeviceptr workspace, size_t workspace_bytes, rlx_error* err) {
-  if (run_with(d, p, &p->algo, p->c, stream, workspace, workspace_bytes) != RLX_OK)
+                                CUdeviceptr workspace, size_t workspace_bytes, CUdeviceptr pad,
+                                rlx_error* err) {
+  mm_ptrs io = operands(p, pad);
+  const CUdeviceptr own[3] = {p->a, p->b, p->c}, padded[3] = {io.a, io.b, io.c};
+  for (int k = PAD_A; k <= PAD_B; k++) {
+    const pad_copy* c = &p->pad[k];
+    if (c->on)
+      RLX_CU(d, err, "cuMemcpy2DAsync(GEMM operand padding)",
+             copy_matrix(d, p, c, padded[k], c->ld_pad, own[k], c->ld, stream));
+  }
+  if (run_with(d, p, &p->algo, io, stream, workspace, workspace_bytes) != RLX_OK)
     return rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmul failed");
+  const pad_copy* c = &p->pad[PAD_C];
+  if (c->on)
+    RLX_CU(d, err, "cuMemcpy2DAsync(GEMM output padding)",
+           copy_matrix(d, p, c, own[PAD_C], c->ld, padded[PAD_C], c->ld_pad, stream));
   return RLX_OK;
 }
 

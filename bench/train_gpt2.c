@@ -133,10 +133,10 @@ static int run(const bench_args* a) {
   rlx_exec_memory_stats(rlx_trainer_exec(t), &st);
   printf("{\"name\": \"rlx gpt2 train-step %s B%lld T%lld L%lld C%lld\", \"device\": \"%s\", "
          "\"ms\": %.3f, \"min_ms\": %.3f, \"compile_ms\": %.1f, \"loss_first\": %.5f, "
-         "\"loss_last\": %.5f, \"arena_bytes\": %llu, \"launches\": %d}\n",
+         "\"loss_last\": %.5f, \"arena_bytes\": %llu, \"backend_bytes\": %llu, \"launches\": %d}\n",
          a->precision, (long long)a->batch, (long long)a->cfg.ctx, (long long)a->cfg.layers,
          (long long)a->cfg.dim, a->device, ms[a->steps / 2], ms[0], compile_ms, first, last,
-         (unsigned long long)st.arena_bytes, st.launches);
+         (unsigned long long)st.arena_bytes, (unsigned long long)st.backend_bytes, st.launches);
   free(ms);
   rlx_trainer_destroy(t);
   rlx_graph_destroy(g);

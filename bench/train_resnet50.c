@@ -418,11 +418,12 @@ static void report(const bench_args* a, rlx_trainer* t, const double* ms, double
   rlx_exec_memory_stats(rlx_trainer_exec(t), &st);
   printf("{\"name\": \"rlx resnet50 train-step %s%s B%lld %lldx%lld\", \"device\": \"%s\", "
          "\"ms\": %.3f, \"min_ms\": %.3f, \"compile_ms\": %.1f, \"loss_first\": %.5f, "
-         "\"loss_last\": %.5f, \"arena_bytes\": %llu, \"launches\": %d}\n",
+         "\"loss_last\": %.5f, \"arena_bytes\": %llu, \"backend_bytes\": %llu, \"launches\": %d}\n",
          a->dtype == RLX_F64 ? "f64" : a->precision, a->channels_last ? " channels_last" : "",
          (long long)a->batch,
          (long long)a->image, (long long)a->image, a->device, ms[a->steps / 2], ms[0],
-         compile_ms, first, last, (unsigned long long)st.arena_bytes, st.launches);
+         compile_ms, first, last, (unsigned long long)st.arena_bytes,
+         (unsigned long long)st.backend_bytes, st.launches);
 }
 
 static int run(const bench_args* a) {

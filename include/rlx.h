@@ -980,6 +980,10 @@ typedef struct rlx_memory_stats {
   uint64_t tensor_bytes;     /* sum of all planned tensor bytes */
   uint64_t peak_live_bytes;  /* lower bound: max bytes live at one schedule position */
   int32_t launches;          /* steps per run */
+  /* device memory the backend holds beside the arena for the programs
+   * built so far: scratch, library workspaces (cuBLASLt, cuDNN), GEMM
+   * padding buffers (the CUDA backend counts these; the others report 0) */
+  uint64_t backend_bytes;
 } rlx_memory_stats;
 RLX_API rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out_stats);
 

@@ -99,7 +99,8 @@ class CompileOptions(Structure):
 
 class MemoryStats(Structure):
     _fields_ = [("arena_bytes", c_uint64), ("tensor_bytes", c_uint64),
-                ("peak_live_bytes", c_uint64), ("launches", c_int32)]
+                ("peak_live_bytes", c_uint64), ("launches", c_int32),
+                ("backend_bytes", c_uint64)]
 
 
 class FrozenInput(Structure):

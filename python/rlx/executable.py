@@ -13,7 +13,8 @@ from .graph import Graph, ValueInfo
 lib = _capi.lib
 
 MemoryStats = collections.namedtuple("MemoryStats",
-                                     "arena_bytes tensor_bytes peak_live_bytes launches")
+                                     "arena_bytes tensor_bytes peak_live_bytes launches "
+                                     "backend_bytes")
 
 
 def _cstrings(names):
@@ -291,7 +292,8 @@ class Executable(_capi.Owned):
     def memory_stats(self):
         s = _capi.MemoryStats()
         self._check(lib.rlx_exec_memory_stats(self.handle, ctypes.byref(s)))
-        return MemoryStats(s.arena_bytes, s.tensor_bytes, s.peak_live_bytes, s.launches)
+        return MemoryStats(s.arena_bytes, s.tensor_bytes, s.peak_live_bytes, s.launches,
+                           s.backend_bytes)
 
     def to_dot(self, title=None):
         """Graphviz view of the graph after the compiler's passes."""

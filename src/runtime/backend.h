@@ -49,6 +49,9 @@ typedef struct rlx_backend {
    * its arena into (Vulkan, past one allocation): the planner keeps smaller
    * tensors from straddling them (rlx_plan_options.boundary). */
   uint64_t (*arena_chunk)(void);
+  /* Optional (NULL: none). Device bytes the exec holds beside its arena
+   * (scratch, library workspaces): rlx_memory_stats.backend_bytes. */
+  uint64_t (*extra_bytes)(const rlx_backend_exec* be);
 } rlx_backend;
 
 extern const rlx_backend rlx_backend_cpu;

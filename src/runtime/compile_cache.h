@@ -28,7 +28,7 @@ typedef struct rlx_op_counts {
   int32_t native[RLX_OP_COUNT];
   int32_t decomposed[RLX_OP_COUNT];
   int32_t host[RLX_OP_COUNT];
-  int32_t fused[RLX_OP_COUNT]; /* nodes absorbed into ElementwiseRegions */
+  int32_t fused[RLX_OP_COUNT]; /* nodes absorbed into fused forms (epilogues, residual norms, ElementwiseRegions) */
 } rlx_op_counts;
 
 typedef struct rlx_compiled {

@@ -22,6 +22,7 @@
 #include "passes/layout.h"
 #include "passes/hoist.h"
 #include "passes/fuse_elementwise.h"
+#include "passes/fuse_residual_norm.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/value_inputs.h"
@@ -208,15 +209,44 @@ static rlx_status apply_pass(graph_pass pass, rlx_graph** g, const rlx_graph* ke
   return RLX_OK;
 }
 
+/* Adds to fused[op] (may be NULL) the nodes of each op that a fusion pass
+ * took from `before` into fused forms (the fused ops themselves only grow):
+ * the dispatch report's "fused" column. */
+static void count_absorbed(const rlx_graph* before, const rlx_graph* after, int32_t* fused) {
+  if (!fused) return;
+  int32_t diff[RLX_OP_COUNT] = {0};
+  for (int32_t i = 0; i < before->n_nodes; i++) diff[before->nodes[i].op]++;
+  for (int32_t i = 0; i < after->n_nodes; i++) diff[after->nodes[i].op]--;
+  for (int32_t op = 0; op < RLX_OP_COUNT; op++)
+    if (diff[op] > 0) fused[op] += diff[op];
+}
+
 /* Conv / matmul epilogues fused (bn_fold.h); like apply_pass, *g is
  * replaced. */
-static rlx_status apply_epilogues(int kinds, rlx_graph** g, rlx_graph* spec) {
+static rlx_status apply_epilogues(int kinds, rlx_graph** g, rlx_graph* spec, int32_t* fused) {
   rlx_graph* next = NULL;
   rlx_status s = rlx_fuse_epilogues(*g, kinds, &next, NULL);
   if (s != RLX_OK) {
     if (*g != spec) spec->err = (*g)->err;
     return s;
   }
+  count_absorbed(*g, next, fused);
+  if (*g != spec) rlx_graph_destroy(*g);
+  *g = next;
+  return RLX_OK;
+}
+
+/* Residual Add + LayerNorm / RmsNorm fused (fuse_residual_norm.h); like
+ * apply_pass, *g is replaced. */
+static rlx_status apply_residual_norms(rlx_graph** g, rlx_graph* spec, int32_t* fused) {
+  int32_t n = 0;
+  rlx_graph* next = NULL;
+  rlx_status s = rlx_fuse_residual_norms(*g, &next, &n);
+  if (s != RLX_OK) {
+    if (*g != spec) spec->err = (*g)->err;
+    return s;
+  }
+  count_absorbed(*g, next, fused);
   if (*g != spec) rlx_graph_destroy(*g);
   *g = next;
   return RLX_OK;
@@ -237,12 +267,13 @@ static rlx_status apply_precision(const rlx_exec* e, rlx_graph** g, rlx_graph* s
   return RLX_OK;
 }
 
-/* BatchNorms folded into their Convs, Conv epilogues (residual Add,
- * activation) fused (bn_fold.h), the precision lowering (precision.h),
- * then the backend's decomposition;
- * failures are reported on spec. */
+/* BatchNorms folded into their Convs, Conv / MatMul epilogues (residual
+ * or bias Add, activation) fused (bn_fold.h), residual Adds fused into the
+ * norms after them (fuse_residual_norm.h), the precision lowering
+ * (precision.h), then the backend's decomposition; counts (decomposed) and
+ * fused (absorbed nodes) per op may be NULL; failures are reported on spec. */
 static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_graph** out,
-                                     int32_t* counts) {
+                                     int32_t* counts, int32_t* fused) {
   rlx_graph* g = spec;
   rlx_status s = RLX_OK;
   if (has_op(spec, RLX_OP_BATCH_NORM)) s = apply_pass(rlx_fold_batch_norm, &g, spec, spec);
@@ -250,7 +281,10 @@ static rlx_status fold_and_decompose(const rlx_exec* e, rlx_graph* spec, rlx_gra
   int kinds = (convs && !rlx_env_flag(RLX_ENV_NO_CONV_FUSION) ? RLX_EPILOGUE_CONV : 0) |
               (has_op(g, RLX_OP_MATMUL) && !rlx_env_flag(RLX_ENV_NO_MATMUL_FUSION)
                    ? RLX_EPILOGUE_MATMUL : 0);
-  if (s == RLX_OK && kinds) s = apply_epilogues(kinds, &g, spec);
+  if (s == RLX_OK && kinds) s = apply_epilogues(kinds, &g, spec, fused);
+  if (s == RLX_OK && (has_op(g, RLX_OP_LAYER_NORM) || has_op(g, RLX_OP_RMS_NORM)) &&
+      !rlx_env_flag(RLX_ENV_NO_NORM_FUSION))
+    s = apply_residual_norms(&g, spec, fused);
   if (s == RLX_OK && convs && e->opt.channels_last)
     s = apply_pass(rlx_layout_channels_last, &g, spec, spec);
   if (s == RLX_OK && e->opt.precision != RLX_PRECISION_DEFAULT)
@@ -384,7 +418,7 @@ static rlx_status compiled_build(rlx_exec* e, const int64_t* sizes, rlx_compiled
   memcpy(c->sizes, sizes, sizeof(int64_t) * (size_t)src->n_symbols);
   s = src->n_symbols > 0 ? rlx_graph_specialize(src, sizes, &spec) : rlx_graph_clone(src, &spec);
   if (s) { e->err = src->err; goto done; }
-  s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed);
+  s = fold_and_decompose(e, spec, &c->g, c->counts.decomposed, c->counts.fused);
   if (s) { e->err = spec->err; goto done; }
   s = fuse_elementwise(e, c);
   if (s) goto done;
@@ -1265,7 +1299,7 @@ static rlx_status extent_steps(rlx_exec* e, variant* v, const rlx_step_list** ou
   rlx_status s = rlx_graph_specialize(e->src, sizes, &spec);
   free(sizes);
   if (s) return rlx_fail(&e->err, s, "%s", e->src->err.msg);
-  s = fold_and_decompose(e, spec, &dec, NULL);
+  s = fold_and_decompose(e, spec, &dec, NULL, NULL);
   if (s == RLX_OK) s = hoist_as_compiled(v->c, &dec);
   if (s == RLX_OK && dec->n_values != v->c->g->n_values)
     s = rlx_fail(&dec->err, RLX_INTERNAL, "extent graph differs in structure from the bound graph");
@@ -1496,6 +1530,8 @@ rlx_status rlx_exec_memory_stats(const rlx_exec* e, rlx_memory_stats* out) {
   out->tensor_bytes = e->cur->c->plan.tensor_bytes;
   out->peak_live_bytes = e->cur->c->plan.peak_live_bytes;
   out->launches = e->cur->c->steps.n;
+  const rlx_backend_exec* be = e->cur->be;
+  out->backend_bytes = be && e->backend->extra_bytes ? e->backend->extra_bytes(be) : 0;
   return RLX_OK;
 }
 

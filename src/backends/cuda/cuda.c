@@ -57,6 +57,7 @@ typedef struct program {
   int no_graph; /* capture failed or unsafe: run eagerly */
   CUdeviceptr dnn_ws; /* n_streams x launches.dnn_workspace (conv plans) */
   CUdeviceptr gemm_pad; /* n_streams x launches.gemm_pad (cuda_matmul.c's padding) */
+  uint64_t own_bytes;   /* scratch + dnn_ws + gemm_pad (rlx_memory_stats.backend_bytes) */
 } program;
 
 struct rlx_backend_exec {
@@ -71,6 +72,7 @@ struct rlx_backend_exec {
   int n_streams;
   CUevent fork, joins[MAX_STREAMS];
   CUdeviceptr workspace; /* n_streams x WORKSPACE_BYTES, made on first matmul */
+  uint64_t extra_bytes;  /* workspace + every live program's own_bytes */
   size_t workspace_bytes;
   rlx_dnn_handle dnn;    /* cuDNN handle, made on the first convolution */
   int32_t dnn_convs, host_convs; /* conv steps on cuDNN / on the host (report) */
@@ -255,6 +257,7 @@ static void program_free(rlx_backend_exec* be, program* p) {
   if (p->scratch) be->d->cu.mem_free(p->scratch);
   if (p->dnn_ws) be->d->cu.mem_free(p->dnn_ws);
   if (p->gemm_pad) be->d->cu.mem_free(p->gemm_pad);
+  be->extra_bytes -= p->own_bytes;
   schedule_free(be, &p->sched, p->n_steps);
   rlx_cuda_launch_list_free(be->d, &p->launches);
   memset(p, 0, sizeof *p);
@@ -346,6 +349,7 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
       size_t bytes = WORKSPACE_BYTES * (size_t)be->n_streams;
       RLX_CU(be->d, err, "cuMemAlloc(cuBLASLt workspace)", be->d->cu.mem_alloc(&be->workspace, bytes));
       be->workspace_bytes = WORKSPACE_BYTES;
+      be->extra_bytes += bytes;
       be->build.workspace = be->workspace;
       be->build.workspace_bytes = WORKSPACE_BYTES;
     }
@@ -365,14 +369,20 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   if (p->launches.dnn_workspace) {
     size_t bytes = p->launches.dnn_workspace * (size_t)be->n_streams;
     RLX_CU(be->d, err, "cuMemAlloc(cuDNN workspace)", be->d->cu.mem_alloc(&p->dnn_ws, bytes));
+    p->own_bytes += bytes;
+    be->extra_bytes += bytes;
   }
   if (p->launches.gemm_pad) {
     size_t bytes = (size_t)p->launches.gemm_pad * (size_t)be->n_streams;
     RLX_CU(be->d, err, "cuMemAlloc(GEMM padding)", be->d->cu.mem_alloc(&p->gemm_pad, bytes));
+    p->own_bytes += bytes;
+    be->extra_bytes += bytes;
   }
   if (p->launches.scratch_bytes) {
     RLX_CU(be->d, err, "cuMemAlloc(scratch)",
            be->d->cu.mem_alloc(&p->scratch, (size_t)p->launches.scratch_bytes));
+    p->own_bytes += p->launches.scratch_bytes;
+    be->extra_bytes += p->launches.scratch_bytes;
     /* The fused GEMV's arrival counts start at zero (and are left there). */
     RLX_CU(be->d, err, "cuMemsetD8Async(scratch)",
            be->d->cu.memset_d8_async(p->scratch, 0, (size_t)p->launches.scratch_bytes, be->streams[0]));
@@ -838,6 +848,8 @@ static void cuda_report(const rlx_backend_exec* be, char* buf, size_t cap) {
            be->d->dnn_reason, be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
 }
 
+static uint64_t cuda_extra_bytes(const rlx_backend_exec* be) { return be->extra_bytes; }
+
 const rlx_backend rlx_backend_cuda = {
     .name = "cuda",
     .probe = cuda_probe,
@@ -850,6 +862,7 @@ const rlx_backend rlx_backend_cuda = {
     .download = cuda_download,
     .copy = cuda_copy,
     .run = cuda_run,
+    .extra_bytes = cuda_extra_bytes,
 };
 
 #else

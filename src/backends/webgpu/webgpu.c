@@ -23,6 +23,7 @@
 
 #include "base/env.h"
 #include "backends/common/common.h"
+#include "runtime/trace.h"
 #include "backends/webgpu/wg_backend.h"
 #include "backends/webgpu/wg_internal.h"
 
@@ -622,10 +623,32 @@ static void encode_readback(rlx_backend_exec* be, WGPUCommandEncoder enc) {
                                               sn->r[k].end - sn->r[k].begin);
 }
 
+/* ------------------------------------------------------------ tracing */
+
+static void on_traced_work_done(uint32_t status, void* u1, void* u2) {
+  (void)status; (void)u1; (void)u2;
+}
+
+/* Tracing: waits for the submission of step i just made and reports its
+ * host time from submission to completion. Per-step submissions, not the
+ * timestamp-query feature (not requested from Dawn here), so each time
+ * includes a submission's fixed cost; the events say so. */
+static rlx_status trace_submitted(rlx_backend_exec* be, const wg_program* pg, int32_t i,
+                                  const rlx_trace_run* tr, double t0, rlx_error* err) {
+  rlx_wg_context* c = be->c;
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_traced_work_done, NULL, NULL};
+  RLX_RETURN_IF_ERROR(rlx_wg_wait_gpu(c, c->f.wgpuQueueOnSubmittedWorkDone(c->queue, cb), err,
+                                      "the traced step"));
+  rlx_trace_step(tr, i, &pg->steps[i], NULL, 0, t0, rlx_trace_now_us() - t0,
+                 "one submission per step, host clock (no timestamp queries)");
+  return RLX_OK;
+}
+
 static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run_ctx* ctx,
                              rlx_error* err) {
   rlx_wg_context* c = be->c;
   run_profile* prof = &be->prof;
+  const rlx_trace_run* tr = ctx ? ctx->trace : NULL;
   RLX_RETURN_IF_ERROR(plan_readback(be, ctx, err));
   rlx_wg_scope_push(c);
   write_run_state(be, ctx);
@@ -636,24 +659,31 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
   int32_t i = 0;
   while (i < pg->n && s == RLX_OK) {
     if (pg->on_host[i]) {
+      double t0 = tr ? rlx_trace_now_us() : 0;
       s = rlx_host_run_step(&be->mirror, &io, &pg->steps[i], &pg->host_lowered[i], ctx, err);
+      if (s == RLX_OK && tr)
+        rlx_trace_step(tr, i, &pg->steps[i], "host", RLX_TRACE_TID_HOST, t0, rlx_trace_now_us() - t0,
+                       "wall clock");
       if (s == RLX_OK && be->debug_nans)
         s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
       i++;
       continue;
     }
     int32_t end = i;
-    while (end < pg->n && !pg->on_host[end] && !(be->debug_nans && end > i)) end++;
+    int one_step = be->debug_nans || tr; /* tracing: one step per submission, waited for */
+    while (end < pg->n && !pg->on_host[end] && !(one_step && end > i)) end++;
     WGPUCommandEncoder enc = new_encoder(be);
     encode_segment(be, pg, enc, i, end);
-    if (end == pg->n) { /* the last segment carries the readback: one submission */
+    if (end == pg->n && !tr) { /* the last segment carries the readback: one submission */
       encode_readback(be, enc);
       readback_encoded = 1;
     }
     mark(prof, PH_ENCODE);
+    double t0 = tr ? rlx_trace_now_us() : 0;
     submit(be, enc); /* before a host step, which reads what this wrote */
+    if (tr) s = trace_submitted(be, pg, i, tr, t0, err);
     mark(prof, PH_SUBMIT);
-    if (be->debug_nans) /* one step per submission: check it before the arena moves on */
+    if (s == RLX_OK && be->debug_nans) /* one step per submission: check it before the arena moves on */
       s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
     i = end;
   }

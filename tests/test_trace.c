@@ -74,16 +74,18 @@ static int count_in_file(const char* path, const char* needle) {
 /* trace_check.py on path; 1 when it passes (or when there is no python3,
  * after the C count above). */
 static int parses(const char* path, const char* cat, int32_t steps, int runs, int execs,
-                  const char* label) {
+                  const char* label, const char* timing) {
   if (access("/usr/bin/python3", X_OK) != 0) {
     printf("  (no /usr/bin/python3: JSON not parsed, events counted only)\n");
     return 1;
   }
-  char cmd[1024];
+  char extra[256] = "", cmd[1024];
+  if (label) snprintf(extra, sizeof extra, " --label '%s'", label);
+  if (timing) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --timing '%s'", timing);
   snprintf(cmd, sizeof cmd,
            "/usr/bin/python3 tests/trace_check.py '%s' --cat %s --steps %d --runs %d --execs %d "
-           "--ops " OPS "%s%s",
-           path, cat, steps, runs, execs, label ? " --label " : "", label ? label : "");
+           "--ops " OPS "%s",
+           path, cat, steps, runs, execs, extra);
   return system(cmd) == 0;
 }
 
@@ -97,6 +99,16 @@ static int device_available(const char* name, const char** detail) {
   }
   *detail = "not listed";
   return 0;
+}
+
+/* How each device times its steps (trace_check.py --timing): WebGPU's
+ * timestamps need allow_unsafe_apis, which RLX_TRACE turns on, so the
+ * ctest registration with it set says what to expect there. */
+static const char* expected_timing(const char* device) {
+  if (!strcmp(device, "cpu")) return "wall clock";
+  if (!strcmp(device, "vulkan")) return "timestamp queries";
+  if (!strcmp(device, "cuda")) return "CUDA events";
+  return getenv("RLX_TEST_TRACE_TIMING");
 }
 
 /* Traces RUNS runs on `device` through rlx_exec_set_trace and checks the file. */
@@ -119,7 +131,7 @@ static void trace_on(const char* device) {
   CHECK(steps > 0);
   CHECK_MSG(count_in_file(path, "\"ph\":\"X\"") == steps * RUNS, "%s: expected %d events", path,
             steps * RUNS);
-  CHECK_MSG(parses(path, device, steps, RUNS, 1, NULL), "%s", path);
+  CHECK_MSG(parses(path, device, steps, RUNS, 1, NULL, expected_timing(device)), "%s", path);
 }
 
 TEST(trace_cpu) { trace_on("cpu"); }
@@ -148,7 +160,7 @@ TEST(trace_env_shared_file) {
   CHECK(count_in_file(path, "traceEvents") == 1);
   rlx_exec_destroy(b);
   rlx_graph_destroy(g);
-  CHECK(parses(path, "cpu", steps, 2, 3, "probs"));
+  CHECK(parses(path, "cpu", steps, 2, 3, "probs", "wall clock"));
 }
 
 /* Tracing off again, and an unwritable path named in the error. */

@@ -5,7 +5,7 @@ from the graph's ops, the node label and output shape in the args, and a
 name for every process row and track.
 
 usage: trace_check.py FILE --cat BACKEND --steps N --runs R [--execs E]
-                      [--ops a,b,c] [--label NAME]
+                      [--ops a,b,c] [--label NAME] [--timing TEXT]
 Exit 0 when every check passes, 1 (with the reason) otherwise."""
 import argparse
 import json
@@ -74,6 +74,7 @@ def main():
     ap.add_argument("--execs", type=int, default=1)
     ap.add_argument("--ops", default="")
     ap.add_argument("--label")
+    ap.add_argument("--timing", help="text every event's args.timing must contain")
     a = ap.parse_args()
     with open(a.file) as f:
         doc = json.load(f)
@@ -84,6 +85,8 @@ def main():
     events = [e for e in trace if e.get("ph") == "X"]
     for e in events:
         check_event(e, ops)
+        if a.timing and a.timing not in e["args"].get("timing", ""):
+            fail("timing %r, expected %r in it" % (e["args"].get("timing"), a.timing))
         if e["cat"] != a.cat:
             fail("category %r, expected %r" % (e["cat"], a.cat))
     if len(events) != a.steps * a.runs * a.execs:

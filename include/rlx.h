@@ -973,8 +973,10 @@ RLX_API rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms);
  * last of them is destroyed and at exit. NULL or "" stops tracing. Steps
  * are timed on the device where the backend can (CUDA events, Vulkan and
  * WebGPU timestamps), so tracing slows runs (CUDA runs without its graph).
- * The RLX_TRACE environment variable does the same for every executable.
- * RLX_INVALID_ARGUMENT if the file cannot be written. */
+ * The RLX_TRACE environment variable does the same for every executable
+ * (the builds behind an executable with input-valued shapes, and trainers,
+ * trace through it only). RLX_INVALID_ARGUMENT if the file cannot be
+ * written. */
 RLX_API rlx_status rlx_exec_set_trace(rlx_exec* e, const char* path);
 
 /* Copies row `row` (along dim 0) of output `index`. */

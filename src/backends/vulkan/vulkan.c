@@ -844,7 +844,7 @@ static rlx_status submit_traced(rlx_backend_exec* be, const vk_program* pg, cons
                                 const rlx_trace_run* tr, rlx_error* err) {
   rlx_vk_context* c = be->c;
   if (be->trace_stamps < 0) be->trace_stamps = queue_has_timestamps(c);
-  if (!be->trace_stamps) {
+  if (!be->trace_stamps || seg->count <= 0) { /* (a pool of no queries is invalid) */
     double t0 = rlx_trace_now_us();
     RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(c, seg->cb, be->fence, err));
     trace_split(pg, seg, tr, t0, rlx_trace_now_us());

@@ -1326,7 +1326,8 @@ rlx_status rlx_exec_set_trace(rlx_exec* e, const char* path) {
   if (path && *path) RLX_RETURN_IF_ERROR(rlx_trace_open(path, &e->err, &f));
   rlx_trace_release(e->trace);
   e->trace = f;
-  e->trace_pid = 0; /* a new file: a new process row there */
+  e->trace_pid = 0; /* a new file: a new process row there, runs from 0 */
+  e->trace_runs = 0;
   return RLX_OK;
 }
 

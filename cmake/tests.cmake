@@ -221,6 +221,11 @@ add_test(NAME contract_vulkan COMMAND test_contract vulkan WORKING_DIRECTORY ${P
 set_tests_properties(contract_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
 rlx_add_webgpu_test(contract_webgpu test_contract 900 "" webgpu)
 rlx_add_webgpu_test(layout_webgpu test_layout 900 "" webgpu)
+# Per-step traces on WebGPU (test_trace.c; the other devices run in test_trace).
+rlx_add_webgpu_test(trace_webgpu test_trace 900 "RLX_TEST_ONLY=trace_webgpu")
+# With RLX_TRACE set when Dawn starts: timestamp queries (allow_unsafe_apis).
+rlx_add_webgpu_test(trace_webgpu_timestamps test_trace 900
+                    "RLX_TEST_ONLY=trace_webgpu;RLX_TRACE=/dev/null;RLX_TEST_TRACE_TIMING=timestamp queries")
 # Shared compiled code (clones, compile cache) on WebGPU; the plain
 # test_compile_cache covers the CPU and Vulkan.
 rlx_add_webgpu_test(compile_cache_webgpu test_compile_cache 900 "" webgpu)

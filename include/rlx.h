@@ -965,6 +965,19 @@ RLX_API rlx_status rlx_exec_print_dot(const rlx_exec* e, const char* title, char
  * RLX_UNIMPLEMENTED (*out_ms = -1) on backends that never measure. For
  * benchmarks. */
 RLX_API rlx_status rlx_exec_last_device_ms(const rlx_exec* e, double* out_ms);
+/* Per-step trace: every later run of e adds one Chrome trace-event ("ph"
+ * "X", microseconds) per step to `path`, which Perfetto and chrome://tracing
+ * load: name "<op> (<kernel or variant>)", cat the backend, args the step
+ * index, node, output shape and dtype. Executables tracing to one path
+ * share it (one process row each); the file is rewritten whole when the
+ * last of them is destroyed and at exit. NULL or "" stops tracing. Steps
+ * are timed on the device where the backend can (CUDA events, Vulkan and
+ * WebGPU timestamps), so tracing slows runs (CUDA runs without its graph).
+ * The RLX_TRACE environment variable does the same for every executable
+ * (the builds behind an executable with input-valued shapes, and trainers,
+ * trace through it only). RLX_INVALID_ARGUMENT if the file cannot be
+ * written. */
+RLX_API rlx_status rlx_exec_set_trace(rlx_exec* e, const char* path);
 
 /* Copies row `row` (along dim 0) of output `index`. */
 RLX_API rlx_status rlx_exec_read_output_row(const rlx_exec* e, int32_t index, int64_t row,

@@ -383,6 +383,16 @@ has "$OUT" "^  latency +min [0-9.]+ +median [0-9.]+ +mean [0-9.]+ +p99 [0-9.]+ +
 has "$OUT" "^  memory +arena [0-9.]+ MiB .*peak RSS [0-9.]+ MiB" "bench memory line"
 has "$OUT" "^\{\"name\": \".*tiny_gpt.rlx\", \"device\": \"cpu\", \"iters\": 3, " "bench JSON line"
 bad "bench bad iters" 2 -- "$RLX" bench "$GPT" --iters 0 --random-params
+# --trace: one Chrome trace event per step per run (warmup + iters), valid JSON.
+ok "bench --trace" -- "$RLX" bench "$GPT" --warmup 1 --iters 2 --random-params --trace "$TMP/trace.json"
+grep -q '^{"traceEvents":\[' "$TMP/trace.json" || fail "bench --trace: no trace file"
+[ "$(grep -c '"ph":"X"' "$TMP/trace.json")" -ge 3 ] || fail "bench --trace: fewer events than runs"
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json" ||
+    fail "bench --trace: not valid JSON"
+fi
+bad "bench --trace unwritable" 1 -- "$RLX" bench "$GPT" --iters 1 --random-params --trace /nonexistent-dir/t.json
+has "$ERR" "cannot write '/nonexistent-dir/t.json'" "bench --trace names the path"
 bad "bench bad -o" 2 -- "$RLX" bench "$GPT" -o xml --random-params
 has "$ERR" "unknown format 'xml'" "bench -o names the format"
 bad "bench bad --threads" 2 -- "$RLX" bench "$GPT" --threads x --random-params

@@ -82,7 +82,7 @@ static int poisoned_replay(rlx_exec* e, const tin* ins, int n_in, const touts* w
     for (int i = 0; i < n_in; i++)
       if (!strcmp(ins[i].name, n->a.name)) memcpy(arena + off, ins[i].data, tin_bytes(&ins[i]));
   }
-  rlx_run_ctx ctx = {0, g, plan};
+  rlx_run_ctx ctx = {0, g, plan, NULL};
   rlx_error err = {{0}};
   int ok = 1;
   for (int32_t i = 0; i < steps->n && ok; i++) {

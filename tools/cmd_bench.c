@@ -27,7 +27,10 @@ static void usage(FILE* f) {
           "  --warmup N          untimed runs first (default 3)\n"
           "  --iters N           timed runs (default 20)\n"
           "  -o, --output FMT    json (one object), csv (header + row) or md (a\n"
-          "                      Markdown table); default: summary + JSON line\n");
+          "                      Markdown table); default: summary + JSON line\n"
+          "  --trace FILE        write a per-step Chrome trace (Perfetto) of every\n"
+          "                      run to FILE (rlx_exec_set_trace); tracing slows the\n"
+          "                      runs, so the latencies are then not the product's\n");
   cli_model_opts_help(f, CLI_OPT_ALL);
 }
 
@@ -180,6 +183,7 @@ typedef struct bench_args {
   cli_model_opts model;
   int64_t warmup, iters;
   int format;
+  const char* trace; /* --trace FILE, or NULL */
 } bench_args;
 
 static int parse_args(const char* cmd, int argc, char** argv, bench_args* a, int* out_help) {
@@ -201,6 +205,9 @@ static int parse_args(const char* cmd, int argc, char** argv, bench_args* a, int
     } else if ((m = cli_opt_value(cmd, argc, argv, &i, "-o", &v)) != 0 ||
                (m = cli_opt_value(cmd, argc, argv, &i, "--output", &v)) != 0) {
       rc = m < 0 ? CLI_USAGE : parse_format(cmd, v, &a->format);
+    } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--trace", &v)) != 0) {
+      rc = m < 0 ? CLI_USAGE : CLI_OK;
+      a->trace = v;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       cli_error(cmd, "unknown option '%s' (see rlx bench --help)", argv[i]);
       rc = CLI_USAGE;
@@ -244,6 +251,10 @@ int cmd_bench(int argc, char** argv) {
   memset(&r, 0, sizeof r);
   if (rc == CLI_OK) rc = cli_prepare(cmd, &a.model, 1, &g, &e);
   r.compile_ms = cli_last_compile_ms;
+  if (rc == CLI_OK && a.trace && rlx_exec_set_trace(e, a.trace) != RLX_OK) {
+    cli_error(cmd, "--trace: %s", rlx_exec_last_error(e));
+    rc = CLI_FAIL;
+  }
   if (rc == CLI_OK && !(samples = malloc((size_t)a.iters * sizeof *samples))) {
     cli_error(cmd, "out of memory");
     rc = CLI_FAIL;

@@ -271,6 +271,7 @@ _PROTOTYPES = {
     "rlx_exec_get_param": (S, [P, c_int32, POINTER(ValueInfo)]),
     "rlx_exec_print_dot": (S, [P, c_char_p, OUT_STR]),
     "rlx_exec_last_device_ms": (S, [P, POINTER(c_double)]),
+    "rlx_exec_set_trace": (S, [P, c_char_p]),
     "rlx_exec_read_output_row": (S, [P, c_int32, c_int64, c_int, P, c_size_t]),
     "rlx_exec_report": (S, [P, OUT_STR]),
     "rlx_exec_memory_stats": (S, [P, POINTER(MemoryStats)]),

@@ -302,6 +302,11 @@ class Executable(_capi.Owned):
                                            ctypes.byref(out)))
         return _capi.take_string(out.value)
 
+    def set_trace(self, path):
+        """Adds every later run's steps to a Chrome trace-event JSON file (Perfetto);
+        None stops tracing. The file is complete once this executable is closed."""
+        self._check(lib.rlx_exec_set_trace(self.handle, str(path).encode() if path else None))
+
     def last_device_ms(self):
         """Device milliseconds of the last run where the backend measures them, else None."""
         ms = ctypes.c_double(-1.0)

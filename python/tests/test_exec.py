@@ -136,6 +136,22 @@ def test_report_memory_stats_dot():
         assert g.node_count >= 6
 
 
+def test_trace_file(tmp_path):
+    import json
+    path = tmp_path / "trace.json"
+    with _mlp() as g, g.compile("cpu") as exe:
+        exe.set_params(_mlp_params(np.random.default_rng(0)))
+        exe.set_trace(path)
+        exe.run(x=np.ones((2, 4), np.float32))
+        exe.run()
+        steps = exe.memory_stats().launches
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == 2 * steps
+    assert sorted({e["args"]["run"] for e in events}) == [0, 1]
+    assert all(e["cat"] == "cpu" and e["dur"] >= 0 for e in events)
+    assert any(e["name"].startswith("matmul") for e in events)
+
+
 def test_text_round_trip(tmp_path, rng):
     params = _mlp_params(rng)
     x = rng.standard_normal((2, 4)).astype(np.float32)

@@ -62,7 +62,7 @@ static rlx_status run_steps(rlx_graph* g, const rlx_plan* plan, const rlx_step_l
     if (nd->op == RLX_OP_CONSTANT && nd->a.data_bytes)
       memcpy(arena + plan->offset[nd->out[0]], nd->a.data, nd->a.data_bytes);
   }
-  rlx_run_ctx ctx = {0, g, plan};
+  rlx_run_ctx ctx = {0, g, plan, NULL};
   for (int32_t i = 0; i < steps->n; i++) {
     rlx_status s = run_step(arena, &steps->steps[i], &ctx, &g->err);
     if (s != RLX_OK) {

@@ -369,6 +369,9 @@ typedef struct rlx_run_ctx {
   uint64_t seed;          /* per-run seed (Sample, RNG ops) */
   const rlx_graph* graph; /* for RLX_K_HOST steps and messages naming a node */
   const rlx_plan* plan;
+  /* RLX_TRACE / rlx_exec_set_trace: where the run loop reports each step's
+   * time (runtime/trace.h); NULL when tracing is off, the only cost then. */
+  const struct rlx_trace_run* trace;
 } rlx_run_ctx;
 
 typedef struct rlx_step_list {

@@ -25,6 +25,7 @@
 #include "passes/fuse_residual_norm.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
+#include "runtime/trace.h"
 #include "runtime/value_inputs.h"
 
 #define MAX_VARIANTS 16
@@ -104,6 +105,11 @@ struct rlx_exec {
   int outputs_valid; /* the last run succeeded: outputs hold its results */
   rlx_vi* vi;        /* the source has Deferred outputs: runs go to builds per input value */
   int quiet;         /* an executable of hoisted params: never prints a dispatch report */
+  /* RLX_TRACE / rlx_exec_set_trace: where runs add their steps (NULL: off);
+   * the process row is made at the first traced run (0: not yet). */
+  rlx_trace_file* trace;
+  int32_t trace_pid;
+  int64_t trace_runs;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -716,6 +722,7 @@ void rlx_exec_destroy(rlx_exec* e) {
   free(e->graph_text);
   rlx_graph_destroy(e->src);
   rlx_vi_destroy(e->vi);
+  rlx_trace_release(e->trace);
   free(e);
 }
 
@@ -756,6 +763,7 @@ rlx_status rlx_compile(rlx_graph* g, const char* device, const rlx_compile_optio
   if (s == RLX_OK) s = collect_leaves(e);
   if (s == RLX_OK && rlx_graph_has_deferred(g)) s = rlx_vi_create(e->src, options, &e->vi, &e->err);
   if (s == RLX_OK && options) s = bind_states(e, options);
+  if (s == RLX_OK && rlx_env_str(RLX_ENV_TRACE)) s = rlx_exec_set_trace(e, rlx_env_str(RLX_ENV_TRACE));
   if (s == RLX_OK) {
     e->selected = malloc((size_t)g->n_outputs);
     if (!e->selected) s = rlx_fail(&e->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
@@ -836,6 +844,7 @@ static rlx_status clone_host_side(const rlx_exec* e, rlx_exec* c) {
     if (!c->graph_text) return RLX_RESOURCE_EXHAUSTED;
   }
   c->uncacheable = e->uncacheable;
+  c->trace = rlx_trace_retain(e->trace); /* the clone traces where e does */
   RLX_RETURN_IF_ERROR(copy_slots(&c->params, &c->n_params, e->params, e->n_params, 1));
   return copy_slots(&c->inputs, &c->n_inputs, e->inputs, e->n_inputs, 0);
 }
@@ -1343,6 +1352,31 @@ static rlx_status apply_feeds(rlx_exec* e, variant* v) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------ tracing */
+
+rlx_status rlx_exec_set_trace(rlx_exec* e, const char* path) {
+  if (!e) return RLX_INVALID_ARGUMENT;
+  rlx_trace_file* f = NULL;
+  if (path && *path) RLX_RETURN_IF_ERROR(rlx_trace_open(path, &e->err, &f));
+  rlx_trace_release(e->trace);
+  e->trace = f;
+  e->trace_pid = 0; /* a new file: a new process row there, runs from 0 */
+  e->trace_runs = 0;
+  return RLX_OK;
+}
+
+/* The run's trace context, or NULL when this executable does not trace. */
+static const rlx_trace_run* trace_begin(rlx_exec* e, const rlx_graph* g, rlx_trace_run* tr) {
+  if (!e->trace) return NULL;
+  if (!e->trace_pid) {
+    char label[96];
+    snprintf(label, sizeof label, "rlx executable %p (%s)", (void*)e, e->backend->name);
+    e->trace_pid = rlx_trace_new_pid(e->trace, label);
+  }
+  *tr = (rlx_trace_run){e->trace, e->backend->name, e->trace_pid, e->trace_runs++, g};
+  return tr;
+}
+
 /* RLX_DISPATCH_REPORT=1: print the report to stderr whenever a binding is
  * first run. */
 static void maybe_print_report(const rlx_exec* e) {
@@ -1378,7 +1412,8 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   const rlx_step_list* steps = NULL;
   RLX_RETURN_IF_ERROR(extent_steps(e, v, &steps));
   if (e->backend->select_outputs) e->backend->select_outputs(v->be, e->selected, e->src->n_outputs);
-  rlx_run_ctx ctx = {e->seed, v->c->g, &v->c->plan};
+  rlx_trace_run tr;
+  rlx_run_ctx ctx = {e->seed, v->c->g, &v->c->plan, trace_begin(e, v->c->g, &tr)};
   RLX_RETURN_IF_ERROR(e->backend->run(v->be, steps, &ctx, &e->err));
   RLX_RETURN_IF_ERROR(apply_feeds(e, v));
   e->ran = 1;

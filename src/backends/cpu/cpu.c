@@ -9,6 +9,7 @@
 #include "backends/common/common.h"
 #include "backends/cpu/cpu.h"
 #include "ir/dtype.h"
+#include "runtime/trace.h"
 
 struct rlx_backend_exec {
   void* arena_base; /* as allocated; arena is this address rounded up to 64 */
@@ -117,15 +118,33 @@ static rlx_status check_step_finite(const rlx_backend_exec* be, const rlx_step* 
   return RLX_OK;
 }
 
+/* Runs step s: the fast path when one applies, else the reference; *used
+ * says which ran (the trace names it). */
+static rlx_status run_step(rlx_backend_exec* be, const rlx_step* s, const rlx_run_ctx* ctx,
+                           const char** used, rlx_error* err) {
+  for (int32_t k = 0; k < s->n_writes; k++)
+    RLX_RETURN_IF_ERROR(check_range(be, s->writes[k].begin, s->writes[k].end - s->writes[k].begin, err));
+  *used = "fast";
+  if (be->reference || !rlx_cpu_fast_step(&be->fast, be->arena, s)) {
+    *used = "reference";
+    RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->arena, s, ctx, err));
+  }
+  if (be->debug_nans) RLX_RETURN_IF_ERROR(check_step_finite(be, s, ctx, err));
+  return RLX_OK;
+}
+
 static rlx_status cpu_run(rlx_backend_exec* be, const rlx_step_list* steps,
                           const rlx_run_ctx* ctx, rlx_error* err) {
+  const rlx_trace_run* tr = ctx ? ctx->trace : NULL;
   for (int32_t i = 0; i < steps->n; i++) {
-    const rlx_step* s = &steps->steps[i];
-    for (int32_t k = 0; k < s->n_writes; k++)
-      RLX_RETURN_IF_ERROR(check_range(be, s->writes[k].begin, s->writes[k].end - s->writes[k].begin, err));
-    if (be->reference || !rlx_cpu_fast_step(&be->fast, be->arena, s))
-      RLX_RETURN_IF_ERROR(rlx_ref_run_step(be->arena, s, ctx, err));
-    if (be->debug_nans) RLX_RETURN_IF_ERROR(check_step_finite(be, s, ctx, err));
+    const char* used;
+    double t0 = tr ? rlx_trace_now_us() : 0;
+    RLX_RETURN_IF_ERROR(run_step(be, &steps->steps[i], ctx, &used, err));
+    if (tr) {
+      char variant[48];
+      snprintf(variant, sizeof variant, "%s %s", rlx_kernel_name(steps->steps[i].kernel), used);
+      rlx_trace_step(tr, i, &steps->steps[i], variant, 0, t0, rlx_trace_now_us() - t0, "wall clock");
+    }
   }
   return RLX_OK;
 }

@@ -15,7 +15,9 @@
  *                          cuDNN, convolutions are decomposed)
  *   RLX_CUDA_DISABLE=1     report the device unavailable
  *   RLX_CUDA_PROFILE=1     run eagerly with an event before every launch; device
- *                          time per kernel printed at destroy (stderr) */
+ *                          time per kernel printed at destroy (stderr)
+ *   RLX_TRACE=file.json    runs traced (runtime/trace.h) are eager too, with
+ *                          events around every launch (no graph replay) */
 #ifdef RLX_HAVE_CUDA
 
 #include <stdio.h>
@@ -24,6 +26,7 @@
 
 #include "base/env.h"
 #include "backends/common/common.h"
+#include "runtime/trace.h"
 #include "backends/cuda/cuda_internal.h"
 #include "ir/dtype.h"
 
@@ -92,6 +95,12 @@ struct rlx_backend_exec {
   int64_t prof_runs;
   prof_gemm gemms[PROF_GEMMS]; /* RLX_CUDA_PROFILE=2: cuBLASLt time per GEMM shape */
   int32_t n_gemms;
+  /* Traced runs (rlx_run_ctx.trace): trace_ev[0] where the run starts on
+   * stream 0, then a start and an end event per launch (1 + 2 li, 2 + 2 li)
+   * on the launch's stream; trace_t0 the host time at trace_ev[0]. */
+  CUevent* trace_ev;
+  int32_t trace_n;
+  double trace_t0;
 };
 
 /* ------------------------------------------------------------------ profile */
@@ -179,6 +188,67 @@ static void prof_print(const rlx_backend_exec* be) {
               be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
               1e3 * be->prof_ms[k] / (double)be->prof_calls[k]);
   prof_print_gemms(be);
+}
+
+/* ------------------------------------------------------------------ trace */
+
+/* Events for n launches (2 n + 1), grown on demand. */
+static rlx_status trace_reserve(rlx_backend_exec* be, int32_t n, rlx_error* err) {
+  int32_t need = 2 * n + 1;
+  if (be->trace_n >= need) return RLX_OK;
+  CUevent* grown = realloc(be->trace_ev, sizeof(CUevent) * (size_t)need);
+  RLX_CHECK_ALLOC(err, grown);
+  be->trace_ev = grown;
+  for (int32_t i = be->trace_n; i < need; i++) {
+    be->trace_ev[i] = NULL;
+    RLX_CU(be->d, err, "cuEventCreate", be->d->cu.event_create(&be->trace_ev[i], CU_EVENT_DEFAULT));
+    be->trace_n = i + 1;
+  }
+  return RLX_OK;
+}
+
+/* Milliseconds from event a to b (0 if the driver cannot say). */
+static double trace_ms(const rlx_backend_exec* be, CUevent a, CUevent b) {
+  float ms = 0.0f;
+  return be->d->cu.event_elapsed_time(&ms, a, b) == CUDA_SUCCESS ? (double)ms : 0.0;
+}
+
+/* One event for step st from its launches [l0, l1): from the first's start
+ * to the last's end, named after what they were ("cuBLASLt", a kernel's
+ * family, "device copy", "host step", "cuDNN"; joined by '+'). */
+static void trace_one_step(const rlx_backend_exec* be, const program* pr, const rlx_step_list* l,
+                           int32_t st, int32_t l0, int32_t l1, const rlx_trace_run* tr,
+                           double* last_end) {
+  char variant[128] = "no launch";
+  size_t at = 0;
+  for (int32_t li = l0; li < l1; li++) {
+    const char* what = prof_names[prof_slot(&pr->launches.v[li])];
+    if (li > l0 && !strcmp(what, prof_names[prof_slot(&pr->launches.v[li - 1])])) continue;
+    int n = snprintf(variant + at, sizeof variant - at, "%s%s", li > l0 ? "+" : "", what);
+    if (n < 0 || (size_t)n >= sizeof variant - at) break;
+    at += (size_t)n;
+  }
+  CUevent base = be->trace_ev[0];
+  double start = *last_end, end = *last_end; /* no launch: a mark where the last one ended */
+  if (l1 > l0) {
+    start = trace_ms(be, base, be->trace_ev[1 + 2 * l0]);
+    end = *last_end = trace_ms(be, base, be->trace_ev[2 + 2 * (l1 - 1)]);
+  }
+  int stream = be->n_streams > 1 ? pr->sched.stream_of[st] : 0;
+  rlx_trace_step(tr, st, &l->steps[st], variant, stream, be->trace_t0 + 1e3 * start,
+                 1e3 * (end - start), "CUDA events around each launch (eager, no graph)");
+}
+
+/* After a synchronised traced run: one event per step. */
+static void trace_collect(const rlx_backend_exec* be, const program* pr, const rlx_step_list* l,
+                          const rlx_trace_run* tr) {
+  int32_t li = 0;
+  double last_end = 0;
+  for (int32_t st = 0; st < l->n; st++) {
+    int32_t l0 = li;
+    while (li < pr->launches.n && pr->launches.v[li].step == st) li++;
+    trace_one_step(be, pr, l, st, l0, li, tr, &last_end);
+  }
 }
 
 /* Benchmark hook: device time of the calling thread's last timed run. */
@@ -520,6 +590,11 @@ static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step
                                const rlx_run_ctx* ctx, int capturing, rlx_error* err) {
   const rlx_cuda_dev* d = be->d;
   int multi = be->n_streams > 1;
+  int traced = ctx && ctx->trace && !capturing;
+  if (traced) {
+    be->trace_t0 = rlx_trace_now_us();
+    RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->trace_ev[0], be->streams[0]));
+  }
   RLX_RETURN_IF_ERROR(fork_streams(be, err));
   int32_t li = 0;
   for (int32_t st = 0; st < l->n; st++) {
@@ -532,13 +607,17 @@ static rlx_status run_steps_of(rlx_backend_exec* be, program* pr, const rlx_step
       const rlx_launch* x = &pr->launches.v[li];
       if (be->profile && !capturing && li < be->prof_n)
         RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->prof_ev[li], be->streams[stream]));
+      if (traced)
+        RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->trace_ev[1 + 2 * li], be->streams[stream]));
       if (x->kind == RLX_LAUNCH_HOST) {
         if (capturing) return rlx_fail(err, RLX_INTERNAL, "cuda: host step inside a graph capture");
         RLX_RETURN_IF_ERROR(run_host_step(be, &l->steps[st], ctx, err));
         RLX_RETURN_IF_ERROR(fork_streams(be, err));
-        continue;
+      } else {
+        RLX_RETURN_IF_ERROR(issue(be, pr, x, be->streams[stream], stream, err));
       }
-      RLX_RETURN_IF_ERROR(issue(be, pr, x, be->streams[stream], stream, err));
+      if (traced)
+        RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->trace_ev[2 + 2 * li], be->streams[stream]));
     }
     /* Every step another stream waits on records its event, launches or not. */
     if (multi && pr->sched.events[st])
@@ -610,9 +689,12 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
     pr->no_graph = 1;
     RLX_RETURN_IF_ERROR(prof_reserve(be, pr->launches.n, err));
   }
-  if (!pr->no_graph && !pr->graph) capture(be, pr, steps, ctx);
+  /* A traced run is eager for the same reason; later untraced runs replay. */
+  const rlx_trace_run* tr = ctx ? ctx->trace : NULL;
+  if (tr) RLX_RETURN_IF_ERROR(trace_reserve(be, pr->launches.n, err));
+  if (!tr && !pr->no_graph && !pr->graph) capture(be, pr, steps, ctx);
   if (be->t0) RLX_CU(d, err, "cuEventRecord", d->cu.event_record(be->t0, be->streams[0]));
-  if (pr->graph) {
+  if (pr->graph && !tr) {
     RLX_CU(d, err, "cuGraphLaunch", d->cu.graph_launch(pr->graph, be->streams[0]));
   } else {
     rlx_status s = run_steps_of(be, pr, steps, ctx, 0, err);
@@ -629,6 +711,7 @@ static rlx_status cuda_run(rlx_backend_exec* be, const rlx_step_list* steps, con
   float ms = 0.0f;
   if (be->t1 && d->cu.event_elapsed_time(&ms, be->t0, be->t1) == CUDA_SUCCESS) t_last_run_ms = ms;
   if (be->profile) prof_collect(be, pr);
+  if (tr) trace_collect(be, pr, steps, tr);
   if (be->state_host->err_key) return report_kernel_error(be, steps, ctx, err);
   return RLX_OK;
 }
@@ -738,6 +821,9 @@ static void cuda_destroy(rlx_backend_exec* be) {
   for (int32_t i = 0; i < be->prof_n; i++)
     if (be->prof_ev[i]) d->cu.event_destroy(be->prof_ev[i]);
   free(be->prof_ev);
+  for (int32_t i = 0; i < be->trace_n; i++)
+    if (be->trace_ev[i]) d->cu.event_destroy(be->trace_ev[i]);
+  free(be->trace_ev);
   if (be->workspace) d->cu.mem_free(be->workspace);
   if (be->dnn) d->dnn.destroy(be->dnn);
   if (be->arena) d->cu.mem_free(be->arena);

@@ -51,6 +51,7 @@
 #include "ir/dtype.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/common/common.h"
+#include "runtime/trace.h"
 #include "backends/vulkan/vk_internal.h"
 
 enum { MAX_PENDING = 64 };
@@ -100,6 +101,11 @@ struct rlx_backend_exec {
   /* RLX_VK_TIMING=1: GPU time of each run from timestamps around every
    * segment, summarised on stderr when the exec is destroyed */
   VkQueryPool timer;
+  /* RLX_TRACE: two timestamps per step of the longest segment traced so
+   * far; trace_stamps: -1 not yet asked, 0 the queue has no timestamps. */
+  VkQueryPool trace_q;
+  uint32_t trace_q_n;
+  int trace_stamps;
   double run_ms[64];
   int32_t n_runs;
   VkCommandPool pool;
@@ -383,65 +389,92 @@ static void record_staged(rlx_backend_exec* be, const vk_program* pg, VkCommandB
   be->stats.barriers += 4;
 }
 
-static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segment* seg,
-                                 rlx_error* err) {
+/* What recording a segment carries from one step to the next. */
+typedef struct recording {
+  pending p;
+  VkPipeline bound;
+  uint64_t bound_at;
+} recording;
+
+/* Records step i of the segment into cb (nothing for an empty step). */
+static rlx_status record_step(rlx_backend_exec* be, const vk_program* pg, VkCommandBuffer cb,
+                              int32_t i, recording* rec, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  const rlx_step* s = &pg->steps[i];
+  const rlx_vk_dispatch* d = &pg->disp[i];
+  if (d->groups_x == 0) return RLX_OK;
+  VkPipeline pipe;
+  RLX_RETURN_IF_ERROR(rlx_vk_pipeline(c, d->pipe, err, &pipe));
+  if (pipe != rec->bound) c->f.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+  rec->bound = pipe;
+  if (pg->staged[i]) { /* ordered with everything around it by its own barriers */
+    record_staged(be, pg, cb, i);
+    rec->p.nr = rec->p.nw = 0;
+    rec->bound_at = UINT64_MAX;
+    return RLX_OK;
+  }
+  if (needs_barrier(&rec->p, s)) {
+    compute_barrier(be, cb);
+    be->stats.barriers++;
+    rec->p.nr = rec->p.nw = 0;
+  }
+  if (pg->window_at[i] != rec->bound_at) {
+    rec->bound_at = pg->window_at[i];
+    bind_window(be, pg, cb, rec->bound_at);
+  }
+  dispatch(be, pg, cb, i);
+  for (int32_t k = 0; k < s->n_reads; k++) rec->p.r[rec->p.nr++] = s->reads[k];
+  for (int32_t k = 0; k < s->n_writes; k++) rec->p.w[rec->p.nw++] = s->writes[k];
+  return RLX_OK;
+}
+
+/* Records the segment's steps into a new command buffer *cb. `trace`
+ * (VK_NULL_HANDLE: none) gets two timestamps per step, queries 2k and
+ * 2k + 1 for the segment's k-th step, both at the bottom of the pipe: a
+ * step's time runs from when the work before it finished to when its own
+ * did. */
+static rlx_status record_commands(rlx_backend_exec* be, const vk_program* pg, const vk_segment* seg,
+                                  VkQueryPool trace, VkCommandBuffer* cb, rlx_error* err) {
   rlx_vk_context* c = be->c;
   VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = be->pool;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
-  VkResult r = c->f.vkAllocateCommandBuffers(c->device, &ai, &seg->cb);
+  VkResult r = c->f.vkAllocateCommandBuffers(c->device, &ai, cb);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  r = c->f.vkBeginCommandBuffer(seg->cb, &bi);
+  r = c->f.vkBeginCommandBuffer(*cb, &bi);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkBeginCommandBuffer");
   if (be->timer) {
-    c->f.vkCmdResetQueryPool(seg->cb, be->timer, 0, 2);
-    c->f.vkCmdWriteTimestamp(seg->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, be->timer, 0);
+    c->f.vkCmdResetQueryPool(*cb, be->timer, 0, 2);
+    c->f.vkCmdWriteTimestamp(*cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, be->timer, 0);
   }
+  if (trace) c->f.vkCmdResetQueryPool(*cb, trace, 0, 2 * (uint32_t)seg->count);
   /* Uploads, feeds and host-fallback writes before this submission. */
-  memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+  memory_barrier(be, *cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                  VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  pending p = {.nr = 0, .nw = 0};
-  VkPipeline bound = VK_NULL_HANDLE;
-  uint64_t bound_at = UINT64_MAX;
+  recording rec = {.p = {.nr = 0, .nw = 0}, .bound = VK_NULL_HANDLE, .bound_at = UINT64_MAX};
   for (int32_t i = seg->first; i < seg->first + seg->count; i++) {
-    const rlx_step* s = &pg->steps[i];
-    const rlx_vk_dispatch* d = &pg->disp[i];
-    if (d->groups_x == 0) continue;
-    VkPipeline pipe;
-    RLX_RETURN_IF_ERROR(rlx_vk_pipeline(c, d->pipe, err, &pipe));
-    if (pipe != bound) c->f.vkCmdBindPipeline(seg->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    bound = pipe;
-    if (pg->staged[i]) { /* ordered with everything around it by its own barriers */
-      record_staged(be, pg, seg->cb, i);
-      p.nr = p.nw = 0;
-      bound_at = UINT64_MAX;
-      continue;
-    }
-    if (needs_barrier(&p, s)) {
-      compute_barrier(be, seg->cb);
-      be->stats.barriers++;
-      p.nr = p.nw = 0;
-    }
-    if (pg->window_at[i] != bound_at) {
-      bound_at = pg->window_at[i];
-      bind_window(be, pg, seg->cb, bound_at);
-    }
-    dispatch(be, pg, seg->cb, i);
-    for (int32_t k = 0; k < s->n_reads; k++) p.r[p.nr++] = s->reads[k];
-    for (int32_t k = 0; k < s->n_writes; k++) p.w[p.nw++] = s->writes[k];
+    uint32_t q = 2 * (uint32_t)(i - seg->first);
+    if (trace) c->f.vkCmdWriteTimestamp(*cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, trace, q);
+    RLX_RETURN_IF_ERROR(record_step(be, pg, *cb, i, &rec, err));
+    if (trace) c->f.vkCmdWriteTimestamp(*cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, trace, q + 1);
   }
   /* Results become visible to downloads, copies and the host. */
-  memory_barrier(be, seg->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+  memory_barrier(be, *cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                  VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT);
-  if (be->timer) c->f.vkCmdWriteTimestamp(seg->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, be->timer, 1);
-  r = c->f.vkEndCommandBuffer(seg->cb);
+  if (be->timer) c->f.vkCmdWriteTimestamp(*cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, be->timer, 1);
+  r = c->f.vkEndCommandBuffer(*cb);
   if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkEndCommandBuffer");
   return RLX_OK;
+}
+
+static rlx_status record_segment(rlx_backend_exec* be, vk_program* pg, vk_segment* seg,
+                                 rlx_error* err) {
+  return record_commands(be, pg, seg, VK_NULL_HANDLE, &seg->cb, err);
 }
 
 /* Set k's arena binding: the staging buffer for the last set, else the
@@ -742,6 +775,91 @@ static void print_timing(rlx_backend_exec* be) {
           be->n_runs, t[n / 2], t[n / 10], t[n * 9 / 10]);
 }
 
+/* ------------------------------------------------------------ tracing */
+
+/* Whether the queue writes timestamps (its family's timestampValidBits). */
+static int queue_has_timestamps(const rlx_vk_context* c) {
+  uint32_t n = 0;
+  c->f.vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &n, NULL);
+  VkQueueFamilyProperties q[16];
+  if (n > 16) n = 16;
+  c->f.vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &n, q);
+  return c->queue_family < n && q[c->queue_family].timestampValidBits > 0;
+}
+
+/* A query pool with room for n timestamps (be->trace_q), grown on demand. */
+static rlx_status trace_queries(rlx_backend_exec* be, uint32_t n, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  if (be->trace_q && be->trace_q_n >= n) return RLX_OK;
+  if (be->trace_q) c->f.vkDestroyQueryPool(c->device, be->trace_q, NULL);
+  be->trace_q = VK_NULL_HANDLE;
+  be->trace_q_n = 0;
+  VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  qi.queryCount = n;
+  VkResult r = c->f.vkCreateQueryPool(c->device, &qi, NULL, &be->trace_q);
+  if (r != VK_SUCCESS) return rlx_vk_fail(err, r, "vkCreateQueryPool (trace)");
+  be->trace_q_n = n;
+  return RLX_OK;
+}
+
+/* No timestamps on this queue: the submission's host time, split evenly
+ * over its steps (the events say so). */
+static void trace_split(const vk_program* pg, const vk_segment* seg, const rlx_trace_run* tr,
+                        double t0, double t1) {
+  double each = (t1 - t0) / (double)(seg->count ? seg->count : 1);
+  for (int32_t k = 0; k < seg->count; k++)
+    rlx_trace_step(tr, seg->first + k, &pg->steps[seg->first + k], NULL, 0, t0 + each * k, each,
+                   "submission wall clock split evenly (queue has no timestamps)");
+}
+
+/* The segment's per-step timestamps, placed on the host clock from the
+ * submission's host time. */
+static rlx_status trace_stamps(rlx_backend_exec* be, const vk_program* pg, const vk_segment* seg,
+                               const rlx_trace_run* tr, double t_submit, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  uint32_t n = 2 * (uint32_t)seg->count;
+  uint64_t* ticks = malloc(sizeof(uint64_t) * n);
+  RLX_CHECK_ALLOC(err, ticks);
+  VkResult r = c->f.vkGetQueryPoolResults(c->device, be->trace_q, 0, n, sizeof(uint64_t) * n, ticks,
+                                          8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS) {
+    free(ticks);
+    return rlx_vk_fail(err, r, "vkGetQueryPoolResults (trace)");
+  }
+  double us_per_tick = (double)c->limits.timestampPeriod * 1e-3;
+  for (int32_t k = 0; k < seg->count; k++) {
+    double start = (double)(int64_t)(ticks[2 * k] - ticks[0]) * us_per_tick;
+    double dur = (double)(int64_t)(ticks[2 * k + 1] - ticks[2 * k]) * us_per_tick;
+    rlx_trace_step(tr, seg->first + k, &pg->steps[seg->first + k], NULL, 0, t_submit + start, dur,
+                   "timestamp queries");
+  }
+  free(ticks);
+  return RLX_OK;
+}
+
+/* Runs a GPU segment as a one-off command buffer with timestamps around
+ * every step (the recorded one has none: tracing off costs nothing). */
+static rlx_status submit_traced(rlx_backend_exec* be, const vk_program* pg, const vk_segment* seg,
+                                const rlx_trace_run* tr, rlx_error* err) {
+  rlx_vk_context* c = be->c;
+  if (be->trace_stamps < 0) be->trace_stamps = queue_has_timestamps(c);
+  if (!be->trace_stamps || seg->count <= 0) { /* (a pool of no queries is invalid) */
+    double t0 = rlx_trace_now_us();
+    RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(c, seg->cb, be->fence, err));
+    trace_split(pg, seg, tr, t0, rlx_trace_now_us());
+    return RLX_OK;
+  }
+  RLX_RETURN_IF_ERROR(trace_queries(be, 2 * (uint32_t)seg->count, err));
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  rlx_status s = record_commands(be, pg, seg, be->trace_q, &cb, err);
+  double t_submit = rlx_trace_now_us();
+  if (s == RLX_OK) s = rlx_vk_submit_wait(c, cb, be->fence, err);
+  if (cb) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &cb);
+  if (s == RLX_OK) s = trace_stamps(be, pg, seg, tr, t_submit, err);
+  return s;
+}
+
 static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const rlx_run_ctx* ctx,
                          rlx_error* err) {
   void* cached;
@@ -757,11 +875,16 @@ static rlx_status vk_run(rlx_backend_exec* be, const rlx_step_list* steps, const
   for (int32_t i = 0; i < pg->n_segs; i++) {
     vk_segment* seg = &pg->segs[i];
     if (seg->host) {
+      double t0 = ctx && ctx->trace ? rlx_trace_now_us() : 0;
       RLX_RETURN_IF_ERROR(rlx_host_run_step(&be->mirror, &io, &pg->steps[seg->first],
                                             &pg->host_lowered[seg->first], ctx, err));
+      if (ctx && ctx->trace)
+        rlx_trace_step(ctx->trace, seg->first, &pg->steps[seg->first], "host", RLX_TRACE_TID_HOST,
+                       t0, rlx_trace_now_us() - t0, "wall clock");
       continue;
     }
-    RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
+    if (ctx && ctx->trace) RLX_RETURN_IF_ERROR(submit_traced(be, pg, seg, ctx->trace, err));
+    else RLX_RETURN_IF_ERROR(rlx_vk_submit_wait(be->c, seg->cb, be->fence, err));
     be->stats.submits++;
     if (be->timer) gpu_ms += segment_ms(be);
     RLX_RETURN_IF_ERROR(check_run_error(be, pg, ctx, err));
@@ -784,6 +907,7 @@ static void vk_destroy(rlx_backend_exec* be) {
     print_timing(be);
     rlx_program_cache_free(&be->programs);
     if (be->timer) c->f.vkDestroyQueryPool(c->device, be->timer, NULL);
+    if (be->trace_q) c->f.vkDestroyQueryPool(c->device, be->trace_q, NULL);
     if (be->xfer) c->f.vkFreeCommandBuffers(c->device, be->pool, 1, &be->xfer);
     if (be->pool) c->f.vkDestroyCommandPool(c->device, be->pool, NULL);
     if (be->fence) c->f.vkDestroyFence(c->device, be->fence, NULL);
@@ -968,6 +1092,7 @@ static rlx_status vk_create(const rlx_step_list* steps, uint64_t arena_bytes,
   be->mirror.backend = "vulkan";
   be->mirror.arena_bytes = arena_bytes;
   be->debug_nans = opt && opt->debug_nans;
+  be->trace_stamps = -1; /* asked at the first traced run */
   be->validation_seen = rlx_vk_validation_count();
   rlx_status s = size_arena(be, err);
   be->stats.window_bytes = be->window;

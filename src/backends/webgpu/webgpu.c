@@ -23,6 +23,7 @@
 
 #include "base/env.h"
 #include "backends/common/common.h"
+#include "runtime/trace.h"
 #include "backends/webgpu/wg_backend.h"
 #include "backends/webgpu/wg_internal.h"
 
@@ -111,6 +112,10 @@ struct rlx_backend_exec {
   int32_t n_selected;
   rlx_wg_stats stats;
   run_profile prof;
+  /* Tracing's timestamps (trace_timestamps): -1 not asked yet, 0 none. */
+  int ts_state;
+  WGPUQuerySet ts_set;
+  WGPUBuffer ts_resolve, ts_read;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -622,10 +627,84 @@ static void encode_readback(rlx_backend_exec* be, WGPUCommandEncoder enc) {
                                               sn->r[k].end - sn->r[k].begin);
 }
 
+/* ------------------------------------------------------------ tracing */
+
+static void on_traced_work_done(uint32_t status, void* u1, void* u2) {
+  (void)status; (void)u1; (void)u2;
+}
+
+/* Whether traced steps get timestamps: the adapter offers timestamp-query
+ * and a probe encoder writing one passes Dawn's checks; then the query set
+ * (two timestamps: before and after the step), its resolve buffer and a
+ * readable copy are made once. Anything refused: host-clock times. Caller
+ * holds c->lock. */
+static int trace_timestamps(rlx_backend_exec* be) {
+  rlx_wg_context* c = be->c;
+  if (be->ts_state >= 0 || (be->ts_state = 0, !c->has_timestamps)) return be->ts_state;
+  rlx_error ignored;
+  rlx_wg_scope_push(c);
+  WGPUQuerySetDescriptor d = {NULL, {"rlx trace", WGPU_STRLEN}, WGPU_QUERY_TYPE_TIMESTAMP, 2};
+  be->ts_set = c->f.wgpuDeviceCreateQuerySet(c->device, &d);
+  WGPUCommandEncoder enc = be->ts_set ? new_encoder(be) : NULL;
+  WGPUCommandBuffer cb = NULL;
+  if (enc) { /* Dawn validates an encoder's commands at Finish */
+    c->f.wgpuCommandEncoderWriteTimestamp(enc, be->ts_set, 0);
+    cb = c->f.wgpuCommandEncoderFinish(enc, NULL);
+    c->f.wgpuCommandEncoderRelease(enc);
+  }
+  if (cb) c->f.wgpuCommandBufferRelease(cb);
+  rlx_status s = rlx_wg_scope_pop(c, &ignored, "timestamp-query probe");
+  if (s == RLX_OK && !cb) s = RLX_UNAVAILABLE;
+  if (s == RLX_OK)
+    s = rlx_wg_buffer(c, 16, WGPU_USAGE_QUERY_RESOLVE | WGPU_USAGE_COPY_SRC, &ignored, "trace resolve",
+                      &be->ts_resolve);
+  if (s == RLX_OK)
+    s = rlx_wg_buffer(c, 16, WGPU_USAGE_MAP_READ | WGPU_USAGE_COPY_DST, &ignored, "trace readback",
+                      &be->ts_read);
+  be->ts_state = s == RLX_OK;
+  return be->ts_state;
+}
+
+static void trace_stamp(rlx_backend_exec* be, WGPUCommandEncoder enc, uint32_t q) {
+  be->c->f.wgpuCommandEncoderWriteTimestamp(enc, be->ts_set, q);
+}
+
+/* After the step's dispatch: both timestamps into the readable buffer. */
+static void trace_resolve(rlx_backend_exec* be, WGPUCommandEncoder enc) {
+  rlx_wg_context* c = be->c;
+  trace_stamp(be, enc, 1);
+  c->f.wgpuCommandEncoderResolveQuerySet(enc, be->ts_set, 0, 2, be->ts_resolve, 0);
+  c->f.wgpuCommandEncoderCopyBufferToBuffer(enc, be->ts_resolve, 0, be->ts_read, 0, 16);
+}
+
+/* Tracing: waits for the submission of step i just made (one per step)
+ * and reports it: its GPU time from the two timestamps, placed at the
+ * submission's host time; without timestamps the host time from
+ * submission to completion, which includes a submission's fixed cost. */
+static rlx_status trace_submitted(rlx_backend_exec* be, const wg_program* pg, int32_t i,
+                                  const rlx_trace_run* tr, double t0, rlx_error* err) {
+  rlx_wg_context* c = be->c;
+  if (be->ts_state == 1) {
+    uint64_t ns[2] = {0, 0};
+    RLX_RETURN_IF_ERROR(rlx_wg_map_read(c, be->ts_read, ns, sizeof ns, err));
+    double dur = ns[1] >= ns[0] ? (double)(ns[1] - ns[0]) * 1e-3 : 0;
+    rlx_trace_step(tr, i, &pg->steps[i], NULL, 0, t0, dur,
+                   "timestamp queries around the step (one submission per step)");
+    return RLX_OK;
+  }
+  WGPUCallbackInfo cb = {NULL, WGPU_CALLBACK_MODE_WAIT_ANY_ONLY, (void*)on_traced_work_done, NULL, NULL};
+  RLX_RETURN_IF_ERROR(rlx_wg_wait_gpu(c, c->f.wgpuQueueOnSubmittedWorkDone(c->queue, cb), err,
+                                      "the traced step"));
+  rlx_trace_step(tr, i, &pg->steps[i], NULL, 0, t0, rlx_trace_now_us() - t0,
+                 "one submission per step, host clock (no timestamp-query)");
+  return RLX_OK;
+}
+
 static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run_ctx* ctx,
                              rlx_error* err) {
   rlx_wg_context* c = be->c;
   run_profile* prof = &be->prof;
+  const rlx_trace_run* tr = ctx ? ctx->trace : NULL;
   RLX_RETURN_IF_ERROR(plan_readback(be, ctx, err));
   rlx_wg_scope_push(c);
   write_run_state(be, ctx);
@@ -636,24 +715,34 @@ static rlx_status run_locked(rlx_backend_exec* be, wg_program* pg, const rlx_run
   int32_t i = 0;
   while (i < pg->n && s == RLX_OK) {
     if (pg->on_host[i]) {
+      double t0 = tr ? rlx_trace_now_us() : 0;
       s = rlx_host_run_step(&be->mirror, &io, &pg->steps[i], &pg->host_lowered[i], ctx, err);
+      if (s == RLX_OK && tr)
+        rlx_trace_step(tr, i, &pg->steps[i], "host", RLX_TRACE_TID_HOST, t0, rlx_trace_now_us() - t0,
+                       "wall clock");
       if (s == RLX_OK && be->debug_nans)
         s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
       i++;
       continue;
     }
     int32_t end = i;
-    while (end < pg->n && !pg->on_host[end] && !(be->debug_nans && end > i)) end++;
+    int one_step = be->debug_nans || tr; /* tracing: one step per submission, waited for */
+    while (end < pg->n && !pg->on_host[end] && !(one_step && end > i)) end++;
     WGPUCommandEncoder enc = new_encoder(be);
+    int stamped = tr && trace_timestamps(be);
+    if (stamped) trace_stamp(be, enc, 0);
     encode_segment(be, pg, enc, i, end);
-    if (end == pg->n) { /* the last segment carries the readback: one submission */
+    if (stamped) trace_resolve(be, enc);
+    if (end == pg->n && !tr) { /* the last segment carries the readback: one submission */
       encode_readback(be, enc);
       readback_encoded = 1;
     }
     mark(prof, PH_ENCODE);
+    double t0 = tr ? rlx_trace_now_us() : 0;
     submit(be, enc); /* before a host step, which reads what this wrote */
+    if (tr) s = trace_submitted(be, pg, i, tr, t0, err);
     mark(prof, PH_SUBMIT);
-    if (be->debug_nans) /* one step per submission: check it before the arena moves on */
+    if (s == RLX_OK && be->debug_nans) /* one step per submission: check it before the arena moves on */
       s = rlx_host_check_finite(&be->mirror, &io, &pg->steps[i], ctx, err);
     i = end;
   }
@@ -735,6 +824,12 @@ static void wg_destroy(rlx_backend_exec* be) {
   if (c) {
     pthread_mutex_lock(&c->lock);
     rlx_program_cache_free(&be->programs);
+    release_buffer(c, &be->ts_resolve);
+    release_buffer(c, &be->ts_read);
+    if (be->ts_set) {
+      c->f.wgpuQuerySetDestroy(be->ts_set);
+      c->f.wgpuQuerySetRelease(be->ts_set);
+    }
     release_buffer(c, &be->snap.buf);
     release_buffer(c, &be->readback);
     release_buffer(c, &be->scratch);
@@ -784,6 +879,7 @@ static rlx_status wg_create(const rlx_step_list* steps, uint64_t arena_bytes,
   RLX_CHECK_ALLOC(err, be);
   be->c = c;
   be->prof.on = rlx_env_flag(RLX_ENV_WG_PROFILE);
+  be->ts_state = -1;
   be->arena_bytes = arena_bytes;
   be->debug_nans = opt && opt->debug_nans;
   /* Whole offset-alignment units, at least one window when windowed, so

@@ -36,6 +36,11 @@ enum {
   WGPU_FEATURE_LEVEL_CORE = 2,
   WGPU_FEATURE_SHADER_F16 = 10,
   WGPU_FEATURE_SUBGROUPS = 17,
+  /* Tracing only (runtime/trace.h). The early-2025 values; a wrong guess
+   * surfaces as a validation error that the probe in webgpu.c catches. */
+  WGPU_FEATURE_TIMESTAMP_QUERY = 3,
+  WGPU_QUERY_TYPE_TIMESTAMP = 2,
+  WGPU_USAGE_QUERY_RESOLVE = 0x200,
   WGPU_STYPE_SHADER_SOURCE_WGSL = 2,
   WGPU_WAIT_STATUS_SUCCESS = 1,
   WGPU_WAIT_STATUS_TIMED_OUT = 2,
@@ -71,6 +76,15 @@ typedef struct WGPUChainedStruct {
   struct WGPUChainedStruct* next;
   uint32_t sType;
 } WGPUChainedStruct;
+
+typedef struct WGPUQuerySetImpl* WGPUQuerySet;
+
+typedef struct WGPUQuerySetDescriptor {
+  WGPUChainedStruct* nextInChain;
+  WGPUStringView label;
+  uint32_t type; /* WGPU_QUERY_TYPE_* */
+  uint32_t count;
+} WGPUQuerySetDescriptor;
 
 typedef struct WGPUFuture {
   uint64_t id;
@@ -331,6 +345,12 @@ typedef void (*WGPUDeviceLostCallback)(const WGPUDevice* device, uint32_t reason
   X(void, wgpuQueueWriteBuffer, (WGPUQueue, WGPUBuffer, uint64_t, const void*, size_t))       \
   X(void, wgpuQueueSubmit, (WGPUQueue, size_t, const WGPUCommandBuffer*))                     \
   X(WGPUFuture, wgpuQueueOnSubmittedWorkDone, (WGPUQueue, WGPUCallbackInfo))                  \
+  X(WGPUQuerySet, wgpuDeviceCreateQuerySet, (WGPUDevice, const WGPUQuerySetDescriptor*))       \
+  X(void, wgpuQuerySetDestroy, (WGPUQuerySet))                                                \
+  X(void, wgpuQuerySetRelease, (WGPUQuerySet))                                                \
+  X(void, wgpuCommandEncoderWriteTimestamp, (WGPUCommandEncoder, WGPUQuerySet, uint32_t))     \
+  X(void, wgpuCommandEncoderResolveQuerySet,                                                  \
+    (WGPUCommandEncoder, WGPUQuerySet, uint32_t, uint32_t, WGPUBuffer, uint64_t))             \
   X(void, wgpuDeviceSetLoggingCallback, (WGPUDevice, WGPULoggingCallbackInfo))                \
   X(void, wgpuDevicePushErrorScope, (WGPUDevice, uint32_t))                                   \
   X(WGPUFuture, wgpuDevicePopErrorScope, (WGPUDevice, WGPUCallbackInfo))

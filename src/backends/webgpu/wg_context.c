@@ -211,11 +211,26 @@ static void chain_toggles(rlx_wg_context* c, WGPUDeviceDescriptor* dd, toggles_c
   const char* env = rlx_env_str(RLX_ENV_WG_TOGGLES);
   const char* list = env ? env : rlx_env_flag(RLX_ENV_WG_SAFE) ? "" : DEFAULT_TOGGLES;
   snprintf(c->toggles, sizeof c->toggles, "%s", list);
+  /* RLX_TRACE times steps with timestamps written between passes, which
+   * Dawn allows only with allow_unsafe_apis: on for traced processes alone
+   * (rlx_exec_set_trace without RLX_TRACE: host-clock step times). */
+  const char* trace = rlx_env_str(RLX_ENV_TRACE);
+  if (c->has_timestamps && trace && *trace && !strstr(c->toggles, "allow_unsafe_apis")) {
+    size_t n = strlen(c->toggles);
+    snprintf(c->toggles + n, sizeof c->toggles - n, "%sallow_unsafe_apis", n ? "," : "");
+  }
   memset(&t->desc, 0, sizeof t->desc);
   t->desc.chain.sType = WGPU_STYPE_DAWN_TOGGLES_DESCRIPTOR;
   t->desc.enabledToggleCount = split_toggles(c->toggles, t->buf, sizeof t->buf, t->names);
   t->desc.enabledToggles = t->names;
-  if (t->desc.enabledToggleCount) dd->nextInChain = &t->desc.chain;
+  /* Traced steps' times need the timer's full precision (Dawn may round
+   * timestamps to blur timing side channels; nothing else reads them). */
+  static const char* const unquantized[] = {"timestamp_quantization"};
+  if (c->has_timestamps) {
+    t->desc.disabledToggleCount = 1;
+    t->desc.disabledToggles = unquantized;
+  }
+  if (t->desc.enabledToggleCount || t->desc.disabledToggleCount) dd->nextInChain = &t->desc.chain;
 }
 
 static int open_device(rlx_wg_context* c) {
@@ -227,10 +242,12 @@ static int open_device(rlx_wg_context* c) {
   }
   c->has_f16 = c->f.wgpuAdapterHasFeature(c->adapter, WGPU_FEATURE_SHADER_F16) != 0;
   c->has_subgroups = c->f.wgpuAdapterHasFeature(c->adapter, WGPU_FEATURE_SUBGROUPS) != 0;
-  uint32_t feats[2];
+  c->has_timestamps = c->f.wgpuAdapterHasFeature(c->adapter, WGPU_FEATURE_TIMESTAMP_QUERY) != 0;
+  uint32_t feats[3];
   size_t nf = 0;
   if (c->has_f16) feats[nf++] = WGPU_FEATURE_SHADER_F16;
   if (c->has_subgroups) feats[nf++] = WGPU_FEATURE_SUBGROUPS;
+  if (c->has_timestamps) feats[nf++] = WGPU_FEATURE_TIMESTAMP_QUERY; /* RLX_TRACE's step times */
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.label = sv("rlx");

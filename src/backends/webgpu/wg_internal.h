@@ -149,6 +149,7 @@ typedef struct rlx_wg_context {
   WGPULimits limits;
   char adapter_name[160];
   int has_f16, has_subgroups; /* offered by the adapter (and requested) */
+  int has_timestamps;         /* timestamp-query offered and requested (tracing) */
   int use_f16, use_subgroups; /* used by the kernels: unless RLX_WG_NO_F16 /
                                  RLX_WG_NO_SUBGROUPS force the fallbacks */
   uint32_t subgroup_min, subgroup_max;

@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = bins ]; then
-  echo "test_parity test_fusion test_train test_train_fixtures test_train_ops test_contract test_cuda train_gpt2 train_resnet50 bench_gpu vision_backward rlx"
+  echo "test_parity test_fusion test_train test_train_fixtures test_train_ops test_contract test_cuda test_trace train_gpt2 train_resnet50 bench_gpu vision_backward rlx"
   exit 0
 fi
 CARRY="${CARRY:-build-gpu-carry}"
@@ -134,6 +134,17 @@ if [ "${PROFILE:-0}" = 1 ] && [[ " $BACKENDS " == *" cuda "* ]]; then
         --warmup 1 2>&1 | tail -60
     done
   fi
+fi
+
+if [ "${TRACE:-0}" = 1 ] && [ -x $B/test_trace ] && [ -x $B/rlx ]; then
+  stage "per-step traces (test_trace, then GPT-2 124M forward per backend)"
+  timeout 120 $B/test_trace 2>&1 | grep -E "PASS|FAIL|SKIP|trace_check|checks"
+  $B/rlx example gpt --dim 768 --layers 12 --heads 12 --ctx 1024 --vocab 50257 --out $T/g2.rlx
+  for d in $BACKENDS; do
+    RLX_TRACE=$OUT/trace_$d.json timeout 120 $B/rlx bench $T/g2.rlx --device "$d" --random-params \
+      --warmup 2 --iters 5 -o json
+  done
+  python3 scripts/trace_summary.py $OUT/trace_*.json
 fi
 
 if [ "${SKIP_PEERS:-0}" != 1 ]; then

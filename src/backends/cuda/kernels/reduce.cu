@@ -227,6 +227,54 @@ extern "C" __global__ void rlx_reduce_cols_fin(char* arena, rlxk_cols p, rlxk_st
   }
 }
 
+/* ---------------------------------------------------------------- kept middle axis */
+
+/* Sum / mean of [outer, keep, inner] over outer and inner (BatchNorm
+ * statistics of NCHW over N, H, W). Block (k, chunk) adds keep index k's
+ * vectors [chunk * per_chunk, ...) of its outer * inner / VEC, thread t
+ * taking every blockDim.x-th one: consecutive threads read consecutive
+ * vectors of a run, so loads coalesce even when a run is short. A thread
+ * tracks its (run, position) pair by adding the block's fixed step instead
+ * of dividing per vector. Sums are double; the thread order, the block
+ * sum and the chunk order are fixed by the launch shape, so runs repeat. */
+template <int VEC>
+__device__ void reduce_mid(char* arena, const rlxk_mid& p) {
+  __shared__ double red[32];
+  const char* x = at(arena, p.ioff);
+  const int64_t k = blockIdx.x, runs = p.inner / VEC, total = p.outer * runs;
+  const int64_t v0 = (int64_t)blockIdx.y * p.per_chunk;
+  const int64_t v1 = v0 + p.per_chunk < total ? v0 + p.per_chunk : total;
+  const int64_t step_o = blockDim.x / runs, step_j = blockDim.x % runs;
+  const int64_t base = k * p.keep_stride;
+  int64_t v = v0 + threadIdx.x, o = v / runs, j = v - o * runs;
+  double acc = 0.0;
+#pragma unroll 4
+  for (; v < v1; v += blockDim.x) {
+    double e[VEC];
+    cols_load<VEC>(x, p.idt, base + o * p.outer_stride + j * VEC, e);
+#pragma unroll
+    for (int u = 0; u < VEC; u++) acc += e[u];
+    o += step_o;
+    j += step_j;
+    if (j >= runs) {
+      j -= runs;
+      o++;
+    }
+  }
+  acc = block_sum(acc, red);
+  if (threadIdx.x != 0) return;
+  if (p.chunks > 1) {
+    ((double*)p.partial)[blockIdx.y * p.keep + k] = acc;
+    return;
+  }
+  double count = (double)p.outer * (double)p.inner;
+  st_f64(atw(arena, p.ooff), p.odt, k, p.op == RLX_RED_MEAN ? acc / count : acc);
+}
+
+extern "C" __global__ void rlx_reduce_mid_v1(char* a, rlxk_mid p, rlxk_state* s) { reduce_mid<1>(a, p); }
+extern "C" __global__ void rlx_reduce_mid_v4(char* a, rlxk_mid p, rlxk_state* s) { reduce_mid<4>(a, p); }
+extern "C" __global__ void rlx_reduce_mid_v8(char* a, rlxk_mid p, rlxk_state* s) { reduce_mid<8>(a, p); }
+
 /* ---------------------------------------------------------------- arg reduce */
 
 struct arg_best {

@@ -350,9 +350,9 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
  * [keep] with the inner dims contiguous (BatchNorm statistics over N, H, W
  * of NCHW; merge_dims leaves kept = C with stride H*W, reduced = N, H*W).
  * One reduced dim of stride 1 is the same with outer = 1. Fills p (all
- * but the chunking) and the vector width (4: f32, 8: halves, 16 bytes per
- * load; 1 when rows or offsets are not 16-byte aligned); 0 when the shape
- * is not one. */
+ * but the chunking) and the vector width (4 f32 or 8 halves: 16-byte
+ * loads; 4 halves: 8 bytes; 1 when runs or offsets are not aligned for
+ * those); 0 when the shape is not one. */
 static int mid_plan(const rlx_step* s, rlxk_mid* p, int* vec) {
   const rlx_reduce_params* r = &s->p.reduce;
   const rlx_view* v = &s->in[0];
@@ -374,20 +374,30 @@ static int mid_plan(const rlx_step* s, rlxk_mid* p, int* vec) {
   p->op = s->op;
   p->idt = v->dtype;
   p->odt = s->out[0].dtype;
-  int w = v->dtype == RLX_F32 ? 4 : 8; /* elements per 16 bytes */
-  int steps_ok = p->inner % w == 0 && p->keep_stride % w == 0 && p->outer_stride % w == 0 &&
-                 p->keep_stride >= 0 && p->outer_stride >= 0;
-  *vec = steps_ok && aligned16(p->ioff) ? w : 1;
+  if (p->outer * p->inner > 0x7fffffff) return 0; /* the kernel counts in 32 bits */
+  *vec = 1;
+  if (p->keep_stride < 0 || p->outer_stride < 0) return 1;
+  /* 16 bytes per load (4 f32, 8 halves), else 8 bytes of 4 halves */
+  for (int w = v->dtype == RLX_F32 ? 4 : 8; w >= 4; w -= 4) {
+    uint64_t bytes = (uint64_t)w * rlx_dtype_size(v->dtype);
+    if (p->inner % w == 0 && p->keep_stride % w == 0 && p->outer_stride % w == 0 &&
+        p->ioff % bytes == 0) {
+      *vec = w;
+      break;
+    }
+  }
   return 1;
 }
 
-/* Keep indices x chunks: about 8 blocks of 256 threads per SM, each
- * thread adding at least 4 vectors. Chunks > 1 add the column kernel's
- * finishing pass over the double partials in scratch. */
+/* Keep indices x chunks in one wave of 8 blocks of 256 threads per SM
+ * (the kernel's launch bounds), so no block waits for a second wave; each
+ * thread adds at least 4 vectors. With chunks > 1 the partials (doubles)
+ * and one counter per keep index live in scratch (zeroed at create; the
+ * last block of each keep index rearms its counter). */
 static rlx_status build_reduce_mid(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                    rlxk_mid p, int vec, rlx_launch_list* l, rlx_error* err) {
-  int64_t total = p.outer * (p.inner / vec), target = (int64_t)b->d->sm_count * 8;
-  int64_t chunks = (target + p.keep - 1) / p.keep, most = (total + 1023) / 1024;
+  int64_t total = p.outer * (p.inner / vec), wave = (int64_t)b->d->sm_count * 8;
+  int64_t chunks = wave / p.keep, most = (total + 1023) / 1024;
   if (chunks > most) chunks = most;
   if (chunks > 65535) chunks = 65535;
   if (chunks < 1) chunks = 1;
@@ -395,29 +405,18 @@ static rlx_status build_reduce_mid(const rlx_cuda_build* b, const rlx_step* s, i
   p.chunks = (total + p.per_chunk - 1) / p.per_chunk;
   if (p.chunks > 1) { /* doubles: other scratch users leave 4-byte multiples */
     p.partial = (l->scratch_bytes + 255u) & ~(uint64_t)255u; /* offset; an address at launch */
-    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.keep) * 8u;
+    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.keep) * 8u + (uint64_t)p.keep * 4u;
   }
-  rlx_cuda_fn fn = vec == 4 ? RLX_CUDA_FN_REDUCE_MID_V4 : vec == 8 ? RLX_CUDA_FN_REDUCE_MID_V8
-                            : RLX_CUDA_FN_REDUCE_MID_V1;
+  int half = p.idt != RLX_F32;
+  rlx_cuda_fn fn = vec == 8 ? RLX_CUDA_FN_REDUCE_MID_V8
+                   : vec == 4 ? (half ? RLX_CUDA_FN_REDUCE_MID_H4 : RLX_CUDA_FN_REDUCE_MID_V4)
+                              : RLX_CUDA_FN_REDUCE_MID_V1;
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.mid = p;
   x->block = 256;
   x->grid[0] = (unsigned)p.keep;
   x->grid[1] = (unsigned)p.chunks;
-  if (p.chunks == 1) return RLX_OK;
-  /* The finish is the column kernel's: partial[chunk * cols + c], in order. */
-  if (!(x = push_kernel(l, RLX_CUDA_FN_REDUCE_COLS_FIN, i, err))) return RLX_RESOURCE_EXHAUSTED;
-  memset(&x->p.cols, 0, sizeof x->p.cols);
-  x->p.cols.cols = p.keep;
-  x->p.cols.rows = p.outer * p.inner; /* the mean's count */
-  x->p.cols.chunks = p.chunks;
-  x->p.cols.partial = p.partial;
-  x->p.cols.ooff = p.ooff;
-  x->p.cols.op = p.op;
-  x->p.cols.idt = p.idt;
-  x->p.cols.odt = p.odt;
-  x->grid[0] = grid_for(b, p.keep, 256);
   return RLX_OK;
 }
 

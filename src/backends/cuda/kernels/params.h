@@ -301,7 +301,8 @@ typedef struct rlxk_region {
  * elements, read VEC at a time. A keep index's outer * inner / VEC vectors
  * split into `chunks` of per_chunk; with chunks > 1 each chunk's double
  * partial goes to partial[chunk * keep + k] (scratch offset, an address at
- * launch) and rlx_reduce_cols_fin adds them in chunk order. */
+ * launch), followed by a u32 counter per keep index, and the block that
+ * counts last adds them in chunk order. */
 typedef struct rlxk_mid {
   int64_t keep, keep_stride, outer, outer_stride, inner, per_chunk, chunks;
   uint64_t ioff, ooff, partial;

@@ -493,6 +493,52 @@ static int cuda_available(void) {
   return 0;
 }
 
+/* BatchNorm statistics and ReLU's gradient at a size where the middle-axis
+ * reduction splits each channel into chunks (their partials and a counter
+ * per channel in scratch, the last block finishing): graph replays with
+ * new inputs must keep matching the CPU (the counters rearm), and a rerun
+ * of the same inputs must give the same bits (the order is fixed). */
+TEST(batchnorm_statistics_replay) {
+  gcase c = new_case();
+  rlx_dim xs[4] = {16, 3, 56, 56}, one[1] = {1};
+  rlx_tensor x = add_in(&c, xs, 4), zero = add_in(&c, one, 1), xb, m, r, o[3];
+  int32_t axes[3] = {0, 2, 3};
+  rlx_graph_add_reduce(c.g, RLX_RED_MEAN, x, axes, 3, 1, &o[0]);
+  rlx_graph_add_compare(c.g, RLX_CMP_GT, x, zero, &m);
+  rlx_graph_add_where(c.g, m, x, zero, &r);
+  rlx_graph_add_reduce(c.g, RLX_RED_SUM, r, axes, 3, 0, &o[1]);
+  rlx_graph_add_cast(c.g, x, RLX_BF16, &xb);
+  rlx_graph_add_reduce(c.g, RLX_RED_SUM, xb, axes, 3, 0, &o[2]);
+  rlx_graph_add_cast(c.g, o[2], RLX_F32, &o[2]);
+  rlx_graph_set_outputs(c.g, o, 3);
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* again = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
+  CHECK(gpu && again && cpu);
+  for (uint64_t run = 0; run < 3; run++) {
+    CHECK_OK_E(gpu, set_inputs(&c, gpu, 40 + run));
+    CHECK_OK_E(cpu, set_inputs(&c, cpu, 40 + run));
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    /* f32 outputs to 1e-5; the bf16 sum may round one ulp apart (1e-2) */
+    for (int32_t i = 0; i < 3; i++) {
+      int64_t na = 0, nb = 0;
+      double *a = read_out(gpu, i, &na), *b = read_out(cpu, i, &nb);
+      double err = a && b && na == nb ? test_rel_l2(a, b, na) : INFINITY;
+      free(a);
+      free(b);
+      CHECK(err <= (i == 2 ? 1e-2 : 1e-5));
+    }
+  }
+  CHECK_OK_E(again, set_inputs(&c, again, 42));
+  CHECK_OK_E(again, rlx_exec_run(again));
+  CHECK(same_outputs(gpu, again, 0, "batchnorm statistics rerun"));
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(again);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
 int main(void) {
   int avail = cuda_available();
   if (avail < 0) return 1;
@@ -506,5 +552,6 @@ int main(void) {
   RUN(flash_attention_prefill);
   RUN(kv_state_in_place);
   RUN(gemm_padding);
+  RUN(batchnorm_statistics_replay);
   return test_summary();
 }

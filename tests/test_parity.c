@@ -1648,6 +1648,64 @@ static void c_region(pcase* c, int variant) {
   outputs(c, &y, 1);
 }
 
+/* Sums and means keeping a MIDDLE axis (BatchNorm statistics, CUDA's
+ * rlx_reduce_mid): [N, C, H, W] over {0, 2, 3} with small odd or aligned
+ * H * W (layout 0), [C, H, W] over {1, 2}, one run per channel (1), and
+ * planes large enough for several chunks per channel, H * W odd or a
+ * multiple of 8 (2). Dtype: v % 3; sum or mean: (v / 3) % 2; layout v / 6. */
+static void c_reduce_mid(pcase* c, int v) {
+  static const int64_t ns[] = {1, 2, 3, 5}, cs[] = {1, 3, 8, 17, 64};
+  static const int64_t hw[] = {1, 2, 3, 4, 7, 8, 14, 17}, big[] = {40, 56, 57};
+  c->compute = half_of(v);
+  int layout = v / 6;
+  rlx_dim s[4] = {pick(ns, 4), pick(cs, 5), pick(hw, 8), pick(hw, 8)};
+  if (layout == 2) {
+    s[0] = test_rand_int(2, 4);
+    s[1] = test_rand_int(2, 5);
+    s[2] = pick(big, 3);
+    s[3] = pick(big, 3);
+  }
+  int32_t axes4[3] = {0, 2, 3}, axes3[2] = {1, 2};
+  rlx_tensor x = as_compute(c, input(c, RLX_F32, layout == 1 ? s + 1 : s, layout == 1 ? 3 : 4)), y;
+  rlx_reduce_op op = (v / 3) % 2 ? RLX_RED_MEAN : RLX_RED_SUM;
+  rlx_graph_add_reduce(c->g, op, x, layout == 1 ? axes3 : axes4, layout == 1 ? 2 : 3,
+                       (int)test_rand_int(0, 1), &y);
+  y = to_f32(c, y);
+  outputs(c, &y, 1);
+}
+
+/* Compare and where over f32 / f16 / bf16 views (v % 3), CUDA's
+ * rlx_ew_select: ReLU's gradient, where(x > 0, dy, 0) with a scalar 0
+ * (v / 3 == 0); x <= y with y broadcast over rows, then where(m, x, y)
+ * (1); a condition broadcast over the inner dim choosing between x and
+ * a scalar (2). Inner extents are multiples of 4 or odd. Where only
+ * copies, so every output must equal the reference. */
+static void c_select_views(pcase* c, int v) {
+  static const int64_t inner[] = {3, 4, 8, 13, 16, 64};
+  c->compute = half_of(v);
+  c->exact = 1;
+  int form = v / 3;
+  rlx_dim s[3] = {rdim(), rdim(), pick(inner, 6)}, row[3] = {s[0], s[1], 1}, one[1] = {1};
+  rlx_tensor x = as_compute(c, input(c, RLX_F32, s, 3)), y, m, w;
+  if (form == 0) {
+    y = as_compute(c, input(c, RLX_F32, one, 1));
+    rlx_tensor dy = as_compute(c, input(c, RLX_F32, s, 3));
+    rlx_graph_add_compare(c->g, RLX_CMP_GT, x, y, &m);
+    rlx_graph_add_where(c->g, m, dy, y, &w);
+  } else if (form == 1) {
+    y = as_compute(c, input(c, RLX_F32, s + 2, 1));
+    rlx_graph_add_compare(c->g, RLX_CMP_LE, x, y, &m);
+    rlx_graph_add_where(c->g, m, x, y, &w);
+  } else {
+    rlx_tensor r = as_compute(c, input(c, RLX_F32, row, 3));
+    y = as_compute(c, input(c, RLX_F32, one, 1));
+    rlx_graph_add_compare(c->g, RLX_CMP_GE, r, y, &m);
+    rlx_graph_add_where(c->g, m, x, y, &w);
+  }
+  rlx_tensor o[2] = {m, to_f32(c, w)};
+  outputs(c, o, 2);
+}
+
 #define TOL_F32 {1e-5, 0, 0}
 #define TOL_HALF {0, 2e-2, 2e-2}
 #define TOL_F16 {0, 2e-2, 0}
@@ -1719,6 +1777,8 @@ static const case_def CASES[] = {
     {"update_batch", c_update_batch, 18, {1e-5, 0, 1e-2}},
     {"pool_backward_ties", c_pool_backward_ties, 2, TOL_F32},
     {"region", c_region, 8, {1e-5, 2e-2, 2e-2}},
+    {"reduce_mid", c_reduce_mid, 18, {1e-5, 2e-2, 2e-2}},
+    {"select_views", c_select_views, 9, {1e-5, 1e-5, 1e-5}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -499,6 +499,8 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       if (x->fn == RLX_CUDA_FN_SAMPLE) p.sample.scratch += pr->scratch;
       if (x->fn >= RLX_CUDA_FN_REDUCE_COLS_V1 && x->fn <= RLX_CUDA_FN_REDUCE_COLS_FIN)
         p.cols.partial += pr->scratch;
+      if (x->fn >= RLX_CUDA_FN_REDUCE_MID_V1 && x->fn <= RLX_CUDA_FN_REDUCE_MID_H4)
+        p.mid.partial += pr->scratch;
       if (x->fn == RLX_CUDA_FN_OPT_MULTI) p.opt_multi.table += pr->scratch;
       if (x->fn == RLX_CUDA_FN_GEMV_FUSED_V1 || x->fn == RLX_CUDA_FN_GEMV_FUSED_V4) {
         p.mm.partial += pr->scratch;

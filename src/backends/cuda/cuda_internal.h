@@ -164,7 +164,10 @@ typedef struct rlx_lt_api {
   X(NORM_H16_V1, rlx_norm_h16_v1, norm) X(NORM_H16_V2, rlx_norm_h16_v2, norm)                  \
   X(NORM_H16_V4, rlx_norm_h16_v4, norm) X(NORM_H16_V8, rlx_norm_h16_v8, norm)                  \
   X(NORM_BWD_W4, rlx_norm_bwd_w4, rows_bwd) X(NORM_BWD_W8, rlx_norm_bwd_w8, rows_bwd)  \
-  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)
+  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)                            \
+  X(REDUCE_MID_V1, rlx_reduce_mid_v1, reduce) X(REDUCE_MID_V4, rlx_reduce_mid_v4, reduce)      \
+  X(REDUCE_MID_V8, rlx_reduce_mid_v8, reduce) X(REDUCE_MID_H4, rlx_reduce_mid_h4, reduce)      \
+  X(EW_SELECT4, rlx_ew_select4, elementwise) X(EW_SELECT1, rlx_ew_select1, elementwise)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -252,6 +255,7 @@ typedef union rlx_launch_params {
   rlxk_cols cols;
   rlxk_opt_multi opt_multi;
   rlxk_region region;
+  rlxk_mid mid;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

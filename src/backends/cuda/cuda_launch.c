@@ -160,6 +160,31 @@ static int ew_views_width(const rlxk_ew* p) {
   return 4;
 }
 
+/* rlx_ew_select{4,1}: compare of two float views into bool, or where of a
+ * bool cond between two float views into a float view (ReLU's gradient).
+ * Returns 0 (not this path), 1 or 4 as ew_views_width does; a 4-element
+ * bool vector needs 4-byte alignment, as vec4_aligned checks for size 1. */
+static int ew_select_width(const rlxk_ew* p) {
+  if (p->kind == RLX_K_COMPARE) {
+    if (p->n_in != 2 || p->odt != RLX_BOOL) return 0;
+    if (!is_float_storage(p->idt[0]) || !is_float_storage(p->idt[1])) return 0;
+  } else if (p->kind == RLX_K_WHERE) {
+    if (p->n_in != 3 || p->idt[0] != RLX_BOOL || !is_float_storage(p->odt)) return 0;
+    if (!is_float_storage(p->idt[1]) || !is_float_storage(p->idt[2])) return 0;
+  } else {
+    return 0;
+  }
+  if (!ew_fits_32(p)) return 0;
+  int32_t last = p->rank - 1;
+  if (p->shape[last] % 4 || p->ostride[last] != 1 || !vec4_aligned(p->ooff, p->odt, p->ostride, p->rank))
+    return 1;
+  for (int k = 0; k < p->n_in; k++) {
+    int64_t st = p->istride[k][last];
+    if (st != 0 && (st != 1 || !vec4_aligned(p->ioff[k], p->idt[k], p->istride[k], p->rank))) return 1;
+  }
+  return 4;
+}
+
 /* Where(cond, x, y) planned in y's own bytes (device state): the elements
  * where cond is false already hold y, so rlx_where_rows writes only the
  * selected rows. Dims are reordered: those where cond varies first (one
@@ -216,6 +241,14 @@ static rlx_status build_ew(const rlx_cuda_build* b, const rlx_step* s, int32_t i
       x->bytes = bytes;
       return RLX_OK;
     }
+  }
+  int select = rlx_env_flag(RLX_ENV_CUDA_NO_SELECT) ? 0 : ew_select_width(&p);
+  if (select) {
+    rlx_launch* x = push_kernel(l, select == 4 ? RLX_CUDA_FN_EW_SELECT4 : RLX_CUDA_FN_EW_SELECT1, i, err);
+    if (!x) return RLX_RESOURCE_EXHAUSTED;
+    x->p.ew = p;
+    x->grid[0] = grid_for(b, (p.n + select - 1) / select, 256);
+    return RLX_OK;
   }
   int fast = ew_f32_ok(&p), width = fast ? 4 : ew_views_width(&p);
   rlx_cuda_fn fn = fast ? RLX_CUDA_FN_EW_F32 : width == 4 ? RLX_CUDA_FN_EW_VIEWS4
@@ -313,6 +346,80 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
   return RLX_OK;
 }
 
+/* A float sum / mean keeping one MIDDLE dim: [outer, keep, inner] ->
+ * [keep] with the inner dims contiguous (BatchNorm statistics over N, H, W
+ * of NCHW; merge_dims leaves kept = C with stride H*W, reduced = N, H*W).
+ * One reduced dim of stride 1 is the same with outer = 1. Fills p (all
+ * but the chunking) and the vector width (4 f32 or 8 halves: 16-byte
+ * loads; 4 halves: 8 bytes; 1 when runs or offsets are not aligned for
+ * those); 0 when the shape is not one. */
+static int mid_plan(const rlx_step* s, rlxk_mid* p, int* vec) {
+  const rlx_reduce_params* r = &s->p.reduce;
+  const rlx_view* v = &s->in[0];
+  if (s->op != RLX_RED_SUM && s->op != RLX_RED_MEAN) return 0;
+  if (v->dtype != RLX_F32 && !is_half(v->dtype)) return 0;
+  if (!rlx_dtype_is_float(s->out[0].dtype)) return 0;
+  int64_t ks[RLX_MAX_RANK], kt[RLX_MAX_RANK], rs[RLX_MAX_RANK], rt[RLX_MAX_RANK];
+  int nk = merge_dims(v->shape, v->stride, 0, r->n_keep, ks, kt);
+  int nr = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, rs, rt);
+  if (nk != 1 || nr < 1 || nr > 2 || rt[nr - 1] != 1 || ks[0] > 0x7fffffff) return 0;
+  memset(p, 0, sizeof *p);
+  p->keep = ks[0];
+  p->keep_stride = kt[0];
+  p->outer = nr == 2 ? rs[0] : 1;
+  p->outer_stride = nr == 2 ? rt[0] : 0;
+  p->inner = rs[nr - 1];
+  p->ioff = v->offset;
+  p->ooff = s->out[0].offset;
+  p->op = s->op;
+  p->idt = v->dtype;
+  p->odt = s->out[0].dtype;
+  if (p->outer * p->inner > 0x7fffffff) return 0; /* the kernel counts in 32 bits */
+  *vec = 1;
+  if (p->keep_stride < 0 || p->outer_stride < 0) return 1;
+  /* 16 bytes per load (4 f32, 8 halves), else 8 bytes of 4 halves */
+  for (int w = v->dtype == RLX_F32 ? 4 : 8; w >= 4; w -= 4) {
+    uint64_t bytes = (uint64_t)w * rlx_dtype_size(v->dtype);
+    if (p->inner % w == 0 && p->keep_stride % w == 0 && p->outer_stride % w == 0 &&
+        p->ioff % bytes == 0) {
+      *vec = w;
+      break;
+    }
+  }
+  return 1;
+}
+
+/* Keep indices x chunks in one wave of 8 blocks of 256 threads per SM
+ * (the kernel's launch bounds), so no block waits for a second wave; each
+ * thread adds at least 4 vectors. With chunks > 1 the partials (doubles)
+ * and one counter per keep index live in scratch (zeroed at create; the
+ * last block of each keep index rearms its counter). */
+static rlx_status build_reduce_mid(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                   rlxk_mid p, int vec, rlx_launch_list* l, rlx_error* err) {
+  int64_t total = p.outer * (p.inner / vec), wave = (int64_t)b->d->sm_count * 8;
+  int64_t chunks = wave / p.keep, most = (total + 1023) / 1024;
+  if (chunks > most) chunks = most;
+  if (chunks > 65535) chunks = 65535;
+  if (chunks < 1) chunks = 1;
+  p.per_chunk = (total + chunks - 1) / chunks;
+  p.chunks = (total + p.per_chunk - 1) / p.per_chunk;
+  if (p.chunks > 1) { /* doubles: other scratch users leave 4-byte multiples */
+    p.partial = (l->scratch_bytes + 255u) & ~(uint64_t)255u; /* offset; an address at launch */
+    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.keep) * 8u + (uint64_t)p.keep * 4u;
+  }
+  int half = p.idt != RLX_F32;
+  rlx_cuda_fn fn = vec == 8 ? RLX_CUDA_FN_REDUCE_MID_V8
+                   : vec == 4 ? (half ? RLX_CUDA_FN_REDUCE_MID_H4 : RLX_CUDA_FN_REDUCE_MID_V4)
+                              : RLX_CUDA_FN_REDUCE_MID_V1;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.mid = p;
+  x->block = 256;
+  x->grid[0] = (unsigned)p.keep;
+  x->grid[1] = (unsigned)p.chunks;
+  return RLX_OK;
+}
+
 static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_reduce_params* r = &s->p.reduce;
@@ -321,6 +428,9 @@ static rlx_status build_reduce(const rlx_cuda_build* b, const rlx_step* s, int32
   int vec = 1;
   if (r->inner > 1 && cols_plan(s, &cols, &vec))
     return build_reduce_cols(b, s, i, cols, vec, l, err);
+  rlxk_mid mid;
+  if (r->inner > 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_MID_REDUCE) && mid_plan(s, &mid, &vec))
+    return build_reduce_mid(b, s, i, mid, vec, l, err);
   int block = r->inner >= 256 || r->outer < 2 * b->d->sm_count;
   rlx_launch* x = push_kernel(l, block ? RLX_CUDA_FN_REDUCE_BLOCK : RLX_CUDA_FN_REDUCE_THREAD, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;

@@ -159,6 +159,73 @@ __device__ void ew_views(char* arena, const rlxk_ew& p) {
 extern "C" __global__ void rlx_ew_views4(char* arena, rlxk_ew p, rlxk_state* st) { ew_views<4>(arena, p); }
 extern "C" __global__ void rlx_ew_views1(char* arena, rlxk_ew p, rlxk_state* st) { ew_views<1>(arena, p); }
 
+/* ---------------------------------------------------------------- compare / where, float views */
+
+/* Compare (two float views -> bool) and where (bool cond, two float views
+ * -> float) with the same 32-bit folded walk as ew_views: ReLU's gradient
+ * is where(x > 0, dy, 0). Float compares give the reference's (double)
+ * answers, since f32 / f16 / bf16 values widen exactly; where copies the
+ * chosen value through f32, exact for these dtypes. With V == 4 the host
+ * has checked the inner extent is a multiple of 4 and that the output and
+ * every operand stepping 1 along it are 4-element aligned in every row
+ * (4 bytes of bool, 8 of halves, 16 of f32); the others step 0. */
+RLXK_DEV uchar4 ld4_bool(const char* b, int32_t i, bool step1) {
+  if (step1) return *(const uchar4*)(b + i);
+  unsigned char c = (unsigned char)b[i];
+  return make_uchar4(c, c, c, c);
+}
+
+RLXK_DEV float pick(unsigned char c, float x, float y) { return c ? x : y; }
+
+RLXK_DEV unsigned char cmp1(int op, float a, float b) {
+  return (unsigned char)rlx_compare_f64(op, (double)a, (double)b);
+}
+
+template <int V>
+__device__ void ew_select(char* arena, const rlxk_ew& p) {
+  const int last = p.rank - 1;
+  const int32_t per_row = (int32_t)p.shape[last] / V;
+  const int64_t total = p.n / V;
+  char* o = atw(arena, p.ooff);
+  const char* in[3] = {at(arena, p.ioff[0]), at(arena, p.ioff[1]),
+                       at(arena, p.ioff[p.n_in > 2 ? 2 : 1])};
+  bool step1[3];
+  for (int k = 0; k < 3; k++) step1[k] = k < p.n_in && p.istride[k][last] != 0;
+  for (int64_t t = grid_index(); t < total; t += grid_stride()) {
+    int32_t row = (int32_t)(t / per_row), c = (int32_t)(t % per_row) * V;
+    int32_t oi = c * (int32_t)p.ostride[last], ii[3];
+    for (int k = 0; k < 3; k++) ii[k] = k < p.n_in ? c * (int32_t)p.istride[k][last] : 0;
+    for (int d = last - 1; d >= 0; d--) { /* row -> outer dim indices */
+      int32_t s = (int32_t)p.shape[d], idx = row % s;
+      row /= s;
+      oi += idx * (int32_t)p.ostride[d];
+      for (int k = 0; k < p.n_in; k++) ii[k] += idx * (int32_t)p.istride[k][d];
+    }
+    if (p.kind == 2) { /* RLX_K_COMPARE: bool out */
+      if (V == 4) {
+        float4 a = ld4_f32(in[0], p.idt[0], ii[0], step1[0]);
+        float4 b = ld4_f32(in[1], p.idt[1], ii[1], step1[1]);
+        *(uchar4*)(o + oi) = make_uchar4(cmp1(p.op, a.x, b.x), cmp1(p.op, a.y, b.y),
+                                         cmp1(p.op, a.z, b.z), cmp1(p.op, a.w, b.w));
+      } else {
+        o[oi] = (char)cmp1(p.op, ld_f32(in[0], p.idt[0], ii[0]), ld_f32(in[1], p.idt[1], ii[1]));
+      }
+    } else if (V == 4) { /* RLX_K_WHERE */
+      uchar4 m = ld4_bool(in[0], ii[0], step1[0]);
+      float4 a = ld4_f32(in[1], p.idt[1], ii[1], step1[1]);
+      float4 b = ld4_f32(in[2], p.idt[2], ii[2], step1[2]);
+      st4_f32(o, p.odt, oi, make_float4(pick(m.x, a.x, b.x), pick(m.y, a.y, b.y),
+                                        pick(m.z, a.z, b.z), pick(m.w, a.w, b.w)));
+    } else {
+      bool m = in[0][ii[0]] != 0;
+      st_f32(o, p.odt, oi, m ? ld_f32(in[1], p.idt[1], ii[1]) : ld_f32(in[2], p.idt[2], ii[2]));
+    }
+  }
+}
+
+extern "C" __global__ void rlx_ew_select4(char* arena, rlxk_ew p, rlxk_state* st) { ew_select<4>(arena, p); }
+extern "C" __global__ void rlx_ew_select1(char* arena, rlxk_ew p, rlxk_state* st) { ew_select<1>(arena, p); }
+
 /* ---------------------------------------------------------------- debug: finite check */
 
 /* p describes one output view (ostride/shape/odt); op = output slot. */

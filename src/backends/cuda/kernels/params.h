@@ -296,4 +296,17 @@ typedef struct rlxk_region {
   int32_t rank, n_in, n_ops, out_reg, odt, rdt;
 } rlxk_region;
 
+/* Sum / mean over [outer, keep, inner] -> [keep] (BatchNorm statistics over
+ * N, H, W of NCHW): each keep index's outer runs of `inner` contiguous
+ * elements, read VEC at a time. A keep index's outer * inner / VEC vectors
+ * split into `chunks` of per_chunk; with chunks > 1 each chunk's double
+ * partial goes to partial[chunk * keep + k] (scratch offset, an address at
+ * launch), followed by a u32 counter per keep index, and the block that
+ * counts last adds them in chunk order. */
+typedef struct rlxk_mid {
+  int64_t keep, keep_stride, outer, outer_stride, inner, per_chunk, chunks;
+  uint64_t ioff, ooff, partial;
+  int32_t op, idt, odt, pad_;
+} rlxk_mid;
+
 #endif

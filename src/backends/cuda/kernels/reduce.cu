@@ -227,6 +227,96 @@ extern "C" __global__ void rlx_reduce_cols_fin(char* arena, rlxk_cols p, rlxk_st
   }
 }
 
+/* ---------------------------------------------------------------- kept middle axis */
+
+/* Four halves (8 bytes) as doubles; the 16-byte f32 / half loads and the
+ * single element of any float dtype are the column kernel's cols_load. */
+RLXK_DEV void mid_load_h4(const char* x, int t, int64_t e, double* v) {
+  uint2 raw = *(const uint2*)(x + e * 2);
+  const uint16_t* h = (const uint16_t*)&raw;
+#pragma unroll
+  for (int k = 0; k < 4; k++)
+    v[k] = t == RLX_BF16 ? (double)__bfloat162float(__ushort_as_bfloat16(h[k]))
+                         : (double)__half2float(__ushort_as_half(h[k]));
+}
+
+RLXK_DEV void mid_store(char* arena, const rlxk_mid& p, int64_t k, double sum) {
+  double count = (double)p.outer * (double)p.inner;
+  st_f64(atw(arena, p.ooff), p.odt, k, p.op == RLX_RED_MEAN ? sum / count : sum);
+}
+
+/* Sum / mean of [outer, keep, inner] over outer and inner (BatchNorm
+ * statistics of NCHW over N, H, W). Block (k, chunk) adds keep index k's
+ * vectors [chunk * per_chunk, ...) of its outer * inner / VEC, thread t
+ * taking every blockDim.x-th one: consecutive threads read consecutive
+ * vectors of a run, so loads coalesce even when a run is short. A thread
+ * tracks its (run, position) pair by adding the block's fixed step instead
+ * of dividing per vector. With several chunks each block leaves its double
+ * partial in scratch and counts itself in k's counter (after the
+ * partials); the block that counts last adds the partials in a fixed
+ * order and rearms the counter, so no finishing launch. Every addition's
+ * order is fixed by the launch shape, so runs repeat bit for bit. 8
+ * blocks of 256 per SM: the host sizes the grid as one such wave. */
+template <int VEC, bool H4>
+__device__ void reduce_mid(char* arena, const rlxk_mid& p) {
+  __shared__ double red[32];
+  __shared__ int last;
+  const int64_t k = blockIdx.x;
+  const char* x = at(arena, p.ioff) + k * p.keep_stride * (p.idt == RLX_F32 ? 4 : 2);
+  /* 32-bit vector counts (the host checks outer * inner fits); 64-bit
+   * element offsets, the run's start advanced by steps, not products. */
+  const int32_t runs = (int32_t)(p.inner / VEC), total = (int32_t)(p.outer * runs);
+  const int32_t v0 = (int32_t)(blockIdx.y * p.per_chunk);
+  const int32_t v1 = total - v0 > (int32_t)p.per_chunk ? v0 + (int32_t)p.per_chunk : total;
+  const int32_t step_j = (int32_t)blockDim.x % runs;
+  const int64_t step_row = (int64_t)((int32_t)blockDim.x / runs) * p.outer_stride;
+  int32_t v = v0 + (int32_t)threadIdx.x, j = v % runs;
+  int64_t row = (int64_t)(v / runs) * p.outer_stride;
+  double acc = 0.0;
+#pragma unroll 4
+  for (; v < v1; v += blockDim.x) {
+    double e[VEC];
+    if constexpr (H4) mid_load_h4(x, p.idt, row + j * VEC, e);
+    else cols_load<VEC>(x, p.idt, row + j * VEC, e);
+#pragma unroll
+    for (int u = 0; u < VEC; u++) acc += e[u];
+    row += step_row;
+    j += step_j;
+    if (j >= runs) {
+      j -= runs;
+      row += p.outer_stride;
+    }
+  }
+  acc = block_sum(acc, red);
+  if (p.chunks == 1) {
+    if (threadIdx.x == 0) mid_store(arena, p, k, acc);
+    return;
+  }
+  double* part = (double*)p.partial;
+  unsigned* counter = (unsigned*)(part + p.chunks * p.keep) + k;
+  if (threadIdx.x == 0) {
+    part[blockIdx.y * p.keep + k] = acc;
+    __threadfence(); /* the partial is visible before the count says so */
+    last = atomicAdd(counter, 1u) == (unsigned)(p.chunks - 1);
+    if (last) *counter = 0; /* every block of this launch has counted */
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  double s = 0.0;
+  for (int64_t c = threadIdx.x; c < p.chunks; c += blockDim.x) s += __ldcg(&part[c * p.keep + k]);
+  s = block_sum(s, red);
+  if (threadIdx.x == 0) mid_store(arena, p, k, s);
+}
+
+#define RLX_REDUCE_MID(name, vec, h4)                                              \
+  extern "C" __global__ void __launch_bounds__(256, 8)                              \
+      name(char* a, rlxk_mid p, rlxk_state* s) { reduce_mid<vec, h4>(a, p); }
+RLX_REDUCE_MID(rlx_reduce_mid_v1, 1, false)
+RLX_REDUCE_MID(rlx_reduce_mid_v4, 4, false)
+RLX_REDUCE_MID(rlx_reduce_mid_v8, 8, false)
+RLX_REDUCE_MID(rlx_reduce_mid_h4, 4, true)
+
 /* ---------------------------------------------------------------- arg reduce */
 
 struct arg_best {

@@ -305,6 +305,13 @@ static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
          f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128;
 }
 
+/* The query-tile kernels whose STATS launch can leave a float2 (lse, D)
+ * copy in scratch for DQ (tensor-core and SIMT tiled): the launch makes
+ * a.partial an address. */
+static inline int rlx_cuda_fn_attn_bwd_stats_copy(rlx_cuda_fn f) {
+  return rlx_cuda_fn_attn_bwd_mma_q(f) || f == RLX_CUDA_FN_ATTN_BWD_Q64 || f == RLX_CUDA_FN_ATTN_BWD_Q128;
+}
+
 /* Appends the launches for steps[i] (cuda_launch.c). */
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);

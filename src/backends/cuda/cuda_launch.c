@@ -1112,11 +1112,12 @@ static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_c
   if (a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
   rlx_dtype qt = s->in[0].dtype;
   if (qt != RLX_F32 && qt != RLX_F16 && qt != RLX_BF16) return 0;
-  /* q, d_out, K, V tiles of 64 rows (row stride D + 4), the 64 x 68 P / dS
-   * tile and 64 lse + 64 D values, all f32. */
-  *smem = (unsigned)((4 * 64 * (a->D + 4) + 64 * 68 + 128) * 4);
-  if (*smem > (unsigned)b->d->smem_optin) return 0;
   int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  /* q, d_out, K, V tiles of 64 rows (row stride D + 4), the 64 x 68 dS
+   * tile (and P: the key kernel's DV launch may take DK's work too) and
+   * 64 lse + 64 D values, all f32. */
+  *smem = (unsigned)((4 * 64 * (a->D + 4) + (keys ? 2 : 1) * 64 * 68 + 128) * 4);
+  if (*smem > (unsigned)b->d->smem_optin) return 0;
   if (keys) {
     *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_K64 : RLX_CUDA_FN_ATTN_BWD_K128;
     *blocks = a->B * a->Hkv * ((a->Sk + 63) / 64);
@@ -1211,7 +1212,7 @@ static void attn_bwd_stats_copy(rlx_launch_list* l, const rlx_step* s, int32_t i
   for (int32_t j = l->n - 2; j >= 0 && l->v[j].step >= i - 3; j--) {
     const rlx_launch* x = &l->v[j];
     const rlxk_attn_bwd* st = &x->p.attn_bwd;
-    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_mma_q(x->fn) && st->op == RLXK_ATTN_BWD_STATS &&
+    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_stats_copy(x->fn) && st->op == RLXK_ATTN_BWD_STATS &&
         st->stats_copy && st->goff == s->out[0].offset && st->a.qoff == s->in[0].offset) {
       k->stats_copy = 1;
       k->a.partial = st->a.partial;
@@ -1241,6 +1242,11 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   int64_t mma_blocks;
   int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks);
   if (use_mma && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, mma)) return RLX_OK;
+  rlx_cuda_fn tiled = RLX_CUDA_FN_ATTN_BWD_Q64;
+  unsigned smem = 0;
+  int64_t blocks = 0;
+  int use_tiled = !use_mma && attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks);
+  if (use_tiled && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, tiled)) return RLX_OK;
   int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
   rlx_launch* x = push_kernel(l, keys ? RLX_CUDA_FN_ATTN_BWD_KEYS : RLX_CUDA_FN_ATTN_BWD_ROWS, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
@@ -1261,20 +1267,18 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   k->op = s->op;
   x->grid[0] = (unsigned)((items + 3) / 4); /* 4 warps per block, one item each */
   x->block = 128;
-  rlx_cuda_fn tiled;
-  unsigned smem;
-  int64_t blocks;
   if (use_mma) { /* 4 warps of 16 rows per 64-row tile */
     x->fn = mma;
     x->grid[0] = (unsigned)mma_blocks;
     x->block = 128;
     x->smem = mma_smem;
     attn_bwd_stats_copy(l, s, i, k);
-  } else if (attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks)) {
+  } else if (use_tiled) {
     x->fn = tiled;
     x->grid[0] = (unsigned)blocks;
     x->block = 256;
     x->smem = smem;
+    attn_bwd_stats_copy(l, s, i, k);
   }
   return RLX_OK;
 }

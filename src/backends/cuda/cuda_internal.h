@@ -163,7 +163,9 @@ typedef struct rlx_lt_api {
   X(NORM_H16_V1, rlx_norm_h16_v1, norm) X(NORM_H16_V2, rlx_norm_h16_v2, norm)                  \
   X(NORM_H16_V4, rlx_norm_h16_v4, norm) X(NORM_H16_V8, rlx_norm_h16_v8, norm)                  \
   X(NORM_BWD_W4, rlx_norm_bwd_w4, rows_bwd) X(NORM_BWD_W8, rlx_norm_bwd_w8, rows_bwd)  \
-  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)
+  X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)                           \
+  X(ATTN_F32TC_D64, rlx_attn_f32tc_d64, attention_f32)                                        \
+  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

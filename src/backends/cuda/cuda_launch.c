@@ -933,9 +933,11 @@ static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
   return 1;
 }
 
-/* The exact-f32 SIMT kernel (attention_f32.cu): f32 Q, K, V with D == Dv
- * in {64, 128}, rows loadable by 16-byte cp.async. Returns the kernel and
- * its rows per block and shared memory, or 0. Blocks of 128 query rows
+/* The exact-f32 flash kernels (attention_f32.cu): f32 Q, K, V with D == Dv
+ * in {64, 128}, rows loadable by 16-byte cp.async. From sm_80 the
+ * split-precision TF32 tensor-core kernel (error of the SIMT one's order,
+ * ~13% faster on the H200; RLX_CUDA_NO_F32_TC_ATTN keeps the SIMT one).
+ * Returns the kernel and its rows per block and shared memory, or 0. Blocks of 128 query rows
  * (8 per thread): d128 64-row blocks measured slower (H100, B4 H32 S4096
  * causal: 20.2 ms against 17.8 ms for 128 rows) and were removed. */
 static int attn_f32_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn, int* rows,
@@ -950,6 +952,12 @@ static int attn_f32_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn
     if (strides[k] % 4 != 0) return 0;
   int ld = (int)a->D + 4;
   *rows = 16 * 8;
+  if (b->d->cc_major >= 8 && !rlx_env_flag(RLX_ENV_CUDA_NO_F32_TC_ATTN)) {
+    /* 3xTF32 tensor cores: the 128-row Q tile and two stages of 64-row K / V. */
+    *smem = (unsigned)((*rows + 4 * 64) * ld * 4);
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32TC_D64 : RLX_CUDA_FN_ATTN_F32TC_D128;
+    if (*smem <= (unsigned)b->d->smem_optin) return 1;
+  }
   *smem = (unsigned)(((*rows + 128) * ld + *rows * 80) * 4);
   *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32_D64 : RLX_CUDA_FN_ATTN_F32_D128R8;
   return *smem <= (unsigned)b->d->smem_optin;

@@ -9,15 +9,20 @@
  * rlx_attn_bwd_q*: one block per (b, h, 64-query tile).
  *   STATS: lse of each row (online max / sum over the visible key tiles)
  *          and D = d_out . out -> stats[2r], stats[2r + 1];
- *   DQ:    the same lse pass again (the stats live in dq's bytes, which
- *          this phase overwrites: other blocks' dq rows may cover this
- *          block's stats), then per key tile S, P = exp(S - lse),
- *          dP = dO V^T, dS = P (dP - D) ds/ddot and dq += dS K.
+ *          With stats_copy STATS also leaves a float2 (lse, D) per row in
+ *          scratch (a.partial);
+ *   DQ:    lse and D from that copy, else the same lse pass again (the
+ *          stats live in dq's bytes, which this phase overwrites: other
+ *          blocks' dq rows may cover this block's stats), then per key
+ *          tile S, P = exp(S - lse), dP = dO V^T, dS = P (dP - D) ds/ddot
+ *          and dq += dS K.
  * rlx_attn_bwd_k*: one block per (b, kv head, 64-key tile); loops over the
  *   query tiles of every query head of the GQA group that the mask lets see
  *   the key tile, reading lse / D from the stats:
  *   DV:    dv += P^T dO;
- *   DK:    dk += dS^T Q.
+ *   DK:    dk += dS^T Q;
+ *   fused (the DV launch, p.fused): both from one P / dS per tile pair,
+ *          dk to g2 (the DK step then launches nothing).
  *
  * 256 threads as 16 x 16 (ty, tx). Score tiles: thread owns rows ty + 16r
  * and columns tx + 16c (r, c < 4); row reductions are shuffles within the

@@ -521,6 +521,34 @@ static void c_attention_backward_half(pcase* c, int v) {
   outputs(c, g, 3);
 }
 
+/* f32 attention at the head dims of CUDA's exact-f32 flash kernels (64,
+ * 128: SIMT, or split-precision TF32 on tensor cores), past one 128-row
+ * block (partial tiles at both ends, the causal diagonal offset by
+ * Sk - Sq): variants = mask kind (v % 5) x head dim (v / 5), layouts
+ * alternating, GQA, score scale and softcap drawn. S <= 130. */
+static void c_attention_f32_tiles(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 2);
+  int64_t Sq = test_rand_int(16, 130), Sk = Sq + test_rand_int(0, 70), D = v / 5 ? 128 : 64;
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = v & 1 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  d.mask = (rlx_mask_kind)(v % 5);
+  d.window = (int32_t)test_rand_int(8, 70);
+  d.softcap = test_rand_int(0, 1) ? 5.0f : 0;
+  d.score_scale = test_rand_int(0, 1) ? 0.3f : 0;
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[4] = {B, 1, Sq, Sk};
+  if (d.layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H; qs[2] = Sq; ks[1] = Hkv; ks[2] = Sk;
+  }
+  rlx_tensor q = input(c, RLX_F32, qs, 4), k = input(c, RLX_F32, ks, 4), vv = input(c, RLX_F32, ks, 4);
+  rlx_tensor mask = RLX_NONE, y;
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) mask = input(c, RLX_F32, ms, 4);
+  rlx_graph_add_attention(c->g, q, k, vv, mask, &d, &y);
+  outputs(c, &y, 1);
+}
+
 static void c_half_rows(pcase* c, int v) {
   rlx_dim s[2] = {rdim(), rdim() * 2};
   rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
@@ -1762,6 +1790,7 @@ static const case_def CASES[] = {
     {"attention_backward", c_attention_backward, 12, {1e-4, 3e-2, 3e-2}},
     {"attention_backward_tiled", c_attention_backward_tiled, 12, {1e-4, 3e-2, 3e-2}},
     {"attention_backward_half", c_attention_backward_half, 20, {0, 3e-2, 3e-2}},
+    {"attention_f32_tiles", c_attention_f32_tiles, 10, TOL_F32},
     {"norm_backward", c_norm_backward, 5, TOL_F32},
     {"softmax_backward", c_softmax_backward, 4, TOL_F32},
     {"rope_backward", c_rope_backward, 16, TOL_F32},

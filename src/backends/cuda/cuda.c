@@ -510,7 +510,7 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
           x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE ||
           (x->fn >= RLX_CUDA_FN_ATTN_DEC_1V && x->fn <= RLX_CUDA_FN_ATTN_DEC_4G))
         p.attn.partial += pr->scratch;
-      if (rlx_cuda_fn_attn_bwd_mma_q(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
+      if (rlx_cuda_fn_attn_bwd_stats_copy(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
       CUresult r = d->cu.launch_kernel(d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,

@@ -167,7 +167,9 @@ typedef struct rlx_lt_api {
   X(REGION4, rlx_region4, region) X(REGION1, rlx_region1, region)                            \
   X(REDUCE_MID_V1, rlx_reduce_mid_v1, reduce) X(REDUCE_MID_V4, rlx_reduce_mid_v4, reduce)      \
   X(REDUCE_MID_V8, rlx_reduce_mid_v8, reduce) X(REDUCE_MID_H4, rlx_reduce_mid_h4, reduce)      \
-  X(EW_SELECT4, rlx_ew_select4, elementwise) X(EW_SELECT1, rlx_ew_select1, elementwise)
+  X(EW_SELECT4, rlx_ew_select4, elementwise) X(EW_SELECT1, rlx_ew_select1, elementwise)        \
+  X(ATTN_F32TC_D64, rlx_attn_f32tc_d64, attention_f32)                                        \
+  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -309,6 +311,13 @@ typedef struct rlx_cuda_build {
 static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
   return f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D128 ||
          f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128;
+}
+
+/* The query-tile kernels whose STATS launch can leave a float2 (lse, D)
+ * copy in scratch for DQ (tensor-core and SIMT tiled): the launch makes
+ * a.partial an address. */
+static inline int rlx_cuda_fn_attn_bwd_stats_copy(rlx_cuda_fn f) {
+  return rlx_cuda_fn_attn_bwd_mma_q(f) || f == RLX_CUDA_FN_ATTN_BWD_Q64 || f == RLX_CUDA_FN_ATTN_BWD_Q128;
 }
 
 /* Appends the launches for steps[i] (cuda_launch.c). */

@@ -1043,9 +1043,11 @@ static int attn_mma_ok(const rlx_cuda_build* b, const rlx_step* s) {
   return 1;
 }
 
-/* The exact-f32 SIMT kernel (attention_f32.cu): f32 Q, K, V with D == Dv
- * in {64, 128}, rows loadable by 16-byte cp.async. Returns the kernel and
- * its rows per block and shared memory, or 0. Blocks of 128 query rows
+/* The exact-f32 flash kernels (attention_f32.cu): f32 Q, K, V with D == Dv
+ * in {64, 128}, rows loadable by 16-byte cp.async. From sm_80 the
+ * split-precision TF32 tensor-core kernel (error of the SIMT one's order,
+ * ~13% faster on the H200; RLX_CUDA_NO_F32_TC_ATTN keeps the SIMT one).
+ * Returns the kernel and its rows per block and shared memory, or 0. Blocks of 128 query rows
  * (8 per thread): d128 64-row blocks measured slower (H100, B4 H32 S4096
  * causal: 20.2 ms against 17.8 ms for 128 rows) and were removed. */
 static int attn_f32_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn, int* rows,
@@ -1060,6 +1062,12 @@ static int attn_f32_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn
     if (strides[k] % 4 != 0) return 0;
   int ld = (int)a->D + 4;
   *rows = 16 * 8;
+  if (b->d->cc_major >= 8 && !rlx_env_flag(RLX_ENV_CUDA_NO_F32_TC_ATTN)) {
+    /* 3xTF32 tensor cores: the 128-row Q tile and two stages of 64-row K / V. */
+    *smem = (unsigned)((*rows + 4 * 64) * ld * 4);
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32TC_D64 : RLX_CUDA_FN_ATTN_F32TC_D128;
+    if (*smem <= (unsigned)b->d->smem_optin) return 1;
+  }
   *smem = (unsigned)(((*rows + 128) * ld + *rows * 80) * 4);
   *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_F32_D64 : RLX_CUDA_FN_ATTN_F32_D128R8;
   return *smem <= (unsigned)b->d->smem_optin;
@@ -1222,11 +1230,12 @@ static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_c
   if (a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
   rlx_dtype qt = s->in[0].dtype;
   if (qt != RLX_F32 && qt != RLX_F16 && qt != RLX_BF16) return 0;
-  /* q, d_out, K, V tiles of 64 rows (row stride D + 4), the 64 x 68 P / dS
-   * tile and 64 lse + 64 D values, all f32. */
-  *smem = (unsigned)((4 * 64 * (a->D + 4) + 64 * 68 + 128) * 4);
-  if (*smem > (unsigned)b->d->smem_optin) return 0;
   int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  /* q, d_out, K, V tiles of 64 rows (row stride D + 4), the 64 x 68 dS
+   * tile (and P: the key kernel's DV launch may take DK's work too) and
+   * 64 lse + 64 D values, all f32. */
+  *smem = (unsigned)((4 * 64 * (a->D + 4) + (keys ? 2 : 1) * 64 * 68 + 128) * 4);
+  if (*smem > (unsigned)b->d->smem_optin) return 0;
   if (keys) {
     *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_K64 : RLX_CUDA_FN_ATTN_BWD_K128;
     *blocks = a->B * a->Hkv * ((a->Sk + 63) / 64);
@@ -1321,7 +1330,7 @@ static void attn_bwd_stats_copy(rlx_launch_list* l, const rlx_step* s, int32_t i
   for (int32_t j = l->n - 2; j >= 0 && l->v[j].step >= i - 3; j--) {
     const rlx_launch* x = &l->v[j];
     const rlxk_attn_bwd* st = &x->p.attn_bwd;
-    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_mma_q(x->fn) && st->op == RLXK_ATTN_BWD_STATS &&
+    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_stats_copy(x->fn) && st->op == RLXK_ATTN_BWD_STATS &&
         st->stats_copy && st->goff == s->out[0].offset && st->a.qoff == s->in[0].offset) {
       k->stats_copy = 1;
       k->a.partial = st->a.partial;
@@ -1351,6 +1360,11 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   int64_t mma_blocks;
   int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks);
   if (use_mma && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, mma)) return RLX_OK;
+  rlx_cuda_fn tiled = RLX_CUDA_FN_ATTN_BWD_Q64;
+  unsigned smem = 0;
+  int64_t blocks = 0;
+  int use_tiled = !use_mma && attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks);
+  if (use_tiled && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, tiled)) return RLX_OK;
   int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
   rlx_launch* x = push_kernel(l, keys ? RLX_CUDA_FN_ATTN_BWD_KEYS : RLX_CUDA_FN_ATTN_BWD_ROWS, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
@@ -1371,20 +1385,18 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   k->op = s->op;
   x->grid[0] = (unsigned)((items + 3) / 4); /* 4 warps per block, one item each */
   x->block = 128;
-  rlx_cuda_fn tiled;
-  unsigned smem;
-  int64_t blocks;
   if (use_mma) { /* 4 warps of 16 rows per 64-row tile */
     x->fn = mma;
     x->grid[0] = (unsigned)mma_blocks;
     x->block = 128;
     x->smem = mma_smem;
     attn_bwd_stats_copy(l, s, i, k);
-  } else if (attn_bwd_tiled_pick(b, s, &tiled, &smem, &blocks)) {
+  } else if (use_tiled) {
     x->fn = tiled;
     x->grid[0] = (unsigned)blocks;
     x->block = 256;
     x->smem = smem;
+    attn_bwd_stats_copy(l, s, i, k);
   }
   return RLX_OK;
 }

@@ -9,15 +9,20 @@
  * rlx_attn_bwd_q*: one block per (b, h, 64-query tile).
  *   STATS: lse of each row (online max / sum over the visible key tiles)
  *          and D = d_out . out -> stats[2r], stats[2r + 1];
- *   DQ:    the same lse pass again (the stats live in dq's bytes, which
- *          this phase overwrites: other blocks' dq rows may cover this
- *          block's stats), then per key tile S, P = exp(S - lse),
- *          dP = dO V^T, dS = P (dP - D) ds/ddot and dq += dS K.
+ *          With stats_copy STATS also leaves a float2 (lse, D) per row in
+ *          scratch (a.partial);
+ *   DQ:    lse and D from that copy, else the same lse pass again (the
+ *          stats live in dq's bytes, which this phase overwrites: other
+ *          blocks' dq rows may cover this block's stats), then per key
+ *          tile S, P = exp(S - lse), dP = dO V^T, dS = P (dP - D) ds/ddot
+ *          and dq += dS K.
  * rlx_attn_bwd_k*: one block per (b, kv head, 64-key tile); loops over the
  *   query tiles of every query head of the GQA group that the mask lets see
  *   the key tile, reading lse / D from the stats:
  *   DV:    dv += P^T dO;
- *   DK:    dk += dS^T Q.
+ *   DK:    dk += dS^T Q;
+ *   fused (the DV launch, p.fused): both from one P / dS per tile pair,
+ *          dk to g2 (the DK step then launches nothing).
  *
  * 256 threads as 16 x 16 (ty, tx). Score tiles: thread owns rows ty + 16r
  * and columns tx + 16c (r, c < 4); row reductions are shuffles within the
@@ -106,24 +111,41 @@ RLXK_DEV void tile_accumulate(const float* Ps, const float* X, float4 acc[4][D /
 }
 
 /* Turns the dots s (rows i0 + ty + 16r, keys j0 + tx + 16c) into P =
- * exp(score - lse) (0 where masked) and, with grads, into dS =
- * P (dP - D) ds/ddot. lse_s / del_s hold the tile rows' lse and D. */
+ * exp(score - lse) (0 where masked) and, with grads, dp (= dO . v) into
+ * dS = P (dP - D) ds/ddot. lse_s / del_s hold the tile rows' lse and D.
+ * open: every pair of the tile is visible and there is no softcap, so the
+ * score is dot * scale and the slope is scale (no per-element mask). */
 RLXK_DEV void probs_and_grads(const rlxk_attn& a, const char* mask, int64_t b, int64_t h, int64_t i0,
                               int64_t j0, const float* lse_s, const float* del_s, float s[4][4],
-                              float dp[4][4], bool grads) {
+                              float dp[4][4], bool grads, bool open) {
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
   for (int r = 0; r < 4; r++) {
-    float lse = lse_s[ty + 16 * r];
+    const float lse = lse_s[ty + 16 * r], del = del_s[ty + 16 * r];
 #pragma unroll
     for (int c = 0; c < 4; c++) {
-      float dot = s[r][c];
-      float sc = masked_score(a, mask, dot, b, h, i0 + ty + 16 * r, j0 + tx + 16 * c);
-      float pr = (sc == -INFINITY || lse == -INFINITY) ? 0.0f : __expf(sc - lse);
-      if (grads) pr = pr * (dp[r][c] - del_s[ty + 16 * r]) * score_slope(a, dot);
+      const float dot = s[r][c];
+      float pr, slope = a.scale;
+      if (open) {
+        pr = lse == -INFINITY ? 0.0f : __expf(fmaf(dot, a.scale, -lse));
+      } else {
+        float sc = masked_score(a, mask, dot, b, h, i0 + ty + 16 * r, j0 + tx + 16 * c);
+        pr = (sc == -INFINITY || lse == -INFINITY) ? 0.0f : __expf(sc - lse);
+        if (grads) slope = score_slope(a, dot);
+      }
       s[r][c] = pr;
+      if (grads) dp[r][c] = pr * (dp[r][c] - del) * slope;
     }
   }
+}
+
+/* Stores the thread's 4 x 4 part of a 64 x 64 score-shaped tile to T. */
+RLXK_DEV void put_scores(float* T, const float v[4][4]) {
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+  for (int r = 0; r < 4; r++)
+#pragma unroll
+    for (int c = 0; c < 4; c++) T[(ty + 16 * r) * kLdp + tx + 16 * c] = v[r][c];
 }
 
 /* Writes the 64 x D output tile acc (rows r0 + ty + 16r below `rows`) to g
@@ -218,6 +240,15 @@ RLXK_DEV void row_deltas(const rlxk_attn_bwd& p, const char* out, int64_t b, int
   }
 }
 
+/* The tile rows' (lse, D) from STATS' float2 copy in scratch (stats_copy). */
+RLXK_DEV void read_stats_copy(const rlxk_attn& a, int64_t row_base, int64_t i0, float* lse_s, float* del_s) {
+  const float2* copy = (const float2*)a.partial;
+  for (int t = threadIdx.x; t < kTile; t += kThreads) {
+    float2 x = i0 + t < a.Sq ? copy[row_base + i0 + t] : make_float2(-INFINITY, 0.0f);
+    lse_s[t] = x.x, del_s[t] = x.y;
+  }
+}
+
 template <int D>
 __device__ void bwd_query_tile(char* arena, const rlxk_attn_bwd& p) {
   constexpr int LD = D + 4;
@@ -237,27 +268,33 @@ __device__ void bwd_query_tile(char* arena, const rlxk_attn_bwd& p) {
   const char *q = arena + a.qoff, *k = arena + a.koff, *v = arena + a.voff;
   const char *mask = arena + a.moff, *d_out = arena + p.dooff, *out = arena + p.xoff;
   char* g = arena + p.goff;
+  const int64_t row_base = (b * a.H + h) * a.Sq;
+  const bool dq = p.op == RLXK_ATTN_BWD_DQ;
 
   load_tile<D>(Qs, q, a.qdt, b * a.q_sb + h * a.q_sh, a.q_ss, i0, a.Sq);
   load_tile<D>(Os, d_out, p.dodt, b * p.do_sb + h * p.do_sh, p.do_ss, i0, a.Sq);
-  __syncthreads();
-  row_deltas<D>(p, out, b, h, i0, Os, del_s);
   int64_t k_begin, k_end;
   attn_key_range(a, i0, kTile, &k_begin, &k_end);
   const int64_t k_first = (k_begin / kTile) * kTile;
-  row_lse<D>(a, k, mask, b, h, kvh, i0, k_first, k_end, Qs, Ks, lse_s);
+  if (dq && p.stats_copy) {
+    read_stats_copy(a, row_base, i0, lse_s, del_s);
+  } else { /* DQ without the copy: dq's bytes, which it overwrites, hold the stats */
+    __syncthreads();
+    row_deltas<D>(p, out, b, h, i0, Os, del_s);
+    row_lse<D>(a, k, mask, b, h, kvh, i0, k_first, k_end, Qs, Ks, lse_s);
+  }
   __syncthreads(); /* lse_s, del_s complete */
 
-  if (p.op == RLXK_ATTN_BWD_STATS) {
+  if (!dq) {
     for (int t = threadIdx.x; t < kTile; t += kThreads) {
       if (i0 + t >= a.Sq) continue;
-      int64_t r = (b * a.H + h) * a.Sq + i0 + t;
+      int64_t r = row_base + i0 + t;
       st_f32(g, p.gdt, 2 * r, lse_s[t]);
       st_f32(g, p.gdt, 2 * r + 1, del_s[t]);
+      if (p.stats_copy) ((float2*)a.partial)[r] = make_float2(lse_s[t], del_s[t]);
     }
     return;
   }
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float4 acc[4][D / 64];
   zero_acc<D>(acc);
   for (int64_t j0 = k_first; j0 < k_end; j0 += kTile) {
@@ -268,17 +305,17 @@ __device__ void bwd_query_tile(char* arena, const rlxk_attn_bwd& p) {
     float s[4][4], dp[4][4];
     tile_dots<D>(Qs, Ks, s);
     tile_dots<D>(Os, Vs, dp);
-    probs_and_grads(a, mask, b, h, i0, j0, lse_s, del_s, s, dp, true);
-#pragma unroll
-    for (int r = 0; r < 4; r++)
-#pragma unroll
-      for (int c = 0; c < 4; c++) Ps[(ty + 16 * r) * kLdp + tx + 16 * c] = s[r][c];
+    const bool open = attn_tile_open(a, i0, kTile, j0, kTile) && a.softcap == 0.0f;
+    probs_and_grads(a, mask, b, h, i0, j0, lse_s, del_s, s, dp, true, open);
+    put_scores(Ps, dp);
     __syncthreads();
     tile_accumulate<D, false>(Ps, Ks, acc); /* dq[i] += sum_j dS[i][j] k[j] */
   }
   store_tile<D>(g, p.gdt, b * p.g_sb + h * p.g_sh, p.g_ss, i0, a.Sq, acc);
 }
 
+/* DV, DK, or both (p.fused: the DV launch also writes dk to g2): P and dS
+ * of each (query tile, key tile) pair are computed once for both sums. */
 template <int D>
 __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
   constexpr int LD = D + 4;
@@ -286,12 +323,13 @@ __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
   float* Qs = (float*)smem4;       /* [64][LD] q */
   float* Os = Qs + kTile * LD;     /* [64][LD] d_out */
   float* Ks = Os + kTile * LD;     /* [64][LD] */
-  float* Vs = Ks + kTile * LD;     /* [64][LD] (DK) */
-  float* Ps = Vs + kTile * LD;     /* [64 queries][kLdp keys] P or dS */
-  float* lse_s = Ps + kTile * kLdp; /* [64] */
+  float* Vs = Ks + kTile * LD;     /* [64][LD] (dk) */
+  float* Ps = Vs + kTile * LD;     /* [64 queries][kLdp keys] P */
+  float* Ss = Ps + kTile * kLdp;   /* [64 queries][kLdp keys] dS */
+  float* lse_s = Ss + kTile * kLdp; /* [64] */
   float* del_s = lse_s + kTile;     /* [64] */
   const rlxk_attn& a = p.a;
-  const bool dk = p.op == RLXK_ATTN_BWD_DK;
+  const bool want_dk = p.op == RLXK_ATTN_BWD_DK || p.fused, want_dv = p.op == RLXK_ATTN_BWD_DV;
   /* Key tile 0 sees the most causal rows: it goes first. */
   const int64_t BG = a.B * a.Hkv, blk = blockIdx.x, tile = blk / BG, bg = blk % BG;
   const int64_t kvh = bg % a.Hkv, b = bg / a.Hkv, j0 = tile * kTile, group = a.H / a.Hkv;
@@ -299,13 +337,13 @@ __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
   const char *mask = arena + a.moff, *d_out = arena + p.dooff, *stats = arena + p.xoff;
 
   load_tile<D>(Ks, k, a.kdt, b * a.k_sb + kvh * a.k_sh, a.k_ss, j0, a.Sk);
-  if (dk) load_tile<D>(Vs, v, a.vdt, b * a.v_sb + kvh * a.v_sh, a.v_ss, j0, a.Sk);
+  if (want_dk) load_tile<D>(Vs, v, a.vdt, b * a.v_sb + kvh * a.v_sh, a.v_ss, j0, a.Sk);
   int64_t i_lo, i_hi;
   attn_query_range(a, j0, kTile, &i_lo, &i_hi);
   const int64_t i_first = (i_lo / kTile) * kTile;
-  float4 acc[4][D / 64];
-  zero_acc<D>(acc);
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float4 acc_v[4][D / 64], acc_k[4][D / 64];
+  zero_acc<D>(acc_v);
+  zero_acc<D>(acc_k);
   for (int64_t h = kvh * group; h < (kvh + 1) * group; h++)
     for (int64_t i0 = i_first; i0 < i_hi; i0 += kTile) {
       __syncthreads(); /* the previous tile's readers are done */
@@ -315,22 +353,25 @@ __device__ void bwd_key_tile(char* arena, const rlxk_attn_bwd& p) {
         int64_t r = (b * a.H + h) * a.Sq + i0 + t;
         bool in = i0 + t < a.Sq;
         lse_s[t] = in ? ld_f32(stats, p.xdt, 2 * r) : -INFINITY;
-        del_s[t] = in && dk ? ld_f32(stats, p.xdt, 2 * r + 1) : 0.0f;
+        del_s[t] = in && want_dk ? ld_f32(stats, p.xdt, 2 * r + 1) : 0.0f;
       }
       __syncthreads();
       float s[4][4], dp[4][4] = {};
       tile_dots<D>(Qs, Ks, s);
-      if (dk) tile_dots<D>(Os, Vs, dp);
-      probs_and_grads(a, mask, b, h, i0, j0, lse_s, del_s, s, dp, dk);
-#pragma unroll
-      for (int r = 0; r < 4; r++)
-#pragma unroll
-        for (int c = 0; c < 4; c++) Ps[(ty + 16 * r) * kLdp + tx + 16 * c] = s[r][c];
+      if (want_dk) tile_dots<D>(Os, Vs, dp);
+      const bool open = attn_tile_open(a, i0, kTile, j0, kTile) && a.softcap == 0.0f;
+      probs_and_grads(a, mask, b, h, i0, j0, lse_s, del_s, s, dp, want_dk, open);
+      if (want_dv) put_scores(Ps, s);
+      if (want_dk) put_scores(Ss, dp);
       __syncthreads();
-      /* dv[j] += sum_i P[i][j] d_out[i]; dk[j] += sum_i dS[i][j] q[i] */
-      tile_accumulate<D, true>(Ps, dk ? Qs : Os, acc);
+      if (want_dv) tile_accumulate<D, true>(Ps, Os, acc_v); /* dv[j] += sum_i P[i][j] d_out[i] */
+      if (want_dk) tile_accumulate<D, true>(Ss, Qs, acc_k); /* dk[j] += sum_i dS[i][j] q[i] */
     }
-  store_tile<D>(arena + p.goff, p.gdt, b * p.g_sb + kvh * p.g_sh, p.g_ss, j0, a.Sk, acc);
+  if (want_dv) store_tile<D>(arena + p.goff, p.gdt, b * p.g_sb + kvh * p.g_sh, p.g_ss, j0, a.Sk, acc_v);
+  if (p.op == RLXK_ATTN_BWD_DK)
+    store_tile<D>(arena + p.goff, p.gdt, b * p.g_sb + kvh * p.g_sh, p.g_ss, j0, a.Sk, acc_k);
+  else if (p.fused)
+    store_tile<D>(arena + p.g2off, p.g2dt, b * p.g2_sb + kvh * p.g2_sh, p.g2_ss, j0, a.Sk, acc_k);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@
 #define MAX_STREAMS 8
 #define STAGING_BYTES ((size_t)8 << 20)
 #define WORKSPACE_BYTES ((size_t)32 << 20)
-#define PROF_SLOTS (RLX_CUDA_FN_COUNT + 4) /* kernels, cuBLASLt, copies, host steps, cuDNN */
+#define PROF_SLOTS (RLX_CUDA_FN_COUNT + 5) /* kernels, cuBLASLt, copies, host steps, cuDNN, generated */
 #define PROF_GEMMS 64
 
 typedef struct prof_gemm {
@@ -97,11 +97,11 @@ static const char* const prof_names[PROF_SLOTS] = {
 #define RLX_CUDA_PROF_NAME(e, name, family) #name,
     RLX_CUDA_KERNELS(RLX_CUDA_PROF_NAME)
 #undef RLX_CUDA_PROF_NAME
-    "cublasLt", "device copy", "host step", "cuDNN"};
+    "cublasLt", "device copy", "host step", "cuDNN", "region (generated)"};
 
 static int prof_slot(const rlx_launch* x) {
   switch (x->kind) {
-    case RLX_LAUNCH_KERNEL: return (int)x->fn;
+    case RLX_LAUNCH_KERNEL: return x->gen ? RLX_CUDA_FN_COUNT + 4 : (int)x->fn;
     case RLX_LAUNCH_LT: return RLX_CUDA_FN_COUNT;
     case RLX_LAUNCH_COPY: return RLX_CUDA_FN_COUNT + 1;
     case RLX_LAUNCH_DNN: return RLX_CUDA_FN_COUNT + 3;
@@ -176,6 +176,12 @@ static void prof_print(const rlx_backend_exec* be) {
               be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
               1e3 * be->prof_ms[k] / (double)be->prof_calls[k]);
   prof_print_gemms(be);
+  int32_t n_gen = 0;
+  double gen_ms = 0;
+  rlx_cuda_gen_stats(&n_gen, &gen_ms);
+  if (n_gen) /* per process: every executable's so far */
+    fprintf(stderr, "  generated region kernels: %d compiled with NVRTC in %.1f ms (process total)\n",
+            (int)n_gen, gen_ms);
 }
 
 /* Benchmark hook: device time of the calling thread's last timed run. */
@@ -350,6 +356,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   for (int32_t i = 0; i < l->n; i++)
     if (rlx_cuda_step_uses_dnn(&l->steps[i]) && !be->dnn && be->d->have_dnn)
       RLX_RETURN_IF_ERROR(dnn_handle_create(be, err));
+  /* the generated region kernels, compiled together (in parallel) */
+  RLX_RETURN_IF_ERROR(rlx_cuda_regions_prepare(&be->build, l, err));
   for (int32_t i = 0; i < l->n; i++)
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
   /* One stream only: a merged launch waits on nothing but the stream. */
@@ -425,7 +433,7 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       if (rlx_cuda_fn_attn_bwd_mma_q(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
-      CUresult r = d->cu.launch_kernel(d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
+      CUresult r = d->cu.launch_kernel(x->gen ? x->gen : d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
                                        1, 1, x->smem, s, args, NULL);
       if (r != CUDA_SUCCESS) {
         char call[96];

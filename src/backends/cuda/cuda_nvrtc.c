@@ -40,7 +40,10 @@ static const char k_stddef_h[] = "#pragma once\ntypedef unsigned long size_t;\n"
  * patterns glibc's NAN and INFINITY have), and the half conversions as the
  * sm_80+ instructions cuda_fp16.h / cuda_bf16.h compile them to (their
  * headers are too large to parse per compile). Loads widen exactly; stores
- * round to nearest even. */
+ * round to nearest even. An f32 region's "rounding" adds -0 with an
+ * explicit rounding mode (x + -0 is x; a NaN stays a NaN): the compiler may
+ * not contract a product of one instruction into the next instruction's
+ * add as an FMA, so each result is what its unfused kernel stores. */
 static const char k_prelude[] =
     "#define NAN __int_as_float(0x7fc00000)\n"
     "#define INFINITY __int_as_float(0x7f800000)\n"
@@ -51,7 +54,7 @@ static const char k_prelude[] =
     "RG float rg_from_f16(unsigned short h) { float r; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(r) : \"h\"(h)); return r; }\n"
     "RG unsigned short rg_to_bf16(float v) { unsigned short r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(v)); return r; }\n"
     "RG unsigned short rg_to_f16(float v) { unsigned short r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(v)); return r; }\n"
-    "RG float rg_round_f32(float v) { return v; }\n"
+    "RG float rg_round_f32(float v) { return __fadd_rn(v, -0.0f); }\n"
     "RG float rg_round_bf16(float v) { return rg_from_bf16(rg_to_bf16(v)); }\n"
     "RG float rg_round_f16(float v) { return rg_from_f16(rg_to_f16(v)); }\n"
     "RG float rg_ld_f32(const char* b, int i) { return ((const float*)b)[i]; }\n"
@@ -286,6 +289,9 @@ typedef struct nvrtc_api {
 } nvrtc_api;
 
 static pthread_once_t g_nvrtc_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static int32_t g_compiles;
+static double g_compile_ms;
 static nvrtc_api g_nvrtc;
 static int g_nvrtc_ok;
 static char g_nvrtc_reason[256];
@@ -439,5 +445,16 @@ rlx_status rlx_nvrtc_compile(const char* src, int cc_major, int cc_minor, void**
                         : nvrtc_result(prog, cubin, out_image, out_bytes, err);
   g_nvrtc.destroy(&prog);
   *out_ms = now_ms() - t0;
+  pthread_mutex_lock(&g_stats_lock);
+  g_compiles++;
+  g_compile_ms += *out_ms;
+  pthread_mutex_unlock(&g_stats_lock);
   return s;
+}
+
+void rlx_nvrtc_stats(int32_t* n_compiles, double* ms) {
+  pthread_mutex_lock(&g_stats_lock);
+  *n_compiles = g_compiles;
+  *ms = g_compile_ms;
+  pthread_mutex_unlock(&g_stats_lock);
 }

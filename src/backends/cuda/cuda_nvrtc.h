@@ -58,4 +58,8 @@ int rlx_nvrtc_available(char* reason, size_t cap);
 rlx_status rlx_nvrtc_compile(const char* src, int cc_major, int cc_minor, void** out_image,
                              size_t* out_bytes, double* out_ms, rlx_error* err);
 
+/* Compiles run by rlx_nvrtc_compile in this process (successful or not)
+ * and the ms they took. */
+void rlx_nvrtc_stats(int32_t* n_compiles, double* ms);
+
 #endif

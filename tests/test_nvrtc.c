@@ -87,10 +87,16 @@ TEST(source_refuses_what_it_cannot_load) {
   rlx_region_program p = sample_program(RLX_F32);
   rlx_region_form f = sample_form(RLX_F32, RLX_F64, 1, 1);
   rlx_error err = {0};
-  char* src = (char*)&err;
+  char* src = NULL;
+  f.in_step1[2] = 0; /* f64: a cast's input, read one element at a time */
+  CHECK(rlx_nvrtc_region_source(&p, &f, &src, &err) == RLX_OK);
+  CHECK(strstr(src, "rg_ld_f64(arena + p.ioff[2]"));
+  free(src);
+  src = (char*)&err;
+  f.in_dtype[2] = RLX_I32; /* no float load */
   CHECK(rlx_nvrtc_region_source(&p, &f, &src, &err) == RLX_UNIMPLEMENTED);
   CHECK(src == NULL);
-  CHECK_MSG(strstr(err.msg, "f64"), "message: %s", err.msg);
+  CHECK_MSG(strstr(err.msg, "i32"), "message: %s", err.msg);
   f = sample_form(RLX_F32, RLX_F16, 1, 3);
   CHECK(rlx_nvrtc_region_source(&p, &f, &src, &err) == RLX_INVALID_ARGUMENT);
 }

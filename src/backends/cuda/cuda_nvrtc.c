@@ -40,7 +40,11 @@ static const char k_stddef_h[] = "#pragma once\ntypedef unsigned long size_t;\n"
  * patterns glibc's NAN and INFINITY have), and the half conversions as the
  * sm_80+ instructions cuda_fp16.h / cuda_bf16.h compile them to (their
  * headers are too large to parse per compile). Loads widen exactly; stores
- * round to nearest even. An f32 region's "rounding" adds -0 with an
+ * round to nearest even. Rounding a result to bf16 inside the region is
+ * integer arithmetic (round half to even on the bits, exact for every
+ * finite value; a NaN stays a NaN until the store's cvt makes it the
+ * canonical one): conversions issue at a quarter of the rate of integer
+ * ops, and a 27-op region converting twice per op is bound by them. An f32 region's "rounding" adds -0 with an
  * explicit rounding mode (x + -0 is x; a NaN stays a NaN): the compiler may
  * not contract a product of one instruction into the next instruction's
  * add as an FMA, so each result is what its unfused kernel stores. */
@@ -55,11 +59,14 @@ static const char k_prelude[] =
     "RG unsigned short rg_to_bf16(float v) { unsigned short r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(v)); return r; }\n"
     "RG unsigned short rg_to_f16(float v) { unsigned short r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(v)); return r; }\n"
     "RG float rg_round_f32(float v) { return __fadd_rn(v, -0.0f); }\n"
-    "RG float rg_round_bf16(float v) { return rg_from_bf16(rg_to_bf16(v)); }\n"
+    "RG float rg_round_bf16(float v) {\n"
+    "  unsigned u = __float_as_uint(v);\n"
+    "  return v != v ? v : __uint_as_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u); }\n"
     "RG float rg_round_f16(float v) { return rg_from_f16(rg_to_f16(v)); }\n"
     "RG float rg_ld_f32(const char* b, int i) { return ((const float*)b)[i]; }\n"
     "RG float rg_ld_bf16(const char* b, int i) { return rg_from_bf16(((const unsigned short*)b)[i]); }\n"
     "RG float rg_ld_f16(const char* b, int i) { return rg_from_f16(((const unsigned short*)b)[i]); }\n"
+    "RG float rg_ld_f64(const char* b, int i) { return (float)((const double*)b)[i]; }\n"
     "RG void rg_st_f32(char* b, int i, float v) { ((float*)b)[i] = v; }\n"
     "RG void rg_st_bf16(char* b, int i, float v) { ((unsigned short*)b)[i] = rg_to_bf16(v); }\n"
     "RG void rg_st_f16(char* b, int i, float v) { ((unsigned short*)b)[i] = rg_to_f16(v); }\n"
@@ -118,7 +125,7 @@ static void put(text* t, const char* fmt, ...) {
 }
 
 /* Suffix of the load / store / round helpers for a storage dtype; NULL for
- * dtypes the generated code does not handle. */
+ * dtypes the generated code does not handle (f64: loads only, below). */
 static const char* dtype_suffix(int32_t t) {
   switch (t) {
     case RLX_F32: return "f32";
@@ -127,6 +134,10 @@ static const char* dtype_suffix(int32_t t) {
     default: return NULL;
   }
 }
+
+/* Loads also read f64 (a cast's input; narrowed to float as the
+ * interpreter's ld_f32 does), one element at a time. */
+static const char* load_suffix(int32_t t) { return t == RLX_F64 ? "f64" : dtype_suffix(t); }
 
 /* Element index expression of a view with strides st (an array in p) at
  * the thread's coordinates i0..i{rank-1}. */
@@ -154,7 +165,7 @@ static void put_coords(text* t, const rlx_region_form* f) {
 /* Input k into x<k>[width]: a vector load when it steps 1 along the inner
  * dim, else one element for every lane. */
 static void put_load(text* t, const rlx_region_form* f, int32_t k) {
-  const char* sfx = dtype_suffix(f->in_dtype[k]);
+  const char* sfx = load_suffix(f->in_dtype[k]);
   char strides[32];
   snprintf(strides, sizeof strides, "p.istride[%d]", k);
   put(t, "    float v%d[%d];\n", k, f->width);
@@ -239,7 +250,7 @@ static rlx_status check_form(const rlx_region_program* p, const rlx_region_form*
     return rlx_fail(err, RLX_UNIMPLEMENTED, "nvrtc: no generated code for a %s region storing %s",
                     rlx_dtype_name((rlx_dtype)p->dtype), rlx_dtype_name((rlx_dtype)f->out_dtype));
   for (int32_t k = 0; k < p->n_inputs; k++)
-    if (!dtype_suffix(f->in_dtype[k]))
+    if (!load_suffix(f->in_dtype[k]) || (f->in_step1[k] && !dtype_suffix(f->in_dtype[k])))
       return rlx_fail(err, RLX_UNIMPLEMENTED, "nvrtc: no generated load of a %s input",
                       rlx_dtype_name((rlx_dtype)f->in_dtype[k]));
   return RLX_OK;

@@ -25,6 +25,7 @@
 #include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/cuda/cuda_internal.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "ir/dtype.h"
 
 #define MAX_STREAMS 8
@@ -74,6 +75,7 @@ struct rlx_backend_exec {
   rlx_dnn_handle dnn;    /* cuDNN handle, made on the first convolution */
   int32_t dnn_convs, host_convs; /* conv steps on cuDNN / on the host (report) */
   char dnn_first[64];    /* the first conv plan, described (report) */
+  int32_t gen_regions, interp_regions; /* region launches: generated (NVRTC) / interpreter (report) */
   rlx_cuda_build build;
   rlx_program_cache programs; /* program* for the compiled list and active extents */
   rlx_host_mirror mirror;      /* host copy of the arena for fallback steps (lazy) */
@@ -367,6 +369,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
     count_conv(be, x, &l->steps[x->step]);
+    if (x->kind == RLX_LAUNCH_KERNEL && (x->fn == RLX_CUDA_FN_REGION4 || x->fn == RLX_CUDA_FN_REGION1))
+      *(x->gen ? &be->gen_regions : &be->interp_regions) += 1;
   }
   if (p->launches.dnn_workspace) {
     size_t bytes = p->launches.dnn_workspace * (size_t)be->n_streams;
@@ -832,11 +836,20 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   return RLX_OK;
 }
 
-/* Dispatch report line: where the convolutions went. */
+/* Dispatch report line: where the convolutions and the elementwise
+ * regions went (generated code, or the interpreter and why). */
 static void cuda_report(const rlx_backend_exec* be, char* buf, size_t cap) {
-  if (!be->dnn_convs && !be->host_convs) return;
-  snprintf(buf, cap, "cuda conv: %d on %s (first: %s), %d on the host", (int)be->dnn_convs,
-           be->d->dnn_reason, be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
+  size_t n = 0;
+  if (be->dnn_convs || be->host_convs)
+    n = (size_t)snprintf(buf, cap, "cuda conv: %d on %s (first: %s), %d on the host",
+                         (int)be->dnn_convs, be->d->dnn_reason,
+                         be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
+  if ((!be->gen_regions && !be->interp_regions) || n >= cap) return;
+  char why[160];
+  if (rlx_env_flag(RLX_ENV_CUDA_NO_NVRTC)) snprintf(why, sizeof why, "RLX_CUDA_NO_NVRTC");
+  else rlx_nvrtc_available(why, sizeof why);
+  snprintf(buf + n, cap - n, "%scuda regions: %d generated (NVRTC), %d on the interpreter (%s)",
+           n ? "; " : "", (int)be->gen_regions, (int)be->interp_regions, why);
 }
 
 const rlx_backend rlx_backend_cuda = {

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "ir/graph.h"
 #include "ir/region.h"
 #include "passes/fuse_elementwise.h"
@@ -123,6 +124,30 @@ TEST(gelu_backward_is_one_region) {
   for (int32_t i = 0; f && i < f->n_nodes; i++) constants += f->nodes[i].op == RLX_OP_CONSTANT;
   CHECK_MSG(constants == 0, "%d constants left", constants);
   rlx_graph_destroy(f);
+  rlx_graph_destroy(g);
+}
+
+/* A chain whose only leaves are constants (a hoisted params graph has
+ * them) has no input: it is constant folding's work, never a region (the
+ * op takes 1..16 inputs); it still runs, unfused, everywhere. */
+TEST(constants_only_chain_is_not_a_region) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_tensor y = act(g, RLX_ACT_EXP, bin(g, RLX_BIN_ADD, bin(g, RLX_BIN_MUL, scalar(g, 0.5f),
+                                                              scalar(g, 3.0f)), scalar(g, -1.0f)));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &y, 1));
+  fuse_result r = fuse(g, NULL);
+  CHECK_MSG(r.regions == 0 && r.fused == 0, "%d regions, %d fused", r.regions, r.fused);
+  for (int d = 0; d < n_devices; d++) {
+    rlx_exec* e = test_compile_on(g, devices[d], NULL);
+    CHECK_MSG(e && rlx_exec_run(e) == RLX_OK, "%s: %s", devices[d], e ? rlx_exec_last_error(e) : "compile");
+    int64_t n = 0;
+    double* v = test_read_output_f64(e, 0, &n);
+    CHECK(v && n == 1);
+    CHECK_MSG(fabs(v[0] - exp(0.5)) < 1e-6, "%s: %g", devices[d], v[0]);
+    free(v);
+    rlx_exec_destroy(e);
+  }
   rlx_graph_destroy(g);
 }
 
@@ -432,9 +457,30 @@ static double worst_rel_l2(const run_out* a, const run_out* b) {
   return worst;
 }
 
-/* Where the compiler makes regions (executable.c: not on CUDA while its
- * interpreter is slower than the unfused kernels). */
-static int fuses_on(const char* dev) { return !strcmp(dev, "cpu"); }
+/* Where the compiler makes regions (executable.c): the CPU, and CUDA when
+ * its regions run as generated code (libnvrtc loads; the interpreter is
+ * slower than the unfused kernels, so without NVRTC CUDA does not fuse). */
+static int fuses_on(const char* dev) {
+  return !strcmp(dev, "cpu") || (!strcmp(dev, "cuda") && rlx_nvrtc_available(NULL, 0));
+}
+
+/* CUDA: the generated kernels give the interpreter's bits (RLX_CUDA_NO_NVRTC
+ * fuses for the interpreter), and the generated path really ran. */
+static int check_generated_vs_interpreter(rlx_graph* g, const char* name, const run_out* generated) {
+  int32_t compiles = 0;
+  double ms = 0;
+  rlx_nvrtc_stats(&compiles, &ms);
+  setenv("RLX_CUDA_NO_NVRTC", "1", 1);
+  run_out interp;
+  int ok = run_graph(g, "cuda", 1, 0, &interp);
+  unsetenv("RLX_CUDA_NO_NVRTC");
+  if (!ok) return 0;
+  ok = same_bits(generated, &interp) && compiles > 0;
+  printf("  %-14s cuda   generated vs interpreter: %s (%d NVRTC compiles so far, %.1f ms)\n", name,
+         ok ? "same bits" : "DIFFER", (int)compiles, ms);
+  run_out_free(&interp);
+  return ok;
+}
 
 TEST(fused_matches_unfused_everywhere) {
   for (size_t gi = 0; gi < sizeof GRAPHS / sizeof GRAPHS[0]; gi++) {
@@ -461,6 +507,9 @@ TEST(fused_matches_unfused_everywhere) {
         CHECK_MSG(b.fused == 0, "%s on %s: fused %d without a kernel", GRAPHS[gi].name, dev, b.fused);
       printf("  %-14s %-7s fused %2d, rel L2 vs reference %.3g\n", GRAPHS[gi].name, dev, b.fused,
              err);
+      if (!strcmp(dev, "cuda") && fuses_on(dev))
+        CHECK_MSG(check_generated_vs_interpreter(g, GRAPHS[gi].name, &b),
+                  "%s: generated region kernels vs the interpreter", GRAPHS[gi].name);
       run_out_free(&a);
       run_out_free(&b);
     }
@@ -650,6 +699,7 @@ int main(int argc, char** argv) {
   }
   RUN(gelu_backward_is_one_region);
   RUN(outside_reader_is_not_absorbed);
+  RUN(constants_only_chain_is_not_a_region);
   RUN(graph_output_inside_chain);
   RUN(shapes_and_singletons);
   RUN(limits_split_long_chains);

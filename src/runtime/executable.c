@@ -23,6 +23,7 @@
 #include "passes/hoist.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_residual_norm.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "runtime/compile_cache.h"
 #include "runtime/executable.h"
 #include "runtime/trace.h"
@@ -377,17 +378,19 @@ static rlx_status hoist_params(rlx_exec* e, rlx_compiled* c) {
 }
 
 /* Chains of elementwise ops become ElementwiseRegions where that is faster
- * (fuse_elementwise.h): on the CPU. CUDA runs a region it is given (a text
- * graph) on its interpreter kernel (region.cu), but the pass does not make
- * them there yet: on the H200 the interpreter ran GPT-2's fused GELU
- * derivative ([4096, 3072], 27 ops) in 975 us against ~580 us for the
- * unfused vectorised kernels (an interpreted op per element costs more
- * than the bytes it saves; generated code is the next step). Vulkan and
- * WebGPU have no region kernel yet. */
+ * (fuse_elementwise.h): on the CPU, and on CUDA when its regions run as
+ * generated code (NVRTC, backends/cuda/cuda_nvrtc.h). CUDA's interpreter
+ * kernel (region.cu) is slower than the unfused kernels (on the H200 it ran
+ * GPT-2's fused GELU derivative, [4096, 3072], 27 ops, in 975 us against
+ * ~580 us unfused): without libnvrtc CUDA does not fuse;
+ * RLX_CUDA_NO_NVRTC=1 fuses for the interpreter (A/B), its 16-register file
+ * bounding the programs. Vulkan and WebGPU have no region kernel yet. */
 static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
   const char* name = e->backend->name;
-  int cpu = strcmp(name, "cpu") == 0;
-  if (rlx_env_flag(RLX_ENV_NO_FUSION) || !cpu) return RLX_OK;
+  int cpu = strcmp(name, "cpu") == 0, cuda = strcmp(name, "cuda") == 0;
+  int interpreter = cuda && rlx_env_flag(RLX_ENV_CUDA_NO_NVRTC);
+  int generated = cuda && !interpreter && rlx_nvrtc_available(NULL, 0);
+  if (rlx_env_flag(RLX_ENV_NO_FUSION) || !(cpu || generated || interpreter)) return RLX_OK;
   if (e->opt.debug_nans) return RLX_OK; /* names the very node that made a NaN */
   /* What hoisting will move out of the run stays out of regions. */
   uint8_t* hoisted = NULL;
@@ -397,7 +400,7 @@ static rlx_status fuse_elementwise(rlx_exec* e, rlx_compiled* c) {
     return s;
   }
   /* CUDA's interpreter holds 16 values in registers (kernels/params.h) */
-  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted, cpu ? 0 : 16};
+  rlx_fuse_options fo = {cpu, backend_supports(e), hoisted, interpreter ? 16 : 0};
   rlx_graph* fused = NULL;
   s = rlx_fuse_elementwise(c->g, &fo, &fused, c->counts.fused, NULL);
   free(hoisted);

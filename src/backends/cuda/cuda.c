@@ -28,12 +28,13 @@
 #include "backends/common/common.h"
 #include "runtime/trace.h"
 #include "backends/cuda/cuda_internal.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "ir/dtype.h"
 
 #define MAX_STREAMS 8
 #define STAGING_BYTES ((size_t)8 << 20)
 #define WORKSPACE_BYTES ((size_t)32 << 20)
-#define PROF_SLOTS (RLX_CUDA_FN_COUNT + 4) /* kernels, cuBLASLt, copies, host steps, cuDNN */
+#define PROF_SLOTS (RLX_CUDA_FN_COUNT + 5) /* kernels, cuBLASLt, copies, host steps, cuDNN, generated */
 #define PROF_GEMMS 64
 
 typedef struct prof_gemm {
@@ -80,6 +81,7 @@ struct rlx_backend_exec {
   rlx_dnn_handle dnn;    /* cuDNN handle, made on the first convolution */
   int32_t dnn_convs, host_convs; /* conv steps on cuDNN / on the host (report) */
   char dnn_first[64];    /* the first conv plan, described (report) */
+  int32_t gen_regions, interp_regions; /* region launches: generated (NVRTC) / interpreter (report) */
   rlx_cuda_build build;
   rlx_program_cache programs; /* program* for the compiled list and active extents */
   rlx_host_mirror mirror;      /* host copy of the arena for fallback steps (lazy) */
@@ -109,11 +111,11 @@ static const char* const prof_names[PROF_SLOTS] = {
 #define RLX_CUDA_PROF_NAME(e, name, family) #name,
     RLX_CUDA_KERNELS(RLX_CUDA_PROF_NAME)
 #undef RLX_CUDA_PROF_NAME
-    "cublasLt", "device copy", "host step", "cuDNN"};
+    "cublasLt", "device copy", "host step", "cuDNN", "region (generated)"};
 
 static int prof_slot(const rlx_launch* x) {
   switch (x->kind) {
-    case RLX_LAUNCH_KERNEL: return (int)x->fn;
+    case RLX_LAUNCH_KERNEL: return x->gen ? RLX_CUDA_FN_COUNT + 4 : (int)x->fn;
     case RLX_LAUNCH_LT: return RLX_CUDA_FN_COUNT;
     case RLX_LAUNCH_COPY: return RLX_CUDA_FN_COUNT + 1;
     case RLX_LAUNCH_DNN: return RLX_CUDA_FN_COUNT + 3;
@@ -188,6 +190,12 @@ static void prof_print(const rlx_backend_exec* be) {
               be->prof_ms[k] / runs, 100.0 * be->prof_ms[k] / total, (double)be->prof_calls[k] / runs,
               1e3 * be->prof_ms[k] / (double)be->prof_calls[k]);
   prof_print_gemms(be);
+  int32_t n_gen = 0;
+  double gen_ms = 0;
+  rlx_cuda_gen_stats(&n_gen, &gen_ms);
+  if (n_gen) /* per process: every executable's so far */
+    fprintf(stderr, "  generated region kernels: %d compiled with NVRTC in %.1f ms (process total)\n",
+            (int)n_gen, gen_ms);
 }
 
 /* ------------------------------------------------------------------ trace */
@@ -426,6 +434,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   for (int32_t i = 0; i < l->n; i++)
     if (rlx_cuda_step_uses_dnn(&l->steps[i]) && !be->dnn && be->d->have_dnn)
       RLX_RETURN_IF_ERROR(dnn_handle_create(be, err));
+  /* the generated region kernels, compiled together (in parallel) */
+  RLX_RETURN_IF_ERROR(rlx_cuda_regions_prepare(&be->build, l, err));
   for (int32_t i = 0; i < l->n; i++)
     RLX_RETURN_IF_ERROR(rlx_cuda_build_step(&be->build, &l->steps[i], i, &p->launches, err));
   /* One stream only: a merged launch waits on nothing but the stream. */
@@ -435,6 +445,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
     count_conv(be, x, &l->steps[x->step]);
+    if (x->kind == RLX_LAUNCH_KERNEL && (x->fn == RLX_CUDA_FN_REGION4 || x->fn == RLX_CUDA_FN_REGION1))
+      *(x->gen ? &be->gen_regions : &be->interp_regions) += 1;
   }
   if (p->launches.dnn_workspace) {
     size_t bytes = p->launches.dnn_workspace * (size_t)be->n_streams;
@@ -513,7 +525,7 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       if (rlx_cuda_fn_attn_bwd_stats_copy(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
-      CUresult r = d->cu.launch_kernel(d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
+      CUresult r = d->cu.launch_kernel(x->gen ? x->gen : d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
                                        1, 1, x->smem, s, args, NULL);
       if (r != CUDA_SUCCESS) {
         char call[96];
@@ -929,11 +941,20 @@ static rlx_status cuda_create(const rlx_step_list* steps, uint64_t arena_bytes,
   return RLX_OK;
 }
 
-/* Dispatch report line: where the convolutions went. */
+/* Dispatch report line: where the convolutions and the elementwise
+ * regions went (generated code, or the interpreter and why). */
 static void cuda_report(const rlx_backend_exec* be, char* buf, size_t cap) {
-  if (!be->dnn_convs && !be->host_convs) return;
-  snprintf(buf, cap, "cuda conv: %d on %s (first: %s), %d on the host", (int)be->dnn_convs,
-           be->d->dnn_reason, be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
+  size_t n = 0;
+  if (be->dnn_convs || be->host_convs)
+    n = (size_t)snprintf(buf, cap, "cuda conv: %d on %s (first: %s), %d on the host",
+                         (int)be->dnn_convs, be->d->dnn_reason,
+                         be->dnn_convs ? be->dnn_first : "-", (int)be->host_convs);
+  if ((!be->gen_regions && !be->interp_regions) || n >= cap) return;
+  char why[160];
+  if (rlx_env_flag(RLX_ENV_CUDA_NO_NVRTC)) snprintf(why, sizeof why, "RLX_CUDA_NO_NVRTC");
+  else rlx_nvrtc_available(why, sizeof why);
+  snprintf(buf + n, cap - n, "%scuda regions: %d generated (NVRTC), %d on the interpreter (%s)",
+           n ? "; " : "", (int)be->gen_regions, (int)be->interp_regions, why);
 }
 
 static uint64_t cuda_extra_bytes(const rlx_backend_exec* be) { return be->extra_bytes; }

@@ -272,6 +272,7 @@ typedef struct rlx_launch {
   rlx_cuda_mm_plan* plan; /* RLX_LAUNCH_LT */
   rlx_cuda_conv_plan* conv; /* RLX_LAUNCH_DNN */
   uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
+  CUfunction gen; /* RLX_LAUNCH_KERNEL: a generated region kernel (NVRTC) run instead of fn */
 } rlx_launch;
 
 /* Bytes the program uploads into its scratch once, after zeroing it (the
@@ -409,5 +410,27 @@ int rlx_cuda_conv_plan_applies_act(const rlx_cuda_conv_plan* p);
 int rlx_cuda_conv_plan_needs_residual_copy(const rlx_cuda_conv_plan* p);
 /* Short text for the dispatch report: "fwd algo 1, fused". */
 void rlx_cuda_conv_plan_describe(const rlx_cuda_conv_plan* p, char* buf, size_t cap);
+
+/* ------------------------------------------------------------------ generated kernels */
+/* ElementwiseRegion kernels generated as CUDA C and compiled by NVRTC
+ * (cuda_nvrtc.h), cached per process by source text and never unloaded
+ * (like the fatbin modules). */
+
+/* The cached kernel of src, or NULL. */
+CUfunction rlx_cuda_gen_lookup(const char* src);
+/* Compiles and loads the sources of srcs[0..n) not cached yet (in
+ * parallel, one NVRTC program each), then caches them. A failed compile
+ * is an error naming NVRTC's log. */
+rlx_status rlx_cuda_gen_compile(const rlx_cuda_dev* d, const char* const* srcs, int32_t n,
+                                rlx_error* err);
+/* Kernels compiled so far in this process and the wall ms spent compiling
+ * them (NVRTC and the module load). */
+void rlx_cuda_gen_stats(int32_t* n_kernels, double* ms);
+/* Whether region steps use generated kernels: libnvrtc loads and
+ * RLX_CUDA_NO_NVRTC is not set (else the interpreter, region.cu). */
+int rlx_cuda_gen_enabled(void);
+/* Generates and compiles, before the launches are built, the kernels of
+ * every region step of l at once (cuda_launch.c). */
+rlx_status rlx_cuda_regions_prepare(const rlx_cuda_build* b, const rlx_step_list* l, rlx_error* err);
 
 #endif

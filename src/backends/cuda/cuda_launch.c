@@ -10,6 +10,7 @@
 
 #include "base/env.h"
 #include "backends/cuda/cuda_internal.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "ir/dtype.h"
 
 static rlx_launch* push(rlx_launch_list* l, rlx_launch_kind kind, int32_t step, rlx_error* err) {
@@ -2278,36 +2279,108 @@ static int region_width(const rlxk_region* p, const int64_t* ost, int64_t (*ist)
   return 4;
 }
 
-static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
-                               rlx_launch_list* l, rlx_error* err) {
-  rlxk_region p;
-  memset(&p, 0, sizeof p);
+/* The region step's launch parameters (all but the interpreter's program)
+ * and the form its generated kernel bakes in; 0 when no region kernel can
+ * run the step (the host fallback does). */
+static int region_setup(const rlx_step* s, rlxk_region* p, rlx_region_form* f) {
+  memset(p, 0, sizeof *p);
+  memset(f, 0, sizeof *f);
   int64_t shape[RLX_MAX_RANK] = {0}, ost[RLX_MAX_RANK] = {0}, ist[RLXK_RG_IN][RLX_MAX_RANK];
   memset(ist, 0, sizeof ist);
   const rlx_region_program* prog = &s->p.region;
-  p.n = rlx_view_numel(&s->out[0]);
-  if (p.n == 0) return RLX_OK;
+  p->n = rlx_view_numel(&s->out[0]);
   if (s->n_in > RLXK_RG_IN || prog->n_inputs != s->n_in || !is_float_storage(s->out[0].dtype) ||
-      !region_dims(s, shape, ost, ist, &p.rank) || !region_compile(prog, &p))
-    return build_host(b, s, i, l, err);
-  p.n_in = s->n_in;
-  p.ooff = s->out[0].offset;
-  p.odt = s->out[0].dtype;
-  p.rdt = prog->dtype;
-  for (int32_t d = 0; d < p.rank; d++) {
-    p.shape[d] = (int32_t)shape[d];
-    p.ostride[d] = (int32_t)ost[d];
+      !region_dims(s, shape, ost, ist, &p->rank))
+    return 0;
+  p->n_in = s->n_in;
+  p->ooff = s->out[0].offset;
+  p->odt = s->out[0].dtype;
+  p->rdt = prog->dtype;
+  for (int32_t d = 0; d < p->rank; d++) {
+    p->shape[d] = (int32_t)shape[d];
+    p->ostride[d] = (int32_t)ost[d];
   }
-  for (int k = 0; k < p.n_in; k++) {
-    p.ioff[k] = s->in[k].offset;
-    p.idt[k] = s->in[k].dtype;
-    for (int32_t d = 0; d < p.rank; d++) p.istride[k][d] = (int32_t)ist[k][d];
+  for (int k = 0; k < p->n_in; k++) {
+    p->ioff[k] = s->in[k].offset;
+    p->idt[k] = s->in[k].dtype;
+    for (int32_t d = 0; d < p->rank; d++) p->istride[k][d] = (int32_t)ist[k][d];
   }
-  int width = region_width(&p, ost, ist);
-  rlx_launch* x = push_kernel(l, width == 4 ? RLX_CUDA_FN_REGION4 : RLX_CUDA_FN_REGION1, i, err);
+  f->rank = p->rank;
+  f->width = region_width(p, ost, ist);
+  f->out_dtype = p->odt;
+  for (int k = 0; k < p->n_in; k++) {
+    f->in_dtype[k] = p->idt[k];
+    f->in_step1[k] = f->width == 4 && ist[k][p->rank - 1] == 1;
+  }
+  return 1;
+}
+
+/* The generated source of the step's region, or *src NULL where the
+ * generator has no code for its dtypes (the interpreter runs it). */
+static rlx_status region_source(const rlx_step* s, const rlx_region_form* f, char** src,
+                                rlx_error* err) {
+  rlx_error why = {0};
+  rlx_status st = rlx_nvrtc_region_source(&s->p.region, f, src, &why);
+  if (st == RLX_UNIMPLEMENTED) return RLX_OK;
+  if (st) return rlx_fail(err, st, "%s", why.msg);
+  return RLX_OK;
+}
+
+/* The generated kernel of the step (compiled now unless
+ * rlx_cuda_regions_prepare did), or NULL for the interpreter. */
+static rlx_status region_kernel(const rlx_cuda_build* b, const rlx_step* s,
+                                const rlx_region_form* f, CUfunction* out, rlx_error* err) {
+  *out = NULL;
+  if (!rlx_cuda_gen_enabled()) return RLX_OK;
+  char* src = NULL;
+  RLX_RETURN_IF_ERROR(region_source(s, f, &src, err));
+  if (!src) return RLX_OK;
+  rlx_status st = RLX_OK;
+  if (!(*out = rlx_cuda_gen_lookup(src))) {
+    const char* one[1] = {src};
+    st = rlx_cuda_gen_compile(b->d, one, 1, err);
+    if (st == RLX_OK) *out = rlx_cuda_gen_lookup(src);
+  }
+  free(src);
+  return st;
+}
+
+rlx_status rlx_cuda_regions_prepare(const rlx_cuda_build* b, const rlx_step_list* l,
+                                    rlx_error* err) {
+  if (!rlx_cuda_gen_enabled()) return RLX_OK;
+  char** srcs = calloc((size_t)l->n + 1, sizeof *srcs);
+  RLX_CHECK_ALLOC(err, srcs);
+  int32_t n = 0;
+  rlx_status st = RLX_OK;
+  for (int32_t i = 0; i < l->n && st == RLX_OK; i++) {
+    rlxk_region p;
+    rlx_region_form f;
+    const rlx_step* s = &l->steps[i];
+    if (s->kernel != RLX_K_REGION || !region_setup(s, &p, &f) || p.n == 0) continue;
+    st = region_source(s, &f, &srcs[n], err);
+    if (srcs[n]) n++;
+  }
+  if (st == RLX_OK) st = rlx_cuda_gen_compile(b->d, (const char* const*)srcs, n, err);
+  for (int32_t k = 0; k < n; k++) free(srcs[k]);
+  free(srcs);
+  return st;
+}
+
+static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                               rlx_launch_list* l, rlx_error* err) {
+  if (rlx_view_numel(&s->out[0]) == 0) return RLX_OK;
+  rlxk_region p;
+  rlx_region_form f;
+  if (!region_setup(s, &p, &f)) return build_host(b, s, i, l, err);
+  CUfunction gen = NULL;
+  RLX_RETURN_IF_ERROR(region_kernel(b, s, &f, &gen, err));
+  /* the interpreter holds RLXK_RG_REGS values: a larger program runs on the host */
+  if (!gen && !region_compile(&s->p.region, &p)) return build_host(b, s, i, l, err);
+  rlx_launch* x = push_kernel(l, f.width == 4 ? RLX_CUDA_FN_REGION4 : RLX_CUDA_FN_REGION1, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->gen = gen;
   x->p.region = p;
-  x->grid[0] = grid_for(b, p.n / width, 256);
+  x->grid[0] = grid_for(b, p.n / f.width, 256);
   return RLX_OK;
 }
 

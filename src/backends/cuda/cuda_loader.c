@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/env.h"
 #include "backends/cuda/cuda_internal.h"
+#include "backends/cuda/cuda_nvrtc.h"
 
 static rlx_cuda_dev g_dev;
 static int g_ok;
@@ -323,6 +325,131 @@ rlx_status rlx_cuda_fail(const rlx_cuda_dev* d, rlx_error* err, CUresult r, cons
   rlx_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? RLX_RESOURCE_EXHAUSTED : RLX_INTERNAL;
   return rlx_fail(err, st, "cuda: %s failed: %s (CUresult %d)", call, s ? s : "unknown error",
                   (int)r);
+}
+
+/* ------------------------------------------------------------------ generated kernels */
+
+typedef struct gen_kernel {
+  char* src;
+  CUmodule module;
+  CUfunction fn;
+  struct gen_kernel* next;
+} gen_kernel;
+
+static pthread_mutex_t g_gen_lock = PTHREAD_MUTEX_INITIALIZER;
+static gen_kernel* g_gen;
+static int32_t g_gen_n;
+static double g_gen_ms;
+
+int rlx_cuda_gen_enabled(void) {
+  return !rlx_env_flag(RLX_ENV_CUDA_NO_NVRTC) && rlx_nvrtc_available(NULL, 0);
+}
+
+static gen_kernel* gen_find(const char* src) { /* with g_gen_lock held */
+  for (gen_kernel* k = g_gen; k; k = k->next)
+    if (strcmp(k->src, src) == 0) return k;
+  return NULL;
+}
+
+CUfunction rlx_cuda_gen_lookup(const char* src) {
+  pthread_mutex_lock(&g_gen_lock);
+  gen_kernel* k = gen_find(src);
+  pthread_mutex_unlock(&g_gen_lock);
+  return k ? k->fn : NULL;
+}
+
+void rlx_cuda_gen_stats(int32_t* n_kernels, double* ms) {
+  pthread_mutex_lock(&g_gen_lock);
+  *n_kernels = g_gen_n;
+  *ms = g_gen_ms;
+  pthread_mutex_unlock(&g_gen_lock);
+}
+
+/* One NVRTC compile, run on its own thread. */
+typedef struct gen_job {
+  const char* src;
+  int cc_major, cc_minor;
+  void* image;
+  size_t bytes;
+  double ms;
+  rlx_status status;
+  rlx_error err;
+  pthread_t thread;
+  int started;
+} gen_job;
+
+static void* gen_job_run(void* arg) {
+  gen_job* j = arg;
+  j->status = rlx_nvrtc_compile(j->src, j->cc_major, j->cc_minor, &j->image, &j->bytes, &j->ms,
+                                &j->err);
+  return NULL;
+}
+
+/* Loads a compiled image and caches it (with g_gen_lock held). */
+static rlx_status gen_insert(const rlx_cuda_dev* d, gen_job* j, rlx_error* err) {
+  gen_kernel* k = calloc(1, sizeof *k);
+  RLX_CHECK_ALLOC(err, k);
+  k->src = strdup(j->src);
+  CUresult r = CUDA_SUCCESS;
+  if (!k->src) r = CUDA_ERROR_OUT_OF_MEMORY;
+  else if ((r = d->cu.module_load_data(&k->module, j->image)) == CUDA_SUCCESS)
+    r = d->cu.module_get_function(&k->fn, k->module, RLX_NVRTC_REGION_KERNEL);
+  if (r != CUDA_SUCCESS) {
+    free(k->src);
+    free(k);
+    return rlx_cuda_fail(d, err, r, "cuModuleLoadData(generated region kernel)");
+  }
+  k->next = g_gen;
+  g_gen = k;
+  g_gen_n++;
+  return RLX_OK;
+}
+
+/* The jobs for the sources not cached and not repeated in srcs. */
+static int32_t gen_jobs(const rlx_cuda_dev* d, const char* const* srcs, int32_t n, gen_job* jobs) {
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; i++) {
+    int seen = gen_find(srcs[i]) != NULL;
+    for (int32_t k = 0; k < m && !seen; k++) seen = strcmp(jobs[k].src, srcs[i]) == 0;
+    if (seen) continue;
+    memset(&jobs[m], 0, sizeof jobs[m]);
+    jobs[m].src = srcs[i];
+    jobs[m].cc_major = d->cc_major;
+    jobs[m].cc_minor = d->cc_minor;
+    m++;
+  }
+  return m;
+}
+
+rlx_status rlx_cuda_gen_compile(const rlx_cuda_dev* d, const char* const* srcs, int32_t n,
+                                rlx_error* err) {
+  if (n <= 0) return RLX_OK;
+  gen_job* jobs = calloc((size_t)n, sizeof *jobs);
+  RLX_CHECK_ALLOC(err, jobs);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_mutex_lock(&g_gen_lock);
+  int32_t m = gen_jobs(d, srcs, n, jobs);
+  /* NVRTC programs compile independently: one thread each (a thread that
+   * cannot start compiles on this one). */
+  for (int32_t i = 1; i < m; i++)
+    jobs[i].started = pthread_create(&jobs[i].thread, NULL, gen_job_run, &jobs[i]) == 0;
+  if (m > 0) gen_job_run(&jobs[0]);
+  for (int32_t i = 1; i < m; i++) {
+    if (jobs[i].started) pthread_join(jobs[i].thread, NULL);
+    else gen_job_run(&jobs[i]);
+  }
+  rlx_status s = RLX_OK;
+  for (int32_t i = 0; i < m; i++) {
+    if (s == RLX_OK && jobs[i].status != RLX_OK) s = rlx_fail(err, jobs[i].status, "%s", jobs[i].err.msg);
+    if (s == RLX_OK) s = gen_insert(d, &jobs[i], err);
+    free(jobs[i].image);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  g_gen_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  pthread_mutex_unlock(&g_gen_lock);
+  free(jobs);
+  return s;
 }
 
 #else

@@ -489,14 +489,14 @@ static void c_attention_backward_tiled(pcase* c, int v) {
  * kernels (64, 128): variants = mask kind (v % 5) x head dim (v / 5 % 2)
  * x dtype (v / 10), layouts alternating, GQA, score scale and softcap
  * drawn; Sq and Sk are not multiples of 64 (partial tiles at both ends,
- * the causal diagonal offset by Sk - Sq). S <= 130: lavapipe runs the
- * same cases. */
-static void c_attention_backward_half(pcase* c, int v) {
+ * the causal diagonal offset by Sk - Sq). S <= 160: lavapipe runs the
+ * same cases. Query lengths in [sq_lo, sq_hi]. */
+static void attention_backward_half(pcase* c, int v, int64_t sq_lo, int64_t sq_hi) {
   rlx_attention_desc d = {0};
   rlx_dtype t = v >= 10 ? RLX_BF16 : RLX_F16;
   c->compute = t;
   int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 3);
-  int64_t Sq = test_rand_int(17, 100), Sk = Sq + test_rand_int(2, 30), D = (v / 5) % 2 ? 128 : 64;
+  int64_t Sq = test_rand_int(sq_lo, sq_hi), Sk = Sq + test_rand_int(2, 30), D = (v / 5) % 2 ? 128 : 64;
   d.num_heads = (int32_t)H;
   d.num_kv_heads = (int32_t)Hkv;
   d.head_dim = (int32_t)D;
@@ -520,6 +520,10 @@ static void c_attention_backward_half(pcase* c, int v) {
   for (int i = 0; i < 3; i++) rlx_graph_add_cast(c->g, g[i], RLX_F32, &g[i]);
   outputs(c, g, 3);
 }
+static void c_attention_backward_half(pcase* c, int v) { attention_backward_half(c, v, 17, 100); }
+/* Query lengths just past 128: the CUDA tensor-core backward's 128-row
+ * query tiles (8 warps) then leave a second, nearly empty tile. */
+static void c_attention_backward_half_long(pcase* c, int v) { attention_backward_half(c, v, 121, 130); }
 
 /* f32 attention at the head dims of CUDA's exact-f32 flash kernels (64,
  * 128: SIMT, or split-precision TF32 on tensor cores), past one 128-row
@@ -1808,6 +1812,7 @@ static const case_def CASES[] = {
     {"region", c_region, 8, {1e-5, 2e-2, 2e-2}},
     {"reduce_mid", c_reduce_mid, 18, {1e-5, 2e-2, 2e-2}},
     {"select_views", c_select_views, 9, {1e-5, 1e-5, 1e-5}},
+    {"attention_backward_half_long", c_attention_backward_half_long, 20, {0, 3e-2, 3e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -1247,13 +1247,19 @@ static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_c
   return 1;
 }
 
+/* Warps of a query-tile block (STATS, DQ): 4 (64 query rows), or 8 (128
+ * rows: each streamed key tile serves twice the rows) with
+ * RLX_CUDA_ATTN_BWD_Q_WARPS=8. 4 is the default: on the H200 (causal bf16
+ * B8 H16 S1024 D64) STATS + DQ took 0.51 ms with 4 warps, 0.62 with 8. */
+static int attn_bwd_q_warps(void) { return rlx_env_int(RLX_ENV_CUDA_ATTN_BWD_Q_WARPS) == 8 ? 8 : 4; }
+
 /* The tensor-core AttentionBackward kernels (attention_bwd_mma.cu) for the
  * phase: f16 / bf16 q, k, d_out (and v where the phase reads it) with
  * D == Dv in {64, 128}, every row loadable by 16-byte cp.async, f32 stats.
- * Returns the kernel, its shared memory and block count, or 0;
+ * Returns the kernel, its shared memory, block count and threads, or 0;
  * RLX_CUDA_ATTN_BWD=tiled (or rows) keeps the SIMT kernels for A/B runs. */
 static int attn_bwd_mma_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn,
-                             unsigned* smem, int64_t* blocks) {
+                             unsigned* smem, int64_t* blocks, unsigned* threads) {
   const rlx_attention_bwd_params* p = &s->p.attn_bwd;
   const rlx_attention_params* a = &p->a;
   if (b->d->cc_major < 8 || rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "tiled") ||
@@ -1274,17 +1280,24 @@ static int attn_bwd_mma_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cud
   const int operands[4] = {0, 1, 2, 5}; /* q, k, v, d_out */
   for (int k = 0; k < 4; k++)
     if (s->in[operands[k]].rank >= 0 && !aligned16(s->in[operands[k]].offset)) return 0;
-  /* Six 64 x (D + 8) half tiles (own Q / dO or K / V, two stages of the
-   * streamed pair) and two stages of 64 (lse, D) pairs. */
-  *smem = (unsigned)(6 * 64 * (a->D + 8) * 2 + 1024);
+  /* Own Q / dO or K / V tiles (16 rows a warp), two stages of the streamed
+   * pair (64 x (D + 8) halves each) and two stages of 64 (lse, D) pairs. */
+  int warps = keys ? 4 : attn_bwd_q_warps();
+  *smem = (unsigned)((2 * 16 * warps + 4 * 64) * (a->D + 8) * 2 + 1024);
+  if (*smem > (unsigned)b->d->smem_optin && !keys) { /* fall back to 64-row query tiles */
+    warps = 4;
+    *smem = (unsigned)((2 * 16 * warps + 4 * 64) * (a->D + 8) * 2 + 1024);
+  }
   if (*smem > (unsigned)b->d->smem_optin) return 0;
+  *threads = (unsigned)(32 * warps);
   static const rlx_cuda_fn fns[2][2][2] = {
       {{RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128},
        {RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D128}},
       {{RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D128},
        {RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D64, RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D128}}};
   *fn = fns[keys][t == RLX_BF16][a->D == 128];
-  *blocks = keys ? a->B * a->Hkv * ((a->Sk + 63) / 64) : a->B * a->H * ((a->Sq + 63) / 64);
+  const int64_t rows = 16 * warps;
+  *blocks = keys ? a->B * a->Hkv * ((a->Sk + rows - 1) / rows) : a->B * a->H * ((a->Sq + rows - 1) / rows);
   return 1;
 }
 
@@ -1359,7 +1372,8 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   rlx_cuda_fn mma;
   unsigned mma_smem;
   int64_t mma_blocks;
-  int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks);
+  unsigned mma_threads = 128;
+  int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks, &mma_threads);
   if (use_mma && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, mma)) return RLX_OK;
   rlx_cuda_fn tiled = RLX_CUDA_FN_ATTN_BWD_Q64;
   unsigned smem = 0;
@@ -1386,10 +1400,10 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   k->op = s->op;
   x->grid[0] = (unsigned)((items + 3) / 4); /* 4 warps per block, one item each */
   x->block = 128;
-  if (use_mma) { /* 4 warps of 16 rows per 64-row tile */
+  if (use_mma) { /* warps of 16 rows per 64- or 128-row tile */
     x->fn = mma;
     x->grid[0] = (unsigned)mma_blocks;
-    x->block = 128;
+    x->block = mma_threads;
     x->smem = mma_smem;
     attn_bwd_stats_copy(l, s, i, k);
   } else if (use_tiled) {

@@ -11,15 +11,17 @@
  *   dk_j += dS q_i                dK = dS^T Q
  *   dq_i += dS k_j                dQ = dS K
  *
- * Blocks of 4 warps own 64-row tiles; a warp owns 16 rows and streams the
- * other side's tiles of 64 rows through shared memory (cp.async, two
- * stages). Products are 16 x 64 score tiles over D (S, dP) and 16 x D
- * updates over 64 (dV, dK, dQ) whose A operand is the score tile itself:
- * the f32 accumulators of n-tiles 2j, 2j+1 are the A fragment of k-step j
- * once rounded to the input dtype (P and dS are rounded, as in every flash
- * kernel; sums stay f32).
+ * Blocks of 4 warps own 64-row tiles (query-tile kernels: 4 or 8 warps,
+ * 64 or 128 rows); a warp owns 16 rows and streams the other side's tiles
+ * of 64 rows through shared memory (cp.async, two stages). Products are
+ * 16 x 64 score tiles over D (S, dP) and 16 x D updates over 64 (dV,
+ * dK, dQ) whose A operand is the score tile itself: the f32 accumulators
+ * of n-tiles 2j, 2j+1 are the A fragment of k-step j once rounded to the
+ * input dtype (P and dS are rounded, as in every flash kernel; sums stay
+ * f32).
  *
- * rlx_attn_bwd_mma_q_*: a block per (b, h, 64-query tile), last tile first.
+ * rlx_attn_bwd_mma_q_*: a block per (b, h, 64- or 128-query tile), last
+ *   tile first.
  *   STATS: lse of each row (online max / sum over the visible key tiles)
  *          and D -> stats[2r], stats[2r + 1] (f32, in dq's bytes), and a
  *          float2 copy in scratch when stats_copy;
@@ -47,18 +49,24 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTile = 64; /* rows of every tile; a warp owns 16 of its block's tile */
 constexpr float kLog2e = 1.4426950408889634f;
 
-/* Rows [r0, r0 + 64) x D halves of a strided operand (row stride rs) into a
+/* Rows [r0, r0 + n) x D halves of a strided operand (row stride rs) into a
  * tile of row stride LD = D + 8 (ldmatrix's 8 row reads then hit 8 distinct
- * bank groups); rows past `rows` read as zero. The caller commits. */
+ * bank groups); rows past `rows` read as zero. Every thread of the block
+ * takes part (4 or 8 warps); the caller commits. */
 template <int D>
-RLXK_DEV void load_tile(uint16_t* dst, const uint16_t* src, int64_t rs, int64_t r0, int64_t rows) {
+RLXK_DEV void load_rows(uint16_t* dst, const uint16_t* src, int64_t rs, int64_t r0, int64_t rows, int n) {
   constexpr int chunks = D / 8; /* 16-byte pieces per row */
-#pragma unroll
-  for (int idx = threadIdx.x; idx < kTile * chunks; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < n * chunks; idx += blockDim.x) {
     int r = idx / chunks, c = idx % chunks;
     bool valid = r0 + r < rows;
     cp_async16(dst + r * (D + 8) + c * 8, src + (valid ? (r0 + r) * rs : 0) + c * 8, valid);
   }
+}
+
+/* A streamed tile: 64 rows. */
+template <int D>
+RLXK_DEV void load_tile(uint16_t* dst, const uint16_t* src, int64_t rs, int64_t r0, int64_t rows) {
+  load_rows<D>(dst, src, rs, r0, rows, kTile);
 }
 
 /* (lse, D) of query rows [i0, i0 + 64) (stats row base + i) into dst[64][2];
@@ -237,27 +245,61 @@ RLXK_DEV void stream_keys(uint16_t* stages, const uint16_t* k, const uint16_t* v
   }
 }
 
-/* D_i = d_out_i . out_i of the warp's rows wi0 + g and wi0 + g + 8. */
-template <int D>
+/* Two halves of one register (x the lower address) as floats. */
+template <bool BF>
+RLXK_DEV float2 unpack2(uint32_t w) {
+  if constexpr (BF) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  } else {
+    __half2 v = *(__half2*)&w;
+    return __half22float2(v);
+  }
+}
+
+/* D_i = d_out_i . out_i of the warp's rows wi0 + g and wi0 + g + 8. Lanes
+ * 2r and 2r + 1 sum the two halves of row wi0 + r with all their loads in
+ * flight at once (16-byte vectors when both operands are the input dtype
+ * and aligned), then each lane quad picks its rows' sums: no chain of 16
+ * dependent warp reductions. */
+template <int D, bool BF>
 RLXK_DEV void row_deltas(const rlxk_attn_bwd& p, const char* arena, int64_t b, int64_t h,
                          int64_t wi0, float del[2]) {
   const rlxk_attn& a = p.a;
-  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const int lane = threadIdx.x & 31, g = lane >> 2, half = lane & 1;
   const char *d_out = at(arena, p.dooff), *out = at(arena, p.xoff);
-  del[0] = del[1] = 0.0f;
-#pragma unroll /* the 16 rows' loads in flight together */
-  for (int r = 0; r < 16; r++) {
-    int64_t i = wi0 + r;
-    float sum = 0.0f;
-    if (i < a.Sq) {
-      int64_t oo = b * a.o_sb + i * a.o_ss + h * a.o_sh, go = b * p.do_sb + i * p.do_ss + h * p.do_sh;
+  const int64_t i = wi0 + (lane >> 1);
+  float sum = 0.0f;
+  if (i < a.Sq) {
+    const int64_t oo = b * a.o_sb + i * a.o_ss + h * a.o_sh + half * (D / 2);
+    const int64_t go = b * p.do_sb + i * p.do_ss + h * p.do_sh + half * (D / 2);
+    const int same = BF ? RLX_BF16 : RLX_F16;
+    const uint16_t *gv = (const uint16_t*)d_out + go, *ov = (const uint16_t*)out + oo;
+    if (p.dodt == same && p.xdt == same && (((uintptr_t)gv | (uintptr_t)ov) & 15u) == 0) {
+      uint4 gx[D / 16], ox[D / 16];
 #pragma unroll
-      for (int d = lane; d < D; d += 32) sum = fmaf(ld_f32(d_out, p.dodt, go + d), ld_f32(out, p.xdt, oo + d), sum);
+      for (int c = 0; c < D / 16; c++) {
+        gx[c] = ((const uint4*)gv)[c];
+        ox[c] = ((const uint4*)ov)[c];
+      }
+#pragma unroll
+      for (int c = 0; c < D / 16; c++) {
+        const uint32_t gw[4] = {gx[c].x, gx[c].y, gx[c].z, gx[c].w};
+        const uint32_t ow[4] = {ox[c].x, ox[c].y, ox[c].z, ox[c].w};
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+          float2 x = unpack2<BF>(gw[w]), y = unpack2<BF>(ow[w]);
+          sum = fmaf(x.x, y.x, fmaf(x.y, y.y, sum));
+        }
+      }
+    } else {
+#pragma unroll 8
+      for (int d = 0; d < D / 2; d++)
+        sum = fmaf(ld_f32(d_out, p.dodt, go + d), ld_f32(out, p.xdt, oo + d), sum);
     }
-    sum = warp_sum(sum);
-    if (r == g) del[0] = sum;
-    if (r == g + 8) del[1] = sum;
   }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  del[0] = __shfl_sync(0xffffffffu, sum, 2 * g);
+  del[1] = __shfl_sync(0xffffffffu, sum, 2 * (g + 8));
 }
 
 /* lse of the warp's rows (g, g + 8) over the visible key tiles: an online
@@ -316,20 +358,23 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
   }
 }
 
-/* Shared memory: Q, dO, then two stages of (K, V) tiles, 64 x (D + 8) halves each. */
+/* Shared memory: Q, dO (16 rows per warp each), then two stages of (K, V)
+ * tiles of 64 rows; rows of D + 8 halves. The block has 4 or 8 warps (the
+ * launch's choice, RLX_CUDA_ATTN_BWD_Q_WARPS): 8 warps own 128 query rows,
+ * so each streamed key tile (and its barrier) serves twice the rows. */
 template <int D, bool BF>
 __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
-  constexpr int TILE = kTile * (D + 8);
   extern __shared__ float4 smem4[];
+  const int rows = 16 * (int)(blockDim.x >> 5); /* query rows of the block */
   uint16_t* Qs = (uint16_t*)smem4;
-  uint16_t* Os = Qs + TILE;
-  uint16_t* stages = Os + TILE;
+  uint16_t* Os = Qs + rows * (D + 8);
+  uint16_t* stages = Os + rows * (D + 8);
   const rlxk_attn& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   /* Longest causal rows first, across all heads. */
-  const int64_t q_tiles = (a.Sq + kTile - 1) / kTile, BH = a.B * a.H, blk = blockIdx.x;
+  const int64_t q_tiles = (a.Sq + rows - 1) / rows, BH = a.B * a.H, blk = blockIdx.x;
   const int64_t tile = q_tiles - 1 - blk / BH, bh = blk % BH;
-  const int64_t h = bh % a.H, b = bh / a.H, kvh = h / (a.H / a.Hkv), i0 = tile * kTile;
+  const int64_t h = bh % a.H, b = bh / a.H, kvh = h / (a.H / a.Hkv), i0 = tile * rows;
   const int64_t wi0 = i0 + warp * 16;
   const uint16_t* q = (const uint16_t*)at(arena, a.qoff) + b * a.q_sb + h * a.q_sh;
   const uint16_t* d_out = (const uint16_t*)at(arena, p.dooff) + b * p.do_sb + h * p.do_sh;
@@ -339,11 +384,11 @@ __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
   const bool dq = p.op == RLXK_ATTN_BWD_DQ;
 
   int64_t k_begin, k_end;
-  attn_key_range(a, i0, kTile, &k_begin, &k_end);
+  attn_key_range(a, i0, rows, &k_begin, &k_end);
   const int64_t k_first = (k_begin / kTile) * kTile;
   const int n_tiles = k_end > k_first ? (int)((k_end - k_first + kTile - 1) / kTile) : 0;
-  load_tile<D>(Qs, q, a.q_ss, i0, a.Sq); /* lands with the first key tile */
-  if (dq) load_tile<D>(Os, d_out, p.do_ss, i0, a.Sq);
+  load_rows<D>(Qs, q, a.q_ss, i0, a.Sq, rows); /* lands with the first key tile */
+  if (dq) load_rows<D>(Os, d_out, p.do_ss, i0, a.Sq, rows);
 
   float lse[2], del[2];
   const int64_t row_base = (b * a.H + h) * a.Sq;
@@ -357,7 +402,7 @@ __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
     }
   } else {
     row_lse<D, BF>(a, mask, b, h, stages, Qs, k, k_first, n_tiles, wi0, lse);
-    row_deltas<D>(p, arena, b, h, wi0, del);
+    row_deltas<D, BF>(p, arena, b, h, wi0, del);
   }
   if (!dq) {
     if (t != 0) return;
@@ -477,21 +522,22 @@ __device__ void bwd_keys(char* arena, const rlxk_attn_bwd& p) {
 
 }  // namespace
 
-/* 4 warps a block; mma.sync needs warps to hide its latency. d64: the
- * query-tile kernels fit 128 registers (four blocks, 16 warps an SM), the
- * key-tile kernels 168 (three blocks: their score, dP and two 16 x 64
- * accumulator tiles). d128: two blocks, up to 255 registers each. */
-#define ATTN_BWD_MMA(name, body, d, bf, min_blocks)                                       \
-  extern "C" __global__ void __launch_bounds__(kThreads, min_blocks)                      \
+/* mma.sync needs warps to hide its latency. The query-tile kernels run 4
+ * or 8 warps a block (the launch picks; 4 by default): d64 fits 128
+ * registers (16 warps an SM either way), d128 up to 255. The key-tile
+ * kernels run 4 warps: d64 168 registers (three blocks: their score, dP
+ * and two 16 x 64 accumulator tiles), d128 two blocks of up to 255. */
+#define ATTN_BWD_MMA(name, body, d, bf, max_threads, min_blocks)                          \
+  extern "C" __global__ void __launch_bounds__(max_threads, min_blocks)                   \
       name(char* arena, rlxk_attn_bwd p, rlxk_state* st) {                                \
     (void)st;                                                                             \
     body<d, bf>(arena, p);                                                                \
   }
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d64, bwd_queries, 64, true, 4)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d128, bwd_queries, 128, true, 2)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d64, bwd_queries, 64, false, 4)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d128, bwd_queries, 128, false, 2)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d64, bwd_keys, 64, true, 3)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d128, bwd_keys, 128, true, 2)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d64, bwd_keys, 64, false, 3)
-ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d128, bwd_keys, 128, false, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d64, bwd_queries, 64, true, 256, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_bf16_d128, bwd_queries, 128, true, 256, 1)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d64, bwd_queries, 64, false, 256, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_q_f16_d128, bwd_queries, 128, false, 256, 1)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d64, bwd_keys, 64, true, kThreads, 3)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_bf16_d128, bwd_keys, 128, true, kThreads, 2)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d64, bwd_keys, 64, false, kThreads, 3)
+ATTN_BWD_MMA(rlx_attn_bwd_mma_k_f16_d128, bwd_keys, 128, false, kThreads, 2)

@@ -265,8 +265,9 @@ TEST(fast_paths_at_size) {
 
 /* Products whose operands have a leading dimension that is not a multiple
  * of 16 bytes (ld 1001, like GPT-2's vocab 50257): the LM head, its input
- * gradient and its weight gradient. The sizes make cuda_matmul.c copy those
- * operands to a padded layout (each >= 1 MB, >= 64 flops per byte copied). */
+ * gradient and its weight gradient. The sizes make cuda_matmul.c copy the
+ * weight gradient's half operand to a padded layout (>= 1 MB, >= 64 flops
+ * per byte copied, N and K multiples of 8); the other two keep theirs. */
 static int padded_gemm_case(rlx_dtype t) {
   gcase c = new_case();
   rlx_dim xs[2] = {600, 512}, ws[2] = {1001, 512}, ds[2] = {600, 1001};

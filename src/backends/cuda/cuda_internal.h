@@ -47,6 +47,7 @@ typedef struct rlx_cu_api {
   CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*memcpy_2d_async)(const CUDA_MEMCPY2D*, CUstream);
+  CUresult (*memset_d2d16_async)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream);
   CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, unsigned int, CUstream, void**, void**);

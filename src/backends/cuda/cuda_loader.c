@@ -67,6 +67,7 @@ static int load_driver(rlx_cu_api* c) {
   SYM(lib, c->memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
   SYM(lib, c->memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
   SYM(lib, c->memcpy_2d_async, "cuMemcpy2DAsync_v2");
+  SYM(lib, c->memset_d2d16_async, "cuMemsetD2D16Async");
   SYM(lib, c->memset_d8_async, "cuMemsetD8Async");
   SYM(lib, c->launch_kernel, "cuLaunchKernel");
   SYM(lib, c->stream_create, "cuStreamCreate");

@@ -22,20 +22,21 @@
  * layer of a model) are timed once. RLX_CUDA_GEMM_HEURISTIC keeps the
  * heuristic's first pick.
  *
- * Padding: cuBLASLt's fast half kernels load 16-byte vectors, so an operand
- * whose leading dimension is not a multiple of 16 bytes (GPT-2's logits and
- * their gradient: ld = vocab 50257) falls back to slow kernels. Such an
- * operand of a large single (unbatched) f16 / bf16 product whose N and K
- * are multiples of 8 is copied to a padding buffer with its leading
- * dimension rounded up. Measured on the H200 (GPT-2 bf16 step): the weight
- * gradient of the LM head, 50257x768x4096, 1.93 -> 0.98 ms with its copy.
- * Where N or K itself is odd (the LM head's forward and input gradient)
- * padding the leading dimension alone did not help (3.09 -> 3.40 and
- * 2.34 -> 2.85 ms with the copies), nor in f32 (18.1 -> 21.0 ms for the
- * three), so those keep their layout; padding the odd dimension itself
- * (zero-filled K) is the next step. The buffer is one per stream, sized for
- * the largest plan (launch list's gemm_pad), since a stream runs its
- * products in order. */
+ * Padding: cuBLASLt's fast half kernels load 16-byte vectors, so a half
+ * operand whose leading dimension is not a multiple of 16 bytes, or a
+ * product whose N or K is not a multiple of 8 (GPT-2's LM head: vocab
+ * 50257), runs on slow kernels. In a large single (unbatched) f16 / bf16
+ * product such operands are copied to a padding buffer: the leading
+ * dimension rounded up, and an odd N or K rounded up to 8 with the new
+ * rows / columns zero (zero terms leave each dot product as it was; the
+ * output's extra rows are dropped when it is copied back). Measured on the
+ * H200 (GPT-2 bf16 step): the LM head's weight gradient, 50257x768x4096,
+ * 1.93 -> 0.98 ms with its copy; padding only the leading dimension of
+ * the forward and the input gradient, whose N / K is the vocab itself, made
+ * them slower (3.09 -> 3.40, 2.34 -> 2.85 ms), and f32 too (18.1 -> 21.0 ms
+ * for the three), so f32 keeps its layout. The buffer is one per stream,
+ * sized for the largest plan (launch list's gemm_pad), since a stream runs
+ * its products in order. */
 #ifdef RLX_HAVE_CUDA
 
 #include <stdlib.h>
@@ -46,12 +47,13 @@
 #include "ir/dtype.h"
 
 /* One operand copied between its own layout and a padded one: `cols`
- * runs of `rows` contiguous elements (the stored column-major matrix). */
+ * runs of `rows` contiguous elements (the stored column-major matrix),
+ * grown to rows_pad x cols_pad with zeros where N or K is rounded up. */
 typedef struct pad_copy {
   int on;
   uint64_t off; /* in the padding buffer */
   int64_t ld, ld_pad; /* elements */
-  uint64_t rows, cols;
+  uint64_t rows, cols, rows_pad, cols_pad;
 } pad_copy;
 
 enum { PAD_A, PAD_B, PAD_C }; /* column-major roles (see describe) */
@@ -224,30 +226,57 @@ static int fastest_candidate(const rlx_cuda_build* b, const rlx_cuda_mm_plan* p,
  * head: ~380). */
 enum { PAD_MIN_BYTES = 1 << 20, PAD_MIN_INTENSITY = 64 };
 
+static uint64_t round_up(uint64_t x, uint64_t unit) { return (x + unit - 1) / unit * unit; }
+
+/* The stored size operand k (column-major role) takes when N and / or K
+ * grow to multiples of unit: op(A) is N x K, op(B) K x M, C N x M. */
+static void padded_extent(int k, const lt_operand* o, int pad_n, int pad_k, uint64_t unit,
+                          uint64_t* rows, uint64_t* cols) {
+  int first_n = k == PAD_C || (k == PAD_A && o->op == CUBLAS_OP_N); /* rows run along N */
+  int first_k = (k == PAD_A && o->op != CUBLAS_OP_N) || (k == PAD_B && o->op == CUBLAS_OP_N);
+  int second_k = (k == PAD_A && o->op == CUBLAS_OP_N) || (k == PAD_B && o->op != CUBLAS_OP_N);
+  int second_n = k == PAD_A && o->op != CUBLAS_OP_N;
+  *rows = o->rows;
+  *cols = o->cols;
+  if ((first_n && pad_n) || (first_k && pad_k)) *rows = round_up(*rows, unit);
+  if ((second_n && pad_n) || (second_k && pad_k)) *cols = round_up(*cols, unit);
+}
+
 /* Marks the operands to pad and lays them out in the padding buffer (see
  * the top of the file for when that pays). */
 static void plan_padding(rlx_cuda_mm_plan* p, lt_operand* ops[3], int64_t batch, double flops,
-                         int64_t N, int64_t K) {
-  int64_t unit = 16 / (int64_t)p->es;
-  if (batch > 1 || p->es != 2 || N % unit != 0 || K % unit != 0) return;
+                         int64_t N, int64_t K, int has_bias) {
+  uint64_t unit = 16 / p->es;
+  if (batch > 1 || p->es != 2) return;
+  int pad_n = N % (int64_t)unit != 0, pad_k = K % (int64_t)unit != 0;
+  if (pad_n && has_bias) return; /* the bias epilogue would read N rounded up */
   double copied = 0.0;
   for (int k = 0; k < 3; k++) {
     lt_operand* o = ops[k];
-    uint64_t bytes = o->rows * o->cols * p->es;
-    if (o->ld % unit == 0 || o->rows < 2 || o->cols < 2 || bytes < PAD_MIN_BYTES) continue;
+    uint64_t rows, cols, bytes = o->rows * o->cols * p->es;
+    padded_extent(k, o, pad_n, pad_k, unit, &rows, &cols);
+    int grows = rows != o->rows || cols != o->cols;
+    int unaligned = o->ld % (int64_t)unit != 0 && o->rows >= 2 && o->cols >= 2 && bytes >= PAD_MIN_BYTES;
+    if (!grows && !unaligned) continue;
     pad_copy* c = &p->pad[k];
     c->on = 1;
     c->rows = o->rows;
     c->cols = o->cols;
+    c->rows_pad = rows;
+    c->cols_pad = cols;
     c->ld = o->ld;
-    c->ld_pad = ((int64_t)o->rows + unit - 1) / unit * unit;
+    c->ld_pad = (int64_t)round_up(rows, unit);
     c->off = p->pad_bytes;
-    p->pad_bytes += ((uint64_t)c->ld_pad * o->cols * p->es + 255u) & ~(uint64_t)255u;
+    p->pad_bytes += ((uint64_t)c->ld_pad * cols * p->es + 255u) & ~(uint64_t)255u;
     copied += 2.0 * (double)bytes;
   }
   if (copied == 0.0 || flops >= PAD_MIN_INTENSITY * copied) {
-    for (int k = 0; k < 3; k++)
-      if (p->pad[k].on) ops[k]->ld = p->pad[k].ld_pad;
+    for (int k = 0; k < 3; k++) {
+      if (!p->pad[k].on) continue;
+      ops[k]->rows = p->pad[k].rows_pad;
+      ops[k]->cols = p->pad[k].cols_pad;
+      ops[k]->ld = p->pad[k].ld_pad;
+    }
     return;
   }
   memset(p->pad, 0, sizeof p->pad);
@@ -336,7 +365,7 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
   p->es = rlx_dtype_size(at);
   p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
   lt_operand* ops[3] = {&A, &B, &C};
-  plan_padding(p, ops, batch, p->flops, m->N, m->K);
+  plan_padding(p, ops, batch, p->flops, m->N, m->K, m->has_bias);
   cublasComputeType_t compute = p->f64 ? CUBLAS_COMPUTE_64F
                                 : (at == RLX_F32 && b->allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                   : CUBLAS_COMPUTE_32F;
@@ -447,6 +476,24 @@ static CUresult copy_matrix(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, co
   return d->cu.memcpy_2d_async(&m, stream);
 }
 
+/* Input c copied into its padded layout at dst, the rows and columns it
+ * grew by zeroed (the buffer is shared, so every run). Half types only. */
+static rlx_status pad_input(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, const pad_copy* c,
+                            CUdeviceptr dst, CUdeviceptr src, CUstream stream, rlx_error* err) {
+  size_t pitch = (size_t)c->ld_pad * p->es;
+  RLX_CU(d, err, "cuMemcpy2DAsync(GEMM operand padding)",
+         copy_matrix(d, p, c, dst, c->ld_pad, src, c->ld, stream));
+  if (c->rows_pad > c->rows)
+    RLX_CU(d, err, "cuMemsetD2D16Async(GEMM operand padding)",
+           d->cu.memset_d2d16_async(dst + c->rows * p->es, pitch, 0, (size_t)(c->rows_pad - c->rows),
+                                    (size_t)c->cols, stream));
+  if (c->cols_pad > c->cols)
+    RLX_CU(d, err, "cuMemsetD2D16Async(GEMM operand padding)",
+           d->cu.memset_d2d16_async(dst + c->cols * pitch, pitch, 0, (size_t)c->rows_pad,
+                                    (size_t)(c->cols_pad - c->cols), stream));
+  return RLX_OK;
+}
+
 rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p, CUstream stream,
                                 CUdeviceptr workspace, size_t workspace_bytes, CUdeviceptr pad,
                                 rlx_error* err) {
@@ -454,9 +501,7 @@ rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p
   const CUdeviceptr own[3] = {p->a, p->b, p->c}, padded[3] = {io.a, io.b, io.c};
   for (int k = PAD_A; k <= PAD_B; k++) {
     const pad_copy* c = &p->pad[k];
-    if (c->on)
-      RLX_CU(d, err, "cuMemcpy2DAsync(GEMM operand padding)",
-             copy_matrix(d, p, c, padded[k], c->ld_pad, own[k], c->ld, stream));
+    if (c->on) RLX_RETURN_IF_ERROR(pad_input(d, p, c, padded[k], own[k], stream, err));
   }
   if (run_with(d, p, &p->algo, io, stream, workspace, workspace_bytes) != RLX_OK)
     return rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmul failed");

@@ -287,6 +287,14 @@ static int merge_dims(const int64_t* shape, const int64_t* stride, int lo, int h
 
 static int is_half(rlx_dtype t) { return t == RLX_F16 || t == RLX_BF16; }
 
+/* A sum / mean of f32 / f16 / bf16 into a float: what the column and
+ * middle-axis reductions take. */
+static int float_sum(const rlx_step* s) {
+  const rlx_view* v = &s->in[0];
+  return (s->op == RLX_RED_SUM || s->op == RLX_RED_MEAN) && (v->dtype == RLX_F32 || is_half(v->dtype)) &&
+         rlx_dtype_is_float(s->out[0].dtype);
+}
+
 /* A float sum / mean over the OUTER dims (bias and LayerNorm weight
  * gradients: [rows, cols] -> [cols]): the kept dims form one contiguous
  * block of >= 32 columns, the reduced ones a single row stride. Fills p
@@ -294,9 +302,7 @@ static int is_half(rlx_dtype t) { return t == RLX_F16 || t == RLX_BF16; }
 static int cols_plan(const rlx_step* s, rlxk_cols* p, int* vec) {
   const rlx_reduce_params* r = &s->p.reduce;
   const rlx_view* v = &s->in[0];
-  if (s->op != RLX_RED_SUM && s->op != RLX_RED_MEAN) return 0;
-  if (v->dtype != RLX_F32 && !is_half(v->dtype)) return 0;
-  if (!rlx_dtype_is_float(s->out[0].dtype)) return 0;
+  if (!float_sum(s)) return 0;
   int64_t ks[RLX_MAX_RANK], kt[RLX_MAX_RANK], rs[RLX_MAX_RANK], rt[RLX_MAX_RANK];
   int nk = merge_dims(v->shape, v->stride, 0, r->n_keep, ks, kt);
   int nr = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, rs, rt);
@@ -357,9 +363,7 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
 static int mid_plan(const rlx_step* s, rlxk_mid* p, int* vec) {
   const rlx_reduce_params* r = &s->p.reduce;
   const rlx_view* v = &s->in[0];
-  if (s->op != RLX_RED_SUM && s->op != RLX_RED_MEAN) return 0;
-  if (v->dtype != RLX_F32 && !is_half(v->dtype)) return 0;
-  if (!rlx_dtype_is_float(s->out[0].dtype)) return 0;
+  if (!float_sum(s)) return 0;
   int64_t ks[RLX_MAX_RANK], kt[RLX_MAX_RANK], rs[RLX_MAX_RANK], rt[RLX_MAX_RANK];
   int nk = merge_dims(v->shape, v->stride, 0, r->n_keep, ks, kt);
   int nr = merge_dims(v->shape, v->stride, r->n_keep, r->n_keep + r->n_red, rs, rt);

@@ -143,14 +143,10 @@ static int vec4_aligned(uint64_t off, int32_t dtype, const int64_t* stride, int3
   return 1;
 }
 
-/* rlx_ew_views{4,1}: copy / binary / unary over float views (f32, f16,
- * bf16 in any mix) whose offsets fit int32. Returns 0 (not this path), 1
- * (one element per thread) or 4 (4-element vectors along the inner dim). */
-static int ew_views_width(const rlxk_ew* p) {
-  if (p->kind != RLX_K_COPY && p->kind != RLX_K_BINARY && p->kind != RLX_K_UNARY) return 0;
-  if (p->n_in > 2 || !is_float_storage(p->odt) || !ew_fits_32(p)) return 0;
-  for (int k = 0; k < p->n_in; k++)
-    if (!is_float_storage(p->idt[k])) return 0;
+/* 4 when every element view of p can move 4 consecutive inner elements
+ * at once (inner extent a multiple of 4, the output and each input
+ * stepping 1 along it, or an input broadcast there, all 4-aligned), else 1. */
+static int vec4_width(const rlxk_ew* p) {
   int32_t last = p->rank - 1;
   if (p->shape[last] % 4 || p->ostride[last] != 1 || !vec4_aligned(p->ooff, p->odt, p->ostride, p->rank))
     return 1;
@@ -159,6 +155,17 @@ static int ew_views_width(const rlxk_ew* p) {
     if (st != 0 && (st != 1 || !vec4_aligned(p->ioff[k], p->idt[k], p->istride[k], p->rank))) return 1;
   }
   return 4;
+}
+
+/* rlx_ew_views{4,1}: copy / binary / unary over float views (f32, f16,
+ * bf16 in any mix) whose offsets fit int32. Returns 0 (not this path), 1
+ * (one element per thread) or 4 (4-element vectors along the inner dim). */
+static int ew_views_width(const rlxk_ew* p) {
+  if (p->kind != RLX_K_COPY && p->kind != RLX_K_BINARY && p->kind != RLX_K_UNARY) return 0;
+  if (p->n_in > 2 || !is_float_storage(p->odt) || !ew_fits_32(p)) return 0;
+  for (int k = 0; k < p->n_in; k++)
+    if (!is_float_storage(p->idt[k])) return 0;
+  return vec4_width(p);
 }
 
 /* rlx_ew_select{4,1}: compare of two float views into bool, or where of a
@@ -176,14 +183,7 @@ static int ew_select_width(const rlxk_ew* p) {
     return 0;
   }
   if (!ew_fits_32(p)) return 0;
-  int32_t last = p->rank - 1;
-  if (p->shape[last] % 4 || p->ostride[last] != 1 || !vec4_aligned(p->ooff, p->odt, p->ostride, p->rank))
-    return 1;
-  for (int k = 0; k < p->n_in; k++) {
-    int64_t st = p->istride[k][last];
-    if (st != 0 && (st != 1 || !vec4_aligned(p->ioff[k], p->idt[k], p->istride[k], p->rank))) return 1;
-  }
-  return 4;
+  return vec4_width(p);
 }
 
 /* Where(cond, x, y) planned in y's own bytes (device state): the elements

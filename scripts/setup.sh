@@ -9,7 +9,7 @@
 #   scripts/setup.sh --dev    also graphviz
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch gnuplot-nox)
+packages=(build-essential git cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch gnuplot-nox)
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(graphviz)
 fi
@@ -29,3 +29,4 @@ else
   echo "setup: all packages present"
 fi
 "$(dirname "${BASH_SOURCE[0]}")/setup_webgpu.sh" || echo "setup: WebGPU dependencies (Dawn, Mesa 25 lavapipe) not installed; WebGPU tests will SKIP"
+"$(dirname "${BASH_SOURCE[0]}")/setup_llama.sh" || echo "setup: llama.cpp test data (gguf-py, vocab files) not installed; GGUF/tokenizer tests will SKIP"

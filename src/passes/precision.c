@@ -122,6 +122,17 @@ static rlx_tensor cast_input(const lowerer* L, rlx_tensor v) {
   return L->same[v] != RLX_NONE ? L->same[v] : L->lowered[v];
 }
 
+/* An optimizer update (kept in f32) reads a gradient computed only in the
+ * reduced dtype as it is: every backend's update kernel loads any float
+ * dtype and widening bf16 / f16 to f32 is exact, so the update's bits are
+ * those of reading an f32 cast, without the cast's launch and f32 copy
+ * per param. Only the gradient (input 1): param and state stay f32. */
+static int update_reads_low(const lowerer* L, const rlx_node* n, int32_t i) {
+  rlx_tensor v = n->in[i];
+  return (n->op == RLX_OP_ADAM_UPDATE || n->op == RLX_OP_SGD_UPDATE) && i == 1 &&
+         L->same[v] == RLX_NONE && L->lowered[v] != RLX_NONE;
+}
+
 static rlx_status map_inputs(lowerer* L, const rlx_node* n, int lower, rlx_tensor* in) {
   for (int32_t i = 0; i < n->n_in; i++) {
     rlx_tensor v = n->in[i];
@@ -129,6 +140,7 @@ static rlx_status map_inputs(lowerer* L, const rlx_node* n, int lower, rlx_tenso
     else if (dtype_of(L->src, v) != RLX_F32) in[i] = L->same[v];
     else if (lower) RLX_RETURN_IF_ERROR(low_value(L, v, &in[i]));
     else if (n->op == RLX_OP_CAST) in[i] = cast_input(L, v);
+    else if (update_reads_low(L, n, i)) in[i] = L->lowered[v];
     else RLX_RETURN_IF_ERROR(f32_value(L, v, &in[i]));
   }
   return RLX_OK;

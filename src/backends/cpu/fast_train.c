@@ -1,24 +1,35 @@
-/* CPU fast path of the optimizer updates: all-f32 operands, the elements
+/* CPU fast path of the optimizer updates: f32 operands (the gradient may
+ * also be bf16 / f16: mixed precision reads it unconverted), the elements
  * split across the thread pool. Each element is computed with the
  * reference's double formulas in the same order (ref_train.c), so the
  * result is the reference's, only sooner; other dtypes decline (0) and run
  * on the reference. */
 #include "backends/cpu/cpu.h"
+#include "ir/dtype.h"
 
 #include <math.h>
 
 typedef struct opt_job {
   const rlx_step* s;
-  const float* in[RLX_STEP_MAX_IN];
+  const float* in[RLX_STEP_MAX_IN]; /* the gradient's is NULL when it is a half */
+  const uint16_t* half_grad;        /* else the bf16 / f16 gradient */
+  rlx_dtype grad_dtype;
   float* out[RLX_STEP_MAX_OUT];
   float h[RLX_HYPER_COUNT];
 } opt_job;
+
+/* Gradient element e; widening a half is exact, so the reference's value. */
+static double grad_at(const opt_job* j, int64_t e) {
+  if (j->in[1]) return j->in[1][e];
+  uint16_t h = j->half_grad[e];
+  return j->grad_dtype == RLX_BF16 ? rlx_bf16_to_f32(h) : rlx_f16_to_f32(h);
+}
 
 static void sgd_range(const opt_job* j, int64_t begin, int64_t end) {
   const rlx_opt_params* p = &j->s->p.opt;
   const float* h = j->h;
   for (int64_t e = begin; e < end; e++) {
-    double w = j->in[0][e], g = (double)j->in[1][e] * h[RLX_HYPER_GRAD_SCALE];
+    double w = j->in[0][e], g = grad_at(j, e) * h[RLX_HYPER_GRAD_SCALE];
     double buf = p->has_buf ? j->in[2][e] : 0.0;
     if (p->weight_decay != 0.0f) g += (double)p->weight_decay * w;
     if (p->momentum != 0.0f) {
@@ -36,7 +47,7 @@ static void adam_range(const opt_job* j, int64_t begin, int64_t end) {
   double lr = h[RLX_HYPER_LR], b1 = p->beta1, b2 = p->beta2, t = h[RLX_HYPER_STEP];
   double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
   for (int64_t e = begin; e < end; e++) {
-    double w = j->in[0][e], g = (double)j->in[1][e] * h[RLX_HYPER_GRAD_SCALE];
+    double w = j->in[0][e], g = grad_at(j, e) * h[RLX_HYPER_GRAD_SCALE];
     double m = j->in[2][e], v = j->in[3][e];
     if (p->decoupled) w *= 1.0 - lr * p->weight_decay;
     else g += (double)p->weight_decay * w;
@@ -64,9 +75,15 @@ static void opt_chunk(void* ctx, int64_t begin, int64_t end) {
 int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
   opt_job j;
   j.s = s;
+  j.half_grad = NULL;
+  j.grad_dtype = s->in[1].dtype;
   for (int32_t i = 0; i < s->n_in; i++) {
     j.in[i] = NULL;
     if (s->in[i].rank < 0) continue;
+    if (i == 1 && (j.grad_dtype == RLX_BF16 || j.grad_dtype == RLX_F16)) {
+      j.half_grad = (const uint16_t*)(arena + s->in[i].offset);
+      continue;
+    }
     if (s->in[i].dtype != RLX_F32) return 0;
     j.in[i] = (const float*)(arena + s->in[i].offset);
   }

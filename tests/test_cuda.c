@@ -540,6 +540,53 @@ TEST(batchnorm_statistics_replay) {
   rlx_graph_destroy(c.g);
 }
 
+/* Column sums (bias and LayerNorm-weight gradients: [rows, cols] over the
+ * rows) long enough to split into row chunks: the last block of each
+ * column tile adds the chunks' partials (a counter per tile in scratch,
+ * no finishing launch). f32 (16-byte loads), bf16 (8 halves per load), an
+ * odd width (one column per lane) and a mean, each replayed with new
+ * inputs against the CPU (the counters rearm) and rerun for the same bits. */
+TEST(column_sums_one_launch) {
+  gcase c = new_case();
+  rlx_dim xs[2] = {4096, 768}, os[2] = {1000, 37};
+  rlx_tensor x = add_in(&c, xs, 2), odd = add_in(&c, os, 2), xb, o[4];
+  int32_t rows[1] = {0};
+  rlx_graph_add_reduce(c.g, RLX_RED_SUM, x, rows, 1, 0, &o[0]);
+  rlx_graph_add_cast(c.g, x, RLX_BF16, &xb);
+  rlx_graph_add_reduce(c.g, RLX_RED_SUM, xb, rows, 1, 0, &o[1]);
+  rlx_graph_add_cast(c.g, o[1], RLX_F32, &o[1]);
+  rlx_graph_add_reduce(c.g, RLX_RED_SUM, odd, rows, 1, 0, &o[2]);
+  rlx_graph_add_reduce(c.g, RLX_RED_MEAN, x, rows, 1, 1, &o[3]);
+  rlx_graph_set_outputs(c.g, o, 4);
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* again = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
+  CHECK(gpu && again && cpu);
+  for (uint64_t run = 0; gpu && again && cpu && run < 3; run++) {
+    CHECK_OK_E(gpu, set_inputs(&c, gpu, 70 + run));
+    CHECK_OK_E(cpu, set_inputs(&c, cpu, 70 + run));
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    for (int32_t i = 0; i < 4; i++) {
+      int64_t na = 0, nb = 0;
+      double *a = read_out(gpu, i, &na), *b = read_out(cpu, i, &nb);
+      double err = a && b && na == nb ? test_rel_l2(a, b, na) : INFINITY;
+      free(a);
+      free(b);
+      CHECK(err <= (i == 1 ? 1e-2 : 1e-5)); /* the bf16 sum may round one ulp apart */
+    }
+  }
+  if (gpu && again) {
+    CHECK_OK_E(again, set_inputs(&c, again, 72));
+    CHECK_OK_E(again, rlx_exec_run(again));
+    CHECK(same_outputs(gpu, again, 0, "column sums rerun"));
+  }
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(again);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
 int main(void) {
   int avail = cuda_available();
   if (avail < 0) return 1;
@@ -554,5 +601,6 @@ int main(void) {
   RUN(kv_state_in_place);
   RUN(gemm_padding);
   RUN(batchnorm_statistics_replay);
+  RUN(column_sums_one_launch);
   return test_summary();
 }

@@ -441,6 +441,62 @@ static int device_available(const char* name) {
   return -1;
 }
 
+/* A training step in bf16: two params (inputs, as the trainer makes them)
+ * read by matmuls, their gradients, one AdamUpdate each. The updates read
+ * the bf16 gradients with no cast (param and state stay f32), and the two
+ * params' casts to bf16 come first, next to each other, before any matmul
+ * (so CUDA runs them as one launch). */
+TEST(pass_training_casts) {
+  rlx_graph *g = NULL, *lo = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[2] = {2, 4}, ws[2] = {4, 4}, hs[1] = {RLX_HYPER_COUNT};
+  rlx_tensor x, w[2], m[2], v[2], hyper, y1, y2, xt, y1t, gw[2], outs[6];
+  int ok = rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x) == RLX_OK &&
+           rlx_graph_add_input(g, "hyper", RLX_F32, hs, 1, &hyper) == RLX_OK;
+  const char* names[2][3] = {{"w0", "w0.m", "w0.v"}, {"w1", "w1.m", "w1.v"}};
+  for (int k = 0; k < 2; k++)
+    ok = ok && rlx_graph_add_input(g, names[k][0], RLX_F32, ws, 2, &w[k]) == RLX_OK &&
+         rlx_graph_add_input(g, names[k][1], RLX_F32, ws, 2, &m[k]) == RLX_OK &&
+         rlx_graph_add_input(g, names[k][2], RLX_F32, ws, 2, &v[k]) == RLX_OK;
+  int32_t perm[2] = {1, 0};
+  ok = ok && rlx_graph_add_matmul(g, x, w[0], 0, 0, &y1) == RLX_OK &&
+       rlx_graph_add_matmul(g, y1, w[1], 0, 0, &y2) == RLX_OK &&
+       rlx_graph_add_transpose(g, x, perm, 2, &xt) == RLX_OK &&
+       rlx_graph_add_transpose(g, y1, perm, 2, &y1t) == RLX_OK &&
+       rlx_graph_add_matmul(g, xt, y1, 0, 0, &gw[0]) == RLX_OK &&
+       rlx_graph_add_matmul(g, y1t, y2, 0, 0, &gw[1]) == RLX_OK;
+  rlx_adam_desc d = {0.9f, 0.999f, 1e-8f, 0.01f, 1};
+  for (int k = 0; k < 2; k++)
+    ok = ok && rlx_graph_add_adam_update(g, w[k], gw[k], m[k], v[k], hyper, &d, &outs[3 * k],
+                                         &outs[3 * k + 1], &outs[3 * k + 2]) == RLX_OK;
+  ok = ok && rlx_graph_set_outputs(g, outs, 6) == RLX_OK;
+  ok = ok && rlx_lower_precision(g, RLX_BF16, &lo, NULL) == RLX_OK;
+  CHECK_MSG(ok, "%s", rlx_graph_last_error(g));
+  if (!lo) {
+    rlx_graph_destroy(g);
+    return;
+  }
+  int32_t first_matmul = -1, param_casts[2] = {-1, -1}, updates = 0, half_grads = 0;
+  for (int32_t i = 0; i < lo->n_nodes; i++) {
+    const rlx_node* n = &lo->nodes[i];
+    if (n->op == RLX_OP_MATMUL && first_matmul < 0) first_matmul = i;
+    if (n->op == RLX_OP_CAST && producer_of(lo, n->in[0])->op == RLX_OP_INPUT)
+      for (int k = 0; k < 2; k++)
+        if (!strcmp(producer_of(lo, n->in[0])->a.name, names[k][0])) param_casts[k] = i;
+    if (n->op != RLX_OP_ADAM_UPDATE) continue;
+    updates++;
+    half_grads += lo->values[n->in[1]].type.dtype == RLX_BF16 &&
+                  producer_of(lo, n->in[1])->op == RLX_OP_MATMUL &&
+                  lo->values[n->in[0]].type.dtype == RLX_F32 &&
+                  lo->values[n->in[2]].type.dtype == RLX_F32;
+  }
+  rlx_graph_destroy(lo);
+  rlx_graph_destroy(g);
+  CHECK(updates == 2 && half_grads == 2);
+  CHECK(param_casts[0] >= 0 && param_casts[1] == param_casts[0] + 1);
+  CHECK(first_matmul > param_casts[1]);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) dev = argv[1];
   int avail = device_available(dev);
@@ -456,5 +512,6 @@ int main(int argc, char** argv) {
   RUN(bad_precision_is_an_error);
   RUN(pass_rules);
   RUN(pass_constants_and_other_floats);
+  RUN(pass_training_casts);
   return test_summary();
 }

@@ -1407,9 +1407,12 @@ static rlx_status infer_cross_entropy_backward(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(check_logits_targets(c));
   const rlx_type* d = c->t[2];
   char buf[160];
-  if (d->rank != 0 || d->dtype != c->t[0]->dtype)
-    return FAIL(c, "d_loss must be a scalar of the logits' dtype (%s), got %s",
-                rlx_dtype_name(c->t[0]->dtype), TSTR(c, d, buf));
+  /* f32 beside f16 / bf16 logits: mixed precision keeps the loss's
+   * gradient in f32 while the logits and their gradient are halves */
+  int half = c->t[0]->dtype == RLX_F16 || c->t[0]->dtype == RLX_BF16;
+  if (d->rank != 0 || (d->dtype != c->t[0]->dtype && !(half && d->dtype == RLX_F32)))
+    return FAIL(c, "d_loss must be a scalar of the logits' dtype (%s)%s, got %s",
+                rlx_dtype_name(c->t[0]->dtype), half ? " or f32" : "", TSTR(c, d, buf));
   c->out[0] = *c->t[0];
   return RLX_OK;
 }

@@ -122,15 +122,20 @@ static rlx_tensor cast_input(const lowerer* L, rlx_tensor v) {
   return L->same[v] != RLX_NONE ? L->same[v] : L->lowered[v];
 }
 
-/* An optimizer update (kept in f32) reads a gradient computed only in the
- * reduced dtype as it is: every backend's update kernel loads any float
- * dtype and widening bf16 / f16 to f32 is exact, so the update's bits are
- * those of reading an f32 cast, without the cast's launch and f32 copy
- * per param. Only the gradient (input 1): param and state stay f32. */
-static int update_reads_low(const lowerer* L, const rlx_node* n, int32_t i) {
+/* Nodes kept in f32 that read one operand computed in the reduced dtype
+ * as it is, with no cast: every backend's kernel loads any float
+ * dtype and computes in f32 or wider, and widening bf16 / f16 is exact.
+ * - an optimizer update, its gradient (input 1; param and state stay f32):
+ *   no cast launch and f32 copy per param;
+ * - the cross-entropy backward, its logits (input 0; d_loss stays f32):
+ *   its d_logits then come out in the reduced dtype, rounded once from the
+ *   same f32 values as the f32 result's cast was, so the same bits without
+ *   the two casts of the [tokens, vocab] logits and gradient. */
+static int reads_low_as_is(const lowerer* L, const rlx_node* n, int32_t i) {
   rlx_tensor v = n->in[i];
-  return (n->op == RLX_OP_ADAM_UPDATE || n->op == RLX_OP_SGD_UPDATE) && i == 1 &&
-         L->same[v] == RLX_NONE && L->lowered[v] != RLX_NONE;
+  int operand = ((n->op == RLX_OP_ADAM_UPDATE || n->op == RLX_OP_SGD_UPDATE) && i == 1) ||
+                (n->op == RLX_OP_CROSS_ENTROPY_BACKWARD && i == 0);
+  return operand && L->lowered[v] != RLX_NONE; /* even where an f32 cast exists: half the bytes */
 }
 
 static rlx_status map_inputs(lowerer* L, const rlx_node* n, int lower, rlx_tensor* in) {
@@ -140,7 +145,7 @@ static rlx_status map_inputs(lowerer* L, const rlx_node* n, int lower, rlx_tenso
     else if (dtype_of(L->src, v) != RLX_F32) in[i] = L->same[v];
     else if (lower) RLX_RETURN_IF_ERROR(low_value(L, v, &in[i]));
     else if (n->op == RLX_OP_CAST) in[i] = cast_input(L, v);
-    else if (update_reads_low(L, n, i)) in[i] = L->lowered[v];
+    else if (reads_low_as_is(L, n, i)) in[i] = L->lowered[v];
     else RLX_RETURN_IF_ERROR(f32_value(L, v, &in[i]));
   }
   return RLX_OK;
@@ -205,14 +210,69 @@ static rlx_status set_outputs(lowerer* L) {
   return s;
 }
 
+/* Per src node: whether it is an Input an optimizer update trains (its
+ * param operand) and a node that lowers reads. Classifies every node on
+ * the way (classify is the same again in the rewrite). NULL: none. */
+static uint8_t* trained_low_inputs(lowerer* L) {
+  const rlx_graph* g = L->src;
+  uint8_t* trained = calloc((size_t)g->n_values + 1, 1);
+  uint8_t* read_low = calloc((size_t)g->n_values + 1, 1);
+  uint8_t* pick = calloc((size_t)g->n_nodes + 1, 1);
+  int any = 0;
+  for (int32_t i = 0; trained && read_low && pick && i < g->n_nodes; i++) {
+    const rlx_node* n = &g->nodes[i];
+    classify(L, n);
+    if ((n->op == RLX_OP_ADAM_UPDATE || n->op == RLX_OP_SGD_UPDATE) && n->in[0] >= 0)
+      trained[n->in[0]] = 1;
+    for (int32_t k = 0; node_lowers(L, n) && k < n->n_in; k++)
+      if (n->in[k] >= 0) read_low[n->in[k]] = 1;
+  }
+  for (int32_t i = 0; trained && read_low && pick && i < g->n_nodes; i++) {
+    const rlx_node* n = &g->nodes[i];
+    rlx_tensor v = n->n_out == 1 ? n->out[0] : RLX_NONE;
+    pick[i] = n->op == RLX_OP_INPUT && v >= 0 && dtype_of(g, v) == RLX_F32 && trained[v] &&
+              read_low[v];
+    any |= pick[i];
+  }
+  free(trained);
+  free(read_low);
+  if (!any) {
+    free(pick);
+    return NULL;
+  }
+  return pick;
+}
+
+/* A trainer's params are f32 inputs read in the reduced dtype: their
+ * Inputs come first and their casts right after, one after another, so a
+ * backend can run them as one launch (CUDA batches consecutive packed
+ * casts). The copies live from the start; the backward reads them again,
+ * so they were alive through the step anyway. Returns the picked nodes
+ * (already emitted; NULL when none). */
+static rlx_status emit_trained_casts(lowerer* L, uint8_t** out) {
+  *out = trained_low_inputs(L);
+  uint8_t* pick = *out;
+  for (int32_t i = 0; pick && i < L->src->n_nodes; i++)
+    if (pick[i]) RLX_RETURN_IF_ERROR(emit(L, &L->src->nodes[i], 0));
+  rlx_tensor low;
+  for (int32_t i = 0; pick && i < L->src->n_nodes; i++)
+    if (pick[i]) RLX_RETURN_IF_ERROR(low_value(L, L->src->nodes[i].out[0], &low));
+  memset(L->data, 0, (size_t)L->src->n_values + 1); /* classified again below */
+  memset(L->index, 0, (size_t)L->src->n_values + 1);
+  return RLX_OK;
+}
+
 static rlx_status rewrite(lowerer* L) {
   RLX_RETURN_IF_ERROR(rlx_graph_copy_dims(L->dst, L->src)); /* the same dim codes */
-  for (int32_t i = 0; i < L->src->n_nodes; i++) {
+  uint8_t* early = NULL;
+  rlx_status s = emit_trained_casts(L, &early);
+  for (int32_t i = 0; s == RLX_OK && i < L->src->n_nodes; i++) {
     const rlx_node* n = &L->src->nodes[i];
     classify(L, n);
-    RLX_RETURN_IF_ERROR(emit_node(L, n));
+    if (!early || !early[i]) s = emit_node(L, n);
   }
-  return set_outputs(L);
+  free(early);
+  return s == RLX_OK ? set_outputs(L) : s;
 }
 
 static rlx_status alloc_tables(lowerer* L) {

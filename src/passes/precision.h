@@ -50,7 +50,11 @@
  * sample and roi align (their second operand holds coordinates), lrn (a
  * power of a window sum), and any op not listed above: the optimizer
  * updates (sgd_update, adam_update) among them, so a trainer's params and
- * optimizer state, which are f32 inputs, stay f32 master copies.
+ * optimizer state, which are f32 inputs, stay f32 master copies. An update
+ * reads a reduced gradient as it is (no cast: the kernels load any float
+ * dtype and widening is exact), and the params an update trains that
+ * lowered nodes read have their Inputs and casts emitted first, together,
+ * so a backend may run those casts as one launch.
  *
  * Training (rlx_train_compile) also names the nodes it adds around the
  * gradients (accumulators, the global norm, clipping and loss-scale

@@ -441,6 +441,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   /* One stream only: a merged launch waits on nothing but the stream. */
   if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_OPT_BATCH))
     RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, l, err));
+  if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_CAST_BATCH))
+    RLX_RETURN_IF_ERROR(rlx_cuda_batch_casts(&p->launches, l, err));
   for (int32_t i = 0; i < p->launches.n; i++) {
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;
@@ -509,11 +511,12 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
       rlx_launch_params p = x->p;
       /* Scratch users carry offsets into the program's scratch buffer. */
       if (x->fn == RLX_CUDA_FN_SAMPLE) p.sample.scratch += pr->scratch;
-      if (x->fn >= RLX_CUDA_FN_REDUCE_COLS_V1 && x->fn <= RLX_CUDA_FN_REDUCE_COLS_FIN)
+      if (x->fn >= RLX_CUDA_FN_REDUCE_COLS_V1 && x->fn <= RLX_CUDA_FN_REDUCE_COLS_V8)
         p.cols.partial += pr->scratch;
       if (x->fn >= RLX_CUDA_FN_REDUCE_MID_V1 && x->fn <= RLX_CUDA_FN_REDUCE_MID_H4)
         p.mid.partial += pr->scratch;
-      if (x->fn == RLX_CUDA_FN_OPT_MULTI) p.opt_multi.table += pr->scratch;
+      if (x->fn == RLX_CUDA_FN_OPT_MULTI || x->fn == RLX_CUDA_FN_CAST_MULTI)
+        p.opt_multi.table += pr->scratch;
       if (x->fn == RLX_CUDA_FN_GEMV_FUSED_V1 || x->fn == RLX_CUDA_FN_GEMV_FUSED_V4) {
         p.mm.partial += pr->scratch;
         p.mm.counters += pr->scratch;

@@ -160,7 +160,7 @@ typedef struct rlx_lt_api {
   X(GATHER_BWD_SORTED, rlx_gather_bwd_sorted, train)                                          \
   X(OPT_UPDATE, rlx_opt_update, train)                                                        \
   X(REDUCE_COLS_V1, rlx_reduce_cols_v1, reduce) X(REDUCE_COLS_V4, rlx_reduce_cols_v4, reduce)  \
-  X(REDUCE_COLS_V8, rlx_reduce_cols_v8, reduce) X(REDUCE_COLS_FIN, rlx_reduce_cols_fin, reduce) \
+  X(REDUCE_COLS_V8, rlx_reduce_cols_v8, reduce)                                              \
   X(OPT_MULTI, rlx_opt_multi, train)                                                         \
   X(NORM_H16_V1, rlx_norm_h16_v1, norm) X(NORM_H16_V2, rlx_norm_h16_v2, norm)                  \
   X(NORM_H16_V4, rlx_norm_h16_v4, norm) X(NORM_H16_V8, rlx_norm_h16_v8, norm)                  \
@@ -170,7 +170,8 @@ typedef struct rlx_lt_api {
   X(REDUCE_MID_V8, rlx_reduce_mid_v8, reduce) X(REDUCE_MID_H4, rlx_reduce_mid_h4, reduce)      \
   X(EW_SELECT4, rlx_ew_select4, elementwise) X(EW_SELECT1, rlx_ew_select1, elementwise)        \
   X(ATTN_F32TC_D64, rlx_attn_f32tc_d64, attention_f32)                                        \
-  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)
+  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)                                      \
+  X(CAST_MULTI, rlx_cast_multi, elementwise)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -332,6 +333,11 @@ void rlx_cuda_launch_list_free(const rlx_cuda_dev* d, rlx_launch_list* l);
  * the launches between (steps sl) stay in order and must not conflict with
  * the updates moved past them. Only for a program on one stream. */
 rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err);
+/* Runs of consecutive packed float casts (each its step's only launch,
+ * none touching bytes another writes: a trainer's params cast to their
+ * bf16 copies) become one rlx_cast_multi launch (its table of the casts'
+ * rlxk_ew goes to l->init). Only for a program on one stream. */
+rlx_status rlx_cuda_batch_casts(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err);
 /* Must step `later` wait for step `earlier` (their byte ranges meet with
  * a write on either side, or one is a host step)? */
 int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later);

@@ -323,8 +323,9 @@ static int cols_plan(const rlx_step* s, rlxk_cols* p, int* vec) {
 }
 
 /* Column tiles x row chunks: about 8 blocks of 256 threads per SM, each
- * warp of a chunk adding at least 4 rows. Chunks > 1 add a finishing
- * pass over the double partials in scratch. */
+ * warp of a chunk adding at least 4 rows. Chunks > 1 leave double
+ * partials in scratch and one counter per tile after them (zeroed at
+ * create; the tile's last block adds the partials and rearms it). */
 static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                     rlxk_cols p, int vec, rlx_launch_list* l, rlx_error* err) {
   int64_t tiles = (p.cols + 32 * vec - 1) / (32 * vec), target = (int64_t)b->d->sm_count * 8;
@@ -336,7 +337,7 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
   p.chunks = (p.rows + p.rows_per_chunk - 1) / p.rows_per_chunk;
   if (p.chunks > 1) { /* doubles: other scratch users leave 4-byte multiples */
     p.partial = (l->scratch_bytes + 255u) & ~(uint64_t)255u; /* offset; an address at launch */
-    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.cols) * 8u;
+    l->scratch_bytes = p.partial + (uint64_t)(p.chunks * p.cols) * 8u + (uint64_t)tiles * 4u;
   }
   rlx_cuda_fn fn = vec == 4 ? RLX_CUDA_FN_REDUCE_COLS_V4 : vec == 8 ? RLX_CUDA_FN_REDUCE_COLS_V8
                             : RLX_CUDA_FN_REDUCE_COLS_V1;
@@ -346,10 +347,6 @@ static rlx_status build_reduce_cols(const rlx_cuda_build* b, const rlx_step* s, 
   x->block = 256;
   x->grid[0] = (unsigned)tiles;
   x->grid[1] = (unsigned)p.chunks;
-  if (p.chunks == 1) return RLX_OK;
-  if (!(x = push_kernel(l, RLX_CUDA_FN_REDUCE_COLS_FIN, i, err))) return RLX_RESOURCE_EXHAUSTED;
-  x->p.cols = p;
-  x->grid[0] = grid_for(b, p.cols, 256);
   return RLX_OK;
 }
 
@@ -923,6 +920,100 @@ rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, r
   free(runs);
   free(c.step_of);
   free(c.patched);
+  if (st != RLX_OK) {
+    free(v);
+    return st;
+  }
+  free(l->v);
+  l->v = v;
+  l->n = l->cap = kept;
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ batched casts */
+
+enum { CAST_CHUNK = 16384 }; /* elements per block-step of rlx_cast_multi (a multiple of 4) */
+
+/* Whether launch x is a packed cast between float dtypes (the views
+ * folded to one dense run, offsets and count in int32 reach) that is its
+ * step's only launch. */
+static int is_packed_cast(const rlx_launch_list* l, int32_t i) {
+  const rlx_launch* x = &l->v[i];
+  if (x->kind != RLX_LAUNCH_KERNEL) return 0;
+  if (x->fn != RLX_CUDA_FN_EW_VIEWS4 && x->fn != RLX_CUDA_FN_EW_VIEWS1) return 0;
+  if ((i > 0 && l->v[i - 1].step == x->step) || (i + 1 < l->n && l->v[i + 1].step == x->step))
+    return 0;
+  const rlxk_ew* p = &x->p.ew;
+  return p->kind == RLX_K_COPY && p->n_in == 1 && p->rank == 1 && p->ostride[0] == 1 &&
+         p->istride[0][0] == 1 && p->odt != p->idt[0] && is_float_storage(p->odt) &&
+         is_float_storage(p->idt[0]) && p->n > 0 && p->n <= 0x7fffffff - CAST_CHUNK;
+}
+
+/* The run of packed casts from launch i on whose steps touch no bytes an
+ * earlier member's step writes (nor write what it reads): they may run in
+ * any order, so in one launch. Returns its length. */
+static int32_t cast_run(const rlx_launch_list* l, const rlx_step_list* sl, int32_t i) {
+  int32_t n = 0;
+  while (i + n < l->n && is_packed_cast(l, i + n)) {
+    const rlx_step* next = &sl->steps[l->v[i + n].step];
+    int free_of = 1;
+    for (int32_t k = 0; k < n && free_of; k++)
+      free_of = !rlx_cuda_steps_conflict(&sl->steps[l->v[i + k].step], next);
+    if (!free_of) break;
+    n++;
+  }
+  return n;
+}
+
+/* The table of launches [i, i + count) (their rlxk_ew, then chunk starts)
+ * as a scratch upload, and the one launch replacing them in *out. */
+static rlx_status merge_casts(rlx_launch_list* l, int32_t i, int32_t count, rlx_launch* out,
+                              rlx_error* err) {
+  size_t bytes = (size_t)count * sizeof(rlxk_ew) + (size_t)(count + 1) * sizeof(int64_t);
+  rlx_scratch_init* grown = realloc(l->init, (size_t)(l->n_init + 1) * sizeof *grown);
+  if (!grown) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  l->init = grown;
+  unsigned char* table = malloc(bytes);
+  if (!table) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int64_t* start = (int64_t*)(table + (size_t)count * sizeof(rlxk_ew));
+  start[0] = 0;
+  for (int32_t k = 0; k < count; k++) {
+    const rlxk_ew* p = &l->v[i + k].p.ew;
+    memcpy(table + (size_t)k * sizeof(rlxk_ew), p, sizeof *p);
+    start[k + 1] = start[k] + (p->n + CAST_CHUNK - 1) / CAST_CHUNK;
+  }
+  uint64_t off = (l->scratch_bytes + 255u) & ~(uint64_t)255u;
+  l->scratch_bytes = off + bytes;
+  l->init[l->n_init++] = (rlx_scratch_init){off, table, bytes};
+  rlx_launch x = l->v[i];
+  memset(&x.p, 0, sizeof x.p);
+  x.fn = RLX_CUDA_FN_CAST_MULTI;
+  x.p.opt_multi.table = off; /* offset; made an address at launch */
+  x.p.opt_multi.chunk = CAST_CHUNK;
+  x.p.opt_multi.total_chunks = start[count];
+  x.p.opt_multi.count = count;
+  x.block = 256;
+  x.grid[0] = rows_grid(start[count]);
+  *out = x;
+  return RLX_OK;
+}
+
+/* Built aside, as rlx_cuda_batch_updates: on failure l is as it was. */
+rlx_status rlx_cuda_batch_casts(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err) {
+  if (l->n == 0) return RLX_OK;
+  rlx_launch* v = malloc((size_t)l->n * sizeof *v);
+  if (!v) return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  int32_t kept = 0;
+  rlx_status st = RLX_OK;
+  for (int32_t i = 0; i < l->n && st == RLX_OK;) {
+    int32_t n = cast_run(l, sl, i);
+    if (n < 2) {
+      v[kept++] = l->v[i++];
+      continue;
+    }
+    st = merge_casts(l, i, n, &v[kept++], err);
+    i += n;
+  }
   if (st != RLX_OK) {
     free(v);
     return st;

@@ -255,3 +255,44 @@ extern "C" __global__ void rlx_mm_epilogue(char* arena, rlxk_epilogue p, rlxk_st
     st_f32(c, p.cdt, i, rlx_act_f32(p.act, x));
   }
 }
+
+/* ---------------------------------------------------------------- batched casts */
+
+/* Whether a view at byte offset off of dtype t starts 4-element aligned
+ * (16 bytes for f32, 8 for halves; the arena base is aligned wider). */
+RLXK_DEV bool vec4_ok(uint64_t off, int t) { return off % (t == RLX_F32 ? 16u : 8u) == 0; }
+
+/* Many packed float casts in one launch (a trainer's f32 params to their
+ * bf16 copies: one cast each, 148 for GPT-2): m.table holds the entries
+ * (the launches' rlxk_ew, each a rank-1 packed copy between float dtypes)
+ * then count + 1 chunk starts; a block takes one chunk of one entry's
+ * elements, found by binary search, as rlx_opt_multi does. Each element
+ * goes through the same load and rounding store as rlx_ew_views, so the
+ * bits are those of the separate launches. Four elements per access
+ * where both views are 4-element aligned (chunks are multiples of 4). */
+extern "C" __global__ void rlx_cast_multi(char* arena, rlxk_opt_multi m, rlxk_state* st) {
+  const rlxk_ew* table = (const rlxk_ew*)m.table;
+  const int64_t* start = (const int64_t*)(table + m.count);
+  for (int64_t c = blockIdx.x; c < m.total_chunks; c += gridDim.x) {
+    int lo = 0, hi = m.count - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >> 1;
+      if (start[mid] <= c) lo = mid;
+      else hi = mid - 1;
+    }
+    const rlxk_ew& p = table[lo];
+    const int idt = p.idt[0], odt = p.odt;
+    const char* in = at(arena, p.ioff[0]);
+    char* o = atw(arena, p.ooff);
+    const int32_t e0 = (int32_t)((c - start[lo]) * m.chunk);
+    const int32_t e1 = (int32_t)(e0 + m.chunk < p.n ? e0 + m.chunk : p.n);
+    int32_t tail = e0;
+    if (vec4_ok(p.ioff[0], idt) && vec4_ok(p.ooff, odt)) {
+      tail = e0 + (e1 - e0) / 4 * 4;
+      for (int32_t e = e0 + 4 * (int32_t)threadIdx.x; e < tail; e += 4 * (int32_t)blockDim.x)
+        st4_f32(o, odt, e, ld4_f32(in, idt, e, true));
+    }
+    for (int32_t e = tail + (int32_t)threadIdx.x; e < e1; e += (int32_t)blockDim.x)
+      st_f32(o, odt, e, ld_f32(in, idt, e));
+  }
+}

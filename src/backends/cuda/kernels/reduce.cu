@@ -171,16 +171,34 @@ RLXK_DEV void cols_store(char* o, const rlxk_cols& p, int64_t c, double sum) {
   st_f64(o, p.odt, c, p.op == RLX_RED_MEAN ? sum / (double)p.rows : sum);
 }
 
+/* The partials of a tile's columns added in chunk order by the block of
+ * the tile that counted last (see reduce_cols); the order does not depend
+ * on which block that is, so the bits are those of any fixed finisher. */
+RLXK_DEV void cols_finish(char* arena, const rlxk_cols& p, int64_t c_begin, int64_t c_end) {
+  const double* part = (const double*)p.partial;
+  char* o = atw(arena, p.ooff);
+  for (int64_t c = c_begin + threadIdx.x; c < c_end; c += blockDim.x) {
+    double s = 0.0;
+    for (int64_t k = 0; k < p.chunks; k++) s += __ldcg(&part[k * p.cols + c]);
+    cols_store(o, p, c, s);
+  }
+}
+
 /* Block: 8 warps over one tile of 32 * VEC columns and one chunk of rows
  * (blockIdx.y); warp w adds rows w, w + 8, ... of the chunk with coalesced
- * (vector) loads, then warp 0 adds the 8 warps' sums in warp order. The
- * order of every addition is fixed by the launch shape, so runs repeat. */
+ * (vector) loads, then warp 0 adds the 8 warps' sums in warp order. With
+ * several chunks each block leaves its double partials in scratch and
+ * counts itself in its tile's counter (after the partials); the block
+ * that counts last adds the tile's partials in chunk order and rearms the
+ * counter, so no finishing launch (as reduce_mid). The order of every
+ * addition is fixed by the launch shape, so runs repeat. */
 template <int VEC>
 __device__ void reduce_cols(char* arena, const rlxk_cols& p) {
   __shared__ double sh[8][32 * VEC];
+  __shared__ int last;
   const char* x = at(arena, p.ioff);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t c0 = (int64_t)blockIdx.x * 32 * VEC + (int64_t)lane * VEC;
+  const int64_t tile0 = (int64_t)blockIdx.x * 32 * VEC, c0 = tile0 + (int64_t)lane * VEC;
   const int64_t r0 = (int64_t)blockIdx.y * p.rows_per_chunk;
   int64_t r1 = r0 + p.rows_per_chunk;
   if (r1 > p.rows) r1 = p.rows;
@@ -200,32 +218,35 @@ __device__ void reduce_cols(char* arena, const rlxk_cols& p) {
   for (int k = 0; k < VEC; k++) sh[warp][lane * VEC + k] = acc[k];
   __syncthreads();
   /* Warp 0's lanes write 32 * VEC columns, VEC per lane, as they were read. */
-  if (warp != 0 || c0 >= p.cols) return;
   char* o = atw(arena, p.ooff);
   double* part = (double*)p.partial;
+  if (warp == 0 && c0 < p.cols) {
 #pragma unroll
-  for (int k = 0; k < VEC; k++) {
-    double s = sh[0][lane * VEC + k];
-    for (int w = 1; w < 8; w++) s += sh[w][lane * VEC + k];
-    if (p.chunks == 1) cols_store(o, p, c0 + k, s);
-    else part[blockIdx.y * p.cols + c0 + k] = s;
+    for (int k = 0; k < VEC; k++) {
+      double s = sh[0][lane * VEC + k];
+      for (int w = 1; w < 8; w++) s += sh[w][lane * VEC + k];
+      if (p.chunks == 1) cols_store(o, p, c0 + k, s);
+      else part[blockIdx.y * p.cols + c0 + k] = s;
+    }
   }
+  if (p.chunks == 1) return;
+  __threadfence(); /* each writer's partials are visible before its block counts */
+  __syncthreads();
+  unsigned* counter = (unsigned*)(part + p.chunks * p.cols) + blockIdx.x;
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == (unsigned)(p.chunks - 1);
+    if (last) *counter = 0; /* every block of this tile has counted */
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  int64_t tile1 = tile0 + 32 * VEC < p.cols ? tile0 + 32 * VEC : p.cols;
+  cols_finish(arena, p, tile0, tile1);
 }
 
 extern "C" __global__ void rlx_reduce_cols_v1(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<1>(a, p); }
 extern "C" __global__ void rlx_reduce_cols_v4(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<4>(a, p); }
 extern "C" __global__ void rlx_reduce_cols_v8(char* a, rlxk_cols p, rlxk_state* s) { reduce_cols<8>(a, p); }
-
-/* The chunks' partials of each column, added in chunk order. */
-extern "C" __global__ void rlx_reduce_cols_fin(char* arena, rlxk_cols p, rlxk_state* st) {
-  const double* part = (const double*)p.partial;
-  char* o = atw(arena, p.ooff);
-  for (int64_t c = grid_index(); c < p.cols; c += grid_stride()) {
-    double s = 0.0;
-    for (int64_t k = 0; k < p.chunks; k++) s += part[k * p.cols + c];
-    cols_store(o, p, c, s);
-  }
-}
 
 /* ---------------------------------------------------------------- kept middle axis */
 

@@ -57,57 +57,84 @@ RLXK_DEV void block_lse(float& m, float& s, float* sm, float* ss) {
   for (int w = 1; w < nw; w++) lse_merge(m, s, sm[w], ss[w]);
 }
 
-/* f(j, v) for every logit v of row r, j its column. f32 rows are read in
- * 16-byte vectors between an unaligned head and tail (vocab is often odd,
- * so rows start anywhere). */
+/* The row's elements before its first 16-byte boundary (rows of an odd
+ * vocabulary start anywhere), at most the row. */
+RLXK_DEV int64_t xent_head(const char* row, int elem_bytes, int64_t vocab) {
+  int64_t head = (int64_t)(((16u - ((uintptr_t)row & 15u)) & 15u) / (unsigned)elem_bytes);
+  return head > vocab ? vocab : head;
+}
+
+/* f(j, v) for every element v of a row of W-element 16-byte vectors (W 4:
+ * f32, 8: f16 / bf16) between an unaligned head and tail. */
+template <int W, typename F>
+RLXK_DEV void xent_read_vec(const char* row, int dt, int64_t vocab, F f) {
+  const int es = W == 4 ? 4 : 2;
+  const int64_t head = xent_head(row, es, vocab), nv = (vocab - head) / W;
+  if ((int64_t)threadIdx.x < head) f(threadIdx.x, ld_f32(row, dt, threadIdx.x));
+  const char* body = row + head * es;
+#pragma unroll 2
+  for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+    float v[W];
+    ldv<W>(body, i, dt, v);
+    const int64_t j = head + W * i;
+#pragma unroll
+    for (int k = 0; k < W; k++) f(j + k, v[k]);
+  }
+  for (int64_t j = head + W * nv + threadIdx.x; j < vocab; j += blockDim.x) f(j, ld_f32(row, dt, j));
+}
+
+/* f(j, v) for every logit v of row r, j its column: 16-byte vectors for
+ * f32 / f16 / bf16 rows (a bf16 row read 2 bytes per thread ran at a
+ * third of the bandwidth), element by element for other dtypes. */
 template <typename F>
 RLXK_DEV void xent_read_row(const char* arena, const rlxk_xent& p, int64_t r, F f) {
   const char* x = at(arena, p.xoff);
-  if (p.xdt != RLX_F32) {
-    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) f(j, ld_f32(x, p.xdt, r * p.vocab + j));
-    return;
-  }
-  const float* row = (const float*)x + r * p.vocab;
-  int64_t head = (int64_t)(((16u - ((uintptr_t)row & 15u)) & 15u) / 4u);
-  if (head > p.vocab) head = p.vocab;
-  if ((int64_t)threadIdx.x < head) f(threadIdx.x, row[threadIdx.x]);
-  const float4* body = (const float4*)(row + head);
-  int64_t n4 = (p.vocab - head) / 4;
+  if (p.xdt == RLX_F32) return xent_read_vec<4>(x + r * p.vocab * 4, p.xdt, p.vocab, f);
+  if (p.xdt == RLX_F16 || p.xdt == RLX_BF16)
+    return xent_read_vec<8>(x + r * p.vocab * 2, p.xdt, p.vocab, f);
+  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x) f(j, ld_f32(x, p.xdt, r * p.vocab + j));
+}
+
+/* out[j] = g(j, row[j]) over rows of one dtype and the same alignment, in
+ * W-element 16-byte vectors between the head and tail. */
+template <int W, typename G>
+RLXK_DEV void xent_write_vec(const char* row, char* orow, int dt, int64_t vocab, G g) {
+  const int es = W == 4 ? 4 : 2;
+  const int64_t head = xent_head(row, es, vocab), nv = (vocab - head) / W;
+  if ((int64_t)threadIdx.x < head) st_f32(orow, dt, threadIdx.x, g(threadIdx.x, ld_f32(row, dt, threadIdx.x)));
+  const char* body = row + head * es;
+  char* obody = orow + head * es;
 #pragma unroll 2
-  for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
-    float4 v = body[i];
-    int64_t j = head + 4 * i;
-    f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w);
+  for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+    float v[W];
+    ldv<W>(body, i, dt, v);
+    const int64_t j = head + W * i;
+#pragma unroll
+    for (int k = 0; k < W; k++) v[k] = g(j + k, v[k]);
+    stv<W>(obody, i, dt, v);
   }
-  for (int64_t j = head + 4 * n4 + threadIdx.x; j < p.vocab; j += blockDim.x) f(j, row[j]);
+  for (int64_t j = head + W * nv + threadIdx.x; j < vocab; j += blockDim.x)
+    st_f32(orow, dt, j, g(j, ld_f32(row, dt, j)));
 }
 
 /* out[r, j] = g(j, x[r, j]) for the row; 16-byte vectors both ways when x
- * and out are f32 rows of the same alignment, else element by element. */
+ * and out are f32 / f16 / bf16 rows of one dtype and the same alignment,
+ * else element by element. */
 template <typename G>
 RLXK_DEV void xent_write_row(char* arena, const rlxk_xent& p, int64_t r, G g) {
-  const char* x = at(arena, p.xoff);
-  char* o = atw(arena, p.ooff);
-  const float* row = (const float*)x + r * p.vocab;
-  float* orow = (float*)o + r * p.vocab;
-  if (p.xdt != RLX_F32 || p.odt != RLX_F32 || (((uintptr_t)row ^ (uintptr_t)orow) & 15u) != 0) {
-    for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x)
-      st_f32(o, p.odt, r * p.vocab + j, g(j, ld_f32(x, p.xdt, r * p.vocab + j)));
+  const int es = p.xdt == RLX_F32 ? 4 : 2;
+  const char* row = at(arena, p.xoff) + r * p.vocab * es;
+  char* orow = atw(arena, p.ooff) + r * p.vocab * es;
+  bool half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
+  if (p.xdt == p.odt && (p.xdt == RLX_F32 || half) && (((uintptr_t)row ^ (uintptr_t)orow) & 15u) == 0) {
+    if (half) xent_write_vec<8>(row, orow, p.xdt, p.vocab, g);
+    else xent_write_vec<4>(row, orow, p.xdt, p.vocab, g);
     return;
   }
-  int64_t head = (int64_t)(((16u - ((uintptr_t)row & 15u)) & 15u) / 4u);
-  if (head > p.vocab) head = p.vocab;
-  if ((int64_t)threadIdx.x < head) orow[threadIdx.x] = g(threadIdx.x, row[threadIdx.x]);
-  const float4* body = (const float4*)(row + head);
-  float4* obody = (float4*)(orow + head);
-  int64_t n4 = (p.vocab - head) / 4;
-#pragma unroll 2
-  for (int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
-    float4 v = body[i];
-    int64_t j = head + 4 * i;
-    obody[i] = make_float4(g(j, v.x), g(j + 1, v.y), g(j + 2, v.z), g(j + 3, v.w));
-  }
-  for (int64_t j = head + 4 * n4 + threadIdx.x; j < p.vocab; j += blockDim.x) orow[j] = g(j, row[j]);
+  const char* x = at(arena, p.xoff);
+  char* o = atw(arena, p.ooff);
+  for (int64_t j = threadIdx.x; j < p.vocab; j += blockDim.x)
+    st_f32(o, p.odt, r * p.vocab + j, g(j, ld_f32(x, p.xdt, r * p.vocab + j)));
 }
 
 /* log(sum(exp(x))) of row r (block-wide, one read of the row), and the

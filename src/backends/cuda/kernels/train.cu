@@ -153,7 +153,9 @@ RLXK_DEV float xent_lse(const char* arena, const rlxk_xent& p, int64_t r, float*
 }
 
 /* One block per row: out[r] = (loss, 1), or (0, 0) for an ignored row. */
-extern "C" __global__ void rlx_xent_rows(char* arena, rlxk_xent p, rlxk_state* st) {
+/* Launch bounds: the blocks the host launches (512 rows, 1024 backward),
+ * so the vector paths' registers fit them. */
+extern "C" __global__ void __launch_bounds__(512) rlx_xent_rows(char* arena, rlxk_xent p, rlxk_state* st) {
   __shared__ float red[32], red2[32];
   char* o = atw(arena, p.ooff);
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
@@ -193,7 +195,7 @@ extern "C" __global__ void rlx_xent_mean(char* arena, rlxk_xent p, rlxk_state* s
  * a row's second read mostly hits L2): d_loss / count * (softmax -
  * smoothed one-hot). Each block counts the counted rows itself (no
  * cross-block state). */
-extern "C" __global__ void rlx_xent_backward(char* arena, rlxk_xent p, rlxk_state* st) {
+extern "C" __global__ void __launch_bounds__(1024) rlx_xent_backward(char* arena, rlxk_xent p, rlxk_state* st) {
   __shared__ float red[32], red2[32];
   float count = 0.0f;
   for (int64_t q = threadIdx.x; q < p.rows; q += blockDim.x)

@@ -173,13 +173,24 @@ RLXK_DEV void cols_store(char* o, const rlxk_cols& p, int64_t c, double sum) {
 
 /* The partials of a tile's columns added in chunk order by the block of
  * the tile that counted last (see reduce_cols); the order does not depend
- * on which block that is, so the bits are those of any fixed finisher. */
+ * on which block that is, so the bits are those of any fixed finisher.
+ * Eight loads go out before their adds (the adds keep their order): one
+ * block finishes the tile, so its ~100 L2 reads per column would
+ * otherwise wait one after another. */
 RLXK_DEV void cols_finish(char* arena, const rlxk_cols& p, int64_t c_begin, int64_t c_end) {
   const double* part = (const double*)p.partial;
   char* o = atw(arena, p.ooff);
   for (int64_t c = c_begin + threadIdx.x; c < c_end; c += blockDim.x) {
     double s = 0.0;
-    for (int64_t k = 0; k < p.chunks; k++) s += __ldcg(&part[k * p.cols + c]);
+    int64_t k = 0;
+    for (; k + 8 <= p.chunks; k += 8) {
+      double v[8];
+#pragma unroll
+      for (int u = 0; u < 8; u++) v[u] = __ldcg(&part[(k + u) * p.cols + c]);
+#pragma unroll
+      for (int u = 0; u < 8; u++) s += v[u];
+    }
+    for (; k < p.chunks; k++) s += __ldcg(&part[k * p.cols + c]);
     cols_store(o, p, c, s);
   }
 }

@@ -497,6 +497,47 @@ TEST(pass_training_casts) {
   CHECK(first_matmul > param_casts[1]);
 }
 
+/* The cross-entropy backward of bf16 logits reads them as they are (no
+ * cast) with its f32 d_loss and yields bf16 d_logits; the forward still
+ * reads f32 logits (its loss takes their dtype). The shape rule takes an
+ * f32 d_loss beside half logits and refuses an f16 one beside f32. */
+TEST(pass_cross_entropy_backward) {
+  rlx_graph *g = NULL, *lo = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim xs[2] = {4, 8}, ws[2] = {8, 10}, ts[1] = {4};
+  rlx_tensor x, w, t, seed, logits, loss, dx, outs[2], bad;
+  int ok = rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x) == RLX_OK &&
+           rlx_graph_add_input(g, "w", RLX_F32, ws, 2, &w) == RLX_OK &&
+           rlx_graph_add_input(g, "t", RLX_I32, ts, 1, &t) == RLX_OK &&
+           rlx_graph_add_input(g, "seed", RLX_F32, NULL, 0, &seed) == RLX_OK &&
+           rlx_graph_add_matmul(g, x, w, 0, 0, &logits) == RLX_OK &&
+           rlx_graph_add_cross_entropy(g, logits, t, -100, 0.0f, &loss) == RLX_OK &&
+           rlx_graph_add_cross_entropy_backward(g, logits, t, seed, -100, 0.0f, &dx) == RLX_OK;
+  outs[0] = loss, outs[1] = dx;
+  ok = ok && rlx_graph_set_outputs(g, outs, 2) == RLX_OK;
+  ok = ok && rlx_lower_precision(g, RLX_BF16, &lo, NULL) == RLX_OK;
+  CHECK_MSG(ok, "%s", rlx_graph_last_error(g));
+  int backward_half = 0, forward_f32 = 0;
+  for (int32_t i = 0; lo && i < lo->n_nodes; i++) {
+    const rlx_node* n = &lo->nodes[i];
+    rlx_dtype in0 = n->n_in ? lo->values[n->in[0]].type.dtype : RLX_F32;
+    if (n->op == RLX_OP_CROSS_ENTROPY_BACKWARD)
+      backward_half = in0 == RLX_BF16 && producer_of(lo, n->in[0])->op == RLX_OP_MATMUL &&
+                      lo->values[n->in[2]].type.dtype == RLX_F32 &&
+                      lo->values[n->out[0]].type.dtype == RLX_BF16;
+    if (n->op == RLX_OP_CROSS_ENTROPY) forward_f32 = in0 == RLX_F32;
+  }
+  rlx_graph_destroy(lo);
+  CHECK(backward_half && forward_f32);
+  rlx_tensor xh, d16;
+  CHECK(rlx_graph_add_cast(g, seed, RLX_F16, &d16) == RLX_OK);
+  CHECK(rlx_graph_add_cast(g, logits, RLX_BF16, &xh) == RLX_OK);
+  CHECK(rlx_graph_add_cross_entropy_backward(g, xh, t, seed, -100, 0.0f, &bad) == RLX_OK);
+  CHECK(rlx_graph_add_cross_entropy_backward(g, logits, t, d16, -100, 0.0f, &bad) != RLX_OK);
+  CHECK(strstr(rlx_graph_last_error(g), "d_loss") != NULL);
+  rlx_graph_destroy(g);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) dev = argv[1];
   int avail = device_available(dev);
@@ -513,5 +554,6 @@ int main(int argc, char** argv) {
   RUN(pass_rules);
   RUN(pass_constants_and_other_floats);
   RUN(pass_training_casts);
+  RUN(pass_cross_entropy_backward);
   return test_summary();
 }

@@ -130,7 +130,8 @@ static rlx_tensor cast_input(const lowerer* L, rlx_tensor v) {
  * - the cross-entropy backward, its logits (input 0; d_loss stays f32):
  *   its d_logits then come out in the reduced dtype, rounded once from the
  *   same f32 values as the f32 result's cast was, so the same bits without
- *   the two casts of the [tokens, vocab] logits and gradient. */
+ *   the f32 [tokens, vocab] gradient and its cast. (The forward still reads
+ *   an f32 cast of the logits: its loss takes the logits' dtype.) */
 static int reads_low_as_is(const lowerer* L, const rlx_node* n, int32_t i) {
   rlx_tensor v = n->in[i];
   int operand = ((n->op == RLX_OP_ADAM_UPDATE || n->op == RLX_OP_SGD_UPDATE) && i == 1) ||
@@ -212,7 +213,8 @@ static rlx_status set_outputs(lowerer* L) {
 
 /* Per src node: whether it is an Input an optimizer update trains (its
  * param operand) and a node that lowers reads. Classifies every node on
- * the way (classify is the same again in the rewrite). NULL: none. */
+ * the way (classify is the same again in the rewrite). NULL: none, or no
+ * host memory for the tables (the casts then stay where first read). */
 static uint8_t* trained_low_inputs(lowerer* L) {
   const rlx_graph* g = L->src;
   uint8_t* trained = calloc((size_t)g->n_values + 1, 1);

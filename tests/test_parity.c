@@ -553,6 +553,38 @@ static void c_attention_f32_tiles(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* f32 AttentionBackward at the head dims of CUDA's 3xTF32 tensor-core
+ * kernels (64, 128), past one and two 64-row tiles (partial tiles at both
+ * ends, the causal diagonal offset by Sk - Sq): variants = mask kind
+ * (v % 5) x head dim (v / 5), layouts alternating, GQA groups of up to 3,
+ * score scale and softcap drawn. S <= 130. */
+static void c_attention_backward_f32_tc(pcase* c, int v) {
+  rlx_attention_desc d = {0};
+  int64_t B = test_rand_int(1, 2), Hkv = test_rand_int(1, 2), H = Hkv * test_rand_int(1, 3);
+  int64_t Sq = test_rand_int(17, 128), Sk = Sq + test_rand_int(2, 130 - Sq > 2 ? 130 - Sq : 2);
+  int64_t D = v / 5 ? 128 : 64;
+  d.num_heads = (int32_t)H;
+  d.num_kv_heads = (int32_t)Hkv;
+  d.head_dim = (int32_t)D;
+  d.layout = v & 1 ? RLX_LAYOUT_BHSD : RLX_LAYOUT_BSHD;
+  d.mask = (rlx_mask_kind)(v % 5);
+  d.window = (int32_t)test_rand_int(8, 70);
+  d.softcap = test_rand_int(0, 1) ? 2.0f : 0;
+  d.score_scale = test_rand_int(0, 1) ? 0.3f : 0;
+  rlx_dim qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hkv, D}, ms[4] = {B, 1, Sq, Sk};
+  if (d.layout == RLX_LAYOUT_BHSD) {
+    qs[1] = H; qs[2] = Sq; ks[1] = Hkv; ks[2] = Sk;
+  }
+  rlx_tensor x[4] = {input(c, RLX_F32, qs, 4), input(c, RLX_F32, ks, 4), input(c, RLX_F32, ks, 4),
+                     input(c, RLX_F32, qs, 4)};
+  rlx_tensor mask = RLX_NONE, y, g[3];
+  if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) mask = input(c, RLX_F32, ms, 4);
+  if (d.mask == RLX_MASK_CUSTOM) rlx_graph_add_activation(c->g, RLX_ACT_ABS, mask, &mask);
+  rlx_graph_add_attention(c->g, x[0], x[1], x[2], mask, &d, &y);
+  rlx_graph_add_attention_backward(c->g, x[0], x[1], x[2], mask, y, x[3], &d, &g[0], &g[1], &g[2]);
+  outputs(c, g, 3);
+}
+
 static void c_half_rows(pcase* c, int v) {
   rlx_dim s[2] = {rdim(), rdim() * 2};
   rlx_dtype t = v & 1 ? RLX_BF16 : RLX_F16;
@@ -1813,6 +1845,7 @@ static const case_def CASES[] = {
     {"reduce_mid", c_reduce_mid, 18, {1e-5, 2e-2, 2e-2}},
     {"select_views", c_select_views, 9, {1e-5, 1e-5, 1e-5}},
     {"attention_backward_half_long", c_attention_backward_half_long, 20, {0, 3e-2, 3e-2}},
+    {"attention_backward_f32_tc", c_attention_backward_f32_tc, 10, {1e-4, 0, 0}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -3,7 +3,9 @@
  *   0  production SIMT FMA kernel (rlx_attn_f32_d64 / _d128r8), as cuda_launch.c
  *      launched it before the tensor-core kernel;
  *   1  3xTF32 tensor-core kernel (rlx_attn_f32tc_*): split-precision TF32 on
- *      mma.sync m16n8k8, f32 accumulation.
+ *      mma.sync m16n8k8, f32 accumulation;
+ *   2  the same kernel with split_tf32_fast (integer-rounded hi, raw lo the
+ *      tensor core truncates: no cvt instructions), as the backward's.
  *
  * Causal, q / k / v [B, S, H, D] f32 in one arena, scale 1/sqrt(D). The
  * double reference covers a few (b, h) heads (all their rows): max_rel_err
@@ -30,6 +32,15 @@
   } while (0)
 
 typedef void (*attn_kernel)(char*, rlxk_attn, rlxk_state*);
+
+extern "C" __global__ void __launch_bounds__(32 * kTcWarps, 2) lab_attn_f32tc_fast_d64(char* a, rlxk_attn p,
+                                                                                      rlxk_state*) {
+  flash_f32_tc<64, true>(a, p);
+}
+extern "C" __global__ void __launch_bounds__(32 * kTcWarps, 1) lab_attn_f32tc_fast_d128(char* a, rlxk_attn p,
+                                                                                       rlxk_state*) {
+  flash_f32_tc<128, true>(a, p);
+}
 
 /* Reference output rows of head (b, h), double. */
 static void reference_head(const float* q, const float* k, const float* v, const rlxk_attn& p, int64_t b,
@@ -90,14 +101,16 @@ static int run_shape(int64_t B, int64_t H, int64_t S, int64_t D, int n_heads_ref
     attn_kernel fn;
     int rows, threads;
     size_t smem;
-  } vars[2] = {
+  } vars[3] = {
       {"production SIMT FMA (128 rows, 256 threads)", D == 64 ? rlx_attn_f32_d64 : rlx_attn_f32_d128r8, 128, 256,
        (size_t)((256 * (D + 4) + 128 * 80) * 4)},
       {"3xTF32 mma.sync m16n8k8 (128 rows, 8 warps, 2 stages)", D == 64 ? rlx_attn_f32tc_d64 : rlx_attn_f32tc_d128,
        128, 256, (size_t)((128 + 4 * 64) * (D + 4) * 4)},
+      {"3xTF32 fast split (integer round, raw lo)", D == 64 ? lab_attn_f32tc_fast_d64 : lab_attn_f32tc_fast_d128,
+       128, 256, (size_t)((128 + 4 * 64) * (D + 4) * 4)},
   };
   int bad = 0;
-  for (int vi = 0; vi < 2; vi++) {
+  for (int vi = 0; vi < 3; vi++) {
     const variant& x = vars[vi];
     CK(cudaFuncSetAttribute(x.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)x.smem));
     p.q_tiles = (int32_t)((S + x.rows - 1) / x.rows);

@@ -170,7 +170,11 @@ typedef struct rlx_lt_api {
   X(REDUCE_MID_V8, rlx_reduce_mid_v8, reduce) X(REDUCE_MID_H4, rlx_reduce_mid_h4, reduce)      \
   X(EW_SELECT4, rlx_ew_select4, elementwise) X(EW_SELECT1, rlx_ew_select1, elementwise)        \
   X(ATTN_F32TC_D64, rlx_attn_f32tc_d64, attention_f32)                                        \
-  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)                                      \
+  X(ATTN_F32TC_D128, rlx_attn_f32tc_d128, attention_f32)                                       \
+  X(ATTN_BWD_F32TC_Q64, rlx_attn_bwd_f32tc_q64, attention_f32)                                 \
+  X(ATTN_BWD_F32TC_Q128, rlx_attn_bwd_f32tc_q128, attention_f32)                               \
+  X(ATTN_BWD_F32TC_K64, rlx_attn_bwd_f32tc_k64, attention_f32)                                 \
+  X(ATTN_BWD_F32TC_K128, rlx_attn_bwd_f32tc_k128, attention_f32)                               \
   X(CAST_MULTI, rlx_cast_multi, elementwise)
 
 typedef enum rlx_cuda_fn {
@@ -317,10 +321,11 @@ static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
 }
 
 /* The query-tile kernels whose STATS launch can leave a float2 (lse, D)
- * copy in scratch for DQ (tensor-core and SIMT tiled): the launch makes
+ * copy in scratch for DQ (tensor-core, f32 3xTF32 and SIMT tiled): the launch makes
  * a.partial an address. */
 static inline int rlx_cuda_fn_attn_bwd_stats_copy(rlx_cuda_fn f) {
-  return rlx_cuda_fn_attn_bwd_mma_q(f) || f == RLX_CUDA_FN_ATTN_BWD_Q64 || f == RLX_CUDA_FN_ATTN_BWD_Q128;
+  return rlx_cuda_fn_attn_bwd_mma_q(f) || f == RLX_CUDA_FN_ATTN_BWD_Q64 || f == RLX_CUDA_FN_ATTN_BWD_Q128 ||
+         f == RLX_CUDA_FN_ATTN_BWD_F32TC_Q64 || f == RLX_CUDA_FN_ATTN_BWD_F32TC_Q128;
 }
 
 /* Appends the launches for steps[i] (cuda_launch.c). */

@@ -1396,6 +1396,49 @@ static int attn_bwd_mma_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cud
   return 1;
 }
 
+/* The f32 tensor-core AttentionBackward kernels (attention_f32.cu,
+ * split-precision TF32: error of the SIMT kernels' order): f32 q, k,
+ * d_out (and v where the phase reads it), D == Dv in {64, 128}, sm_80+,
+ * rows loadable by 16-byte cp.async, f32 stats (8-byte cp.async in DV / DK).
+ * Returns the kernel, its shared memory and block count (4 warps a block),
+ * or 0; RLX_CUDA_NO_F32_TC_ATTN_BWD (or RLX_CUDA_ATTN_BWD=tiled / rows)
+ * keeps the SIMT kernels. H200, causal B8 H16 S1024 D64: backward 3.03 ->
+ * 2.59 ms (bench_gpu sdpa); grids of a few dozen blocks are slower than
+ * the SIMT kernels' (see attention_f32.cu), not yet excluded here. */
+static int attn_bwd_f32tc_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_cuda_fn* fn, unsigned* smem,
+                               int64_t* blocks) {
+  const rlx_attention_bwd_params* p = &s->p.attn_bwd;
+  const rlx_attention_params* a = &p->a;
+  if (b->d->cc_major < 8 || rlx_env_flag(RLX_ENV_CUDA_NO_F32_TC_ATTN_BWD) ||
+      rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "tiled") || rlx_env_is(RLX_ENV_CUDA_ATTN_BWD, "rows"))
+    return 0;
+  if (a->D != a->Dv || (a->D != 64 && a->D != 128)) return 0;
+  if (s->in[0].dtype != RLX_F32 || s->in[1].dtype != RLX_F32 || s->in[5].dtype != RLX_F32) return 0;
+  if (s->in[2].rank >= 0 && s->in[2].dtype != RLX_F32) return 0; /* DV and STATS do not read v */
+  int keys = s->op == RLX_ATTN_BWD_DV || s->op == RLX_ATTN_BWD_DK;
+  if (s->op == RLX_ATTN_BWD_STATS && s->out[0].dtype != RLX_F32) return 0;
+  if (keys && (s->in[4].dtype != RLX_F32 || s->in[4].offset % 8 != 0)) return 0;
+  int64_t strides[12] = {a->q_sb, a->q_ss, a->q_sh, a->k_sb, a->k_ss, a->k_sh,
+                         a->v_sb, a->v_ss, a->v_sh, p->do_sb, p->do_ss, p->do_sh};
+  for (int k = 0; k < 12; k++)
+    if (strides[k] % 4 != 0) return 0;
+  const int operands[4] = {0, 1, 2, 5}; /* q, k, v, d_out */
+  for (int k = 0; k < 4; k++)
+    if (s->in[operands[k]].rank >= 0 && !aligned16(s->in[operands[k]].offset)) return 0;
+  /* Own two 64-row tiles, two stages of the streamed pair (rows of D + 4
+   * floats) and, in the key kernels, two stages of 64 (lse, D) pairs. */
+  *smem = (unsigned)(6 * 64 * (a->D + 4) * 4 + (keys ? 1024 : 0));
+  if (*smem > (unsigned)b->d->smem_optin) return 0;
+  if (keys) {
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_F32TC_K64 : RLX_CUDA_FN_ATTN_BWD_F32TC_K128;
+    *blocks = a->B * a->Hkv * ((a->Sk + 63) / 64);
+  } else {
+    *fn = a->D == 64 ? RLX_CUDA_FN_ATTN_BWD_F32TC_Q64 : RLX_CUDA_FN_ATTN_BWD_F32TC_Q128;
+    *blocks = a->B * a->H * ((a->Sq + 63) / 64);
+  }
+  return 1;
+}
+
 /* The DK step's work joins the DV launch just before it (same node: same
  * stats, q, k and d_out; kernel `fused`): one pass over the key tiles
  * computes P and dS once for dv and dk, and the DK step launches nothing.
@@ -1449,7 +1492,8 @@ static void attn_bwd_stats_copy(rlx_launch_list* l, const rlx_step* s, int32_t i
 }
 
 /* AttentionBackward phases: tensor cores (attention_bwd_mma.cu) where
- * attn_bwd_mma_pick takes the shape, 64-row SIMT tiles
+ * attn_bwd_mma_pick takes the shape, f32 on tensor cores (3xTF32,
+ * attention_f32.cu) where attn_bwd_f32tc_pick does, 64-row SIMT tiles
  * (attention_bwd_tiled.cu) where attn_bwd_tiled_pick does, else a warp per query row (STATS,
  * DQ) or key row (DV, DK) (attention_bwd.cu). FULL (three outputs, lowered
  * when dq cannot hold the stats) and head dims beyond the row kernels' 256
@@ -1469,6 +1513,10 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
   int64_t mma_blocks;
   unsigned mma_threads = 128;
   int use_mma = attn_bwd_mma_pick(b, s, &mma, &mma_smem, &mma_blocks, &mma_threads);
+  if (!use_mma && attn_bwd_f32tc_pick(b, s, &mma, &mma_smem, &mma_blocks)) {
+    use_mma = 1;
+    mma_threads = 128;
+  }
   if (use_mma && s->op == RLX_ATTN_BWD_DK && attn_bwd_fuse_dk(l, s, i, mma)) return RLX_OK;
   rlx_cuda_fn tiled = RLX_CUDA_FN_ATTN_BWD_Q64;
   unsigned smem = 0;

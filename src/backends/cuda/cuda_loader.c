@@ -267,7 +267,9 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128, RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D64,
                        RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D128, RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D64,
                        RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D128, RLX_CUDA_FN_ATTN_F32TC_D64,
-                       RLX_CUDA_FN_ATTN_F32TC_D128};
+                       RLX_CUDA_FN_ATTN_F32TC_D128, RLX_CUDA_FN_ATTN_BWD_F32TC_Q64,
+                       RLX_CUDA_FN_ATTN_BWD_F32TC_Q128, RLX_CUDA_FN_ATTN_BWD_F32TC_K64,
+                       RLX_CUDA_FN_ATTN_BWD_F32TC_K128};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);

@@ -649,7 +649,9 @@ RLX_API rlx_status rlx_graph_add_cross_entropy(rlx_graph* g, rlx_tensor logits, 
                                                int64_t ignore_index, float label_smoothing,
                                                rlx_tensor* out);
 /* Its backward: d_logits = d_loss * (softmax(logits) - smoothed one-hot)
- * / count, zero on ignored rows; d_loss is a scalar tensor. */
+ * / count, zero on ignored rows; d_loss is a scalar of the logits'
+ * dtype, or f32 beside f16 / bf16 logits (mixed precision keeps the loss's
+ * gradient in f32); d_logits has the logits' dtype. */
 RLX_API rlx_status rlx_graph_add_cross_entropy_backward(rlx_graph* g, rlx_tensor logits,
                                                         rlx_tensor targets, rlx_tensor d_loss,
                                                         int64_t ignore_index,

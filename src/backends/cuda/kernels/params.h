@@ -47,7 +47,7 @@ typedef struct rlxk_reduce {
  * view whose columns are contiguous): rows split into `chunks` of
  * rows_per_chunk; each chunk's per-column partials (double) go to
  * `partial` (scratch offset, an address at launch) when chunks > 1, and
- * rlx_reduce_cols_fin adds them in chunk order. */
+ * the last block of each column tile to finish adds them in chunk order. */
 typedef struct rlxk_cols {
   int64_t cols, rows, row_stride, rows_per_chunk, chunks;
   uint64_t ioff, ooff, partial;

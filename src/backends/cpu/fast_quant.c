@@ -1,0 +1,248 @@
+/* CPU fast path of DequantMatMul (y = x . W^T, W quantized row by row).
+ *
+ * Decode (M <= RLX_DQ_GEMV_ROWS rows of x): a fused-dequant GEMV, threaded
+ * over W's rows; Q8_0, Q4_0 and Q4_K dot their blocks straight from the
+ * codes (AVX2 + FMA where the CPU has it), every other scheme dequantizes
+ * one row into the thread's buffer (quant.h) and dots it. Prefill: W is
+ * dequantized a tile of rows at a time (threaded) and each tile feeds the
+ * blocked SGEMM. Never a full f32 copy of W. Accumulation in f32, so
+ * results differ from the double reference by rounding only (parity
+ * tolerance 1e-5). The transposed role (the gradient) and f64 decline to
+ * the reference. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "ir/dtype.h"
+#include "ir/quant.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define DQ_X86 1
+#endif
+
+#define RLX_DQ_GEMV_ROWS 8 /* rows of x up to which the GEMV beats tiles + SGEMM */
+#define RLX_DQ_TILE 64     /* W rows dequantized per SGEMM tile */
+
+typedef struct dq_job {
+  const rlx_step* s;
+  const uint8_t* arena;
+  const float* x; /* [M, K] f32 */
+  float* y;       /* [M, N] f32, or the tile [rows, K] when dequantizing */
+  int64_t n0;     /* first W row of the tile */
+  int simd;
+} dq_job;
+
+/* ------------------------------------------------------------------ scalar blocks */
+
+static float dot_f32(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+  float t = 0.0f;
+  for (; i < n; i++) t += a[i] * b[i];
+  for (int l = 0; l < 8; l++) t += acc[l];
+  return t;
+}
+
+#ifdef DQ_X86
+__attribute__((target("avx2,fma"))) static float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+/* 8 signed bytes -> 8 floats. */
+__attribute__((target("avx2,fma"))) static __m256 i8x8(__m128i b) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+
+__attribute__((target("avx2,fma"))) static float dot_avx2(const float* a, const float* b,
+                                                          int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  float t = hsum8(acc);
+  for (; i < n; i++) t += a[i] * b[i];
+  return t;
+}
+
+/* sum over Q8_0 blocks of d * (q . x) */
+__attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const uint8_t* w, const float* x,
+                                                               int64_t K) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < K / 32; b++, w += 34, x += 32) {
+    __m256 d = _mm256_set1_ps(rlx_quant_f16(w));
+    __m256 s = _mm256_mul_ps(i8x8(_mm_loadl_epi64((const __m128i*)(w + 2))), _mm256_loadu_ps(x));
+    for (int i = 1; i < 4; i++)
+      s = _mm256_fmadd_ps(i8x8(_mm_loadl_epi64((const __m128i*)(w + 2 + 8 * i))),
+                          _mm256_loadu_ps(x + 8 * i), s);
+    acc = _mm256_fmadd_ps(d, s, acc);
+  }
+  return hsum8(acc);
+}
+
+/* 16 bytes of nibbles: low nibbles (elements 0..15) and high (16..31), minus `off`. */
+__attribute__((target("avx2,fma"))) static void nibbles(const uint8_t* q, int off, __m128i* lo,
+                                                       __m128i* hi) {
+  __m128i b = _mm_loadu_si128((const __m128i*)q), m = _mm_set1_epi8(15), o = _mm_set1_epi8((char)off);
+  *lo = _mm_sub_epi8(_mm_and_si128(b, m), o);
+  *hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), m), o);
+}
+
+/* 16 bytes (elements) dotted with 16 floats. */
+__attribute__((target("avx2,fma"))) static __m256 dot16(__m128i q, const float* x, __m256 acc) {
+  acc = _mm256_fmadd_ps(i8x8(q), _mm256_loadu_ps(x), acc);
+  return _mm256_fmadd_ps(i8x8(_mm_srli_si128(q, 8)), _mm256_loadu_ps(x + 8), acc);
+}
+
+__attribute__((target("avx2,fma"))) static float row_q4_0_avx2(const uint8_t* w, const float* x,
+                                                               int64_t K) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < K / 32; b++, w += 18, x += 32) {
+    __m128i lo, hi;
+    nibbles(w + 2, 8, &lo, &hi);
+    __m256 s = dot16(hi, x + 16, dot16(lo, x, _mm256_setzero_ps()));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(rlx_quant_f16(w)), s, acc);
+  }
+  return hsum8(acc);
+}
+
+/* Q4_K: per 32 elements (d * sc) * (q . x) - (dmin * m) * sum(x). */
+__attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const uint8_t* w, const float* x,
+                                                               int64_t K) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < K / 256; b++, w += 144, x += 256) {
+    float d = rlx_quant_f16(w), dmin = rlx_quant_f16(w + 2);
+    for (int c = 0; c < 4; c++) { /* 32 bytes of nibbles: sub-blocks 2c (low), 2c + 1 (high) */
+      const uint8_t* q = w + 16 + 32 * c;
+      for (int h = 0; h < 2; h++) {
+        int sc, m;
+        rlx_quant_k4_scale_min(w + 4, 2 * c + h, &sc, &m);
+        const float* xs = x + 64 * c + 32 * h;
+        __m128i a0, a1, b0, b1;
+        nibbles(q, 0, &a0, &b0);
+        nibbles(q + 16, 0, &a1, &b1);
+        __m256 s = dot16(h ? b1 : a1, xs + 16, dot16(h ? b0 : a0, xs, _mm256_setzero_ps()));
+        __m256 sx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xs), _mm256_loadu_ps(xs + 8)),
+                                  _mm256_add_ps(_mm256_loadu_ps(xs + 16), _mm256_loadu_ps(xs + 24)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc), s, acc);
+        acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)m), sx, acc);
+      }
+    }
+  }
+  return hsum8(acc);
+}
+#endif
+
+/* The fused row dot of the schemes that have one on this CPU; 0: none. */
+typedef float (*row_dot_fn)(const uint8_t*, const float*, int64_t);
+static row_dot_fn fused_row_dot(int32_t scheme, int simd) {
+#ifdef DQ_X86
+  if (simd >= 1) {
+    if (scheme == RLX_QUANT_Q8_0) return row_q8_0_avx2;
+    if (scheme == RLX_QUANT_Q4_0) return row_q4_0_avx2;
+    if (scheme == RLX_QUANT_Q4_K) return row_q4_k_avx2;
+  }
+#endif
+  (void)scheme, (void)simd;
+  return NULL;
+}
+
+static float dot_any(int simd, const float* a, const float* b, int64_t n) {
+#ifdef DQ_X86
+  if (simd >= 1) return dot_avx2(a, b, n);
+#endif
+  (void)simd;
+  return dot_f32(a, b, n);
+}
+
+/* Row n of W into row (f32), as the reference does it. */
+static void dequant_row(const dq_job* j, int64_t n, float* row) {
+  const rlx_step* s = j->s;
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  const uint8_t* w = j->arena + s->in[1].offset + n * p->row_bytes;
+  int64_t gb = rlx_quant_group_bytes(p->scheme, p->group), groups = p->K / p->group;
+  float global = p->has_aux && p->scheme == RLX_QUANT_NVFP4
+                     ? (float)rlx_load_f64(j->arena + s->in[3].offset, RLX_F32, 0)
+                     : 1.0f;
+  for (int64_t g = 0; g < groups; g++) {
+    float scale = 1.0f;
+    int32_t zero = 0;
+    int64_t at = n * groups + g;
+    if (p->has_scale) {
+      double sv = rlx_load_f64(j->arena + s->in[2].offset, s->in[2].dtype, at);
+      scale = p->scheme == RLX_QUANT_NVFP4 ? rlx_quant_nvfp4_scale((uint8_t)sv, global) : (float)sv;
+    }
+    if (p->has_aux && p->scheme != RLX_QUANT_NVFP4)
+      zero = (int32_t)j->arena[s->in[3].offset + at];
+    rlx_dequant_group(p->scheme, w + g * gb, p->group, scale, zero, row + g * p->group);
+  }
+}
+
+/* GEMV rows [begin, end) of W against every row of x. */
+static void gemv_range(void* ctx, int64_t begin, int64_t end) {
+  const dq_job* j = ctx;
+  const rlx_dqmm_params* p = &j->s->p.dqmm;
+  row_dot_fn fused = fused_row_dot(p->scheme, j->simd);
+  float* row = fused ? NULL : malloc(sizeof(float) * (size_t)p->K);
+  if (!fused && !row) return; /* the caller checks with a probe allocation first */
+  for (int64_t n = begin; n < end; n++) {
+    const uint8_t* w = j->arena + j->s->in[1].offset + n * p->row_bytes;
+    if (!fused) dequant_row(j, n, row);
+    for (int64_t m = 0; m < p->M; m++)
+      j->y[m * p->N + n] = fused ? fused(w, j->x + m * p->K, p->K)
+                                 : dot_any(j->simd, j->x + m * p->K, row, p->K);
+  }
+  free(row);
+}
+
+/* Rows [begin, end) of the tile starting at W row n0. */
+static void tile_range(void* ctx, int64_t begin, int64_t end) {
+  const dq_job* j = ctx;
+  for (int64_t r = begin; r < end; r++) dequant_row(j, j->n0 + r, j->y + r * j->s->p.dqmm.K);
+}
+
+static void prefill(rlx_cpu_fast* f, dq_job* j, float* y, float* tile) {
+  const rlx_dqmm_params* p = &j->s->p.dqmm;
+  for (int64_t n0 = 0; n0 < p->N; n0 += RLX_DQ_TILE) {
+    int64_t rows = p->N - n0 < RLX_DQ_TILE ? p->N - n0 : RLX_DQ_TILE;
+    j->n0 = n0;
+    j->y = tile;
+    rlx_cpu_parallel_for(f->pool, rows, 4, tile_range, j);
+    rlx_cpu_sgemm(f->pool, 0, 1, p->M, rows, p->K, j->x, p->K, tile, p->K, y + n0, p->N);
+  }
+}
+
+int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  rlx_dtype xt = s->in[0].dtype, yt = s->out[0].dtype;
+  if (p->transposed || xt != yt || !(xt == RLX_F32 || xt == RLX_F16 || xt == RLX_BF16)) return 0;
+  int gemv = p->M <= RLX_DQ_GEMV_ROWS;
+  size_t xn = (size_t)(p->M * p->K), yn = (size_t)(p->M * p->N);
+  float* xbuf = xt == RLX_F32 ? NULL : malloc(sizeof(float) * xn);
+  float* ybuf = yt == RLX_F32 ? NULL : malloc(sizeof(float) * yn);
+  float* tile = gemv ? NULL : malloc(sizeof(float) * (size_t)(RLX_DQ_TILE * p->K));
+  float* probe = malloc(sizeof(float) * (size_t)p->K); /* the GEMV threads' row buffers */
+  int ok = probe && (xt == RLX_F32 || xbuf) && (yt == RLX_F32 || ybuf) && (gemv || tile);
+  if (ok) {
+    dq_job j = {s, arena, NULL, NULL, 0, rlx_cpu_simd_level()};
+    if (xbuf) rlx_convert(xbuf, RLX_F32, arena + s->in[0].offset, xt, (int64_t)xn);
+    j.x = xbuf ? xbuf : (const float*)(arena + s->in[0].offset);
+    float* y = ybuf ? ybuf : (float*)(arena + s->out[0].offset);
+    if (gemv) {
+      j.y = y;
+      rlx_cpu_parallel_for(f->pool, p->N, 16, gemv_range, &j);
+    } else {
+      prefill(f, &j, y, tile);
+    }
+    if (ybuf) rlx_convert(arena + s->out[0].offset, yt, ybuf, RLX_F32, (int64_t)yn);
+  }
+  free(xbuf);
+  free(ybuf);
+  free(tile);
+  free(probe);
+  return ok;
+}

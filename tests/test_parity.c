@@ -1754,15 +1754,12 @@ static rlx_tensor quant_weights(pcase* c, int32_t scheme, int64_t N, int64_t K, 
     if (scheme == RLX_QUANT_FP8_E5M2 && (b & 0x7C) == 0x7C) b &= 0xBF;
     w[i] = b;
   }
-  static const int16_t fields[RLX_QUANT_Q6_K + 1][2] = {{0, -1}, {0, 2}, {0, -1}, {0, 2}, {0, -1},
-                                                       {80, 82}, {108, -1}, {0, 2}, {0, 2},
-                                                       {208, -1}};
   const rlx_quant_info* q = &rlx_quant_table[scheme];
   for (int64_t b = 0; w && rlx_quant_is_gguf(scheme) && b < N * rb; b += q->block_bytes)
     for (int f = 0; f < 2; f++)
-      if (fields[scheme][f] >= 0) {
-        w[b + fields[scheme][f]] = (uint8_t)test_rand_int(0, 255);
-        w[b + fields[scheme][f] + 1] = (uint8_t)(0x2c + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
+      if (q->f16[f] >= 0) {
+        w[b + q->f16[f]] = (uint8_t)test_rand_int(0, 255);
+        w[b + q->f16[f] + 1] = (uint8_t)(0x2c + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
       }
   rlx_dim ws[2] = {N, rb};
   rlx_tensor t = RLX_NONE;

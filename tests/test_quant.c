@@ -344,10 +344,9 @@ static double now_ms(void) {
 static void fill_blocks(rlx_quant_scheme scheme, uint8_t* w, int64_t bytes) {
   const rlx_quant_info* q = &rlx_quant_table[scheme];
   for (int64_t i = 0; i < bytes; i++) w[i] = (uint8_t)test_rand_int(0, 255);
-  for (int64_t b = 0; b + q->block_bytes <= bytes; b += q->block_bytes) {
-    w[b] = 0, w[b + 1] = 0x20; /* d = 2^-7 */
-    if (scheme == RLX_QUANT_Q4_K) w[b + 2] = 0, w[b + 3] = 0x20;
-  }
+  for (int64_t b = 0; b + q->block_bytes <= bytes; b += q->block_bytes)
+    for (int f = 0; f < 2; f++)
+      if (q->f16[f] >= 0) w[b + q->f16[f]] = 0, w[b + q->f16[f] + 1] = 0x20; /* 2^-7 */
 }
 
 /* ms per x [1, K] . W^T for W [N, K] in scheme on the CPU fast path. */

@@ -56,6 +56,7 @@ typedef struct rlx_quant_info {
   int32_t block_bytes; /* bytes per stored unit */
   int32_t fixed_group; /* the group the scheme always has (GGUF block, NVFP4 16); 0: chosen */
   int32_t inputs;      /* RLX_QI_* */
+  int16_t f16[2];      /* byte offsets of a GGUF block's f16 scale fields (d, m / dmin); -1 none */
 } rlx_quant_info;
 
 extern const rlx_quant_info rlx_quant_table[RLX_QUANT_COUNT];
@@ -123,9 +124,10 @@ RLX_HD void rlx_dequant_q4_0(const uint8_t* b, float* out) {
 
 RLX_HD void rlx_dequant_q4_1(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b), m = rlx_quant_f16(b + 2);
-  for (int j = 0; j < 32; j++) {
-    float t = d * (float)((b[4 + j % 16] >> (j / 16 * 4)) & 15);
-    out[j] = t + m;
+  for (int j = 0; j < 16; j++) {
+    float lo = d * (float)(b[4 + j] & 15), hi = d * (float)(b[4 + j] >> 4);
+    out[j] = lo + m;
+    out[j + 16] = hi + m;
   }
 }
 
@@ -133,22 +135,28 @@ RLX_HD uint32_t rlx_quant_u32(const uint8_t* p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The 5-bit code of element j of a Q5 block (qh, then 16 bytes of nibbles). */
-RLX_HD int rlx_quant_q5_code(uint32_t qh, const uint8_t* qs, int j) {
-  return ((qs[j % 16] >> (j / 16 * 4)) & 15) | (int)((qh >> j) & 1) << 4;
+/* Q5_0 / Q5_1: the 5-bit codes of the 32 elements (qh bit j is element j's
+ * fifth bit). */
+RLX_HD void rlx_quant_q5_codes(uint32_t qh, const uint8_t* qs, int* q) {
+  for (int j = 0; j < 16; j++) {
+    q[j] = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+    q[j + 16] = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+  }
 }
 
 RLX_HD void rlx_dequant_q5_0(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b);
-  uint32_t qh = rlx_quant_u32(b + 2);
-  for (int j = 0; j < 32; j++) out[j] = d * (float)(rlx_quant_q5_code(qh, b + 6, j) - 16);
+  int q[32];
+  rlx_quant_q5_codes(rlx_quant_u32(b + 2), b + 6, q);
+  for (int j = 0; j < 32; j++) out[j] = d * (float)(q[j] - 16);
 }
 
 RLX_HD void rlx_dequant_q5_1(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b), m = rlx_quant_f16(b + 2);
-  uint32_t qh = rlx_quant_u32(b + 4);
+  int q[32];
+  rlx_quant_q5_codes(rlx_quant_u32(b + 4), b + 8, q);
   for (int j = 0; j < 32; j++) {
-    float t = d * (float)rlx_quant_q5_code(qh, b + 8, j);
+    float t = d * (float)q[j];
     out[j] = t + m;
   }
 }
@@ -158,19 +166,24 @@ RLX_HD void rlx_dequant_q8_0(const uint8_t* b, float* out) {
   for (int j = 0; j < 32; j++) out[j] = (float)(int8_t)b[2 + j] * d;
 }
 
-/* The 2-bit field of element e in a K-quant's 64 bytes of 2-bit codes. */
-RLX_HD int rlx_quant_k2(const uint8_t* qs, int e) {
-  return (qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
-}
+/* The K-quants walk their elements as e = 128 h + 32 s + 16 half + j: the
+ * 2-bit fields of Q2_K / Q3_K (and Q6_K's high bits) are bits 2s of byte
+ * 32 h + 16 half + j, and each run of 16 shares one scale (sub-block e / 16). */
 
 RLX_HD void rlx_dequant_q2_k(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b + 80), dmin = rlx_quant_f16(b + 82);
-  for (int e = 0; e < 256; e++) {
-    int sc = b[e / 16];
-    float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
-    float t = dl * (float)rlx_quant_k2(b + 16, e);
-    out[e] = t - ml;
-  }
+  for (int h = 0; h < 2; h++)
+    for (int s = 0; s < 4; s++)
+      for (int half = 0; half < 2; half++) {
+        int sc = b[8 * h + 2 * s + half];
+        float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+        const uint8_t* q = b + 16 + 32 * h + 16 * half;
+        float* o = out + 128 * h + 32 * s + 16 * half;
+        for (int j = 0; j < 16; j++) {
+          float t = dl * (float)((q[j] >> (2 * s)) & 3);
+          o[j] = t - ml;
+        }
+      }
 }
 
 /* Q3_K's 6-bit scale i (0..15), minus 32. */
@@ -179,14 +192,22 @@ RLX_HD int rlx_quant_q3k_scale(const uint8_t* s, int i) {
   return (lo | hi << 4) - 32;
 }
 
+/* Q3_K: the third bit of element e is bit e / 32 of hmask[e % 32]; clear
+ * means minus 4. */
 RLX_HD void rlx_dequant_q3_k(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b + 108);
-  for (int e = 0; e < 256; e++) {
-    float dl = d * (float)rlx_quant_q3k_scale(b + 96, e / 16);
-    int high = (b[e % 32] >> (e / 32)) & 1;
-    int q = rlx_quant_k2(b + 32, e) - (high ? 0 : 4);
-    out[e] = dl * (float)q;
-  }
+  for (int h = 0; h < 2; h++)
+    for (int s = 0; s < 4; s++)
+      for (int half = 0; half < 2; half++) {
+        float dl = d * (float)rlx_quant_q3k_scale(b + 96, 8 * h + 2 * s + half);
+        const uint8_t *q = b + 32 + 32 * h + 16 * half, *hm = b + 16 * half;
+        float* o = out + 128 * h + 32 * s + 16 * half;
+        int bit = 4 * h + s;
+        for (int j = 0; j < 16; j++) {
+          int v = ((q[j] >> (2 * s)) & 3) - (((hm[j] >> bit) & 1) ? 0 : 4);
+          o[j] = dl * (float)v;
+        }
+      }
 }
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block i (0..7). */
@@ -200,12 +221,8 @@ RLX_HD void rlx_quant_k4_scale_min(const uint8_t* s, int i, int* sc, int* m) {
   }
 }
 
-/* The low nibble of element e in Q4_K / Q5_K's 128 bytes of nibbles. */
-RLX_HD int rlx_quant_k4(const uint8_t* qs, int e) {
-  return (qs[32 * (e / 64) + e % 32] >> (4 * (e / 32 % 2))) & 15;
-}
-
-/* Q4_K (qh == NULL) and Q5_K. */
+/* Q4_K (qh == NULL) and Q5_K: sub-block i (32 elements) takes nibble i % 2
+ * of qs[32 (i / 2) + j] and bit i of qh[j]. */
 RLX_HD void rlx_dequant_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs,
                               float* out) {
   float d = rlx_quant_f16(b), dmin = rlx_quant_f16(b + 2);
@@ -213,23 +230,39 @@ RLX_HD void rlx_dequant_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t
     int sc, m;
     rlx_quant_k4_scale_min(b + 4, i, &sc, &m);
     float ds = d * (float)sc, dm = dmin * (float)m;
-    for (int e = 32 * i; e < 32 * i + 32; e++) {
-      int q = rlx_quant_k4(qs, e) | (qh ? ((qh[e % 32] >> (e / 32)) & 1) << 4 : 0);
-      float t = ds * (float)q;
-      out[e] = t - dm;
+    const uint8_t* q = qs + 32 * (i / 2);
+    int shift = 4 * (i % 2);
+    float* o = out + 32 * i;
+    if (!qh) {
+      for (int j = 0; j < 32; j++) {
+        float t = ds * (float)((q[j] >> shift) & 15);
+        o[j] = t - dm;
+      }
+      continue;
+    }
+    for (int j = 0; j < 32; j++) {
+      float t = ds * (float)(((q[j] >> shift) & 15) | ((qh[j] >> i) & 1) << 4);
+      o[j] = t - dm;
     }
   }
 }
 
+/* Q6_K: element e = 128 h + 32 s + 16 half + j has its low nibble in
+ * nibble s / 2 of ql[64 h + 32 (s % 2) + 16 half + j] and its high 2 bits
+ * at bits 2s of qh[32 h + 16 half + j]; int8 scale e / 16. */
 RLX_HD void rlx_dequant_q6_k(const uint8_t* b, float* out) {
   float d = rlx_quant_f16(b + 208);
-  for (int e = 0; e < 256; e++) {
-    int h = e / 128, r = e % 128;
-    int lo = (b[64 * h + e % 64] >> (4 * (r / 64))) & 15;
-    int hi = (b[128 + 32 * h + e % 32] >> (2 * (r / 32))) & 3;
-    float ds = d * (float)(int8_t)b[192 + e / 16];
-    out[e] = ds * (float)((lo | hi << 4) - 32);
-  }
+  for (int h = 0; h < 2; h++)
+    for (int s = 0; s < 4; s++)
+      for (int half = 0; half < 2; half++) {
+        float ds = d * (float)(int8_t)b[192 + 8 * h + 2 * s + half];
+        const uint8_t *lo = b + 64 * h + 32 * (s % 2) + 16 * half, *hi = b + 128 + 32 * h + 16 * half;
+        float* o = out + 128 * h + 32 * s + 16 * half;
+        for (int j = 0; j < 16; j++) {
+          int q = ((lo[j] >> (4 * (s / 2))) & 15) | ((hi[j] >> (2 * s)) & 3) << 4;
+          o[j] = ds * (float)(q - 32);
+        }
+      }
 }
 
 /* ------------------------------------------------------------------ one group */
@@ -253,20 +286,33 @@ RLX_HD void rlx_dequant_group(int32_t scheme, const uint8_t* g, int32_t group, f
     case RLX_QUANT_Q6_K: rlx_dequant_q6_k(g, out); return;
     default: break;
   }
-  for (int32_t i = 0; i < group; i++) {
-    int32_t nib = (g[i / 2] >> (4 * (i & 1))) & 15;
-    float v = 0.0f;
-    switch (scheme) {
-      case RLX_QUANT_INT8_SYM: v = (float)(int8_t)g[i]; break;
-      case RLX_QUANT_INT8_ASYM: v = (float)((int32_t)g[i] - zero); break;
-      case RLX_QUANT_INT4_SYM: v = (float)(nib >= 8 ? nib - 16 : nib); break;
-      case RLX_QUANT_INT4_ASYM: v = (float)(nib - zero); break;
-      case RLX_QUANT_FP8_E4M3: v = (float)rlx_f8_decode(RLX_F8E4M3FN, g[i]); break;
-      case RLX_QUANT_FP8_E5M2: v = (float)rlx_f8_decode(RLX_F8E5M2, g[i]); break;
-      case RLX_QUANT_NVFP4: v = rlx_quant_e2m1((uint32_t)nib); break;
-      default: break;
+  /* one loop per scheme: the switch stays out of the element loop */
+  switch (scheme) {
+    case RLX_QUANT_INT8_SYM:
+      for (int32_t i = 0; i < group; i++) out[i] = (float)(int8_t)g[i] * scale;
+      return;
+    case RLX_QUANT_INT8_ASYM:
+      for (int32_t i = 0; i < group; i++) out[i] = (float)((int32_t)g[i] - zero) * scale;
+      return;
+    case RLX_QUANT_INT4_SYM: /* a signed nibble: (n ^ 8) - 8 */
+      for (int32_t i = 0; i < group; i++)
+        out[i] = (float)((((g[i / 2] >> (4 * (i & 1))) & 15) ^ 8) - 8) * scale;
+      return;
+    case RLX_QUANT_INT4_ASYM:
+      for (int32_t i = 0; i < group; i++)
+        out[i] = (float)((int32_t)((g[i / 2] >> (4 * (i & 1))) & 15) - zero) * scale;
+      return;
+    case RLX_QUANT_FP8_E4M3:
+    case RLX_QUANT_FP8_E5M2: {
+      rlx_dtype t = scheme == RLX_QUANT_FP8_E4M3 ? RLX_F8E4M3FN : RLX_F8E5M2;
+      for (int32_t i = 0; i < group; i++) out[i] = (float)rlx_f8_decode(t, g[i]) * scale;
+      return;
     }
-    out[i] = v * scale;
+    case RLX_QUANT_NVFP4:
+      for (int32_t i = 0; i < group; i++)
+        out[i] = rlx_quant_e2m1((uint32_t)(g[i / 2] >> (4 * (i & 1))) & 15) * scale;
+      return;
+    default: return;
   }
 }
 

@@ -31,6 +31,8 @@ typedef struct dq_job {
   float* y;       /* [M, N] f32, or the tile [rows, K] when dequantizing */
   int64_t n0;     /* first W row of the tile */
   int simd;
+  const float* xsum; /* Q4_K: sums of x's runs of 32, [M, K / 32] */
+  float fp8[256];    /* FP8 schemes: each code's value */
 } dq_job;
 
 /* ------------------------------------------------------------------ scalar blocks */
@@ -71,7 +73,8 @@ __attribute__((target("avx2,fma"))) static float dot_avx2(const float* a, const 
 
 /* sum over Q8_0 blocks of d * (q . x) */
 __attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const uint8_t* w, const float* x,
-                                                               int64_t K) {
+                                                               const float* xsum, int64_t K) {
+  (void)xsum;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < K / 32; b++, w += 34, x += 32) {
     __m256 d = _mm256_set1_ps(rlx_quant_f16(w));
@@ -99,7 +102,8 @@ __attribute__((target("avx2,fma"))) static __m256 dot16(__m128i q, const float* 
 }
 
 __attribute__((target("avx2,fma"))) static float row_q4_0_avx2(const uint8_t* w, const float* x,
-                                                               int64_t K) {
+                                                               const float* xsum, int64_t K) {
+  (void)xsum;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < K / 32; b++, w += 18, x += 32) {
     __m128i lo, hi;
@@ -110,35 +114,36 @@ __attribute__((target("avx2,fma"))) static float row_q4_0_avx2(const uint8_t* w,
   return hsum8(acc);
 }
 
-/* Q4_K: per 32 elements (d * sc) * (q . x) - (dmin * m) * sum(x). */
+/* Q4_K: per 32 elements (d * sc) * (q . x) - (dmin * m) * sum(x), the
+ * sums of x's runs of 32 computed once per call (xsum). */
 __attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const uint8_t* w, const float* x,
-                                                               int64_t K) {
+                                                               const float* xsum, int64_t K) {
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < K / 256; b++, w += 144, x += 256) {
+  float mins = 0.0f;
+  for (int64_t b = 0; b < K / 256; b++, w += 144, x += 256, xsum += 8) {
     float d = rlx_quant_f16(w), dmin = rlx_quant_f16(w + 2);
-    for (int c = 0; c < 4; c++) { /* 32 bytes of nibbles: sub-blocks 2c (low), 2c + 1 (high) */
+    for (int c = 0; c < 4; c++) { /* 32 bytes: sub-block 2c in the low nibbles, 2c + 1 high */
       const uint8_t* q = w + 16 + 32 * c;
-      for (int h = 0; h < 2; h++) {
-        int sc, m;
-        rlx_quant_k4_scale_min(w + 4, 2 * c + h, &sc, &m);
-        const float* xs = x + 64 * c + 32 * h;
-        __m128i a0, a1, b0, b1;
-        nibbles(q, 0, &a0, &b0);
-        nibbles(q + 16, 0, &a1, &b1);
-        __m256 s = dot16(h ? b1 : a1, xs + 16, dot16(h ? b0 : a0, xs, _mm256_setzero_ps()));
-        __m256 sx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xs), _mm256_loadu_ps(xs + 8)),
-                                  _mm256_add_ps(_mm256_loadu_ps(xs + 16), _mm256_loadu_ps(xs + 24)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc), s, acc);
-        acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * (float)m), sx, acc);
-      }
+      const float* xs = x + 64 * c;
+      __m128i lo0, hi0, lo1, hi1;
+      nibbles(q, 0, &lo0, &hi0); /* bytes 0..15 of the run */
+      nibbles(q + 16, 0, &lo1, &hi1);
+      int sc0, m0, sc1, m1;
+      rlx_quant_k4_scale_min(w + 4, 2 * c, &sc0, &m0);
+      rlx_quant_k4_scale_min(w + 4, 2 * c + 1, &sc1, &m1);
+      __m256 s0 = dot16(lo1, xs + 16, dot16(lo0, xs, _mm256_setzero_ps()));
+      __m256 s1 = dot16(hi1, xs + 48, dot16(hi0, xs + 32, _mm256_setzero_ps()));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc0), s0, acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc1), s1, acc);
+      mins += dmin * (float)m0 * xsum[2 * c] + dmin * (float)m1 * xsum[2 * c + 1];
     }
   }
-  return hsum8(acc);
+  return hsum8(acc) - mins;
 }
 #endif
 
 /* The fused row dot of the schemes that have one on this CPU; 0: none. */
-typedef float (*row_dot_fn)(const uint8_t*, const float*, int64_t);
+typedef float (*row_dot_fn)(const uint8_t*, const float*, const float*, int64_t);
 static row_dot_fn fused_row_dot(int32_t scheme, int simd) {
 #ifdef DQ_X86
   if (simd >= 1) {
@@ -178,6 +183,13 @@ static void dequant_row(const dq_job* j, int64_t n, float* row) {
     }
     if (p->has_aux && p->scheme != RLX_QUANT_NVFP4)
       zero = (int32_t)j->arena[s->in[3].offset + at];
+    if (p->scheme == RLX_QUANT_FP8_E4M3 || p->scheme == RLX_QUANT_FP8_E5M2) {
+      /* the table holds (float)decode(code): the same products as quant.h's */
+      const uint8_t* q = w + g * gb;
+      float* o = row + g * p->group;
+      for (int32_t i = 0; i < p->group; i++) o[i] = j->fp8[q[i]] * scale;
+      continue;
+    }
     rlx_dequant_group(p->scheme, w + g * gb, p->group, scale, zero, row + g * p->group);
   }
 }
@@ -193,7 +205,7 @@ static void gemv_range(void* ctx, int64_t begin, int64_t end) {
     const uint8_t* w = j->arena + j->s->in[1].offset + n * p->row_bytes;
     if (!fused) dequant_row(j, n, row);
     for (int64_t m = 0; m < p->M; m++)
-      j->y[m * p->N + n] = fused ? fused(w, j->x + m * p->K, p->K)
+      j->y[m * p->N + n] = fused ? fused(w, j->x + m * p->K, j->xsum + m * (p->K / 32), p->K)
                                  : dot_any(j->simd, j->x + m * p->K, row, p->K);
   }
   free(row);
@@ -226,11 +238,23 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
   float* ybuf = yt == RLX_F32 ? NULL : malloc(sizeof(float) * yn);
   float* tile = gemv ? NULL : malloc(sizeof(float) * (size_t)(RLX_DQ_TILE * p->K));
   float* probe = malloc(sizeof(float) * (size_t)p->K); /* the GEMV threads' row buffers */
-  int ok = probe && (xt == RLX_F32 || xbuf) && (yt == RLX_F32 || ybuf) && (gemv || tile);
+  float* xsum = p->scheme == RLX_QUANT_Q4_K ? malloc(sizeof(float) * (xn / 32 + 1)) : NULL;
+  int ok = probe && (xt == RLX_F32 || xbuf) && (yt == RLX_F32 || ybuf) && (gemv || tile) &&
+           (p->scheme != RLX_QUANT_Q4_K || xsum);
   if (ok) {
-    dq_job j = {s, arena, NULL, NULL, 0, rlx_cpu_simd_level()};
+    static dq_job zero_job;
+    dq_job j = zero_job;
+    j.s = s, j.arena = arena, j.simd = rlx_cpu_simd_level();
     if (xbuf) rlx_convert(xbuf, RLX_F32, arena + s->in[0].offset, xt, (int64_t)xn);
     j.x = xbuf ? xbuf : (const float*)(arena + s->in[0].offset);
+    for (size_t r = 0; xsum && r < xn / 32; r++) { /* runs of 32 never cross a row: 256 | K */
+      float t = 0.0f;
+      for (int i = 0; i < 32; i++) t += j.x[32 * r + i];
+      xsum[r] = t;
+    }
+    j.xsum = xsum;
+    rlx_dtype f8 = p->scheme == RLX_QUANT_FP8_E4M3 ? RLX_F8E4M3FN : RLX_F8E5M2;
+    for (int c = 0; c < 256; c++) j.fp8[c] = (float)rlx_f8_decode(f8, (uint8_t)c);
     float* y = ybuf ? ybuf : (float*)(arena + s->out[0].offset);
     if (gemv) {
       j.y = y;
@@ -244,5 +268,6 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
   free(ybuf);
   free(tile);
   free(probe);
+  free(xsum);
   return ok;
 }

@@ -349,26 +349,32 @@ static void fill_blocks(rlx_quant_scheme scheme, uint8_t* w, int64_t bytes) {
       if (q->f16[f] >= 0) w[b + q->f16[f]] = 0, w[b + q->f16[f] + 1] = 0x20; /* 2^-7 */
 }
 
-/* ms per x [1, K] . W^T for W [N, K] in scheme on the CPU fast path. */
-static double gemv_ms(rlx_quant_scheme scheme, int64_t N, int64_t K, int runs) {
-  int64_t rb = 0;
-  if (rlx_quant_row_bytes(scheme, K, 0, &rb, NULL, 0) != RLX_OK) return -1;
+/* ms per x [1, K] . W^T for W [N, K] in scheme on the CPU fast path
+ * (scheme -1: an f32 W through MatMul, for comparison). */
+static double gemv_ms(int scheme, int64_t N, int64_t K, int runs) {
+  int64_t rb = 4 * K;
+  if (scheme >= 0 && rlx_quant_row_bytes((rlx_quant_scheme)scheme, K, 0, &rb, NULL, 0) != RLX_OK)
+    return -1;
   rlx_graph* g = NULL;
   rlx_graph_create(&g);
-  rlx_dim xs[2] = {1, K}, ws[2] = {N, rb};
+  rlx_dim xs[2] = {1, K}, ws[2] = {N, scheme >= 0 ? rb : K};
   rlx_tensor x, w, y;
   rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
-  rlx_graph_add_param(g, "w", RLX_U8, ws, 2, &w);
-  rlx_graph_dequant_matmul(g, x, w, RLX_NONE, RLX_NONE, scheme, 0, &y);
+  rlx_graph_add_param(g, "w", scheme >= 0 ? RLX_U8 : RLX_F32, ws, 2, &w);
+  if (scheme >= 0)
+    rlx_graph_dequant_matmul(g, x, w, RLX_NONE, RLX_NONE, (rlx_quant_scheme)scheme, 0, &y);
+  else
+    rlx_graph_add_matmul(g, x, w, 0, 1, &y);
   rlx_graph_set_outputs(g, &y, 1);
   rlx_exec* e = test_compile_on(g, "cpu", NULL);
   uint8_t* wb = malloc((size_t)(N * rb));
   float* xb = malloc(sizeof(float) * (size_t)K);
   double best = -1;
   if (e && wb && xb) {
-    fill_blocks(scheme, wb, N * rb);
+    if (scheme >= 0) fill_blocks((rlx_quant_scheme)scheme, wb, N * rb);
+    else test_fill_f32((float*)wb, N * K, -1, 1);
     test_fill_f32(xb, K, -1, 1);
-    rlx_exec_set_param(e, "w", RLX_U8, wb, (size_t)(N * rb));
+    rlx_exec_set_param(e, "w", scheme >= 0 ? RLX_U8 : RLX_F32, wb, (size_t)(N * rb));
     rlx_exec_set_input(e, "x", RLX_F32, xs, 2, xb, sizeof(float) * (size_t)K);
     rlx_exec_run(e); /* upload */
     for (int r = 0; r < runs; r++) {
@@ -387,12 +393,12 @@ static double gemv_ms(rlx_quant_scheme scheme, int64_t N, int64_t K, int runs) {
 TEST(decode_gemv_timing) {
   int big = getenv("RLX_QUANT_BENCH") != NULL;
   int64_t N = big ? 14336 : 512, K = big ? 4096 : 1024;
-  const rlx_quant_scheme s[] = {RLX_QUANT_Q8_0, RLX_QUANT_Q4_0, RLX_QUANT_Q4_K, RLX_QUANT_Q6_K};
-  for (int i = 0; i < 4; i++) {
+  const int s[] = {-1, RLX_QUANT_Q8_0, RLX_QUANT_Q4_0, RLX_QUANT_Q4_K, RLX_QUANT_Q6_K};
+  for (int i = 0; i < 5; i++) {
     double ms = gemv_ms(s[i], N, K, big ? 20 : 3);
     printf("  gemv %-5s W [%lld, %lld] x [1, %lld]: %.3f ms (best of %d)\n",
-           rlx_quant_scheme_name(s[i]), (long long)N, (long long)K, (long long)K, ms,
-           big ? 20 : 3);
+           s[i] < 0 ? "f32" : rlx_quant_scheme_name((rlx_quant_scheme)s[i]), (long long)N,
+           (long long)K, (long long)K, ms, big ? 20 : 3);
     CHECK(ms >= 0);
   }
 }

@@ -85,7 +85,7 @@ int rlx_cpu_fast_pool_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* 
 
 /* DequantMatMul with f32 / f16 / bf16 x (fast_quant.c): threaded over W's
  * rows, each row's groups dequantized into a thread's buffer (never all of
- * W); fused block dots for Q8_0, Q4_0 and Q4_K. 0 declines. */
+ * W); fused block dots for Q8_0, Q4_0, Q4_K and Q6_K. 0 declines. */
 int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either

@@ -1,7 +1,7 @@
 /* CPU fast path of DequantMatMul (y = x . W^T, W quantized row by row).
  *
  * Decode (M <= RLX_DQ_GEMV_ROWS rows of x): a fused-dequant GEMV, threaded
- * over W's rows; Q8_0, Q4_0 and Q4_K dot their blocks straight from the
+ * over W's rows; Q8_0, Q4_0, Q4_K and Q6_K dot their blocks straight from the
  * codes (AVX2 + FMA where the CPU has it), every other scheme dequantizes
  * one row into the thread's buffer (quant.h) and dots it. Prefill: W is
  * dequantized a tile of rows at a time (threaded) and each tile feeds the
@@ -140,6 +140,37 @@ __attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const uint8_t* w,
   }
   return hsum8(acc) - mins;
 }
+
+/* Bytes of v shifted right by n bits (n < 8; the bits that enter from the
+ * neighbour byte are masked off by the callers). */
+__attribute__((target("avx2,fma"))) static __m128i shr_bytes(__m128i v, int n) {
+  return _mm_srl_epi16(v, _mm_cvtsi32_si128(n));
+}
+
+/* Q6_K: per run of 16 (d * sc) * (q . x), q = low nibble | high 2 bits << 4,
+ * minus 32 (layout in quant.h). */
+__attribute__((target("avx2,fma"))) static float row_q6_k_avx2(const uint8_t* w, const float* x,
+                                                               const float* xsum, int64_t K) {
+  (void)xsum;
+  __m256 acc = _mm256_setzero_ps();
+  const __m128i m4 = _mm_set1_epi8(15), m2 = _mm_set1_epi8(3), o32 = _mm_set1_epi8(32);
+  for (int64_t b = 0; b < K / 256; b++, w += 210, x += 256) {
+    float d = rlx_quant_f16(w + 208);
+    for (int h = 0; h < 2; h++)
+      for (int s = 0; s < 4; s++)
+        for (int half = 0; half < 2; half++) {
+          __m128i lo = _mm_loadu_si128((const __m128i*)(w + 64 * h + 32 * (s % 2) + 16 * half));
+          __m128i hi = _mm_loadu_si128((const __m128i*)(w + 128 + 32 * h + 16 * half));
+          lo = _mm_and_si128(shr_bytes(lo, 4 * (s / 2)), m4);
+          hi = _mm_slli_epi16(_mm_and_si128(shr_bytes(hi, 2 * s), m2), 4);
+          __m128i q = _mm_sub_epi8(_mm_or_si128(lo, hi), o32);
+          __m256 dq = dot16(q, x + 128 * h + 32 * s + 16 * half, _mm256_setzero_ps());
+          float sc = d * (float)(int8_t)w[192 + 8 * h + 2 * s + half];
+          acc = _mm256_fmadd_ps(_mm256_set1_ps(sc), dq, acc);
+        }
+  }
+  return hsum8(acc);
+}
 #endif
 
 /* The fused row dot of the schemes that have one on this CPU; 0: none. */
@@ -150,6 +181,7 @@ static row_dot_fn fused_row_dot(int32_t scheme, int simd) {
     if (scheme == RLX_QUANT_Q8_0) return row_q8_0_avx2;
     if (scheme == RLX_QUANT_Q4_0) return row_q4_0_avx2;
     if (scheme == RLX_QUANT_Q4_K) return row_q4_k_avx2;
+    if (scheme == RLX_QUANT_Q6_K) return row_q6_k_avx2;
   }
 #endif
   (void)scheme, (void)simd;

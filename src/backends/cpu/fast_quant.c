@@ -236,9 +236,11 @@ static void gemv_range(void* ctx, int64_t begin, int64_t end) {
   for (int64_t n = begin; n < end; n++) {
     const uint8_t* w = j->arena + j->s->in[1].offset + n * p->row_bytes;
     if (!fused) dequant_row(j, n, row);
-    for (int64_t m = 0; m < p->M; m++)
-      j->y[m * p->N + n] = fused ? fused(w, j->x + m * p->K, j->xsum + m * (p->K / 32), p->K)
+    for (int64_t m = 0; m < p->M; m++) {
+      const float* xs = j->xsum ? j->xsum + m * (p->K / 32) : NULL;
+      j->y[m * p->N + n] = fused ? fused(w, j->x + m * p->K, xs, p->K)
                                  : dot_any(j->simd, j->x + m * p->K, row, p->K);
+    }
   }
   free(row);
 }

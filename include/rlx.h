@@ -1111,7 +1111,11 @@ RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
  *   NVFP4: E2M1 codes (low nibble first), w = e2m1(q) * (e4m3(scale[n,
  *     k / 16]) * global), the product in f32.
  * The dot products accumulate in f32 or wider. Gradient: dx = dy . W
- * (a DequantMatMul in the transposed role); w and its scales get none. */
+ * (a DequantMatMul in the transposed role); w and its scales get none.
+ * The CPU has a fused-dequant GEMV for decode (few rows of x) and
+ * dequantized tiles into its SGEMM for prefill; CUDA, Vulkan and WebGPU
+ * run the op on the host fallback until they have kernels (the dispatch
+ * report's host column; an error in strict mode). */
 typedef enum rlx_quant_scheme {
   RLX_QUANT_Q4_0 = 0,
   RLX_QUANT_Q4_1 = 1,

@@ -217,7 +217,8 @@ static int check_matmul(const qcase* c, int reference) {
   rlx_exec* e = s == RLX_OK ? test_compile_on(g, "cpu", &o) : NULL;
   double err = INFINITY;
   if (e && rlx_exec_set_param(e, "w", RLX_U8, w.data, w.bytes) == RLX_OK &&
-      (!scale.data || rlx_exec_set_param(e, "scale", scale.dtype, scale.data, scale.bytes) == RLX_OK) &&
+      (!scale.data ||
+       rlx_exec_set_param(e, "scale", scale.dtype, scale.data, scale.bytes) == RLX_OK) &&
       (!aux.data || rlx_exec_set_param(e, "aux", aux.dtype, aux.data, aux.bytes) == RLX_OK) &&
       rlx_exec_set_input(e, "x", RLX_F32, x.shape, 2, x.data, x.bytes) == RLX_OK &&
       rlx_exec_run(e) == RLX_OK) {

@@ -10,7 +10,9 @@
 #include <string.h>
 
 const char* const rlx_quant_names[RLX_QUANT_COUNT] = {
-    "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "int8_sym", "int8_asym", "int4_sym", "int4_asym", "fp8_e4m3", "fp8_e5m2", "nvfp4",
+    "q4_0",     "q4_1",      "q5_0",     "q5_1",      "q8_0",     "q2_k",
+    "q3_k",     "q4_k",      "q5_k",     "q6_k",      "int8_sym", "int8_asym",
+    "int4_sym", "int4_asym", "fp8_e4m3", "fp8_e5m2", "nvfp4",
 };
 
 const rlx_quant_info rlx_quant_table[RLX_QUANT_COUNT] = {
@@ -42,13 +44,14 @@ int rlx_quant_check(int32_t scheme, int64_t K, int32_t group, int64_t* row_bytes
   const rlx_quant_info* q = &rlx_quant_table[scheme];
   int32_t g = rlx_quant_group(scheme, group);
   if (q->fixed_group && g != q->fixed_group) {
-    snprintf(msg, cap, "%s has groups of %d elements, not %d", rlx_quant_names[scheme], (int)q->fixed_group,
-             (int)g);
+    snprintf(msg, cap, "%s has groups of %d elements, not %d", rlx_quant_names[scheme],
+             (int)q->fixed_group, (int)g);
     return 1;
   }
   if (g < 1 || g % q->block != 0 || g > (1 << 20)) {
-    snprintf(msg, cap, "%s needs a group of 1..%d elements%s, got %d", rlx_quant_names[scheme], 1 << 20,
-             q->block == 2 ? " (even: two codes per byte)" : "", (int)g);
+    snprintf(msg, cap, "%s needs a group of 1..%d elements%s, got %d",
+             rlx_quant_names[scheme], 1 << 20, q->block == 2 ? " (even: two codes per byte)" : "",
+             (int)g);
     return 1;
   }
   if (K < 1 || K % g != 0) {

@@ -256,7 +256,8 @@ RLX_HD void rlx_dequant_q6_k(const uint8_t* b, float* out) {
     for (int s = 0; s < 4; s++)
       for (int half = 0; half < 2; half++) {
         float ds = d * (float)(int8_t)b[192 + 8 * h + 2 * s + half];
-        const uint8_t *lo = b + 64 * h + 32 * (s % 2) + 16 * half, *hi = b + 128 + 32 * h + 16 * half;
+        const uint8_t* lo = b + 64 * h + 32 * (s % 2) + 16 * half;
+        const uint8_t* hi = b + 128 + 32 * h + 16 * half;
         float* o = out + 128 * h + 32 * s + 16 * half;
         for (int j = 0; j < 16; j++) {
           int q = ((lo[j] >> (4 * (s / 2))) & 15) | ((hi[j] >> (2 * s)) & 3) << 4;

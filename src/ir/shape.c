@@ -1515,7 +1515,8 @@ static rlx_status dqmm_side_input(infer_ctx* c, int32_t i, int wanted, const cha
   const rlx_type* t = i < c->n_in ? c->t[i] : NULL;
   const char* scheme = rlx_quant_names[c->a->quant_scheme];
   char b1[160];
-  if (!wanted && t) return FAIL(c, "%s takes no %s (input %d must be absent)", scheme, what, (int)i);
+  if (!wanted && t)
+    return FAIL(c, "%s takes no %s (input %d must be absent)", scheme, what, (int)i);
   if (!wanted) return RLX_OK;
   if (!t) return FAIL(c, "%s needs %s (input %d)", scheme, what, (int)i);
   if (!ok(t->dtype)) return FAIL(c, "%s %s must be %s", what, TSTR(c, t, b1), dtypes);

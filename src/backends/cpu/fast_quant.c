@@ -65,7 +65,8 @@ __attribute__((target("avx2,fma"))) static float dot_avx2(const float* a, const 
                                                           int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  for (; i + 8 <= n; i += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
   float t = hsum8(acc);
   for (; i < n; i++) t += a[i] * b[i];
   return t;
@@ -90,7 +91,8 @@ __attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const uint8_t* w,
 /* 16 bytes of nibbles: low nibbles (elements 0..15) and high (16..31), minus `off`. */
 __attribute__((target("avx2,fma"))) static void nibbles(const uint8_t* q, int off, __m128i* lo,
                                                        __m128i* hi) {
-  __m128i b = _mm_loadu_si128((const __m128i*)q), m = _mm_set1_epi8(15), o = _mm_set1_epi8((char)off);
+  __m128i b = _mm_loadu_si128((const __m128i*)q), m = _mm_set1_epi8(15);
+  __m128i o = _mm_set1_epi8((char)off);
   *lo = _mm_sub_epi8(_mm_and_si128(b, m), o);
   *hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), m), o);
 }

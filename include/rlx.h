@@ -1083,6 +1083,90 @@ RLX_API rlx_status rlx_trainer_load(rlx_trainer* t, const char* dir);
  * timing); it belongs to the trainer. */
 RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
 
+/* ------------------------------------------------------------------ quantized matmul (Tier 4)
+ * DequantMatMul: y[..., N] = x[..., K] . W^T, where W [N, K] is stored
+ * quantized row by row along K (the GGUF / ggml layout: each of the N rows
+ * is K / block blocks, or K / group groups with scales kept apart). W is
+ * never materialised in f32: kernels dequantize a block at a time.
+ *
+ * Inputs (rlx_graph_dequant_matmul):
+ *   x      f32, f16, bf16 or f64 [..., K]; y has x's dtype, [..., N].
+ *   w      u8 [N, row_bytes]: the raw bytes (set as a param with
+ *          rlx_exec_set_param(e, name, RLX_U8, bytes, N * row_bytes)).
+ *          row_bytes = K / block * block_bytes (rlx_quant_row_bytes).
+ *   scale  the schemes with scales kept apart: [N, K / group] f32, f16 or
+ *          bf16 (NVFP4: u8 [N, K / 16], E4M3 bits); RLX_NONE for GGUF.
+ *   aux    zero points of the asymmetric schemes (u8 [N, K / group]); the
+ *          global scale of NVFP4 (f32, one element); else RLX_NONE.
+ * group: elements per scale group; 0 takes the scheme's block (GGUF: 32 or
+ * 256, fixed; NVFP4: 16, fixed; the others need a group dividing K, even
+ * for Int4Block).
+ * Element values (q the stored code of element k, g = k / group):
+ *   GGUF Q*_0/1, Q*_K: exactly as ggml's dequantization (bit for bit equal
+ *     to gguf-py's numpy reference, f32);
+ *   INT8_SYM: q int8, w = q * scale[n, g];  INT8_ASYM: q u8, w = (q -
+ *     zero[n, g]) * scale[n, g];
+ *   INT4_SYM / INT4_ASYM: two codes per byte, element 2i in the low
+ *     nibble; SYM q is a signed nibble (-8..7), ASYM q is 0..15 minus the
+ *     zero point (0..15);
+ *   FP8_E4M3 / FP8_E5M2: w = fp8(q) * scale[n, g] (e4m3fn / e5m2 codes);
+ *   NVFP4: E2M1 codes (low nibble first), w = e2m1(q) * (e4m3(scale[n,
+ *     k / 16]) * global), the product in f32.
+ * The dot products accumulate in f32 or wider. Gradient: dx = dy . W
+ * (a DequantMatMul in the transposed role); w and its scales get none.
+ * The CPU has a fused-dequant GEMV for decode (few rows of x) and
+ * dequantized tiles into its SGEMM for prefill; CUDA, Vulkan and WebGPU
+ * run the op on the host fallback until they have kernels (the dispatch
+ * report's host column; an error in strict mode). */
+typedef enum rlx_quant_scheme {
+  RLX_QUANT_Q4_0 = 0,
+  RLX_QUANT_Q4_1 = 1,
+  RLX_QUANT_Q5_0 = 2,
+  RLX_QUANT_Q5_1 = 3,
+  RLX_QUANT_Q8_0 = 4,
+  RLX_QUANT_Q2_K = 5,
+  RLX_QUANT_Q3_K = 6,
+  RLX_QUANT_Q4_K = 7,
+  RLX_QUANT_Q5_K = 8,
+  RLX_QUANT_Q6_K = 9,
+  RLX_QUANT_INT8_SYM = 10,
+  RLX_QUANT_INT8_ASYM = 11,
+  RLX_QUANT_INT4_SYM = 12,
+  RLX_QUANT_INT4_ASYM = 13,
+  RLX_QUANT_FP8_E4M3 = 14,
+  RLX_QUANT_FP8_E5M2 = 15,
+  RLX_QUANT_NVFP4 = 16,
+  RLX_QUANT_COUNT
+} rlx_quant_scheme;
+
+/* The scheme's text name ("q4_k", "int8_sym", "nvfp4"; NULL if out of
+ * range) and, by name, the scheme (RLX_NOT_FOUND otherwise). */
+RLX_API const char* rlx_quant_scheme_name(rlx_quant_scheme scheme);
+RLX_API rlx_status rlx_quant_scheme_from_name(const char* name, rlx_quant_scheme* out);
+/* Bytes of one stored row of K elements (group as in the builder; 0 the
+ * scheme's block). INVALID_ARGUMENT when K or the group does not fit the
+ * scheme; out_error (may be NULL) gets the message. */
+RLX_API rlx_status rlx_quant_row_bytes(rlx_quant_scheme scheme, int64_t K, int32_t group,
+                                       int64_t* out_bytes, char* out_error, size_t error_cap);
+RLX_API rlx_status rlx_graph_dequant_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                            rlx_tensor scale, rlx_tensor aux,
+                                            rlx_quant_scheme scheme, int32_t group,
+                                            rlx_tensor* out);
+/* Quantizes f32 rows w [N, K] into a scheme with scales kept apart (INT8,
+ * INT4, FP8, NVFP4): w_out gets N * row_bytes bytes, scale_out N * K /
+ * group f32 values (NVFP4: u8 E4M3 codes, N * K / 16), zero_out (ASYM
+ * schemes, else NULL) N * K / group u8 zero points, global_out (NVFP4,
+ * else NULL) one f32. Per group: SYM scale = max|w| / qmax (127, 7; FP8
+ * 448, 57344) and q = round half even(w / scale) clamped (FP8: encoded,
+ * saturating); ASYM over [min(w, 0), max(w, 0)]: scale = range / (255,
+ * 15), zero = round(-min / scale), q = round(w / scale) + zero clamped;
+ * NVFP4 global = max|w| / (448 * 6), each 16's scale the E4M3 code of
+ * max|w| / 6 / global, codes the nearest E2M1 value (ties to the even
+ * code). All arithmetic in f32. A zero group gets scale 0, codes 0. */
+RLX_API rlx_status rlx_quantize_rows(rlx_quant_scheme scheme, int32_t group, const float* w,
+                                     int64_t N, int64_t K, void* w_out, void* scale_out,
+                                     uint8_t* zero_out, float* global_out);
+
 #ifdef __cplusplus
 }
 #endif

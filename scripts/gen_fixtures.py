@@ -36,7 +36,7 @@ ATTR_ORDER = ["name", "data", "perm", "axis", "start", "len", "axes", "keep_dim"
               "coord_mode", "nearest_mode", "cubic_a", "exclude_outside", "sizes", "scales",
               "roi", "grid_padding", "align_corners", "sampling_ratio", "spatial_scale",
               "groups", "conv_layout", "output_padding", "size", "alpha", "beta", "bias",
-              "ignore_index", "label_smoothing", "opt"]
+              "ignore_index", "label_smoothing", "opt", "scheme"]
 FLOAT_ATTRS = {"eps", "score_scale", "softcap", "top_p", "temperature", "value", "cubic_a",
                "spatial_scale", "alpha", "beta", "bias", "label_smoothing"}
 FLOAT_LIST_ATTRS = {"scales", "roi", "opt"}
@@ -1850,6 +1850,49 @@ def region_cases():
         (RI_BINARY, mul, 12, 1, 0.0),      # 13: the output
     ])
     c.output(c.op("elementwise_region", [x, g, b], want, {"data": prog}))
+    yield c
+
+
+@case
+def dequant_matmul_cases():
+    # DequantMatMul on raw GGUF rows: W dequantized by gguf-py (the numpy
+    # reference in llama.cpp's source, third_party/llama.cpp), y = x @ W^T by
+    # torch in f64. Random blocks with finite f16 scale fields.
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "third_party", "llama.cpp", "gguf-py"))
+    from gguf import quants
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as T
+    for scheme, qtype, fields, K in [("q8_0", T.Q8_0, [0], 96), ("q4_k", T.Q4_K, [0, 2], 256)]:
+        c = Case("dequant_matmul_" + scheme, F32_TOL)
+        block, bbytes = GGML_QUANT_SIZES[qtype]
+        N = 6
+        nb = N * K // block
+        blocks = c.rng.integers(0, 256, (nb, bbytes), dtype=np.uint8)
+        for off in fields:
+            d = c.away_from_zero([nb], 0.01, 0.05).astype(np.float16)
+            blocks[:, off:off + 2] = d.view(np.uint8).reshape(nb, 2)
+        w = blocks.reshape(N, K // block * bbytes)
+        wdq = torch.from_numpy(quants.dequantize(w, qtype).astype(np.float32)).double()
+        xa = c.uniform([2, 3, K])
+        y = (torch.from_numpy(xa).double() @ wdq.T).float().numpy()
+        x, wv = c.input(xa), c.input(w)
+        c.output(c.op("dequant_matmul", [x, wv, None, None], y,
+                      {"transpose_b": 1, "block": block, "scheme": scheme}))
+        yield c
+    # Int8Block asymmetric: W = (q - zero) * scale per group of 16, f16 scales.
+    c = Case("dequant_matmul_int8_asym", F32_TOL)
+    N, K, G = 5, 64, 16
+    q = c.ints([N, K], 0, 256, np.uint8)
+    zero = c.ints([N, K // G], 0, 256, np.uint8)
+    scale = c.uniform([N, K // G], 0.01, 0.1, np.float16)
+    w = (torch.from_numpy(q.astype(np.float64)).reshape(N, K // G, G) -
+         torch.from_numpy(zero.astype(np.float64))[..., None]) * \
+        torch.from_numpy(scale.astype(np.float64))[..., None]
+    xa = c.uniform([4, K])
+    y = (torch.from_numpy(xa).double() @ w.reshape(N, K).T).float().numpy()
+    ins = [c.input(xa), c.input(q), c.input(scale), c.input(zero)]
+    c.output(c.op("dequant_matmul", ins, y, {"transpose_b": 1, "block": G, "scheme": "int8_asym"}))
     yield c
 
 

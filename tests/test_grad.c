@@ -346,6 +346,23 @@ BUILD(b_pool_bwd) {
   return rlx_graph_add_pool_backward(g, in[0], in[1], RLX_POOL_AVG, 2, k, NULL, p, NULL, 0, 0, y);
 }
 
+/* DequantMatMul: x [2, 3, 64] . W^T for a Q8_0 W [5, 64] (two blocks a
+ * row, finite f16 scales) held as a constant: dx = dy . W. */
+BUILD(b_dequant_matmul) {
+  (void)c;
+  uint8_t w[5 * 68];
+  for (int i = 0; i < 5 * 68; i++) w[i] = (uint8_t)test_rand_int(0, 255);
+  for (int b = 0; b < 10; b++) { /* d = +-(0.5 .. 1) in f16: 0x3800..0x3bff */
+    w[34 * b] = (uint8_t)test_rand_int(0, 255);
+    w[34 * b + 1] = (uint8_t)(0x38 + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
+  }
+  rlx_dim ws[2] = {5, 68};
+  rlx_tensor wt;
+  rlx_status s = rlx_graph_add_constant(g, RLX_U8, ws, 2, w, sizeof w, &wt);
+  if (s != RLX_OK) return s;
+  return rlx_graph_dequant_matmul(g, in[0], wt, RLX_NONE, RLX_NONE, RLX_QUANT_Q8_0, 0, y);
+}
+
 /* ------------------------------------------------------------ the table */
 
 #define ACT(k, lo, hi) {#k, RLX_OP_ACTIVATION, RLX_ACT_##k, b_act, {F(lo, hi, 2, 3)}, 0, 0, 0, 0}
@@ -516,6 +533,8 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 2, 5, 5), F(-1, 1, 1, 3, 3, 3), FIX(0, 0, 3, 2, 3, 3)}, 0, 0, 0, 0},
     {"pool_backward_avg", RLX_OP_POOL_BACKWARD, RLX_POOL_AVG, b_pool_bwd,
      {F(-1, 1, 1, 1, 4, 4), F(-1, 1, 1, 1, 4, 4)}, 0, 0, 0, 0},
+    {"dequant_matmul_q8_0", RLX_OP_DEQUANT_MATMUL, -1, b_dequant_matmul, {F(-1, 1, 2, 3, 64)}, 0,
+     0, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

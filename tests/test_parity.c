@@ -25,6 +25,7 @@
 #include "base/scalar_math.h"
 #include "ir/conv_geometry.h"
 #include "ir/graph.h"
+#include "ir/quant.h"
 #include "ir/region.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
@@ -1770,6 +1771,93 @@ static void c_select_views(pcase* c, int v) {
   outputs(c, o, 2);
 }
 
+/* ------------------------------------------------------------ DequantMatMul */
+
+/* Random stored rows for W [N, K] in `scheme`: random bytes with every
+ * GGUF f16 scale field finite (+-2^-4 .. 2^-3) and no float8 NaN / inf
+ * code; a constant, since every parity input is f32. */
+static rlx_tensor quant_weights(pcase* c, int32_t scheme, int64_t N, int64_t K, int32_t group) {
+  int64_t rb = 0;
+  rlx_quant_row_bytes((rlx_quant_scheme)scheme, K, group, &rb, NULL, 0);
+  uint8_t* w = malloc((size_t)(N * rb));
+  for (int64_t i = 0; w && i < N * rb; i++) {
+    uint8_t b = (uint8_t)test_rand_int(0, 255);
+    if (scheme == RLX_QUANT_FP8_E4M3 && (b & 0x7F) == 0x7F) b ^= 1;
+    if (scheme == RLX_QUANT_FP8_E5M2 && (b & 0x7C) == 0x7C) b &= 0xBF;
+    w[i] = b;
+  }
+  const rlx_quant_info* q = &rlx_quant_table[scheme];
+  for (int64_t b = 0; w && rlx_quant_is_gguf(scheme) && b < N * rb; b += q->block_bytes)
+    for (int f = 0; f < 2; f++)
+      if (q->f16[f] >= 0) {
+        w[b + q->f16[f]] = (uint8_t)test_rand_int(0, 255);
+        w[b + q->f16[f] + 1] = (uint8_t)(0x2c + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
+      }
+  rlx_dim ws[2] = {N, rb};
+  rlx_tensor t = RLX_NONE;
+  rlx_graph_add_constant(c->g, RLX_U8, ws, 2, w, (size_t)(N * rb), &t);
+  free(w);
+  return t;
+}
+
+/* u8 [N, G] constant: zero points below `top`, or E4M3 scale codes 0x20..0x3f. */
+static rlx_tensor quant_u8(pcase* c, int64_t N, int64_t G, int lo, int hi) {
+  uint8_t* z = malloc((size_t)(N * G));
+  for (int64_t i = 0; z && i < N * G; i++) z[i] = (uint8_t)test_rand_int(lo, hi);
+  rlx_dim s[2] = {N, G};
+  rlx_tensor t = RLX_NONE;
+  rlx_graph_add_constant(c->g, RLX_U8, s, 2, z, (size_t)(N * G), &t);
+  free(z);
+  return t;
+}
+
+/* DequantMatMul with x in dtype t ([B, M, K], or [B, M, N] in the
+ * transposed role, the gradient's); its inputs per the scheme. */
+static rlx_tensor dequant_node(pcase* c, int32_t scheme, int transposed, rlx_dtype t) {
+  int32_t fixed = rlx_quant_table[scheme].fixed_group;
+  int32_t group = fixed ? fixed : (int32_t)(2 * test_rand_int(1, 8));
+  int64_t K = group * test_rand_int(1, fixed == 256 ? 2 : 4), N = rdim(), M = rdim();
+  rlx_dim xs[3] = {test_rand_int(1, 2), M, transposed ? N : K}, ss[2] = {N, K / group};
+  rlx_tensor x = input(c, RLX_F32, xs, 3), s = RLX_NONE, a = RLX_NONE, y = RLX_NONE;
+  if (t != RLX_F32) rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_tensor w = quant_weights(c, scheme, N, K, group);
+  int32_t in = rlx_quant_table[scheme].inputs;
+  if (in == RLX_QI_SCALE || in == RLX_QI_SCALE_ZERO) s = input(c, RLX_F32, ss, 2);
+  if (in == RLX_QI_SCALE_ZERO)
+    a = quant_u8(c, N, K / group, 0, scheme == RLX_QUANT_INT4_ASYM ? 15 : 255);
+  if (in == RLX_QI_SCALE_GLOBAL) {
+    rlx_dim one[1] = {1};
+    s = quant_u8(c, N, K / group, 0x20, 0x3f);
+    a = input(c, RLX_F32, one, 1);
+  }
+  rlx_node_attrs at = {0};
+  at.quant_scheme = scheme;
+  at.block = group;
+  at.transpose_b = !transposed;
+  rlx_tensor ins[4] = {x, w, s, a}, outs[RLX_MAX_OUTPUTS] = {RLX_NONE};
+  rlx_graph_add_node(c->g, RLX_OP_DEQUANT_MATMUL, &at, ins, 4, outs);
+  y = outs[0];
+  if (t != RLX_F32) rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  return y;
+}
+
+/* variant: scheme + RLX_QUANT_COUNT * (transposed role); GPU backends run
+ * it on the host fallback until they have kernels. */
+static void c_dequant_matmul(pcase* c, int v) {
+  rlx_tensor y = dequant_node(c, v % RLX_QUANT_COUNT, v / RLX_QUANT_COUNT, RLX_F32);
+  outputs(c, &y, 1);
+}
+
+/* x in f16 (even variants) / bf16: q4_k, q8_0, int8_asym, nvfp4. */
+static void c_dequant_matmul_half(pcase* c, int v) {
+  static const int32_t schemes[] = {RLX_QUANT_Q4_K, RLX_QUANT_Q8_0, RLX_QUANT_INT8_ASYM,
+                                    RLX_QUANT_NVFP4};
+  rlx_dtype t = v % 2 ? RLX_BF16 : RLX_F16;
+  c->compute = t;
+  rlx_tensor y = dequant_node(c, schemes[v / 2], 0, t);
+  outputs(c, &y, 1);
+}
+
 #define TOL_F32 {1e-5, 0, 0}
 #define TOL_HALF {0, 2e-2, 2e-2}
 #define TOL_F16 {0, 2e-2, 0}
@@ -1846,6 +1934,8 @@ static const case_def CASES[] = {
     {"select_views", c_select_views, 9, {1e-5, 1e-5, 1e-5}},
     {"attention_backward_half_long", c_attention_backward_half_long, 20, {0, 3e-2, 3e-2}},
     {"attention_backward_f32_tc", c_attention_backward_f32_tc, 10, {1e-4, 0, 0}},
+    {"dequant_matmul", c_dequant_matmul, 2 * RLX_QUANT_COUNT, TOL_F32},
+    {"dequant_matmul_half", c_dequant_matmul_half, 8, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

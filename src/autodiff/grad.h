@@ -73,6 +73,7 @@ RLX_GRAD_RULE(rlx_grad_channel_norm);
 RLX_GRAD_RULE(rlx_grad_batch_norm);
 RLX_GRAD_RULE(rlx_grad_lrn);
 RLX_GRAD_RULE(rlx_grad_resize);
+RLX_GRAD_RULE(rlx_grad_dequant_matmul);
 /* grad_sampler.c */
 RLX_GRAD_RULE(rlx_grad_grid_sample);
 RLX_GRAD_RULE(rlx_grad_roi_align);

@@ -632,3 +632,18 @@ RLX_GRAD_RULE(rlx_grad_resize) {
   dx[0] = t;
   return RLX_OK;
 }
+
+/* DequantMatMul: dx = dy . W (the same op in the other role: transpose_b
+ * flipped, the same w, scale and aux). The quantized W and its scales get
+ * no gradient (stored codes are not differentiable; scales are fixed). */
+RLX_GRAD_RULE(rlx_grad_dequant_matmul) {
+  if (!rlx_grad_wants(c, n, 0)) return RLX_OK;
+  rlx_node_attrs a = n->a;
+  a.transpose_b = !n->a.transpose_b;
+  rlx_tensor in[4] = {dy[0], n->in[1], n->n_in > 2 ? n->in[2] : RLX_NONE,
+                      n->n_in > 3 ? n->in[3] : RLX_NONE};
+  rlx_tensor out[RLX_MAX_OUTPUTS] = {RLX_NONE};
+  RLX_RETURN_IF_ERROR(rlx_graph_add_node(c->g, RLX_OP_DEQUANT_MATMUL, &a, in, 4, out));
+  dx[0] = out[0];
+  return RLX_OK;
+}

@@ -1010,6 +1010,18 @@ rlx_status rlx_graph_add_sample(rlx_graph* g, rlx_tensor logits, int32_t top_k, 
   return add1(g, RLX_OP_SAMPLE, &a, &logits, 1, out);
 }
 
+/* Checks live in the shape rule (text-parsed graphs get them too). */
+rlx_status rlx_graph_dequant_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w, rlx_tensor scale,
+                                    rlx_tensor aux, rlx_quant_scheme scheme, int32_t group,
+                                    rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.quant_scheme = (int32_t)scheme;
+  a.block = group;
+  a.transpose_b = 1;
+  rlx_tensor in[4] = {x, w, scale, aux};
+  return add1(g, RLX_OP_DEQUANT_MATMUL, &a, in, 4, out);
+}
+
 /* ------------------------------------------------------------------ introspection */
 
 /* The k-th leaf of op `op` in node order, or -1. Leaves are few and these

@@ -111,6 +111,8 @@ typedef struct rlx_node_attrs {
   int64_t ignore_index;
   float label_smoothing;
   rlx_floats opt;
+  /* DequantMatMul: rlx_quant_scheme (its group is `block`). */
+  int32_t quant_scheme;
   /* Declared output type for OPF_DECLARED ops (Input, Param, Constant,
    * Reshape, Cast, Expand); ignored otherwise. */
   rlx_type type;

@@ -5,6 +5,7 @@
  * id through rlx_graph_fail_op. */
 #include "ir/graph.h"
 #include "base/scalar_math.h"
+#include "ir/quant.h"
 #include "ir/region.h"
 
 #include <math.h>
@@ -57,6 +58,7 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_LAYER_NORM_BACKWARD:
     case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
     case RLX_OP_SGD_UPDATE: return i == 2; /* no momentum buffer */
+    case RLX_OP_DEQUANT_MATMUL: return i >= 2; /* scale, aux: per scheme */
     default: return 0;
   }
 }
@@ -1506,6 +1508,90 @@ static rlx_status infer_adam_update(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ quantized matmul */
+
+/* Input i of a DequantMatMul: present exactly when the scheme reads it,
+ * with dtype ok(dtype) and shape [N, groups] (NVFP4's global: one f32). */
+static rlx_status dqmm_side_input(infer_ctx* c, int32_t i, int wanted, const char* what,
+                                  int (*ok)(rlx_dtype), const char* dtypes, rlx_dim N,
+                                  rlx_dim groups) {
+  const rlx_type* t = i < c->n_in ? c->t[i] : NULL;
+  const char* scheme = rlx_quant_names[c->a->quant_scheme];
+  char b1[160];
+  if (!wanted && t)
+    return FAIL(c, "%s takes no %s (input %d must be absent)", scheme, what, (int)i);
+  if (!wanted) return RLX_OK;
+  if (!t) return FAIL(c, "%s needs %s (input %d)", scheme, what, (int)i);
+  if (!ok(t->dtype)) return FAIL(c, "%s %s must be %s", what, TSTR(c, t, b1), dtypes);
+  if (groups == 0) { /* one element */
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->shape[d] != 1) return FAIL(c, "%s %s must have one element", what, TSTR(c, t, b1));
+    return RLX_OK;
+  }
+  if (t->rank != 2 || t->shape[0] != N || t->shape[1] != groups)
+    return FAIL(c, "%s %s must be [%lld, %lld] (N, K / group)", what, TSTR(c, t, b1),
+                (long long)N, (long long)groups);
+  return RLX_OK;
+}
+
+static int dq_is_half_or_f32(rlx_dtype d) { return d == RLX_F32 || d == RLX_F16 || d == RLX_BF16; }
+static int dq_is_u8(rlx_dtype d) { return d == RLX_U8; }
+static int dq_is_f32(rlx_dtype d) { return d == RLX_F32; }
+
+/* K of a DequantMatMul: x's last dim, or (the transposed role) the one
+ * w's row bytes hold; w's row bytes must be what K takes. */
+static rlx_status dqmm_k(infer_ctx* c, const rlx_type* x, const rlx_type* w, rlx_dim* K) {
+  const rlx_node_attrs* a = c->a;
+  char b1[160], msg[160];
+  int64_t rb = 0, gb = rlx_quant_group_bytes(a->quant_scheme, a->block);
+  if (rlx_quant_check(a->quant_scheme, a->block, a->block, NULL, msg, sizeof msg))
+    return FAIL(c, "%s", msg);
+  *K = a->transpose_b ? x->shape[x->rank - 1] : w->shape[1] / gb * a->block;
+  if (rlx_quant_check(a->quant_scheme, *K, a->block, &rb, msg, sizeof msg))
+    return FAIL(c, "%s", msg);
+  if (rb != w->shape[1])
+    return FAIL(c, "w %s has %lld bytes per row; %s with K = %lld needs %lld", TSTR(c, w, b1),
+                (long long)w->shape[1], rlx_quant_names[a->quant_scheme], (long long)*K,
+                (long long)rb);
+  return RLX_OK;
+}
+
+/* DequantMatMul (rlx.h, ops.def): y = x . W^T, or x . W in the gradient's
+ * role (transpose_b = 0). */
+static rlx_status infer_dequant_matmul(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *w = c->t[1];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  norm_flag(&a->transpose_b);
+  if (a->quant_scheme < 0 || a->quant_scheme >= RLX_QUANT_COUNT)
+    return FAIL(c, "scheme %d is not a quantization scheme", (int)a->quant_scheme);
+  a->block = rlx_quant_group(a->quant_scheme, a->block);
+  if (x->rank < 1 || x->shape[x->rank - 1] < 0 ||
+      !(dq_is_half_or_f32(x->dtype) || x->dtype == RLX_F64))
+    return FAIL(c, "x %s must be f32, f16, bf16 or f64 with a static last dim", TSTR(c, x, b1));
+  if (w->dtype != RLX_U8 || w->rank != 2 || w->shape[0] < 1 || w->shape[1] < 1)
+    return FAIL(c, "w %s must be u8 [N, row_bytes] with static dims (raw quantized rows)",
+                TSTR(c, w, b1));
+  rlx_dim K = 0, N = w->shape[0];
+  RLX_RETURN_IF_ERROR(dqmm_k(c, x, w, &K));
+  if (!a->transpose_b && x->shape[x->rank - 1] != N)
+    return FAIL(c, "x %s must end in N = %lld (w %s) in the transposed role", TSTR(c, x, b1),
+                (long long)N, TSTR(c, w, b2));
+  int32_t in = rlx_quant_table[a->quant_scheme].inputs;
+  int fp4 = in == RLX_QI_SCALE_GLOBAL;
+  RLX_RETURN_IF_ERROR(dqmm_side_input(c, 2, in != RLX_QI_NONE, "scale",
+                                      fp4 ? dq_is_u8 : dq_is_half_or_f32,
+                                      fp4 ? "u8 (E4M3 codes)" : "f32, f16 or bf16", N,
+                                      K / a->block));
+  RLX_RETURN_IF_ERROR(dqmm_side_input(c, 3, in == RLX_QI_SCALE_ZERO || fp4,
+                                      fp4 ? "a global scale" : "zero points",
+                                      fp4 ? dq_is_f32 : dq_is_u8, fp4 ? "f32" : "u8", N,
+                                      fp4 ? 0 : K / a->block));
+  c->out[0] = *x;
+  c->out[0].shape[x->rank - 1] = a->transpose_b ? N : K;
+  return RLX_OK;
+}
+
 /* The declared type of an output whose body is built later (ops.def). */
 static rlx_status infer_deferred(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(check_type(c, &c->a->type, "type"));
@@ -1574,6 +1660,7 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_CONV_BACKWARD_WEIGHT: return infer_conv_backward_weight(c);
     case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
     case RLX_OP_ELEMENTWISE_REGION: return infer_elementwise_region(c);
+    case RLX_OP_DEQUANT_MATMUL: return infer_dequant_matmul(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

@@ -28,6 +28,7 @@
 #include "base/file.h"
 #include "ir/graph.h"
 #include "ir/names.h"
+#include "ir/quant.h"
 
 /* Dims above this are surely a typo or an attack, and products of a few of
  * them would overflow int64 byte counts further down. */
@@ -82,7 +83,7 @@ typedef enum attr_kind {
   AK_I32, AK_I64, AK_F32, AK_PERM, AK_AXES, AK_INTS, AK_STR, AK_BYTES,
   AK_ENUM_ACT, AK_ENUM_LAYOUT, AK_ENUM_MASK, AK_ENUM_STYLE, AK_ENUM_POOL, AK_ENUM_PAD, AK_ENUM_D2S,
   AK_FLOATS, AK_ENUM_RESIZE, AK_ENUM_COORD, AK_ENUM_NEAREST, AK_ENUM_GRID_PAD,
-  AK_ENUM_CONV_LAYOUT
+  AK_ENUM_CONV_LAYOUT, AK_ENUM_QUANT
 } attr_kind;
 
 typedef struct attr_info {
@@ -111,6 +112,7 @@ static name_table enum_names(attr_kind k) {
     case AK_ENUM_NEAREST: return (name_table){nearest_names, COUNT_OF(nearest_names)};
     case AK_ENUM_GRID_PAD: return (name_table){grid_pad_names, COUNT_OF(grid_pad_names)};
     case AK_ENUM_CONV_LAYOUT: return (name_table){conv_layout_names, COUNT_OF(conv_layout_names)};
+    case AK_ENUM_QUANT: return (name_table){rlx_quant_names, RLX_QUANT_COUNT};
     default: return (name_table){NULL, 0};
   }
 }

@@ -193,6 +193,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
       return work_of(s->p.gather.outer * s->p.gather.axis_len, RLX_WORK_GROUP);
     case RLX_K_OPT_UPDATE: return work_of(s->p.opt.n, RLX_WORK_LANE);
     case RLX_K_REGION: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_DEQUANT_MATMUL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -770,6 +771,7 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_LAYER_NORM_BACKWARD:
     case RLX_OP_RMS_NORM_BACKWARD:
     case RLX_OP_ROPE_BACKWARD: return 1;
+    case RLX_OP_DEQUANT_MATMUL: return 1;
     default: return 0;
   }
 }

@@ -293,6 +293,15 @@ typedef struct rlx_opt_params {
   int32_t decoupled;         /* Adam: 1 AdamW */
 } rlx_opt_params;
 
+/* DequantMatMul (RLX_K_DEQUANT_MATMUL): M rows of x, N rows of W, K
+ * elements per W row, stored in row_bytes bytes as K / group groups
+ * (src/ir/quant.h); transposed = the gradient's role (y [M, K] = x [M, N]
+ * . W). has_scale / has_aux: in2 / in3 present. */
+typedef struct rlx_dqmm_params {
+  int64_t M, N, K, row_bytes;
+  int32_t scheme, group, transposed, has_scale, has_aux;
+} rlx_dqmm_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -312,6 +321,7 @@ typedef struct rlx_opt_params {
  *   conv: one output element (lane);  conv_wgrad: one d_w element (lane);
  *   pool_backward: one dx (input) element (lane);
  *   group_norm: one normalised group (outer x inner of them; group);
+ *   dequant_matmul: one output element (lane);
  *   xent: one row (group; the mean: one group);  gather_backward: one dx
  *   row of inner elements (group);  opt_update: one element (lane);
  *   host: none.
@@ -356,6 +366,7 @@ typedef struct rlx_step {
     rlx_xent_params xent;
     rlx_opt_params opt;
     rlx_region_program region;
+    rlx_dqmm_params dqmm;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

@@ -788,6 +788,34 @@ static rlx_status lower_group_norm(const rlx_graph* g, const rlx_plan* plan, int
   return finish_step(g, s, out);
 }
 
+/* ------------------------------------------------------------------ quantized matmul */
+
+/* DequantMatMul: x flattened to [M, last dim]; the geometry from w and the
+ * attributes (the shape rule checked them). */
+static rlx_status lower_dequant_matmul(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                       rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_DEQUANT_MATMUL, ni);
+  s->n_in = 4;
+  s->n_out = 1;
+  for (int32_t i = 0; i < 4; i++) s->in[i] = optional_input(g, plan, n, i);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  const rlx_view *x = &s->in[0], *w = &s->in[1];
+  rlx_dqmm_params* p = &s->p.dqmm;
+  p->scheme = n->a.quant_scheme;
+  p->group = n->a.block;
+  p->transposed = !n->a.transpose_b;
+  p->has_scale = s->in[2].rank >= 0;
+  p->has_aux = s->in[3].rank >= 0;
+  p->N = w->shape[0];
+  p->row_bytes = w->shape[1];
+  int64_t last = x->shape[x->rank - 1];
+  p->M = last > 0 ? view_numel(x) / last : 0;
+  p->K = p->transposed ? s->out[0].shape[s->out[0].rank - 1] : last;
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -815,6 +843,7 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_GROUP_NORM:
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return lower_group_norm(g, plan, ni, out);
+    case RLX_OP_DEQUANT_MATMUL: return lower_dequant_matmul(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

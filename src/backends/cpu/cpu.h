@@ -33,6 +33,10 @@ rlx_status rlx_ref_train(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* c
 rlx_status rlx_ref_vision_bwd(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                               rlx_error* err);
 
+/* ref_quant.c: DEQUANT_MATMUL. */
+rlx_status rlx_ref_quant(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                         rlx_error* err);
+
 /* Scalar semantics shared with the fast paths (so both agree exactly on what
  * an op means). */
 double rlx_ref_activation(int act, double x);
@@ -78,6 +82,11 @@ int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* PoolBackward, f32 channels first: planes scattered window by window
  * (fast_pool_bwd.c); 0 declines. */
 int rlx_cpu_fast_pool_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+
+/* DequantMatMul with f32 / f16 / bf16 x (fast_quant.c): threaded over W's
+ * rows, each row's groups dequantized into a thread's buffer (never all of
+ * W); fused block dots for Q8_0, Q4_0, Q4_K and Q6_K. 0 declines. */
+int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

@@ -307,6 +307,8 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
   /* Regions run in f32 registers: f64 ones are expanded by decompose. */
   if (n->op == RLX_OP_ELEMENTWISE_REGION && rlx_tensor_type(g, n->out[0])->dtype == RLX_F64)
     return 0;
+  /* No DequantMatMul kernel yet: the host fallback runs the CPU reference. */
+  if (n->op == RLX_OP_DEQUANT_MATMUL) return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||

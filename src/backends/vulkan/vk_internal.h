@@ -196,6 +196,8 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_GATHER_BWD
 #define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_OPT_UPDATE
 #define RLX_VK_KIND_REGION RLX_VK_PIPE_COUNT /* no kernel yet: the pass does not fuse here */
+/* no kernel yet: the host fallback runs it (rlx_shader_supports_node) */
+#define RLX_VK_KIND_DEQUANT_MATMUL RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

@@ -1081,6 +1081,63 @@ RLX_API rlx_status rlx_trainer_load(rlx_trainer* t, const char* dir);
  * timing); it belongs to the trainer. */
 RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
 
+/* ------------------------------------------------------------------ safetensors */
+
+/* Hugging Face safetensors checkpoints, memory-mapped: a .safetensors file,
+ * a model.safetensors.index.json (its weight_map names the shard file of
+ * every tensor; the shards lie beside it), or a folder holding either (the
+ * index file if present, else model.safetensors, else every *.safetensors
+ * file in it). The header is checked in full before any tensor is given
+ * out: dtypes, shapes, data_offsets inside the data region, not
+ * overlapping, and bytes == element count x dtype size. A bad file is an
+ * error naming the file, the tensor and what is wrong; never a crash.
+ * dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_E4M3
+ * (f8e4m3fn) F8_E5M2 (f8e5m2); others are RLX_UNIMPLEMENTED. */
+typedef struct rlx_safetensors rlx_safetensors;
+
+typedef struct rlx_safetensors_tensor {
+  const char* name;   /* as in the header (valid until close) */
+  rlx_dtype dtype;
+  int32_t rank;       /* 0 for a scalar */
+  int64_t shape[RLX_MAX_RANK];
+  uint64_t bytes;     /* element count x dtype size */
+  /* bytes of data in the mapping, little-endian, row-major. Not aligned to
+   * the dtype in general (the header length decides): copy, do not cast. */
+  const void* data;
+  int32_t shard;      /* which file holds it (rlx_safetensors_shard_path) */
+} rlx_safetensors_tensor;
+
+/* Opens path (file, index file or folder, see above). On failure *out is
+ * NULL and, if out_error is not NULL, it receives a malloc'd message
+ * (rlx_free): NOT_FOUND for a missing file, INVALID_ARGUMENT for a
+ * malformed one, UNIMPLEMENTED for an unknown dtype or a rank over
+ * RLX_MAX_RANK, and UNIMPLEMENTED when the library was built without
+ * json-c. */
+RLX_API rlx_status rlx_safetensors_open(const char* path, rlx_safetensors** out,
+                                        char** out_error);
+/* Unmaps the files; the names, metadata and data pointers die with it. */
+RLX_API void rlx_safetensors_close(rlx_safetensors* st);
+/* Message of the last failed call on st ("" if none). */
+RLX_API const char* rlx_safetensors_last_error(const rlx_safetensors* st);
+/* Tensors of every shard, in the order of their files' headers (shards in
+ * the order of the index's first mention). 0 for NULL. */
+RLX_API int32_t rlx_safetensors_count(const rlx_safetensors* st);
+/* Fills *out for tensor index; OUT_OF_RANGE outside [0, count). */
+RLX_API rlx_status rlx_safetensors_get(const rlx_safetensors* st, int32_t index,
+                                       rlx_safetensors_tensor* out);
+/* By name across every shard (a name held twice is refused at open);
+ * NOT_FOUND (message on st) when no tensor has that name. */
+RLX_API rlx_status rlx_safetensors_find(const rlx_safetensors* st, const char* name,
+                                        rlx_safetensors_tensor* out);
+/* The __metadata__ pairs of every shard, in file order (a value that is
+ * not a JSON string is given as its JSON text). */
+RLX_API int32_t rlx_safetensors_metadata_count(const rlx_safetensors* st);
+RLX_API rlx_status rlx_safetensors_metadata(const rlx_safetensors* st, int32_t index,
+                                            const char** out_key, const char** out_value);
+/* The files opened: 1 for a single file. */
+RLX_API int32_t rlx_safetensors_shard_count(const rlx_safetensors* st);
+RLX_API const char* rlx_safetensors_shard_path(const rlx_safetensors* st, int32_t shard);
+
 #ifdef __cplusplus
 }
 #endif

@@ -392,3 +392,7 @@ foreach(name test_safetensors test_llm)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
   endif()
 endforeach()
+# test_llm runs every device it finds; WebGPU needs Dawn's environment.
+if(TARGET test_llm)
+  rlx_add_webgpu_test(llm_webgpu test_llm 900 "" webgpu)
+endif()

@@ -61,7 +61,9 @@ TEST(every_dtype) {
     CHECK(t.rank == 2 && t.shape[0] == 2 && t.shape[1] == 3);
     CHECK(t.bytes == 6 * rlx_dtype_size(t.dtype));
     double v[6];
-    CHECK(rlx_dtype_convert(v, RLX_F64, t.data, t.dtype, 6) == RLX_OK);
+    uint64_t raw[6]; /* the data need not be aligned: copy before reading */
+    memcpy(raw, t.data, t.bytes);
+    CHECK(rlx_dtype_convert(v, RLX_F64, raw, t.dtype, 6) == RLX_OK);
     for (int i = 0; i < 6; i++)
       CHECK_MSG(v[i] == expected_value(t.dtype, i), "%s[%d] = %g", names[k], i, v[i]);
   }

@@ -32,7 +32,8 @@ static void usage(FILE* f) {
           "\n"
           "A .safetensors file, a model.safetensors.index.json or a folder of\n"
           "safetensors shards prints its tensor table instead (name, dtype, shape,\n"
-          "bytes, shard) and its __metadata__.\n"
+          "bytes, shard) and its __metadata__; a folder's config.json is\n"
+          "summarised first when it describes a supported LLM.\n"
           "\n"
           "options:\n"
           "  --json              one JSON object instead of the table\n");
@@ -297,6 +298,30 @@ static void safetensors_json(const char* file, const rlx_safetensors* st) {
   printf("}\n}\n");
 }
 
+/* A model folder's config.json, when it has one (table mode only). */
+static void print_llm_config(const char* file) {
+  static const char* const archs[] = {"llama", "qwen2", "qwen3", "mistral"};
+  static const char* const scalings[] = {"none", "linear", "llama3"};
+  rlx_llm_config c;
+  char* why = NULL;
+  struct stat sb;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", file);
+  if (stat(file, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0) return;
+  if (rlx_llm_config_load(file, &c, &why) != RLX_OK) {
+    printf("config.json: not a supported LLM config: %s\n", why ? why : "?");
+    rlx_free(why);
+    return;
+  }
+  printf("config.json: %s, vocab %lld, hidden %lld, mlp %lld, %d layers, %d heads (%d kv) of %d,\n"
+         "  rope theta %g scaling %s, rms eps %g%s%s%s, sliding window %d, max positions %lld\n",
+         archs[c.arch], (long long)c.vocab_size, (long long)c.hidden_size,
+         (long long)c.intermediate_size, (int)c.num_layers, (int)c.num_heads, (int)c.num_kv_heads,
+         (int)c.head_dim, c.rope_theta, scalings[c.rope_scaling], (double)c.rms_norm_eps,
+         c.tie_word_embeddings ? ", tied embeddings" : "", c.attention_bias ? ", qkv bias" : "",
+         c.qk_norm ? ", q/k norm" : "", (int)c.sliding_window, (long long)c.max_positions);
+}
+
 static int info_safetensors(const char* cmd, const char* file, int json) {
   rlx_safetensors* st = NULL;
   char* why = NULL;
@@ -305,8 +330,12 @@ static int info_safetensors(const char* cmd, const char* file, int json) {
     rlx_free(why);
     return CLI_FAIL;
   }
-  if (json) safetensors_json(file, st);
-  else safetensors_table(file, st);
+  if (json) {
+    safetensors_json(file, st);
+  } else {
+    print_llm_config(file);
+    safetensors_table(file, st);
+  }
   rlx_safetensors_close(st);
   return CLI_OK;
 }

@@ -1187,7 +1187,7 @@ typedef struct rlx_llm_config {
 
 /* Fills *out from the text of a config.json (len bytes; need not end in
  * NUL). Unknown fields are ignored; a missing required field, a value out
- * of range, or an unsupported feature (another rope_scaling type, Qwen2's
+ * of range, or an unsupported feature (another rope_scaling type, Qwen's
  * use_sliding_window, an activation other than silu) is an error naming
  * the field. out_error as in rlx_safetensors_open. */
 RLX_API rlx_status rlx_llm_config_parse(const char* json_text, size_t len, rlx_llm_config* out,

@@ -186,6 +186,8 @@ TEST(config_errors) {
   expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
                       "\"num_hidden_layers\": 99999999999}", RLX_INVALID_ARGUMENT,
                       "num_hidden_layers");
+  expect_config_error("{\"model_type\": \"qwen3\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"use_sliding_window\": true}", RLX_UNIMPLEMENTED, "use_sliding_window");
   rlx_llm_config c;
   const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";

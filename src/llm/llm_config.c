@@ -218,9 +218,10 @@ static void refuse_unsupported(reader* r, const rlx_llm_config* c) {
   if (r->st == RLX_OK && act && strcmp(act, "silu") != 0)
     r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
                      "llm config: hidden_act '%.32s' is not supported (silu)", act);
-  if (c->arch == RLX_LLM_QWEN2 && get_bool(r, r->root, "use_sliding_window", 0) && r->st == RLX_OK)
+  int qwen = c->arch == RLX_LLM_QWEN2 || c->arch == RLX_LLM_QWEN3;
+  if (qwen && get_bool(r, r->root, "use_sliding_window", 0) && r->st == RLX_OK)
     r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
-                     "llm config: Qwen2's use_sliding_window (per-layer windows) is not supported");
+                     "llm config: Qwen's use_sliding_window (per-layer windows) is not supported");
 }
 
 static void read_sizes(reader* r, rlx_llm_config* c) {

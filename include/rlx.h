@@ -1167,6 +1167,166 @@ RLX_API rlx_status rlx_quantize_rows(rlx_quant_scheme scheme, int32_t group, con
                                      int64_t N, int64_t K, void* w_out, void* scale_out,
                                      uint8_t* zero_out, float* global_out);
 
+/* ------------------------------------------------------------------ safetensors */
+
+/* Hugging Face safetensors checkpoints, memory-mapped: a .safetensors file,
+ * a model.safetensors.index.json (its weight_map names the shard file of
+ * every tensor; the shards lie beside it), or a folder holding either (the
+ * index file if present, else model.safetensors, else every *.safetensors
+ * file in it). The header is checked in full before any tensor is given
+ * out: dtypes, shapes, data_offsets inside the data region, not
+ * overlapping, and bytes == element count x dtype size. A bad file is an
+ * error naming the file, the tensor and what is wrong; never a crash.
+ * dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL F8_E4M3
+ * (f8e4m3fn) F8_E5M2 (f8e5m2); others are RLX_UNIMPLEMENTED. */
+typedef struct rlx_safetensors rlx_safetensors;
+
+typedef struct rlx_safetensors_tensor {
+  const char* name;   /* as in the header (valid until close) */
+  rlx_dtype dtype;
+  int32_t rank;       /* 0 for a scalar */
+  int64_t shape[RLX_MAX_RANK];
+  uint64_t bytes;     /* element count x dtype size */
+  /* bytes of data in the mapping, little-endian, row-major. Not aligned to
+   * the dtype in general (the header length decides): copy, do not cast. */
+  const void* data;
+  int32_t shard;      /* which file holds it (rlx_safetensors_shard_path) */
+} rlx_safetensors_tensor;
+
+/* Opens path (file, index file or folder, see above). On failure *out is
+ * NULL and, if out_error is not NULL, it receives a malloc'd message
+ * (rlx_free): NOT_FOUND for a missing file, INVALID_ARGUMENT for a
+ * malformed one, UNIMPLEMENTED for an unknown dtype or a rank over
+ * RLX_MAX_RANK, and UNIMPLEMENTED when the library was built without
+ * json-c. */
+RLX_API rlx_status rlx_safetensors_open(const char* path, rlx_safetensors** out,
+                                        char** out_error);
+/* Unmaps the files; the names, metadata and data pointers die with it. */
+RLX_API void rlx_safetensors_close(rlx_safetensors* st);
+/* Message of the last failed call on st ("" if none). */
+RLX_API const char* rlx_safetensors_last_error(const rlx_safetensors* st);
+/* Tensors of every shard, in the order of their files' headers (shards in
+ * the order of the index's first mention). 0 for NULL. */
+RLX_API int32_t rlx_safetensors_count(const rlx_safetensors* st);
+/* Fills *out for tensor index; OUT_OF_RANGE outside [0, count). */
+RLX_API rlx_status rlx_safetensors_get(const rlx_safetensors* st, int32_t index,
+                                       rlx_safetensors_tensor* out);
+/* By name across every shard (a name held twice is refused at open);
+ * NOT_FOUND (message on st) when no tensor has that name. */
+RLX_API rlx_status rlx_safetensors_find(const rlx_safetensors* st, const char* name,
+                                        rlx_safetensors_tensor* out);
+/* The __metadata__ pairs of every shard, in file order (a value that is
+ * not a JSON string is given as its JSON text). */
+RLX_API int32_t rlx_safetensors_metadata_count(const rlx_safetensors* st);
+RLX_API rlx_status rlx_safetensors_metadata(const rlx_safetensors* st, int32_t index,
+                                            const char** out_key, const char** out_value);
+/* The files opened: 1 for a single file. */
+RLX_API int32_t rlx_safetensors_shard_count(const rlx_safetensors* st);
+RLX_API const char* rlx_safetensors_shard_path(const rlx_safetensors* st, int32_t shard);
+
+/* ------------------------------------------------------------------ LLMs from config.json */
+
+/* Decoder-only transformer LLMs from a Hugging Face checkpoint folder
+ * (config.json + safetensors, see rlx_safetensors_open): the forward graph
+ * built with the graph API above, its params named as the checkpoint's
+ * tensors. Architectures: Llama (1/2/3: GQA, rope_scaling "linear" and
+ * "llama3"), Qwen2 (q/k/v biases), Qwen3 (q_norm / k_norm over each head),
+ * Mistral (sliding-window attention). */
+typedef enum rlx_llm_arch {
+  RLX_LLM_LLAMA = 0,
+  RLX_LLM_QWEN2 = 1,
+  RLX_LLM_QWEN3 = 2,
+  RLX_LLM_MISTRAL = 3,
+} rlx_llm_arch;
+
+typedef enum rlx_llm_rope_scaling {
+  RLX_LLM_ROPE_NONE = 0,
+  RLX_LLM_ROPE_LINEAR = 1, /* positions divided by factor */
+  RLX_LLM_ROPE_LLAMA3 = 2, /* Llama 3.1's per-frequency scaling (factor, low/high freq factors,
+                              original_max_position_embeddings) */
+} rlx_llm_rope_scaling;
+
+/* The model's hyperparameters, as config.json gives them (HF field names in
+ * the comments); GGUF metadata is to fill the same struct. */
+typedef struct rlx_llm_config {
+  rlx_llm_arch arch;            /* model_type (or architectures[0]) */
+  int64_t vocab_size;           /* vocab_size */
+  int64_t hidden_size;          /* hidden_size */
+  int64_t intermediate_size;    /* intermediate_size (the MLP's width) */
+  int32_t num_layers;           /* num_hidden_layers */
+  int32_t num_heads;            /* num_attention_heads */
+  int32_t num_kv_heads;         /* num_key_value_heads (default num_heads) */
+  int32_t head_dim;             /* head_dim (default hidden_size / num_heads) */
+  double rope_theta;            /* rope_theta (default 10000) */
+  rlx_llm_rope_scaling rope_scaling; /* rope_scaling.rope_type (or .type) */
+  double rope_factor;           /* rope_scaling.factor */
+  double rope_low_freq_factor;  /* rope_scaling.low_freq_factor (llama3) */
+  double rope_high_freq_factor; /* rope_scaling.high_freq_factor (llama3) */
+  int64_t rope_original_max_positions; /* rope_scaling.original_max_position_embeddings */
+  float rms_norm_eps;           /* rms_norm_eps (default 1e-6) */
+  int32_t tie_word_embeddings;  /* 1: the logits use embed_tokens.weight (no lm_head.weight) */
+  int32_t attention_bias;       /* 1: q/k/v_proj have biases (Qwen2 always; else attention_bias) */
+  int32_t qk_norm;              /* 1: RmsNorm of each q / k head before RoPE (Qwen3) */
+  int32_t sliding_window;       /* > 0: a query sees the last sliding_window keys (Mistral) */
+  int64_t max_positions;        /* max_position_embeddings */
+} rlx_llm_config;
+
+/* Fills *out from the text of a config.json (len bytes; need not end in
+ * NUL). Unknown fields are ignored; a missing required field, a value out
+ * of range, or an unsupported feature (another rope_scaling type, Qwen's
+ * use_sliding_window, an activation other than silu) is an error naming
+ * the field. out_error as in rlx_safetensors_open. */
+RLX_API rlx_status rlx_llm_config_parse(const char* json_text, size_t len, rlx_llm_config* out,
+                                        char** out_error);
+/* The same from a config.json file, or a folder holding one. */
+RLX_API rlx_status rlx_llm_config_load(const char* path, rlx_llm_config* out, char** out_error);
+
+typedef struct rlx_llm_options {
+  int64_t batch;     /* > 0: static batch size; 0: symbolic dim "B" */
+  int64_t seq_len;   /* > 0: static tokens per run; 0: symbolic dim "T" */
+  int64_t max_seq;   /* rows of the RoPE tables (highest position + 1); 0: the smaller of
+                        max_position_embeddings and 4096 */
+} rlx_llm_options;
+/* Fills defaults: batch and seq_len symbolic, max_seq 0. */
+RLX_API void rlx_llm_options_init(rlx_llm_options* o);
+
+/* The forward graph of config c:
+ *   inputs   "input_ids" i64 [B, T] (token ids), "positions" i64 [T] (the
+ *            position of each token, 0 .. T-1 for a whole prompt; each
+ *            < max_seq), shared by the batch
+ *   params   the checkpoint's tensors by their HF names, f32 (half weights
+ *            are converted to f32 when set), plus "rope.cos" and "rope.sin"
+ *            [max_seq, head_dim / 2], which rlx_llm_rope_tables fills
+ *   output   logits f32 [B, T, vocab_size], causal (sliding-window when
+ *            the config has one) over the T tokens of the run.
+ * Ops: Gather (embedding), RmsNorm, MatMul (weights [out, in] used
+ * transposed, as stored), Rope (NeoX halves), Attention (GQA), SiLU-gated
+ * MLP. On failure out_error names the problem. */
+RLX_API rlx_status rlx_llm_build_graph(const rlx_llm_config* c, const rlx_llm_options* o,
+                                       rlx_graph** out_graph, char** out_error);
+/* The RoPE tables of c (theta and rope_scaling): cos and sin, each
+ * [n_positions, head_dim / 2] f32 row-major, computed in double. */
+RLX_API rlx_status rlx_llm_rope_tables(const rlx_llm_config* c, int64_t n_positions, float* cos_out,
+                                       float* sin_out);
+
+/* A loaded model: config, graph and the open checkpoint. */
+typedef struct rlx_llm rlx_llm;
+/* path: a folder holding config.json and the safetensors file(s) (one
+ * model.safetensors, an index and its shards, or any *.safetensors).
+ * Builds the graph (o may be NULL: defaults) and checks that the
+ * checkpoint holds every param with its shape and a float dtype (f32, f16,
+ * bf16, f64), naming the first that is missing or wrong. */
+RLX_API rlx_status rlx_llm_load(const char* path, const rlx_llm_options* o, rlx_llm** out,
+                                char** out_error);
+RLX_API void rlx_llm_destroy(rlx_llm* m);
+RLX_API const char* rlx_llm_last_error(const rlx_llm* m);
+RLX_API const rlx_llm_config* rlx_llm_get_config(const rlx_llm* m);
+/* The forward graph (belongs to m; compile it with rlx_compile). */
+RLX_API rlx_graph* rlx_llm_graph(rlx_llm* m);
+/* Sets every param of e (compiled from rlx_llm_graph(m)) from the
+ * checkpoint, converted to f32, and the RoPE tables. Message on m. */
+RLX_API rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_common.h"
 
@@ -28,6 +29,11 @@ static void usage(FILE* f) {
           "                           machines without that device (see `rlx devices`\n"
           "                           for what can run here). A mixed answer counts\n"
           "                           nodes, e.g. \"3 native, 1 host\".\n"
+          "\n"
+          "A .safetensors file, a model.safetensors.index.json or a folder of\n"
+          "safetensors shards prints its tensor table instead (name, dtype, shape,\n"
+          "bytes, shard) and its __metadata__; a folder's config.json is\n"
+          "summarised first when it describes a supported LLM.\n"
           "\n"
           "options:\n"
           "  --json              one JSON object instead of the table\n");
@@ -221,6 +227,119 @@ static void print_json(const char* file, const rlx_graph* g, const op_tables* t)
   printf("\n}\n");
 }
 
+/* ------------------------------------------------------------ safetensors */
+
+static int ends_with(const char* s, const char* suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A safetensors file, index, or a folder (rlx_safetensors_open decides
+ * what the folder holds and names the problem when it holds none). */
+static int is_safetensors_path(const char* file) {
+  struct stat sb;
+  return ends_with(file, ".safetensors") || ends_with(file, ".index.json") ||
+         (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode));
+}
+
+static void shape_text(const rlx_safetensors_tensor* t, char* buf, size_t cap) {
+  size_t at = (size_t)snprintf(buf, cap, "[");
+  for (int32_t d = 0; d < t->rank && at < cap; d++)
+    at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  if (at < cap) snprintf(buf + at, cap - at, "]");
+}
+
+static void safetensors_table(const char* file, const rlx_safetensors* st) {
+  int32_t n = rlx_safetensors_count(st), shards = rlx_safetensors_shard_count(st);
+  uint64_t total = 0;
+  printf("%s: %d tensors in %d file%s\n", file, (int)n, (int)shards, shards == 1 ? "" : "s");
+  printf("  %-48s %-9s %-22s %12s %s\n", "name", "dtype", "shape", "bytes", "shard");
+  for (int32_t i = 0; i < n; i++) {
+    rlx_safetensors_tensor t;
+    if (rlx_safetensors_get(st, i, &t) != RLX_OK) continue;
+    char shape[160];
+    shape_text(&t, shape, sizeof shape);
+    printf("  %-48s %-9s %-22s %12llu %d\n", t.name, rlx_dtype_name(t.dtype), shape,
+           (unsigned long long)t.bytes, (int)t.shard);
+    total += t.bytes;
+  }
+  printf("  total %llu bytes\n", (unsigned long long)total);
+  for (int32_t i = 0; i < shards; i++) printf("  shard %d: %s\n", (int)i,
+                                             rlx_safetensors_shard_path(st, i));
+  for (int32_t i = 0; i < rlx_safetensors_metadata_count(st); i++) {
+    const char *k, *v;
+    if (rlx_safetensors_metadata(st, i, &k, &v) == RLX_OK) printf("  metadata %s = %s\n", k, v);
+  }
+}
+
+static void safetensors_json(const char* file, const rlx_safetensors* st) {
+  printf("{\"file\": ");
+  cli_print_json_string(file);
+  printf(",\n  \"tensors\": [");
+  for (int32_t i = 0; i < rlx_safetensors_count(st); i++) {
+    rlx_safetensors_tensor t;
+    if (rlx_safetensors_get(st, i, &t) != RLX_OK) continue;
+    char shape[160];
+    shape_text(&t, shape, sizeof shape);
+    printf("%s\n    {\"name\": ", i ? "," : "");
+    cli_print_json_string(t.name);
+    printf(", \"dtype\": \"%s\", \"shape\": %s, \"bytes\": %llu, \"shard\": %d}",
+           rlx_dtype_name(t.dtype), shape, (unsigned long long)t.bytes, (int)t.shard);
+  }
+  printf("\n  ],\n  \"metadata\": {");
+  for (int32_t i = 0; i < rlx_safetensors_metadata_count(st); i++) {
+    const char *k, *v;
+    if (rlx_safetensors_metadata(st, i, &k, &v) != RLX_OK) continue;
+    printf("%s", i ? ", " : "");
+    cli_print_json_string(k);
+    printf(": ");
+    cli_print_json_string(v);
+  }
+  printf("}\n}\n");
+}
+
+/* A model folder's config.json, when it has one (table mode only). */
+static void print_llm_config(const char* file) {
+  static const char* const archs[] = {"llama", "qwen2", "qwen3", "mistral"};
+  static const char* const scalings[] = {"none", "linear", "llama3"};
+  rlx_llm_config c;
+  char* why = NULL;
+  struct stat sb;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", file);
+  if (stat(file, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0) return;
+  if (rlx_llm_config_load(file, &c, &why) != RLX_OK) {
+    printf("config.json: not a supported LLM config: %s\n", why ? why : "?");
+    rlx_free(why);
+    return;
+  }
+  printf("config.json: %s, vocab %lld, hidden %lld, mlp %lld, %d layers, %d heads (%d kv) of %d,\n"
+         "  rope theta %g scaling %s, rms eps %g%s%s%s, sliding window %d, max positions %lld\n",
+         archs[c.arch], (long long)c.vocab_size, (long long)c.hidden_size,
+         (long long)c.intermediate_size, (int)c.num_layers, (int)c.num_heads, (int)c.num_kv_heads,
+         (int)c.head_dim, c.rope_theta, scalings[c.rope_scaling], (double)c.rms_norm_eps,
+         c.tie_word_embeddings ? ", tied embeddings" : "", c.attention_bias ? ", qkv bias" : "",
+         c.qk_norm ? ", q/k norm" : "", (int)c.sliding_window, (long long)c.max_positions);
+}
+
+static int info_safetensors(const char* cmd, const char* file, int json) {
+  rlx_safetensors* st = NULL;
+  char* why = NULL;
+  if (rlx_safetensors_open(file, &st, &why) != RLX_OK) {
+    cli_error(cmd, "%s", why ? why : "cannot open");
+    rlx_free(why);
+    return CLI_FAIL;
+  }
+  if (json) {
+    safetensors_json(file, st);
+  } else {
+    print_llm_config(file);
+    safetensors_table(file, st);
+  }
+  rlx_safetensors_close(st);
+  return CLI_OK;
+}
+
 /* ------------------------------------------------------------ command */
 
 int cmd_info(int argc, char** argv) {
@@ -248,6 +367,7 @@ int cmd_info(int argc, char** argv) {
     usage(stderr);
     return CLI_USAGE;
   }
+  if (is_safetensors_path(file)) return info_safetensors(cmd, file, json);
   rlx_graph* g = NULL;
   int rc = cli_load_graph(cmd, file, &g);
   op_tables* t = rc == CLI_OK ? calloc(1, sizeof *t) : NULL;

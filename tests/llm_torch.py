@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Oracle for tests/test_llm.c: tiny seeded Llama-family models in Debian's
+torch (no transformers there: the forward is written here from the published
+architectures), saved as Hugging Face checkpoint folders (config.json +
+safetensors written by hand), with their reference logits.
+
+Per case, OUTDIR/<case>/ holds config.json, the weights (model.safetensors,
+or two shards and model.safetensors.index.json), input_ids.npy (i64 [B, T])
+and logits.npy (f32 [B, T, V], computed in float64 from the weights as
+stored, so a case with f16 / bf16 weights checks the conversion too).
+
+usage: llm_torch.py OUTDIR
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+B, T = 2, 8
+BASE = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+            rope_theta=10000.0, max_position_embeddings=64, hidden_act="silu",
+            tie_word_embeddings=False)
+
+CASES = {
+    # GQA and Llama 3.1 RoPE scaling (an original context of 16 puts the
+    # small head's frequencies in all three bands)
+    "llama": dict(model_type="llama", architectures=["LlamaForCausalLM"],
+                  rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                    high_freq_factor=4.0, original_max_position_embeddings=16)),
+    # the same architecture stored as bf16 in two shards with an index
+    "llama_bf16_sharded": dict(model_type="llama", architectures=["LlamaForCausalLM"],
+                               rope_theta=500000.0, torch_dtype="bfloat16"),
+    # q/k/v biases, tied embeddings, linear RoPE scaling, f16 weights
+    "qwen2": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"],
+                  tie_word_embeddings=True, rope_scaling=dict(type="linear", factor=2.0),
+                  torch_dtype="float16"),
+    # q_norm / k_norm per head, head_dim (32) != hidden / heads (16)
+    "qwen3": dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], head_dim=32,
+                  attention_bias=False),
+    # sliding-window attention narrower than the sequence
+    "mistral": dict(model_type="mistral", architectures=["MistralForCausalLM"],
+                    sliding_window=3),
+}
+
+SAFETENSORS_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+TORCH_DTYPE = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def head_dim(c):
+    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+
+
+def make_weights(c, gen):
+    """HF names -> float32 tensors (Linear weights [out, in])."""
+    D, F, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    H, Hkv, hd = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c)
+    qwen2 = c["model_type"] == "qwen2"
+
+    def rand(*shape, std=0.08):
+        return torch.randn(*shape, generator=gen) * std
+
+    def norm_weight(n):
+        return 1.0 + rand(n, std=0.1)
+
+    w = {"model.embed_tokens.weight": rand(V, D, std=0.5), "model.norm.weight": norm_weight(D)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        w[p + "input_layernorm.weight"] = norm_weight(D)
+        w[p + "post_attention_layernorm.weight"] = norm_weight(D)
+        for name, rows in (("q", H * hd), ("k", Hkv * hd), ("v", Hkv * hd)):
+            w[p + f"self_attn.{name}_proj.weight"] = rand(rows, D)
+            if qwen2:
+                w[p + f"self_attn.{name}_proj.bias"] = rand(rows, std=0.2)
+        w[p + "self_attn.o_proj.weight"] = rand(D, H * hd)
+        if c["model_type"] == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = norm_weight(hd)
+            w[p + "self_attn.k_norm.weight"] = norm_weight(hd)
+        w[p + "mlp.gate_proj.weight"] = rand(F, D)
+        w[p + "mlp.up_proj.weight"] = rand(F, D)
+        w[p + "mlp.down_proj.weight"] = rand(D, F)
+    if not c["tie_word_embeddings"]:
+        w["lm_head.weight"] = rand(V, D, std=0.2)
+    return w
+
+
+# ------------------------------------------------------------------ reference forward (float64)
+
+def rope_frequencies(c):
+    hd = head_dim(c)
+    freq = c["rope_theta"] ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    rs = c.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        return freq / rs["factor"]
+    if kind == "llama3":
+        old, factor = rs["original_max_position_embeddings"], rs["factor"]
+        low, high = rs["low_freq_factor"], rs["high_freq_factor"]
+        out = []
+        for f in freq.tolist():
+            wavelen = 2 * math.pi / f
+            if wavelen < old / high:
+                out.append(f)
+            elif wavelen > old / low:
+                out.append(f / factor)
+            else:
+                s = (old / wavelen - low) / (high - low)
+                out.append((1 - s) * f / factor + s * f)
+        return torch.tensor(out, dtype=torch.float64)
+    return freq
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate(x, cos, sin):
+    """x [B, H, T, hd]: the two halves of each head rotate together."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def attention(q, k, v, window):
+    """q [B, H, T, hd], k / v [B, Hkv, T, hd]; query head h reads kv head
+    h // (H / Hkv). Causal; with a window, key j is seen by query i when
+    i - window < j <= i."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    i = torch.arange(q.shape[2])[:, None]
+    j = torch.arange(k.shape[2])[None, :]
+    keep = j <= i
+    if window:
+        keep = keep & (j > i - window)
+    scores = scores.masked_fill(~keep, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def forward(c, w, ids):
+    H, Hkv, hd, eps = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c), c["rms_norm_eps"]
+    angles = torch.arange(ids.shape[1], dtype=torch.float64)[:, None] * rope_frequencies(c)[None, :]
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    h = w["model.embed_tokens.weight"][ids]
+    Bn, Tn = ids.shape
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+
+        def proj(name, heads):
+            y = x @ w[p + f"self_attn.{name}_proj.weight"].T
+            if p + f"self_attn.{name}_proj.bias" in w:
+                y = y + w[p + f"self_attn.{name}_proj.bias"]
+            y = y.view(Bn, Tn, heads, hd)
+            if name != "v" and p + f"self_attn.{name}_norm.weight" in w:
+                y = rms_norm(y, w[p + f"self_attn.{name}_norm.weight"], eps)
+            return y.transpose(1, 2)
+
+        q = rotate(proj("q", H), cos, sin)
+        k = rotate(proj("k", Hkv), cos, sin)
+        a = attention(q, k, proj("v", Hkv), c.get("sliding_window"))
+        h = h + a.transpose(1, 2).reshape(Bn, Tn, H * hd) @ w[p + "self_attn.o_proj.weight"].T
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        gate = torch.nn.functional.silu(x @ w[p + "mlp.gate_proj.weight"].T)
+        h = h + (gate * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+    h = rms_norm(h, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
+    return h @ head.T
+
+
+# ------------------------------------------------------------------ safetensors writer
+
+def raw_bytes(t):
+    """Little-endian bytes of t (bf16 through its 16-bit pattern: numpy has
+    no bfloat16)."""
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().astype("<i2").tobytes()
+    return t.contiguous().numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
+
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, t in tensors.items():
+        raw = raw_bytes(t)
+        header[name] = {"dtype": SAFETENSORS_DTYPE[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def write_checkpoint(d, stored, shards):
+    names = list(stored)
+    if shards == 1:
+        write_safetensors(os.path.join(d, "model.safetensors"), stored)
+        return
+    weight_map = {}
+    per = (len(names) + shards - 1) // shards
+    for s in range(shards):
+        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: stored[n] for n in names[s * per:(s + 1) * per]}
+        write_safetensors(os.path.join(d, file), part)
+        weight_map.update({n: file for n in part})
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=1)
+
+
+def write_case(out, name, extra, seed):
+    c = dict(BASE, **extra)
+    gen = torch.Generator().manual_seed(seed)
+    dtype = TORCH_DTYPE[c.get("torch_dtype", "float32")]
+    stored = {n: t.to(dtype) for n, t in make_weights(c, gen).items()}
+    ids = torch.randint(0, c["vocab_size"], (B, T), generator=gen)
+    logits = forward(c, {n: t.to(torch.float64) for n, t in stored.items()}, ids)
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        os.remove(os.path.join(d, old))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    write_checkpoint(d, stored, 2 if "sharded" in name else 1)
+    np.save(os.path.join(d, "input_ids.npy"), ids.numpy().astype("<i8"))
+    np.save(os.path.join(d, "logits.npy"), logits.numpy().astype("<f4"))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for seed, (name, extra) in enumerate(sorted(CASES.items())):
+        write_case(sys.argv[1], name, extra, 1234 + seed)
+
+
+if __name__ == "__main__":
+    main()

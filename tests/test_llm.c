@@ -1,0 +1,271 @@
+/* LLM builders from config.json + safetensors against a torch oracle:
+ * tests/llm_torch.py (Debian's /usr/bin/python3 with python3-torch) writes
+ * tiny seeded Llama, Qwen2, Qwen3 and Mistral checkpoints (one of them bf16
+ * in two shards, one f16) and their float64 logits into BUILD/llm_test.
+ * Each is loaded with rlx_llm_load, compiled on every device that can run
+ * here, or on those named on the command line (the others are reported as
+ * skipped), and its logits compared:
+ * max |rlx - torch| / max |torch| < 1e-4 (f32 compute). Also: config
+ * errors and a checkpoint that does not match its config are refused by
+ * name. Exits 77 (ctest SKIP) without torch or json-c. */
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/npy.h"
+
+#define SKIP_CODE 77
+#define TOLERANCE 1e-4
+
+static char g_dir[512];
+
+static int generate(void) {
+  const char* py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s tests/llm_torch.py '%s'", py, g_dir);
+  fflush(stdout);
+  int st = system(cmd);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+typedef struct npy_array {
+  rlx_dtype dtype;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  void* data;
+  size_t bytes;
+} npy_array;
+
+static int load_npy(const char* case_dir, const char* name, npy_array* a) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", case_dir, name);
+  rlx_error err;
+  memset(a, 0, sizeof *a);
+  if (rlx_npy_read(path, &err, &a->dtype, &a->rank, a->shape, &a->data, &a->bytes) == RLX_OK)
+    return 1;
+  fprintf(stderr, "%s\n", err.msg);
+  return 0;
+}
+
+/* max |got - want| / max |want| */
+static double relative_error(const float* got, const float* want, size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - want[i]);
+    if (!(d <= diff)) diff = d; /* NaN sticks */
+    if (fabs(want[i]) > scale) scale = fabs(want[i]);
+  }
+  return diff / (scale > 0 ? scale : 1.0);
+}
+
+/* Runs the model on device; 0 = skipped (device unavailable), 1 = ran. */
+static int run_on(rlx_llm* m, const char* device, const npy_array* ids, float* logits,
+                  size_t bytes) {
+  rlx_exec* e = NULL;
+  rlx_status s = rlx_compile(rlx_llm_graph(m), device, NULL, &e);
+  if (s == RLX_UNAVAILABLE || s == RLX_UNIMPLEMENTED) {
+    printf("  %-8s skipped: %s\n", device, rlx_graph_last_error(rlx_llm_graph(m)));
+    return 0;
+  }
+  if (s != RLX_OK) {
+    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(rlx_llm_graph(m)));
+    return -1;
+  }
+  int64_t T = ids->shape[1];
+  int64_t positions[64];
+  for (int64_t t = 0; t < T; t++) positions[t] = t;
+  int ok = rlx_llm_set_params(m, e) == RLX_OK;
+  if (!ok) fprintf(stderr, "set params: %s\n", rlx_llm_last_error(m));
+  ok = ok && rlx_exec_set_input(e, "input_ids", RLX_I64, ids->shape, 2, ids->data,
+                                ids->bytes) == RLX_OK;
+  ok = ok && rlx_exec_set_input(e, "positions", RLX_I64, &T, 1, positions,
+                                (size_t)T * sizeof(int64_t)) == RLX_OK;
+  ok = ok && rlx_exec_run(e) == RLX_OK;
+  ok = ok && rlx_exec_read_output(e, 0, RLX_F32, logits, bytes) == RLX_OK;
+  if (!ok) fprintf(stderr, "%s: %s\n", device, rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  return ok ? 1 : -1;
+}
+
+static const char* k_all_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
+static const char** g_devices = k_all_devices; /* argv may name others */
+static int g_n_devices = 4;
+
+static void check_case(const char* name) {
+  char dir[700];
+  snprintf(dir, sizeof dir, "%s/%s", g_dir, name);
+  npy_array ids, want;
+  CHECK(load_npy(dir, "input_ids.npy", &ids));
+  int have_want = load_npy(dir, "logits.npy", &want);
+  if (!have_want) free(ids.data);
+  CHECK(have_want);
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  rlx_status s = rlx_llm_load(dir, NULL, &m, &why);
+  int loaded = s == RLX_OK;
+  if (!loaded) fprintf(stderr, "%s: %s\n", name, why ? why : "");
+  rlx_free(why);
+  float* got = loaded ? malloc(want.bytes) : NULL;
+  int failures = 0, ran = 0;
+  for (int d = 0; got && d < g_n_devices; d++) {
+    int r = run_on(m, g_devices[d], &ids, got, want.bytes);
+    if (r < 0) failures++;
+    if (r <= 0) continue;
+    ran++;
+    double err = relative_error(got, want.data, want.bytes / sizeof(float));
+    printf("  %-8s %-20s logits rel err %.3g\n", g_devices[d], name, err);
+    if (!(err < TOLERANCE)) failures++;
+  }
+  free(got);
+  free(ids.data);
+  free(want.data);
+  rlx_llm_destroy(m);
+  CHECK(loaded);
+  CHECK(ran > 0 || g_devices != k_all_devices); /* the CPU always runs */
+  CHECK(failures == 0);
+}
+
+TEST(llama) { check_case("llama"); }
+TEST(llama_bf16_sharded) { check_case("llama_bf16_sharded"); }
+TEST(qwen2) { check_case("qwen2"); }
+TEST(qwen3) { check_case("qwen3"); }
+TEST(mistral) { check_case("mistral"); }
+
+/* The config fields land where rlx_llm_config says. */
+TEST(config_fields) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/qwen3", g_dir);
+  rlx_llm_config c;
+  char* why = NULL;
+  CHECK_MSG(rlx_llm_config_load(path, &c, &why) == RLX_OK, "%s", why ? why : "");
+  CHECK(c.arch == RLX_LLM_QWEN3 && c.head_dim == 32 && c.qk_norm && !c.attention_bias);
+  CHECK(c.num_heads == 4 && c.num_kv_heads == 2 && c.num_layers == 2 && c.vocab_size == 256);
+  snprintf(path, sizeof path, "%s/llama/config.json", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.rope_scaling == RLX_LLM_ROPE_LLAMA3 && c.rope_factor == 8.0 &&
+        c.rope_original_max_positions == 16 && !c.tie_word_embeddings);
+  snprintf(path, sizeof path, "%s/qwen2", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.attention_bias && c.tie_word_embeddings && c.rope_scaling == RLX_LLM_ROPE_LINEAR);
+  snprintf(path, sizeof path, "%s/mistral", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_MISTRAL && c.sliding_window == 3);
+}
+
+static void expect_config_error(const char* json, rlx_status want, const char* piece) {
+  rlx_llm_config c;
+  char* why = NULL;
+  rlx_status s = rlx_llm_config_parse(json, strlen(json), &c, &why);
+  int ok = s == want && why && strstr(why, piece);
+  if (!ok) fprintf(stderr, "%s -> %s '%s'\n", json, rlx_status_name(s), why ? why : "");
+  rlx_free(why);
+  CHECK(ok);
+}
+
+#define SIZES "\"vocab_size\": 10, \"hidden_size\": 8, \"intermediate_size\": 16, " \
+              "\"num_hidden_layers\": 1, "
+
+TEST(config_errors) {
+  expect_config_error("{", RLX_INVALID_ARGUMENT, "malformed JSON");
+  expect_config_error("[]", RLX_INVALID_ARGUMENT, "not a JSON object");
+  expect_config_error("{\"model_type\": \"gpt2\"}", RLX_UNIMPLEMENTED, "'gpt2'");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"hidden_size_x\": 1}",
+                      RLX_INVALID_ARGUMENT, "\"num_attention_heads\"");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"num_key_value_heads\": 3}", RLX_INVALID_ARGUMENT, "num_key_value_heads");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": \"2\"}",
+                      RLX_INVALID_ARGUMENT, "not an integer");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
+                      RLX_UNIMPLEMENTED, "'yarn'");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"hidden_act\": \"gelu\"}", RLX_UNIMPLEMENTED, "'gelu'");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"rms_norm_eps\": -1}", RLX_INVALID_ARGUMENT, "rms_norm_eps");
+  expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"num_hidden_layers\": 99999999999}", RLX_INVALID_ARGUMENT,
+                      "num_hidden_layers");
+  expect_config_error("{\"model_type\": \"qwen3\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"use_sliding_window\": true}", RLX_UNIMPLEMENTED, "use_sliding_window");
+  rlx_llm_config c;
+  const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
+                     "\"num_attention_heads\": 2, \"sliding_window\": null}";
+  CHECK(rlx_llm_config_parse(good, strlen(good), &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_MISTRAL && c.sliding_window == 0 && c.head_dim == 4);
+}
+
+/* A checkpoint whose tensors do not fit its config: the loader names the
+ * tensor (a copy of the qwen3 case whose config claims another head_dim,
+ * and one whose config asks for a layer the weights do not have). */
+TEST(checkpoint_mismatch) {
+  char src[600], dst[600], cmd[3000];
+  snprintf(src, sizeof src, "%s/qwen3", g_dir);
+  snprintf(dst, sizeof dst, "%s/qwen3_mismatch", g_dir);
+  snprintf(cmd, sizeof cmd,
+           "rm -rf '%s' && cp -r '%s' '%s' && sed -i 's/\"head_dim\": 32/\"head_dim\": 16/' "
+           "'%s/config.json'", dst, src, dst, dst);
+  CHECK(system(cmd) == 0);
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  CHECK(rlx_llm_load(dst, NULL, &m, &why) == RLX_INVALID_ARGUMENT && m == NULL);
+  CHECK_MSG(why && strstr(why, "q_proj.weight") && strstr(why, "[128, 64]"), "%s", why);
+  rlx_free(why);
+  snprintf(cmd, sizeof cmd,
+           "sed -i 's/\"head_dim\": 16/\"head_dim\": 32/; s/\"num_hidden_layers\": 2/"
+           "\"num_hidden_layers\": 3/' '%s/config.json'", dst);
+  CHECK(system(cmd) == 0);
+  CHECK(rlx_llm_load(dst, NULL, &m, &why) == RLX_NOT_FOUND);
+  CHECK_MSG(why && strstr(why, "model.layers.2."), "%s", why);
+  rlx_free(why);
+}
+
+/* Symbolic batch and sequence: one compile serves two batch sizes. */
+TEST(graph_shape) {
+  char dir[700];
+  snprintf(dir, sizeof dir, "%s/llama", g_dir);
+  rlx_llm_options o;
+  rlx_llm_options_init(&o);
+  o.max_seq = 32;
+  rlx_llm* m = NULL;
+  CHECK(rlx_llm_load(dir, &o, &m, NULL) == RLX_OK);
+  rlx_value_info in;
+  CHECK(rlx_graph_get_input(rlx_llm_graph(m), 0, &in) == RLX_OK);
+  CHECK(strcmp(in.name, "input_ids") == 0 && in.shape[0] < 0 && in.shape[1] < 0);
+  rlx_value_info p;
+  CHECK(rlx_graph_get_param(rlx_llm_graph(m), 0, &p) == RLX_OK);
+  CHECK(strcmp(p.name, "rope.cos") == 0 && p.shape[0] == 32 && p.shape[1] == 8);
+  rlx_llm_destroy(m);
+}
+
+/* test_llm [DEVICE...]: the devices to compare on (default: all). */
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    g_devices = (const char**)(argv + 1);
+    g_n_devices = argc - 1;
+  }
+  snprintf(g_dir, sizeof g_dir, "%s/llm_test", RLX_BUILD_DIR);
+  rlx_llm_config probe;
+  char* why = NULL;
+  if (rlx_llm_config_parse("x", 1, &probe, &why) == RLX_UNIMPLEMENTED) { /* not built */
+    printf("SKIP: %s\n", why);
+    rlx_free(why);
+    return SKIP_CODE;
+  }
+  rlx_free(why);
+  int code = generate();
+  if (code != 0) {
+    printf("SKIP: tests/llm_torch.py exited %d (needs Debian's python3-torch)\n", code);
+    return SKIP_CODE;
+  }
+  RUN(config_fields);
+  RUN(config_errors);
+  RUN(llama);
+  RUN(llama_bf16_sharded);
+  RUN(qwen2);
+  RUN(qwen3);
+  RUN(mistral);
+  RUN(checkpoint_mismatch);
+  RUN(graph_shape);
+  return test_summary();
+}

@@ -1177,6 +1177,53 @@ RLX_API const char* rlx_ggml_type_name(uint32_t type);
 RLX_API rlx_status rlx_ggml_type_block(uint32_t type, int64_t* out_block_elems,
                                        int64_t* out_block_bytes);
 
+
+/* ------------------------------------------------------------------ tokenizers */
+
+/* A tokenizer built from a GGUF file's tokenizer.ggml.* metadata (tokens,
+ * scores, token_type, merges, bos / eos / unknown ids, add_bos_token,
+ * add_eos_token, add_space_prefix, pre). Families:
+ *   model "gpt2"   byte-level BPE; pre-tokenizers gpt-2 (also mpt, olmo,
+ *                  jais, default), llama-bpe (Llama-3; also llama3,
+ *                  smaug-bpe), qwen2, starcoder (also refact, command-r,
+ *                  smollm). Needs a build with ICU (Unicode classes).
+ *   model "llama"  SentencePiece with scores and <0xXX> byte fallback
+ *                  (Llama 1/2, Mistral, Phi-3).
+ * Another model or pre-tokenizer is RLX_UNIMPLEMENTED naming it. The
+ * tokenizer copies what it needs: the GGUF may be closed afterwards. */
+typedef struct rlx_tokenizer rlx_tokenizer;
+
+RLX_API rlx_status rlx_tokenizer_from_gguf(rlx_gguf* g, rlx_tokenizer** out, char** out_error);
+/* rlx_gguf_open + rlx_tokenizer_from_gguf + rlx_gguf_close. */
+RLX_API rlx_status rlx_tokenizer_load(const char* path, rlx_tokenizer** out, char** out_error);
+RLX_API void rlx_tokenizer_destroy(rlx_tokenizer* t);
+RLX_API const char* rlx_tokenizer_last_error(const rlx_tokenizer* t);
+/* "gpt2 (llama-bpe)", "llama (default)": model and pre-tokenizer. */
+RLX_API const char* rlx_tokenizer_kind(const rlx_tokenizer* t);
+RLX_API int32_t rlx_tokenizer_vocab_size(const rlx_tokenizer* t);
+/* Begin / end of sequence ids, -1 when the vocab has none. */
+RLX_API int32_t rlx_tokenizer_bos(const rlx_tokenizer* t);
+RLX_API int32_t rlx_tokenizer_eos(const rlx_tokenizer* t);
+/* The vocab's text of token id (its stored form: byte-level characters,
+ * '▁' for spaces; not NUL-terminated). */
+RLX_API rlx_status rlx_tokenizer_token_text(rlx_tokenizer* t, int32_t id, const char** out,
+                                            size_t* out_len);
+
+/* Encode flags. ADD_SPECIAL: BOS / EOS where the vocab asks for them.
+ * PARSE_SPECIAL: control tokens written in the text ("<|eot_id|>") become
+ * their ids (user-defined tokens always do); in decode, control tokens are
+ * written out instead of dropped. */
+enum { RLX_TOKENIZE_ADD_SPECIAL = 1, RLX_TOKENIZE_PARSE_SPECIAL = 2 };
+/* Token ids of len bytes of UTF-8 text. *out_ids is malloc'd (rlx_free;
+ * never NULL, even for no ids). */
+RLX_API rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size_t len,
+                                        int32_t flags, int32_t** out_ids, int64_t* out_n);
+/* The text of n ids, NUL-terminated and malloc'd (rlx_free); *out_len (may
+ * be NULL) is its byte count. SentencePiece drops the space its prefix put
+ * before the first word. An id outside the vocab is RLX_INVALID_ARGUMENT. */
+RLX_API rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, int64_t n,
+                                        int32_t flags, char** out_text, size_t* out_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,232 @@
+/* Tokenizers from GGUF vocabs against the test vectors llama.cpp ships
+ * (third_party/llama.cpp/models/ggml-vocab-<name>.gguf with .inp: inputs
+ * separated by "\n__ggml_vocab_test__\n", and .out: one line of ids per
+ * input, made by the Hugging Face tokenizers). Every vector of every
+ * supported vocab must pass (encode without BOS / EOS, as the vectors
+ * were made), and byte-level BPE must decode back to the input. Prints
+ * the pass count per vocab. Exits 77 (skipped) without third_party/llama.cpp. */
+#include "harness.h"
+
+#include <unistd.h>
+
+#define MODELS "third_party/llama.cpp/models/"
+
+static char* read_text(const char* path, size_t* n) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* buf = malloc((size_t)len + 1);
+  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) buf[len] = 0;
+  *n = (size_t)len;
+  return buf;
+}
+
+/* Parses one .out line ("  1 2 3") into ids; returns the count. */
+static int64_t parse_ids(const char* line, int32_t* ids, int64_t cap) {
+  int64_t n = 0;
+  char* end;
+  for (const char* p = line; *p && *p != '\n';) {
+    long v = strtol(p, &end, 10);
+    if (end == p) break;
+    if (n < cap) ids[n] = (int32_t)v;
+    n++;
+    p = end;
+  }
+  return n;
+}
+
+typedef struct counts {
+  int inputs, encoded, decoded;
+} counts;
+
+/* One input against its expected line. */
+static void check_one(rlx_tokenizer* t, const char* text, size_t len, const char* out_line,
+                      counts* c, int verbose) {
+  static int32_t want[16384];
+  int64_t n_want = parse_ids(out_line, want, 16384);
+  int32_t* ids = NULL;
+  int64_t n = 0;
+  c->inputs++;
+  if (rlx_tokenizer_encode(t, text, len, 0, &ids, &n) != RLX_OK) {
+    fprintf(stderr, "  encode failed: %s\n", rlx_tokenizer_last_error(t));
+    return;
+  }
+  int same = n == n_want && memcmp(ids, want, (size_t)n * sizeof *ids) == 0;
+  c->encoded += same;
+  if (!same && verbose) {
+    fprintf(stderr, "  input '%.*s'\n   want:", (int)(len < 60 ? len : 60), text);
+    for (int64_t i = 0; i < n_want && i < 40; i++) fprintf(stderr, " %d", want[i]);
+    fprintf(stderr, "\n    got:");
+    for (int64_t i = 0; i < n && i < 40; i++) fprintf(stderr, " %d", ids[i]);
+    fprintf(stderr, "\n");
+  }
+  char* back = NULL;
+  size_t back_len = 0;
+  if (rlx_tokenizer_decode(t, ids, n, 0, &back, &back_len) == RLX_OK)
+    c->decoded += back_len == len && memcmp(back, text, len) == 0;
+  rlx_free(back);
+  rlx_free(ids);
+}
+
+/* Runs every vector of vocab name; returns the counts (inputs 0: not loaded). */
+static counts run_vocab(const char* name, int verbose) {
+  counts c = {0, 0, 0};
+  char path[256], inp_path[512], out_path[512];
+  snprintf(path, sizeof path, MODELS "ggml-vocab-%s.gguf", name);
+  snprintf(inp_path, sizeof inp_path, "%s.inp", path);
+  snprintf(out_path, sizeof out_path, "%s.out", path);
+  rlx_tokenizer* t = NULL;
+  char* msg = NULL;
+  if (rlx_tokenizer_load(path, &t, &msg) != RLX_OK) {
+    printf("vocab %-15s not loaded: %s\n", name, msg ? msg : "?");
+    rlx_free(msg);
+    return c;
+  }
+  size_t n_inp, n_out;
+  char* inp = read_text(inp_path, &n_inp);
+  char* out = read_text(out_path, &n_out);
+  const char* sep = "\n__ggml_vocab_test__\n";
+  char* line = out;
+  for (char* p = inp; p && line && *p;) {
+    char* end = strstr(p, sep);
+    if (!end) break;
+    check_one(t, p, (size_t)(end - p), line, &c, verbose);
+    p = end + strlen(sep);
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  printf("vocab %-15s %-24s encode %d/%d pass, decode round trip %d/%d\n", name,
+         rlx_tokenizer_kind(t), c.encoded, c.inputs, c.decoded, c.inputs);
+  free(inp);
+  free(out);
+  rlx_tokenizer_destroy(t);
+  return c;
+}
+
+/* Vocabs whose family is implemented: every vector must pass. */
+static const char* const supported[] = {"gpt-2",     "llama-bpe", "llama-spm", "qwen2",
+                                        "phi-3",     "starcoder", "refact",    "command-r"};
+/* Byte-level BPE decodes every input back exactly. */
+static int lossless(const char* name) { return strcmp(name, "llama-spm") && strcmp(name, "phi-3"); }
+
+TEST(vocab_vectors) {
+  int verbose = getenv("RLX_TEST_VERBOSE") != NULL;
+  for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
+    counts c = run_vocab(supported[i], verbose);
+    CHECK_MSG(c.inputs > 30 && c.encoded == c.inputs, "vocab %s: %d/%d", supported[i],
+              c.encoded, c.inputs);
+    CHECK_MSG(!lossless(supported[i]) || c.decoded == c.inputs, "vocab %s decode %d/%d",
+              supported[i], c.decoded, c.inputs);
+  }
+}
+
+/* Families not implemented yet: reported, not required. */
+TEST(other_vocabs_reported) {
+  const char* others[] = {"mpt", "falcon", "deepseek-llm", "deepseek-coder", "bert-bge",
+                          "qwen35", "gemma-4"};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) (void)run_vocab(others[i], 0);
+  CHECK(1);
+}
+
+TEST(gpt2_hello_world) {
+  rlx_tokenizer* t = NULL;
+  CHECK(rlx_tokenizer_load(MODELS "ggml-vocab-gpt-2.gguf", &t, NULL) == RLX_OK);
+  const char* text = "Hello world, this is GPT-2!";
+  const int32_t want[] = {15496, 995, 11, 428, 318, 402, 11571, 12, 17, 0};
+  int32_t* ids = NULL;
+  int64_t n = 0;
+  rlx_status s = rlx_tokenizer_encode(t, text, strlen(text), RLX_TOKENIZE_ADD_SPECIAL, &ids, &n);
+  int ok = s == RLX_OK && n == 10 && memcmp(ids, want, sizeof want) == 0;
+  char* back = NULL;
+  ok = ok && rlx_tokenizer_decode(t, ids, n, 0, &back, NULL) == RLX_OK && strcmp(back, text) == 0;
+  rlx_free(back);
+  rlx_free(ids);
+  rlx_tokenizer_destroy(t);
+  CHECK(ok);
+}
+
+/* Llama-3: BOS added on request; a control token in the text becomes its
+ * id only with PARSE_SPECIAL; decode drops control tokens unless asked. */
+TEST(llama3_specials) {
+  rlx_tokenizer* t = NULL;
+  CHECK(rlx_tokenizer_load(MODELS "ggml-vocab-llama-bpe.gguf", &t, NULL) == RLX_OK);
+  const char* text = "<|eot_id|>Hi";
+  int32_t *plain = NULL, *special = NULL;
+  int64_t n_plain = 0, n_special = 0;
+  CHECK(rlx_tokenizer_encode(t, text, strlen(text), 0, &plain, &n_plain) == RLX_OK);
+  CHECK(rlx_tokenizer_encode(t, text, strlen(text),
+                             RLX_TOKENIZE_ADD_SPECIAL | RLX_TOKENIZE_PARSE_SPECIAL, &special,
+                             &n_special) == RLX_OK);
+  int ok = n_special == 3 && special[0] == rlx_tokenizer_bos(t) && special[0] == 128000 &&
+           special[1] == 128009 && n_plain > 3;
+  char *kept = NULL, *dropped = NULL;
+  ok = ok && rlx_tokenizer_decode(t, special, n_special, RLX_TOKENIZE_PARSE_SPECIAL, &kept, NULL) == RLX_OK &&
+       strcmp(kept, "<|begin_of_text|><|eot_id|>Hi") == 0;
+  ok = ok && rlx_tokenizer_decode(t, special, n_special, 0, &dropped, NULL) == RLX_OK &&
+       strcmp(dropped, "Hi") == 0;
+  int32_t bad = 1 << 30;
+  char* none = NULL;
+  ok = ok && rlx_tokenizer_decode(t, &bad, 1, 0, &none, NULL) == RLX_INVALID_ARGUMENT &&
+       strstr(rlx_tokenizer_last_error(t), "outside the vocab");
+  rlx_free(kept);
+  rlx_free(dropped);
+  rlx_free(plain);
+  rlx_free(special);
+  rlx_tokenizer_destroy(t);
+  CHECK(ok);
+}
+
+/* SentencePiece: BOS on request, byte fallback for characters the vocab
+ * lacks, decode back to the text. */
+TEST(spm_bytes_and_bos) {
+  rlx_tokenizer* t = NULL;
+  CHECK(rlx_tokenizer_load(MODELS "ggml-vocab-llama-spm.gguf", &t, NULL) == RLX_OK);
+  const char* text = "Hello \xF0\x9F\xA6\x99 world"; /* the llama emoji is no token */
+  int32_t* ids = NULL;
+  int64_t n = 0;
+  CHECK(rlx_tokenizer_encode(t, text, strlen(text), RLX_TOKENIZE_ADD_SPECIAL, &ids, &n) == RLX_OK);
+  int bytes = 0;
+  for (int64_t i = 0; i < n; i++) bytes += ids[i] >= 3 && ids[i] < 3 + 256;
+  char* back = NULL;
+  int ok = n > 4 && ids[0] == 1 && bytes == 4 &&
+           rlx_tokenizer_decode(t, ids, n, 0, &back, NULL) == RLX_OK && strcmp(back, text) == 0;
+  if (!ok && back) fprintf(stderr, "decoded '%s'\n", back);
+  rlx_free(back);
+  rlx_free(ids);
+  rlx_tokenizer_destroy(t);
+  CHECK(ok);
+}
+
+TEST(refused_vocabs) {
+  rlx_tokenizer* t = NULL;
+  char* msg = NULL;
+  CHECK(rlx_tokenizer_load(MODELS "ggml-vocab-bert-bge.gguf", &t, &msg) == RLX_UNIMPLEMENTED);
+  CHECK(t == NULL && msg && strstr(msg, "'bert'"));
+  rlx_free(msg);
+  CHECK(rlx_tokenizer_load(MODELS "ggml-vocab-deepseek-llm.gguf", &t, &msg) == RLX_UNIMPLEMENTED);
+  CHECK(msg && strstr(msg, "deepseek-llm"));
+  rlx_free(msg);
+  CHECK(rlx_tokenizer_load("/nonexistent.gguf", &t, &msg) == RLX_NOT_FOUND);
+  rlx_free(msg);
+}
+
+int main(void) {
+  if (access(MODELS "ggml-vocab-gpt-2.gguf", R_OK) != 0) {
+    printf("SKIP: " MODELS " missing (scripts/setup_llama.sh)\n");
+    return 77;
+  }
+  RUN(vocab_vectors);
+  RUN(other_vocabs_reported);
+  RUN(gpt2_hello_world);
+  RUN(llama3_specials);
+  RUN(spm_bytes_and_bos);
+  RUN(refused_vocabs);
+  return test_summary();
+}

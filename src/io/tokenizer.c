@@ -367,6 +367,7 @@ rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, int64_t n,
   size_t len = 0, cap = 64;
   RLX_CHECK_ALLOC(&t->err, buf);
   rlx_status s = RLX_OK;
+  int wrote = 0; /* a token has been written: only the first loses its space */
   for (int64_t i = 0; i < n && s == RLX_OK; i++) {
     int32_t id = ids[i];
     if (id < 0 || id >= t->n_tokens) {
@@ -375,11 +376,12 @@ rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, int64_t n,
       break;
     }
     if (t->types[id] == TOK_CONTROL && !(flags & RLX_TOKENIZE_PARSE_SPECIAL)) continue;
-    size_t before = len;
+    int first = !wrote;
+    wrote = 1;
     s = t->family == TOK_FAMILY_BPE ? bpe_token_bytes(t, id, &buf, &len, &cap, &t->err)
                                     : spm_token_bytes(t, id, &buf, &len, &cap, &t->err);
     /* the space SentencePiece put before the first word is not the user's */
-    if (s == RLX_OK && before == 0 && t->family == TOK_FAMILY_SPM && t->add_space_prefix &&
+    if (s == RLX_OK && first && t->family == TOK_FAMILY_SPM && t->add_space_prefix &&
         len > 0 && buf[0] == ' ' && t->types[id] == TOK_NORMAL) {
       memmove(buf, buf + 1, --len);
     }

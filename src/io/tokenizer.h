@@ -27,13 +27,14 @@ enum {
 
 typedef enum tok_family { TOK_FAMILY_BPE, TOK_FAMILY_SPM } tok_family;
 
-/* How byte-level BPE splits text before merging (tokenizer.ggml.pre). */
-typedef enum bpe_pre {
-  BPE_PRE_GPT2,     /* gpt-2 and the GPT-2 pattern alone */
-  BPE_PRE_LLAMA3,   /* llama-bpe: case-insensitive contractions, digits by 3 */
-  BPE_PRE_QWEN2,    /* qwen2: llama3's with single digits */
-  BPE_PRE_DIGITS,   /* starcoder, refact: each digit alone, then GPT-2 */
-} bpe_pre;
+/* The byte-level BPE models whose pre-tokenizer changes other defaults. */
+typedef enum bpe_pre { BPE_PRE_OTHER, BPE_PRE_LLAMA3 } bpe_pre;
+
+/* One stage of a BPE pre-tokenizer, a hand-written matcher of one regular
+ * expression: the end of its match at code point i of c[0..end), or i when
+ * it does not match there. */
+typedef size_t (*bpe_match_fn)(const uint32_t* c, size_t end, size_t i);
+enum { BPE_MAX_STAGES = 6 };
 
 /* A hash from byte strings to ids (open addressing, linear probing). */
 typedef struct tok_map {
@@ -50,6 +51,8 @@ typedef struct bpe_merge {
 struct rlx_tokenizer {
   tok_family family;
   bpe_pre pre;
+  bpe_match_fn stages[BPE_MAX_STAGES]; /* applied in turn, each to every piece of the last */
+  int n_stages;
   char kind[160];      /* "gpt2 (llama-bpe)" */
   int32_t n_tokens;
   char* text;          /* every token's bytes, back to back */
@@ -133,6 +136,8 @@ int uni_is_letter(uint32_t cp);
 int uni_is_number(uint32_t cp);
 int uni_is_space(uint32_t cp);
 int uni_is_punct(uint32_t cp);
+/* Letters with case (general category Lu, Ll, Lt). */
+int uni_is_cased_letter(uint32_t cp);
 /* 1 when this build has the Unicode classes (ICU). */
 int uni_available(void);
 

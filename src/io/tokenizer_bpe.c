@@ -99,57 +99,19 @@ static rlx_status read_merges(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
   return RLX_OK;
 }
 
-/* ------------------------------------------------------------ init */
+/* ------------------------------------------------------------ pre-tokenizer matchers */
 
-typedef struct pre_name {
-  const char* name;
-  bpe_pre pre;
-} pre_name;
-
-/* tokenizer.ggml.pre values and the split each needs. */
-static const pre_name pre_names[] = {
-    {"gpt-2", BPE_PRE_GPT2},        {"default", BPE_PRE_GPT2},   {"mpt", BPE_PRE_GPT2},
-    {"olmo", BPE_PRE_GPT2},         {"jais", BPE_PRE_GPT2},      {"llama-bpe", BPE_PRE_LLAMA3},
-    {"llama3", BPE_PRE_LLAMA3},     {"smaug-bpe", BPE_PRE_LLAMA3}, {"qwen2", BPE_PRE_QWEN2},
-    {"starcoder", BPE_PRE_DIGITS},  {"refact", BPE_PRE_DIGITS},  {"command-r", BPE_PRE_DIGITS},
-    {"smollm", BPE_PRE_DIGITS},
-};
-
-rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* err) {
-  if (!uni_available())
-    return rlx_fail(err, RLX_UNIMPLEMENTED,
-                    "tokenizer: byte-level BPE needs Unicode classes, and this build has no "
-                    "ICU (install libicu-dev and rebuild)");
-  const char* want = pre[0] ? pre : "default";
-  size_t i = 0, n = sizeof pre_names / sizeof pre_names[0];
-  while (i < n && strcmp(pre_names[i].name, want) != 0) i++;
-  if (i == n)
-    return rlx_fail(err, RLX_UNIMPLEMENTED,
-                    "tokenizer: pre-tokenizer '%s' is not supported (supported: gpt-2, mpt, "
-                    "olmo, jais, llama-bpe, smaug-bpe, qwen2, starcoder, refact, command-r, "
-                    "smollm)",
-                    want);
-  t->pre = pre_names[i].pre;
-  /* Llama-3's tokenizer takes a piece that is a whole token as it is */
-  t->ignore_merges = t->pre == BPE_PRE_LLAMA3;
-  build_byte_table(t);
-  return read_merges(t, g, err);
-}
-
-/* ------------------------------------------------------------ pre-tokenizers */
-
-/* The piece being split: its code points and where each starts in bytes. */
-typedef struct cps {
-  uint32_t* c;
-  uint32_t* at; /* n + 1 byte offsets */
-  size_t n;
-} cps;
+/* Each matcher below implements one published regular expression (quoted
+ * above it): tried at code point i, it returns the end of the match, or i
+ * when the expression does not match there. */
 
 static int is_l(uint32_t c) { return uni_is_letter(c); }
 static int is_n(uint32_t c) { return uni_is_number(c); }
 static int is_s(uint32_t c) { return uni_is_space(c); }
+static int is_p(uint32_t c) { return uni_is_punct(c); }
 static int is_other(uint32_t c) { return !is_s(c) && !is_l(c) && !is_n(c); }
 static int is_crlf(uint32_t c) { return c == '\r' || c == '\n'; }
+static int is_ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
 
 static uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
@@ -169,8 +131,8 @@ static size_t run(const uint32_t* c, size_t end, size_t j, int (*cls)(uint32_t))
   return j;
 }
 
-/* \s+(?!\S) then \s+ : a run of white space, less its last character when
- * that one precedes a non-space (it then joins the next piece). */
+/* \s+(?!\S)|\s+ : a run of white space, less its last character when that
+ * one precedes a non-space (it then joins the next piece). */
 static size_t space_run(const uint32_t* c, size_t end, size_t i) {
   size_t w = run(c, end, i, is_s);
   if (w == i) return i + 1; /* not reached: every character is in some class */
@@ -178,7 +140,7 @@ static size_t space_run(const uint32_t* c, size_t end, size_t i) {
   return w - 1;
 }
 
-/* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static size_t match_gpt2(const uint32_t* c, size_t end, size_t i) {
   size_t j = contraction(c, end, i, 0);
   if (j) return j;
@@ -189,10 +151,9 @@ static size_t match_gpt2(const uint32_t* c, size_t end, size_t i) {
   return space_run(c, end, i);
 }
 
-/* Llama-3 (max_digits 3) and Qwen2 (1):
- * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}
- * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static size_t match_llama3(const uint32_t* c, size_t end, size_t i, size_t max_digits) {
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max}
+ * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   (Llama-3: max 3) */
+static size_t match_llama3_digits(const uint32_t* c, size_t end, size_t i, size_t max_digits) {
   size_t j = contraction(c, end, i, 1);
   if (j) return j;
   if (is_l(c[i])) return run(c, end, i, is_l);
@@ -212,33 +173,181 @@ static size_t match_llama3(const uint32_t* c, size_t end, size_t i, size_t max_d
   return space_run(c, end, i);
 }
 
-typedef rlx_status (*piece_fn)(rlx_tokenizer* t, const char* text, size_t len, tok_ids* ids);
-
-/* Splits code points [from, to) with the pre-tokenizer's matcher and hands
- * each piece's bytes to emit. */
-static rlx_status split_range(rlx_tokenizer* t, const char* text, const cps* p, size_t from,
-                              size_t to, piece_fn emit, tok_ids* ids) {
-  for (size_t i = from; i < to;) {
-    size_t j = t->pre == BPE_PRE_GPT2 || t->pre == BPE_PRE_DIGITS
-                   ? match_gpt2(p->c, to, i)
-                   : match_llama3(p->c, to, i, t->pre == BPE_PRE_QWEN2 ? 1 : 3);
-    RLX_RETURN_IF_ERROR(emit(t, text + p->at[i], p->at[j] - p->at[i], ids));
-    i = j;
-  }
-  return RLX_OK;
+static size_t match_llama3(const uint32_t* c, size_t end, size_t i) {
+  return match_llama3_digits(c, end, i, 3);
 }
 
-/* StarCoder's split: every number character alone, GPT-2's between them. */
-static rlx_status split_digits(rlx_tokenizer* t, const char* text, const cps* p, piece_fn emit,
-                               tok_ids* ids) {
-  size_t from = 0;
-  for (size_t i = 0; i < p->n; i++) {
-    if (!is_n(p->c[i])) continue;
-    RLX_RETURN_IF_ERROR(split_range(t, text, p, from, i, emit, ids));
-    RLX_RETURN_IF_ERROR(emit(t, text + p->at[i], p->at[i + 1] - p->at[i], ids));
-    from = i + 1;
+/* Qwen2: Llama-3's with \p{N} one at a time. */
+static size_t match_qwen2(const uint32_t* c, size_t end, size_t i) {
+  return match_llama3_digits(c, end, i, 1);
+}
+
+/* \p{N} */
+static size_t match_one_number(const uint32_t* c, size_t end, size_t i) {
+  (void)end;
+  return is_n(c[i]) ? i + 1 : i;
+}
+
+/* \p{N}+ */
+static size_t match_numbers(const uint32_t* c, size_t end, size_t i) {
+  return run(c, end, i, is_n);
+}
+
+/* [\p{P}\$\+<=>\^~\|`]+ : punctuation, with the ASCII symbols counted in */
+static int is_punct_or_ascii_symbol(uint32_t c) {
+  return is_p(c) || (c < 128 && strchr("$+<=>^~|`", (int)c) && c);
+}
+static size_t match_punct(const uint32_t* c, size_t end, size_t i) {
+  return run(c, end, i, is_punct_or_ascii_symbol);
+}
+
+/* [0-9][0-9][0-9] */
+static size_t match_three_digits(const uint32_t* c, size_t end, size_t i) {
+  return i + 3 <= end && is_ascii_digit(c[i]) && is_ascii_digit(c[i + 1]) &&
+                 is_ascii_digit(c[i + 2])
+             ? i + 3
+             : i;
+}
+
+/* [\r\n] */
+static size_t match_line_break(const uint32_t* c, size_t end, size_t i) {
+  (void)end;
+  return is_crlf(c[i]) ? i + 1 : i;
+}
+
+/* \s?X+ for a class X: one optional white space, then a run of X. */
+static size_t space_then_run(const uint32_t* c, size_t end, size_t i, int (*cls)(uint32_t)) {
+  if (cls(c[i])) return run(c, end, i, cls);
+  if (is_s(c[i]) && i + 1 < end && cls(c[i + 1])) return run(c, end, i + 1, cls);
+  return i;
+}
+
+/* \s?\p{L}+ and \s?\p{P}+ */
+static size_t match_space_letters(const uint32_t* c, size_t end, size_t i) {
+  return space_then_run(c, end, i, is_l);
+}
+static size_t match_space_punct(const uint32_t* c, size_t end, size_t i) {
+  return space_then_run(c, end, i, is_p);
+}
+
+/* [一-龥ࠀ-一가-퟿]+ : CJK ideographs, U+0800..U+4E00, Hangul syllables */
+static int is_cjk_range(uint32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x0800 && c <= 0x4E00) ||
+         (c >= 0xAC00 && c <= 0xD7FF);
+}
+static size_t match_cjk(const uint32_t* c, size_t end, size_t i) {
+  return run(c, end, i, is_cjk_range);
+}
+
+/* \s?[<cased letters>]+ : DeepSeek-LLM spells out the letters that have
+ * case (Latin, Greek, Cyrillic, ...); Unicode's cased-letter class (LC). */
+static int is_cased_letter(uint32_t c) { return uni_is_cased_letter(c); }
+static size_t match_space_cased(const uint32_t* c, size_t end, size_t i) {
+  return space_then_run(c, end, i, is_cased_letter);
+}
+
+/* \s?[!-/:-~！-／：-～‘-‟　-。]+ : ASCII and full-width punctuation and symbols */
+static int is_deepseek_punct(uint32_t c) {
+  return (c >= '!' && c <= '/') || (c >= ':' && c <= '~') || (c >= 0xFF01 && c <= 0xFF0F) ||
+         (c >= 0xFF1A && c <= 0xFF5E) || (c >= 0x2018 && c <= 0x201F) ||
+         (c >= 0x3000 && c <= 0x3002);
+}
+static size_t match_space_deepseek_punct(const uint32_t* c, size_t end, size_t i) {
+  return space_then_run(c, end, i, is_deepseek_punct);
+}
+
+/* \s+$ : white space that runs to the end of the piece */
+static size_t match_trailing_space(const uint32_t* c, size_t end, size_t i) {
+  size_t w = run(c, end, i, is_s);
+  return w == end ? w : i;
+}
+
+/* ------------------------------------------------------------ init */
+
+typedef struct pre_def {
+  const char* name;
+  bpe_pre pre;
+  bpe_match_fn stages[BPE_MAX_STAGES];
+} pre_def;
+
+/* tokenizer.ggml.pre values and the regular expressions each applies in
+ * turn (each to every piece the previous one left, matches and the text
+ * between them alike). */
+static const pre_def pre_defs[] = {
+    {"gpt-2", BPE_PRE_OTHER, {match_gpt2}},
+    {"default", BPE_PRE_OTHER, {match_gpt2}},
+    {"mpt", BPE_PRE_OTHER, {match_gpt2}},
+    {"olmo", BPE_PRE_OTHER, {match_gpt2}},
+    {"jais", BPE_PRE_OTHER, {match_gpt2}},
+    {"llama-bpe", BPE_PRE_LLAMA3, {match_llama3}},
+    {"llama3", BPE_PRE_LLAMA3, {match_llama3}},
+    {"smaug-bpe", BPE_PRE_LLAMA3, {match_llama3}},
+    {"qwen2", BPE_PRE_OTHER, {match_qwen2}},
+    {"starcoder", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
+    {"refact", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
+    {"command-r", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
+    {"smollm", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
+    {"falcon", BPE_PRE_OTHER, {match_punct, match_gpt2, match_three_digits}},
+    {"deepseek-coder", BPE_PRE_OTHER,
+     {match_line_break, match_space_letters, match_space_punct, match_cjk, match_one_number}},
+    {"deepseek-llm", BPE_PRE_OTHER,
+     {match_line_break, match_space_cased, match_space_deepseek_punct, match_trailing_space,
+      match_cjk, match_numbers}},
+};
+
+rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* err) {
+  if (!uni_available())
+    return rlx_fail(err, RLX_UNIMPLEMENTED,
+                    "tokenizer: byte-level BPE needs Unicode classes, and this build has no "
+                    "ICU (install libicu-dev and rebuild)");
+  const char* want = pre[0] ? pre : "default";
+  size_t i = 0, n = sizeof pre_defs / sizeof pre_defs[0];
+  while (i < n && strcmp(pre_defs[i].name, want) != 0) i++;
+  if (i == n)
+    return rlx_fail(err, RLX_UNIMPLEMENTED,
+                    "tokenizer: pre-tokenizer '%s' is not supported (supported: gpt-2, mpt, "
+                    "olmo, jais, llama-bpe, smaug-bpe, qwen2, starcoder, refact, command-r, "
+                    "smollm, falcon, deepseek-coder, deepseek-llm)",
+                    want);
+  t->pre = pre_defs[i].pre;
+  for (t->n_stages = 0; t->n_stages < BPE_MAX_STAGES && pre_defs[i].stages[t->n_stages];)
+    t->stages[t->n_stages] = pre_defs[i].stages[t->n_stages], t->n_stages++;
+  /* Llama-3's tokenizer takes a piece that is a whole token as it is */
+  t->ignore_merges = t->pre == BPE_PRE_LLAMA3;
+  build_byte_table(t);
+  return read_merges(t, g, err);
+}
+
+/* ------------------------------------------------------------ splitting */
+
+/* The text being split: its code points and where each starts in bytes. */
+typedef struct cps {
+  uint32_t* c;
+  uint32_t* at; /* n + 1 byte offsets */
+  size_t n;
+} cps;
+
+typedef rlx_status (*piece_fn)(rlx_tokenizer* t, const char* text, size_t len, tok_ids* ids);
+
+/* Splits code points [from, to) with stage k: its matches and the text
+ * between them each go on to stage k + 1; after the last stage, a piece's
+ * bytes go to emit. */
+static rlx_status split_stage(rlx_tokenizer* t, const char* text, const cps* p, int k,
+                              size_t from, size_t to, piece_fn emit, tok_ids* ids) {
+  if (from == to) return RLX_OK;
+  if (k == t->n_stages) return emit(t, text + p->at[from], p->at[to] - p->at[from], ids);
+  size_t gap = from;
+  for (size_t i = from; i < to;) {
+    size_t j = t->stages[k](p->c, to, i);
+    if (j == i) {
+      i++;
+      continue;
+    }
+    RLX_RETURN_IF_ERROR(split_stage(t, text, p, k + 1, gap, i, emit, ids));
+    RLX_RETURN_IF_ERROR(split_stage(t, text, p, k + 1, i, j, emit, ids));
+    gap = i = j;
   }
-  return split_range(t, text, p, from, p->n, emit, ids);
+  return split_stage(t, text, p, k + 1, gap, to, emit, ids);
 }
 
 /* ------------------------------------------------------------ merging a piece */
@@ -287,8 +396,7 @@ rlx_status bpe_encode(rlx_tokenizer* t, const char* text, size_t len, tok_ids* i
   }
   if (st == RLX_OK) {
     p.at[p.n] = (uint32_t)len;
-    st = t->pre == BPE_PRE_DIGITS ? split_digits(t, text, &p, encode_piece, ids)
-                                  : split_range(t, text, &p, 0, p.n, encode_piece, ids);
+    st = split_stage(t, text, &p, 0, 0, p.n, encode_piece, ids);
   }
   free(p.c);
   free(p.at);

@@ -62,6 +62,7 @@ int uni_is_letter(uint32_t cp) { return (U_GET_GC_MASK((UChar32)cp) & U_GC_L_MAS
 int uni_is_number(uint32_t cp) { return (U_GET_GC_MASK((UChar32)cp) & U_GC_N_MASK) != 0; }
 int uni_is_punct(uint32_t cp) { return (U_GET_GC_MASK((UChar32)cp) & U_GC_P_MASK) != 0; }
 int uni_is_space(uint32_t cp) { return u_isUWhiteSpace((UChar32)cp) != 0; }
+int uni_is_cased_letter(uint32_t cp) { return (U_GET_GC_MASK((UChar32)cp) & U_GC_LC_MASK) != 0; }
 #else
 int uni_available(void) { return 0; }
 
@@ -70,4 +71,5 @@ int uni_is_letter(uint32_t cp) { return (cp | 32) - 'a' < 26; }
 int uni_is_number(uint32_t cp) { return cp - '0' < 10; }
 int uni_is_punct(uint32_t cp) { return cp < 128 && cp > 32 && !uni_is_letter(cp) && !uni_is_number(cp); }
 int uni_is_space(uint32_t cp) { return cp == ' ' || (cp >= 9 && cp <= 13); }
+int uni_is_cased_letter(uint32_t cp) { return uni_is_letter(cp); }
 #endif

@@ -283,6 +283,9 @@ static const pre_def pre_defs[] = {
     {"llama3", BPE_PRE_LLAMA3, {match_llama3}},
     {"smaug-bpe", BPE_PRE_LLAMA3, {match_llama3}},
     {"qwen2", BPE_PRE_OTHER, {match_qwen2}},
+    /* Qwen3.5: Qwen2's split reproduces all 50 of llama.cpp's vectors, combining
+     * marks included; whether its published pattern differs elsewhere is unchecked */
+    {"qwen35", BPE_PRE_OTHER, {match_qwen2}},
     {"starcoder", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
     {"refact", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
     {"command-r", BPE_PRE_OTHER, {match_one_number, match_gpt2}},
@@ -306,8 +309,8 @@ rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* e
   if (i == n)
     return rlx_fail(err, RLX_UNIMPLEMENTED,
                     "tokenizer: pre-tokenizer '%s' is not supported (supported: gpt-2, mpt, "
-                    "olmo, jais, llama-bpe, smaug-bpe, qwen2, starcoder, refact, command-r, "
-                    "smollm, falcon, deepseek-coder, deepseek-llm)",
+                    "olmo, jais, llama-bpe, smaug-bpe, qwen2, qwen35, starcoder, refact, "
+                    "command-r, smollm, falcon, deepseek-coder, deepseek-llm)",
                     want);
   t->pre = pre_defs[i].pre;
   for (t->n_stages = 0; t->n_stages < BPE_MAX_STAGES && pre_defs[i].stages[t->n_stages];)

@@ -1,5 +1,9 @@
 /* Fuzz target: tokenizers on arbitrary bytes (invalid UTF-8 included) must
- * never crash, and byte-level BPE must decode back to exactly the input.
+ * never crash, and byte-level BPE must decode back to exactly the input
+ * where every byte's character is a plain token (Falcon and StarCoder lack
+ * some, such as 'ÿ', which are dropped; DeepSeek-LLM stores some only as
+ * user-defined tokens, which decode as their text, as llama.cpp does:
+ * those are checked for crashes only).
  * The first byte picks a vocab from llama.cpp's test data (loaded once;
  * without third_party/llama.cpp every input is a no-op) and the flags. */
 #include <stdint.h>
@@ -11,7 +15,9 @@
 
 static const char* const vocabs[] = {"gpt-2", "llama-bpe", "qwen2", "falcon", "deepseek-llm",
                                      "starcoder", "llama-spm", "phi-3"};
-enum { N_VOCABS = sizeof vocabs / sizeof vocabs[0], FIRST_SPM = 6 };
+enum { N_VOCABS = sizeof vocabs / sizeof vocabs[0] };
+/* the vocabs whose encode / decode must round-trip every byte string */
+static const int round_trips[N_VOCABS] = {1, 1, 1, 0, 0, 0, 0, 0};
 static rlx_tokenizer* loaded[N_VOCABS];
 static int tried[N_VOCABS];
 
@@ -42,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rlx_tokenizer_decode(t, ids, n, flags & RLX_TOKENIZE_PARSE_SPECIAL, &back, &back_len) ==
       RLX_OK) {
     int plain = !(flags & RLX_TOKENIZE_ADD_SPECIAL);
-    if (which < FIRST_SPM && plain && (back_len != len || memcmp(back, text, len) != 0)) {
+    if (round_trips[which] && plain && (back_len != len || memcmp(back, text, len) != 0)) {
       fprintf(stderr, "%s: decode(encode(x)) != x\n", vocabs[which]);
       abort();
     }

@@ -381,10 +381,10 @@ static rlx_status encode_piece(rlx_tokenizer* t, const char* s, size_t len, tok_
   int32_t whole = st == RLX_OK && t->ignore_merges ? tok_find(t, mapped, m) : -1;
   if (whole >= 0) st = tok_ids_push(ids, whole, &t->err);
   else if (st == RLX_OK) st = tok_merge(t, mapped, syms, (int32_t)len, bpe_pair, &t->err);
-  for (int32_t i = 0; whole < 0 && st == RLX_OK && i >= 0 && len; i = syms[i].next) {
-    int32_t id = syms[i].id >= 0 ? syms[i].id : t->unk;
-    if (id >= 0) st = tok_ids_push(ids, id, &t->err);
-  }
+  /* a byte whose character the vocab lacks (Falcon has no 'ÿ') is dropped,
+   * as the Hugging Face tokenizer does without an unknown token */
+  for (int32_t i = 0; whole < 0 && st == RLX_OK && i >= 0 && len; i = syms[i].next)
+    if (syms[i].id >= 0) st = tok_ids_push(ids, syms[i].id, &t->err);
   free(mapped);
   free(syms);
   return st;

@@ -343,13 +343,19 @@ rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size_t len, 
   if (!t || (!text && len) || !out_ids || !out_n) return RLX_INVALID_ARGUMENT;
   *out_ids = NULL;
   *out_n = 0;
+  if (len >= INT32_MAX) /* symbols and code points are indexed in 32 bits */
+    return rlx_fail(&t->err, RLX_INVALID_ARGUMENT, "tokenizer: a text of %zu bytes is over 2 GiB",
+                    len);
   tok_ids ids = {0};
   int add = (flags & RLX_TOKENIZE_ADD_SPECIAL) != 0;
   rlx_status s = RLX_OK;
   if (add && t->add_bos && t->bos >= 0) s = tok_ids_push(&ids, t->bos, &t->err);
   if (s == RLX_OK) s = encode_all(t, text ? text : "", len, flags, &ids);
   if (s == RLX_OK && add && t->add_eos && t->eos >= 0) s = tok_ids_push(&ids, t->eos, &t->err);
-  if (s == RLX_OK && !ids.v) s = tok_ids_push(&ids, 0, &t->err), ids.n = 0; /* never NULL */
+  if (s == RLX_OK && !ids.v) { /* no ids: still hand back an allocation, never NULL */
+    ids.v = malloc(sizeof *ids.v);
+    if (!ids.v) s = rlx_fail(&t->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  }
   if (s != RLX_OK) {
     free(ids.v);
     return s;

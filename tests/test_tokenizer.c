@@ -119,10 +119,11 @@ static const char* const supported[] = {"gpt-2",     "llama-bpe", "llama-spm", "
                                         "phi-3",     "starcoder", "refact",    "command-r", "mpt", "falcon", "deepseek-coder", "deepseek-llm",
                                         "qwen35"};
 
+static int show_failures; /* -v: print each failing vector */
+
 TEST(vocab_vectors) {
-  int verbose = getenv("RLX_TEST_VERBOSE") != NULL;
   for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
-    counts c = run_vocab(supported[i], verbose);
+    counts c = run_vocab(supported[i], show_failures);
     CHECK_MSG(c.inputs > 30 && c.encoded == c.inputs, "vocab %s: %d/%d", supported[i],
               c.encoded, c.inputs);
     CHECK_MSG(c.decoded == c.inputs, "vocab %s decode %d/%d",
@@ -411,7 +412,8 @@ TEST(mini_refusals) {
   }
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  show_failures = argc > 1 && strcmp(argv[1], "-v") == 0;
   RUN(mini_spm);
   RUN(mini_bpe);
   RUN(mini_refusals);

@@ -190,8 +190,10 @@ static rlx_status build_specials(rlx_tokenizer* t, rlx_error* err) {
   for (int32_t i = 0; i < t->n_tokens; i++) {
     size_t n;
     (void)tok_text(t, i, &n);
-    if (n && (t->types[i] == TOK_CONTROL || t->types[i] == TOK_USER_DEFINED))
+    if (n && (t->types[i] == TOK_CONTROL || t->types[i] == TOK_USER_DEFINED)) {
       list[t->n_specials++] = (sized_id){n, i};
+      t->special_first[(unsigned char)t->text[t->text_at[i]]] = 1;
+    }
   }
   qsort(list, (size_t)t->n_specials, sizeof *list, longer_first);
   for (int32_t k = 0; k < t->n_specials; k++) t->specials[k] = list[k].id;
@@ -201,6 +203,7 @@ static rlx_status build_specials(rlx_tokenizer* t, rlx_error* err) {
 
 /* The special token starting at s[0..n) that this call may split out, or -1. */
 static int32_t special_at(const rlx_tokenizer* t, const char* s, size_t n, int parse_control) {
+  if (!t->special_first[(unsigned char)s[0]]) return -1; /* most positions: no scan */
   for (int32_t k = 0; k < t->n_specials; k++) {
     int32_t id = t->specials[k];
     if (!parse_control && t->types[id] == TOK_CONTROL) continue;

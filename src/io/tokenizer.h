@@ -70,6 +70,7 @@ struct rlx_tokenizer {
   int16_t cp_byte[324];   /* BPE: the inverse (-1: not a byte's code point) */
   int32_t* specials;   /* control and user-defined tokens, longest first */
   int32_t n_specials;
+  uint8_t special_first[256]; /* 1 for a byte some special token starts with */
   rlx_error err;
 };
 

@@ -1090,7 +1090,9 @@ RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
  * converted). Everything is checked against the file's size at open: a
  * malformed file is RLX_INVALID_ARGUMENT (version 1, big-endian files and
  * unknown tensor types RLX_UNIMPLEMENTED) with a message naming the file,
- * the item and the problem; nothing is read outside the file afterwards. */
+ * the item and the problem; nothing is read outside the file afterwards.
+ * As with any mapping, the file must not be truncated while it is open
+ * (reading a tensor past the new end would fault). */
 typedef struct rlx_gguf rlx_gguf;
 
 /* Metadata value types, numbered as in the file. */

@@ -1327,6 +1327,151 @@ RLX_API rlx_graph* rlx_llm_graph(rlx_llm* m);
  * checkpoint, converted to f32, and the RoPE tables. Message on m. */
 RLX_API rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e);
 
+
+/* ------------------------------------------------------------------ GGUF files */
+
+/* A GGUF model file (versions 2 and 3, little-endian), memory-mapped
+ * read-only: metadata key/values, tensor infos, and pointers to each
+ * tensor's bytes inside the map (quantized blocks as stored, never
+ * converted). Everything is checked against the file's size at open: a
+ * malformed file is RLX_INVALID_ARGUMENT (version 1, big-endian files and
+ * unknown tensor types RLX_UNIMPLEMENTED) with a message naming the file,
+ * the item and the problem; nothing is read outside the file afterwards.
+ * As with any mapping, the file must not be truncated while it is open
+ * (reading a tensor past the new end would fault). */
+typedef struct rlx_gguf rlx_gguf;
+
+/* Metadata value types, numbered as in the file. */
+typedef enum rlx_gguf_type {
+  RLX_GGUF_U8 = 0, RLX_GGUF_I8 = 1, RLX_GGUF_U16 = 2, RLX_GGUF_I16 = 3,
+  RLX_GGUF_U32 = 4, RLX_GGUF_I32 = 5, RLX_GGUF_F32 = 6, RLX_GGUF_BOOL = 7,
+  RLX_GGUF_STRING = 8, RLX_GGUF_ARRAY = 9, RLX_GGUF_U64 = 10, RLX_GGUF_I64 = 11,
+  RLX_GGUF_F64 = 12
+} rlx_gguf_type;
+
+/* A string inside the map: len bytes, not NUL-terminated (valid until
+ * rlx_gguf_close). */
+typedef struct rlx_gguf_string {
+  const char* data;
+  uint64_t len;
+} rlx_gguf_string;
+
+/* One tensor. dims are in the file's order: dims[0] varies fastest (ggml's
+ * ne[0]), so the row-major shape is dims reversed. type is the ggml type id
+ * (0 f32, 1 f16, 2 q4_0, 8 q8_0, 12 q4_K, 30 bf16, ...). data points into the
+ * map (read-only) and holds bytes bytes: for a block type, dims[0] is a
+ * multiple of the block's element count and bytes = numel / block elements
+ * x block bytes. offset is from the start of the file's data section. */
+typedef struct rlx_gguf_tensor_info {
+  const char* name;
+  int32_t n_dims;
+  int64_t dims[RLX_MAX_RANK];
+  int64_t numel;
+  uint32_t type;
+  const char* type_name;
+  uint64_t offset;
+  uint64_t bytes;
+  const void* data;
+} rlx_gguf_tensor_info;
+
+/* Opens and checks path. On failure *out is NULL and, if out_error is not
+ * NULL, it receives a malloc'd message (rlx_free). */
+RLX_API rlx_status rlx_gguf_open(const char* path, rlx_gguf** out, char** out_error);
+RLX_API void rlx_gguf_close(rlx_gguf* g);
+/* The message of the last failed call on g. */
+RLX_API const char* rlx_gguf_last_error(const rlx_gguf* g);
+RLX_API uint32_t rlx_gguf_version(const rlx_gguf* g);
+/* general.alignment (32 when absent): every tensor offset is a multiple. */
+RLX_API uint32_t rlx_gguf_alignment(const rlx_gguf* g);
+
+/* Metadata. Keys are indexed 0..count-1 in file order. */
+RLX_API int64_t rlx_gguf_kv_count(const rlx_gguf* g);
+/* Index of key, or -1 when absent. */
+RLX_API int64_t rlx_gguf_find_key(const rlx_gguf* g, const char* key);
+RLX_API rlx_status rlx_gguf_key(const rlx_gguf* g, int64_t i, const char** out_key);
+RLX_API rlx_status rlx_gguf_kv_type(const rlx_gguf* g, int64_t i, rlx_gguf_type* out_type);
+/* Scalar getters: get_u64 / get_i64 take any integer type whose value fits
+ * (and bool), get_f64 any number, get_bool a bool, get_string a string;
+ * another type is RLX_INVALID_ARGUMENT naming the key and its type. */
+RLX_API rlx_status rlx_gguf_get_u64(rlx_gguf* g, int64_t i, uint64_t* out);
+RLX_API rlx_status rlx_gguf_get_i64(rlx_gguf* g, int64_t i, int64_t* out);
+RLX_API rlx_status rlx_gguf_get_f64(rlx_gguf* g, int64_t i, double* out);
+RLX_API rlx_status rlx_gguf_get_bool(rlx_gguf* g, int64_t i, int32_t* out);
+RLX_API rlx_status rlx_gguf_get_string(rlx_gguf* g, int64_t i, rlx_gguf_string* out);
+/* Arrays (of any scalar type or of strings; arrays of arrays are refused at
+ * open): element type and length, then element j with the getters' rules.
+ * rlx_gguf_array_data gives a numeric array's elements as stored
+ * (little-endian, packed, possibly unaligned). */
+RLX_API rlx_status rlx_gguf_array_info(rlx_gguf* g, int64_t i, rlx_gguf_type* out_elem_type,
+                                       uint64_t* out_len);
+RLX_API rlx_status rlx_gguf_array_data(rlx_gguf* g, int64_t i, const void** out_data);
+RLX_API rlx_status rlx_gguf_array_u64(rlx_gguf* g, int64_t i, uint64_t j, uint64_t* out);
+RLX_API rlx_status rlx_gguf_array_i64(rlx_gguf* g, int64_t i, uint64_t j, int64_t* out);
+RLX_API rlx_status rlx_gguf_array_f64(rlx_gguf* g, int64_t i, uint64_t j, double* out);
+RLX_API rlx_status rlx_gguf_array_bool(rlx_gguf* g, int64_t i, uint64_t j, int32_t* out);
+RLX_API rlx_status rlx_gguf_array_string(rlx_gguf* g, int64_t i, uint64_t j,
+                                         rlx_gguf_string* out);
+RLX_API const char* rlx_gguf_type_name(rlx_gguf_type t);
+
+/* Tensors, indexed 0..count-1 in file order. */
+RLX_API int64_t rlx_gguf_tensor_count(const rlx_gguf* g);
+/* Index of the tensor called name, or -1. */
+RLX_API int64_t rlx_gguf_find_tensor(const rlx_gguf* g, const char* name);
+RLX_API rlx_status rlx_gguf_tensor(rlx_gguf* g, int64_t i, rlx_gguf_tensor_info* out);
+/* A ggml type's name ("q4_K") and block geometry (elements per block,
+ * bytes per block; 1 and the element size for plain types). NULL /
+ * RLX_UNIMPLEMENTED for an id this build does not know. */
+RLX_API const char* rlx_ggml_type_name(uint32_t type);
+RLX_API rlx_status rlx_ggml_type_block(uint32_t type, int64_t* out_block_elems,
+                                       int64_t* out_block_bytes);
+
+
+/* ------------------------------------------------------------------ tokenizers */
+
+/* A tokenizer built from a GGUF file's tokenizer.ggml.* metadata (tokens,
+ * scores, token_type, merges, bos / eos / unknown ids, add_bos_token,
+ * add_eos_token, add_space_prefix, pre). Families:
+ *   model "gpt2"   byte-level BPE; pre-tokenizers gpt-2 (also mpt, olmo,
+ *                  jais, default), llama-bpe (Llama-3; also llama3,
+ *                  smaug-bpe), qwen2, starcoder (also refact, command-r,
+ *                  smollm). Needs a build with ICU (Unicode classes).
+ *   model "llama"  SentencePiece with scores and <0xXX> byte fallback
+ *                  (Llama 1/2, Mistral, Phi-3).
+ * Another model or pre-tokenizer is RLX_UNIMPLEMENTED naming it. The
+ * tokenizer copies what it needs: the GGUF may be closed afterwards. */
+typedef struct rlx_tokenizer rlx_tokenizer;
+
+RLX_API rlx_status rlx_tokenizer_from_gguf(rlx_gguf* g, rlx_tokenizer** out, char** out_error);
+/* rlx_gguf_open + rlx_tokenizer_from_gguf + rlx_gguf_close. */
+RLX_API rlx_status rlx_tokenizer_load(const char* path, rlx_tokenizer** out, char** out_error);
+RLX_API void rlx_tokenizer_destroy(rlx_tokenizer* t);
+RLX_API const char* rlx_tokenizer_last_error(const rlx_tokenizer* t);
+/* "gpt2 (llama-bpe)", "llama (default)": model and pre-tokenizer. */
+RLX_API const char* rlx_tokenizer_kind(const rlx_tokenizer* t);
+RLX_API int32_t rlx_tokenizer_vocab_size(const rlx_tokenizer* t);
+/* Begin / end of sequence ids, -1 when the vocab has none. */
+RLX_API int32_t rlx_tokenizer_bos(const rlx_tokenizer* t);
+RLX_API int32_t rlx_tokenizer_eos(const rlx_tokenizer* t);
+/* The vocab's text of token id (its stored form: byte-level characters,
+ * '▁' for spaces; not NUL-terminated). */
+RLX_API rlx_status rlx_tokenizer_token_text(rlx_tokenizer* t, int32_t id, const char** out,
+                                            size_t* out_len);
+
+/* Encode flags. ADD_SPECIAL: BOS / EOS where the vocab asks for them.
+ * PARSE_SPECIAL: control tokens written in the text ("<|eot_id|>") become
+ * their ids (user-defined tokens always do); in decode, control tokens are
+ * written out instead of dropped. */
+enum { RLX_TOKENIZE_ADD_SPECIAL = 1, RLX_TOKENIZE_PARSE_SPECIAL = 2 };
+/* Token ids of len bytes of UTF-8 text. *out_ids is malloc'd (rlx_free;
+ * never NULL, even for no ids). */
+RLX_API rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size_t len,
+                                        int32_t flags, int32_t** out_ids, int64_t* out_n);
+/* The text of n ids, NUL-terminated and malloc'd (rlx_free); *out_len (may
+ * be NULL) is its byte count. SentencePiece drops the space its prefix put
+ * before the first word. An id outside the vocab is RLX_INVALID_ARGUMENT. */
+RLX_API rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, int64_t n,
+                                        int32_t flags, char** out_text, size_t* out_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -472,4 +472,21 @@ printf 'garbage\n' > "$TMP/garbage.rlx"
 bad "unparsable graph" 1 -- "$RLX" run "$TMP/garbage.rlx"
 has "$ERR" "garbage.rlx:1:1: " "a parse error names path:line:col"
 
+# GGUF files and tokenizers (llama.cpp's vocab test data, when present)
+VOCABS=third_party/llama.cpp/models
+if [ -f "$VOCABS/ggml-vocab-gpt-2.gguf" ]; then
+  ok "tokenize gpt-2" -- "$RLX" tokenize "$VOCABS/ggml-vocab-gpt-2.gguf" "Hello world, this is GPT-2!"
+  has "$OUT" "^\[15496, 995, 11, 428, 318, 402, 11571, 12, 17, 0\]$" "GPT-2 ids"
+  ok "tokenize --decode" -- "$RLX" tokenize "$VOCABS/ggml-vocab-gpt-2.gguf" --decode "15496,995"
+  has "$OUT" "^Hello world$" "decoded text"
+  ok "tokenize llama-3 specials" -- "$RLX" tokenize "$VOCABS/ggml-vocab-llama-bpe.gguf" "<|eot_id|>Hi" --pieces
+  has "$OUT" "128000 -> '<|begin_of_text|>'" "BOS added"
+  has "$OUT" "128009 -> '<|eot_id|>'" "special token parsed"
+  bad "tokenize a non-GGUF" 1 -- "$RLX" tokenize "$DATA/neg.rlx" "x"
+  has "$ERR" "neg.rlx.*not a GGUF file" "names the file"
+  ok "info gguf" -- "$RLX" info "$VOCABS/ggml-vocab-llama-spm.gguf"
+  has "$OUT" "GGUF version 3, alignment 32, 22 metadata keys, 0 tensors" "GGUF header line"
+  has "$OUT" "tokenizer.ggml.tokens  *string\[32000\]" "token array listed"
+fi
+
 echo "cli.sh: all $checks checks passed"

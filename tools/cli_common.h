@@ -24,6 +24,7 @@ int cmd_generate(int argc, char** argv);
 int cmd_example(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_train(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 
 /* ------------------------------------------------------------ diagnostics */
 

@@ -34,9 +34,13 @@ static void usage(FILE* f) {
           "safetensors shards prints its tensor table instead (name, dtype, shape,\n"
           "bytes, shard) and its __metadata__; a folder's config.json is\n"
           "summarised first when it describes a supported LLM.\n"
+          "A GGUF file (.gguf, or any file starting with the GGUF magic) is listed\n"
+          "instead: its version, alignment, every metadata key with its type and\n"
+          "value (long arrays and strings shortened), and the tensor table (name,\n"
+          "ggml type, dims in the file's order, bytes, data offset).\n"
           "\n"
           "options:\n"
-          "  --json              one JSON object instead of the table\n");
+          "  --json              one JSON object instead of the table (not for GGUF)\n");
 }
 
 static const char* const k_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
@@ -337,6 +341,111 @@ static int info_safetensors(const char* cmd, const char* file, int json) {
     safetensors_table(file, st);
   }
   rlx_safetensors_close(st);
+/* ------------------------------------------------------------ GGUF files */
+
+static int is_gguf(const char* file) {
+  FILE* f = fopen(file, "rb");
+  char magic[4] = {0};
+  int yes = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+  if (f) fclose(f);
+  return yes;
+}
+
+/* A string value, quoted, control bytes escaped, cut after max bytes. */
+static void print_gguf_string(rlx_gguf_string s, uint64_t max) {
+  putchar('"');
+  for (uint64_t i = 0; i < s.len && i < max; i++) {
+    unsigned char c = (unsigned char)s.data[i];
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+    else putchar(c);
+  }
+  printf(s.len > max ? "\"..." : "\"");
+}
+
+/* One value: element j of an array (is_array) or the scalar of key i. */
+static void print_gguf_value(rlx_gguf* g, int64_t i, rlx_gguf_type t, int is_array, uint64_t j) {
+  rlx_gguf_string s;
+  uint64_t u;
+  int64_t v;
+  double d;
+  int32_t b;
+  rlx_status st = RLX_OK;
+  if (t == RLX_GGUF_STRING) {
+    st = is_array ? rlx_gguf_array_string(g, i, j, &s) : rlx_gguf_get_string(g, i, &s);
+    if (st == RLX_OK) print_gguf_string(s, is_array ? 24 : 72);
+  } else if (t == RLX_GGUF_BOOL) {
+    st = is_array ? rlx_gguf_array_bool(g, i, j, &b) : rlx_gguf_get_bool(g, i, &b);
+    if (st == RLX_OK) printf("%s", b ? "true" : "false");
+  } else if (t == RLX_GGUF_F32 || t == RLX_GGUF_F64) {
+    st = is_array ? rlx_gguf_array_f64(g, i, j, &d) : rlx_gguf_get_f64(g, i, &d);
+    if (st == RLX_OK) printf("%.9g", d);
+  } else if (t == RLX_GGUF_U8 || t == RLX_GGUF_U16 || t == RLX_GGUF_U32 || t == RLX_GGUF_U64) {
+    st = is_array ? rlx_gguf_array_u64(g, i, j, &u) : rlx_gguf_get_u64(g, i, &u);
+    if (st == RLX_OK) printf("%llu", (unsigned long long)u);
+  } else {
+    st = is_array ? rlx_gguf_array_i64(g, i, j, &v) : rlx_gguf_get_i64(g, i, &v);
+    if (st == RLX_OK) printf("%lld", (long long)v);
+  }
+  if (st != RLX_OK) printf("?");
+}
+
+static void print_gguf_kv(rlx_gguf* g, int64_t i) {
+  const char* key = "?";
+  rlx_gguf_type t = RLX_GGUF_U8;
+  (void)rlx_gguf_key(g, i, &key);
+  (void)rlx_gguf_kv_type(g, i, &t);
+  if (t != RLX_GGUF_ARRAY) {
+    printf("  %-40s %-14s ", key, rlx_gguf_type_name(t));
+    print_gguf_value(g, i, t, 0, 0);
+    putchar('\n');
+    return;
+  }
+  rlx_gguf_type et = RLX_GGUF_U8;
+  uint64_t len = 0;
+  (void)rlx_gguf_array_info(g, i, &et, &len);
+  char type[48];
+  snprintf(type, sizeof type, "%s[%llu]", rlx_gguf_type_name(et), (unsigned long long)len);
+  printf("  %-40s %-14s [", key, type);
+  for (uint64_t j = 0; j < len && j < 8; j++) {
+    printf("%s", j ? ", " : "");
+    print_gguf_value(g, i, et, 1, j);
+  }
+  printf("%s]\n", len > 8 ? ", ..." : "");
+}
+
+static void print_gguf_tensor(rlx_gguf* g, int64_t i) {
+  rlx_gguf_tensor_info t;
+  if (rlx_gguf_tensor(g, i, &t) != RLX_OK) return;
+  char dims[160] = "";
+  size_t at = 0;
+  for (int32_t d = 0; d < t.n_dims && at < sizeof dims; d++)
+    at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%lld", d ? " x " : "",
+                           (long long)t.dims[d]);
+  printf("  %-40s %-8s %-24s %14llu %14llu\n", t.name, t.type_name, dims,
+         (unsigned long long)t.bytes, (unsigned long long)t.offset);
+}
+
+static int info_gguf(const char* cmd, const char* file, int json) {
+  if (json) {
+    cli_error(cmd, "--json is not available for GGUF files");
+    return CLI_USAGE;
+  }
+  rlx_gguf* g = NULL;
+  char* msg = NULL;
+  if (rlx_gguf_open(file, &g, &msg) != RLX_OK) {
+    cli_error(cmd, "%s", msg ? msg : "cannot open the GGUF file");
+    rlx_free(msg);
+    return CLI_FAIL;
+  }
+  printf("%s: GGUF version %u, alignment %u, %lld metadata keys, %lld tensors\n\nmetadata:\n",
+         file, rlx_gguf_version(g), rlx_gguf_alignment(g), (long long)rlx_gguf_kv_count(g),
+         (long long)rlx_gguf_tensor_count(g));
+  for (int64_t i = 0; i < rlx_gguf_kv_count(g); i++) print_gguf_kv(g, i);
+  printf("\ntensors (dims in file order, fastest first):\n  %-40s %-8s %-24s %14s %14s\n",
+         "name", "type", "dims", "bytes", "offset");
+  for (int64_t i = 0; i < rlx_gguf_tensor_count(g); i++) print_gguf_tensor(g, i);
+  rlx_gguf_close(g);
   return CLI_OK;
 }
 
@@ -368,6 +477,7 @@ int cmd_info(int argc, char** argv) {
     return CLI_USAGE;
   }
   if (is_safetensors_path(file)) return info_safetensors(cmd, file, json);
+  if (is_gguf(file)) return info_gguf(cmd, file, json);
   rlx_graph* g = NULL;
   int rc = cli_load_graph(cmd, file, &g);
   op_tables* t = rc == CLI_OK ? calloc(1, sizeof *t) : NULL;

@@ -20,6 +20,7 @@ static const command k_commands[] = {
     {"generate", cmd_generate, "greedy/sampled token generation with a GPT-style graph"},
     {"example", cmd_example, "print a bundled example graph (gpt) in the text format"},
     {"train", cmd_train, "train the built-in GPT on a text, or fine-tune an ONNX model"},
+    {"tokenize", cmd_tokenize, "token ids of a text under a GGUF model's tokenizer (--decode back)"},
 };
 enum { N_COMMANDS = sizeof k_commands / sizeof k_commands[0] };
 

@@ -9,7 +9,7 @@
 #   scripts/setup.sh --dev    also graphviz
 set -euo pipefail
 
-packages=(build-essential git cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch gnuplot-nox libjson-c-dev)
+packages=(build-essential git cmake pkg-config python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pytest python3-onnx libopenblas-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers clang libclang-rt-14-dev python3-torch gnuplot-nox libjson-c-dev libicu-dev)
 if [[ "${1:-}" == "--dev" ]]; then
   packages+=(graphviz)
 fi

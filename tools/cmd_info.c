@@ -341,6 +341,9 @@ static int info_safetensors(const char* cmd, const char* file, int json) {
     safetensors_table(file, st);
   }
   rlx_safetensors_close(st);
+  return CLI_OK;
+}
+
 /* ------------------------------------------------------------ GGUF files */
 
 static int is_gguf(const char* file) {

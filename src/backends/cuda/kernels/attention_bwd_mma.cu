@@ -162,6 +162,33 @@ RLXK_DEV void accumulate_16xD(float acc[D / 8][4], const float w[8][4], const ui
   }
 }
 
+/* The band of a causal / sliding / unmasked tile in tile-relative
+ * positions: key kk of the tile at k0 is visible to query qq of the tile
+ * at q0 iff qq < q_rows, kk < k_rows and lo < kk - qq <= hi (Sk - Sq
+ * shifts the diagonal). For the tiles attn_tile_open rejects (diagonal,
+ * edges): small ints instead of masked_score's 64-bit positions and mask
+ * switch per element. Bounds are clamped beyond the tile's +-64 range. */
+struct Band {
+  int q_rows, k_rows, lo, hi;
+};
+RLXK_DEV bool band_mask(const rlxk_attn& a) {
+  return a.softcap == 0.0f &&
+         (a.mask == RLX_MASK_NONE || a.mask == RLX_MASK_CAUSAL || a.mask == RLX_MASK_SLIDING);
+}
+RLXK_DEV int clamp_band(int64_t x) { return (int)min(max(x, (int64_t)-129), (int64_t)129); }
+RLXK_DEV Band tile_band(const rlxk_attn& a, int64_t q0, int64_t k0) {
+  const int64_t diag = a.Sk - a.Sq - (k0 - q0); /* kk - qq on the causal diagonal */
+  Band band;
+  band.q_rows = clamp_band(a.Sq - q0);
+  band.k_rows = clamp_band(a.Sk - k0);
+  band.hi = a.mask == RLX_MASK_NONE ? 129 : clamp_band(diag);
+  band.lo = a.mask == RLX_MASK_SLIDING ? clamp_band(diag - a.window) : -129;
+  return band;
+}
+RLXK_DEV bool band_sees(const Band& band, int qq, int kk) {
+  return qq < band.q_rows && kk < band.k_rows && kk - qq <= band.hi && kk - qq > band.lo;
+}
+
 /* Dots s (rows row0 + g + 8 (e >> 1), columns col0 + 8 n + 2 t + (e & 1);
  * kKeyRows: rows are keys and columns queries, else the reverse) become
  * P = exp(score - lse) (0 where masked) and, with grads, dp becomes
@@ -188,6 +215,23 @@ RLXK_DEV void probs(const rlxk_attn& a, const char* mask, int64_t b, int64_t h, 
     return;
   }
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  if (band_mask(a)) { /* diagonal / edge tiles of the common masks: the same rule in small ints */
+    const Band band = kKeyRows ? tile_band(a, col0, row0) : tile_band(a, row0, col0);
+    const float scale2 = a.scale * kLog2e;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float lse, del;
+        stat(n, e, &lse, &del);
+        const int r = g + 8 * (e >> 1), c = 8 * n + 2 * t + (e & 1);
+        const bool vis = kKeyRows ? band_sees(band, c, r) : band_sees(band, r, c);
+        float pr = vis && lse != -INFINITY ? exp2f(fmaf(s[n][e], scale2, -lse * kLog2e)) : 0.0f;
+        s[n][e] = pr;
+        if (grads) dp[n][e] = pr * (dp[n][e] - del) * a.scale;
+      }
+    return;
+  }
 #pragma unroll
   for (int n = 0; n < 8; n++)
 #pragma unroll
@@ -365,6 +409,15 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
       for (int n = 0; n < 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) s[n][e] *= scale2;
+    } else if (band_mask(a)) { /* diagonal / edge tiles of the common masks */
+      const Band band = tile_band(a, wi0, k0);
+      const float scale2 = a.scale * kLog2e;
+#pragma unroll
+      for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          s[n][e] = band_sees(band, g + 8 * (e >> 1), 8 * n + 2 * t + (e & 1)) ? s[n][e] * scale2
+                                                                                 : -INFINITY;
     } else {
 #pragma unroll
       for (int n = 0; n < 8; n++)

@@ -30,7 +30,7 @@
 #include "passes/lower.h"
 #include "runtime/executable.h"
 
-#define MAX_IN 8
+#define MAX_IN 10
 
 typedef struct pcase {
   rlx_graph* g;
@@ -492,7 +492,7 @@ static void c_attention_backward_tiled(pcase* c, int v) {
  * drawn; Sq and Sk are not multiples of 64 (partial tiles at both ends,
  * the causal diagonal offset by Sk - Sq). S <= 160: lavapipe runs the
  * same cases. Query lengths in [sq_lo, sq_hi]. */
-static void attention_backward_half(pcase* c, int v, int64_t sq_lo, int64_t sq_hi) {
+static void attention_backward_half_node(pcase* c, int v, int64_t sq_lo, int64_t sq_hi, rlx_tensor g[3]) {
   rlx_attention_desc d = {0};
   rlx_dtype t = v >= 10 ? RLX_BF16 : RLX_F16;
   c->compute = t;
@@ -512,13 +512,17 @@ static void attention_backward_half(pcase* c, int v, int64_t sq_lo, int64_t sq_h
   }
   rlx_tensor x[4] = {input(c, RLX_F32, qs, 4), input(c, RLX_F32, ks, 4), input(c, RLX_F32, ks, 4),
                      input(c, RLX_F32, qs, 4)};
-  rlx_tensor mask = RLX_NONE, y, g[3];
+  rlx_tensor mask = RLX_NONE, y;
   if (d.mask == RLX_MASK_CUSTOM || d.mask == RLX_MASK_BIAS) mask = input(c, RLX_F32, ms, 4);
   if (d.mask == RLX_MASK_CUSTOM) rlx_graph_add_activation(c->g, RLX_ACT_ABS, mask, &mask);
   for (int i = 0; i < 4; i++) rlx_graph_add_cast(c->g, x[i], t, &x[i]);
   rlx_graph_add_attention(c->g, x[0], x[1], x[2], mask, &d, &y);
   rlx_graph_add_attention_backward(c->g, x[0], x[1], x[2], mask, y, x[3], &d, &g[0], &g[1], &g[2]);
   for (int i = 0; i < 3; i++) rlx_graph_add_cast(c->g, g[i], RLX_F32, &g[i]);
+}
+static void attention_backward_half(pcase* c, int v, int64_t sq_lo, int64_t sq_hi) {
+  rlx_tensor g[3];
+  attention_backward_half_node(c, v, sq_lo, sq_hi, g);
   outputs(c, g, 3);
 }
 static void c_attention_backward_half(pcase* c, int v) { attention_backward_half(c, v, 17, 100); }
@@ -526,6 +530,17 @@ static void c_attention_backward_half(pcase* c, int v) { attention_backward_half
  * query tiles (8 warps) then leave a second, nearly empty tile. */
 static void c_attention_backward_half_long(pcase* c, int v) { attention_backward_half(c, v, 121, 130); }
 
+/* Two AttentionBackward nodes in one graph, the second shorter: on CUDA's
+ * tensor-core path each DQ reads the dS tiles its node's fused DV launch
+ * left in scratch, and the second node reuses the first one's region
+ * (several 64-row query and key tiles each). */
+static void c_attention_backward_half_pair(pcase* c, int v) {
+  rlx_tensor g[6];
+  int w = v + 10 * (v & 1); /* every mask kind at both head dims, dtypes alternating */
+  attention_backward_half_node(c, w, 130, 140, g);
+  attention_backward_half_node(c, w, 20, 70, g + 3);
+  outputs(c, g, 6);
+}
 /* f32 attention at the head dims of CUDA's exact-f32 flash kernels (64,
  * 128: SIMT, or split-precision TF32 on tensor cores), past one 128-row
  * block (partial tiles at both ends, the causal diagonal offset by
@@ -1936,6 +1951,7 @@ static const case_def CASES[] = {
     {"attention_backward_f32_tc", c_attention_backward_f32_tc, 10, {1e-4, 0, 0}},
     {"dequant_matmul", c_dequant_matmul, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"dequant_matmul_half", c_dequant_matmul_half, 8, TOL_HALF},
+    {"attention_backward_half_pair", c_attention_backward_half_pair, 10, {0, 3e-2, 3e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

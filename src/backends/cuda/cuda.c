@@ -528,6 +528,8 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
           (x->fn >= RLX_CUDA_FN_ATTN_DEC_1V && x->fn <= RLX_CUDA_FN_ATTN_DEC_4G))
         p.attn.partial += pr->scratch;
       if (rlx_cuda_fn_attn_bwd_stats_copy(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
+      if (rlx_cuda_fn_attn_bwd_mma_k(x->fn) && p.attn_bwd.stats_copy)
+        p.attn_bwd.a.partial += pr->scratch; /* dS tiles for DQ */
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
       CUresult r = d->cu.launch_kernel(x->gen ? x->gen : d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,

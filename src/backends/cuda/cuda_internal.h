@@ -328,6 +328,14 @@ static inline int rlx_cuda_fn_attn_bwd_stats_copy(rlx_cuda_fn f) {
          f == RLX_CUDA_FN_ATTN_BWD_F32TC_Q64 || f == RLX_CUDA_FN_ATTN_BWD_F32TC_Q128;
 }
 
+/* The tensor-core attention backward's key-tile kernels (DV, DK): a fused
+ * DV launch that leaves dS tiles for DQ has a.partial, an offset into the
+ * program's scratch until launch. */
+static inline int rlx_cuda_fn_attn_bwd_mma_k(rlx_cuda_fn f) {
+  return f == RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_K_BF16_D128 ||
+         f == RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D128;
+}
+
 /* Appends the launches for steps[i] (cuda_launch.c). */
 rlx_status rlx_cuda_build_step(const rlx_cuda_build* b, const rlx_step* s, int32_t index,
                                rlx_launch_list* out, rlx_error* err);

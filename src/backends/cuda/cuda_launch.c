@@ -1345,7 +1345,9 @@ static int attn_bwd_tiled_pick(const rlx_cuda_build* b, const rlx_step* s, rlx_c
 /* Warps of a query-tile block (STATS, DQ): 4 (64 query rows), or 8 (128
  * rows: each streamed key tile serves twice the rows) with
  * RLX_CUDA_ATTN_BWD_Q_WARPS=8. 4 is the default: on the H200 (causal bf16
- * B8 H16 S1024 D64) STATS + DQ took 0.51 ms with 4 warps, 0.62 with 8. */
+ * B8 H16 S1024 D64) STATS + DQ took 0.51 ms with 4 warps, 0.62 with 8; with
+ * DQ reading dS tiles (attn_bwd_ds_path, 64-row tiles only), the backward
+ * took 0.773 ms with a 4-warp STATS and 0.798 with an 8-warp one. */
 static int attn_bwd_q_warps(void) { return rlx_env_int(RLX_ENV_CUDA_ATTN_BWD_Q_WARPS) == 8 ? 8 : 4; }
 
 /* The tensor-core AttentionBackward kernels (attention_bwd_mma.cu) for the
@@ -1491,6 +1493,53 @@ static void attn_bwd_stats_copy(rlx_launch_list* l, const rlx_step* s, int32_t i
   }
 }
 
+/* Bytes of the dS tiles (attention_bwd_mma.cu, ds_tile) of a backward
+ * launch's geometry: a 64 x 64 tile of halves per (b, h, query tile, key
+ * tile). Above the cap DQ recomputes S and dP instead. */
+#define ATTN_BWD_DS_CAP ((uint64_t)1 << 30)
+static uint64_t attn_bwd_ds_bytes(const rlxk_attn* a) {
+  uint64_t nq = (uint64_t)((a->Sq + 63) / 64), nk = (uint64_t)((a->Sk + 63) / 64);
+  return (uint64_t)(a->B * a->H) * nq * nk * 64u * 64u * 2u;
+}
+
+/* DQ on the tensor-core kernel reads dS instead of recomputing it when its
+ * node's DV launch (with DK fused: it computes every dS) is the one just
+ * before, in one stream: that launch writes the dS tiles to scratch and DQ
+ * sums dS K over them (dq = dS K; about 3x less work than S, dP and dS
+ * again). The tiles are dead once DQ ran, so every node reuses the first
+ * region that is large enough (launches of one stream run in order).
+ * Returns whether DQ takes this path (k->fused marks it). */
+static int attn_bwd_ds_path(rlx_launch_list* l, const rlx_step* s, int32_t i, rlxk_attn_bwd* k,
+                            unsigned threads) {
+  if (s->op != RLX_ATTN_BWD_DQ || threads != 128 || l->n < 2) return 0;
+  rlx_launch* dv = &l->v[l->n - 2]; /* l->v[l->n - 1] is DQ's own launch */
+  rlxk_attn_bwd* d = &dv->p.attn_bwd;
+  if (dv->kind != RLX_LAUNCH_KERNEL || dv->step != i - 2 || !rlx_cuda_fn_attn_bwd_mma_k(dv->fn) ||
+      d->op != RLXK_ATTN_BWD_DV || !d->fused || d->a.qoff != k->a.qoff || d->a.koff != k->a.koff ||
+      d->dooff != k->dooff || d->xoff != s->out[0].offset)
+    return 0;
+  const uint64_t bytes = attn_bwd_ds_bytes(&k->a);
+  if (bytes > ATTN_BWD_DS_CAP) return 0;
+  uint64_t off = UINT64_MAX;
+  for (int32_t j = 0; j + 2 < l->n && off == UINT64_MAX; j++) {
+    const rlx_launch* x = &l->v[j];
+    const rlxk_attn_bwd* q = &x->p.attn_bwd;
+    if (x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_attn_bwd_mma_q(x->fn) && q->op == RLXK_ATTN_BWD_DQ &&
+        q->fused && attn_bwd_ds_bytes(&q->a) >= bytes)
+      off = q->a.partial;
+  }
+  if (off == UINT64_MAX) {
+    off = (l->scratch_bytes + 255u) & ~(uint64_t)255u;
+    l->scratch_bytes = off + bytes;
+  }
+  d->stats_copy = 1; /* in a DV launch: write the dS tiles to a.partial */
+  d->a.partial = off;
+  k->fused = 1; /* in a DQ launch: read them there */
+  k->stats_copy = 0;
+  k->a.partial = off;
+  return 1;
+}
+
 /* AttentionBackward phases: tensor cores (attention_bwd_mma.cu) where
  * attn_bwd_mma_pick takes the shape, f32 on tensor cores (3xTF32,
  * attention_f32.cu) where attn_bwd_f32tc_pick does, 64-row SIMT tiles
@@ -1548,7 +1597,7 @@ static rlx_status build_attention_bwd(const rlx_cuda_build* b, const rlx_step* s
     x->grid[0] = (unsigned)mma_blocks;
     x->block = mma_threads;
     x->smem = mma_smem;
-    attn_bwd_stats_copy(l, s, i, k);
+    if (!attn_bwd_ds_path(l, s, i, k, mma_threads)) attn_bwd_stats_copy(l, s, i, k);
   } else if (use_tiled) {
     x->fn = tiled;
     x->grid[0] = (unsigned)blocks;

@@ -25,14 +25,18 @@
  *   STATS: lse of each row (online max / sum over the visible key tiles)
  *          and D -> stats[2r], stats[2r + 1] (f32, in dq's bytes), and a
  *          float2 copy in scratch when stats_copy;
- *   DQ:    lse and D from that copy (else recomputed: dq's bytes, which
- *          this phase overwrites, hold them), then per key tile S, dP,
- *          dS and dq += dS K.
+ *   DQ:    with dS tiles from the fused DV launch (p.fused in a DQ
+ *          launch): dq += dS K per key tile, nothing recomputed
+ *          (dq_from_ds). Else lse and D from that copy (else recomputed:
+ *          dq's bytes, which this phase overwrites, hold them), then per
+ *          key tile S, dP, dS and dq += dS K.
  * rlx_attn_bwd_mma_k_*: a block per (b, kv head, 64-key tile), key tile 0
  *   first; loops over the query tiles of every query head of the GQA group
  *   that the mask lets see the key tile, with lse / D from the stats:
  *   DV: dv += P^T dO;  DK: dk += dS^T Q;  fused (DV launch, p.fused): both
- *   in one pass, dk to g2 (the DK step then launches nothing).
+ *   in one pass, dk to g2 (the DK step then launches nothing), and with
+ *   p.stats_copy every dS tile rounded to the input dtype into scratch
+ *   for DQ (the rounded values the dk product uses).
  *
  * Deterministic: every output element has one writer (its warp) and sums
  * the tiles in a fixed order, no atomics. Tiles every pair of which is
@@ -123,6 +127,22 @@ RLXK_DEV void dots_16x64(float acc[8][4], const uint16_t* A, int r0, const uint1
   }
 }
 
+/* dots_16x64 with the A rows' fragments already in registers. */
+template <int D, bool BF>
+RLXK_DEV void dots_16x64_regs(float acc[8][4], const uint32_t af[D / 16][4], const uint16_t* B) {
+#pragma unroll
+  for (int n = 0; n < 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ks++)
+#pragma unroll
+    for (int np = 0; np < 4; np++) {
+      uint32_t bf[4];
+      frag_b_rows<D>(bf, B, np * 16, ks * 16);
+      mma16816<BF>(acc[2 * np], af[ks], bf[0], bf[1]);
+      mma16816<BF>(acc[2 * np + 1], af[ks], bf[2], bf[3]);
+    }
+}
+
 /* acc (16 x D, n-tile n = columns 8n..) += W X: W the 16 x 64 weights in
  * dots_16x64's layout, X a tile of 64 rows x D. */
 template <int D, bool BF>
@@ -140,6 +160,33 @@ RLXK_DEV void accumulate_16xD(float acc[D / 8][4], const float w[8][4], const ui
       mma16816<BF>(acc[2 * dp + 1], a, b[2], b[3]);
     }
   }
+}
+
+/* The band of a causal / sliding / unmasked tile in tile-relative
+ * positions: key kk of the tile at k0 is visible to query qq of the tile
+ * at q0 iff qq < q_rows, kk < k_rows and lo < kk - qq <= hi (Sk - Sq
+ * shifts the diagonal). For the tiles attn_tile_open rejects (diagonal,
+ * edges): small ints instead of masked_score's 64-bit positions and mask
+ * switch per element. Bounds are clamped beyond the tile's +-64 range. */
+struct Band {
+  int q_rows, k_rows, lo, hi;
+};
+RLXK_DEV bool band_mask(const rlxk_attn& a) {
+  return a.softcap == 0.0f &&
+         (a.mask == RLX_MASK_NONE || a.mask == RLX_MASK_CAUSAL || a.mask == RLX_MASK_SLIDING);
+}
+RLXK_DEV int clamp_band(int64_t x) { return (int)min(max(x, (int64_t)-129), (int64_t)129); }
+RLXK_DEV Band tile_band(const rlxk_attn& a, int64_t q0, int64_t k0) {
+  const int64_t diag = a.Sk - a.Sq - (k0 - q0); /* kk - qq on the causal diagonal */
+  Band band;
+  band.q_rows = clamp_band(a.Sq - q0);
+  band.k_rows = clamp_band(a.Sk - k0);
+  band.hi = a.mask == RLX_MASK_NONE ? 129 : clamp_band(diag);
+  band.lo = a.mask == RLX_MASK_SLIDING ? clamp_band(diag - a.window) : -129;
+  return band;
+}
+RLXK_DEV bool band_sees(const Band& band, int qq, int kk) {
+  return qq < band.q_rows && kk < band.k_rows && kk - qq <= band.hi && kk - qq > band.lo;
 }
 
 /* Dots s (rows row0 + g + 8 (e >> 1), columns col0 + 8 n + 2 t + (e & 1);
@@ -168,6 +215,23 @@ RLXK_DEV void probs(const rlxk_attn& a, const char* mask, int64_t b, int64_t h, 
     return;
   }
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  if (band_mask(a)) { /* diagonal / edge tiles of the common masks: the same rule in small ints */
+    const Band band = kKeyRows ? tile_band(a, col0, row0) : tile_band(a, row0, col0);
+    const float scale2 = a.scale * kLog2e;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float lse, del;
+        stat(n, e, &lse, &del);
+        const int r = g + 8 * (e >> 1), c = 8 * n + 2 * t + (e & 1);
+        const bool vis = kKeyRows ? band_sees(band, c, r) : band_sees(band, r, c);
+        float pr = vis && lse != -INFINITY ? exp2f(fmaf(s[n][e], scale2, -lse * kLog2e)) : 0.0f;
+        s[n][e] = pr;
+        if (grads) dp[n][e] = pr * (dp[n][e] - del) * a.scale;
+      }
+    return;
+  }
 #pragma unroll
   for (int n = 0; n < 8; n++)
 #pragma unroll
@@ -215,17 +279,18 @@ RLXK_DEV void zero_acc(float acc[D / 8][4]) {
   for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 }
 
-/* Streams key tiles [k_first, k_first + 64 n) (K, and V when with_v)
- * through two stages of shared memory, calling body(k0, Ks, Vs) per tile:
- * cp.async brings tile j + 1 while tile j is used, one barrier per tile.
- * Copies the caller issued before (its own tiles) land with tile 0. */
-template <int D, class Body>
-RLXK_DEV void stream_keys(uint16_t* stages, const uint16_t* k, const uint16_t* v, const rlxk_attn& a,
-                          int64_t k_first, int n, bool with_v, Body body) {
+/* Streams key tiles [k_first, k_first + 64 n) (K, and a second tile that
+ * second(dst, k0, j) brings with it: V, a dS tile or nothing) through two
+ * stages of shared memory, calling body(k0, Ks, second's tile) per
+ * tile: cp.async brings tile j + 1 while tile j is used, one barrier per
+ * tile. Copies the caller issued before (its own tiles) land with tile 0. */
+template <int D, class Second, class Body>
+RLXK_DEV void stream_keys(uint16_t* stages, const uint16_t* k, const rlxk_attn& a, int64_t k_first,
+                          int n, Second second, Body body) {
   constexpr int TILE = kTile * (D + 8);
   if (n > 0) {
     load_tile<D>(stages, k, a.k_ss, k_first, a.Sk);
-    if (with_v) load_tile<D>(stages + TILE, v, a.v_ss, k_first, a.Sk);
+    second(stages + TILE, k_first, 0);
   }
   cp_async_commit();
   cp_async_wait_all();
@@ -236,13 +301,24 @@ RLXK_DEV void stream_keys(uint16_t* stages, const uint16_t* k, const uint16_t* v
     if (j + 1 < n) { /* prefetch tile j + 1 into the other stage */
       uint16_t* nxt = stages + ((j + 1) & 1) * 2 * TILE;
       load_tile<D>(nxt, k, a.k_ss, k0 + kTile, a.Sk);
-      if (with_v) load_tile<D>(nxt + TILE, v, a.v_ss, k0 + kTile, a.Sk);
+      second(nxt + TILE, k0 + kTile, j + 1);
     }
     cp_async_commit();
     body(k0, cur, cur + TILE);
     cp_async_wait_all(); /* tile j + 1 landed (own copies) ... */
     __syncthreads();     /* ... everyone's, and nobody reads stage j & 1 any more */
   }
+}
+
+/* dS tiles in scratch (the fused DV launch writes them, DQ reads them):
+ * 64 keys x 64 queries of the input dtype, key-major (dS^T, the layout the
+ * key-tile warps hold), one per (b, h, query tile, key tile) pair at
+ * ((b H + h) nq + qt) nk + kt. Tiles nobody sees are never written or read. */
+constexpr int kDsTile = kTile * kTile;
+constexpr int kDsLd = kTile + 8; /* shared-memory row stride of a dS tile */
+RLXK_DEV uint16_t* ds_tile(const rlxk_attn& a, int64_t b, int64_t h, int64_t qt, int64_t kt) {
+  const int64_t nq = (a.Sq + kTile - 1) / kTile, nk = (a.Sk + kTile - 1) / kTile;
+  return (uint16_t*)a.partial + (((b * a.H + h) * nq + qt) * nk + kt) * kDsTile;
 }
 
 /* Two halves of one register (x the lower address) as floats. */
@@ -312,11 +388,19 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
   attn_key_range(a, wi0, 16, &w_begin, &w_end);
   const bool live = wi0 < a.Sq;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  stream_keys<D>(stages, k, nullptr, a, k_first, n_tiles, false,
+  /* The warp's Q fragments stay in registers for the whole key loop: one
+   * ldmatrix less per four B loads (Q arrives with the caller's copies). */
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ks++) frag_a<D>(qf[ks], Qs, warp * 16, ks * 16);
+  stream_keys<D>(stages, k, a, k_first, n_tiles, [](uint16_t*, int64_t, int) {},
                  [&](int64_t k0, const uint16_t* Ks, const uint16_t*) {
     if (!live || k0 >= w_end || k0 + kTile <= w_begin) return;
     float s[8][4];
-    dots_16x64<D, BF>(s, Qs, warp * 16, Ks);
+    dots_16x64_regs<D, BF>(s, qf, Ks);
     /* Scores in the log2 domain; the branch outside the loops keeps the
      * hot (open, no softcap) loop compact. */
     if (attn_tile_open(a, wi0, 16, k0, kTile) && wi0 + 16 <= a.Sq && a.softcap == 0.0f) {
@@ -325,6 +409,15 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
       for (int n = 0; n < 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) s[n][e] *= scale2;
+    } else if (band_mask(a)) { /* diagonal / edge tiles of the common masks */
+      const Band band = tile_band(a, wi0, k0);
+      const float scale2 = a.scale * kLog2e;
+#pragma unroll
+      for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          s[n][e] = band_sees(band, g + 8 * (e >> 1), 8 * n + 2 * t + (e & 1)) ? s[n][e] * scale2
+                                                                                 : -INFINITY;
     } else {
 #pragma unroll
       for (int n = 0; n < 8; n++)
@@ -358,6 +451,47 @@ RLXK_DEV void row_lse(const rlxk_attn& a, const char* mask, int64_t b, int64_t h
   }
 }
 
+/* dq of the block's 64 query rows (query tile qt; 4 warps) as the sum over
+ * its visible key tiles of dS K, dS from the tiles the fused DV launch left
+ * in scratch (a.partial, ds_tile): no S or dP recomputed, no stats read.
+ * Shared memory: two stages of (K tile, dS tile). */
+template <int D, bool BF>
+RLXK_DEV void dq_from_ds(char* arena, const rlxk_attn_bwd& p, uint16_t* stages, const uint16_t* k,
+                         int64_t b, int64_t h, int64_t qt, int64_t k_first, int n_tiles) {
+  const rlxk_attn& a = p.a;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, mi = lane >> 3, mr = lane & 7;
+  const int64_t wi0 = qt * kTile + warp * 16;
+  int64_t w_begin, w_end;
+  attn_key_range(a, wi0, 16, &w_begin, &w_end);
+  const bool live = wi0 < a.Sq;
+  float acc[D / 8][4];
+  zero_acc<D>(acc);
+  auto load_ds = [&](uint16_t* dst, int64_t k0, int) {
+    const uint16_t* src = ds_tile(a, b, h, qt, k0 / kTile);
+    for (int idx = threadIdx.x; idx < kTile * (kTile / 8); idx += blockDim.x) {
+      int r = idx >> 3, c = idx & 7;
+      cp_async16(dst + r * kDsLd + c * 8, src + r * kTile + c * 8, true);
+    }
+  };
+  stream_keys<D>(stages, k, a, k_first, n_tiles, load_ds,
+                 [&](int64_t k0, const uint16_t* Ks, const uint16_t* Ds) {
+    if (!live || k0 >= w_end || k0 + kTile <= w_begin) return;
+#pragma unroll
+    for (int j = 0; j < 4; j++) { /* keys 16 j .. 16 j + 15 */
+      uint32_t af[4]; /* dS rows = the warp's queries: transposing loads of dS^T */
+      ldmatrix_x4_trans(af, Ds + (j * 16 + (mi >> 1) * 8 + mr) * kDsLd + warp * 16 + (mi & 1) * 8);
+#pragma unroll
+      for (int dp = 0; dp < D / 16; dp++) {
+        uint32_t bf[4];
+        frag_b_cols<D>(bf, Ks, j * 16, dp * 16);
+        mma16816<BF>(acc[2 * dp], af, bf[0], bf[1]);
+        mma16816<BF>(acc[2 * dp + 1], af, bf[2], bf[3]);
+      }
+    }
+  });
+  if (live) store_rows<D, BF>(acc, atw(arena, p.goff), p.gdt, b * p.g_sb + h * p.g_sh, p.g_ss, wi0, a.Sq);
+}
+
 /* Shared memory: Q, dO (16 rows per warp each), then two stages of (K, V)
  * tiles of 64 rows; rows of D + 8 halves. The block has 4 or 8 warps (the
  * launch's choice, RLX_CUDA_ATTN_BWD_Q_WARPS): 8 warps own 128 query rows,
@@ -387,6 +521,10 @@ __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
   attn_key_range(a, i0, rows, &k_begin, &k_end);
   const int64_t k_first = (k_begin / kTile) * kTile;
   const int n_tiles = k_end > k_first ? (int)((k_end - k_first + kTile - 1) / kTile) : 0;
+  if (dq && p.fused) { /* dS came from the fused DV launch: dq = dS K alone */
+    dq_from_ds<D, BF>(arena, p, (uint16_t*)smem4, k, b, h, tile, k_first, n_tiles);
+    return;
+  }
   load_rows<D>(Qs, q, a.q_ss, i0, a.Sq, rows); /* lands with the first key tile */
   if (dq) load_rows<D>(Os, d_out, p.do_ss, i0, a.Sq, rows);
 
@@ -423,7 +561,8 @@ __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
   const bool live = wi0 < a.Sq;
   float acc[D / 8][4];
   zero_acc<D>(acc);
-  stream_keys<D>(stages, k, v, a, k_first, n_tiles, true,
+  stream_keys<D>(stages, k, a, k_first, n_tiles,
+                 [&](uint16_t* dst, int64_t k0, int) { load_tile<D>(dst, v, a.v_ss, k0, a.Sk); },
                  [&](int64_t k0, const uint16_t* Ks, const uint16_t* Vs) {
     if (!live || k0 >= w_end || k0 + kTile <= w_begin) return;
     float s[8][4], dp[8][4];
@@ -439,6 +578,20 @@ __device__ void bwd_queries(char* arena, const rlxk_attn_bwd& p) {
   if (live) store_rows<D, BF>(acc, atw(arena, p.goff), p.gdt, b * p.g_sb + h * p.g_sh, p.g_ss, wi0, a.Sq);
 }
 
+/* A warp's 16 rows of a dS^T tile (dst: row stride 64) from its f32
+ * accumulators in dots_16x64's layout, rounded to the input dtype as the
+ * dk product rounds them; ds == nullptr writes zeros. */
+template <bool BF>
+RLXK_DEV void store_ds(uint16_t* dst, const float (*ds)[4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+      *(uint32_t*)(dst + (g + 8 * r) * kTile + 8 * n + 2 * t) =
+          ds ? pack2<BF>(ds[n][2 * r], ds[n][2 * r + 1]) : 0u;
+}
+
 /* Shared memory: K, V, then two stages of (Q, dO) tiles, 64 x (D + 8)
  * halves each, and two stages of the 64 query rows' (lse, D). */
 template <int D, bool BF>
@@ -452,6 +605,7 @@ __device__ void bwd_keys(char* arena, const rlxk_attn_bwd& p) {
   const rlxk_attn& a = p.a;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, t = lane & 3;
   const bool want_dv = p.op == RLXK_ATTN_BWD_DV, want_dk = p.op == RLXK_ATTN_BWD_DK || p.fused;
+  const bool keep_ds = p.fused && p.stats_copy; /* dS tiles to scratch for DQ (dq_from_ds) */
   /* Key tile 0 sees the most causal rows: it goes first. */
   const int64_t BG = a.B * a.Hkv, blk = blockIdx.x, tile = blk / BG, bg = blk % BG;
   const int64_t kvh = bg % a.Hkv, b = bg / a.Hkv, j0 = tile * kTile, group = a.H / a.Hkv;
@@ -508,6 +662,9 @@ __device__ void bwd_keys(char* arena, const rlxk_attn_bwd& p) {
       });
       if (want_dv) accumulate_16xD<D, BF>(dv, s, Os); /* dv += P^T dO */
       if (want_dk) accumulate_16xD<D, BF>(dk, dp, Qs); /* dk += dS^T Q */
+      if (keep_ds) store_ds<BF>(ds_tile(a, b, h, i0 / kTile, tile) + warp * 16 * kTile, dp);
+    } else if (keep_ds) { /* rows nobody here sees: DQ still reads them */
+      store_ds<BF>(ds_tile(a, b, h, i0 / kTile, tile) + warp * 16 * kTile, nullptr);
     }
     cp_async_wait_all(); /* stage it + 1 landed (own copies) ... */
     __syncthreads();     /* ... everyone's, and nobody reads stage it & 1 any more */

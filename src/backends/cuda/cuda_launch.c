@@ -1511,6 +1511,12 @@ static uint64_t attn_bwd_ds_bytes(const rlxk_attn* a) {
  * Returns whether DQ takes this path (k->fused marks it). */
 static int attn_bwd_ds_path(rlx_launch_list* l, const rlx_step* s, int32_t i, rlxk_attn_bwd* k,
                             unsigned threads) {
+  /* Opt-in (RLX_CUDA_ATTN_BWD_DS_TILES=1): the tiles are an S x S
+   * intermediate (268 MB at B8 H16 S1024), which a flash-style backward
+   * promises not to keep; by default DQ recomputes. H200, causal bf16 B8 H16
+   * S1024 D64: backward 0.773 ms with the tiles against 0.946 without,
+   * measured before the small-int masks (which sped up both paths). */
+  if (!rlx_env_flag(RLX_ENV_CUDA_ATTN_BWD_DS_TILES)) return 0;
   if (s->op != RLX_ATTN_BWD_DQ || threads != 128 || l->n < 2) return 0;
   rlx_launch* dv = &l->v[l->n - 2]; /* l->v[l->n - 1] is DQ's own launch */
   rlxk_attn_bwd* d = &dv->p.attn_bwd;

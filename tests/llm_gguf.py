@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama and Qwen2 of
+"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2 and Qwen3 of
 tests/llm_torch.py written as GGUF files with llama.cpp's gguf-py writer,
 the way its converter (convert_hf_to_gguf.py) writes them: GGUF tensor
 names, "{arch}.*" metadata keys, Llama's q / k rows permuted so that RoPE
@@ -44,6 +44,8 @@ SIZES = dict(hidden_size=256, intermediate_size=512, num_attention_heads=4,
 CASES = {
     "llama": dict(llm_torch.CASES["llama"], **SIZES),
     "qwen2": dict(llm_torch.CASES["qwen2"], **SIZES, torch_dtype="float32"),
+    # q_norm / k_norm; head_dim 128 != hidden / heads (attention.key_length)
+    "qwen3": dict(llm_torch.CASES["qwen3"], **SIZES, head_dim=128),
 }
 TYPES = {"f32": Q.F32, "f16": Q.F16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K}
 
@@ -54,6 +56,7 @@ LAYER_NAMES = {
     "self_attn.v_proj.weight": "attn_v.weight", "self_attn.q_proj.bias": "attn_q.bias",
     "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
     "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
 }
@@ -133,6 +136,9 @@ def add_metadata(wr, c, arch):
     if rs.get("type", rs.get("rope_type")) == "linear":
         wr.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         wr.add_rope_scaling_factor(rs["factor"])
+    if c.get("head_dim"):
+        wr.add_key_length(c["head_dim"])
+        wr.add_value_length(c["head_dim"])
     if arch == "llama":
         wr.add_rope_dimension_count(llm_torch.head_dim(c))
 

@@ -1,7 +1,8 @@
 /* LLMs from GGUF files against a torch oracle: tests/llm_gguf.py writes
  * the tiny seeded Llama (GQA, Llama 3.1 rope scaling as rope_freqs.weight,
  * q / k rows permuted as llama.cpp's converter does) and Qwen2 (q/k/v
- * biases, tied embeddings, linear rope scaling) of tests/llm_torch.py with
+ * biases, tied embeddings, linear rope scaling) and Qwen3 (q / k norms,
+ * attention.key_length 128 != hidden / heads) of tests/llm_torch.py with
  * llama.cpp's gguf-py writer, once per weight type (f32, f16, q8_0, q4_0,
  * q4_k), with float64 logits from the weights as the file stores them
  * (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
@@ -144,6 +145,11 @@ TEST(qwen2_f16) { check_case("qwen2_f16"); }
 TEST(qwen2_q8_0) { check_case("qwen2_q8_0"); }
 TEST(qwen2_q4_0) { check_case("qwen2_q4_0"); }
 TEST(qwen2_q4_k) { check_case("qwen2_q4_k"); }
+TEST(qwen3_f32) { check_case("qwen3_f32"); }
+TEST(qwen3_f16) { check_case("qwen3_f16"); }
+TEST(qwen3_q8_0) { check_case("qwen3_q8_0"); }
+TEST(qwen3_q4_0) { check_case("qwen3_q4_0"); }
+TEST(qwen3_q4_k) { check_case("qwen3_q4_k"); }
 
 /* Param named name in m's graph (its dtype), or -1 when absent. */
 static int param_dtype(rlx_llm* m, const char* name) {
@@ -180,6 +186,12 @@ TEST(config_from_metadata) {
   CHECK(c && c->arch == RLX_LLM_QWEN2 && c->tie_word_embeddings && c->attention_bias &&
         c->rope_scaling == RLX_LLM_ROPE_LINEAR && c->rope_factor == 2.0);
   CHECK(param_dtype(m, "blk.0.attn_q.bias") == RLX_F32 && param_dtype(m, "output.weight") < 0);
+  rlx_llm_destroy(m);
+  model_path("qwen3_q8_0", path, sizeof path);
+  CHECK(rlx_llm_load(path, NULL, &m, NULL) == RLX_OK);
+  c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_QWEN3 && c->qk_norm && c->head_dim == 128 && !c->attention_bias);
+  CHECK(param_dtype(m, "blk.1.attn_k_norm.weight") == RLX_F32);
   rlx_llm_destroy(m);
 }
 
@@ -248,6 +260,11 @@ int main(int argc, char** argv) {
   RUN(qwen2_q8_0);
   RUN(qwen2_q4_0);
   RUN(qwen2_q4_k);
+  RUN(qwen3_f32);
+  RUN(qwen3_f16);
+  RUN(qwen3_q8_0);
+  RUN(qwen3_q4_0);
+  RUN(qwen3_q4_k);
   RUN(bad_files);
   return test_summary();
 }

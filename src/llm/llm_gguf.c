@@ -213,6 +213,10 @@ static void read_sizes(kv_reader* r, rlx_llm_config* c) {
   c->rope_theta = kv_number(r, "rope.freq_base", 10000.0, 0);
   c->rms_norm_eps = (float)kv_number(r, "attention.layer_norm_rms_epsilon", 0.0, 1);
   c->sliding_window = kv_int32(r, "attention.sliding_window", 0, 0);
+  char key[160];
+  if (arch_key(r, "attention.sliding_window_pattern", key, sizeof key) >= 0)
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
+                     "llm gguf: key '%s' (per-layer windows) is not supported", key);
 }
 
 /* vocab_size from token_embd's shape (dims [hidden, vocab]); the head is

@@ -400,3 +400,12 @@ endif()
 # gguf-py and its vocab test data; exit 77 (skipped) without third_party/llama.cpp
 set_tests_properties(test_gguf PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(test_tokenizer PROPERTIES SKIP_RETURN_CODE 77)
+# ---- LLMs from GGUF files (issue 17): tests/llm_gguf.py writes the tiny
+# Llama / Qwen2 of llm_torch.py with gguf-py (f32, f16, q8_0, q4_0, q4_k);
+# exit 77 (SKIP) without third_party/llama.cpp or torch. Every device it
+# finds; WebGPU with Dawn's environment.
+if(TARGET test_llm_gguf)
+  target_compile_definitions(test_llm_gguf PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+  set_tests_properties(test_llm_gguf PROPERTIES SKIP_RETURN_CODE 77)
+  rlx_add_webgpu_test(llm_gguf_webgpu test_llm_gguf 900 "" webgpu)
+endif()

@@ -1247,7 +1247,12 @@ typedef enum rlx_llm_rope_scaling {
 } rlx_llm_rope_scaling;
 
 /* The model's hyperparameters, as config.json gives them (HF field names in
- * the comments); GGUF metadata is to fill the same struct. */
+ * the comments); a GGUF file's "{arch}.*" metadata fills the same struct
+ * (rlx_llm_load): context_length, embedding_length, feed_forward_length,
+ * block_count, attention.head_count / head_count_kv / key_length /
+ * layer_norm_rms_epsilon / sliding_window, rope.freq_base, rope.scaling.
+ * type (none, linear) and .factor; vocab_size from token_embd's shape,
+ * tied when the file has no output.weight. */
 typedef struct rlx_llm_config {
   rlx_llm_arch arch;            /* model_type (or architectures[0]) */
   int64_t vocab_size;           /* vocab_size */
@@ -1315,7 +1320,17 @@ typedef struct rlx_llm rlx_llm;
  * model.safetensors, an index and its shards, or any *.safetensors).
  * Builds the graph (o may be NULL: defaults) and checks that the
  * checkpoint holds every param with its shape and a float dtype (f32, f16,
- * bf16, f64), naming the first that is missing or wrong. */
+ * bf16, f64), naming the first that is missing or wrong.
+ * path may also be a GGUF file (general.architecture llama, qwen2 or
+ * qwen3; Mistral files say llama): the config from its metadata (a missing
+ * or bad key is an error naming it), params named as its tensors
+ * ("token_embd.weight", "blk.N.attn_q.weight", ...). A quantized Linear
+ * weight (Q4_0 .. Q6_K) is a u8 [out, row_bytes] param of a DequantMatMul
+ * set with the file's blocks as they are; f16 / bf16 weights and a
+ * quantized token_embd (Gather reads floats) become f32 when set. Llama's
+ * q / k rows, which llama.cpp's converter permutes into adjacent RoPE
+ * pairs, get GPT-J Rope; Qwen keeps NeoX halves; rope_freqs.weight (Llama
+ * 3.1 scaling) divides the RoPE frequencies. */
 RLX_API rlx_status rlx_llm_load(const char* path, const rlx_llm_options* o, rlx_llm** out,
                                 char** out_error);
 RLX_API void rlx_llm_destroy(rlx_llm* m);
@@ -1324,7 +1339,8 @@ RLX_API const rlx_llm_config* rlx_llm_get_config(const rlx_llm* m);
 /* The forward graph (belongs to m; compile it with rlx_compile). */
 RLX_API rlx_graph* rlx_llm_graph(rlx_llm* m);
 /* Sets every param of e (compiled from rlx_llm_graph(m)) from the
- * checkpoint, converted to f32, and the RoPE tables. Message on m. */
+ * checkpoint, converted to f32 (a GGUF file's quantized weights as raw
+ * bytes), and the RoPE tables. Message on m. */
 RLX_API rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e);
 
 

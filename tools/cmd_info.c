@@ -302,10 +302,22 @@ static void safetensors_json(const char* file, const rlx_safetensors* st) {
   printf("}\n}\n");
 }
 
-/* A model folder's config.json, when it has one (table mode only). */
-static void print_llm_config(const char* file) {
+/* The one-paragraph summary of an LLM config, after label. */
+static void print_config_line(const char* label, const rlx_llm_config* c) {
   static const char* const archs[] = {"llama", "qwen2", "qwen3", "mistral"};
   static const char* const scalings[] = {"none", "linear", "llama3"};
+  printf("%s: %s, vocab %lld, hidden %lld, mlp %lld, %d layers, %d heads (%d kv) of %d,\n"
+         "  rope theta %g scaling %s, rms eps %g%s%s%s, sliding window %d, max positions %lld\n",
+         label, archs[c->arch], (long long)c->vocab_size, (long long)c->hidden_size,
+         (long long)c->intermediate_size, (int)c->num_layers, (int)c->num_heads,
+         (int)c->num_kv_heads, (int)c->head_dim, c->rope_theta, scalings[c->rope_scaling],
+         (double)c->rms_norm_eps, c->tie_word_embeddings ? ", tied embeddings" : "",
+         c->attention_bias ? ", qkv bias" : "", c->qk_norm ? ", q/k norm" : "",
+         (int)c->sliding_window, (long long)c->max_positions);
+}
+
+/* A model folder's config.json, when it has one (table mode only). */
+static void print_llm_config(const char* file) {
   rlx_llm_config c;
   char* why = NULL;
   struct stat sb;
@@ -317,13 +329,22 @@ static void print_llm_config(const char* file) {
     rlx_free(why);
     return;
   }
-  printf("config.json: %s, vocab %lld, hidden %lld, mlp %lld, %d layers, %d heads (%d kv) of %d,\n"
-         "  rope theta %g scaling %s, rms eps %g%s%s%s, sliding window %d, max positions %lld\n",
-         archs[c.arch], (long long)c.vocab_size, (long long)c.hidden_size,
-         (long long)c.intermediate_size, (int)c.num_layers, (int)c.num_heads, (int)c.num_kv_heads,
-         (int)c.head_dim, c.rope_theta, scalings[c.rope_scaling], (double)c.rms_norm_eps,
-         c.tie_word_embeddings ? ", tied embeddings" : "", c.attention_bias ? ", qkv bias" : "",
-         c.qk_norm ? ", q/k norm" : "", (int)c.sliding_window, (long long)c.max_positions);
+  print_config_line("config.json", &c);
+}
+
+/* The LLM config rlx_llm_load derives from a GGUF file, or why it cannot
+ * load it as an LLM (a tokenizer-only file, another architecture). */
+static void print_gguf_llm(const char* file) {
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  if (rlx_llm_load(file, NULL, &m, &why) != RLX_OK) {
+    printf("\nllm: not loadable as an LLM: %s\n", why ? why : "?");
+    rlx_free(why);
+    return;
+  }
+  printf("\n");
+  print_config_line("llm", rlx_llm_get_config(m));
+  rlx_llm_destroy(m);
 }
 
 static int info_safetensors(const char* cmd, const char* file, int json) {
@@ -449,6 +470,7 @@ static int info_gguf(const char* cmd, const char* file, int json) {
          "name", "type", "dims", "bytes", "offset");
   for (int64_t i = 0; i < rlx_gguf_tensor_count(g); i++) print_gguf_tensor(g, i);
   rlx_gguf_close(g);
+  print_gguf_llm(file);
   return CLI_OK;
 }
 

@@ -13,7 +13,9 @@
 struct rlx_llm {
   rlx_llm_config config;
   rlx_graph* graph;
-  rlx_safetensors* weights;
+  rlx_safetensors* weights; /* a checkpoint folder, or */
+  rlx_gguf* gguf;           /* a GGUF file */
+  float* rope_divisors;     /* GGUF's rope_freqs.weight, or NULL */
   int64_t table_rows;
   rlx_error err;
 };
@@ -22,6 +24,8 @@ void rlx_llm_destroy(rlx_llm* m) {
   if (!m) return;
   rlx_graph_destroy(m->graph);
   rlx_safetensors_close(m->weights);
+  rlx_gguf_close(m->gguf);
+  free(m->rope_divisors);
   free(m);
 }
 
@@ -64,13 +68,52 @@ static rlx_status check_weights(rlx_llm* m) {
   for (int32_t i = 0; i < rlx_graph_param_count(m->graph); i++) {
     rlx_value_info p;
     rlx_safetensors_tensor t;
+    rlx_gguf_tensor_info gt;
     RLX_RETURN_IF_ERROR(rlx_graph_get_param(m->graph, i, &p));
-    if (!is_rope_table(p.name)) RLX_RETURN_IF_ERROR(check_weight(m, &p, &t));
+    if (is_rope_table(p.name)) continue;
+    RLX_RETURN_IF_ERROR(m->gguf ? llm_gguf_check(m->gguf, &p, &gt, &m->err)
+                                : check_weight(m, &p, &t));
   }
   return RLX_OK;
 }
 
+/* The scheme of a GGUF tensor by name, for the builder (-1: float or absent;
+ * an absent one is reported by check_weights). */
+static int32_t gguf_scheme_of(void* ctx, const char* name) {
+  rlx_gguf* g = ctx;
+  rlx_gguf_tensor_info t;
+  int64_t i = rlx_gguf_find_tensor(g, name);
+  if (i < 0 || rlx_gguf_tensor(g, i, &t) != RLX_OK) return -1;
+  return llm_ggml_scheme(t.type);
+}
+
+static int is_gguf_file(const char* path) {
+  unsigned char magic[4] = {0};
+  FILE* f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(magic, 1, 4, f);
+  fclose(f);
+  return n == 4 && memcmp(magic, "GGUF", 4) == 0;
+}
+
+static rlx_status load_gguf(rlx_llm* m, const char* path, const rlx_llm_options* o) {
+  char* why = NULL;
+  rlx_status s = rlx_gguf_open(path, &m->gguf, &why);
+  if (s != RLX_OK) {
+    rlx_fail(&m->err, s, "%s", why ? why : "llm: out of host memory");
+    rlx_free(why);
+    return s;
+  }
+  llm_source src = {1, RLX_ROPE_NEOX, gguf_scheme_of, m->gguf};
+  RLX_RETURN_IF_ERROR(
+      llm_gguf_config(m->gguf, &m->config, &m->rope_divisors, &src.rope_style, &m->err));
+  RLX_RETURN_IF_ERROR(rlx_llm_build_from(&m->config, o, &src, &m->graph, &m->err));
+  m->table_rows = rlx_llm_table_rows(&m->config, o);
+  return check_weights(m);
+}
+
 static rlx_status load_into(rlx_llm* m, const char* path, const rlx_llm_options* o) {
+  if (is_gguf_file(path)) return load_gguf(m, path, o);
   char* why = NULL;
   rlx_status s = rlx_llm_config_load(path, &m->config, &why);
   if (s == RLX_OK) s = rlx_llm_build_graph(&m->config, o, &m->graph, &why);
@@ -113,7 +156,8 @@ static rlx_status set_tables(rlx_llm* m, rlx_exec* e) {
   float* sin_t = malloc((size_t)n * sizeof *sin_t);
   rlx_status s = cos_t && sin_t ? RLX_OK : rlx_fail(&m->err, RLX_RESOURCE_EXHAUSTED,
                                                     "out of host memory for the RoPE tables");
-  if (s == RLX_OK) s = rlx_llm_rope_tables(&m->config, m->table_rows, cos_t, sin_t);
+  if (s == RLX_OK)
+    s = rlx_llm_rope_tables_from(&m->config, m->rope_divisors, m->table_rows, cos_t, sin_t);
   size_t bytes = (size_t)n * sizeof(float);
   if (s == RLX_OK) s = rlx_exec_set_param(e, "rope.cos", RLX_F32, cos_t, bytes);
   if (s == RLX_OK) s = rlx_exec_set_param(e, "rope.sin", RLX_F32, sin_t, bytes);
@@ -158,6 +202,27 @@ static rlx_status set_weight(rlx_llm* m, rlx_exec* e, const rlx_value_info* p, l
   return RLX_OK;
 }
 
+/* One GGUF weight: the raw blocks for a u8 (DequantMatMul) param, else
+ * converted or dequantized to f32. */
+static rlx_status set_gguf_weight(rlx_llm* m, rlx_exec* e, const rlx_value_info* p,
+                                  llm_scratch* sc) {
+  rlx_gguf_tensor_info t;
+  RLX_RETURN_IF_ERROR(llm_gguf_check(m->gguf, p, &t, &m->err));
+  const void* data = t.data;
+  size_t bytes = (size_t)t.bytes;
+  if (p->dtype != RLX_U8) {
+    bytes = (size_t)t.numel * sizeof(float);
+    if (!reserve(&sc->f32, &sc->f32_cap, bytes ? bytes : 1))
+      return rlx_fail(&m->err, RLX_RESOURCE_EXHAUSTED, "out of host memory for '%s'", p->name);
+    RLX_RETURN_IF_ERROR(llm_gguf_to_f32(&t, sc->f32, &m->err));
+    data = sc->f32;
+  }
+  rlx_status s = rlx_exec_set_param(e, p->name, p->dtype, data, bytes);
+  if (s != RLX_OK)
+    return rlx_fail(&m->err, s, "llm: setting '%s': %s", p->name, rlx_exec_last_error(e));
+  return RLX_OK;
+}
+
 rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
   if (!m) return RLX_INVALID_ARGUMENT;
   m->err.msg[0] = '\0';
@@ -167,7 +232,8 @@ rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
   for (int32_t i = 0; i < rlx_graph_param_count(m->graph) && s == RLX_OK; i++) {
     rlx_value_info p;
     s = rlx_graph_get_param(m->graph, i, &p);
-    if (s == RLX_OK && !is_rope_table(p.name)) s = set_weight(m, e, &p, &sc);
+    if (s == RLX_OK && !is_rope_table(p.name))
+      s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
   }
   free(sc.f32);
   free(sc.raw);

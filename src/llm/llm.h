@@ -20,6 +20,53 @@ int64_t rlx_llm_table_rows(const rlx_llm_config* c, const rlx_llm_options* o);
 rlx_status rlx_llm_build(const rlx_llm_config* c, const rlx_llm_options* o, rlx_graph** out,
                          rlx_error* err);
 
+/* Where the weights come from, when not a safetensors checkpoint: a GGUF
+ * file names its tensors its own way (llm_gguf_name), may store Linear
+ * weights quantized (scheme_of gives the rlx_quant_scheme of a tensor by
+ * its GGUF name, -1 for a float one: those become DequantMatMul on the raw
+ * blocks), and stores Llama's q / k rows permuted so that RoPE pairs are
+ * adjacent (rope_style GPTJ). */
+typedef struct llm_source {
+  int gguf;
+  rlx_rope_style rope_style;
+  int32_t (*scheme_of)(void* ctx, const char* gguf_name);
+  void* ctx;
+} llm_source;
+
+rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* o,
+                              const llm_source* src, rlx_graph** out, rlx_error* err);
+
+/* The RoPE tables with each frequency i divided by divisors[i] (NULL:
+ * none): GGUF's rope_freqs.weight, how llama.cpp's converter stores
+ * Llama 3.1's rope scaling. */
+rlx_status rlx_llm_rope_tables_from(const rlx_llm_config* c, const float* divisors,
+                                    int64_t n_positions, float* cos_out, float* sin_out);
+
+/* ------------------------------------------------------------------ GGUF (llm_gguf.c) */
+
+/* The GGUF name of the tensor an HF name stands for ("model.layers.3.
+ * self_attn.q_proj.weight" -> "blk.3.attn_q.weight"); names without a GGUF
+ * counterpart (the RoPE tables) are copied. RLX_INVALID_ARGUMENT when out
+ * is too small. */
+rlx_status llm_gguf_name(const char* hf_name, char* out, size_t cap);
+
+/* The rlx_quant_scheme of a ggml type id, or -1 when it has none. */
+int32_t llm_ggml_scheme(uint32_t ggml_type);
+
+/* rlx_llm_config from a GGUF file's metadata (and token_embd's shape);
+ * *divisors gets rope_freqs.weight's values (malloc'd, head_dim / 2) when
+ * the file has that tensor, else NULL; *style the RoPE style the arch's
+ * converter leaves the q / k rows in. Errors name the key. */
+rlx_status llm_gguf_config(rlx_gguf* g, rlx_llm_config* c, float** divisors,
+                           rlx_rope_style* style, rlx_error* err);
+
+/* The tensor behind GGUF param p (present, its shape, a type the param
+ * can take) and, for f32 params, its values converted / dequantized into
+ * f32 (dst, numel floats); for u8 params the raw bytes are in t->data. */
+rlx_status llm_gguf_check(rlx_gguf* g, const rlx_value_info* p, rlx_gguf_tensor_info* t,
+                          rlx_error* err);
+rlx_status llm_gguf_to_f32(const rlx_gguf_tensor_info* t, float* dst, rlx_error* err);
+
 /* Fills *out with the message of err (malloc'd) when out is not NULL. */
 rlx_status rlx_llm_report(rlx_status s, const rlx_error* err, char** out);
 

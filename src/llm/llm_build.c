@@ -21,16 +21,58 @@
 typedef struct llm_builder {
   rlx_graph* g;
   const rlx_llm_config* c;
+  const llm_source* src; /* NULL: a safetensors checkpoint (HF names, NeoX RoPE) */
   rlx_status st;
   rlx_dim B, T;
   rlx_tensor cos, sin; /* [T, head_dim / 2], gathered at the run's positions */
 } llm_builder;
 
-static rlx_tensor param(llm_builder* b, const char* name, int32_t rank, int64_t d0, int64_t d1) {
+/* A param called by its HF name, or by the file's name for that tensor
+ * when the weights come from elsewhere (GGUF). */
+static rlx_tensor typed_param(llm_builder* b, const char* hf_name, rlx_dtype dtype, int32_t rank,
+                              int64_t d0, int64_t d1) {
   rlx_tensor t = RLX_NONE;
   rlx_dim s[2] = {d0, d1};
-  if (b->st == RLX_OK) b->st = rlx_graph_add_param(b->g, name, RLX_F32, s, rank, &t);
+  char file_name[160];
+  const char* name = hf_name;
+  if (b->st == RLX_OK && b->src && b->src->gguf) {
+    if (llm_gguf_name(hf_name, file_name, sizeof file_name) != RLX_OK) {
+      b->st = RLX_INTERNAL;
+      return t;
+    }
+    name = file_name;
+  }
+  if (b->st == RLX_OK) b->st = rlx_graph_add_param(b->g, name, dtype, s, rank, &t);
   return t;
+}
+
+static rlx_tensor param(llm_builder* b, const char* name, int32_t rank, int64_t d0, int64_t d1) {
+  return typed_param(b, name, RLX_F32, rank, d0, d1);
+}
+
+/* A Linear weight [out, in]: f32, or the raw blocks of a quantized GGUF
+ * tensor (u8 [out, row_bytes], DequantMatMul's W layout: GGUF rows run
+ * along in). */
+typedef struct llm_weight {
+  rlx_tensor t;
+  int32_t scheme; /* rlx_quant_scheme, or -1 for a float weight */
+} llm_weight;
+
+static llm_weight matrix(llm_builder* b, const char* hf_name, int64_t out, int64_t in) {
+  llm_weight w = {RLX_NONE, -1};
+  char file_name[160];
+  if (b->src && b->src->scheme_of && b->st == RLX_OK &&
+      llm_gguf_name(hf_name, file_name, sizeof file_name) == RLX_OK)
+    w.scheme = b->src->scheme_of(b->src->ctx, file_name);
+  if (w.scheme < 0) {
+    w.t = param(b, hf_name, 2, out, in);
+    return w;
+  }
+  int64_t row_bytes = 0;
+  if (b->st == RLX_OK)
+    b->st = rlx_quant_row_bytes((rlx_quant_scheme)w.scheme, in, 0, &row_bytes, NULL, 0);
+  w.t = typed_param(b, hf_name, RLX_U8, 2, out, row_bytes);
+  return w;
 }
 
 /* "model.layers.<layer>.<suffix>", the HF name of a layer's tensor. */
@@ -39,6 +81,13 @@ static rlx_tensor layer_param(llm_builder* b, int32_t layer, const char* suffix,
   char name[128];
   snprintf(name, sizeof name, "model.layers.%d.%s", (int)layer, suffix);
   return param(b, name, rank, d0, d1);
+}
+
+static llm_weight layer_matrix(llm_builder* b, int32_t layer, const char* suffix, int64_t out,
+                               int64_t in) {
+  char name[128];
+  snprintf(name, sizeof name, "model.layers.%d.%s", (int)layer, suffix);
+  return matrix(b, name, out, in);
 }
 
 static rlx_tensor binary(llm_builder* b, rlx_binary_op op, rlx_tensor x, rlx_tensor y) {
@@ -54,9 +103,13 @@ static rlx_tensor rms_norm(llm_builder* b, rlx_tensor x, rlx_tensor w) {
 }
 
 /* x @ w^T (+ bias): w is [out, in] as HF's Linear stores it. */
-static rlx_tensor linear(llm_builder* b, rlx_tensor x, rlx_tensor w, rlx_tensor bias) {
+static rlx_tensor linear(llm_builder* b, rlx_tensor x, llm_weight w, rlx_tensor bias) {
   rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_matmul(b->g, x, w, 0, 1, &y);
+  if (b->st == RLX_OK && w.scheme >= 0)
+    b->st = rlx_graph_dequant_matmul(b->g, x, w.t, RLX_NONE, RLX_NONE,
+                                     (rlx_quant_scheme)w.scheme, 0, &y);
+  else if (b->st == RLX_OK)
+    b->st = rlx_graph_add_matmul(b->g, x, w.t, 0, 1, &y);
   return bias == RLX_NONE ? y : binary(b, RLX_BIN_ADD, y, bias);
 }
 
@@ -85,7 +138,8 @@ static rlx_tensor rope(llm_builder* b, rlx_tensor x) {
   rlx_tensor y = RLX_NONE;
   int32_t hd = b->c->head_dim;
   if (b->st == RLX_OK)
-    b->st = rlx_graph_add_rope(b->g, x, b->cos, b->sin, hd, hd, RLX_ROPE_NEOX, RLX_LAYOUT_BSHD, &y);
+    b->st = rlx_graph_add_rope(b->g, x, b->cos, b->sin, hd, hd,
+                               b->src ? b->src->rope_style : RLX_ROPE_NEOX, RLX_LAYOUT_BSHD, &y);
   return y;
 }
 
@@ -97,7 +151,7 @@ static rlx_tensor project(llm_builder* b, int32_t layer, rlx_tensor x, char whic
   int64_t out = (int64_t)heads * c->head_dim;
   char name[32];
   snprintf(name, sizeof name, "self_attn.%c_proj.weight", which);
-  rlx_tensor w = layer_param(b, layer, name, 2, out, c->hidden_size);
+  llm_weight w = layer_matrix(b, layer, name, out, c->hidden_size);
   rlx_tensor bias = RLX_NONE;
   if (c->attention_bias) {
     snprintf(name, sizeof name, "self_attn.%c_proj.bias", which);
@@ -127,19 +181,19 @@ static rlx_tensor attention_block(llm_builder* b, int32_t layer, rlx_tensor x) {
   d.window = c->sliding_window;
   rlx_tensor a = RLX_NONE;
   if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, k, v, RLX_NONE, &d, &a);
-  rlx_tensor wo = layer_param(b, layer, "self_attn.o_proj.weight", 2, c->hidden_size,
-                              (int64_t)c->num_heads * c->head_dim);
+  llm_weight wo = layer_matrix(b, layer, "self_attn.o_proj.weight", c->hidden_size,
+                               (int64_t)c->num_heads * c->head_dim);
   return linear(b, merge_heads(b, a, c->num_heads), wo, RLX_NONE);
 }
 
 static rlx_tensor mlp_block(llm_builder* b, int32_t layer, rlx_tensor x) {
   const rlx_llm_config* c = b->c;
   int64_t D = c->hidden_size, F = c->intermediate_size;
-  rlx_tensor gate = linear(b, x, layer_param(b, layer, "mlp.gate_proj.weight", 2, F, D), RLX_NONE);
-  rlx_tensor up = linear(b, x, layer_param(b, layer, "mlp.up_proj.weight", 2, F, D), RLX_NONE);
+  rlx_tensor gate = linear(b, x, layer_matrix(b, layer, "mlp.gate_proj.weight", F, D), RLX_NONE);
+  rlx_tensor up = linear(b, x, layer_matrix(b, layer, "mlp.up_proj.weight", F, D), RLX_NONE);
   if (b->st == RLX_OK) b->st = rlx_graph_add_activation(b->g, RLX_ACT_SILU, gate, &gate);
   rlx_tensor hidden = binary(b, RLX_BIN_MUL, gate, up);
-  return linear(b, hidden, layer_param(b, layer, "mlp.down_proj.weight", 2, D, F), RLX_NONE);
+  return linear(b, hidden, layer_matrix(b, layer, "mlp.down_proj.weight", D, F), RLX_NONE);
 }
 
 static rlx_tensor decoder_layer(llm_builder* b, int32_t layer, rlx_tensor h) {
@@ -183,6 +237,11 @@ static rlx_status check_options(const rlx_llm_options* o, rlx_error* err) {
 
 rlx_status rlx_llm_build(const rlx_llm_config* c, const rlx_llm_options* opt, rlx_graph** out,
                          rlx_error* err) {
+  return rlx_llm_build_from(c, opt, NULL, out, err);
+}
+
+rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* opt,
+                              const llm_source* src, rlx_graph** out, rlx_error* err) {
   rlx_llm_options defaults;
   rlx_llm_options_init(&defaults);
   const rlx_llm_options* o = opt ? opt : &defaults;
@@ -190,7 +249,7 @@ rlx_status rlx_llm_build(const rlx_llm_config* c, const rlx_llm_options* opt, rl
   *out = NULL;
   RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, err));
   RLX_RETURN_IF_ERROR(check_options(o, err));
-  llm_builder b = {NULL, c, RLX_OK, 0, 0, RLX_NONE, RLX_NONE};
+  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE};
   if (rlx_graph_create(&b.g) != RLX_OK)
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   b.B = dim_of(&b, o->batch, "B");
@@ -200,9 +259,8 @@ rlx_status rlx_llm_build(const rlx_llm_config* c, const rlx_llm_options* opt, rl
   rlx_tensor h = gather(&b, embed, ids);
   for (int32_t layer = 0; layer < c->num_layers; layer++) h = decoder_layer(&b, layer, h);
   h = rms_norm(&b, h, param(&b, "model.norm.weight", 1, c->hidden_size, 0));
-  rlx_tensor head = c->tie_word_embeddings
-                        ? embed
-                        : param(&b, "lm_head.weight", 2, c->vocab_size, c->hidden_size);
+  llm_weight head = {embed, -1};
+  if (!c->tie_word_embeddings) head = matrix(&b, "lm_head.weight", c->vocab_size, c->hidden_size);
   rlx_tensor logits = linear(&b, h, head, RLX_NONE);
   if (b.st == RLX_OK) b.st = rlx_graph_set_name(b.g, logits, "logits");
   if (b.st == RLX_OK) b.st = rlx_graph_set_outputs(b.g, &logits, 1);
@@ -241,8 +299,9 @@ static double llama3_scaled(const rlx_llm_config* c, double freq) {
   return (1.0 - smooth) * freq / c->rope_factor + smooth * freq;
 }
 
-static double rope_frequency(const rlx_llm_config* c, int32_t i) {
+static double rope_frequency(const rlx_llm_config* c, const float* divisors, int32_t i) {
   double freq = pow(c->rope_theta, -2.0 * i / (double)c->head_dim);
+  if (divisors) freq /= (double)divisors[i];
   switch (c->rope_scaling) {
     case RLX_LLM_ROPE_LINEAR: return freq / c->rope_factor;
     case RLX_LLM_ROPE_LLAMA3: return llama3_scaled(c, freq);
@@ -252,12 +311,17 @@ static double rope_frequency(const rlx_llm_config* c, int32_t i) {
 
 rlx_status rlx_llm_rope_tables(const rlx_llm_config* c, int64_t n_positions, float* cos_out,
                                float* sin_out) {
+  return rlx_llm_rope_tables_from(c, NULL, n_positions, cos_out, sin_out);
+}
+
+rlx_status rlx_llm_rope_tables_from(const rlx_llm_config* c, const float* divisors,
+                                    int64_t n_positions, float* cos_out, float* sin_out) {
   rlx_error err;
   if (!c || !cos_out || !sin_out || n_positions < 0) return RLX_INVALID_ARGUMENT;
   RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, &err));
   int32_t half = c->head_dim / 2;
   for (int32_t i = 0; i < half; i++) {
-    double freq = rope_frequency(c, i);
+    double freq = rope_frequency(c, divisors, i);
     for (int64_t p = 0; p < n_positions; p++) {
       double angle = (double)p * freq;
       cos_out[p * half + i] = (float)cos(angle);

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2 and Qwen3 of
+tests/llm_torch.py written as GGUF files with llama.cpp's gguf-py writer,
+the way its converter (convert_hf_to_gguf.py) writes them: GGUF tensor
+names, "{arch}.*" metadata keys, Llama's q / k rows permuted so that RoPE
+pairs are adjacent, Llama 3.1 rope scaling as a rope_freqs.weight tensor.
+
+Per case and weight type (f32, f16, q8_0, q4_0, q4_k) OUTDIR/<case>_<type>/
+holds model.gguf, input_ids.npy (i64 [B, T]) and logits.npy (f32
+[B, T, V]): llm_torch.py's float64 forward on the weights as the file
+stores them, dequantized with gguf-py's own dequantize (the q / k rows
+permuted back), so a quantized case checks the loader and DequantMatMul
+against the same weights, not the quantization error.
+
+gguf-py has no Q4_K quantizer: q4_k blocks are made here (a plain
+min / scale fit per 32 elements; any valid block serves, the reference
+dequantizes them with gguf-py). Norms, biases and rope_freqs stay f32, as
+the converter keeps 1-D tensors.
+
+usage: llm_gguf.py OUTDIR    (exits 77 without third_party/llama.cpp)
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GGUF_PY = os.path.join(os.path.dirname(HERE), "third_party", "llama.cpp", "gguf-py")
+if not os.path.isdir(GGUF_PY):
+    print("llm_gguf.py: third_party/llama.cpp/gguf-py is missing", file=sys.stderr)
+    sys.exit(77)
+sys.path.insert(0, GGUF_PY)
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import gguf  # noqa: E402
+from gguf import GGMLQuantizationType as Q  # noqa: E402
+from gguf import quants  # noqa: E402
+
+import llm_torch  # noqa: E402
+
+# head_dim 64 and every K a multiple of 256 (q4_k's block)
+SIZES = dict(hidden_size=256, intermediate_size=512, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=128)
+CASES = {
+    "llama": dict(llm_torch.CASES["llama"], **SIZES),
+    "qwen2": dict(llm_torch.CASES["qwen2"], **SIZES, torch_dtype="float32"),
+    # q_norm / k_norm; head_dim 128 != hidden / heads (attention.key_length)
+    "qwen3": dict(llm_torch.CASES["qwen3"], **SIZES, head_dim=128),
+}
+TYPES = {"f32": Q.F32, "f16": Q.F16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K}
+
+LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight", "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+MODEL_NAMES = {"model.embed_tokens.weight": "token_embd.weight",
+               "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+
+
+def gguf_name(hf):
+    if hf in MODEL_NAMES:
+        return MODEL_NAMES[hf]
+    _, _, layer, rest = hf.split(".", 3)
+    return f"blk.{layer}.{LAYER_NAMES[rest]}"
+
+
+def permute(w, heads):
+    """The converter's Llama q / k permutation: each head's two halves
+    interleaved, so that RoPE pairs are adjacent rows."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute(w, heads):
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def quantize_q4_k(w):
+    """Rows of w (K a multiple of 256) as Q4_K blocks: per 32 elements a
+    6-bit scale and min against the block's f16 d / dmin."""
+    rows, k = w.shape
+    sub = w.reshape(rows, k // 256, 8, 32).astype(np.float32)
+    lo = np.minimum(sub.min(-1), 0.0)
+    scale = (sub.max(-1) - lo) / 15.0
+    d = (scale.max(-1) / 63.0).astype(np.float16)
+    dmin = ((-lo).max(-1) / 63.0).astype(np.float16)
+    df, dminf = d.astype(np.float32)[..., None], dmin.astype(np.float32)[..., None]
+    sc = np.clip(np.round(np.divide(scale, df, out=np.zeros_like(scale), where=df > 0)), 0, 63)
+    mn = np.clip(np.round(np.divide(-lo, dminf, out=np.zeros_like(lo), where=dminf > 0)), 0, 63)
+    step = (df * sc)[..., None]
+    q = np.round(np.divide(sub + (dminf * mn)[..., None], step, out=np.zeros_like(sub),
+                           where=step > 0))
+    q = np.clip(q, 0, 15).astype(np.uint8)
+    sc, mn = sc.astype(np.uint8), mn.astype(np.uint8)
+    packed = np.zeros((rows, k // 256, 12), np.uint8)
+    packed[..., 0:4] = (sc[..., 0:4] & 63) | ((sc[..., 4:8] >> 4) << 6)
+    packed[..., 4:8] = (mn[..., 0:4] & 63) | ((mn[..., 4:8] >> 4) << 6)
+    packed[..., 8:12] = (sc[..., 4:8] & 15) | ((mn[..., 4:8] & 15) << 4)
+    # code of element e: nibble (e / 32) % 2 of qs[32 (e / 64) + e % 32]
+    pairs = q.reshape(rows, k // 256, 4, 2, 32)
+    qs = (pairs[:, :, :, 0, :] | (pairs[:, :, :, 1, :] << 4)).reshape(rows, k // 256, 128)
+    blocks = np.concatenate([d[..., None].view(np.uint8), dmin[..., None].view(np.uint8),
+                             packed, qs], axis=-1)
+    return blocks.reshape(rows, k // 256 * 144)
+
+
+def store(w, qtype):
+    """(the array to write, its ggml type, the f32 values a reader gets)"""
+    if w.ndim == 1 or qtype == Q.F32:
+        w = w.astype(np.float32)
+        return w, Q.F32, w
+    if qtype == Q.F16:
+        h = w.astype(np.float16)
+        return h, Q.F16, h.astype(np.float32)
+    data = quantize_q4_k(w) if qtype == Q.Q4_K else quants.quantize(w.astype(np.float32), qtype)
+    return data, qtype, quants.dequantize(data, qtype).reshape(w.shape)
+
+
+def add_metadata(wr, c, arch):
+    wr.add_context_length(c["max_position_embeddings"])
+    wr.add_embedding_length(c["hidden_size"])
+    wr.add_block_count(c["num_hidden_layers"])
+    wr.add_feed_forward_length(c["intermediate_size"])
+    wr.add_head_count(c["num_attention_heads"])
+    wr.add_head_count_kv(c["num_key_value_heads"])
+    wr.add_rope_freq_base(c["rope_theta"])
+    wr.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    rs = c.get("rope_scaling") or {}
+    if rs.get("type", rs.get("rope_type")) == "linear":
+        wr.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        wr.add_rope_scaling_factor(rs["factor"])
+    if c.get("head_dim"):
+        wr.add_key_length(c["head_dim"])
+        wr.add_value_length(c["head_dim"])
+    if arch == "llama":
+        wr.add_rope_dimension_count(llm_torch.head_dim(c))
+
+
+def rope_divisors(c):
+    """rope_freqs.weight as the converter computes it (f32) for llama3."""
+    rs = c.get("rope_scaling") or {}
+    if rs.get("rope_type") != "llama3":
+        return None
+    base = c["rope_theta"]
+    hd = llm_torch.head_dim(c)
+    plain = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+    scaled = llm_torch.rope_frequencies(c)
+    return (plain.double() / scaled).float().numpy()
+
+
+def write_case(out, name, qname, c, seed):
+    arch = c["model_type"]
+    gen = torch.Generator().manual_seed(seed)
+    weights = llm_torch.make_weights(c, gen)
+    ids = torch.randint(0, c["vocab_size"], (llm_torch.B, llm_torch.T), generator=gen)
+    d = os.path.join(out, f"{name}_{qname}")
+    os.makedirs(d, exist_ok=True)
+    wr = gguf.GGUFWriter(os.path.join(d, "model.gguf"), arch)
+    add_metadata(wr, c, arch)
+    reference, wrong_style = {}, {}
+    heads = {"q_proj": c["num_attention_heads"], "k_proj": c["num_key_value_heads"]}
+    for hf, t in weights.items():
+        w = t.numpy()
+        kind = hf.split(".")[-2]
+        permuted = arch == "llama" and kind in heads and hf.endswith("weight")
+        if permuted:
+            w = permute(w, heads[kind])
+        data, qtype, seen = store(w, TYPES[qname])
+        wr.add_tensor(gguf_name(hf), data, raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
+        wrong_style[hf] = torch.from_numpy(np.array(seen, np.float64))
+        reference[hf] = torch.from_numpy(
+            np.array(unpermute(seen, heads[kind]) if permuted else seen, np.float64))
+    divisors = rope_divisors(c)
+    if divisors is not None:
+        wr.add_tensor("rope_freqs.weight", divisors)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    logits = llm_torch.forward(c, reference, ids)
+    if arch == "llama":  # the file's rows read with NeoX halves must be wrong
+        wrong = llm_torch.forward(c, wrong_style, ids)
+        gap = float((wrong - logits).abs().max() / logits.abs().max())
+        assert gap > 1e-2, f"{name}_{qname}: the RoPE style does not matter ({gap})"
+    np.save(os.path.join(d, "input_ids.npy"), ids.numpy().astype("<i8"))
+    np.save(os.path.join(d, "logits.npy"), logits.numpy().astype("<f4"))
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for seed, (name, c) in enumerate(sorted(CASES.items())):
+        c = dict(llm_torch.BASE, **c)
+        for qname in TYPES:
+            write_case(sys.argv[1], name, qname, c, 4321 + seed)
+
+
+if __name__ == "__main__":
+    main()

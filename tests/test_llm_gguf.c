@@ -1,0 +1,270 @@
+/* LLMs from GGUF files against a torch oracle: tests/llm_gguf.py writes
+ * the tiny seeded Llama (GQA, Llama 3.1 rope scaling as rope_freqs.weight,
+ * q / k rows permuted as llama.cpp's converter does) and Qwen2 (q/k/v
+ * biases, tied embeddings, linear rope scaling) and Qwen3 (q / k norms,
+ * attention.key_length 128 != hidden / heads) of tests/llm_torch.py with
+ * llama.cpp's gguf-py writer, once per weight type (f32, f16, q8_0, q4_0,
+ * q4_k), with float64 logits from the weights as the file stores them
+ * (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
+ * on every device that can run here (or those named on the command line)
+ * and compared: max |rlx - torch| / max |torch| < 1e-4. The reference of
+ * the quantized files is the dequantized weights, so the bound holds for
+ * them too. Also: the config read from the metadata, and files with a
+ * missing key or tensor refused by name. Exits 77 (ctest SKIP) without
+ * third_party/llama.cpp or Debian's torch. */
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/npy.h"
+
+#define SKIP_CODE 77
+#define TOLERANCE 1e-4
+
+static char g_dir[512];
+
+static int generate(void) {
+  const char* py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s tests/llm_gguf.py '%s'", py, g_dir);
+  fflush(stdout);
+  int st = system(cmd);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+typedef struct npy_array {
+  rlx_dtype dtype;
+  int32_t rank;
+  int64_t shape[RLX_MAX_RANK];
+  void* data;
+  size_t bytes;
+} npy_array;
+
+static int load_npy(const char* case_dir, const char* name, npy_array* a) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", case_dir, name);
+  rlx_error err;
+  memset(a, 0, sizeof *a);
+  if (rlx_npy_read(path, &err, &a->dtype, &a->rank, a->shape, &a->data, &a->bytes) == RLX_OK)
+    return 1;
+  fprintf(stderr, "%s\n", err.msg);
+  return 0;
+}
+
+/* max |got - want| / max |want| */
+static double relative_error(const float* got, const float* want, size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - want[i]);
+    if (!(d <= diff)) diff = d; /* NaN sticks */
+    if (fabs(want[i]) > scale) scale = fabs(want[i]);
+  }
+  return diff / (scale > 0 ? scale : 1.0);
+}
+
+/* Runs the model on device; 0 = skipped (device unavailable), 1 = ran. */
+static int run_on(rlx_llm* m, const char* device, const npy_array* ids, float* logits,
+                  size_t bytes) {
+  rlx_exec* e = NULL;
+  rlx_status s = rlx_compile(rlx_llm_graph(m), device, NULL, &e);
+  if (s == RLX_UNAVAILABLE || s == RLX_UNIMPLEMENTED) {
+    printf("  %-8s skipped: %s\n", device, rlx_graph_last_error(rlx_llm_graph(m)));
+    return 0;
+  }
+  if (s != RLX_OK) {
+    fprintf(stderr, "compile on %s: %s\n", device, rlx_graph_last_error(rlx_llm_graph(m)));
+    return -1;
+  }
+  int64_t T = ids->shape[1];
+  int64_t positions[64];
+  for (int64_t t = 0; t < T; t++) positions[t] = t;
+  int ok = rlx_llm_set_params(m, e) == RLX_OK;
+  if (!ok) fprintf(stderr, "set params: %s\n", rlx_llm_last_error(m));
+  ok = ok && rlx_exec_set_input(e, "input_ids", RLX_I64, ids->shape, 2, ids->data,
+                                ids->bytes) == RLX_OK;
+  ok = ok && rlx_exec_set_input(e, "positions", RLX_I64, &T, 1, positions,
+                                (size_t)T * sizeof(int64_t)) == RLX_OK;
+  ok = ok && rlx_exec_run(e) == RLX_OK;
+  ok = ok && rlx_exec_read_output(e, 0, RLX_F32, logits, bytes) == RLX_OK;
+  if (!ok) fprintf(stderr, "%s: %s\n", device, rlx_exec_last_error(e));
+  rlx_exec_destroy(e);
+  return ok ? 1 : -1;
+}
+
+static const char* k_all_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
+static const char** g_devices = k_all_devices; /* argv may name others */
+static int g_n_devices = 4;
+
+static void model_path(const char* name, char* path, size_t cap) {
+  snprintf(path, cap, "%s/%s/model.gguf", g_dir, name);
+}
+
+static void check_case(const char* name) {
+  char dir[700], path[800];
+  snprintf(dir, sizeof dir, "%s/%s", g_dir, name);
+  model_path(name, path, sizeof path);
+  npy_array ids, want;
+  CHECK(load_npy(dir, "input_ids.npy", &ids));
+  int have_want = load_npy(dir, "logits.npy", &want);
+  if (!have_want) free(ids.data);
+  CHECK(have_want);
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  rlx_status s = rlx_llm_load(path, NULL, &m, &why);
+  int loaded = s == RLX_OK;
+  if (!loaded) fprintf(stderr, "%s: %s\n", name, why ? why : "");
+  rlx_free(why);
+  float* got = loaded ? malloc(want.bytes) : NULL;
+  int failures = 0, ran = 0;
+  for (int d = 0; got && d < g_n_devices; d++) {
+    int r = run_on(m, g_devices[d], &ids, got, want.bytes);
+    if (r < 0) failures++;
+    if (r <= 0) continue;
+    ran++;
+    double err = relative_error(got, want.data, want.bytes / sizeof(float));
+    printf("  %-8s %-12s logits rel err %.3g\n", g_devices[d], name, err);
+    if (!(err < TOLERANCE)) failures++;
+  }
+  free(got);
+  free(ids.data);
+  free(want.data);
+  rlx_llm_destroy(m);
+  CHECK(loaded);
+  CHECK(ran > 0 || g_devices != k_all_devices); /* the CPU always runs */
+  CHECK(failures == 0);
+}
+
+TEST(llama_f32) { check_case("llama_f32"); }
+TEST(llama_f16) { check_case("llama_f16"); }
+TEST(llama_q8_0) { check_case("llama_q8_0"); }
+TEST(llama_q4_0) { check_case("llama_q4_0"); }
+TEST(llama_q4_k) { check_case("llama_q4_k"); }
+TEST(qwen2_f32) { check_case("qwen2_f32"); }
+TEST(qwen2_f16) { check_case("qwen2_f16"); }
+TEST(qwen2_q8_0) { check_case("qwen2_q8_0"); }
+TEST(qwen2_q4_0) { check_case("qwen2_q4_0"); }
+TEST(qwen2_q4_k) { check_case("qwen2_q4_k"); }
+TEST(qwen3_f32) { check_case("qwen3_f32"); }
+TEST(qwen3_f16) { check_case("qwen3_f16"); }
+TEST(qwen3_q8_0) { check_case("qwen3_q8_0"); }
+TEST(qwen3_q4_0) { check_case("qwen3_q4_0"); }
+TEST(qwen3_q4_k) { check_case("qwen3_q4_k"); }
+
+/* Param named name in m's graph (its dtype), or -1 when absent. */
+static int param_dtype(rlx_llm* m, const char* name) {
+  for (int32_t i = 0; i < rlx_graph_param_count(rlx_llm_graph(m)); i++) {
+    rlx_value_info p;
+    if (rlx_graph_get_param(rlx_llm_graph(m), i, &p) == RLX_OK && strcmp(p.name, name) == 0)
+      return (int)p.dtype;
+  }
+  return -1;
+}
+
+/* The config comes from the metadata and the tensors' shapes; quantized
+ * Linear weights stay raw u8 params, the embedding becomes f32. */
+TEST(config_from_metadata) {
+  char path[800];
+  model_path("llama_q4_k", path, sizeof path);
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  CHECK_MSG(rlx_llm_load(path, NULL, &m, &why) == RLX_OK, "%s", why ? why : "");
+  rlx_free(why);
+  const rlx_llm_config* c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_LLAMA && c->hidden_size == 256 && c->intermediate_size == 512);
+  CHECK(c && c->num_layers == 2 && c->num_heads == 4 && c->num_kv_heads == 2 &&
+        c->head_dim == 64 && c->vocab_size == 128 && c->max_positions == 64);
+  CHECK(c && !c->tie_word_embeddings && !c->attention_bias && fabs(c->rms_norm_eps - 1e-5) < 1e-9);
+  CHECK(param_dtype(m, "blk.0.attn_q.weight") == RLX_U8);
+  CHECK(param_dtype(m, "output.weight") == RLX_U8);
+  CHECK(param_dtype(m, "token_embd.weight") == RLX_F32);
+  CHECK(param_dtype(m, "blk.1.ffn_norm.weight") == RLX_F32);
+  rlx_llm_destroy(m);
+  model_path("qwen2_f16", path, sizeof path);
+  CHECK(rlx_llm_load(path, NULL, &m, NULL) == RLX_OK);
+  c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_QWEN2 && c->tie_word_embeddings && c->attention_bias &&
+        c->rope_scaling == RLX_LLM_ROPE_LINEAR && c->rope_factor == 2.0);
+  CHECK(param_dtype(m, "blk.0.attn_q.bias") == RLX_F32 && param_dtype(m, "output.weight") < 0);
+  rlx_llm_destroy(m);
+  model_path("qwen3_q8_0", path, sizeof path);
+  CHECK(rlx_llm_load(path, NULL, &m, NULL) == RLX_OK);
+  c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_QWEN3 && c->qk_norm && c->head_dim == 128 && !c->attention_bias);
+  CHECK(param_dtype(m, "blk.1.attn_k_norm.weight") == RLX_F32);
+  rlx_llm_destroy(m);
+}
+
+/* Rewrites one byte string (Python escapes allowed) of the file at src into dst (same length, so
+ * every offset stays valid): a key or tensor renamed away. */
+static int rename_in_copy(const char* src, const char* dst, const char* from, const char* to) {
+  char cmd[3000];
+  snprintf(cmd, sizeof cmd,
+           "/usr/bin/python3 -c \"import sys, codecs; b=lambda s: codecs.escape_decode(s)[0]; "
+           "d=open(sys.argv[1],'rb').read(); f, t = b(sys.argv[3]), b(sys.argv[4]); "
+           "assert d.count(f)==1; open(sys.argv[2],'wb').write(d.replace(f, t))\" "
+           "'%s' '%s' '%s' '%s'", src, dst, from, to);
+  return system(cmd) == 0;
+}
+
+static void expect_refused(const char* from, const char* to, rlx_status want, const char* piece) {
+  char src[800], dst[800];
+  model_path("qwen2_f32", src, sizeof src);
+  snprintf(dst, sizeof dst, "%s/broken.gguf", g_dir);
+  CHECK(rename_in_copy(src, dst, from, to));
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  rlx_status s = rlx_llm_load(dst, NULL, &m, &why);
+  int ok = s == want && m == NULL && why && strstr(why, piece);
+  if (!ok) fprintf(stderr, "%s -> %s: %s '%s'\n", from, to, rlx_status_name(s), why ? why : "");
+  rlx_free(why);
+  rlx_llm_destroy(m);
+  CHECK(ok);
+}
+
+TEST(bad_files) {
+  expect_refused("qwen2.block_count", "qwen2.block_kount", RLX_INVALID_ARGUMENT,
+                 "'qwen2.block_count'");
+  expect_refused("qwen2.attention.layer_norm_rms_epsilon",
+                 "qwen2.attention.layer_norm_rms_epsilog", RLX_INVALID_ARGUMENT,
+                 "layer_norm_rms_epsilon");
+  expect_refused("blk.1.ffn_down.weight", "blk.1.ffn_dawn.weight", RLX_NOT_FOUND,
+                 "blk.1.ffn_down.weight");
+  /* general.architecture's value */
+  expect_refused("\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00qwen2",
+                 "\\x05\\x00\\x00\\x00\\x00\\x00\\x00\\x00qwenX",
+                 RLX_UNIMPLEMENTED, "'qwenX'");
+}
+
+/* test_llm_gguf [DEVICE...]: the devices to compare on (default: all). */
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    g_devices = (const char**)(argv + 1);
+    g_n_devices = argc - 1;
+  }
+  snprintf(g_dir, sizeof g_dir, "%s/llm_gguf_test", RLX_BUILD_DIR);
+  int code = generate();
+  if (code != 0) {
+    printf("SKIP: tests/llm_gguf.py exited %d (needs third_party/llama.cpp and Debian's "
+           "python3-torch)\n", code);
+    return SKIP_CODE;
+  }
+  RUN(config_from_metadata);
+  RUN(llama_f32);
+  RUN(llama_f16);
+  RUN(llama_q8_0);
+  RUN(llama_q4_0);
+  RUN(llama_q4_k);
+  RUN(qwen2_f32);
+  RUN(qwen2_f16);
+  RUN(qwen2_q8_0);
+  RUN(qwen2_q4_0);
+  RUN(qwen2_q4_k);
+  RUN(qwen3_f32);
+  RUN(qwen3_f16);
+  RUN(qwen3_q8_0);
+  RUN(qwen3_q4_0);
+  RUN(qwen3_q4_k);
+  RUN(bad_files);
+  return test_summary();
+}

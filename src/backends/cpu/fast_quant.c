@@ -9,6 +9,7 @@
  * results differ from the double reference by rounding only (parity
  * tolerance 1e-5). The transposed role (the gradient) and f64 decline to
  * the reference. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ typedef struct dq_job {
   int simd;
   const float* xsum; /* Q4_K: sums of x's runs of 32, [M, K / 32] */
   float fp8[256];    /* FP8 schemes: each code's value */
+  atomic_int failed; /* a GEMV worker could not allocate its row buffer */
 } dq_job;
 
 /* ------------------------------------------------------------------ scalar blocks */
@@ -234,7 +236,10 @@ static void gemv_range(void* ctx, int64_t begin, int64_t end) {
   const rlx_dqmm_params* p = &j->s->p.dqmm;
   row_dot_fn fused = fused_row_dot(p->scheme, j->simd);
   float* row = fused ? NULL : malloc(sizeof(float) * (size_t)p->K);
-  if (!fused && !row) return; /* the caller checks with a probe allocation first */
+  if (!fused && !row) { /* the caller then hands the step to the reference */
+    atomic_store(&((dq_job*)ctx)->failed, 1);
+    return;
+  }
   for (int64_t n = begin; n < end; n++) {
     const uint8_t* w = j->arena + j->s->in[1].offset + n * p->row_bytes;
     if (!fused) dequant_row(j, n, row);
@@ -280,6 +285,7 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
   if (ok) {
     static dq_job zero_job;
     dq_job j = zero_job;
+    atomic_init(&j.failed, 0);
     j.s = s, j.arena = arena, j.simd = rlx_cpu_simd_level();
     if (xbuf) rlx_convert(xbuf, RLX_F32, arena + s->in[0].offset, xt, (int64_t)xn);
     j.x = xbuf ? xbuf : (const float*)(arena + s->in[0].offset);
@@ -295,10 +301,11 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
     if (gemv) {
       j.y = y;
       rlx_cpu_parallel_for(f->pool, p->N, 16, gemv_range, &j);
+      ok = !atomic_load(&j.failed); /* else the reference recomputes every row */
     } else {
       prefill(f, &j, y, tile);
     }
-    if (ybuf) rlx_convert(arena + s->out[0].offset, yt, ybuf, RLX_F32, (int64_t)yn);
+    if (ok && ybuf) rlx_convert(arena + s->out[0].offset, yt, ybuf, RLX_F32, (int64_t)yn);
   }
   free(xbuf);
   free(ybuf);

@@ -489,4 +489,25 @@ if [ -f "$VOCABS/ggml-vocab-gpt-2.gguf" ]; then
   has "$OUT" "tokenizer.ggml.tokens  *string\[32000\]" "token array listed"
 fi
 
+# safetensors (written here: 8-byte header length, JSON header, data)
+if command -v python3 >/dev/null; then
+  python3 - "$TMP/tiny.safetensors" <<'PY'
+import json, struct, sys
+hdr = {"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+       "b": {"dtype": "F16", "shape": [3], "data_offsets": [24, 30]},
+       "__metadata__": {"format": "pt"}}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + struct.pack("<6f", *range(6)) + b"\0" * 6)
+PY
+  ok "info safetensors" -- "$RLX" info "$TMP/tiny.safetensors"
+  has "$OUT" "2 tensors in 1 file" "tensor count"
+  has "$OUT" "^  w  *f32  *\[2, 3\]  *24 " "tensor row: name, dtype, shape, bytes"
+  has "$OUT" "metadata format = pt" "metadata listed"
+  head -c 20 "$TMP/tiny.safetensors" > "$TMP/cut.safetensors"
+  bad "truncated safetensors" 1 -- "$RLX" info "$TMP/cut.safetensors"
+  has "$ERR" "cut.safetensors" "names the file"
+fi
+
 echo "cli.sh: all $checks checks passed"

@@ -30,6 +30,7 @@ from .executable import Executable, MemoryStats, compile
 from .graph import (Activation, Binary, Compare, Graph, Layout, Mask, Reduce, RopeStyle,
                     Tensor, ValueInfo)
 from .onnx import load_npy, load_onnx, read_onnx_tensor, save_npy
+from .llm import LLM, Tokenizer, load_llm
 from .train import Trainer
 
 __version__ = "0.1.0"  # version of these bindings; version() is the library's

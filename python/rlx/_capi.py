@@ -125,6 +125,10 @@ class TrainOptions(Structure):
                 ("n_frozen", c_int32), ("keep_grads", c_int32)]
 
 
+class LlmOptions(Structure):
+    _fields_ = [("batch", c_int64), ("seq_len", c_int64), ("max_seq", c_int64)]
+
+
 P = c_void_p           # rlx_graph* / rlx_exec* / data pointers
 S = c_int              # rlx_status
 T = c_int32            # rlx_tensor
@@ -291,6 +295,23 @@ _PROTOTYPES = {
     "rlx_trainer_save": (S, [P, c_char_p]),
     "rlx_trainer_load": (S, [P, c_char_p]),
     "rlx_trainer_exec": (P, [P]),
+    "rlx_llm_options_init": (None, [POINTER(LlmOptions)]),
+    "rlx_llm_load": (S, [c_char_p, POINTER(LlmOptions), POINTER(c_void_p), OUT_STR]),
+    "rlx_llm_destroy": (None, [P]),
+    "rlx_llm_last_error": (c_char_p, [P]),
+    "rlx_llm_graph": (P, [P]),
+    "rlx_llm_set_params": (S, [P, P]),
+    "rlx_tokenizer_load": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
+    "rlx_tokenizer_destroy": (None, [P]),
+    "rlx_tokenizer_last_error": (c_char_p, [P]),
+    "rlx_tokenizer_kind": (c_char_p, [P]),
+    "rlx_tokenizer_vocab_size": (c_int32, [P]),
+    "rlx_tokenizer_bos": (c_int32, [P]),
+    "rlx_tokenizer_eos": (c_int32, [P]),
+    "rlx_tokenizer_encode": (S, [P, c_char_p, c_size_t, c_int32, POINTER(POINTER(c_int32)),
+                                 POINTER(c_int64)]),
+    "rlx_tokenizer_decode": (S, [P, POINTER(c_int32), c_int64, c_int32, OUT_STR,
+                                 POINTER(c_size_t)]),
 }
 
 

@@ -15,6 +15,8 @@
 #include "io/npy.h"
 #include "rlx.h"
 
+#define LLM_TOLERANCE 1e-4 /* max |rlx - torch| / max |torch|, f32 compute */
+
 /* Runs `python3 SCRIPT DIR` (Debian's python, which has torch); its exit code. */
 static int llm_generate(const char* script, const char* dir) {
   const char* py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
@@ -87,5 +89,39 @@ static int run_on(rlx_llm* m, const char* device, const npy_array* ids, float* l
 static const char* k_all_devices[] = {"cpu", "cuda", "vulkan", "webgpu"};
 static const char** g_devices = k_all_devices; /* argv may name others */
 static int g_n_devices = 4;
+
+/* Loads model (a folder or a GGUF file), runs it on every device and
+ * compares its logits with dir/logits.npy (ids from dir/input_ids.npy). */
+static void llm_check_case(const char* dir, const char* model, const char* name) {
+  npy_array ids, want;
+  CHECK(load_npy(dir, "input_ids.npy", &ids));
+  int have_want = load_npy(dir, "logits.npy", &want);
+  if (!have_want) free(ids.data);
+  CHECK(have_want);
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  rlx_status s = rlx_llm_load(model, NULL, &m, &why);
+  int loaded = s == RLX_OK;
+  if (!loaded) fprintf(stderr, "%s: %s\n", name, why ? why : "");
+  rlx_free(why);
+  float* got = loaded ? malloc(want.bytes) : NULL;
+  int failures = 0, ran = 0;
+  for (int d = 0; got && d < g_n_devices; d++) {
+    int r = run_on(m, g_devices[d], &ids, got, want.bytes);
+    if (r < 0) failures++;
+    if (r <= 0) continue;
+    ran++;
+    double err = relative_error(got, want.data, want.bytes / sizeof(float));
+    printf("  %-8s %-20s logits rel err %.3g\n", g_devices[d], name, err);
+    if (!(err < LLM_TOLERANCE)) failures++;
+  }
+  free(got);
+  free(ids.data);
+  free(want.data);
+  rlx_llm_destroy(m);
+  CHECK(loaded);
+  CHECK(ran > 0 || g_devices != k_all_devices); /* the CPU always runs */
+  CHECK(failures == 0);
+}
 
 #endif

@@ -20,7 +20,6 @@
 #include "llm_common.h"
 
 #define SKIP_CODE 77
-#define TOLERANCE 1e-4
 
 static char g_dir[512];
 
@@ -34,35 +33,7 @@ static void check_case(const char* name) {
   char dir[700], path[800];
   snprintf(dir, sizeof dir, "%s/%s", g_dir, name);
   model_path(name, path, sizeof path);
-  npy_array ids, want;
-  CHECK(load_npy(dir, "input_ids.npy", &ids));
-  int have_want = load_npy(dir, "logits.npy", &want);
-  if (!have_want) free(ids.data);
-  CHECK(have_want);
-  rlx_llm* m = NULL;
-  char* why = NULL;
-  rlx_status s = rlx_llm_load(path, NULL, &m, &why);
-  int loaded = s == RLX_OK;
-  if (!loaded) fprintf(stderr, "%s: %s\n", name, why ? why : "");
-  rlx_free(why);
-  float* got = loaded ? malloc(want.bytes) : NULL;
-  int failures = 0, ran = 0;
-  for (int d = 0; got && d < g_n_devices; d++) {
-    int r = run_on(m, g_devices[d], &ids, got, want.bytes);
-    if (r < 0) failures++;
-    if (r <= 0) continue;
-    ran++;
-    double err = relative_error(got, want.data, want.bytes / sizeof(float));
-    printf("  %-8s %-12s logits rel err %.3g\n", g_devices[d], name, err);
-    if (!(err < TOLERANCE)) failures++;
-  }
-  free(got);
-  free(ids.data);
-  free(want.data);
-  rlx_llm_destroy(m);
-  CHECK(loaded);
-  CHECK(ran > 0 || g_devices != k_all_devices); /* the CPU always runs */
-  CHECK(failures == 0);
+  llm_check_case(dir, path, name);
 }
 
 TEST(llama_f32) { check_case("llama_f32"); }

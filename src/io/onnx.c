@@ -194,7 +194,8 @@ static const char* onnx_dtype_name(int32_t t) {
                                       "INT16",     "INT32",  "INT64",     "STRING",    "BOOL",
                                       "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",    "COMPLEX64",
                                       "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ"};
+                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                      "INT4",      "FLOAT4E2M1"};
   return t >= 0 && t < (int32_t)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 

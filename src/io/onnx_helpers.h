@@ -190,6 +190,11 @@ rlx_status rlx_ox_gather_elements(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor idx, i
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type);
 /* The table of onnx_misc.c (NULL when op_type is not there). */
 const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type);
+/* Conv of float x and w with the node's Conv attributes (onnx_nn.c). */
+rlx_status rlx_ox_conv_float(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
+                             rlx_tensor* y);
+/* The table of onnx_quant.c (NULL when op_type is not there). */
+const rlx_ox_op* rlx_ox_find_quant_op(const char* op_type);
 
 #endif /* RLX_HAVE_ONNX */
 #endif

@@ -325,7 +325,7 @@ static double operand_bound(rlx_ox_ctx* c, rlx_dtype dt, int32_t zero_input) {
 
 /* Terms per chunk so that a chunk's dot product stays exact in f32. */
 static int64_t exact_chunk(double term_bound) {
-  if (term_bound < 1.0) return INT64_MAX;
+  if (term_bound < 1.0) return (int64_t)EXACT_F32; /* all-zero operands */
   return (int64_t)floor(EXACT_F32 / term_bound);
 }
 
@@ -450,32 +450,29 @@ static rlx_status known_chunk(rlx_ox_ctx* c, rlx_tensor a, const rlx_host_tensor
   uint8_t* w = malloc((size_t)(N * klen));
   float* scale = malloc(sizeof(float) * (size_t)N);
   uint8_t* zp = malloc((size_t)N);
-  rlx_status s = RLX_RESOURCE_EXHAUSTED;
-  if (!w || !scale || !zp) goto done;
-  for (int64_t n = 0; n < N; n++) {
+  rlx_status s = RLX_OK;
+  if (!w || !scale || !zp)
+    s = rlx_ox_invalid(c, "out of memory for a %lld x %lld weight", (long long)N, (long long)klen);
+  for (int64_t n = 0; s == RLX_OK && n < N; n++) {
     for (int64_t k = 0; k < klen; k++) {
       int64_t q = rlx_load_i64(b->data, b->dtype, (k0 + k) * N + n);
-      w[n * klen + k] = (uint8_t)(sym ? (uint8_t)(int8_t)q : (uint8_t)(q + shift));
+      w[n * klen + k] = sym ? (uint8_t)(int8_t)q : (uint8_t)(q + shift);
     }
     scale[n] = 1.0f;
     zp[n] = (uint8_t)(zero[n] + shift);
   }
   int64_t ws[2] = {N, klen}, ss[2] = {N, 1};
   rlx_tensor wt, st, zt = RLX_NONE, x = a;
-  if ((s = constant(c, RLX_U8, 2, ws, w, (size_t)(N * klen), &wt)) != RLX_OK) goto done;
-  if ((s = constant(c, RLX_F32, 2, ss, scale, sizeof(float) * (size_t)N, &st)) != RLX_OK) goto done;
-  if (!sym && (s = constant(c, RLX_U8, 2, ss, zp, (size_t)N, &zt)) != RLX_OK) goto done;
-  if (klen != K) {
+  if (s == RLX_OK) s = constant(c, RLX_U8, 2, ws, w, (size_t)(N * klen), &wt);
+  if (s == RLX_OK) s = constant(c, RLX_F32, 2, ss, scale, sizeof(float) * (size_t)N, &st);
+  if (s == RLX_OK && !sym) s = constant(c, RLX_U8, 2, ss, zp, (size_t)N, &zt);
+  if (s == RLX_OK && klen != K)
     s = rlx_ox_check(c, rlx_graph_add_narrow(GRAPH, a, type_of(c, a).rank - 1, k0, klen, &x));
-    if (s != RLX_OK) goto done;
-  }
-  s = rlx_ox_check(c, rlx_graph_dequant_matmul(GRAPH, x, wt, st, zt,
-                                               sym ? RLX_QUANT_INT8_SYM : RLX_QUANT_INT8_ASYM,
-                                               (int32_t)klen, y));
+  if (s == RLX_OK)
+    s = rlx_ox_check(c, rlx_graph_dequant_matmul(GRAPH, x, wt, st, zt,
+                                                 sym ? RLX_QUANT_INT8_SYM : RLX_QUANT_INT8_ASYM,
+                                                 (int32_t)klen, y));
   if (s == RLX_OK) s = cast(c, *y, RLX_I32, y);
-done:
-  if (s == RLX_RESOURCE_EXHAUSTED && (!w || !scale || !zp))
-    s = rlx_ox_invalid(c, "out of memory for a %lld x %lld weight", (long long)N, (long long)klen);
   free(w);
   free(scale);
   free(zp);
@@ -663,12 +660,8 @@ static rlx_status map_qlinear_conv(rlx_ox_ctx* c) {
   if (rlx_ox_has(c, 8)) {
     RLX_RETURN_IF_ERROR(in(c, 8, &bias));
     if (type_of(c, bias).dtype != RLX_I32) return rlx_ox_invalid(c, "B must be int32");
+    if (type_of(c, bias).rank != 1) return rlx_ox_invalid(c, "B must be 1-D [M]");
     RLX_RETURN_IF_ERROR(per_channel(c, bias, r, 1, &bias));
-    rlx_type tb = type_of(c, bias);
-    if (tb.rank == 1) { /* one element: per tensor */
-    } else if (tb.rank != r) {
-      return rlx_ox_invalid(c, "B must be 1-D [M]");
-    }
     RLX_RETURN_IF_ERROR(bin(c, RLX_BIN_ADD, acc, bias, &acc));
   }
   RLX_RETURN_IF_ERROR(in(c, 1, &xs));

@@ -202,6 +202,15 @@ def quant_cases(root):
     c.output("y", dequantize(q, blocked(s, 1, 4, 10), blocked(z, 1, 4, 10)))
     c.write()
     n += 1
+    # a block wider than the axis: one scale per row
+    q = rng.integers(-128, 128, (2, 5)).astype(np.int8)
+    s = np.array([[0.5], [0.25]], f32)
+    c = Case(root, "test_dq_block_wider_than_axis", 21)
+    c.node("DequantizeLinear", [c.input("x", q), c.input("s", s)], ["y"], axis=1,
+           block_size=1 << 40)
+    c.output("y", dequantize(q, s, np.zeros((1, 1), np.int8)))
+    c.write()
+    n += 1
     # 16-bit outputs: output_dtype without a zero point, and an i16 zero point
     x = np.array([-40000.5, -32768.5, -2.5, -0.5, 0.5, 1.5, 32767.5, 65535.5, 70000.0], f32)
     c = Case(root, "test_q_u16_output_dtype", 21)

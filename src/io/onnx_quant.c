@@ -123,6 +123,7 @@ static rlx_status blocked_param(rlx_ox_ctx* c, rlx_tensor p, const rlx_type* tx,
       return rlx_ox_invalid(c, "%s dim %d is %lld; block_size %lld over x needs %lld", what,
                             (int)i, (long long)tp.shape[i], (long long)block,
                             (long long)(i == axis ? nb : tx->shape[i]));
+  if (nb == 1) block = D; /* one block spans x: no wider repeat than D (block may be huge) */
   rlx_dim split[RLX_MAX_RANK], wide[RLX_MAX_RANK], merged[RLX_MAX_RANK];
   for (int32_t i = 0, j = 0; i < tp.rank; i++) {
     split[j] = wide[j] = tp.shape[i];

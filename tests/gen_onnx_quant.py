@@ -355,6 +355,42 @@ def matmul_cases(root):
     return n
 
 
+def qdq_matmul_cases(root):
+    """MatMul(x, DequantizeLinear(constant W)): the importer's DequantMatMul path."""
+    n = 0
+    K, N = 64, 5
+    specs = [
+        ("per_tensor_u8", 13, np.uint8, "tensor", {}, (3, K)),
+        ("per_col_i8_zp", 13, np.int8, "col", {"axis": 1}, (2, 3, K)),
+        ("blocked_i8_sym", 21, np.int8, "block", {"axis": 0, "block_size": 16}, (4, K)),
+        ("per_col_u8_1d", 13, np.uint8, "col", {"axis": 1}, (K,)),
+    ]
+    for name, opset, qt, layout, attrs, xshape in specs:
+        lo, hi = RANGES[qt]
+        w = rng.integers(lo, hi + 1, (K, N)).astype(qt)
+        if layout == "tensor":
+            s, z = np.array(0.02, f32), np.array(117, qt)
+            sb, zb = s, z
+        elif layout == "col":
+            s = rng.uniform(0.005, 0.05, N).astype(f32)
+            z = rng.integers(lo // 2, hi // 2, N).astype(qt)
+            sb, zb = s[None, :], z[None, :]
+        else:
+            s = rng.uniform(0.005, 0.05, (K // 16, N)).astype(f32)
+            z = None
+            sb, zb = np.repeat(s, 16, axis=0), np.zeros((1, 1), qt)
+        wf = dequantize(w, sb, zb)
+        x = rng.standard_normal(xshape).astype(f32)
+        c = Case(root, f"test_qdq_matmul_{name}", opset)
+        ins = [c.init("w", w), c.init("s", s)] + ([c.init("z", z)] if z is not None else [])
+        c.node("DequantizeLinear", ins, ["wf"], **attrs)
+        c.node("MatMul", [c.input("x", x), "wf"], ["y"])
+        c.output("y", (x.astype(np.float64) @ wf.astype(np.float64)).astype(f32))
+        c.write()
+        n += 1
+    return n
+
+
 def conv_ref(x, w, pads, stride=1):
     """int64 cross-correlation, NCHW, zero padding."""
     x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
@@ -411,7 +447,7 @@ def main():
         print(__doc__)
         sys.exit(2)
     root = sys.argv[1]
-    n = quant_cases(root) + matmul_cases(root) + conv_cases(root)
+    n = quant_cases(root) + matmul_cases(root) + qdq_matmul_cases(root) + conv_cases(root)
     print(n)
 
 

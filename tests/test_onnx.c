@@ -1636,6 +1636,47 @@ TEST(quantization_ops_refuse_clearly) {
                 "u8, i8");
 }
 
+/* MatMul(x, DequantizeLinear(constant W)) imports as one DequantMatMul
+ * (W kept as int8 rows); a per-row (axis 0) scale has no Int8Block form
+ * and stays a MatMul of the dequantized weight. Numbers: onnx_quant.sh. */
+static int qdq_matmul_uses_dequant(int64_t axis, int per_axis) {
+  model md;
+  model_init(&md, 13);
+  int64_t xd[2] = {2, 4}, wd[2] = {4, 3}, s3[1] = {3}, s4[1] = {4};
+  uint8_t w[12] = {0, 1, 2, 3, 250, 251, 252, 253, 128, 7, 9, 200};
+  float sc[4] = {0.5f, 0.25f, 0.125f, 1.0f};
+  uint8_t zp[4] = {1, 2, 3, 4};
+  enum { U8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 };
+  int64_t* sd = axis == 1 ? s3 : s4;
+  input(&md, "x", F32, 2, xd);
+  initializer(&md, tensor("w", U8, 2, wd, w, sizeof w));
+  initializer(&md, tensor("s", F32, per_axis, sd, sc, sizeof(float) * (per_axis ? (size_t)sd[0] : 1)));
+  initializer(&md, tensor("z", U8, per_axis, sd, zp, per_axis ? (size_t)sd[0] : 1));
+  Onnx__NodeProto* n = node(&md, "DequantizeLinear", "w,s,z", "wf");
+  if (per_axis) attr_i(n, "axis", axis);
+  node(&md, "MatMul", "x,wf", "y");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  int found = -1;
+  if (import(&md, NULL, &m, &err) == RLX_OK) {
+    char* text = NULL;
+    if (rlx_graph_print(m->graph, &text) == RLX_OK) found = strstr(text, "dequant_matmul") != NULL;
+    rlx_free(text);
+  } else {
+    fprintf(stderr, "import: %s\n", err.msg);
+  }
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  return found;
+}
+
+TEST(qdq_matmul_becomes_dequant_matmul) {
+  CHECK(qdq_matmul_uses_dequant(1, 0) == 1); /* per tensor */
+  CHECK(qdq_matmul_uses_dequant(1, 1) == 1); /* per column */
+  CHECK(qdq_matmul_uses_dequant(0, 1) == 0); /* per row: a plain MatMul */
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -1664,6 +1705,7 @@ int main(void) {
   RUN(nonzero_needs_its_input);
   RUN(scatter_elements_duplicates_per_reduction);
   RUN(quantization_ops_refuse_clearly);
+  RUN(qdq_matmul_becomes_dequant_matmul);
   return test_summary();
 }
 #endif

@@ -193,6 +193,9 @@ const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type);
 /* Conv of float x and w with the node's Conv attributes (onnx_nn.c). */
 rlx_status rlx_ox_conv_float(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
                              rlx_tensor* y);
+/* MatMul(A, B) with B a DequantizeLinear of a constant weight as one
+ * DequantMatMul (onnx_quant.c); *handled = 0 leaves the node to MatMul. */
+rlx_status rlx_ox_quant_matmul(rlx_ox_ctx* c, int* handled);
 /* The table of onnx_quant.c (NULL when op_type is not there). */
 const rlx_ox_op* rlx_ox_find_quant_op(const char* op_type);
 

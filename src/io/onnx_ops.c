@@ -413,6 +413,9 @@ static rlx_status map_gelu(rlx_ox_ctx* c) {
 /* ------------------------------------------------------------------ contraction */
 
 static rlx_status map_matmul(rlx_ox_ctx* c) {
+  int quantized = 0;
+  RLX_RETURN_IF_ERROR(rlx_ox_quant_matmul(c, &quantized));
+  if (quantized) return RLX_OK;
   rlx_tensor a, b, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &a));
   RLX_RETURN_IF_ERROR(in(c, 1, &b));

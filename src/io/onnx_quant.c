@@ -249,6 +249,96 @@ static rlx_status map_quantize_linear(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
+/* ------------------------------------------------------------------ constant weights for MatMul */
+
+/* DequantizeLinear's note on a constant weight W [K, N] (rlx_ox_set_note):
+ * W^T as DequantMatMul's Int8Block rows, so MatMul(A, W) becomes
+ * DequantMatMul(A, w, scale, zero) and W never exists in f32. The element
+ * values are the same f32 products, (q - zero) * scale. One malloc block:
+ * the arrays follow the header. */
+typedef struct qweight {
+  int32_t scheme, group;
+  int64_t N, K, groups; /* groups per row: K / group */
+  uint8_t* w;           /* [N, K] codes (u8; int8 shifted by 128 when asymmetric) */
+  float* scale;         /* [N, groups] */
+  uint8_t* zero;        /* [N, groups], NULL for the symmetric scheme */
+} qweight;
+
+/* Where element (k, n) of W finds its scale / zero point in ONNX's layout:
+ * per tensor, per axis 1 (one per column n) or blocked along axis 0. */
+static int64_t onnx_param_index(int64_t k, int64_t n, int64_t N, int per_tensor, int64_t block) {
+  if (per_tensor) return 0;
+  if (block > 0) return k / block * N + n;
+  return n;
+}
+
+/* The note when x (input 0) is a known 2-D u8 / i8 [K, N] with known f32
+ * scale and zero point laid out per tensor, per column (axis 1) or in
+ * blocks along K (axis 0, K a multiple of block_size); else no note. */
+static void note_constant_weight(rlx_ox_ctx* c, int32_t axis, int64_t block) {
+  const rlx_host_tensor *x = rlx_ox_known(c, 0), *s = rlx_ox_known(c, 1);
+  const rlx_host_tensor* z = rlx_ox_has(c, 2) ? rlx_ox_known(c, 2) : NULL;
+  if (!x || !s || (rlx_ox_has(c, 2) && !z) || x->rank != 2 || s->dtype != RLX_F32 ||
+      (x->dtype != RLX_U8 && x->dtype != RLX_I8) || (z && z->dtype != x->dtype))
+    return;
+  int64_t K = x->shape[0], N = x->shape[1], ns = rlx_host_numel(s);
+  int per_tensor = ns == 1 && block == 0;
+  int per_col = !per_tensor && block == 0 && axis == 1 && s->rank == 1 && ns == N;
+  int blocked = block > 0 && axis == 0 && K % block == 0 && s->rank == 2 &&
+                s->shape[0] == K / block && s->shape[1] == N;
+  if (K < 1 || N < 1 || (!per_tensor && !per_col && !blocked) || (z && rlx_host_numel(z) != ns))
+    return;
+  int64_t group = blocked ? block : K, groups = K / group;
+  if (group > (1 << 20) || N * K > RLX_ONNX_MAX_FOLD_BYTES) return;
+  int sym = x->dtype == RLX_I8, shift = x->dtype == RLX_I8 ? 128 : 0;
+  for (int64_t i = 0; z && i < ns; i++) sym = sym && rlx_load_i64(z->data, z->dtype, i) == 0;
+  size_t head = (sizeof(qweight) + 15) / 16 * 16, nw = (size_t)(N * K), ng = (size_t)(N * groups);
+  qweight* q = malloc(head + nw + ng * sizeof(float) + ng);
+  if (!q) return; /* no note: MatMul takes the f32 weight */
+  q->scheme = sym ? RLX_QUANT_INT8_SYM : RLX_QUANT_INT8_ASYM;
+  q->group = (int32_t)group;
+  q->N = N, q->K = K, q->groups = groups;
+  q->w = (uint8_t*)q + head;
+  q->scale = (float*)((uint8_t*)q + head + (nw + 3) / 4 * 4);
+  q->zero = sym ? NULL : (uint8_t*)(q->scale + ng);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++) {
+      int64_t v = rlx_load_i64(x->data, x->dtype, k * N + n);
+      q->w[n * K + k] = sym ? (uint8_t)(int8_t)v : (uint8_t)(v + shift);
+    }
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t at = onnx_param_index(g * group, n, N, per_tensor, blocked ? block : 0);
+      q->scale[n * groups + g] = ((const float*)s->data)[at];
+      if (q->zero)
+        q->zero[n * groups + g] = (uint8_t)((z ? rlx_load_i64(z->data, z->dtype, at) : 0) + shift);
+    }
+  rlx_ox_set_note(c, 0, q);
+}
+
+/* MatMul(A, B) where B carries a DequantizeLinear note and A is f32:
+ * DequantMatMul(A, w, scale, zero) (a 1-D A gives [N], as NumPy). */
+rlx_status rlx_ox_quant_matmul(rlx_ox_ctx* c, int* handled) {
+  const qweight* q = rlx_ox_note(c, 1);
+  rlx_type ta;
+  *handled = 0;
+  if (!q || rlx_ox_type(c, 0, &ta) != RLX_OK || ta.dtype != RLX_F32 || ta.rank < 1 ||
+      ta.shape[ta.rank - 1] != q->K)
+    return RLX_OK;
+  int64_t ws[2] = {q->N, q->K}, ss[2] = {q->N, q->groups};
+  rlx_tensor a, w, scale, zero = RLX_NONE, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &a));
+  RLX_RETURN_IF_ERROR(constant(c, RLX_U8, 2, ws, q->w, (size_t)(q->N * q->K), &w));
+  RLX_RETURN_IF_ERROR(constant(c, RLX_F32, 2, ss, q->scale,
+                               sizeof(float) * (size_t)(q->N * q->groups), &scale));
+  if (q->zero)
+    RLX_RETURN_IF_ERROR(constant(c, RLX_U8, 2, ss, q->zero, (size_t)(q->N * q->groups), &zero));
+  G(rlx_graph_dequant_matmul(GRAPH, a, w, scale, zero, (rlx_quant_scheme)q->scheme, q->group,
+                             &y));
+  *handled = 1;
+  return rlx_ox_set(c, 0, y);
+}
+
 static rlx_status map_dequantize_linear(rlx_ox_ctx* c) {
   rlx_tensor x, scale, zero, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &x));
@@ -269,6 +359,7 @@ static rlx_status map_dequantize_linear(rlx_ox_ctx* c) {
     return rlx_ox_invalid(c, "x_zero_point's dtype %s differs from x's %s",
                           rlx_dtype_name(type_of(c, zero).dtype), rlx_dtype_name(tx.dtype));
   RLX_RETURN_IF_ERROR(dequantize(c, x, scale, zero, &y));
+  note_constant_weight(c, axis, block);
   return rlx_ox_set(c, 0, y);
 }
 

@@ -388,6 +388,30 @@ def qdq_matmul_cases(root):
         c.output("y", (x.astype(np.float64) @ wf.astype(np.float64)).astype(f32))
         c.write()
         n += 1
+    # Gemm(x, DequantizeLinear(W), C): transB with per-row (axis 0) scales, and with blocks
+    # along K (axis 1); alpha and beta
+    for name, opset, attrs in (("transb_axis0", 13, {"axis": 0}),
+                               ("transb_blocked", 21, {"axis": 1, "block_size": 16})):
+        w = rng.integers(-128, 128, (N, K)).astype(np.int8)
+        if "block_size" in attrs:
+            s = rng.uniform(0.005, 0.05, (N, K // 16)).astype(f32)
+            z = rng.integers(-9, 9, (N, K // 16)).astype(np.int8)
+            sb, zb = np.repeat(s, 16, axis=1), np.repeat(z, 16, axis=1)
+        else:
+            s = rng.uniform(0.005, 0.05, N).astype(f32)
+            z = rng.integers(-9, 9, N).astype(np.int8)
+            sb, zb = s[:, None], z[:, None]
+        wf = dequantize(w, sb, zb)
+        x = rng.standard_normal((3, K)).astype(f32)
+        bias = rng.standard_normal(N).astype(f32)
+        c = Case(root, f"test_qdq_gemm_{name}", opset)
+        c.node("DequantizeLinear", [c.init("w", w), c.init("s", s), c.init("z", z)], ["wf"], **attrs)
+        c.node("Gemm", [c.input("x", x), "wf", c.input("c", bias)], ["y"], transB=1, alpha=0.5,
+               beta=2.0)
+        want = 0.5 * (x.astype(np.float64) @ wf.astype(np.float64).T) + 2.0 * bias
+        c.output("y", want.astype(f32))
+        c.write()
+        n += 1
     return n
 
 

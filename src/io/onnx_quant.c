@@ -249,94 +249,153 @@ static rlx_status map_quantize_linear(rlx_ox_ctx* c) {
   return rlx_ox_set(c, 0, y);
 }
 
-/* ------------------------------------------------------------------ constant weights for MatMul */
+/* ------------------------------------------------------------------ constant weights for MatMul / Gemm */
 
-/* DequantizeLinear's note on a constant weight W [K, N] (rlx_ox_set_note):
- * W^T as DequantMatMul's Int8Block rows, so MatMul(A, W) becomes
- * DequantMatMul(A, w, scale, zero) and W never exists in f32. The element
- * values are the same f32 products, (q - zero) * scale. One malloc block:
- * the arrays follow the header. */
+/* DequantizeLinear's note on a constant 2-D weight W (rlx_ox_set_note): W
+ * as ONNX holds it, so a MatMul or Gemm reading it can build one
+ * DequantMatMul with W's rows along its N as Int8Block rows (row_form)
+ * and W never exists in f32. One malloc block; the arrays follow the
+ * header. */
 typedef struct qweight {
-  int32_t scheme, group;
-  int64_t N, K, groups; /* groups per row: K / group */
-  uint8_t* w;           /* [N, K] codes (u8; int8 shifted by 128 when asymmetric) */
-  float* scale;         /* [N, groups] */
-  uint8_t* zero;        /* [N, groups], NULL for the symmetric scheme */
+  rlx_dtype dtype;  /* u8 or i8 */
+  int64_t shape[2]; /* W's */
+  int32_t axis;     /* the per-axis or block axis; -1 per tensor */
+  int64_t block;    /* 0: per axis */
+  int64_t n_params; /* scale (and zero point) elements */
+  uint8_t* codes;   /* W's bytes, row major */
+  float* scale;     /* ONNX's layout */
+  uint8_t* zero;    /* ONNX's layout (bytes), or NULL */
 } qweight;
 
-/* Where element (k, n) of W finds its scale / zero point in ONNX's layout:
- * per tensor, per axis 1 (one per column n) or blocked along axis 0. */
-static int64_t onnx_param_index(int64_t k, int64_t n, int64_t N, int per_tensor, int64_t block) {
-  if (per_tensor) return 0;
-  if (block > 0) return k / block * N + n;
-  return n;
-}
-
-/* The note when x (input 0) is a known 2-D u8 / i8 [K, N] with known f32
- * scale and zero point laid out per tensor, per column (axis 1) or in
- * blocks along K (axis 0, K a multiple of block_size); else no note. */
+/* The note when x (input 0) is a known 2-D u8 / i8 with a known f32 scale
+ * (and zero point) per tensor, per axis or blocked; else no note. */
 static void note_constant_weight(rlx_ox_ctx* c, int32_t axis, int64_t block) {
   const rlx_host_tensor *x = rlx_ox_known(c, 0), *s = rlx_ox_known(c, 1);
   const rlx_host_tensor* z = rlx_ox_has(c, 2) ? rlx_ox_known(c, 2) : NULL;
   if (!x || !s || (rlx_ox_has(c, 2) && !z) || x->rank != 2 || s->dtype != RLX_F32 ||
-      (x->dtype != RLX_U8 && x->dtype != RLX_I8) || (z && z->dtype != x->dtype))
+      (x->dtype != RLX_U8 && x->dtype != RLX_I8) || (z && z->dtype != x->dtype) ||
+      x->shape[0] < 1 || x->shape[1] < 1)
     return;
-  int64_t K = x->shape[0], N = x->shape[1], ns = rlx_host_numel(s);
-  int per_tensor = ns == 1 && block == 0;
-  int per_col = !per_tensor && block == 0 && axis == 1 && s->rank == 1 && ns == N;
-  int blocked = block > 0 && axis == 0 && K % block == 0 && s->rank == 2 &&
-                s->shape[0] == K / block && s->shape[1] == N;
-  if (K < 1 || N < 1 || (!per_tensor && !per_col && !blocked) || (z && rlx_host_numel(z) != ns))
-    return;
-  int64_t group = blocked ? block : K, groups = K / group;
-  if (group > (1 << 20) || N * K > RLX_ONNX_MAX_FOLD_BYTES) return;
-  int sym = x->dtype == RLX_I8, shift = x->dtype == RLX_I8 ? 128 : 0;
-  for (int64_t i = 0; z && i < ns; i++) sym = sym && rlx_load_i64(z->data, z->dtype, i) == 0;
-  size_t head = (sizeof(qweight) + 15) / 16 * 16, nw = (size_t)(N * K), ng = (size_t)(N * groups);
-  qweight* q = malloc(head + nw + ng * sizeof(float) + ng);
-  if (!q) return; /* no note: MatMul takes the f32 weight */
-  q->scheme = sym ? RLX_QUANT_INT8_SYM : RLX_QUANT_INT8_ASYM;
-  q->group = (int32_t)group;
-  q->N = N, q->K = K, q->groups = groups;
-  q->w = (uint8_t*)q + head;
-  q->scale = (float*)((uint8_t*)q + head + (nw + 3) / 4 * 4);
-  q->zero = sym ? NULL : (uint8_t*)(q->scale + ng);
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t k = 0; k < K; k++) {
-      int64_t v = rlx_load_i64(x->data, x->dtype, k * N + n);
-      q->w[n * K + k] = sym ? (uint8_t)(int8_t)v : (uint8_t)(v + shift);
-    }
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t g = 0; g < groups; g++) {
-      int64_t at = onnx_param_index(g * group, n, N, per_tensor, blocked ? block : 0);
-      q->scale[n * groups + g] = ((const float*)s->data)[at];
-      if (q->zero)
-        q->zero[n * groups + g] = (uint8_t)((z ? rlx_load_i64(z->data, z->dtype, at) : 0) + shift);
-    }
+  int64_t ns = rlx_host_numel(s);
+  if (ns == 1 && block == 0) axis = -1;
+  else if (axis < 0 || (block == 0 && s->rank != 1) || (block > 0 && s->rank != 2))
+    return; /* the mapper has refused or laid these out; no note for odd forms */
+  if (z && rlx_host_numel(z) != ns) return;
+  size_t head = (sizeof(qweight) + 15) / 16 * 16, nw = (size_t)(x->shape[0] * x->shape[1]);
+  size_t sc_at = head + (nw + 3) / 4 * 4, z_at = sc_at + sizeof(float) * (size_t)ns;
+  qweight* q = malloc(z_at + (z ? (size_t)ns : 0));
+  if (!q) return; /* no note: the consumer takes the f32 weight */
+  q->dtype = x->dtype;
+  q->shape[0] = x->shape[0], q->shape[1] = x->shape[1];
+  q->axis = axis, q->block = block, q->n_params = ns;
+  q->codes = (uint8_t*)q + head;
+  q->scale = (float*)((uint8_t*)q + sc_at);
+  q->zero = z ? (uint8_t*)q + z_at : NULL;
+  memcpy(q->codes, x->data, nw);
+  memcpy(q->scale, s->data, sizeof(float) * (size_t)ns);
+  if (z) memcpy(q->zero, z->data, (size_t)ns);
   rlx_ox_set_note(c, 0, q);
 }
 
-/* MatMul(A, B) where B carries a DequantizeLinear note and A is f32:
- * DequantMatMul(A, w, scale, zero) (a 1-D A gives [N], as NumPy). */
+/* W's rows along n_axis as DequantMatMul operands: w u8 [N, K] codes (int8
+ * shifted by 128 in the asymmetric scheme), scale / zero [N, K / group].
+ * Representable when the scale is per tensor, per axis along n_axis, or in
+ * blocks along the other axis that divide K. */
+typedef struct qrows {
+  int64_t N, K, group, groups;
+  int sym;
+  uint8_t *w, *zero;
+  float* scale;
+} qrows;
+
+static void qrows_free(qrows* r) {
+  free(r->w);
+  free(r->scale);
+  free(r->zero);
+}
+
+/* Index of element (n, k)'s parameter in ONNX's layout. */
+static int64_t param_index(const qweight* q, int32_t n_axis, int64_t n, int64_t k) {
+  if (q->axis < 0) return 0;
+  if (q->block == 0) return n;
+  int64_t j = k / q->block, nb = (q->shape[1 - n_axis] + q->block - 1) / q->block;
+  return n_axis == 1 ? j * q->shape[1] + n : n * nb + j;
+}
+
+static int row_form(const qweight* q, int32_t n_axis, qrows* r) {
+  memset(r, 0, sizeof *r);
+  int32_t k_axis = 1 - n_axis;
+  r->N = q->shape[n_axis], r->K = q->shape[k_axis];
+  int per_n = q->axis == n_axis && q->block == 0 && q->n_params == r->N;
+  int blocked = q->axis == k_axis && q->block > 0 && r->K % q->block == 0 &&
+                q->n_params == r->N * (r->K / q->block);
+  if (q->axis >= 0 && !per_n && !blocked) return 0;
+  r->group = blocked ? q->block : r->K;
+  if (r->group > (1 << 20)) return 0; /* DequantMatMul's largest group */
+  r->groups = r->K / r->group;
+  int shift = q->dtype == RLX_I8 ? 128 : 0;
+  r->sym = q->dtype == RLX_I8;
+  for (int64_t i = 0; q->zero && i < q->n_params; i++) r->sym = r->sym && q->zero[i] == 0;
+  size_t ng = (size_t)(r->N * r->groups);
+  r->w = malloc((size_t)(r->N * r->K));
+  r->scale = malloc(sizeof(float) * ng);
+  r->zero = r->sym ? NULL : malloc(ng);
+  if (!r->w || !r->scale || (!r->sym && !r->zero)) {
+    qrows_free(r);
+    return 0;
+  }
+  int64_t C = q->shape[1];
+  for (int64_t n = 0; n < r->N; n++)
+    for (int64_t k = 0; k < r->K; k++) {
+      uint8_t b = q->codes[n_axis == 1 ? k * C + n : n * C + k];
+      r->w[n * r->K + k] = r->sym ? b : (uint8_t)(b + shift); /* mod 256: int8 + 128 */
+    }
+  for (int64_t n = 0; n < r->N; n++)
+    for (int64_t g = 0; g < r->groups; g++) {
+      int64_t at = param_index(q, n_axis, n, g * r->group);
+      r->scale[n * r->groups + g] = q->scale[at];
+      if (r->zero) r->zero[n * r->groups + g] = (uint8_t)((q->zero ? q->zero[at] : 0) + shift);
+    }
+  return 1;
+}
+
+/* a . W (W's rows along n_axis are the output columns) as one
+ * DequantMatMul when input bi carries a DequantizeLinear note that fits
+ * and a is f32 with K in its last dim; *handled = 0 otherwise. */
+rlx_status rlx_ox_quant_product(rlx_ox_ctx* c, rlx_tensor a, int32_t bi, int32_t n_axis,
+                                rlx_tensor* y, int* handled) {
+  const qweight* q = rlx_ox_note(c, bi);
+  *handled = 0;
+  rlx_type ta = type_of(c, a);
+  if (!q || ta.dtype != RLX_F32 || ta.rank < 1 || ta.shape[ta.rank - 1] != q->shape[1 - n_axis])
+    return RLX_OK;
+  qrows r;
+  if (!row_form(q, n_axis, &r)) return RLX_OK;
+  int64_t ws[2] = {r.N, r.K}, ss[2] = {r.N, r.groups};
+  size_t ng = (size_t)(r.N * r.groups);
+  rlx_tensor w, scale, zero = RLX_NONE;
+  rlx_status s = constant(c, RLX_U8, 2, ws, r.w, (size_t)(r.N * r.K), &w);
+  if (s == RLX_OK) s = constant(c, RLX_F32, 2, ss, r.scale, sizeof(float) * ng, &scale);
+  if (s == RLX_OK && r.zero) s = constant(c, RLX_U8, 2, ss, r.zero, ng, &zero);
+  if (s == RLX_OK)
+    s = rlx_ox_check(c, rlx_graph_dequant_matmul(GRAPH, a, w, scale, zero,
+                                                 r.sym ? RLX_QUANT_INT8_SYM : RLX_QUANT_INT8_ASYM,
+                                                 (int32_t)r.group, y));
+  qrows_free(&r);
+  *handled = s == RLX_OK;
+  return s;
+}
+
+/* MatMul(A, B) with B a DequantizeLinear'd constant [K, N]: DequantMatMul
+ * (a 1-D A gives [N], as NumPy). */
 rlx_status rlx_ox_quant_matmul(rlx_ox_ctx* c, int* handled) {
-  const qweight* q = rlx_ox_note(c, 1);
   rlx_type ta;
   *handled = 0;
-  if (!q || rlx_ox_type(c, 0, &ta) != RLX_OK || ta.dtype != RLX_F32 || ta.rank < 1 ||
-      ta.shape[ta.rank - 1] != q->K)
-    return RLX_OK;
-  int64_t ws[2] = {q->N, q->K}, ss[2] = {q->N, q->groups};
-  rlx_tensor a, w, scale, zero = RLX_NONE, y;
+  if (!rlx_ox_note(c, 1) || rlx_ox_type(c, 0, &ta) != RLX_OK || ta.dtype != RLX_F32) return RLX_OK;
+  rlx_tensor a, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &a));
-  RLX_RETURN_IF_ERROR(constant(c, RLX_U8, 2, ws, q->w, (size_t)(q->N * q->K), &w));
-  RLX_RETURN_IF_ERROR(constant(c, RLX_F32, 2, ss, q->scale,
-                               sizeof(float) * (size_t)(q->N * q->groups), &scale));
-  if (q->zero)
-    RLX_RETURN_IF_ERROR(constant(c, RLX_U8, 2, ss, q->zero, (size_t)(q->N * q->groups), &zero));
-  G(rlx_graph_dequant_matmul(GRAPH, a, w, scale, zero, (rlx_quant_scheme)q->scheme, q->group,
-                             &y));
-  *handled = 1;
-  return rlx_ox_set(c, 0, y);
+  RLX_RETURN_IF_ERROR(rlx_ox_quant_product(c, a, 1, 1, &y, handled));
+  return *handled ? rlx_ox_set(c, 0, y) : RLX_OK;
 }
 
 static rlx_status map_dequantize_linear(rlx_ox_ctx* c) {

@@ -226,6 +226,13 @@ def quant_cases(root):
     c.output("y", quantize(x, s, z, np.int16))
     c.write()
     n += 1
+    q = np.array([[0, 1, 65535], [40000, 32768, 7]], np.uint16)
+    s, z = np.array([0.5, 0.001], f32), np.array([32768, 3], np.uint16)
+    c = Case(root, "test_dq_u16_axis0", 21)
+    c.node("DequantizeLinear", [c.input("x", q), c.input("s", s), c.input("z", z)], ["y"], axis=0)
+    c.output("y", dequantize(q, s[:, None], z[:, None]))
+    c.write()
+    n += 1
     # f16 input and scale (opset 19): x / scale in f16, y of the scale's dtype on the way back
     x = (rng.standard_normal(12) * 20).astype(np.float16)
     s, z = np.array(0.3, np.float16), np.array(5, np.uint8)

@@ -1675,6 +1675,9 @@ TEST(qdq_matmul_becomes_dequant_matmul) {
   CHECK(qdq_matmul_uses_dequant(1, 0) == 1); /* per tensor */
   CHECK(qdq_matmul_uses_dequant(1, 1) == 1); /* per column */
   CHECK(qdq_matmul_uses_dequant(0, 1) == 0); /* per row: a plain MatMul */
+  setenv("RLX_ONNX_NO_DEQUANT_MATMUL", "1", 1);
+  CHECK(qdq_matmul_uses_dequant(1, 0) == 0); /* switched off */
+  unsetenv("RLX_ONNX_NO_DEQUANT_MATMUL");
 }
 
 int main(void) {

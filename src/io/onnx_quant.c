@@ -24,7 +24,9 @@
  * sum wraps, as ONNX allows). A constant right-hand matrix of
  * MatMulInteger / QLinearMatMul is kept as Int8Block rows of a
  * DequantMatMul (scale 1, its zero points as the asymmetric scheme's), with
- * the same chunking.
+ * the same chunking; so does the constant weight of MatMul / Gemm reading a
+ * DequantizeLinear (QDQ models). RLX_ONNX_NO_DEQUANT_MATMUL keeps both on
+ * float ops (for backends whose DequantMatMul is the host fallback).
  *
  * Dtypes: quantized u8, i8, u16, i16 (and i32 for DequantizeLinear's
  * input), the four float8 types for Quantize/DequantizeLinear; int4 / uint4
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env.h"
 #include "base/scalar_math.h"
 #include "io/onnx_helpers.h"
 #include "ir/graph.h"
@@ -270,6 +273,7 @@ typedef struct qweight {
 /* The note when x (input 0) is a known 2-D u8 / i8 with a known f32 scale
  * (and zero point) per tensor, per axis or blocked; else no note. */
 static void note_constant_weight(rlx_ox_ctx* c, int32_t axis, int64_t block) {
+  if (rlx_env_flag(RLX_ENV_ONNX_NO_DEQUANT_MATMUL)) return;
   const rlx_host_tensor *x = rlx_ox_known(c, 0), *s = rlx_ox_known(c, 1);
   const rlx_host_tensor* z = rlx_ox_has(c, 2) ? rlx_ox_known(c, 2) : NULL;
   if (!x || !s || (rlx_ox_has(c, 2) && !z) || x->rank != 2 || s->dtype != RLX_F32 ||
@@ -679,7 +683,8 @@ static rlx_status integer_product(rlx_ox_ctx* c, int32_t ai, int32_t azi, int32_
   RLX_RETURN_IF_ERROR(rlx_ox_type(c, bi, &tb));
   RLX_RETURN_IF_ERROR(centered(c, ai, azi, ta.rank >= 2, "A", &a));
   double a_bound = operand_bound(c, ta.dtype, azi);
-  if (known_weight(c, bi, bzi)) return known_product(c, a, bi, bzi, a_bound, y);
+  if (known_weight(c, bi, bzi) && !rlx_env_flag(RLX_ENV_ONNX_NO_DEQUANT_MATMUL))
+    return known_product(c, a, bi, bzi, a_bound, y);
   RLX_RETURN_IF_ERROR(centered(c, bi, bzi, 0, "B", &b));
   return exact_product(c, a, b, a_bound * operand_bound(c, tb.dtype, bzi), y);
 }

@@ -409,3 +409,21 @@ if(TARGET test_llm_gguf)
   set_tests_properties(test_llm_gguf PROPERTIES SKIP_RETURN_CODE 77)
   rlx_add_webgpu_test(llm_gguf_webgpu test_llm_gguf 900 "" webgpu)
 endif()
+
+# ---- ONNX quantization ops' edge cases (tests/onnx_quant.sh: numpy's
+# expected values from tests/gen_onnx_quant.py, run by the conformance
+# runner) on the CPU, Vulkan (validation layer on) and WebGPU.
+if(TEST test_onnx_conformance)
+  add_test(NAME onnx_quant COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_quant.sh
+           $<TARGET_FILE:test_onnx_conformance> cpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_quant PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  add_test(NAME onnx_quant_vulkan COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_quant.sh
+           $<TARGET_FILE:test_onnx_conformance> vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_quant_vulkan PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "RLX_VK_VALIDATION=1")
+  add_test(NAME onnx_quant_webgpu COMMAND bash ${PROJECT_SOURCE_DIR}/tests/onnx_quant.sh
+           $<TARGET_FILE:test_onnx_conformance> webgpu WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(onnx_quant_webgpu PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "${rlx_wg_env}")
+endif()
+# ---- end ONNX quantization ops' edge cases

@@ -1589,6 +1589,97 @@ TEST(scatter_elements_duplicates_per_reduction) {
   CHECK(scatter_case("mul", mul, 0));
 }
 
+/* The quantization ops refuse what they cannot do exactly with a message
+ * naming the op and the dtype or parameter (their numbers are checked
+ * against numpy by tests/onnx_quant.sh on every backend). */
+static void quant_refusal(int64_t opset, const char* op, int x_elem, const char* extra_in,
+                          int extra_elem, const char* attr_name, int64_t attr_v, rlx_status want,
+                          const char* msg1, const char* msg2) {
+  model md;
+  model_init(&md, opset);
+  int64_t d[2] = {2, 3}, one[1] = {3};
+  input(&md, "x", x_elem, 2, d);
+  float s = 0.5f;
+  initializer(&md, tensor("s", F32, 0, NULL, &s, sizeof s));
+  char ins[64];
+  snprintf(ins, sizeof ins, "x,s%s%s", extra_in ? "," : "", extra_in ? extra_in : "");
+  if (extra_in) input(&md, extra_in, extra_elem, 1, one);
+  Onnx__NodeProto* n = node(&md, op, ins, "y");
+  if (attr_name) attr_i(n, attr_name, attr_v);
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  rlx_status st = import(&md, NULL, &m, &err);
+  CHECK_MSG(st == want && !m, "%s: status %d: %s", op, (int)st, err.msg);
+  CHECK_MSG(strstr(err.msg, op) && strstr(err.msg, msg1) && (!msg2 || strstr(err.msg, msg2)),
+            "%s", err.msg);
+  rlx_onnx_model_destroy(m);
+  pool_free();
+}
+
+TEST(quantization_ops_refuse_clearly) {
+  enum { U8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8, I16 = ONNX__TENSOR_PROTO__DATA_TYPE__INT16 };
+  /* int4 has no rlx dtype */
+  quant_refusal(21, "QuantizeLinear", F32, NULL, 0, "output_dtype", 22, RLX_UNIMPLEMENTED,
+                "output_dtype int4", NULL);
+  /* float8 without saturation */
+  quant_refusal(19, "QuantizeLinear", F32, "z", 17, "saturate", 0, RLX_UNIMPLEMENTED,
+                "saturate=0", "f8e4m3fn");
+  quant_refusal(21, "QuantizeLinear", F32, NULL, 0, "output_dtype", 7, RLX_UNIMPLEMENTED,
+                "quantized dtype i64", NULL);
+  quant_refusal(13, "DequantizeLinear", I64, NULL, 0, NULL, 0, RLX_UNIMPLEMENTED, "i64", NULL);
+  /* a per-axis zero point of the wrong length (3 along axis 0 of [2, 3]) */
+  quant_refusal(13, "DequantizeLinear", U8, "z", U8, "axis", 0, RLX_INVALID_ARGUMENT,
+                "x_zero_point has 3 elements", NULL);
+  /* a 16-bit operand of an integer matmul */
+  quant_refusal(10, "MatMulInteger", I16, "b", I16, NULL, 0, RLX_UNIMPLEMENTED, "A of dtype i16",
+                "u8, i8");
+}
+
+/* MatMul(x, DequantizeLinear(constant W)) imports as one DequantMatMul
+ * (W kept as int8 rows); a per-row (axis 0) scale has no Int8Block form
+ * and stays a MatMul of the dequantized weight. Numbers: onnx_quant.sh. */
+static int qdq_matmul_uses_dequant(int64_t axis, int per_axis) {
+  model md;
+  model_init(&md, 13);
+  int64_t xd[2] = {2, 4}, wd[2] = {4, 3}, s3[1] = {3}, s4[1] = {4};
+  uint8_t w[12] = {0, 1, 2, 3, 250, 251, 252, 253, 128, 7, 9, 200};
+  float sc[4] = {0.5f, 0.25f, 0.125f, 1.0f};
+  uint8_t zp[4] = {1, 2, 3, 4};
+  enum { U8 = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 };
+  int64_t* sd = axis == 1 ? s3 : s4;
+  input(&md, "x", F32, 2, xd);
+  initializer(&md, tensor("w", U8, 2, wd, w, sizeof w));
+  initializer(&md, tensor("s", F32, per_axis, sd, sc, sizeof(float) * (per_axis ? (size_t)sd[0] : 1)));
+  initializer(&md, tensor("z", U8, per_axis, sd, zp, per_axis ? (size_t)sd[0] : 1));
+  Onnx__NodeProto* n = node(&md, "DequantizeLinear", "w,s,z", "wf");
+  if (per_axis) attr_i(n, "axis", axis);
+  node(&md, "MatMul", "x,wf", "y");
+  output(&md, "y");
+  rlx_onnx_model* m = NULL;
+  rlx_error err = {{0}};
+  int found = -1;
+  if (import(&md, NULL, &m, &err) == RLX_OK) {
+    char* text = NULL;
+    if (rlx_graph_print(m->graph, &text) == RLX_OK) found = strstr(text, "dequant_matmul") != NULL;
+    rlx_free(text);
+  } else {
+    fprintf(stderr, "import: %s\n", err.msg);
+  }
+  rlx_onnx_model_destroy(m);
+  pool_free();
+  return found;
+}
+
+TEST(qdq_matmul_becomes_dequant_matmul) {
+  CHECK(qdq_matmul_uses_dequant(1, 0) == 1); /* per tensor */
+  CHECK(qdq_matmul_uses_dequant(1, 1) == 1); /* per column */
+  CHECK(qdq_matmul_uses_dequant(0, 1) == 0); /* per row: a plain MatMul */
+  setenv("RLX_ONNX_NO_DEQUANT_MATMUL", "1", 1);
+  CHECK(qdq_matmul_uses_dequant(1, 0) == 0); /* switched off */
+  unsetenv("RLX_ONNX_NO_DEQUANT_MATMUL");
+}
+
 int main(void) {
   test_seed(9);
   RUN(add_relu_with_initializer_param);
@@ -1616,6 +1707,8 @@ int main(void) {
   RUN(det_three_by_three);
   RUN(nonzero_needs_its_input);
   RUN(scatter_elements_duplicates_per_reduction);
+  RUN(quantization_ops_refuse_clearly);
+  RUN(qdq_matmul_becomes_dequant_matmul);
   return test_summary();
 }
 #endif

@@ -194,7 +194,8 @@ static const char* onnx_dtype_name(int32_t t) {
                                       "INT16",     "INT32",  "INT64",     "STRING",    "BOOL",
                                       "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",    "COMPLEX64",
                                       "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ"};
+                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                      "INT4",      "FLOAT4E2M1"};
   return t >= 0 && t < (int32_t)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 
@@ -381,6 +382,7 @@ typedef struct ival {
   int is_param;         /* an initializer: becomes a param when used as a tensor */
   int is_input;         /* a graph input (run-time value) */
   int32_t root_input;   /* index of the graph input this run-time value derives from, or -1 */
+  void* note;           /* a mapper's note for later readers (rlx_ox_set_note), or NULL */
 } ival;
 
 typedef struct importer {
@@ -416,6 +418,7 @@ struct rlx_ox_ctx {
   rlx_host_tensor* out_k[MAX_NODE_IO];
   rlx_ox_sv* out_sv[MAX_NODE_IO];
   int out_set[MAX_NODE_IO];
+  void* out_note[MAX_NODE_IO];
   uint8_t* attr_used;
   int32_t first_node;     /* graph node count before the mapper ran */
 };
@@ -488,6 +491,7 @@ static void importer_free(importer* I) {
     free(I->vals[i].name);
     free_known(I->vals[i].k);
     free(I->vals[i].sv);
+    free(I->vals[i].note);
   }
   free(I->vals);
   free(I->slots);
@@ -573,6 +577,19 @@ int rlx_ox_has(const rlx_ox_ctx* c, int32_t i) { return i >= 0 && i < c->n_in &&
 
 const rlx_host_tensor* rlx_ox_known(const rlx_ox_ctx* c, int32_t i) {
   return rlx_ox_has(c, i) ? c->in[i]->k : NULL;
+}
+
+const void* rlx_ox_note(const rlx_ox_ctx* c, int32_t i) {
+  return rlx_ox_has(c, i) ? c->in[i]->note : NULL;
+}
+
+void rlx_ox_set_note(rlx_ox_ctx* c, int32_t i, void* note) {
+  if (i < 0 || i >= c->n_out) {
+    free(note);
+    return;
+  }
+  free(c->out_note[i]);
+  c->out_note[i] = note;
 }
 
 rlx_status rlx_ox_in(rlx_ox_ctx* c, int32_t i, rlx_tensor* out) {
@@ -864,6 +881,8 @@ static void ctx_reset_outputs(rlx_ox_ctx* c) {
     c->out_k[i] = NULL;
     free(c->out_sv[i]);
     c->out_sv[i] = NULL;
+    free(c->out_note[i]);
+    c->out_note[i] = NULL;
     c->out_t[i] = RLX_NONE;
     c->out_set[i] = 0;
   }
@@ -993,6 +1012,8 @@ static rlx_status register_outputs(rlx_ox_ctx* c) {
     c->out_k[i] = NULL;
     x->sv = c->out_sv[i];
     c->out_sv[i] = NULL;
+    x->note = c->out_note[i];
+    c->out_note[i] = NULL;
     x->t = x->k || x->sv ? RLX_NONE : c->out_t[i];
     x->root_input = x->k ? -1 : root;
     /* Label the node this ONNX node made, for errors and `rlx dot`. */
@@ -1062,6 +1083,7 @@ static rlx_status import_node(importer* I, const Onnx__NodeProto* p, int32_t ind
   for (int32_t i = 0; i < c->n_out; i++) {
     free_known(c->out_k[i]);
     free(c->out_sv[i]);
+    free(c->out_note[i]);
   }
   free(c->attr_used);
   free(c);

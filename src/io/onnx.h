@@ -157,6 +157,13 @@ rlx_status rlx_ox_type(rlx_ox_ctx* c, int32_t i, rlx_type* out);
  * input it derives from, so a caller can freeze it). `what` names the operand. */
 rlx_status rlx_ox_need_known(rlx_ox_ctx* c, int32_t i, const char* what,
                              const rlx_host_tensor** out);
+/* Notes: a mapper may leave a malloc'd block on output i (ownership moves
+ * to the importer, which free()s it when the import ends) for the mappers
+ * that read that value later: DequantizeLinear of a constant weight leaves
+ * its quantized form, so a MatMul reading it builds a DequantMatMul instead
+ * of materializing the f32 weight (onnx_quant.c). NULL when none. */
+void rlx_ox_set_note(rlx_ox_ctx* c, int32_t i, void* note);
+const void* rlx_ox_note(const rlx_ox_ctx* c, int32_t i);
 /* Known integer input as a list (a scalar is a list of one). */
 rlx_status rlx_ox_known_ints(rlx_ox_ctx* c, int32_t i, const char* what, int64_t* out,
                              int32_t cap, int32_t* out_n);

@@ -190,6 +190,19 @@ rlx_status rlx_ox_gather_elements(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor idx, i
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type);
 /* The table of onnx_misc.c (NULL when op_type is not there). */
 const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type);
+/* Conv of float x and w with the node's Conv attributes (onnx_nn.c). */
+rlx_status rlx_ox_conv_float(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor w, rlx_tensor bias,
+                             rlx_tensor* y);
+/* MatMul(A, B) with B a DequantizeLinear of a constant weight as one
+ * DequantMatMul (onnx_quant.c); *handled = 0 leaves the node to MatMul. */
+rlx_status rlx_ox_quant_matmul(rlx_ox_ctx* c, int* handled);
+/* a . W for input bi a DequantizeLinear'd constant W whose dim n_axis is
+ * the output's N (Gemm: 1, or 0 with transB), as one DequantMatMul;
+ * *handled = 0 when bi has no such note or it does not fit. */
+rlx_status rlx_ox_quant_product(rlx_ox_ctx* c, rlx_tensor a, int32_t bi, int32_t n_axis,
+                                rlx_tensor* y, int* handled);
+/* The table of onnx_quant.c (NULL when op_type is not there). */
+const rlx_ox_op* rlx_ox_find_quant_op(const char* op_type);
 
 #endif /* RLX_HAVE_ONNX */
 #endif

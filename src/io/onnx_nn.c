@@ -604,21 +604,22 @@ static rlx_status conv_operands(rlx_ox_ctx* c, const rlx_type* tx, rlx_tensor* w
   return RLX_OK;
 }
 
-/* Conv onto the Conv op; auto_pad is resolved into explicit pads here. */
-static rlx_status map_conv(rlx_ox_ctx* c) {
+/* Conv of float x and wt (same dtype) with the node's geometry attributes
+ * (group, kernel_shape, strides, dilations, pads, auto_pad); auto_pad is
+ * resolved into explicit pads here. Conv, ConvInteger and QLinearConv
+ * (onnx_quant.c) share it. */
+rlx_status rlx_ox_conv_float(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor wt, rlx_tensor bias,
+                             rlx_tensor* y) {
   int64_t group, kshape[3];
   int32_t nk;
   RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "group", 1, &group));
   RLX_RETURN_IF_ERROR(rlx_ox_attr_ints(c, "kernel_shape", kshape, 3, &nk));
-  rlx_tensor x, wt, bias, y;
-  RLX_RETURN_IF_ERROR(in(c, 0, &x));
-  RLX_RETURN_IF_ERROR(need_float(c, x, "Conv"));
-  rlx_type tx = type_of(c, x);
+  rlx_type tx = type_of(c, x), tw = type_of(c, wt);
   if (tx.rank < 3) return rlx_ox_invalid(c, "X must have spatial dims");
   int32_t n = tx.rank - 2;
-  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "Conv"));
-  RLX_RETURN_IF_ERROR(conv_operands(c, &tx, &wt, &bias));
-  rlx_type tw = type_of(c, wt);
+  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, rlx_ox_op_type(c)));
+  if (tw.rank != tx.rank) return rlx_ox_invalid(c, "W must have X's rank");
+  for (int32_t i = 0; i < tw.rank; i++) RLX_RETURN_IF_ERROR(need_static(c, &tw, i, "W"));
   if (group < 1 || group > tx.shape[1]) return rlx_ox_invalid(c, "group %lld", (long long)group);
   window w;
   RLX_RETURN_IF_ERROR(window_geometry(c, &tx, tw.shape + 2, 0, &w));
@@ -631,7 +632,19 @@ static rlx_status map_conv(rlx_ox_ctx* c) {
     pads[n + i] = ends[i];
   }
   G(rlx_graph_add_conv(GRAPH, x, wt, bias, RLX_NONE, n, w.stride, pads, w.dil, (int32_t)group,
-                       RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, &y));
+                       RLX_ACT_NONE, RLX_CONV_CHANNELS_FIRST, y));
+  return RLX_OK;
+}
+
+static rlx_status map_conv(rlx_ox_ctx* c) {
+  rlx_tensor x, wt, bias, y;
+  RLX_RETURN_IF_ERROR(in(c, 0, &x));
+  RLX_RETURN_IF_ERROR(need_float(c, x, "Conv"));
+  rlx_type tx = type_of(c, x);
+  if (tx.rank < 3) return rlx_ox_invalid(c, "X must have spatial dims");
+  RLX_RETURN_IF_ERROR(need_static(c, &tx, 1, "Conv"));
+  RLX_RETURN_IF_ERROR(conv_operands(c, &tx, &wt, &bias));
+  RLX_RETURN_IF_ERROR(rlx_ox_conv_float(c, x, wt, bias, &y));
   return rlx_ox_set(c, 0, y);
 }
 

@@ -413,6 +413,9 @@ static rlx_status map_gelu(rlx_ox_ctx* c) {
 /* ------------------------------------------------------------------ contraction */
 
 static rlx_status map_matmul(rlx_ox_ctx* c) {
+  int quantized = 0;
+  RLX_RETURN_IF_ERROR(rlx_ox_quant_matmul(c, &quantized));
+  if (quantized) return RLX_OK;
   rlx_tensor a, b, y;
   RLX_RETURN_IF_ERROR(in(c, 0, &a));
   RLX_RETURN_IF_ERROR(in(c, 1, &b));
@@ -456,12 +459,17 @@ static rlx_status map_gemm(rlx_ox_ctx* c) {
     RLX_RETURN_IF_ERROR(rlx_ox_attr_int(c, "broadcast", 0, &bc));
   }
   rlx_tensor a, b, y, bias;
+  int quantized = 0;
   RLX_RETURN_IF_ERROR(in(c, 0, &a));
-  RLX_RETURN_IF_ERROR(in(c, 1, &b));
   RLX_RETURN_IF_ERROR(need_float(c, a, "Gemm"));
-  if (type_of(c, a).rank != 2 || type_of(c, b).rank != 2)
-    return rlx_ox_invalid(c, "A and B must be 2-D");
-  G(rlx_graph_add_matmul(GRAPH, a, b, ta != 0, tb != 0, &y));
+  if (type_of(c, a).rank == 2 && !ta) /* B a DequantizeLinear'd constant: onnx_quant.c */
+    RLX_RETURN_IF_ERROR(rlx_ox_quant_product(c, a, 1, tb ? 0 : 1, &y, &quantized));
+  if (!quantized) {
+    RLX_RETURN_IF_ERROR(in(c, 1, &b));
+    if (type_of(c, a).rank != 2 || type_of(c, b).rank != 2)
+      return rlx_ox_invalid(c, "A and B must be 2-D");
+    G(rlx_graph_add_matmul(GRAPH, a, b, ta != 0, tb != 0, &y));
+  }
   if (alpha != 1.0f) RLX_RETURN_IF_ERROR(bin_s(c, RLX_BIN_MUL, y, alpha, &y));
   if (rlx_ox_has(c, 2) && beta != 0.0f) {
     RLX_RETURN_IF_ERROR(in(c, 2, &bias));

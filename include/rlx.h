@@ -1231,12 +1231,18 @@ RLX_API const char* rlx_safetensors_shard_path(const rlx_safetensors* st, int32_
  * built with the graph API above, its params named as the checkpoint's
  * tensors. Architectures: Llama (1/2/3: GQA, rope_scaling "linear" and
  * "llama3"), Qwen2 (q/k/v biases), Qwen3 (q_norm / k_norm over each head),
- * Mistral (sliding-window attention). */
+ * Mistral (sliding-window attention), GPT-2 (HF Conv1D weights [in, out]
+ * used as stored; names with or without the "transformer." prefix) and
+ * Gemma-2 (embedding times sqrt(hidden_size), rounded to the checkpoint's
+ * torch_dtype as HF does; RmsNorm weights w applied as 1 + w). */
 typedef enum rlx_llm_arch {
   RLX_LLM_LLAMA = 0,
   RLX_LLM_QWEN2 = 1,
   RLX_LLM_QWEN3 = 2,
   RLX_LLM_MISTRAL = 3,
+  RLX_LLM_GPT2 = 4,   /* learned positions, LayerNorm with bias, GELU-tanh MLP, fused QKV */
+  RLX_LLM_GEMMA2 = 5, /* (1 + w) RmsNorms around both blocks, GELU-tanh gated MLP, softcaps,
+                         sliding window on even layers */
 } rlx_llm_arch;
 
 typedef enum rlx_llm_rope_scaling {
@@ -1273,7 +1279,15 @@ typedef struct rlx_llm_config {
   int32_t attention_bias;       /* 1: q/k/v_proj have biases (Qwen2 always; else attention_bias) */
   int32_t qk_norm;              /* 1: RmsNorm of each q / k head before RoPE (Qwen3) */
   int32_t sliding_window;       /* > 0: a query sees the last sliding_window keys (Mistral) */
-  int64_t max_positions;        /* max_position_embeddings */
+  int64_t max_positions;        /* max_position_embeddings (GPT-2: n_positions) */
+  /* Gemma-2 (0 = off for the other archs). GPT-2's LayerNorm eps is
+   * rms_norm_eps (layer_norm_epsilon). */
+  float attn_logit_softcap;       /* attn_logit_softcapping: s = cap * tanh(s / cap) */
+  float final_logit_softcap;      /* final_logit_softcapping, on the logits */
+  float query_pre_attn_scalar;    /* > 0: scores scaled by its ^-1/2 (not head_dim's) */
+  int32_t sliding_window_pattern; /* > 1: layer i slides only when i % pattern < pattern - 1
+                                     (Gemma-2: 2, the even layers); else every layer */
+  float embed_scale;              /* > 0: embeddings multiplied by it (Gemma: sqrt(hidden)) */
 } rlx_llm_config;
 
 /* Fills *out from the text of a config.json (len bytes; need not end in

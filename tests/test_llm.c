@@ -32,6 +32,33 @@ TEST(llama_bf16_sharded) { check_case("llama_bf16_sharded"); }
 TEST(qwen2) { check_case("qwen2"); }
 TEST(qwen3) { check_case("qwen3"); }
 TEST(mistral) { check_case("mistral"); }
+TEST(gpt2) { check_case("gpt2"); }
+TEST(gpt2_noprefix_f16) { check_case("gpt2_noprefix_f16"); }
+TEST(gemma2) { check_case("gemma2"); }
+TEST(gemma2_bf16) { check_case("gemma2_bf16"); }
+
+/* GPT-2's n_* fields and Gemma-2's extras land in rlx_llm_config; the
+ * bf16 Gemma's embedding scale is sqrt(72) rounded to bf16 (8.5). */
+TEST(config_fields_gpt2_gemma2) {
+  char path[700];
+  rlx_llm_config c;
+  char* why = NULL;
+  snprintf(path, sizeof path, "%s/gpt2", g_dir);
+  CHECK_MSG(rlx_llm_config_load(path, &c, &why) == RLX_OK, "%s", why ? why : "");
+  rlx_free(why);
+  CHECK(c.arch == RLX_LLM_GPT2 && c.hidden_size == 64 && c.intermediate_size == 256);
+  CHECK(c.num_heads == 4 && c.num_kv_heads == 4 && c.head_dim == 16 && c.max_positions == 32);
+  CHECK(c.tie_word_embeddings && c.attn_logit_softcap == 0.0f && c.embed_scale == 0.0f);
+  snprintf(path, sizeof path, "%s/gemma2", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_GEMMA2 && c.head_dim == 32 && c.num_kv_heads == 2);
+  CHECK(c.attn_logit_softcap == 2.0f && c.final_logit_softcap == 10.0f);
+  CHECK(c.query_pre_attn_scalar == 24.0f && c.sliding_window == 3 &&
+        c.sliding_window_pattern == 2 && c.embed_scale == 8.0f && c.tie_word_embeddings);
+  snprintf(path, sizeof path, "%s/gemma2_bf16", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.embed_scale == 8.5f);
+}
 
 /* The config fields land where rlx_llm_config says. */
 TEST(config_fields) {
@@ -70,7 +97,7 @@ static void expect_config_error(const char* json, rlx_status want, const char* p
 TEST(config_errors) {
   expect_config_error("{", RLX_INVALID_ARGUMENT, "malformed JSON");
   expect_config_error("[]", RLX_INVALID_ARGUMENT, "not a JSON object");
-  expect_config_error("{\"model_type\": \"gpt2\"}", RLX_UNIMPLEMENTED, "'gpt2'");
+  expect_config_error("{\"model_type\": \"falcon\"}", RLX_UNIMPLEMENTED, "'falcon'");
   expect_config_error("{\"model_type\": \"llama\", " SIZES "\"hidden_size_x\": 1}",
                       RLX_INVALID_ARGUMENT, "\"num_attention_heads\"");
   expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
@@ -89,6 +116,18 @@ TEST(config_errors) {
                       "num_hidden_layers");
   expect_config_error("{\"model_type\": \"qwen3\", " SIZES "\"num_attention_heads\": 2, "
                       "\"use_sliding_window\": true}", RLX_UNIMPLEMENTED, "use_sliding_window");
+  expect_config_error("{\"model_type\": \"gpt2\", \"vocab_size\": 10, \"n_embd\": 8, "
+                      "\"n_layer\": 1, \"n_head\": 2, \"activation_function\": \"relu\"}",
+                      RLX_UNIMPLEMENTED, "'relu'");
+  expect_config_error("{\"model_type\": \"gpt2\", \"vocab_size\": 10, \"n_embd\": 8, "
+                      "\"n_layer\": 1, \"n_head\": 3}", RLX_INVALID_ARGUMENT, "n_head");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"attn_logit_softcapping\": -1}", RLX_INVALID_ARGUMENT,
+                      "attn_logit_softcapping");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"layer_types\": [\"full_attention\"]}", RLX_UNIMPLEMENTED, "layer_types");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"hidden_activation\": \"silu\"}", RLX_UNIMPLEMENTED, "'silu'");
   rlx_llm_config c;
   const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";
@@ -166,6 +205,11 @@ int main(int argc, char** argv) {
   RUN(qwen2);
   RUN(qwen3);
   RUN(mistral);
+  RUN(config_fields_gpt2_gemma2);
+  RUN(gpt2);
+  RUN(gpt2_noprefix_f16);
+  RUN(gemma2);
+  RUN(gemma2_bf16);
   RUN(checkpoint_mismatch);
   RUN(graph_shape);
   return test_summary();

@@ -352,10 +352,11 @@ def assert_matters(name, logits, variants, floor=1e-3):
 
 def gemma2_variants(c, w, ids, norm_shift, embed_scale):
     """The logits with one Gemma-2 feature left out at a time."""
-    no = dict(c)
     out = {}
     for key, value in (("attn_logit_softcapping", None), ("final_logit_softcapping", None),
                        ("query_pre_attn_scalar", c["head_dim"])):
+        if c[key] == value:
+            continue
         no = dict(c, **{key: value})
         out[key] = gemma2_forward(no, w, ids, norm_shift, embed_scale)
     out["the window"] = gemma2_forward(c, w, ids, norm_shift, embed_scale, window_layers=())

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2 and Qwen3 of
+"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2, Qwen3 (and
+GPT-2 and Gemma-2, see OTHER_CASES) of
 tests/llm_torch.py written as GGUF files with llama.cpp's gguf-py writer,
 the way its converter (convert_hf_to_gguf.py) writes them: GGUF tensor
 names, "{arch}.*" metadata keys, Llama's q / k rows permuted so that RoPE

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Oracle for tests/test_llm.c: tiny seeded Llama-family models in Debian's
+"""Oracle for tests/test_llm.c: tiny seeded Llama-family models (and GPT-2
+and Gemma-2, see OTHER_CASES) in Debian's
 torch (no transformers there: the forward is written here from the published
 architectures), saved as Hugging Face checkpoint folders (config.json +
 safetensors written by hand), with their reference logits.

@@ -1,7 +1,8 @@
 /* LLM builders from config.json + safetensors against a torch oracle:
  * tests/llm_torch.py (Debian's /usr/bin/python3 with python3-torch) writes
- * tiny seeded Llama, Qwen2, Qwen3 and Mistral checkpoints (one of them bf16
- * in two shards, one f16) and their float64 logits into BUILD/llm_test.
+ * tiny seeded Llama, Qwen2, Qwen3, Mistral, GPT-2 and Gemma-2 checkpoints
+ * (one of them bf16 in two shards, some f16 / bf16, a GPT-2 without the
+ * "transformer." prefix) and their float64 logits into BUILD/llm_test.
  * Each is loaded with rlx_llm_load, compiled on every device that can run
  * here, or on those named on the command line (the others are reported as
  * skipped), and its logits compared:
@@ -133,6 +134,14 @@ TEST(config_errors) {
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";
   CHECK(rlx_llm_config_parse(good, strlen(good), &c, NULL) == RLX_OK);
   CHECK(c.arch == RLX_LLM_MISTRAL && c.sliding_window == 0 && c.head_dim == 4);
+  /* Gemma-2: null turns a softcap off; layer_types as the builder makes them */
+  const char* gemma = "{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"final_logit_softcapping\": null, \"layer_types\": "
+                      "[\"sliding_attention\"], \"torch_dtype\": \"float16\"}";
+  CHECK(rlx_llm_config_parse(gemma, strlen(gemma), &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_GEMMA2 && c.final_logit_softcap == 0.0f && c.attn_logit_softcap == 50.0f);
+  CHECK(c.query_pre_attn_scalar == 256.0f && c.sliding_window == 4096 && c.tie_word_embeddings);
+  CHECK(fabsf(c.embed_scale - sqrtf(8.0f)) < 2e-3f && c.embed_scale != sqrtf(8.0f)); /* f16 */
 }
 
 /* A checkpoint whose tensors do not fit its config: the loader names the

@@ -23,7 +23,8 @@
  * scores are scaled by query_pre_attn_scalar^-1/2 and soft-capped
  * (cap * tanh(s / cap), attn_logit_softcapping); layer i slides (keys
  * within sliding_window of the query) when i % pattern < pattern - 1 (the
- * even layers for pattern 2), else it is causal over the whole run. */
+ * even layers for pattern 2; every layer for 0), else it is causal over
+ * the whole run. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,7 +158,7 @@ static rlx_tensor attend(gg_builder* b, int32_t layer, rlx_tensor q, rlx_tensor 
   d.softcap = c->attn_logit_softcap;
   if (c->query_pre_attn_scalar > 0.0f) d.score_scale = 1.0f / sqrtf(c->query_pre_attn_scalar);
   int32_t pattern = c->sliding_window_pattern;
-  int slides = c->sliding_window > 0 && (pattern < 2 || layer % pattern < pattern - 1);
+  int slides = c->sliding_window > 0 && (pattern == 0 || layer % pattern < pattern - 1);
   d.mask = slides ? RLX_MASK_SLIDING : RLX_MASK_CAUSAL;
   d.window = slides ? c->sliding_window : 0;
   rlx_tensor a = RLX_NONE;
@@ -177,7 +178,8 @@ static rlx_tensor layer_norm(gg_builder* b, rlx_tensor x, const char* hf, const 
   int64_t D = b->c->hidden_size;
   rlx_tensor w = param(b, hw, gw, layer, 1, D, 0), bias = param(b, hb, gb, layer, 1, D, 0);
   rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_layer_norm(b->g, x, w, bias, 2, b->c->rms_norm_eps, &y);
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_layer_norm(b->g, x, w, bias, 2, b->c->rms_norm_eps, &y);
   return y;
 }
 

@@ -352,7 +352,8 @@ static void read_gemma2(reader* r, rlx_llm_config* c) {
   c->final_logit_softcap = (float)get_nullable(r, o, "final_logit_softcapping", 30.0);
   c->query_pre_attn_scalar = (float)get_number(r, o, "query_pre_attn_scalar", 256.0);
   const char* dtype = get_string(o, "torch_dtype");
-  c->embed_scale = round_to_dtype(sqrtf((float)c->hidden_size), dtype ? dtype : get_string(o, "dtype"));
+  if (!dtype) dtype = get_string(o, "dtype");
+  c->embed_scale = round_to_dtype(sqrtf((float)c->hidden_size), dtype);
   check_layer_types(r, c);
   check_activation(r, c);
   read_rope_scaling(r, c);

@@ -213,6 +213,12 @@ static void read_gemma2(kv_reader* r, rlx_llm_config* c) {
   c->attn_logit_softcap = (float)kv_number(r, "attn_logit_softcapping", 50.0, 0);
   c->final_logit_softcap = (float)kv_number(r, "final_logit_softcapping", 30.0, 0);
   c->embed_scale = sqrtf((float)c->hidden_size);
+  double swa_theta = kv_number(r, "rope.freq_base_swa", c->rope_theta, 0);
+  if (r->st == RLX_OK && swa_theta != c->rope_theta)
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
+                     "llm gguf: key '%s.rope.freq_base_swa' = %g differs from rope.freq_base (a "
+                     "second RoPE table for the sliding layers is not supported)",
+                     r->arch, swa_theta);
   int64_t heads = c->num_heads > 0 ? c->num_heads : 1;
   c->query_pre_attn_scalar =
       (float)(c->num_layers == 46 ? c->hidden_size / heads : (int64_t)c->head_dim);
@@ -234,9 +240,9 @@ static void read_sizes(kv_reader* r, rlx_llm_config* c) {
                      "%d (not supported)", r->arch, (long long)value_dim, (int)c->head_dim);
   c->rope_theta = kv_number(r, "rope.freq_base", 10000.0, 0);
   /* GPT-2's LayerNorm eps shares the field */
-  c->rms_norm_eps = (float)kv_number(
-      r, c->arch == RLX_LLM_GPT2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon",
-      0.0, 1);
+  const char* eps_key = c->arch == RLX_LLM_GPT2 ? "attention.layer_norm_epsilon"
+                                                 : "attention.layer_norm_rms_epsilon";
+  c->rms_norm_eps = (float)kv_number(r, eps_key, 0.0, 1);
   c->sliding_window = kv_int32(r, "attention.sliding_window", 0, 0);
   if (c->arch == RLX_LLM_GEMMA2) {
     read_gemma2(r, c);

@@ -284,7 +284,10 @@ static void read_gpt2(reader* r, rlx_llm_config* c) {
   c->num_heads = narrow(r, "n_head", get_int(r, o, "n_head", 0, 1));
   c->num_kv_heads = c->num_heads;
   c->head_dim = c->num_heads > 0 ? (int32_t)(c->hidden_size / c->num_heads) : 0;
-  c->intermediate_size = get_int(r, o, "n_inner", 4 * c->hidden_size, 0);
+  /* 4 * n_embd by default; a huge n_embd is refused by the range check
+   * below, not multiplied past int64 here */
+  int64_t wide = c->hidden_size > 0 && c->hidden_size <= LLM_MAX_DIM ? 4 * c->hidden_size : 0;
+  c->intermediate_size = get_int(r, o, "n_inner", wide, 0);
   c->max_positions = get_int(r, o, "n_positions", get_int(r, o, "n_ctx", 1024, 0), 0);
   c->rms_norm_eps = (float)get_number(r, o, "layer_norm_epsilon", 1e-5);
   c->rope_theta = 10000.0; /* no RoPE: learned positions */

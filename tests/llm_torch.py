@@ -300,7 +300,8 @@ def gemma2_forward(c, w, ids, norm_shift=1.0, embed_scale=None, window_layers=No
     stored norm weights (1 for a checkpoint, 0 for a GGUF file that holds
     1 + w). embed_scale: HF's sqrt(hidden) in the checkpoint's dtype.
     window_layers: which layers slide (default: the even ones)."""
-    H, Hkv, hd, eps = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["rms_norm_eps"]
+    H, Hkv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    eps = c["rms_norm_eps"]
     Bn, Tn = ids.shape
     angles = torch.arange(Tn, dtype=torch.float64)[:, None] * rope_frequencies(c)[None, :]
     cos, sin = torch.cos(angles), torch.sin(angles)
@@ -316,7 +317,8 @@ def gemma2_forward(c, w, ids, norm_shift=1.0, embed_scale=None, window_layers=No
         x = norm(h, p + "input_layernorm.weight")
 
         def proj(name, heads):
-            return (x @ w[p + f"self_attn.{name}_proj.weight"].T).view(Bn, Tn, heads, hd).transpose(1, 2)
+            y = x @ w[p + f"self_attn.{name}_proj.weight"].T
+            return y.view(Bn, Tn, heads, hd).transpose(1, 2)
 
         slides = i % 2 == 0 if window_layers is None else i in window_layers
         a = gemma2_attention(rotate(proj("q", H), cos, sin), rotate(proj("k", Hkv), cos, sin),
@@ -386,7 +388,8 @@ def write_other_case(out, name, c, seed):
         if scale != math.sqrt(c["hidden_size"]):  # the dtype's rounding must show
             variants = {"the embedding scale's rounding":
                         gemma2_forward(c, w64, ids, 1.0, math.sqrt(c["hidden_size"]))}
-        assert_matters(name, logits, variants, 1e-3 if scale == math.sqrt(c["hidden_size"]) else 3e-4)
+        exact = scale == math.sqrt(c["hidden_size"])
+        assert_matters(name, logits, variants, 1e-3 if exact else 3e-4)
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     for old in os.listdir(d):

@@ -4,8 +4,8 @@
  * biases, tied embeddings, linear rope scaling) and Qwen3 (q / k norms,
  * attention.key_length 128 != hidden / heads) of tests/llm_torch.py with
  * llama.cpp's gguf-py writer, once per weight type (f32, f16, q8_0, q4_0,
- * q4_k), and its GPT-2 and Gemma-2 (f32, f16, q8_0, q4_k), with float64 logits from the weights as the file stores them
- * (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
+ * q4_k), and its GPT-2 and Gemma-2 (f32, f16, q8_0, q4_k), with float64
+ * logits from the weights as the file stores them (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
  * on every device that can run here (or those named on the command line)
  * and compared: max |rlx - torch| / max |torch| < 1e-4. The reference of
  * the quantized files is the dequantized weights, so the bound holds for

@@ -1231,12 +1231,18 @@ RLX_API const char* rlx_safetensors_shard_path(const rlx_safetensors* st, int32_
  * built with the graph API above, its params named as the checkpoint's
  * tensors. Architectures: Llama (1/2/3: GQA, rope_scaling "linear" and
  * "llama3"), Qwen2 (q/k/v biases), Qwen3 (q_norm / k_norm over each head),
- * Mistral (sliding-window attention). */
+ * Mistral (sliding-window attention), GPT-2 (HF Conv1D weights [in, out]
+ * used as stored; names with or without the "transformer." prefix) and
+ * Gemma-2 (embedding times sqrt(hidden_size), rounded to the checkpoint's
+ * torch_dtype as HF does; RmsNorm weights w applied as 1 + w). */
 typedef enum rlx_llm_arch {
   RLX_LLM_LLAMA = 0,
   RLX_LLM_QWEN2 = 1,
   RLX_LLM_QWEN3 = 2,
   RLX_LLM_MISTRAL = 3,
+  RLX_LLM_GPT2 = 4,   /* learned positions, LayerNorm with bias, GELU-tanh MLP, fused QKV */
+  RLX_LLM_GEMMA2 = 5, /* (1 + w) RmsNorms around both blocks, GELU-tanh gated MLP, softcaps,
+                         sliding window on even layers */
 } rlx_llm_arch;
 
 typedef enum rlx_llm_rope_scaling {
@@ -1251,7 +1257,9 @@ typedef enum rlx_llm_rope_scaling {
  * (rlx_llm_load): context_length, embedding_length, feed_forward_length,
  * block_count, attention.head_count / head_count_kv / key_length /
  * layer_norm_rms_epsilon / sliding_window, rope.freq_base, rope.scaling.
- * type (none, linear) and .factor; vocab_size from token_embd's shape,
+ * type (none, linear) and .factor; GPT-2's attention.layer_norm_epsilon;
+ * Gemma-2's attn_logit_softcapping / final_logit_softcapping /
+ * attention.sliding_window_pattern; vocab_size from token_embd's shape,
  * tied when the file has no output.weight. */
 typedef struct rlx_llm_config {
   rlx_llm_arch arch;            /* model_type (or architectures[0]) */
@@ -1273,14 +1281,25 @@ typedef struct rlx_llm_config {
   int32_t attention_bias;       /* 1: q/k/v_proj have biases (Qwen2 always; else attention_bias) */
   int32_t qk_norm;              /* 1: RmsNorm of each q / k head before RoPE (Qwen3) */
   int32_t sliding_window;       /* > 0: a query sees the last sliding_window keys (Mistral) */
-  int64_t max_positions;        /* max_position_embeddings */
+  int64_t max_positions;        /* max_position_embeddings (GPT-2: n_positions) */
+  /* Gemma-2 (0 = off for the other archs). GPT-2's LayerNorm eps is
+   * rms_norm_eps (layer_norm_epsilon). */
+  float attn_logit_softcap;       /* attn_logit_softcapping: s = cap * tanh(s / cap) */
+  float final_logit_softcap;      /* final_logit_softcapping, on the logits */
+  float query_pre_attn_scalar;    /* > 0: scores scaled by its ^-1/2 (not head_dim's) */
+  int32_t sliding_window_pattern; /* > 0: layer i slides only when i % pattern < pattern - 1
+                                     (Gemma-2: 2, the even layers; 1: none, as llama.cpp
+                                     reads it); 0: every layer */
+  float embed_scale;              /* > 0: embeddings multiplied by it (Gemma: sqrt(hidden)) */
 } rlx_llm_config;
 
 /* Fills *out from the text of a config.json (len bytes; need not end in
  * NUL). Unknown fields are ignored; a missing required field, a value out
  * of range, or an unsupported feature (another rope_scaling type, Qwen's
- * use_sliding_window, an activation other than silu) is an error naming
- * the field. out_error as in rlx_safetensors_open. */
+ * use_sliding_window, an activation other than silu, or gelu_new /
+ * gelu_pytorch_tanh for GPT-2 and Gemma-2, Gemma-2 layer_types other than
+ * sliding / full alternating) is an error naming the field. out_error as
+ * in rlx_safetensors_open. */
 RLX_API rlx_status rlx_llm_config_parse(const char* json_text, size_t len, rlx_llm_config* out,
                                         char** out_error);
 /* The same from a config.json file, or a folder holding one. */
@@ -1302,11 +1321,16 @@ RLX_API void rlx_llm_options_init(rlx_llm_options* o);
  *   params   the checkpoint's tensors by their HF names, f32 (half weights
  *            are converted to f32 when set), plus "rope.cos" and "rope.sin"
  *            [max_seq, head_dim / 2], which rlx_llm_rope_tables fills
+ *            (not for GPT-2: its "transformer.wpe.weight" [max_positions,
+ *            hidden] is gathered at the positions instead)
  *   output   logits f32 [B, T, vocab_size], causal (sliding-window when
- *            the config has one) over the T tokens of the run.
+ *            the config has one; Gemma-2: on the layers its pattern
+ *            picks) over the T tokens of the run.
  * Ops: Gather (embedding), RmsNorm, MatMul (weights [out, in] used
- * transposed, as stored), Rope (NeoX halves), Attention (GQA), SiLU-gated
- * MLP. On failure out_error names the problem. */
+ * transposed, as stored; GPT-2's Conv1D [in, out] untransposed), Rope
+ * (NeoX halves), Attention (GQA; Gemma-2's score scale and softcap),
+ * SiLU-gated MLP (GPT-2: LayerNorm and a GELU-tanh MLP with biases;
+ * Gemma-2: GELU-tanh gated). On failure out_error names the problem. */
 RLX_API rlx_status rlx_llm_build_graph(const rlx_llm_config* c, const rlx_llm_options* o,
                                        rlx_graph** out_graph, char** out_error);
 /* The RoPE tables of c (theta and rope_scaling): cos and sin, each
@@ -1321,8 +1345,8 @@ typedef struct rlx_llm rlx_llm;
  * Builds the graph (o may be NULL: defaults) and checks that the
  * checkpoint holds every param with its shape and a float dtype (f32, f16,
  * bf16, f64), naming the first that is missing or wrong.
- * path may also be a GGUF file (general.architecture llama, qwen2 or
- * qwen3; Mistral files say llama): the config from its metadata (a missing
+ * path may also be a GGUF file (general.architecture llama, qwen2, qwen3,
+ * gpt2 or gemma2; Mistral files say llama): the config from its metadata (a missing
  * or bad key is an error naming it), params named as its tensors
  * ("token_embd.weight", "blk.N.attn_q.weight", ...). A quantized Linear
  * weight (Q4_0 .. Q6_K) is a u8 [out, row_bytes] param of a DequantMatMul
@@ -1330,7 +1354,11 @@ typedef struct rlx_llm rlx_llm;
  * quantized token_embd (Gather reads floats) become f32 when set. Llama's
  * q / k rows, which llama.cpp's converter permutes into adjacent RoPE
  * pairs, get GPT-J Rope; Qwen keeps NeoX halves; rope_freqs.weight (Llama
- * 3.1 scaling) divides the RoPE frequencies. */
+ * 3.1 scaling) divides the RoPE frequencies. Gemma-2 files hold 1 + w
+ * in their norm weights (llama.cpp's converter adds the 1), used as they
+ * are; their score scale is llama.cpp's (1 / sqrt(head_dim); the 46-layer
+ * 27B: 1 / sqrt(hidden / heads)), their softcaps and window from the
+ * gemma2.* keys (defaults 50, 30, 4096). */
 RLX_API rlx_status rlx_llm_load(const char* path, const rlx_llm_options* o, rlx_llm** out,
                                 char** out_error);
 RLX_API void rlx_llm_destroy(rlx_llm* m);

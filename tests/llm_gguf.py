@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2 and Qwen3 of
+"""Oracle for tests/test_llm_gguf.c: the seeded tiny Llama, Qwen2, Qwen3 (and
+GPT-2 and Gemma-2, see OTHER_CASES) of
 tests/llm_torch.py written as GGUF files with llama.cpp's gguf-py writer,
 the way its converter (convert_hf_to_gguf.py) writes them: GGUF tensor
 names, "{arch}.*" metadata keys, Llama's q / k rows permuted so that RoPE
@@ -193,6 +194,130 @@ def write_case(out, name, qname, c, seed):
     np.save(os.path.join(d, "logits.npy"), logits.numpy().astype("<f4"))
 
 
+# ------------------------------------------------------------------ GPT-2 and Gemma-2
+
+# every Linear's K a multiple of 256 (q4_k); GPT-2's F is 4 * n_embd as the
+# converter writes it; Gemma's head_dim (128) != hidden / heads (64), so the
+# score scale llama.cpp uses (1 / sqrt(head_dim), no key in the file) shows
+OTHER_CASES = {
+    "gpt2": dict(llm_torch.GPT2_BASE, n_embd=256, vocab_size=128, n_positions=64, n_ctx=64),
+    "gemma2": dict(llm_torch.GEMMA2_BASE, hidden_size=256, intermediate_size=512, head_dim=128,
+                   vocab_size=128, query_pre_attn_scalar=128),
+}
+OTHER_TYPES = ("f32", "f16", "q8_0", "q4_k")
+
+
+def gpt2_tensors(c, w):
+    """GGUF name -> array ([out, in] Linears: the converter transposes
+    Conv1D's [in, out]) and back: GGUF name -> (HF name, transposed)."""
+    out, back = {}, {}
+
+    def put(gguf_name, hf, transpose=False):
+        t = w[hf].numpy()
+        out[gguf_name] = t.T.copy() if transpose else t
+        back[gguf_name] = (hf, transpose)
+
+    put("token_embd.weight", "transformer.wte.weight")
+    put("position_embd.weight", "transformer.wpe.weight")
+    for i in range(c["n_layer"]):
+        p = f"transformer.h.{i}."
+        for hf, g, transpose in (("ln_1", "attn_norm", False), ("attn.c_attn", "attn_qkv", True),
+                                 ("attn.c_proj", "attn_output", True), ("ln_2", "ffn_norm", False),
+                                 ("mlp.c_fc", "ffn_up", True), ("mlp.c_proj", "ffn_down", True)):
+            put(f"blk.{i}.{g}.weight", p + hf + ".weight", transpose)
+            put(f"blk.{i}.{g}.bias", p + hf + ".bias")
+    put("output_norm.weight", "transformer.ln_f.weight")
+    put("output_norm.bias", "transformer.ln_f.bias")
+    return out, back
+
+
+GEMMA2_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def gemma2_tensors(c, w):
+    """As gpt2_tensors; the converter stores every norm weight as 1 + w."""
+    out, back = {}, {}
+    for hf, t in w.items():
+        if hf == "model.embed_tokens.weight":
+            g = "token_embd.weight"
+        elif hf == "model.norm.weight":
+            g = "output_norm.weight"
+        else:
+            _, _, layer, rest = hf.split(".", 3)
+            g = f"blk.{layer}.{GEMMA2_NAMES[rest]}"
+        t = t.numpy()
+        out[g] = t + np.float32(1.0) if hf.endswith("norm.weight") else t
+        back[g] = (hf, False)
+    return out, back
+
+
+def add_other_metadata(wr, c):
+    gpt2 = c["model_type"] == "gpt2"
+    D = c["n_embd"] if gpt2 else c["hidden_size"]
+    wr.add_context_length(c["n_ctx"] if gpt2 else c["max_position_embeddings"])
+    wr.add_embedding_length(D)
+    wr.add_block_count(c["n_layer"] if gpt2 else c["num_hidden_layers"])
+    wr.add_feed_forward_length(4 * D if gpt2 else c["intermediate_size"])
+    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    if gpt2:
+        wr.add_head_count(c["n_head"])
+        wr.add_layer_norm_eps(c["layer_norm_epsilon"])
+        return
+    wr.add_head_count(c["num_attention_heads"])
+    wr.add_head_count_kv(c["num_key_value_heads"])
+    wr.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    wr.add_key_length(c["head_dim"])
+    wr.add_value_length(c["head_dim"])
+    wr.add_attn_logit_softcapping(c["attn_logit_softcapping"])
+    wr.add_final_logit_softcapping(c["final_logit_softcapping"])
+    wr.add_sliding_window(c["sliding_window"])
+
+
+def write_other_case(out, name, qname, c, seed):
+    arch = c["model_type"]
+    gen = torch.Generator().manual_seed(seed)
+    weights = (llm_torch.gpt2_weights(c, gen) if arch == "gpt2"
+               else llm_torch.gemma2_weights(c, gen))
+    ids = torch.randint(0, c["vocab_size"], (llm_torch.B, llm_torch.T), generator=gen)
+    d = os.path.join(out, f"{name}_{qname}")
+    os.makedirs(d, exist_ok=True)
+    wr = gguf.GGUFWriter(os.path.join(d, "model.gguf"), arch)
+    add_other_metadata(wr, c)
+    tensors, back = (gpt2_tensors if arch == "gpt2" else gemma2_tensors)(c, weights)
+    seen = {}
+    for g, w in tensors.items():
+        data, qtype, values = store(w, TYPES[qname])
+        wr.add_tensor(g, data, raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
+        hf, transposed = back[g]
+        values = np.array(values, np.float64)
+        seen[hf] = torch.from_numpy(values.T.copy() if transposed else values)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    if arch == "gpt2":
+        logits = llm_torch.gpt2_forward(c, seen, ids)
+    else:  # the file's norms hold 1 + w; llama.cpp scales by sqrtf(hidden) in f32
+        scale = float(np.float32(np.sqrt(np.float32(c["hidden_size"]))))
+        logits = llm_torch.gemma2_forward(c, seen, ids, 0.0, scale)
+        variants = llm_torch.gemma2_variants(c, seen, ids, 0.0, scale)
+        variants["hidden / heads as query_pre_attn_scalar"] = llm_torch.gemma2_forward(
+            dict(c, query_pre_attn_scalar=c["hidden_size"] // c["num_attention_heads"]), seen,
+            ids, 0.0, scale)
+        llm_torch.assert_matters(f"{name}_{qname}", logits, variants)
+    np.save(os.path.join(d, "input_ids.npy"), ids.numpy().astype("<i8"))
+    np.save(os.path.join(d, "logits.npy"), logits.numpy().astype("<f4"))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -200,6 +325,9 @@ def main():
         c = dict(llm_torch.BASE, **c)
         for qname in TYPES:
             write_case(sys.argv[1], name, qname, c, 4321 + seed)
+    for seed, (name, c) in enumerate(sorted(OTHER_CASES.items())):
+        for qname in OTHER_TYPES:
+            write_other_case(sys.argv[1], name, qname, c, 8765 + seed)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Oracle for tests/test_llm.c: tiny seeded Llama-family models in Debian's
+"""Oracle for tests/test_llm.c: tiny seeded Llama-family models (and GPT-2
+and Gemma-2, see OTHER_CASES) in Debian's
 torch (no transformers there: the forward is written here from the published
 architectures), saved as Hugging Face checkpoint folders (config.json +
 safetensors written by hand), with their reference logits.
@@ -173,6 +174,233 @@ def forward(c, w, ids):
     return h @ head.T
 
 
+# ------------------------------------------------------------------ GPT-2 and Gemma-2
+
+GPT2_BASE = dict(model_type="gpt2", architectures=["GPT2LMHeadModel"], vocab_size=256, n_embd=64,
+                 n_layer=2, n_head=4, n_positions=32, n_ctx=32, n_inner=None,
+                 activation_function="gelu_new", layer_norm_epsilon=1e-5, tie_word_embeddings=True)
+# head_dim 32 != hidden / heads, query_pre_attn_scalar != head_dim, caps small
+# enough to bend these tiny models' scores and logits, a window narrower
+# than the sequence
+GEMMA2_BASE = dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], vocab_size=256,
+                   hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6,
+                   rope_theta=10000.0, max_position_embeddings=64,
+                   hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                   attn_logit_softcapping=2.0, final_logit_softcapping=10.0, sliding_window=3,
+                   tie_word_embeddings=True)
+
+OTHER_CASES = {
+    # HF GPT2LMHeadModel names ("transformer."), f32
+    "gpt2": dict(GPT2_BASE),
+    # GPT2Model names (no prefix, as openai-community/gpt2 ships), f16
+    "gpt2_noprefix_f16": dict(GPT2_BASE, torch_dtype="float16"),
+    "gemma2": dict(GEMMA2_BASE),
+    # bf16: sqrt(72) rounds to 8.5 in the embedding's dtype, as HF multiplies
+    "gemma2_bf16": dict(GEMMA2_BASE, hidden_size=72, torch_dtype="bfloat16"),
+}
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gpt2_weights(c, gen, prefix="transformer."):
+    """HF names -> float32 tensors; Conv1D weights [in, out]."""
+    D, V, P = c["n_embd"], c["vocab_size"], c["n_positions"]
+    F = c.get("n_inner") or 4 * D
+
+    def rand(*shape, std=0.08):
+        return torch.randn(*shape, generator=gen) * std
+
+    w = {prefix + "wte.weight": rand(V, D, std=0.5), prefix + "wpe.weight": rand(P, D, std=0.3)}
+
+    def norm(name):
+        w[name + ".weight"] = 1.0 + rand(D, std=0.1)
+        w[name + ".bias"] = rand(D, std=0.1)
+
+    for i in range(c["n_layer"]):
+        p = f"{prefix}h.{i}."
+        norm(p + "ln_1")
+        norm(p + "ln_2")
+        for name, n_in, n_out in (("attn.c_attn", D, 3 * D), ("attn.c_proj", D, D),
+                                  ("mlp.c_fc", D, F), ("mlp.c_proj", F, D)):
+            w[p + name + ".weight"] = rand(n_in, n_out, std=0.15)
+            w[p + name + ".bias"] = rand(n_out, std=0.1)
+    norm(prefix + "ln_f")
+    return w
+
+
+def gpt2_forward(c, w, ids, prefix="transformer."):
+    D, H, eps = c["n_embd"], c["n_head"], c["layer_norm_epsilon"]
+    hd = D // H
+    Bn, Tn = ids.shape
+
+    def ln(x, name):
+        return torch.nn.functional.layer_norm(x, (D,), w[name + ".weight"], w[name + ".bias"], eps)
+
+    def conv1d(x, name):
+        return x @ w[name + ".weight"] + w[name + ".bias"]
+
+    h = w[prefix + "wte.weight"][ids] + w[prefix + "wpe.weight"][torch.arange(Tn)]
+    for i in range(c["n_layer"]):
+        p = f"{prefix}h.{i}."
+        q, k, v = conv1d(ln(h, p + "ln_1"), p + "attn.c_attn").split(D, dim=-1)
+        q, k, v = (t.view(Bn, Tn, H, hd).transpose(1, 2) for t in (q, k, v))
+        a = attention(q, k, v, None).transpose(1, 2).reshape(Bn, Tn, D)
+        h = h + conv1d(a, p + "attn.c_proj")
+        m = gelu_tanh(conv1d(ln(h, p + "ln_2"), p + "mlp.c_fc"))
+        h = h + conv1d(m, p + "mlp.c_proj")
+    return ln(h, prefix + "ln_f") @ w[prefix + "wte.weight"].T
+
+
+def gemma2_weights(c, gen):
+    """HF names -> float32 tensors (Linear weights [out, in]; norm weights
+    w around 0: the model applies 1 + w)."""
+    D, F, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    H, Hkv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+
+    def rand(*shape, std=0.08):
+        return torch.randn(*shape, generator=gen) * std
+
+    w = {"model.embed_tokens.weight": rand(V, D, std=0.5), "model.norm.weight": rand(D, std=0.2)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            w[p + n + ".weight"] = rand(D, std=0.2)
+        w[p + "self_attn.q_proj.weight"] = rand(H * hd, D, std=0.3)
+        w[p + "self_attn.k_proj.weight"] = rand(Hkv * hd, D, std=0.3)
+        w[p + "self_attn.v_proj.weight"] = rand(Hkv * hd, D)
+        w[p + "self_attn.o_proj.weight"] = rand(D, H * hd)
+        w[p + "mlp.gate_proj.weight"] = rand(F, D)
+        w[p + "mlp.up_proj.weight"] = rand(F, D)
+        w[p + "mlp.down_proj.weight"] = rand(D, F)
+    return w
+
+
+def gemma2_attention(q, k, v, scale, cap, window):
+    """attention() with Gemma-2's score scale and softcap."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-1, -2) * scale
+    if cap:
+        scores = cap * torch.tanh(scores / cap)
+    i = torch.arange(q.shape[2])[:, None]
+    j = torch.arange(k.shape[2])[None, :]
+    keep = j <= i
+    if window:
+        keep = keep & (j > i - window)
+    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1) @ v
+
+
+def gemma2_forward(c, w, ids, norm_shift=1.0, embed_scale=None, window_layers=None):
+    """HF's Gemma2ForCausalLM in float64. norm_shift: what is added to the
+    stored norm weights (1 for a checkpoint, 0 for a GGUF file that holds
+    1 + w). embed_scale: HF's sqrt(hidden) in the checkpoint's dtype.
+    window_layers: which layers slide (default: the even ones)."""
+    H, Hkv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    eps = c["rms_norm_eps"]
+    Bn, Tn = ids.shape
+    angles = torch.arange(Tn, dtype=torch.float64)[:, None] * rope_frequencies(c)[None, :]
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    scale = c["query_pre_attn_scalar"] ** -0.5
+
+    def norm(x, name):
+        return rms_norm(x, w[name] + norm_shift, eps)
+
+    h = w["model.embed_tokens.weight"][ids]
+    h = h * (embed_scale if embed_scale is not None else math.sqrt(c["hidden_size"]))
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = norm(h, p + "input_layernorm.weight")
+
+        def proj(name, heads):
+            y = x @ w[p + f"self_attn.{name}_proj.weight"].T
+            return y.view(Bn, Tn, heads, hd).transpose(1, 2)
+
+        slides = i % 2 == 0 if window_layers is None else i in window_layers
+        a = gemma2_attention(rotate(proj("q", H), cos, sin), rotate(proj("k", Hkv), cos, sin),
+                             proj("v", Hkv), scale, c["attn_logit_softcapping"],
+                             c["sliding_window"] if slides else None)
+        a = a.transpose(1, 2).reshape(Bn, Tn, H * hd) @ w[p + "self_attn.o_proj.weight"].T
+        h = h + norm(a, p + "post_attention_layernorm.weight")
+        x = norm(h, p + "pre_feedforward_layernorm.weight")
+        m = gelu_tanh(x @ w[p + "mlp.gate_proj.weight"].T) * (x @ w[p + "mlp.up_proj.weight"].T)
+        m = m @ w[p + "mlp.down_proj.weight"].T
+        h = h + norm(m, p + "post_feedforward_layernorm.weight")
+    logits = norm(h, "model.norm.weight") @ w["model.embed_tokens.weight"].T
+    cap = c["final_logit_softcapping"]
+    return cap * torch.tanh(logits / cap) if cap else logits
+
+
+def gemma2_embed_scale(c):
+    """sqrt(hidden) rounded to the checkpoint's dtype, as HF multiplies in it."""
+    dtype = TORCH_DTYPE[c.get("torch_dtype", "float32")]
+    return float(torch.tensor(c["hidden_size"] ** 0.5, dtype=dtype))
+
+
+def gap(a, b):
+    return float((a - b).abs().max() / b.abs().max())
+
+
+def assert_matters(name, logits, variants, floor=1e-3):
+    """Each variant (a feature left out) must move the logits well past the
+    test's 1e-4 bound, so a builder that ignores the feature fails."""
+    for what, other in variants.items():
+        g = gap(other, logits)
+        assert g > floor, f"{name}: leaving out {what} changes the logits by only {g:.3g}"
+
+
+def gemma2_variants(c, w, ids, norm_shift, embed_scale):
+    """The logits with one Gemma-2 feature left out at a time."""
+    out = {}
+    for key, value in (("attn_logit_softcapping", None), ("final_logit_softcapping", None),
+                       ("query_pre_attn_scalar", c["head_dim"])):
+        if c[key] == value:
+            continue
+        no = dict(c, **{key: value})
+        out[key] = gemma2_forward(no, w, ids, norm_shift, embed_scale)
+    out["the window"] = gemma2_forward(c, w, ids, norm_shift, embed_scale, window_layers=())
+    out["the alternation"] = gemma2_forward(c, w, ids, norm_shift, embed_scale,
+                                            window_layers=range(c["num_hidden_layers"]))
+    out["the norms' + 1"] = gemma2_forward(c, w, ids, 1.0 - norm_shift, embed_scale)
+    out["the embedding scale"] = gemma2_forward(c, w, ids, norm_shift, 1.0)
+    return out
+
+
+def write_other_case(out, name, c, seed):
+    gen = torch.Generator().manual_seed(seed)
+    dtype = TORCH_DTYPE[c.get("torch_dtype", "float32")]
+    gpt2 = c["model_type"] == "gpt2"
+    prefix = "" if "noprefix" in name else "transformer."
+    weights = gpt2_weights(c, gen, prefix) if gpt2 else gemma2_weights(c, gen)
+    stored = {n: t.to(dtype) for n, t in weights.items()}
+    ids = torch.randint(0, c["vocab_size"], (B, T), generator=gen)
+    w64 = {n: t.to(torch.float64) for n, t in stored.items()}
+    if gpt2:
+        logits = gpt2_forward(c, w64, ids, prefix)
+    else:
+        scale = gemma2_embed_scale(c)
+        logits = gemma2_forward(c, w64, ids, 1.0, scale)
+        variants = gemma2_variants(c, w64, ids, 1.0, scale)
+        if scale != math.sqrt(c["hidden_size"]):  # the dtype's rounding must show
+            variants = {"the embedding scale's rounding":
+                        gemma2_forward(c, w64, ids, 1.0, math.sqrt(c["hidden_size"]))}
+        exact = scale == math.sqrt(c["hidden_size"])
+        assert_matters(name, logits, variants, 1e-3 if exact else 3e-4)
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        os.remove(os.path.join(d, old))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    write_checkpoint(d, stored, 1)
+    np.save(os.path.join(d, "input_ids.npy"), ids.numpy().astype("<i8"))
+    np.save(os.path.join(d, "logits.npy"), logits.numpy().astype("<f4"))
+
+
 # ------------------------------------------------------------------ safetensors writer
 
 def raw_bytes(t):
@@ -236,6 +464,8 @@ def main():
         sys.exit(__doc__)
     for seed, (name, extra) in enumerate(sorted(CASES.items())):
         write_case(sys.argv[1], name, extra, 1234 + seed)
+    for seed, (name, c) in enumerate(sorted(OTHER_CASES.items())):
+        write_other_case(sys.argv[1], name, c, 5678 + seed)
 
 
 if __name__ == "__main__":

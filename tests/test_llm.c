@@ -1,7 +1,8 @@
 /* LLM builders from config.json + safetensors against a torch oracle:
  * tests/llm_torch.py (Debian's /usr/bin/python3 with python3-torch) writes
- * tiny seeded Llama, Qwen2, Qwen3 and Mistral checkpoints (one of them bf16
- * in two shards, one f16) and their float64 logits into BUILD/llm_test.
+ * tiny seeded Llama, Qwen2, Qwen3, Mistral, GPT-2 and Gemma-2 checkpoints
+ * (one of them bf16 in two shards, some f16 / bf16, a GPT-2 without the
+ * "transformer." prefix) and their float64 logits into BUILD/llm_test.
  * Each is loaded with rlx_llm_load, compiled on every device that can run
  * here, or on those named on the command line (the others are reported as
  * skipped), and its logits compared:
@@ -32,6 +33,33 @@ TEST(llama_bf16_sharded) { check_case("llama_bf16_sharded"); }
 TEST(qwen2) { check_case("qwen2"); }
 TEST(qwen3) { check_case("qwen3"); }
 TEST(mistral) { check_case("mistral"); }
+TEST(gpt2) { check_case("gpt2"); }
+TEST(gpt2_noprefix_f16) { check_case("gpt2_noprefix_f16"); }
+TEST(gemma2) { check_case("gemma2"); }
+TEST(gemma2_bf16) { check_case("gemma2_bf16"); }
+
+/* GPT-2's n_* fields and Gemma-2's extras land in rlx_llm_config; the
+ * bf16 Gemma's embedding scale is sqrt(72) rounded to bf16 (8.5). */
+TEST(config_fields_gpt2_gemma2) {
+  char path[700];
+  rlx_llm_config c;
+  char* why = NULL;
+  snprintf(path, sizeof path, "%s/gpt2", g_dir);
+  CHECK_MSG(rlx_llm_config_load(path, &c, &why) == RLX_OK, "%s", why ? why : "");
+  rlx_free(why);
+  CHECK(c.arch == RLX_LLM_GPT2 && c.hidden_size == 64 && c.intermediate_size == 256);
+  CHECK(c.num_heads == 4 && c.num_kv_heads == 4 && c.head_dim == 16 && c.max_positions == 32);
+  CHECK(c.tie_word_embeddings && c.attn_logit_softcap == 0.0f && c.embed_scale == 0.0f);
+  snprintf(path, sizeof path, "%s/gemma2", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_GEMMA2 && c.head_dim == 32 && c.num_kv_heads == 2);
+  CHECK(c.attn_logit_softcap == 2.0f && c.final_logit_softcap == 10.0f);
+  CHECK(c.query_pre_attn_scalar == 24.0f && c.sliding_window == 3 &&
+        c.sliding_window_pattern == 2 && c.embed_scale == 8.0f && c.tie_word_embeddings);
+  snprintf(path, sizeof path, "%s/gemma2_bf16", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.embed_scale == 8.5f);
+}
 
 /* The config fields land where rlx_llm_config says. */
 TEST(config_fields) {
@@ -70,7 +98,7 @@ static void expect_config_error(const char* json, rlx_status want, const char* p
 TEST(config_errors) {
   expect_config_error("{", RLX_INVALID_ARGUMENT, "malformed JSON");
   expect_config_error("[]", RLX_INVALID_ARGUMENT, "not a JSON object");
-  expect_config_error("{\"model_type\": \"gpt2\"}", RLX_UNIMPLEMENTED, "'gpt2'");
+  expect_config_error("{\"model_type\": \"falcon\"}", RLX_UNIMPLEMENTED, "'falcon'");
   expect_config_error("{\"model_type\": \"llama\", " SIZES "\"hidden_size_x\": 1}",
                       RLX_INVALID_ARGUMENT, "\"num_attention_heads\"");
   expect_config_error("{\"model_type\": \"llama\", " SIZES "\"num_attention_heads\": 2, "
@@ -89,11 +117,31 @@ TEST(config_errors) {
                       "num_hidden_layers");
   expect_config_error("{\"model_type\": \"qwen3\", " SIZES "\"num_attention_heads\": 2, "
                       "\"use_sliding_window\": true}", RLX_UNIMPLEMENTED, "use_sliding_window");
+  expect_config_error("{\"model_type\": \"gpt2\", \"vocab_size\": 10, \"n_embd\": 8, "
+                      "\"n_layer\": 1, \"n_head\": 2, \"activation_function\": \"relu\"}",
+                      RLX_UNIMPLEMENTED, "'relu'");
+  expect_config_error("{\"model_type\": \"gpt2\", \"vocab_size\": 10, \"n_embd\": 8, "
+                      "\"n_layer\": 1, \"n_head\": 3}", RLX_INVALID_ARGUMENT, "n_head");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"attn_logit_softcapping\": -1}", RLX_INVALID_ARGUMENT,
+                      "attn_logit_softcapping");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"layer_types\": [\"full_attention\"]}", RLX_UNIMPLEMENTED, "layer_types");
+  expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"hidden_activation\": \"silu\"}", RLX_UNIMPLEMENTED, "'silu'");
   rlx_llm_config c;
   const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";
   CHECK(rlx_llm_config_parse(good, strlen(good), &c, NULL) == RLX_OK);
   CHECK(c.arch == RLX_LLM_MISTRAL && c.sliding_window == 0 && c.head_dim == 4);
+  /* Gemma-2: null turns a softcap off; layer_types as the builder makes them */
+  const char* gemma = "{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"final_logit_softcapping\": null, \"layer_types\": "
+                      "[\"sliding_attention\"], \"torch_dtype\": \"float16\"}";
+  CHECK(rlx_llm_config_parse(gemma, strlen(gemma), &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_GEMMA2 && c.final_logit_softcap == 0.0f && c.attn_logit_softcap == 50.0f);
+  CHECK(c.query_pre_attn_scalar == 256.0f && c.sliding_window == 4096 && c.tie_word_embeddings);
+  CHECK(fabsf(c.embed_scale - sqrtf(8.0f)) < 2e-3f && c.embed_scale != sqrtf(8.0f)); /* f16 */
 }
 
 /* A checkpoint whose tensors do not fit its config: the loader names the
@@ -166,6 +214,11 @@ int main(int argc, char** argv) {
   RUN(qwen2);
   RUN(qwen3);
   RUN(mistral);
+  RUN(config_fields_gpt2_gemma2);
+  RUN(gpt2);
+  RUN(gpt2_noprefix_f16);
+  RUN(gemma2);
+  RUN(gemma2_bf16);
   RUN(checkpoint_mismatch);
   RUN(graph_shape);
   return test_summary();

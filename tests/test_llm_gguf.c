@@ -4,8 +4,8 @@
  * biases, tied embeddings, linear rope scaling) and Qwen3 (q / k norms,
  * attention.key_length 128 != hidden / heads) of tests/llm_torch.py with
  * llama.cpp's gguf-py writer, once per weight type (f32, f16, q8_0, q4_0,
- * q4_k), with float64 logits from the weights as the file stores them
- * (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
+ * q4_k), and its GPT-2 and Gemma-2 (f32, f16, q8_0, q4_k), with float64
+ * logits from the weights as the file stores them (dequantized by gguf-py). Each file is loaded with rlx_llm_load, compiled
  * on every device that can run here (or those named on the command line)
  * and compared: max |rlx - torch| / max |torch| < 1e-4. The reference of
  * the quantized files is the dequantized weights, so the bound holds for
@@ -51,6 +51,14 @@ TEST(qwen3_f16) { check_case("qwen3_f16"); }
 TEST(qwen3_q8_0) { check_case("qwen3_q8_0"); }
 TEST(qwen3_q4_0) { check_case("qwen3_q4_0"); }
 TEST(qwen3_q4_k) { check_case("qwen3_q4_k"); }
+TEST(gpt2_f32) { check_case("gpt2_f32"); }
+TEST(gpt2_f16) { check_case("gpt2_f16"); }
+TEST(gpt2_q8_0) { check_case("gpt2_q8_0"); }
+TEST(gpt2_q4_k) { check_case("gpt2_q4_k"); }
+TEST(gemma2_f32) { check_case("gemma2_f32"); }
+TEST(gemma2_f16) { check_case("gemma2_f16"); }
+TEST(gemma2_q8_0) { check_case("gemma2_q8_0"); }
+TEST(gemma2_q4_k) { check_case("gemma2_q4_k"); }
 
 /* Param named name in m's graph (its dtype), or -1 when absent. */
 static int param_dtype(rlx_llm* m, const char* name) {
@@ -93,6 +101,35 @@ TEST(config_from_metadata) {
   c = rlx_llm_get_config(m);
   CHECK(c && c->arch == RLX_LLM_QWEN3 && c->qk_norm && c->head_dim == 128 && !c->attention_bias);
   CHECK(param_dtype(m, "blk.1.attn_k_norm.weight") == RLX_F32);
+  rlx_llm_destroy(m);
+}
+
+/* GPT-2 and Gemma-2 metadata as llama.cpp reads it: GPT-2's LayerNorm eps,
+ * tied head, learned positions (no RoPE tables); Gemma-2's caps and window
+ * from their keys, every other layer sliding, the score scale
+ * 1 / sqrt(head_dim) and the embedding scale sqrtf(hidden). */
+TEST(config_gpt2_gemma2) {
+  char path[800];
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  model_path("gpt2_q8_0", path, sizeof path);
+  CHECK_MSG(rlx_llm_load(path, NULL, &m, &why) == RLX_OK, "%s", why ? why : "");
+  rlx_free(why);
+  const rlx_llm_config* c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_GPT2 && c->hidden_size == 256 && c->intermediate_size == 1024);
+  CHECK(c && c->head_dim == 64 && c->max_positions == 64 && c->tie_word_embeddings &&
+        c->attention_bias && fabs(c->rms_norm_eps - 1e-5) < 1e-9);
+  CHECK(param_dtype(m, "blk.0.attn_qkv.weight") == RLX_U8);
+  CHECK(param_dtype(m, "position_embd.weight") == RLX_F32 && param_dtype(m, "rope.cos") < 0);
+  rlx_llm_destroy(m);
+  model_path("gemma2_f16", path, sizeof path);
+  CHECK(rlx_llm_load(path, NULL, &m, NULL) == RLX_OK);
+  c = rlx_llm_get_config(m);
+  CHECK(c && c->arch == RLX_LLM_GEMMA2 && c->head_dim == 128 && c->num_kv_heads == 2);
+  CHECK(c && c->attn_logit_softcap == 2.0f && c->final_logit_softcap == 10.0f &&
+        c->sliding_window == 3 && c->sliding_window_pattern == 2);
+  CHECK(c && c->query_pre_attn_scalar == 128.0f && c->embed_scale == 16.0f);
+  CHECK(param_dtype(m, "blk.2.post_ffw_norm.weight") == RLX_F32);
   rlx_llm_destroy(m);
 }
 
@@ -166,6 +203,15 @@ int main(int argc, char** argv) {
   RUN(qwen3_q8_0);
   RUN(qwen3_q4_0);
   RUN(qwen3_q4_k);
+  RUN(config_gpt2_gemma2);
+  RUN(gpt2_f32);
+  RUN(gpt2_f16);
+  RUN(gpt2_q8_0);
+  RUN(gpt2_q4_k);
+  RUN(gemma2_f32);
+  RUN(gemma2_f16);
+  RUN(gemma2_q8_0);
+  RUN(gemma2_q4_k);
   RUN(bad_files);
   return test_summary();
 }

@@ -304,16 +304,23 @@ static void safetensors_json(const char* file, const rlx_safetensors* st) {
 
 /* The one-paragraph summary of an LLM config, after label. */
 static void print_config_line(const char* label, const rlx_llm_config* c) {
-  static const char* const archs[] = {"llama", "qwen2", "qwen3", "mistral"};
+  static const char* const archs[] = {"llama", "qwen2", "qwen3", "mistral", "gpt2", "gemma2"};
   static const char* const scalings[] = {"none", "linear", "llama3"};
+  const char* arch = (unsigned)c->arch < sizeof archs / sizeof archs[0] ? archs[c->arch] : "?";
   printf("%s: %s, vocab %lld, hidden %lld, mlp %lld, %d layers, %d heads (%d kv) of %d,\n"
          "  rope theta %g scaling %s, rms eps %g%s%s%s, sliding window %d, max positions %lld\n",
-         label, archs[c->arch], (long long)c->vocab_size, (long long)c->hidden_size,
+         label, arch, (long long)c->vocab_size, (long long)c->hidden_size,
          (long long)c->intermediate_size, (int)c->num_layers, (int)c->num_heads,
          (int)c->num_kv_heads, (int)c->head_dim, c->rope_theta, scalings[c->rope_scaling],
          (double)c->rms_norm_eps, c->tie_word_embeddings ? ", tied embeddings" : "",
          c->attention_bias ? ", qkv bias" : "", c->qk_norm ? ", q/k norm" : "",
          (int)c->sliding_window, (long long)c->max_positions);
+  if (c->arch == RLX_LLM_GEMMA2)
+    printf("  softcaps attn %g final %g, query_pre_attn_scalar %g, window pattern %d, "
+           "embed scale %g\n",
+           (double)c->attn_logit_softcap, (double)c->final_logit_softcap,
+           (double)c->query_pre_attn_scalar, (int)c->sliding_window_pattern,
+           (double)c->embed_scale);
 }
 
 /* A model folder's config.json, when it has one (table mode only). */

@@ -63,12 +63,36 @@ def gguf_models(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("case", ["llama_f32", "qwen2_q8_0", "llama_q4_k"])
+@pytest.mark.parametrize("case", ["llama_f32", "qwen2_q8_0", "llama_q4_k", "gpt2_q8_0",
+                                  "gemma2_f16"])
 def test_llm_logits_match_torch(gguf_models, case, device):
     d = gguf_models / case
     ids = np.load(d / "input_ids.npy")
     want = np.load(d / "logits.npy")
     with rlx.load_llm(d / "model.gguf") as m:
+        exe = m.compile(device)
+        got, = exe.run(input_ids=ids, positions=np.arange(ids.shape[1], dtype=np.int64))
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert got.shape == want.shape and err < 1e-4, err
+
+
+@pytest.fixture(scope="module")
+def hf_models(tmp_path_factory):
+    out = tmp_path_factory.mktemp("llm_hf")
+    r = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "tests", "llm_torch.py"), str(out)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"tests/llm_torch.py could not write the models: {r.stderr[-300:]}")
+    return out
+
+
+@pytest.mark.parametrize("case", ["gpt2_noprefix_f16", "gemma2_bf16"])
+def test_llm_hf_folder_matches_torch(hf_models, case, device):
+    """GPT-2 and Gemma-2 checkpoint folders (config.json + safetensors)."""
+    d = hf_models / case
+    ids = np.load(d / "input_ids.npy")
+    want = np.load(d / "logits.npy")
+    with rlx.load_llm(d) as m:
         exe = m.compile(device)
         got, = exe.run(input_ids=ids, positions=np.arange(ids.shape[1], dtype=np.int64))
     err = np.abs(got - want).max() / np.abs(want).max()

@@ -46,7 +46,12 @@ static void shape_text(const int64_t* shape, int32_t rank, char* buf, size_t cap
 
 /* The checkpoint tensor behind param p: present, float, same shape. */
 static rlx_status check_weight(rlx_llm* m, const rlx_value_info* p, rlx_safetensors_tensor* t) {
-  if (rlx_safetensors_find(m->weights, p->name, t) != RLX_OK)
+  /* GPT-2 checkpoints saved from GPT2Model (openai-community/gpt2) name
+   * their tensors without GPT2LMHeadModel's "transformer." */
+  int found = rlx_safetensors_find(m->weights, p->name, t) == RLX_OK;
+  if (!found && strncmp(p->name, "transformer.", 12) == 0)
+    found = rlx_safetensors_find(m->weights, p->name + 12, t) == RLX_OK;
+  if (!found)
     return rlx_fail(&m->err, RLX_NOT_FOUND, "llm: the checkpoint has no tensor '%s'", p->name);
   if (!rlx_dtype_is_float(t->dtype) || t->dtype == RLX_F8E4M3FN || t->dtype == RLX_F8E5M2)
     return rlx_fail(&m->err, RLX_UNIMPLEMENTED,
@@ -237,5 +242,5 @@ rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
   }
   free(sc.f32);
   free(sc.raw);
-  return s == RLX_OK ? set_tables(m, e) : s;
+  return s == RLX_OK && llm_has_rope(&m->config) ? set_tables(m, e) : s;
 }

@@ -36,6 +36,15 @@ typedef struct llm_source {
 rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* o,
                               const llm_source* src, rlx_graph** out, rlx_error* err);
 
+/* GPT-2 and Gemma-2 (llm_build_gpt2_gemma2.c), called by
+ * rlx_llm_build_from once c and o are checked. */
+rlx_status llm_build_gpt2_gemma2(const rlx_llm_config* c, const rlx_llm_options* o,
+                                 const llm_source* src, rlx_graph** out, rlx_error* err);
+
+/* 1 when the arch's graph has the "rope.cos" / "rope.sin" params (all but
+ * GPT-2, whose positions are learned). */
+static inline int llm_has_rope(const rlx_llm_config* c) { return c->arch != RLX_LLM_GPT2; }
+
 /* The RoPE tables with each frequency i divided by divisors[i] (NULL:
  * none): GGUF's rope_freqs.weight, how llama.cpp's converter stores
  * Llama 3.1's rope scaling. */

@@ -249,6 +249,8 @@ rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* op
   *out = NULL;
   RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, err));
   RLX_RETURN_IF_ERROR(check_options(o, err));
+  if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2)
+    return llm_build_gpt2_gemma2(c, o, src, out, err);
   llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE};
   if (rlx_graph_create(&b.g) != RLX_OK)
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");

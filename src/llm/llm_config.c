@@ -57,8 +57,27 @@ static rlx_status check_rope(const rlx_llm_config* c, rlx_error* err) {
   return RLX_OK;
 }
 
+/* Gemma-2's extras: caps and scales finite and >= 0 (0 = off). */
+static rlx_status check_extras(const rlx_llm_config* c, rlx_error* err) {
+  const struct {
+    const char* name;
+    float v;
+  } f[] = {{"attn_logit_softcapping", c->attn_logit_softcap},
+           {"final_logit_softcapping", c->final_logit_softcap},
+           {"query_pre_attn_scalar", c->query_pre_attn_scalar},
+           {"embed_scale", c->embed_scale}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!(f[i].v >= 0.0f) || !isfinite(f[i].v))
+      return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm config: %s = %g: expected >= 0 (0 = off)",
+                      f[i].name, (double)f[i].v);
+  if (c->sliding_window_pattern < 0 || c->sliding_window_pattern > LLM_MAX_LAYERS)
+    return bad(err, "sliding_window_pattern", c->sliding_window_pattern, "expected 0 .. 1024");
+  return RLX_OK;
+}
+
 rlx_status rlx_llm_config_check(const rlx_llm_config* c, rlx_error* err) {
-  if ((unsigned)c->arch > RLX_LLM_MISTRAL) return bad(err, "arch", c->arch, "unknown");
+  if ((unsigned)c->arch > RLX_LLM_GEMMA2) return bad(err, "arch", c->arch, "unknown");
+  RLX_RETURN_IF_ERROR(check_extras(c, err));
   if (c->vocab_size < 1 || c->vocab_size > LLM_MAX_VOCAB)
     return bad(err, "vocab_size", c->vocab_size, "expected 1 .. 2^24");
   if (c->hidden_size < 1 || c->hidden_size > LLM_MAX_DIM)
@@ -163,6 +182,8 @@ static const struct {
     {"qwen2", "Qwen2ForCausalLM", RLX_LLM_QWEN2},
     {"qwen3", "Qwen3ForCausalLM", RLX_LLM_QWEN3},
     {"mistral", "MistralForCausalLM", RLX_LLM_MISTRAL},
+    {"gpt2", "GPT2LMHeadModel", RLX_LLM_GPT2},
+    {"gemma2", "Gemma2ForCausalLM", RLX_LLM_GEMMA2},
 };
 
 static void read_arch(reader* r, rlx_llm_config* c) {
@@ -180,7 +201,7 @@ static void read_arch(reader* r, rlx_llm_config* c) {
     }
   r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
                    "llm config: model_type '%.64s' (architectures[0] '%.64s') is not supported "
-                   "(llama, qwen2, qwen3, mistral)",
+                   "(llama, qwen2, qwen3, mistral, gpt2, gemma2)",
                    type ? type : "(none)", cls ? cls : "(none)");
 }
 
@@ -212,12 +233,27 @@ static void read_rope_scaling(reader* r, rlx_llm_config* c) {
       get_int(r, rs, "original_max_position_embeddings", 8192, c->rope_scaling == RLX_LLM_ROPE_LLAMA3);
 }
 
+/* The MLP's activation: SiLU for the Llama family; the tanh approximation
+ * of GELU for GPT-2 (activation_function "gelu_new") and Gemma-2
+ * (hidden_activation "gelu_pytorch_tanh", the same formula). */
+static void check_activation(reader* r, const rlx_llm_config* c) {
+  const char* key = "hidden_act";
+  if (c->arch == RLX_LLM_GPT2) key = "activation_function";
+  if (c->arch == RLX_LLM_GEMMA2 && get_string(r->root, "hidden_activation"))
+    key = "hidden_activation";
+  const char* act = get_string(r->root, key);
+  int tanh_gelu = c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2;
+  int ok = !act || (tanh_gelu ? strcmp(act, "gelu_new") == 0 ||
+                                    strcmp(act, "gelu_pytorch_tanh") == 0
+                              : strcmp(act, "silu") == 0);
+  if (r->st == RLX_OK && !ok)
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED, "llm config: %s '%.32s' is not supported (%s)",
+                     key, act, tanh_gelu ? "gelu_new, gelu_pytorch_tanh" : "silu");
+}
+
 /* What the builders do not implement is refused, not silently ignored. */
 static void refuse_unsupported(reader* r, const rlx_llm_config* c) {
-  const char* act = get_string(r->root, "hidden_act");
-  if (r->st == RLX_OK && act && strcmp(act, "silu") != 0)
-    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
-                     "llm config: hidden_act '%.32s' is not supported (silu)", act);
+  check_activation(r, c);
   int qwen = c->arch == RLX_LLM_QWEN2 || c->arch == RLX_LLM_QWEN3;
   if (qwen && get_bool(r, r->root, "use_sliding_window", 0) && r->st == RLX_OK)
     r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
@@ -238,8 +274,100 @@ static void read_sizes(reader* r, rlx_llm_config* c) {
   c->max_positions = get_int(r, o, "max_position_embeddings", 2048, 0);
 }
 
+/* GPT-2's config names its sizes n_*; every layer is causal over the
+ * whole context, the head always tied to wte. */
+static void read_gpt2(reader* r, rlx_llm_config* c) {
+  json_object* o = r->root;
+  c->vocab_size = get_int(r, o, "vocab_size", 0, 1);
+  c->hidden_size = get_int(r, o, "n_embd", 0, 1);
+  c->num_layers = narrow(r, "n_layer", get_int(r, o, "n_layer", 0, 1));
+  c->num_heads = narrow(r, "n_head", get_int(r, o, "n_head", 0, 1));
+  c->num_kv_heads = c->num_heads;
+  c->head_dim = c->num_heads > 0 ? (int32_t)(c->hidden_size / c->num_heads) : 0;
+  /* 4 * n_embd by default; a huge n_embd is refused by the range check
+   * below, not multiplied past int64 here */
+  int64_t wide = c->hidden_size > 0 && c->hidden_size <= LLM_MAX_DIM ? 4 * c->hidden_size : 0;
+  c->intermediate_size = get_int(r, o, "n_inner", wide, 0);
+  c->max_positions = get_int(r, o, "n_positions", get_int(r, o, "n_ctx", 1024, 0), 0);
+  c->rms_norm_eps = (float)get_number(r, o, "layer_norm_epsilon", 1e-5);
+  c->rope_theta = 10000.0; /* no RoPE: learned positions */
+  c->tie_word_embeddings = 1;
+  c->attention_bias = 1;
+  if (r->st == RLX_OK && c->num_heads > 0 && c->hidden_size % c->num_heads != 0)
+    r->st = bad(r->err, "n_head", c->num_heads, "does not divide n_embd");
+  if (r->st == RLX_OK && (!get_bool(r, o, "scale_attn_weights", 1) ||
+                          get_bool(r, o, "scale_attn_by_inverse_layer_idx", 0)))
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
+                     "llm config: GPT-2 scale_attn_weights false or "
+                     "scale_attn_by_inverse_layer_idx true is not supported");
+  check_activation(r, c);
+}
+
+/* A number that JSON null turns off (0): Gemma-2's softcaps. */
+static double get_nullable(reader* r, json_object* obj, const char* name, double fallback) {
+  json_object* v = NULL;
+  if (json_object_object_get_ex(obj, name, &v) && json_object_is_type(v, json_type_null))
+    return 0.0;
+  return get_number(r, obj, name, fallback);
+}
+
+/* x rounded to the checkpoint's dtype, as HF multiplies in it. */
+static float round_to_dtype(float x, const char* torch_dtype) {
+  rlx_dtype d = RLX_F32;
+  if (torch_dtype && strcmp(torch_dtype, "bfloat16") == 0) d = RLX_BF16;
+  if (torch_dtype && strcmp(torch_dtype, "float16") == 0) d = RLX_F16;
+  if (d == RLX_F32) return x;
+  uint16_t half = 0;
+  float back = x;
+  if (rlx_dtype_convert(&half, d, &x, RLX_F32, 1) != RLX_OK ||
+      rlx_dtype_convert(&back, RLX_F32, &half, d, 1) != RLX_OK)
+    return x;
+  return back;
+}
+
+/* layer_types, when given, must be the alternation the builder makes. */
+static void check_layer_types(reader* r, const rlx_llm_config* c) {
+  json_object* list = field(r->root, "layer_types");
+  if (!list || r->st != RLX_OK) return;
+  int ok = json_object_is_type(list, json_type_array) &&
+           json_object_array_length(list) == (size_t)c->num_layers;
+  for (int32_t i = 0; ok && i < c->num_layers; i++) {
+    json_object* t = json_object_array_get_idx(list, (size_t)i);
+    const char* want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+    ok = json_object_is_type(t, json_type_string) && strcmp(json_object_get_string(t), want) == 0;
+  }
+  if (!ok)
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
+                     "llm config: layer_types other than sliding / full alternating from layer "
+                     "0 are not supported");
+}
+
+/* Gemma-2: the published defaults (Gemma2Config) for what a config leaves out. */
+static void read_gemma2(reader* r, rlx_llm_config* c) {
+  json_object* o = r->root;
+  c->rope_theta = get_number(r, o, "rope_theta", 10000.0);
+  c->rms_norm_eps = (float)get_number(r, o, "rms_norm_eps", 1e-6);
+  c->tie_word_embeddings = get_bool(r, o, "tie_word_embeddings", 1);
+  c->attention_bias = get_bool(r, o, "attention_bias", 0);
+  c->sliding_window = narrow(r, "sliding_window", get_int(r, o, "sliding_window", 4096, 0));
+  c->sliding_window_pattern = 2;
+  c->attn_logit_softcap = (float)get_nullable(r, o, "attn_logit_softcapping", 50.0);
+  c->final_logit_softcap = (float)get_nullable(r, o, "final_logit_softcapping", 30.0);
+  c->query_pre_attn_scalar = (float)get_number(r, o, "query_pre_attn_scalar", 256.0);
+  const char* dtype = get_string(o, "torch_dtype");
+  if (!dtype) dtype = get_string(o, "dtype");
+  c->embed_scale = round_to_dtype(sqrtf((float)c->hidden_size), dtype);
+  check_layer_types(r, c);
+  check_activation(r, c);
+  read_rope_scaling(r, c);
+}
+
 static void read_features(reader* r, rlx_llm_config* c) {
   json_object* o = r->root;
+  if (c->arch == RLX_LLM_GEMMA2) {
+    read_gemma2(r, c);
+    return;
+  }
   c->rope_theta = get_number(r, o, "rope_theta", 10000.0);
   c->rms_norm_eps = (float)get_number(r, o, "rms_norm_eps", 1e-6);
   c->tie_word_embeddings = get_bool(r, o, "tie_word_embeddings", 0);
@@ -275,8 +403,9 @@ static rlx_status parse_config(const char* text, size_t len, rlx_llm_config* out
   if (!json_object_is_type(root, json_type_object))
     r.st = rlx_fail(err, RLX_INVALID_ARGUMENT, "llm config: not a JSON object");
   if (r.st == RLX_OK) read_arch(&r, &c);
-  if (r.st == RLX_OK) read_sizes(&r, &c);
-  if (r.st == RLX_OK) read_features(&r, &c);
+  if (r.st == RLX_OK && c.arch == RLX_LLM_GPT2) read_gpt2(&r, &c);
+  if (r.st == RLX_OK && c.arch != RLX_LLM_GPT2) read_sizes(&r, &c);
+  if (r.st == RLX_OK && c.arch != RLX_LLM_GPT2) read_features(&r, &c);
   json_object_put(root);
   if (r.st == RLX_OK) r.st = rlx_llm_config_check(&c, err);
   if (r.st == RLX_OK) *out = c;

@@ -5,6 +5,7 @@
  * "blk.N.attn_q.weight", ...). GGUF dims run fastest first, so an HF
  * [out, in] weight has dims [in, out]; a quantized one stores each of its
  * out rows as in / block blocks, DequantMatMul's W layout as is. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,8 @@ static const struct {
     {"llama", RLX_LLM_LLAMA, RLX_ROPE_GPTJ},
     {"qwen2", RLX_LLM_QWEN2, RLX_ROPE_NEOX},
     {"qwen3", RLX_LLM_QWEN3, RLX_ROPE_NEOX},
+    {"gpt2", RLX_LLM_GPT2, RLX_ROPE_NEOX}, /* no RoPE: learned positions */
+    {"gemma2", RLX_LLM_GEMMA2, RLX_ROPE_NEOX},
 };
 
 static void read_arch(kv_reader* r, rlx_llm_config* c, rlx_rope_style* style, char* arch,
@@ -177,7 +180,8 @@ static void read_arch(kv_reader* r, rlx_llm_config* c, rlx_rope_style* style, ch
       return;
     }
   r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
-                   "llm gguf: general.architecture '%.64s' is not supported (llama, qwen2, qwen3)",
+                   "llm gguf: general.architecture '%.64s' is not supported (llama, qwen2, qwen3, "
+                   "gpt2, gemma2)",
                    arch);
 }
 
@@ -196,6 +200,30 @@ static void read_rope_scaling(kv_reader* r, rlx_llm_config* c) {
   c->rope_factor = kv_number(r, "rope.scaling.factor", 0.0, 1);
 }
 
+/* Gemma-2 as llama.cpp runs it: softcaps 50 / 30 and window 4096 unless
+ * the file says otherwise, every other layer sliding from layer 0
+ * (sliding_window_pattern 2), the embedding times sqrtf(hidden) in f32,
+ * and the score scale of Google's reference: 1 / sqrt(head_dim), except
+ * the 27B (46 layers) whose query_pre_attn_scalar is hidden / heads (the
+ * converter writes no key for it). The file's norm weights already hold
+ * 1 + w (the converter adds the 1). */
+static void read_gemma2(kv_reader* r, rlx_llm_config* c) {
+  if (c->sliding_window == 0 && r->st == RLX_OK) c->sliding_window = 4096;
+  c->sliding_window_pattern = kv_int32(r, "attention.sliding_window_pattern", 2, 0);
+  c->attn_logit_softcap = (float)kv_number(r, "attn_logit_softcapping", 50.0, 0);
+  c->final_logit_softcap = (float)kv_number(r, "final_logit_softcapping", 30.0, 0);
+  c->embed_scale = sqrtf((float)c->hidden_size);
+  double swa_theta = kv_number(r, "rope.freq_base_swa", c->rope_theta, 0);
+  if (r->st == RLX_OK && swa_theta != c->rope_theta)
+    r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
+                     "llm gguf: key '%s.rope.freq_base_swa' = %g differs from rope.freq_base (a "
+                     "second RoPE table for the sliding layers is not supported)",
+                     r->arch, swa_theta);
+  int64_t heads = c->num_heads > 0 ? c->num_heads : 1;
+  c->query_pre_attn_scalar =
+      (float)(c->num_layers == 46 ? c->hidden_size / heads : (int64_t)c->head_dim);
+}
+
 static void read_sizes(kv_reader* r, rlx_llm_config* c) {
   c->max_positions = kv_int(r, "context_length", 0, 1);
   c->hidden_size = kv_int(r, "embedding_length", 0, 1);
@@ -211,8 +239,15 @@ static void read_sizes(kv_reader* r, rlx_llm_config* c) {
                      "llm gguf: key '%s.attention.value_length' = %lld differs from key_length "
                      "%d (not supported)", r->arch, (long long)value_dim, (int)c->head_dim);
   c->rope_theta = kv_number(r, "rope.freq_base", 10000.0, 0);
-  c->rms_norm_eps = (float)kv_number(r, "attention.layer_norm_rms_epsilon", 0.0, 1);
+  /* GPT-2's LayerNorm eps shares the field */
+  const char* eps_key = c->arch == RLX_LLM_GPT2 ? "attention.layer_norm_epsilon"
+                                                 : "attention.layer_norm_rms_epsilon";
+  c->rms_norm_eps = (float)kv_number(r, eps_key, 0.0, 1);
   c->sliding_window = kv_int32(r, "attention.sliding_window", 0, 0);
+  if (c->arch == RLX_LLM_GEMMA2) {
+    read_gemma2(r, c);
+    return;
+  }
   char key[160];
   if (arch_key(r, "attention.sliding_window_pattern", key, sizeof key) >= 0)
     r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
@@ -232,7 +267,8 @@ static void read_tensor_facts(kv_reader* r, rlx_llm_config* c) {
   }
   c->vocab_size = t.dims[1];
   c->tie_word_embeddings = rlx_gguf_find_tensor(r->g, "output.weight") < 0;
-  c->attention_bias = rlx_gguf_find_tensor(r->g, "blk.0.attn_q.bias") >= 0;
+  c->attention_bias = rlx_gguf_find_tensor(r->g, "blk.0.attn_q.bias") >= 0 ||
+                      c->arch == RLX_LLM_GPT2;
   c->qk_norm = c->arch == RLX_LLM_QWEN3;
 }
 

@@ -35,6 +35,9 @@
   X(llama_decode)                                                                              \
   X(llama_synchronize)                                                                         \
   X(llama_get_logits_ith)                                                                      \
+  X(llama_model_desc)                                                                          \
+  X(llama_model_size)                                                                          \
+  X(llama_model_n_params)                                                                      \
   X(ggml_backend_load_all_from_path)
 
 typedef struct llama_dl {

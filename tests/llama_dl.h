@@ -38,6 +38,7 @@
   X(llama_model_desc)                                                                          \
   X(llama_model_size)                                                                          \
   X(llama_model_n_params)                                                                      \
+  X(llama_tokenize)                                                                            \
   X(ggml_backend_load_all_from_path)
 
 typedef struct llama_dl {

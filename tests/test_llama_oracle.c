@@ -9,6 +9,10 @@
  * (the max abs error is printed too). Then 24 greedy tokens from the
  * prompt must be the same on both sides for the f32 files (llama.cpp
  * decodes with its KV cache, rlx re-runs the whole window per token).
+ * Last, scripts/gen_random_gguf.py's tiny Q4_K_M file (random blocks,
+ * q6_k mixed in, a byte-level BPE vocab): the same logits check, and a
+ * text tokenized alike by both, so the benchmark files are valid models
+ * for llama.cpp and rlx.
  * Exits 77 (ctest SKIP), saying why, without the library, its header,
  * third_party/llama.cpp's gguf-py or Debian's torch.
  *
@@ -63,7 +67,7 @@ typedef struct oracle_case {
   int greedy; /* 1: the greedy generations must be identical */
 } oracle_case;
 
-/* One line per file; a MoE (Mixtral) file from llm_gguf.py adds one row. */
+/* One line per file of llm_gguf.py; a MoE (Mixtral) file adds one row. */
 static const oracle_case k_cases[] = {
     {"llama_f32", TOL_F32, 1},   {"llama_f16", TOL_F16, 0},   {"llama_q8_0", TOL_Q8_0, 0},
     {"llama_q4_0", TOL_Q8_0, 0}, {"llama_q4_k", TOL_Q4_K, 0}, {"qwen2_f32", TOL_F32, 1},
@@ -71,6 +75,10 @@ static const oracle_case k_cases[] = {
     {"qwen2_q4_k", TOL_Q4_K, 0}, {"qwen3_f32", TOL_F32, 1},   {"qwen3_f16", TOL_F16, 0},
     {"qwen3_q8_0", TOL_Q8_0, 0}, {"qwen3_q4_0", TOL_Q8_0, 0}, {"qwen3_q4_k", TOL_Q4_K, 0},
 };
+
+/* gen_random_gguf.py's file: q4_k and q6_k weights, both with q8_K activations */
+static const oracle_case k_random_case = {"random_tiny_q4_k_m", TOL_Q4_K, 0};
+#define RANDOM_TEXT "Hello world, the quick brown fox: 12345 <|end_of_text|> caf\xc3\xa9!"
 
 static char g_dir[512];
 static llama_dl g_llama;
@@ -236,6 +244,65 @@ static void check_case(const oracle_case* c) {
   CHECK(allocated);
 }
 
+/* The same text tokenized by llama.cpp and rlx (specials added and parsed). */
+static void compare_tokenizers(const char* path) {
+  struct llama_model_params mp = g_llama.llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.vocab_only = true;
+  struct llama_model* model = g_llama.llama_model_load_from_file(path, mp);
+  CHECK(model != NULL);
+  llama_token want[256];
+  int32_t n_want = g_llama.llama_tokenize(g_llama.llama_model_get_vocab(model), RANDOM_TEXT,
+                                          (int32_t)strlen(RANDOM_TEXT), want, 256, true, true);
+  g_llama.llama_model_free(model);
+  rlx_tokenizer* t = NULL;
+  CHECK(rlx_tokenizer_load(path, &t, NULL) == RLX_OK);
+  int32_t* got = NULL;
+  int64_t n_got = 0;
+  rlx_status s = rlx_tokenizer_encode(t, RANDOM_TEXT, strlen(RANDOM_TEXT),
+                                      RLX_TOKENIZE_ADD_SPECIAL | RLX_TOKENIZE_PARSE_SPECIAL,
+                                      &got, &n_got);
+  rlx_tokenizer_destroy(t);
+  int same = s == RLX_OK && n_want > 0 && n_got == n_want &&
+             memcmp(got, want, (size_t)n_want * sizeof(int32_t)) == 0;
+  printf("  tokenizer    %s: %d tokens, %s\n", k_random_case.name, (int)n_want,
+         same ? "identical to llama.cpp's" : "DIFFERENT");
+  if (!same) {
+    int w[256], n = n_got < 256 ? (int)n_got : 256;
+    for (int i = 0; i < n; i++) w[i] = got[i];
+    print_tokens("llama.cpp", want, n_want > 0 ? n_want : 0);
+    print_tokens("rlx", w, n);
+  }
+  rlx_free(got);
+  CHECK(same);
+}
+
+/* scripts/gen_random_gguf.py's tiny q4_k_m file into g_dir. 0 = made. */
+static int make_random_file(void) {
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '%s/%s' && /usr/bin/python3 scripts/gen_random_gguf.py --preset tiny "
+           "--type q4_k_m --jobs 1 -o '%s/%s/model.gguf' > /dev/null",
+           g_dir, k_random_case.name, g_dir, k_random_case.name);
+  fflush(stdout);
+  int st = system(cmd);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+static void run_case(const oracle_case* c, const char* only) {
+  if (only && !strstr(c->name, only)) return;
+  int before = test_failures;
+  test_current = c->name;
+  check_case(c);
+  if (c == &k_random_case) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s/model.gguf", g_dir, c->name);
+    compare_tokenizers(path);
+  }
+  printf("%s %s\n", test_failures == before ? "PASS" : "FAIL", c->name);
+  fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) {
     g_devices = (const char**)(argv + 1);
@@ -254,13 +321,14 @@ int main(int argc, char** argv) {
     return SKIP_CODE;
   }
   const char* only = getenv("RLX_TEST_ONLY");
-  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
-    if (only && !strstr(k_cases[i].name, only)) continue;
-    int before = test_failures;
-    test_current = k_cases[i].name;
-    check_case(&k_cases[i]);
-    printf("%s %s\n", test_failures == before ? "PASS" : "FAIL", k_cases[i].name);
-    fflush(stdout);
+  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(&k_cases[i], only);
+  if (!only || strstr(k_random_case.name, only)) {
+    if (make_random_file() == 0) {
+      run_case(&k_random_case, only);
+    } else {
+      test_failures++;
+      fprintf(stderr, "scripts/gen_random_gguf.py failed\n");
+    }
   }
   (void)llm_check_case; /* llm_common.h's whole-file check: test_llm_gguf's */
   llama_dl_close(&g_llama);

@@ -44,3 +44,14 @@ endif()
 # train_gpt2 trains the CLI's built-in GPT (tools/gpt_model.c: public API
 # only) at GPT-2 124M's size: PERF.md's training-step row.
 target_sources(train_gpt2 PRIVATE ${PROJECT_SOURCE_DIR}/tools/gpt_model.c)
+
+# ---- llama_cpu_bench: llama.cpp's CPU library (dlopen) as the CPU peer;
+# the prototypes from the bundled source's llama.h (scripts/setup_llama.sh),
+# a stub that says so without it.
+if(TARGET llama_cpu_bench AND EXISTS ${PROJECT_SOURCE_DIR}/third_party/llama.cpp/include/llama.h)
+  target_include_directories(llama_cpu_bench SYSTEM PRIVATE
+                             ${PROJECT_SOURCE_DIR}/third_party/llama.cpp/include
+                             ${PROJECT_SOURCE_DIR}/third_party/llama.cpp/ggml/include)
+  target_compile_definitions(llama_cpu_bench PRIVATE RLX_HAVE_LLAMA_H=1)
+  target_link_libraries(llama_cpu_bench PRIVATE ${CMAKE_DL_LIBS} m)
+endif()

@@ -427,3 +427,20 @@ if(TEST test_onnx_conformance)
                        ENVIRONMENT "${rlx_wg_env}")
 endif()
 # ---- end ONNX quantization ops' edge cases
+# ---- llama.cpp as an oracle (issue 17): test_llama_oracle dlopen()s the CPU
+# library that scripts/setup_llama.sh unpacks (third_party/llama-cpu/) with
+# the prototypes of the bundled source's llama.h, and compares its logits
+# and greedy tokens with rlx's on tests/llm_gguf.py's files. Without the
+# header it builds as a stub that SKIPs (77); without the library it SKIPs.
+if(TARGET test_llama_oracle)
+  set(rlx_llama_src ${PROJECT_SOURCE_DIR}/third_party/llama.cpp)
+  if(EXISTS ${rlx_llama_src}/include/llama.h)
+    target_include_directories(test_llama_oracle SYSTEM PRIVATE ${rlx_llama_src}/include
+                               ${rlx_llama_src}/ggml/include)
+    target_compile_definitions(test_llama_oracle PRIVATE RLX_HAVE_LLAMA_H=1)
+    target_link_libraries(test_llama_oracle PRIVATE ${CMAKE_DL_LIBS})
+  endif()
+  target_compile_definitions(test_llama_oracle PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+  set_tests_properties(test_llama_oracle PROPERTIES SKIP_RETURN_CODE 77)
+  rlx_add_webgpu_test(llama_oracle_webgpu test_llama_oracle 900 "" webgpu)
+endif()

@@ -133,6 +133,10 @@ def add_metadata(wr, c, arch):
     wr.add_rope_freq_base(c["rope_theta"])
     wr.add_layer_norm_rms_eps(c["rms_norm_eps"])
     wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # No tokenizer, but llama.cpp's loader needs the key (tests/test_llama_oracle.c
+    # runs these files there): "none" with vocab_size dummy tokens.
+    wr.add_tokenizer_model("none")
+    wr.add_vocab_size(c["vocab_size"])
     rs = c.get("rope_scaling") or {}
     if rs.get("type", rs.get("rope_type")) == "linear":
         wr.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)

@@ -1167,6 +1167,33 @@ RLX_API rlx_status rlx_quantize_rows(rlx_quant_scheme scheme, int32_t group, con
                                      int64_t N, int64_t K, void* w_out, void* scale_out,
                                      uint8_t* zero_out, float* global_out);
 
+/* ------------------------------------------------------------------ grouped matmul (Tier 4, MoE)
+ * GroupedMatMul: a matmul whose weight is picked per row from E experts.
+ *   x    [..., K] float.
+ *   w    [E, N, K] with transpose_b = 1 (each expert a Linear weight
+ *        [out, in], as Hugging Face and GGUF store experts: no transposed
+ *        copy needed), or [E, K, N] with transpose_b = 0; x's dtype.
+ *   idx  i32 / i64 expert of each row: shaped like x's leading dims, or
+ *        those dims plus [k] so that k experts read the same row of x
+ *        (top-k routing: x [T, K], idx [T, k] -> y [T, k, N]).
+ * y = idx's shape + [N]: y[r] = x[row of r] . W[idx[r]] (W[e] as [K, N]).
+ * An index outside [0, E) fails the run (OUT_OF_RANGE). Gradients: dx
+ * (the same op over dy with transpose_b flipped, summed over the k that
+ * share a row) and dw (one-hot over the experts, then a MatMul); idx has
+ * none (an integer choice).
+ * DequantGroupedMatMul: the same with w stored quantized as DequantMatMul
+ * stores it, per expert: w u8 [E, N, row_bytes] (rows along K), scale /
+ * aux [E, N, K / group] (NVFP4's global scale: one f32 for all experts),
+ * scheme and group as in rlx_graph_dequant_matmul (GGUF's *_exps tensors
+ * are exactly this layout). Gradient: dx only, like DequantMatMul. */
+RLX_API rlx_status rlx_graph_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                            rlx_tensor idx, int32_t transpose_b,
+                                            rlx_tensor* out);
+RLX_API rlx_status rlx_graph_dequant_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                                    rlx_tensor idx, rlx_tensor scale,
+                                                    rlx_tensor aux, rlx_quant_scheme scheme,
+                                                    int32_t group, rlx_tensor* out);
+
 /* ------------------------------------------------------------------ safetensors */
 
 /* Hugging Face safetensors checkpoints, memory-mapped: a .safetensors file,

@@ -309,6 +309,7 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
     return 0;
   /* No DequantMatMul kernel yet: the host fallback runs the CPU reference. */
   if (n->op == RLX_OP_DEQUANT_MATMUL) return 0;
+  if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL || n->op == RLX_OP_GROUPED_MATMUL) return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||

@@ -2636,6 +2636,7 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 #define RLX_CUDA_KIND_REGION build_region
 /* no kernel yet: the host fallback runs it (cuda_supports) */
 #define RLX_CUDA_KIND_DEQUANT_MATMUL build_host
+#define RLX_CUDA_KIND_GROUPED_MATMUL build_host
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

@@ -198,6 +198,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_REGION RLX_VK_PIPE_COUNT /* no kernel yet: the pass does not fuse here */
 /* no kernel yet: the host fallback runs it (rlx_shader_supports_node) */
 #define RLX_VK_KIND_DEQUANT_MATMUL RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_GROUPED_MATMUL RLX_VK_PIPE_COUNT
 
 /* ------------------------------------------------------------ context */
 

@@ -309,7 +309,11 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
     return 0;
   /* No DequantMatMul kernel yet: the host fallback runs the CPU reference. */
   if (n->op == RLX_OP_DEQUANT_MATMUL) return 0;
-  if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL || n->op == RLX_OP_GROUPED_MATMUL) return 0;
+  /* Quantized experts: the kernel takes rows along K in groups of at most
+   * RLXK_GMM_MAX_GROUP; the gradient's transposed role runs on the host. */
+  if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL &&
+      (!n->a.transpose_b || n->a.block > RLXK_GMM_MAX_GROUP))
+    return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||

@@ -1301,6 +1301,13 @@ typedef struct rlx_llm_config {
   int32_t qk_norm;              /* 1: RmsNorm of each q / k head before RoPE (Qwen3) */
   int32_t sliding_window;       /* > 0: a query sees the last sliding_window keys (Mistral) */
   int64_t max_positions;        /* max_position_embeddings */
+  /* Mixture of experts (Mixtral: model_type "mixtral", arch MISTRAL; GGUF
+   * {arch}.expert_count / .expert_used_count): > 0 replaces each layer's
+   * MLP by num_experts SiLU-gated experts of intermediate_size, the top
+   * num_experts_per_tok picked per token by a router and mixed by the
+   * softmax of their router logits. 0: a dense MLP. */
+  int32_t num_experts;          /* num_local_experts */
+  int32_t num_experts_per_tok;  /* num_experts_per_tok (1 .. num_experts) */
 } rlx_llm_config;
 
 /* Fills *out from the text of a config.json (len bytes; need not end in

@@ -36,6 +36,12 @@ typedef struct llm_source {
 rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* o,
                               const llm_source* src, rlx_graph** out, rlx_error* err);
 
+/* The mixture-of-experts block of layer `layer` (llm_moe.c) over x [B, T,
+ * hidden]: router, top-k, softmax over the k, SiLU-gated experts through
+ * GroupedMatMul, weighted sum; params named as src's files name them. */
+rlx_status rlx_llm_moe_block(rlx_graph* g, const rlx_llm_config* c, const llm_source* src,
+                             int32_t layer, rlx_tensor x, rlx_tensor* out);
+
 /* The RoPE tables with each frequency i divided by divisors[i] (NULL:
  * none): GGUF's rope_freqs.weight, how llama.cpp's converter stores
  * Llama 3.1's rope scaling. */

@@ -32,6 +32,18 @@ TEST(llama_bf16_sharded) { check_case("llama_bf16_sharded"); }
 TEST(qwen2) { check_case("qwen2"); }
 TEST(qwen3) { check_case("qwen3"); }
 TEST(mistral) { check_case("mistral"); }
+TEST(mixtral) { check_case("mixtral"); }
+
+/* Mixtral's expert fields, and their errors. */
+TEST(moe_config) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/mixtral", g_dir);
+  rlx_llm_config c;
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_MISTRAL && c.num_experts == 4 && c.num_experts_per_tok == 2);
+  snprintf(path, sizeof path, "%s/llama", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK && c.num_experts == 0);
+}
 
 /* The config fields land where rlx_llm_config says. */
 TEST(config_fields) {
@@ -89,6 +101,11 @@ TEST(config_errors) {
                       "num_hidden_layers");
   expect_config_error("{\"model_type\": \"qwen3\", " SIZES "\"num_attention_heads\": 2, "
                       "\"use_sliding_window\": true}", RLX_UNIMPLEMENTED, "use_sliding_window");
+  expect_config_error("{\"model_type\": \"mixtral\", " SIZES "\"num_attention_heads\": 2}",
+                      RLX_INVALID_ARGUMENT, "\"num_local_experts\"");
+  expect_config_error("{\"model_type\": \"mixtral\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
+                      RLX_INVALID_ARGUMENT, "num_experts_per_tok");
   rlx_llm_config c;
   const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";
@@ -166,6 +183,8 @@ int main(int argc, char** argv) {
   RUN(qwen2);
   RUN(qwen3);
   RUN(mistral);
+  RUN(mixtral);
+  RUN(moe_config);
   RUN(checkpoint_mismatch);
   RUN(graph_shape);
   return test_summary();

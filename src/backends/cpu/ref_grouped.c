@@ -6,6 +6,7 @@
  * backend (their host fallback runs this). */
 #include <stdlib.h>
 
+#include "backends/common/common.h"
 #include "backends/cpu/cpu.h"
 #include "base/scalar_math.h"
 #include "ir/dtype.h"
@@ -62,7 +63,6 @@ static void expert_f64(uint8_t* arena, const rlx_step* s, int64_t e, float* tmp,
 
 rlx_status rlx_ref_grouped(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                            rlx_error* err) {
-  (void)ctx;
   const rlx_gmm_params* p = &s->p.gmm;
   const rlx_view *x = &s->in[0], *idx = &s->in[2], *y = &s->out[0];
   size_t n = (size_t)(p->N * p->K + 1);
@@ -78,8 +78,7 @@ rlx_status rlx_ref_grouped(uint8_t* arena, const rlx_step* s, const rlx_run_ctx*
   for (int64_t r = 0; r < p->M && st == RLX_OK; r++) {
     int64_t e = rlx_load_i64(arena + idx->offset, idx->dtype, r);
     if (e < 0 || e >= p->E) {
-      st = rlx_fail(err, RLX_OUT_OF_RANGE, "node %d: expert index %lld is outside [0, %lld)",
-                    s->node, (long long)e, (long long)p->E);
+      st = rlx_fail_index(err, ctx, s->node, "grouped_matmul expert", e, p->E);
       break;
     }
     if (e != have) expert_f64(arena, s, e, tmp, w);

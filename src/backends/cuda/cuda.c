@@ -693,6 +693,8 @@ static rlx_status report_kernel_error(rlx_backend_exec* be, const rlx_step_list*
     case RLXK_ERR_NONFINITE: return rlx_fail_non_finite(err, ctx, node, st->err_b, st->err_a);
     case RLXK_ERR_XENT:
       return rlx_fail_index(err, ctx, node, "cross_entropy target", st->err_a, st->err_b);
+    case RLXK_ERR_EXPERT:
+      return rlx_fail_index(err, ctx, node, "grouped_matmul expert", st->err_a, st->err_b);
     default:
       return rlx_fail(err, RLX_INTERNAL, "cuda: step %d reported error code %d", step, code);
   }

@@ -17,7 +17,7 @@
 RLXK_DEV int64_t gmm_expert(const char* arena, const rlxk_gmm& p, int64_t r, rlxk_state* st) {
   int64_t e = ld_i64(at(arena, p.ioff), p.idt, r);
   if (e < 0 || e >= p.E) {
-    report_error(st, p.step, RLXK_ERR_GATHER, e, p.E);
+    report_error(st, p.step, RLXK_ERR_EXPERT, e, p.E);
     return -1;
   }
   return e;

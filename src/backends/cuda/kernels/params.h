@@ -20,6 +20,7 @@ typedef struct rlxk_state {
 } rlxk_state;
 
 enum { RLXK_ERR_GATHER = 1, RLXK_ERR_SCATTER = 2, RLXK_ERR_NONFINITE = 3, RLXK_ERR_XENT = 4 };
+enum { RLXK_ERR_EXPERT = 5 }; /* GroupedMatMul: an expert index outside [0, E) */
 
 /* Elementwise (copy / binary / compare / where / unary) over out's index
  * space; inputs aligned to it (stride 0 = broadcast). */

@@ -176,7 +176,7 @@ typedef struct rlx_lt_api {
   X(ATTN_BWD_F32TC_K64, rlx_attn_bwd_f32tc_k64, attention_f32)                                 \
   X(ATTN_BWD_F32TC_K128, rlx_attn_bwd_f32tc_k128, attention_f32)                               \
   X(CAST_MULTI, rlx_cast_multi, elementwise)                                                 \
-  X(GMM_F, rlx_gmm_f, grouped) X(GMM_Q, rlx_gmm_q, grouped)
+  X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

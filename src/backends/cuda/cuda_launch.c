@@ -562,7 +562,8 @@ static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32
 
 /* ------------------------------------------------------------------ grouped matmul (MoE) */
 
-/* Float experts: a thread per output element; quantized experts (rows
+/* Float experts: a thread per output element ([K, N] storage) or a warp
+ * per output element with lanes along K ([N, K]); quantized experts (rows
  * along K, groups of at most RLXK_GMM_MAX_GROUP): a warp per output
  * element, its lanes over the groups. Anything else (the quantized
  * transposed role, wider groups) runs on the host. */
@@ -588,10 +589,12 @@ static rlx_status build_grouped_matmul(const rlx_cuda_build* b, const rlx_step* 
   p.step = i;
   int64_t total = g->M * g->N;
   if (total == 0) return RLX_OK;
-  rlx_launch* x = push_kernel(l, quant ? RLX_CUDA_FN_GMM_Q : RLX_CUDA_FN_GMM_F, i, err);
+  int per_warp = quant || g->wt;
+  rlx_cuda_fn fn = quant ? RLX_CUDA_FN_GMM_Q : g->wt ? RLX_CUDA_FN_GMM_F_ROWS : RLX_CUDA_FN_GMM_F;
+  rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   x->p.gmm = p;
-  x->grid[0] = quant ? grid_for(b, total * 32, 256) : grid_for(b, total, 256);
+  x->grid[0] = grid_for(b, per_warp ? total * 32 : total, 256);
   return RLX_OK;
 }
 

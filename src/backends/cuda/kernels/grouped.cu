@@ -2,8 +2,11 @@
  * W[e](k, n), e = idx[r]. Kept simple and correct (the CPU reference is
  * the oracle); the MoE decode path's speed comes later.
  *
- * rlx_gmm_f: float experts, a thread per output element, f32 products
- *   summed in k order; W[e] stored [N, K] (wt) or [K, N].
+ * rlx_gmm_f: float experts stored [K, N], a thread per output element
+ *   (neighbouring threads read neighbouring n), f32 products in k order.
+ * rlx_gmm_f_rows: float experts stored [N, K] (the HF / GGUF layout), a
+ *   warp per output element, lanes along K (coalesced reads of W's row),
+ *   partial sums added by a shuffle tree.
  * rlx_gmm_q: quantized experts (rows along K), a warp per output element:
  *   lane j dequantizes groups j, j + 32, ... of W[e]'s row n with
  *   src/ir/quant.h (the one definition of every scheme, shared with the
@@ -36,6 +39,23 @@ extern "C" __global__ void rlx_gmm_f(char* arena, rlxk_gmm p, rlxk_state* st) {
     float acc = 0.0f;
     for (int64_t k = 0; k < p.K; k++) acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, w0 + k * ws);
     st_f32(y, p.odt, t, acc);
+  }
+}
+
+extern "C" __global__ void rlx_gmm_f_rows(char* arena, rlxk_gmm p, rlxk_state* st) {
+  const char* x = at(arena, p.xoff);
+  const char* w = at(arena, p.woff);
+  char* y = atw(arena, p.ooff);
+  int lane = threadIdx.x & 31;
+  for (int64_t t = grid_index() >> 5; t < p.M * p.N; t += grid_stride() >> 5) {
+    int64_t n = t % p.N, r = t / p.N;
+    int64_t e = gmm_expert(arena, p, r, st); /* the same for every lane of the warp */
+    if (e < 0) continue;
+    int64_t xb = r / p.x_rep * p.K, wb = (e * p.N + n) * p.K;
+    float acc = 0.0f;
+    for (int64_t k = lane; k < p.K; k += 32) acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, wb + k);
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (lane == 0) st_f32(y, p.odt, t, acc);
   }
 }
 

@@ -306,7 +306,8 @@ TEST(bad_expert_index_is_an_error_not_a_crash) {
     for (int r = 0; r < 6; r++)
       for (int n = 0; n < 5; n++) {
         double want = 0;
-        for (int k = 0; k < 4; k++) want += (double)xv[r / 2 * 4 + k] * wv[(good[r] * 5 + n) * 4 + k];
+        for (int k = 0; k < 4; k++)
+          want += (double)xv[r / 2 * 4 + k] * wv[(good[r] * 5 + n) * 4 + k];
         CHECK(fabs(out[r * 5 + n] - want) <= 1e-5 * (1 + fabs(want)));
       }
   }

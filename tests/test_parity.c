@@ -1882,7 +1882,8 @@ static rlx_tensor expert_idx(pcase* c, const rlx_dim* shape, int rank, int64_t E
   for (int d = 0; d < rank; d++) n *= shape[d];
   int64_t* v = malloc(sizeof(int64_t) * (size_t)n);
   int32_t* v32 = malloc(sizeof(int32_t) * (size_t)n);
-  for (int64_t i = 0; v && v32 && i < n; i++) v32[i] = (int32_t)(v[i] = test_rand_int(0, (int)E - 1));
+  for (int64_t i = 0; v && v32 && i < n; i++)
+    v32[i] = (int32_t)(v[i] = test_rand_int(0, (int)E - 1));
   rlx_tensor t = RLX_NONE;
   rlx_graph_add_constant(c->g, i32 ? RLX_I32 : RLX_I64, shape, rank, i32 ? (void*)v32 : (void*)v,
                          (size_t)n * (i32 ? 4 : 8), &t);

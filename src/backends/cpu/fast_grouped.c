@@ -75,7 +75,8 @@ int rlx_cpu_fast_grouped_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
   float* xg = malloc(sizeof(float) * (size_t)(p->M * p->K + 1));
   float* yg = malloc(sizeof(float) * (size_t)(p->M * p->N));
   float* tile = p->scheme >= 0 ? malloc(sizeof(float) * (size_t)(RLX_GMM_TILE * p->K)) : NULL;
-  int ok = order && start && xg && yg && (p->scheme < 0 || tile) && sort_rows(arena, s, order, start);
+  int ok = order && start && xg && yg && (p->scheme < 0 || tile) &&
+           sort_rows(arena, s, order, start);
   const float* x = (const float*)(arena + s->in[0].offset);
   float* y = (float*)(arena + s->out[0].offset);
   for (int64_t e = 0; ok && e < p->E; e++) {

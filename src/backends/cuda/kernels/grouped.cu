@@ -37,7 +37,8 @@ extern "C" __global__ void rlx_gmm_f(char* arena, rlxk_gmm p, rlxk_state* st) {
     int64_t xb = r / p.x_rep * p.K, wb = e * p.N * p.K;
     int64_t w0 = p.wt ? wb + n * p.K : wb + n, ws = p.wt ? 1 : p.N;
     float acc = 0.0f;
-    for (int64_t k = 0; k < p.K; k++) acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, w0 + k * ws);
+    for (int64_t k = 0; k < p.K; k++)
+      acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, w0 + k * ws);
     st_f32(y, p.odt, t, acc);
   }
 }
@@ -53,7 +54,8 @@ extern "C" __global__ void rlx_gmm_f_rows(char* arena, rlxk_gmm p, rlxk_state* s
     if (e < 0) continue;
     int64_t xb = r / p.x_rep * p.K, wb = (e * p.N + n) * p.K;
     float acc = 0.0f;
-    for (int64_t k = lane; k < p.K; k += 32) acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, wb + k);
+    for (int64_t k = lane; k < p.K; k += 32)
+      acc += ld_f32(x, p.xdt, xb + k) * ld_f32(w, p.wdt, wb + k);
     for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
     if (lane == 0) st_f32(y, p.odt, t, acc);
   }

@@ -1340,7 +1340,10 @@ RLX_API void rlx_llm_options_init(rlx_llm_options* o);
  *            the config has one) over the T tokens of the run.
  * Ops: Gather (embedding), RmsNorm, MatMul (weights [out, in] used
  * transposed, as stored), Rope (NeoX halves), Attention (GQA), SiLU-gated
- * MLP. On failure out_error names the problem. */
+ * MLP; with num_experts (Mixtral) the MLP is routed: router MatMul, TopK,
+ * Softmax over the k, GroupedMatMul per expert (params
+ * "model.layers.N.block_sparse_moe.gate.weight" and
+ * ".experts.J.{w1,w3,w2}.weight"). On failure out_error names the problem. */
 RLX_API rlx_status rlx_llm_build_graph(const rlx_llm_config* c, const rlx_llm_options* o,
                                        rlx_graph** out_graph, char** out_error);
 /* The RoPE tables of c (theta and rope_scaling): cos and sin, each
@@ -1356,7 +1359,9 @@ typedef struct rlx_llm rlx_llm;
  * checkpoint holds every param with its shape and a float dtype (f32, f16,
  * bf16, f64), naming the first that is missing or wrong.
  * path may also be a GGUF file (general.architecture llama, qwen2 or
- * qwen3; Mistral files say llama): the config from its metadata (a missing
+ * qwen3; Mistral files say llama, Mixtral files llama with expert_count:
+ * their ffn_*_exps experts feed GroupedMatMul, quantized ones raw to
+ * DequantGroupedMatMul): the config from its metadata (a missing
  * or bad key is an error naming it), params named as its tensors
  * ("token_embd.weight", "blk.N.attn_q.weight", ...). A quantized Linear
  * weight (Q4_0 .. Q6_K) is a u8 [out, row_bytes] param of a DequantMatMul

@@ -314,6 +314,10 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
   if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL &&
       (!n->a.transpose_b || n->a.block > RLXK_GMM_MAX_GROUP))
     return 0;
+  /* The grouped kernels sum in f32: f64 ones keep the reference's precision on the host. */
+  if ((n->op == RLX_OP_GROUPED_MATMUL || n->op == RLX_OP_DEQUANT_GROUPED_MATMUL) &&
+      rlx_tensor_type(g, n->out[0])->dtype == RLX_F64)
+    return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||

@@ -1914,6 +1914,23 @@ static void c_grouped_matmul(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* f16 (even variants) / bf16 x and w, both layouts, top-2. */
+static void c_grouped_matmul_half(pcase* c, int v) {
+  rlx_dtype t = v % 2 ? RLX_BF16 : RLX_F16;
+  int wt = (v / 2) % 2;
+  c->compute = t;
+  int64_t E = 3, K = rdim(), N = rdim();
+  rlx_dim xs[3] = {test_rand_int(1, 2), rdim(), K}, is[3];
+  rlx_dim ws[3] = {E, wt ? N : K, wt ? K : N};
+  rlx_tensor x = input(c, RLX_F32, xs, 3), w = input(c, RLX_F32, ws, 3), y = RLX_NONE;
+  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, 2), E, 0);
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, w, t, &w);
+  rlx_graph_grouped_matmul(c->g, x, w, idx, wt, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
 /* DequantGroupedMatMul. variant < 12: scheme (q4_0, q8_0, q4_k, q6_k,
  * int8_asym, nvfp4) x idx mode (per row / top-2); 12, 13: the gradient's
  * transposed role (q8_0, int4_asym). GPU backends without a decoder run
@@ -2037,6 +2054,7 @@ static const case_def CASES[] = {
     {"attention_backward_half_pair", c_attention_backward_half_pair, 10, {0, 3e-2, 3e-2}},
     {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
     {"dequant_grouped_matmul", c_dequant_grouped_matmul, 14, TOL_F32},
+    {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -1167,6 +1167,33 @@ RLX_API rlx_status rlx_quantize_rows(rlx_quant_scheme scheme, int32_t group, con
                                      int64_t N, int64_t K, void* w_out, void* scale_out,
                                      uint8_t* zero_out, float* global_out);
 
+/* ------------------------------------------------------------------ grouped matmul (Tier 4, MoE)
+ * GroupedMatMul: a matmul whose weight is picked per row from E experts.
+ *   x    [..., K] float.
+ *   w    [E, N, K] with transpose_b = 1 (each expert a Linear weight
+ *        [out, in], as Hugging Face and GGUF store experts: no transposed
+ *        copy needed), or [E, K, N] with transpose_b = 0; x's dtype.
+ *   idx  i32 / i64 expert of each row: shaped like x's leading dims, or
+ *        those dims plus [k] so that k experts read the same row of x
+ *        (top-k routing: x [T, K], idx [T, k] -> y [T, k, N]).
+ * y = idx's shape + [N]: y[r] = x[row of r] . W[idx[r]] (W[e] as [K, N]).
+ * An index outside [0, E) fails the run (OUT_OF_RANGE). Gradients: dx
+ * (the same op over dy with transpose_b flipped, summed over the k that
+ * share a row) and dw (one-hot over the experts, then a MatMul); idx has
+ * none (an integer choice).
+ * DequantGroupedMatMul: the same with w stored quantized as DequantMatMul
+ * stores it, per expert: w u8 [E, N, row_bytes] (rows along K), scale /
+ * aux [E, N, K / group] (NVFP4's global scale: one f32 for all experts),
+ * scheme and group as in rlx_graph_dequant_matmul (GGUF's *_exps tensors
+ * are exactly this layout). Gradient: dx only, like DequantMatMul. */
+RLX_API rlx_status rlx_graph_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                            rlx_tensor idx, int32_t transpose_b,
+                                            rlx_tensor* out);
+RLX_API rlx_status rlx_graph_dequant_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                                    rlx_tensor idx, rlx_tensor scale,
+                                                    rlx_tensor aux, rlx_quant_scheme scheme,
+                                                    int32_t group, rlx_tensor* out);
+
 /* ------------------------------------------------------------------ safetensors */
 
 /* Hugging Face safetensors checkpoints, memory-mapped: a .safetensors file,
@@ -1291,6 +1318,13 @@ typedef struct rlx_llm_config {
                                      (Gemma-2: 2, the even layers; 1: none, as llama.cpp
                                      reads it); 0: every layer */
   float embed_scale;              /* > 0: embeddings multiplied by it (Gemma: sqrt(hidden)) */
+  /* Mixture of experts (Mixtral: model_type "mixtral", arch MISTRAL; GGUF
+   * {arch}.expert_count / .expert_used_count): > 0 replaces each layer's
+   * MLP by num_experts SiLU-gated experts of intermediate_size, the top
+   * num_experts_per_tok picked per token by a router and mixed by the
+   * softmax of their router logits. 0: a dense MLP. */
+  int32_t num_experts;          /* num_local_experts */
+  int32_t num_experts_per_tok;  /* num_experts_per_tok (1 .. num_experts) */
 } rlx_llm_config;
 
 /* Fills *out from the text of a config.json (len bytes; need not end in
@@ -1330,7 +1364,10 @@ RLX_API void rlx_llm_options_init(rlx_llm_options* o);
  * transposed, as stored; GPT-2's Conv1D [in, out] untransposed), Rope
  * (NeoX halves), Attention (GQA; Gemma-2's score scale and softcap),
  * SiLU-gated MLP (GPT-2: LayerNorm and a GELU-tanh MLP with biases;
- * Gemma-2: GELU-tanh gated). On failure out_error names the problem. */
+ * Gemma-2: GELU-tanh gated); with num_experts (Mixtral) the MLP is routed:
+ * router MatMul, TopK, Softmax over the k, GroupedMatMul per expert (params
+ * "model.layers.N.block_sparse_moe.gate.weight" and
+ * ".experts.J.{w1,w3,w2}.weight"). On failure out_error names the problem. */
 RLX_API rlx_status rlx_llm_build_graph(const rlx_llm_config* c, const rlx_llm_options* o,
                                        rlx_graph** out_graph, char** out_error);
 /* The RoPE tables of c (theta and rope_scaling): cos and sin, each
@@ -1346,7 +1383,9 @@ typedef struct rlx_llm rlx_llm;
  * checkpoint holds every param with its shape and a float dtype (f32, f16,
  * bf16, f64), naming the first that is missing or wrong.
  * path may also be a GGUF file (general.architecture llama, qwen2, qwen3,
- * gpt2 or gemma2; Mistral files say llama): the config from its metadata (a missing
+ * gpt2 or gemma2; Mistral files say llama, Mixtral files llama with
+ * expert_count: their ffn_*_exps experts feed GroupedMatMul, quantized ones
+ * raw to DequantGroupedMatMul): the config from its metadata (a missing
  * or bad key is an error naming it), params named as its tensors
  * ("token_embd.weight", "blk.N.attn_q.weight", ...). A quantized Linear
  * weight (Q4_0 .. Q6_K) is a u8 [out, row_bytes] param of a DequantMatMul

@@ -47,7 +47,14 @@ CASES = {
     "qwen2": dict(llm_torch.CASES["qwen2"], **SIZES, torch_dtype="float32"),
     # q_norm / k_norm; head_dim 128 != hidden / heads (attention.key_length)
     "qwen3": dict(llm_torch.CASES["qwen3"], **SIZES, head_dim=128),
+    # Mixtral as llama.cpp's converter writes it: arch llama with
+    # expert_count / expert_used_count, each layer's experts stacked into
+    # ffn_gate_exps / ffn_up_exps / ffn_down_exps [E, out, in] (quantized
+    # per row like any Linear weight), the router ffn_gate_inp kept f32
+    "mixtral": dict(llm_torch.CASES["mixtral"], **SIZES),
 }
+# Cases added later keep their own seed, so the earlier ones keep theirs.
+FIXED_SEEDS = {"mixtral": 2000}
 TYPES = {"f32": Q.F32, "f16": Q.F16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q4_k": Q.Q4_K}
 
 LAYER_NAMES = {
@@ -160,16 +167,54 @@ def rope_divisors(c):
     return (plain.double() / scaled).float().numpy()
 
 
-def write_case(out, name, qname, c, seed):
+def store_experts(wr, c, weights, qtype, reference, wrong_style):
+    """Each MoE layer's experts as llama.cpp's converter writes them: HF
+    experts.J.{w1, w3, w2} stacked into blk.N.ffn_{gate, up, down}_exps
+    [E, out, in] (quantized along in, per row), the router
+    block_sparse_moe.gate as blk.N.ffn_gate_inp (f32). Removes them from
+    weights; reference gets each expert's values as a reader sees them."""
+    E = c["num_local_experts"]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}.block_sparse_moe."
+        gate = weights.pop(p + "gate.weight").numpy().astype(np.float32)
+        wr.add_tensor(f"blk.{i}.ffn_gate_inp.weight", gate)
+        reference[p + "gate.weight"] = wrong_style[p + "gate.weight"] = \
+            torch.from_numpy(gate.astype(np.float64))
+        for hf, gg in (("w1", "gate"), ("w3", "up"), ("w2", "down")):
+            names = [p + f"experts.{j}.{hf}.weight" for j in range(E)]
+            stacked = np.stack([weights.pop(n).numpy() for n in names])  # [E, out, in]
+            rows = stacked.reshape(-1, stacked.shape[-1])
+            data, qt, seen = store(rows, qtype)
+            if qt not in (Q.F32, Q.F16):
+                data = data.reshape(E, stacked.shape[1], -1)
+            else:
+                data = data.reshape(stacked.shape)
+            wr.add_tensor(f"blk.{i}.ffn_{gg}_exps.weight", data,
+                          raw_dtype=qt if qt not in (Q.F32, Q.F16) else None)
+            seen = np.array(seen, np.float64).reshape(stacked.shape)
+            for j, n in enumerate(names):
+                reference[n] = wrong_style[n] = torch.from_numpy(seen[j])
+
+
+def write_model_gguf(path, c, weights, qname):
+    """Writes the HF-named float32 weights of config c (llm_torch's
+    make_weights: Llama, Qwen2, Qwen3, Mixtral) to path as llama.cpp's
+    converter would, every 2-D weight in type qname (f32, f16, q8_0, q4_0,
+    q4_k); returns (reference, wrong_style): HF name -> float64 tensor of
+    the values a reader of the file gets, q / k rows permuted back for the
+    former, left as stored (read with NeoX halves) for the latter. Usable
+    by any oracle (llama.cpp's own CPU library reads the same file)."""
     arch = c["model_type"]
-    gen = torch.Generator().manual_seed(seed)
-    weights = llm_torch.make_weights(c, gen)
-    ids = torch.randint(0, c["vocab_size"], (llm_torch.B, llm_torch.T), generator=gen)
-    d = os.path.join(out, f"{name}_{qname}")
-    os.makedirs(d, exist_ok=True)
-    wr = gguf.GGUFWriter(os.path.join(d, "model.gguf"), arch)
+    if arch == "mixtral":
+        arch = "llama"
+    weights = dict(weights)
+    wr = gguf.GGUFWriter(path, arch)
     add_metadata(wr, c, arch)
     reference, wrong_style = {}, {}
+    if c.get("num_local_experts"):
+        wr.add_expert_count(c["num_local_experts"])
+        wr.add_expert_used_count(c["num_experts_per_tok"])
+        store_experts(wr, c, weights, TYPES[qname], reference, wrong_style)
     heads = {"q_proj": c["num_attention_heads"], "k_proj": c["num_key_value_heads"]}
     for hf, t in weights.items():
         w = t.numpy()
@@ -189,8 +234,19 @@ def write_case(out, name, qname, c, seed):
     wr.write_kv_data_to_file()
     wr.write_tensors_to_file()
     wr.close()
+    return reference, wrong_style
+
+
+def write_case(out, name, qname, c, seed):
+    arch = "llama" if c["model_type"] == "mixtral" else c["model_type"]
+    gen = torch.Generator().manual_seed(seed)
+    weights = llm_torch.make_weights(c, gen)
+    ids = torch.randint(0, c["vocab_size"], (llm_torch.B, llm_torch.T), generator=gen)
+    d = os.path.join(out, f"{name}_{qname}")
+    os.makedirs(d, exist_ok=True)
+    reference, wrong_style = write_model_gguf(os.path.join(d, "model.gguf"), c, weights, qname)
     logits = llm_torch.forward(c, reference, ids)
-    if arch == "llama":  # the file's rows read with NeoX halves must be wrong
+    if arch == "llama" and not c.get("num_local_experts"):  # NeoX halves must be wrong
         wrong = llm_torch.forward(c, wrong_style, ids)
         gap = float((wrong - logits).abs().max() / logits.abs().max())
         assert gap > 1e-2, f"{name}_{qname}: the RoPE style does not matter ({gap})"
@@ -325,10 +381,12 @@ def write_other_case(out, name, qname, c, seed):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    for seed, (name, c) in enumerate(sorted(CASES.items())):
+    numbered = sorted(n for n in CASES if n not in FIXED_SEEDS)
+    for name, c in sorted(CASES.items()):
         c = dict(llm_torch.BASE, **c)
+        seed = FIXED_SEEDS[name] if name in FIXED_SEEDS else 4321 + numbered.index(name)
         for qname in TYPES:
-            write_case(sys.argv[1], name, qname, c, 4321 + seed)
+            write_case(sys.argv[1], name, qname, c, seed)
     for seed, (name, c) in enumerate(sorted(OTHER_CASES.items())):
         for qname in OTHER_TYPES:
             write_other_case(sys.argv[1], name, qname, c, 8765 + seed)

@@ -271,6 +271,50 @@ TEST(bad_index_is_an_error_not_a_crash) {
   rlx_graph_destroy(g);
 }
 
+/* GroupedMatMul (MoE): y[r, j] = x[r / k] . W[idx[r, j]]^T on the device
+ * (values checked against the same sums on the host); an expert index
+ * outside [0, E), negative included, fails the run naming the node, and a
+ * good one afterwards runs on the same executable. */
+TEST(bad_expert_index_is_an_error_not_a_crash) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim xs[2] = {3, 4}, ws[3] = {2, 5, 4}, is[2] = {3, 2};
+  rlx_tensor x, w, i, y;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_input(g, "w", RLX_F32, ws, 3, &w);
+  rlx_graph_add_input(g, "idx", RLX_I64, is, 2, &i);
+  CHECK(rlx_graph_grouped_matmul(g, x, w, i, 1, &y) == RLX_OK);
+  rlx_graph_set_name(g, y, "experts");
+  rlx_graph_set_outputs(g, &y, 1);
+  rlx_exec* e = test_compile_on(g, dev, NULL);
+  CHECK(e != NULL);
+  float xv[12], wv[40], out[30];
+  fill_nonzero(xv, 12, -2, 2);
+  fill_nonzero(wv, 40, -2, 2);
+  int64_t good[6] = {0, 1, 1, 1, 1, 0}, high[6] = {0, 1, 2, 1, 1, 0}, neg[6] = {0, 1, 1, -1, 1, 0};
+  CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, xs, 2, xv, sizeof xv));
+  CHECK_OK_E(e, rlx_exec_set_input(e, "w", RLX_F32, ws, 3, wv, sizeof wv));
+  for (int bad = 0; bad < 2; bad++) {
+    CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 2, bad ? neg : high, sizeof high));
+    CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+    CHECK_MSG(strstr(rlx_exec_last_error(e), "experts") &&
+                  strstr(rlx_exec_last_error(e), bad ? "-1" : "2"),
+              "%s", rlx_exec_last_error(e));
+    CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 2, good, sizeof good));
+    CHECK_OK_E(e, rlx_exec_run(e));
+    CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof out));
+    for (int r = 0; r < 6; r++)
+      for (int n = 0; n < 5; n++) {
+        double want = 0;
+        for (int k = 0; k < 4; k++)
+          want += (double)xv[r / 2 * 4 + k] * wv[(good[r] * 5 + n) * 4 + k];
+        CHECK(fabs(out[r * 5 + n] - want) <= 1e-5 * (1 + fabs(want)));
+      }
+  }
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 /* ------------------------------------------------------------ feeds */
 
 /* state' = state * 0.5 + x fed back on the device each run, and one row of
@@ -840,6 +884,7 @@ int main(int argc, char** argv) {
   RUN_CONTRACT(reruns_and_selective_readback);
   RUN_CONTRACT(bad_arguments_leave_exec_usable);
   RUN_CONTRACT(bad_index_is_an_error_not_a_crash);
+  RUN_CONTRACT(bad_expert_index_is_an_error_not_a_crash);
   RUN_CONTRACT(feeds_whole_and_row);
   RUN_CONTRACT(feed_row_of_bucket_padded_output);
   RUN_CONTRACT(device_state_in_place);

@@ -363,6 +363,29 @@ BUILD(b_dequant_matmul) {
   return rlx_graph_dequant_matmul(g, in[0], wt, RLX_NONE, RLX_NONE, RLX_QUANT_Q8_0, 0, y);
 }
 
+/* GroupedMatMul: x, w, idx; kind = transpose_b. */
+BUILD(b_grouped_matmul) {
+  return rlx_graph_grouped_matmul(g, in[0], in[1], in[2], c->kind, y);
+}
+
+/* DequantGroupedMatMul: x [2, 3, 64], 2 experts of a Q8_0 W [5, 64] as a
+ * constant (finite f16 scales), two experts per row: dx only. */
+BUILD(b_dequant_grouped_matmul) {
+  (void)c;
+  uint8_t w[2 * 5 * 68];
+  for (int i = 0; i < (int)sizeof w; i++) w[i] = (uint8_t)test_rand_int(0, 255);
+  for (int b = 0; b < 20; b++) {
+    w[34 * b] = (uint8_t)test_rand_int(0, 255);
+    w[34 * b + 1] = (uint8_t)(0x38 + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
+  }
+  rlx_dim ws[3] = {2, 5, 68};
+  rlx_tensor wt;
+  rlx_status s = rlx_graph_add_constant(g, RLX_U8, ws, 3, w, sizeof w, &wt);
+  if (s != RLX_OK) return s;
+  return rlx_graph_dequant_grouped_matmul(g, in[0], wt, in[1], RLX_NONE, RLX_NONE,
+                                          RLX_QUANT_Q8_0, 0, y);
+}
+
 /* ------------------------------------------------------------ the table */
 
 #define ACT(k, lo, hi) {#k, RLX_OP_ACTIVATION, RLX_ACT_##k, b_act, {F(lo, hi, 2, 3)}, 0, 0, 0, 0}
@@ -535,6 +558,13 @@ static const grad_case cases[] = {
      {F(-1, 1, 1, 1, 4, 4), F(-1, 1, 1, 1, 4, 4)}, 0, 0, 0, 0},
     {"dequant_matmul_q8_0", RLX_OP_DEQUANT_MATMUL, -1, b_dequant_matmul, {F(-1, 1, 2, 3, 64)}, 0,
      0, 0, 0},
+    /* MoE: one expert per row (W [E, N, K]); top-2 sharing rows (W [E, K, N]) */
+    {"grouped_matmul", RLX_OP_GROUPED_MATMUL, 1, b_grouped_matmul,
+     {F(-1, 1, 2, 3, 4), F(-1, 1, 3, 5, 4), IDX(0, 2, 2, 3)}, 0, 0, 0, 0},
+    {"grouped_matmul_top2", RLX_OP_GROUPED_MATMUL, 0, b_grouped_matmul,
+     {F(-1, 1, 2, 3, 4), F(-1, 1, 3, 4, 5), IDX(0, 2, 2, 3, 2)}, 0, 0, 0, 0},
+    {"dequant_grouped_matmul_q8_0", RLX_OP_DEQUANT_GROUPED_MATMUL, -1, b_dequant_grouped_matmul,
+     {F(-1, 1, 2, 3, 64), IDX(0, 1, 2, 3, 2)}, 0, 0, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -59,6 +59,17 @@ TEST(config_fields_gpt2_gemma2) {
   snprintf(path, sizeof path, "%s/gemma2_bf16", g_dir);
   CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
   CHECK(c.embed_scale == 8.5f);
+TEST(mixtral) { check_case("mixtral"); }
+
+/* Mixtral's expert fields, and their errors. */
+TEST(moe_config) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/mixtral", g_dir);
+  rlx_llm_config c;
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
+  CHECK(c.arch == RLX_LLM_MISTRAL && c.num_experts == 4 && c.num_experts_per_tok == 2);
+  snprintf(path, sizeof path, "%s/llama", g_dir);
+  CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK && c.num_experts == 0);
 }
 
 /* The config fields land where rlx_llm_config says. */
@@ -129,6 +140,11 @@ TEST(config_errors) {
                       "\"layer_types\": [\"full_attention\"]}", RLX_UNIMPLEMENTED, "layer_types");
   expect_config_error("{\"model_type\": \"gemma2\", " SIZES "\"num_attention_heads\": 2, "
                       "\"hidden_activation\": \"silu\"}", RLX_UNIMPLEMENTED, "'silu'");
+  expect_config_error("{\"model_type\": \"mixtral\", " SIZES "\"num_attention_heads\": 2}",
+                      RLX_INVALID_ARGUMENT, "\"num_local_experts\"");
+  expect_config_error("{\"model_type\": \"mixtral\", " SIZES "\"num_attention_heads\": 2, "
+                      "\"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
+                      RLX_INVALID_ARGUMENT, "num_experts_per_tok");
   rlx_llm_config c;
   const char* good = "{\"architectures\": [\"MistralForCausalLM\"], " SIZES
                      "\"num_attention_heads\": 2, \"sliding_window\": null}";
@@ -219,6 +235,8 @@ int main(int argc, char** argv) {
   RUN(gpt2_noprefix_f16);
   RUN(gemma2);
   RUN(gemma2_bf16);
+  RUN(mixtral);
+  RUN(moe_config);
   RUN(checkpoint_mismatch);
   RUN(graph_shape);
   return test_summary();

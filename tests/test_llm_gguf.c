@@ -59,6 +59,11 @@ TEST(gemma2_f32) { check_case("gemma2_f32"); }
 TEST(gemma2_f16) { check_case("gemma2_f16"); }
 TEST(gemma2_q8_0) { check_case("gemma2_q8_0"); }
 TEST(gemma2_q4_k) { check_case("gemma2_q4_k"); }
+TEST(mixtral_f32) { check_case("mixtral_f32"); }
+TEST(mixtral_f16) { check_case("mixtral_f16"); }
+TEST(mixtral_q8_0) { check_case("mixtral_q8_0"); }
+TEST(mixtral_q4_0) { check_case("mixtral_q4_0"); }
+TEST(mixtral_q4_k) { check_case("mixtral_q4_k"); }
 
 /* Param named name in m's graph (its dtype), or -1 when absent. */
 static int param_dtype(rlx_llm* m, const char* name) {
@@ -101,6 +106,15 @@ TEST(config_from_metadata) {
   c = rlx_llm_get_config(m);
   CHECK(c && c->arch == RLX_LLM_QWEN3 && c->qk_norm && c->head_dim == 128 && !c->attention_bias);
   CHECK(param_dtype(m, "blk.1.attn_k_norm.weight") == RLX_F32);
+  rlx_llm_destroy(m);
+  /* Mixtral: arch llama with experts; quantized experts stay raw [E, rows, row_bytes] */
+  model_path("mixtral_q4_k", path, sizeof path);
+  CHECK(rlx_llm_load(path, NULL, &m, NULL) == RLX_OK);
+  c = rlx_llm_get_config(m);
+  CHECK(c && c->num_experts == 4 && c->num_experts_per_tok == 2);
+  CHECK(param_dtype(m, "blk.0.ffn_gate_exps.weight") == RLX_U8);
+  CHECK(param_dtype(m, "blk.1.ffn_down_exps.weight") == RLX_U8);
+  CHECK(param_dtype(m, "blk.0.ffn_gate_inp.weight") == RLX_F32);
   rlx_llm_destroy(m);
 }
 
@@ -212,6 +226,11 @@ int main(int argc, char** argv) {
   RUN(gemma2_f16);
   RUN(gemma2_q8_0);
   RUN(gemma2_q4_k);
+  RUN(mixtral_f32);
+  RUN(mixtral_f16);
+  RUN(mixtral_q8_0);
+  RUN(mixtral_q4_0);
+  RUN(mixtral_q4_k);
   RUN(bad_files);
   return test_summary();
 }

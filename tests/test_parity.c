@@ -1873,6 +1873,106 @@ static void c_dequant_matmul_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* ------------------------------------------------------------ GroupedMatMul (MoE) */
+
+/* Expert indices [lead..., (k)] in [0, E) as an i64 / i32 constant: rows
+ * often share an expert (E is small), E = 1 sends every row to one. */
+static rlx_tensor expert_idx(pcase* c, const rlx_dim* shape, int rank, int64_t E, int i32) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= shape[d];
+  int64_t* v = malloc(sizeof(int64_t) * (size_t)n);
+  int32_t* v32 = malloc(sizeof(int32_t) * (size_t)n);
+  for (int64_t i = 0; v && v32 && i < n; i++)
+    v32[i] = (int32_t)(v[i] = test_rand_int(0, (int)E - 1));
+  rlx_tensor t = RLX_NONE;
+  rlx_graph_add_constant(c->g, i32 ? RLX_I32 : RLX_I64, shape, rank, i32 ? (void*)v32 : (void*)v,
+                         (size_t)n * (i32 ? 4 : 8), &t);
+  free(v);
+  free(v32);
+  return t;
+}
+
+/* idx shape for x [B, M, K]: [B, M] (mode 0), [B, M, 1] or [B, M, 2]
+ * (top-1 / top-2: experts sharing each row of x). */
+static int expert_idx_shape(rlx_dim* is, const rlx_dim* xs, int mode) {
+  is[0] = xs[0];
+  is[1] = xs[1];
+  is[2] = mode == 2 ? 2 : 1;
+  return mode == 0 ? 2 : 3;
+}
+
+/* variant: transpose_b (bit 0), idx mode (0..2, above), E in {1, 4, 5}. */
+static void c_grouped_matmul(pcase* c, int v) {
+  static const int64_t Es[] = {1, 4, 5};
+  int wt = v % 2, mode = (v / 2) % 3;
+  int64_t E = Es[v / 6], K = rdim(), N = rdim();
+  rlx_dim xs[3] = {test_rand_int(1, 2), rdim(), K}, is[3];
+  rlx_dim ws[3] = {E, wt ? N : K, wt ? K : N};
+  rlx_tensor x = input(c, RLX_F32, xs, 3), w = input(c, RLX_F32, ws, 3), y = RLX_NONE;
+  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, mode), E, v % 4 == 1);
+  rlx_graph_grouped_matmul(c->g, x, w, idx, wt, &y);
+  outputs(c, &y, 1);
+}
+
+/* f16 (even variants) / bf16 x and w, both layouts, top-2. */
+static void c_grouped_matmul_half(pcase* c, int v) {
+  rlx_dtype t = v % 2 ? RLX_BF16 : RLX_F16;
+  int wt = (v / 2) % 2;
+  c->compute = t;
+  int64_t E = 3, K = rdim(), N = rdim();
+  rlx_dim xs[3] = {test_rand_int(1, 2), rdim(), K}, is[3];
+  rlx_dim ws[3] = {E, wt ? N : K, wt ? K : N};
+  rlx_tensor x = input(c, RLX_F32, xs, 3), w = input(c, RLX_F32, ws, 3), y = RLX_NONE;
+  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, 2), E, 0);
+  rlx_graph_add_cast(c->g, x, t, &x);
+  rlx_graph_add_cast(c->g, w, t, &w);
+  rlx_graph_grouped_matmul(c->g, x, w, idx, wt, &y);
+  rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  outputs(c, &y, 1);
+}
+
+/* DequantGroupedMatMul. variant < 12: scheme (q4_0, q8_0, q4_k, q6_k,
+ * int8_asym, nvfp4) x idx mode (per row / top-2); 12, 13: the gradient's
+ * transposed role (q8_0, int4_asym). GPU backends without a decoder run
+ * it on the host fallback. */
+static void c_dequant_grouped_matmul(pcase* c, int v) {
+  static const int32_t schemes[] = {RLX_QUANT_Q4_0, RLX_QUANT_Q8_0,     RLX_QUANT_Q4_K,
+                                    RLX_QUANT_Q6_K, RLX_QUANT_INT8_ASYM, RLX_QUANT_NVFP4};
+  int transposed = v >= 12;
+  int32_t scheme = transposed ? (v == 12 ? RLX_QUANT_Q8_0 : RLX_QUANT_INT4_ASYM) : schemes[v / 2];
+  int32_t fixed = rlx_quant_table[scheme].fixed_group;
+  int32_t group = fixed ? fixed : 2 * test_rand_int(1, 8);
+  int64_t E = test_rand_int(1, 4), L = group * test_rand_int(1, fixed == 256 ? 2 : 3);
+  int64_t rows = rdim(); /* stored rows per expert; L elements each */
+  rlx_dim xs[3] = {test_rand_int(1, 2), rdim(), transposed ? rows : L}, is[3];
+  rlx_tensor x = input(c, RLX_F32, xs, 3), s = RLX_NONE, a = RLX_NONE, y = RLX_NONE;
+  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, transposed || v % 2 ? 2 : 0), E, 0);
+  rlx_tensor w = quant_weights(c, scheme, E * rows, L, group);
+  int64_t rb = 0;
+  rlx_quant_row_bytes((rlx_quant_scheme)scheme, L, group, &rb, NULL, 0);
+  rlx_dim w3[3] = {E, rows, rb}, s3[3] = {E, rows, L / group};
+  rlx_graph_add_reshape(c->g, w, w3, 3, &w);
+  int32_t in = rlx_quant_table[scheme].inputs;
+  if (in == RLX_QI_SCALE || in == RLX_QI_SCALE_ZERO) s = input(c, RLX_F32, s3, 3);
+  if (in == RLX_QI_SCALE_ZERO)
+    a = quant_u8(c, E * rows, L / group, 0, scheme == RLX_QUANT_INT4_ASYM ? 15 : 255);
+  if (in == RLX_QI_SCALE_GLOBAL) {
+    rlx_dim one[1] = {1};
+    s = quant_u8(c, E * rows, L / group, 0x20, 0x3f);
+    a = input(c, RLX_F32, one, 1);
+  }
+  if (s != RLX_NONE && in == RLX_QI_SCALE_GLOBAL) rlx_graph_add_reshape(c->g, s, s3, 3, &s);
+  if (in == RLX_QI_SCALE_ZERO) rlx_graph_add_reshape(c->g, a, s3, 3, &a);
+  rlx_node_attrs at = {0};
+  at.quant_scheme = scheme;
+  at.block = group;
+  at.transpose_b = !transposed;
+  rlx_tensor ins[5] = {x, w, idx, s, a}, outs[RLX_MAX_OUTPUTS] = {RLX_NONE};
+  rlx_graph_add_node(c->g, RLX_OP_DEQUANT_GROUPED_MATMUL, &at, ins, 5, outs);
+  y = outs[0];
+  outputs(c, &y, 1);
+}
+
 #define TOL_F32 {1e-5, 0, 0}
 #define TOL_HALF {0, 2e-2, 2e-2}
 #define TOL_F16 {0, 2e-2, 0}
@@ -1952,6 +2052,9 @@ static const case_def CASES[] = {
     {"dequant_matmul", c_dequant_matmul, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"dequant_matmul_half", c_dequant_matmul_half, 8, TOL_HALF},
     {"attention_backward_half_pair", c_attention_backward_half_pair, 10, {0, 3e-2, 3e-2}},
+    {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
+    {"dequant_grouped_matmul", c_dequant_grouped_matmul, 14, TOL_F32},
+    {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -487,6 +487,13 @@ class Graph(_capi.Owned):
                                            ctypes.byref(values), ctypes.byref(indices)))
         return Tensor(self, values.value), Tensor(self, indices.value)
 
+    def grouped_matmul(self, x, w, idx, transpose_b=True):
+        """MoE matmul: y[r] = x[row of r] . W[idx[r]] with w [E, N, K]
+        (transpose_b, the HF / GGUF expert layout) or [E, K, N]; idx shaped
+        like x's leading dims, or with one more dim of k experts per row."""
+        return self._add(lib.rlx_graph_grouped_matmul, self._t(x), self._t(w), self._t(idx),
+                         int(transpose_b))
+
     # ---- normalization
     def layer_norm(self, x, gamma=None, beta=None, axis=-1, eps=1e-5):
         """Normalizes over dims [axis, rank)."""

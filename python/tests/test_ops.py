@@ -257,6 +257,12 @@ CASES = {
         lambda g, x, dy: g.pool_backward(x, dy, [2, 2], strides=[2, 2]),
         lambda x, dy: (x == x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)).repeat(2, 2).repeat(2, 3))
         * dy.repeat(2, 2).repeat(2, 3), [_a(1, 2, 4, 4), _a(1, 2, 2, 2, seed=1)], 0),
+    "grouped_matmul_top2": (
+        lambda g, x, w: g.grouped_matmul(x, w, g.constant(np.array([[2, 0], [1, 2], [0, 0]],
+                                                                   np.int64))),
+        lambda x, w: np.einsum("tk,tjnk->tjn", x,
+                               w[np.array([[2, 0], [1, 2], [0, 0]])]),
+        [_a(3, 4), _a(3, 5, 4, seed=1)], 1e-5),
     "space_to_depth": (
         lambda g, x: g.space_to_depth(x, 2),
         lambda x: x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(1, 8, 2, 2),

@@ -74,6 +74,8 @@ RLX_GRAD_RULE(rlx_grad_batch_norm);
 RLX_GRAD_RULE(rlx_grad_lrn);
 RLX_GRAD_RULE(rlx_grad_resize);
 RLX_GRAD_RULE(rlx_grad_dequant_matmul);
+/* grad_moe.c: GroupedMatMul and DequantGroupedMatMul. */
+RLX_GRAD_RULE(rlx_grad_grouped_matmul);
 /* grad_sampler.c */
 RLX_GRAD_RULE(rlx_grad_grid_sample);
 RLX_GRAD_RULE(rlx_grad_roi_align);

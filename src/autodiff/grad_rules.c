@@ -608,6 +608,8 @@ const rlx_grad_rule rlx_grad_rules[RLX_OP_COUNT] = {
     [RLX_OP_CONV_BACKWARD_WEIGHT] = rlx_grad_conv_backward_weight,
     [RLX_OP_POOL_BACKWARD] = rlx_grad_pool_backward,
     [RLX_OP_DEQUANT_MATMUL] = rlx_grad_dequant_matmul,
+    [RLX_OP_GROUPED_MATMUL] = rlx_grad_grouped_matmul,
+    [RLX_OP_DEQUANT_GROUPED_MATMUL] = rlx_grad_grouped_matmul,
     /* no rule (an error on a wrt's path): Deferred
      * (compiled through its rebuild hook, never differentiated); the
      * second-order cases AttentionBackward, LayerNormBackward,

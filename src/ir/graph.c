@@ -1022,6 +1022,26 @@ rlx_status rlx_graph_dequant_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w, rl
   return add1(g, RLX_OP_DEQUANT_MATMUL, &a, in, 4, out);
 }
 
+rlx_status rlx_graph_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w, rlx_tensor idx,
+                                    int32_t transpose_b, rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.transpose_b = transpose_b;
+  rlx_tensor in[3] = {x, w, idx};
+  return add1(g, RLX_OP_GROUPED_MATMUL, &a, in, 3, out);
+}
+
+rlx_status rlx_graph_dequant_grouped_matmul(rlx_graph* g, rlx_tensor x, rlx_tensor w,
+                                            rlx_tensor idx, rlx_tensor scale, rlx_tensor aux,
+                                            rlx_quant_scheme scheme, int32_t group,
+                                            rlx_tensor* out) {
+  rlx_node_attrs a = {0};
+  a.quant_scheme = (int32_t)scheme;
+  a.block = group;
+  a.transpose_b = 1;
+  rlx_tensor in[5] = {x, w, idx, scale, aux};
+  return add1(g, RLX_OP_DEQUANT_GROUPED_MATMUL, &a, in, 5, out);
+}
+
 /* ------------------------------------------------------------------ introspection */
 
 /* The k-th leaf of op `op` in node order, or -1. Leaves are few and these

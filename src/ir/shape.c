@@ -59,6 +59,7 @@ static int input_is_optional(rlx_op op, int32_t i) {
     case RLX_OP_RMS_NORM_BACKWARD: return i == 1; /* gamma */
     case RLX_OP_SGD_UPDATE: return i == 2; /* no momentum buffer */
     case RLX_OP_DEQUANT_MATMUL: return i >= 2; /* scale, aux: per scheme */
+    case RLX_OP_DEQUANT_GROUPED_MATMUL: return i >= 3;
     default: return 0;
   }
 }
@@ -1592,6 +1593,121 @@ static rlx_status infer_dequant_matmul(infer_ctx* c) {
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ grouped matmul (MoE) */
+
+/* idx of a GroupedMatMul: i32 / i64 shaped like x's leading dims, or those
+ * dims plus one (k experts per row of x). */
+static rlx_status gmm_idx(infer_ctx* c, const rlx_type* x, const rlx_type* idx) {
+  char b1[160], b2[160];
+  int32_t lead = x->rank - 1;
+  int ok = is_index_dtype(idx->dtype) && (idx->rank == lead || idx->rank == lead + 1);
+  for (int32_t d = 0; ok && d < lead; d++) ok = idx->shape[d] == x->shape[d];
+  if (!ok)
+    return FAIL(c, "idx %s must be i32 / i64 shaped like x %s without its last dim (or with "
+                "one more dim: k experts per row)", TSTR(c, idx, b1), TSTR(c, x, b2));
+  if (idx->rank + 1 > RLX_MAX_RANK) return FAIL(c, "idx %s has too many dims", TSTR(c, idx, b1));
+  return RLX_OK;
+}
+
+/* GroupedMatMul (ops.def): w [E, N, K] (transpose_b) or [E, K, N]. */
+static rlx_status infer_grouped_matmul(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *w = c->t[1], *idx = c->t[2];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160];
+  norm_flag(&a->transpose_b);
+  if (x->rank < 1 || !rlx_dtype_is_float(x->dtype))
+    return FAIL(c, "x %s must be a float tensor of rank >= 1", TSTR(c, x, b1));
+  if (w->rank != 3 || w->dtype != x->dtype)
+    return FAIL(c, "w %s must be [E, %s] of x's dtype (x %s)", TSTR(c, w, b1),
+                a->transpose_b ? "N, K" : "K, N", TSTR(c, x, b2));
+  rlx_dim K = a->transpose_b ? w->shape[2] : w->shape[1];
+  if (x->shape[x->rank - 1] != K)
+    return FAIL(c, "x %s must end in K, the contracted dim of w %s", TSTR(c, x, b1),
+                TSTR(c, w, b2));
+  RLX_RETURN_IF_ERROR(gmm_idx(c, x, idx));
+  rlx_type* o = &c->out[0];
+  *o = *idx;
+  o->dtype = x->dtype;
+  o->shape[o->rank++] = a->transpose_b ? w->shape[1] : w->shape[2];
+  return RLX_OK;
+}
+
+/* Input i (scale / aux) of a DequantGroupedMatMul: as DequantMatMul's,
+ * with the expert dim first ([E, N, groups]; NVFP4's global: one f32). */
+static rlx_status dgmm_side_input(infer_ctx* c, int32_t i, int wanted, const char* what,
+                                  int (*ok)(rlx_dtype), const char* dtypes, const rlx_type* w,
+                                  rlx_dim groups) {
+  const rlx_type* t = i < c->n_in ? c->t[i] : NULL;
+  const char* scheme = rlx_quant_names[c->a->quant_scheme];
+  char b1[160];
+  if (!wanted && t)
+    return FAIL(c, "%s takes no %s (input %d must be absent)", scheme, what, (int)i);
+  if (!wanted) return RLX_OK;
+  if (!t) return FAIL(c, "%s needs %s (input %d)", scheme, what, (int)i);
+  if (!ok(t->dtype)) return FAIL(c, "%s %s must be %s", what, TSTR(c, t, b1), dtypes);
+  if (groups == 0) {
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->shape[d] != 1) return FAIL(c, "%s %s must have one element", what, TSTR(c, t, b1));
+    return RLX_OK;
+  }
+  if (t->rank != 3 || t->shape[0] != w->shape[0] || t->shape[1] != w->shape[1] ||
+      t->shape[2] != groups)
+    return FAIL(c, "%s %s must be [%lld, %lld, %lld] (E, rows, row elements / group)", what,
+                TSTR(c, t, b1), (long long)w->shape[0], (long long)w->shape[1],
+                (long long)groups);
+  return RLX_OK;
+}
+
+/* DequantGroupedMatMul (ops.def): w u8 [E, rows, row_bytes], each row
+ * quantized along K (transpose_b = 1: rows = N) or, in the gradient's
+ * role, along the output dim (rows = the contracted dim). */
+static rlx_status infer_dequant_grouped_matmul(infer_ctx* c) {
+  const rlx_type *x = c->t[0], *w = c->t[1], *idx = c->t[2];
+  rlx_node_attrs* a = c->a;
+  char b1[160], b2[160], msg[160];
+  norm_flag(&a->transpose_b);
+  if (a->quant_scheme < 0 || a->quant_scheme >= RLX_QUANT_COUNT)
+    return FAIL(c, "scheme %d is not a quantization scheme", (int)a->quant_scheme);
+  a->block = rlx_quant_group(a->quant_scheme, a->block);
+  if (x->rank < 1 || x->shape[x->rank - 1] < 0 ||
+      !(dq_is_half_or_f32(x->dtype) || x->dtype == RLX_F64))
+    return FAIL(c, "x %s must be f32, f16, bf16 or f64 with a static last dim", TSTR(c, x, b1));
+  if (w->dtype != RLX_U8 || w->rank != 3 || w->shape[0] < 1 || w->shape[1] < 1 ||
+      w->shape[2] < 1)
+    return FAIL(c, "w %s must be u8 [E, rows, row_bytes] with static dims (raw quantized rows)",
+                TSTR(c, w, b1));
+  if (rlx_quant_check(a->quant_scheme, a->block, a->block, NULL, msg, sizeof msg))
+    return FAIL(c, "%s", msg);
+  int64_t gb = rlx_quant_group_bytes(a->quant_scheme, a->block), rb = 0;
+  /* elements per stored row: K (transpose_b) or the output dim */
+  rlx_dim row_elems = a->transpose_b ? x->shape[x->rank - 1] : w->shape[2] / gb * a->block;
+  if (rlx_quant_check(a->quant_scheme, row_elems, a->block, &rb, msg, sizeof msg))
+    return FAIL(c, "%s", msg);
+  if (rb != w->shape[2])
+    return FAIL(c, "w %s has %lld bytes per row; %s with %lld elements needs %lld",
+                TSTR(c, w, b1), (long long)w->shape[2], rlx_quant_names[a->quant_scheme],
+                (long long)row_elems, (long long)rb);
+  if (!a->transpose_b && x->shape[x->rank - 1] != w->shape[1])
+    return FAIL(c, "x %s must end in %lld (w %s) in the transposed role", TSTR(c, x, b1),
+                (long long)w->shape[1], TSTR(c, w, b2));
+  RLX_RETURN_IF_ERROR(gmm_idx(c, x, idx));
+  int32_t in = rlx_quant_table[a->quant_scheme].inputs;
+  int fp4 = in == RLX_QI_SCALE_GLOBAL;
+  rlx_dim groups = row_elems / a->block;
+  RLX_RETURN_IF_ERROR(dgmm_side_input(c, 3, in != RLX_QI_NONE, "scale",
+                                      fp4 ? dq_is_u8 : dq_is_half_or_f32,
+                                      fp4 ? "u8 (E4M3 codes)" : "f32, f16 or bf16", w, groups));
+  RLX_RETURN_IF_ERROR(dgmm_side_input(c, 4, in == RLX_QI_SCALE_ZERO || fp4,
+                                      fp4 ? "a global scale" : "zero points",
+                                      fp4 ? dq_is_f32 : dq_is_u8, fp4 ? "f32" : "u8", w,
+                                      fp4 ? 0 : groups));
+  rlx_type* o = &c->out[0];
+  *o = *idx;
+  o->dtype = x->dtype;
+  o->shape[o->rank++] = a->transpose_b ? w->shape[1] : row_elems;
+  return RLX_OK;
+}
+
 /* The declared type of an output whose body is built later (ops.def). */
 static rlx_status infer_deferred(infer_ctx* c) {
   RLX_RETURN_IF_ERROR(check_type(c, &c->a->type, "type"));
@@ -1661,6 +1777,8 @@ static rlx_status infer_op(infer_ctx* c) {
     case RLX_OP_POOL_BACKWARD: return infer_pool_backward(c);
     case RLX_OP_ELEMENTWISE_REGION: return infer_elementwise_region(c);
     case RLX_OP_DEQUANT_MATMUL: return infer_dequant_matmul(c);
+    case RLX_OP_GROUPED_MATMUL: return infer_grouped_matmul(c);
+    case RLX_OP_DEQUANT_GROUPED_MATMUL: return infer_dequant_grouped_matmul(c);
     case RLX_OP_COUNT: break;
   }
   return FAIL(c, "op %d has no shape rule", (int)c->op);

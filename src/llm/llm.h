@@ -44,6 +44,11 @@ rlx_status llm_build_gpt2_gemma2(const rlx_llm_config* c, const rlx_llm_options*
 /* 1 when the arch's graph has the "rope.cos" / "rope.sin" params (all but
  * GPT-2, whose positions are learned). */
 static inline int llm_has_rope(const rlx_llm_config* c) { return c->arch != RLX_LLM_GPT2; }
+/* The mixture-of-experts block of layer `layer` (llm_moe.c) over x [B, T,
+ * hidden]: router, top-k, softmax over the k, SiLU-gated experts through
+ * GroupedMatMul, weighted sum; params named as src's files name them. */
+rlx_status rlx_llm_moe_block(rlx_graph* g, const rlx_llm_config* c, const llm_source* src,
+                             int32_t layer, rlx_tensor x, rlx_tensor* out);
 
 /* The RoPE tables with each frequency i divided by divisors[i] (NULL:
  * none): GGUF's rope_freqs.weight, how llama.cpp's converter stores

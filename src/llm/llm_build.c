@@ -188,6 +188,11 @@ static rlx_tensor attention_block(llm_builder* b, int32_t layer, rlx_tensor x) {
 
 static rlx_tensor mlp_block(llm_builder* b, int32_t layer, rlx_tensor x) {
   const rlx_llm_config* c = b->c;
+  if (c->num_experts > 0) { /* Mixtral: routed experts (llm_moe.c) */
+    rlx_tensor y = RLX_NONE;
+    if (b->st == RLX_OK) b->st = rlx_llm_moe_block(b->g, c, b->src, layer, x, &y);
+    return y;
+  }
   int64_t D = c->hidden_size, F = c->intermediate_size;
   rlx_tensor gate = linear(b, x, layer_matrix(b, layer, "mlp.gate_proj.weight", F, D), RLX_NONE);
   rlx_tensor up = linear(b, x, layer_matrix(b, layer, "mlp.up_proj.weight", F, D), RLX_NONE);

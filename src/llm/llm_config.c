@@ -94,6 +94,12 @@ rlx_status rlx_llm_config_check(const rlx_llm_config* c, rlx_error* err) {
   if (c->head_dim < 2 || c->head_dim % 2 != 0 || c->head_dim > 4096)
     return bad(err, "head_dim", c->head_dim, "expected an even number 2 .. 4096");
   if (c->sliding_window < 0) return bad(err, "sliding_window", c->sliding_window, "negative");
+  if (c->num_experts < 0 || c->num_experts > 1024)
+    return bad(err, "num_local_experts", c->num_experts, "expected 0 .. 1024");
+  if (c->num_experts > 0 &&
+      (c->num_experts_per_tok < 1 || c->num_experts_per_tok > c->num_experts))
+    return bad(err, "num_experts_per_tok", c->num_experts_per_tok,
+               "expected 1 .. num_local_experts");
   if (c->max_positions < 1) return bad(err, "max_position_embeddings", c->max_positions, "< 1");
   if (!(c->rms_norm_eps > 0.0f) || !isfinite(c->rms_norm_eps))
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm config: rms_norm_eps = %g: expected > 0",
@@ -184,6 +190,8 @@ static const struct {
     {"mistral", "MistralForCausalLM", RLX_LLM_MISTRAL},
     {"gpt2", "GPT2LMHeadModel", RLX_LLM_GPT2},
     {"gemma2", "Gemma2ForCausalLM", RLX_LLM_GEMMA2},
+    /* Mistral with experts (num_local_experts, required) */
+    {"mixtral", "MixtralForCausalLM", RLX_LLM_MISTRAL},
 };
 
 static void read_arch(reader* r, rlx_llm_config* c) {
@@ -201,7 +209,7 @@ static void read_arch(reader* r, rlx_llm_config* c) {
     }
   r->st = rlx_fail(r->err, RLX_UNIMPLEMENTED,
                    "llm config: model_type '%.64s' (architectures[0] '%.64s') is not supported "
-                   "(llama, qwen2, qwen3, mistral, gpt2, gemma2)",
+                   "(llama, qwen2, qwen3, mistral, mixtral, gpt2, gemma2)",
                    type ? type : "(none)", cls ? cls : "(none)");
 }
 
@@ -377,6 +385,13 @@ static void read_features(reader* r, rlx_llm_config* c) {
   c->sliding_window = 0;
   if (c->arch == RLX_LLM_MISTRAL)
     c->sliding_window = narrow(r, "sliding_window", get_int(r, o, "sliding_window", 0, 0));
+  /* Mixtral: experts in place of the MLP */
+  const char* type = get_string(o, "model_type");
+  int mixtral = type && strcmp(type, "mixtral") == 0;
+  c->num_experts =
+      narrow(r, "num_local_experts", get_int(r, o, "num_local_experts", 0, mixtral));
+  c->num_experts_per_tok =
+      narrow(r, "num_experts_per_tok", get_int(r, o, "num_experts_per_tok", 2, 0));
   read_rope_scaling(r, c);
   refuse_unsupported(r, c);
 }

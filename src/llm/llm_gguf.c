@@ -244,6 +244,8 @@ static void read_sizes(kv_reader* r, rlx_llm_config* c) {
                                                  : "attention.layer_norm_rms_epsilon";
   c->rms_norm_eps = (float)kv_number(r, eps_key, 0.0, 1);
   c->sliding_window = kv_int32(r, "attention.sliding_window", 0, 0);
+  c->num_experts = kv_int32(r, "expert_count", 0, 0); /* Mixtral: ffn_*_exps tensors */
+  c->num_experts_per_tok = kv_int32(r, "expert_used_count", 0, c->num_experts > 0);
   if (c->arch == RLX_LLM_GEMMA2) {
     read_gemma2(r, c);
     return;
@@ -345,9 +347,9 @@ static rlx_status check_type(const rlx_value_info* p, const rlx_gguf_tensor_info
   int32_t scheme = llm_ggml_scheme(t->type);
   int is_float = t->type == GGML_F32 || t->type == GGML_F16 || t->type == GGML_BF16;
   if (p->dtype == RLX_F32 && (is_float || scheme >= 0)) return RLX_OK;
-  if (p->dtype == RLX_U8 && scheme >= 0 &&
-      t->bytes == (uint64_t)p->shape[0] * (uint64_t)p->shape[1])
-    return RLX_OK;
+  uint64_t param_bytes = 1; /* u8 [rows, row_bytes] or [E, rows, row_bytes] */
+  for (int32_t d = 0; d < p->rank; d++) param_bytes *= (uint64_t)p->shape[d];
+  if (p->dtype == RLX_U8 && scheme >= 0 && t->bytes == param_bytes) return RLX_OK;
   return rlx_fail(err, RLX_UNIMPLEMENTED,
                   "llm gguf: tensor '%s' is %s: not usable for this param (f32, f16, bf16 or a "
                   "GGUF quantization)", p->name, t->type_name ? t->type_name : "of unknown type");

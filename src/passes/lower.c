@@ -194,6 +194,7 @@ rlx_work rlx_step_work(const rlx_step* s) {
     case RLX_K_OPT_UPDATE: return work_of(s->p.opt.n, RLX_WORK_LANE);
     case RLX_K_REGION: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     case RLX_K_DEQUANT_MATMUL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
+    case RLX_K_GROUPED_MATMUL: return work_of(view_numel(&s->out[0]), RLX_WORK_LANE);
     default: return work_of(0, RLX_WORK_NONE);
   }
 }
@@ -772,6 +773,8 @@ static int is_nn_op(rlx_op op) {
     case RLX_OP_RMS_NORM_BACKWARD:
     case RLX_OP_ROPE_BACKWARD: return 1;
     case RLX_OP_DEQUANT_MATMUL: return 1;
+    case RLX_OP_GROUPED_MATMUL:
+    case RLX_OP_DEQUANT_GROUPED_MATMUL: return 1;
     default: return 0;
   }
 }

@@ -302,6 +302,16 @@ typedef struct rlx_dqmm_params {
   int32_t scheme, group, transposed, has_scale, has_aux;
 } rlx_dqmm_params;
 
+/* GroupedMatMul / DequantGroupedMatMul (RLX_K_GROUPED_MATMUL): M output
+ * rows of N, each the dot over K of x row r / x_rep with expert idx[r]'s
+ * W (E experts). wt: W stored [E, N, K] (else [E, K, N]). scheme: -1 for
+ * float W, else rlx_quant_scheme with W's stored rows of row_bytes bytes
+ * (group elements per scale group); has_scale / has_aux: in3 / in4. */
+typedef struct rlx_gmm_params {
+  int64_t M, N, K, E, x_rep, row_bytes;
+  int32_t scheme, group, wt, has_scale, has_aux;
+} rlx_gmm_params;
+
 /* Work geometry of a step's portable kernel, computed once here for every
  * backend (rlx_step_finish): `items` independent units of work, each taken
  * by one invocation / thread (RLX_WORK_LANE) or by one whole workgroup /
@@ -322,6 +332,7 @@ typedef struct rlx_dqmm_params {
  *   pool_backward: one dx (input) element (lane);
  *   group_norm: one normalised group (outer x inner of them; group);
  *   dequant_matmul: one output element (lane);
+ *   grouped_matmul: one output element (lane);
  *   xent: one row (group; the mean: one group);  gather_backward: one dx
  *   row of inner elements (group);  opt_update: one element (lane);
  *   host: none.
@@ -367,6 +378,7 @@ typedef struct rlx_step {
     rlx_opt_params opt;
     rlx_region_program region;
     rlx_dqmm_params dqmm;
+    rlx_gmm_params gmm;
   } p;
   int32_t n_reads, n_writes;
   rlx_range reads[RLX_STEP_MAX_IN];

@@ -816,6 +816,37 @@ static rlx_status lower_dequant_matmul(const rlx_graph* g, const rlx_plan* plan,
   return finish_step(g, s, out);
 }
 
+/* GroupedMatMul / DequantGroupedMatMul: y [M, N] over idx's M entries;
+ * x_rep entries of idx share each row of x (1, or the k of top-k). */
+static rlx_status lower_grouped_matmul(const rlx_graph* g, const rlx_plan* plan, int32_t ni,
+                                       rlx_step_list* out) {
+  const rlx_node* n = &g->nodes[ni];
+  rlx_step st, *s = &st;
+  start_step(s, RLX_K_GROUPED_MATMUL, ni);
+  s->n_in = 5;
+  s->n_out = 1;
+  for (int32_t i = 0; i < 5; i++) s->in[i] = optional_input(g, plan, n, i);
+  s->out[0] = rlx_view_of(g, plan, n->out[0]);
+  const rlx_view *x = &s->in[0], *w = &s->in[1], *idx = &s->in[2], *y = &s->out[0];
+  rlx_gmm_params* p = &s->p.gmm;
+  int quant = n->op == RLX_OP_DEQUANT_GROUPED_MATMUL;
+  p->scheme = quant ? n->a.quant_scheme : -1;
+  p->group = quant ? n->a.block : 0;
+  p->wt = n->a.transpose_b != 0;
+  p->has_scale = s->in[3].rank >= 0;
+  p->has_aux = s->in[4].rank >= 0;
+  p->E = w->shape[0];
+  p->row_bytes = quant ? w->shape[2] : 0;
+  p->N = y->shape[y->rank - 1];
+  p->K = x->shape[x->rank - 1];
+  p->M = view_numel(idx);
+  int64_t x_rows = p->K > 0 ? view_numel(x) / p->K : 0;
+  p->x_rep = idx->rank == x->rank ? idx->shape[idx->rank - 1] : 1;
+  if (x_rows * p->x_rep != p->M) return fail_node(out, g, ni, "idx does not match x's rows");
+  if (!quant) s->n_in = 3;
+  return finish_step(g, s, out);
+}
+
 rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rlx_step_list* out) {
   switch (g->nodes[ni].op) {
     case RLX_OP_MATMUL:
@@ -844,6 +875,8 @@ rlx_status rlx_lower_nn(const rlx_graph* g, const rlx_plan* plan, int32_t ni, rl
     case RLX_OP_CHANNEL_NORM:
     case RLX_OP_BATCH_NORM: return lower_group_norm(g, plan, ni, out);
     case RLX_OP_DEQUANT_MATMUL: return lower_dequant_matmul(g, plan, ni, out);
+    case RLX_OP_GROUPED_MATMUL:
+    case RLX_OP_DEQUANT_GROUPED_MATMUL: return lower_grouped_matmul(g, plan, ni, out);
     default: return fail_node(out, g, ni, "op is not lowered by rlx_lower_nn");
   }
 }

@@ -37,6 +37,14 @@ rlx_status rlx_ref_vision_bwd(uint8_t* arena, const rlx_step* s, const rlx_run_c
 rlx_status rlx_ref_quant(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
                          rlx_error* err);
 
+/* ref_grouped.c: GROUPED_MATMUL (float and quantized experts). */
+rlx_status rlx_ref_grouped(uint8_t* arena, const rlx_step* s, const rlx_run_ctx* ctx,
+                           rlx_error* err);
+/* Stored rows [row0, row0 + n_rows) of expert e of a quantized grouped
+ * matmul, dequantized into out (n_rows x the stored row's elements). */
+void rlx_gmm_dequant_rows(const uint8_t* arena, const rlx_step* s, int64_t e, int64_t row0,
+                          int64_t n_rows, float* out);
+
 /* Scalar semantics shared with the fast paths (so both agree exactly on what
  * an op means). */
 double rlx_ref_activation(int act, double x);
@@ -87,6 +95,11 @@ int rlx_cpu_fast_pool_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* 
  * rows, each row's groups dequantized into a thread's buffer (never all of
  * W); fused block dots for Q8_0, Q4_0, Q4_K and Q6_K. 0 declines. */
 int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+
+/* GroupedMatMul with f32 x and y (fast_grouped.c): rows sorted by expert,
+ * each expert's rows gathered and multiplied by its W in one SGEMM
+ * (quantized W dequantized a tile of rows at a time). 0 declines. */
+int rlx_cpu_fast_grouped_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 
 /* Row-major f32 GEMM, C[M,N] = A[M,K]·B[K,N] with leading dims and either
  * operand possibly transposed (a_trans: A stored [K,M]). Blocked, SIMD,

@@ -1321,6 +1321,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_SOFTMAX_BWD rlx_cpu_fast_rows_backward
 #define RLX_FAST_KIND_REGION fast_region
 #define RLX_FAST_KIND_DEQUANT_MATMUL rlx_cpu_fast_dequant_matmul
+#define RLX_FAST_KIND_GROUPED_MATMUL rlx_cpu_fast_grouped_matmul
 
 typedef int (*fast_fn)(rlx_cpu_fast*, uint8_t*, const rlx_step*);
 static const fast_fn k_kind_fast[RLX_K_COUNT] = {

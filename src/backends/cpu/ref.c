@@ -605,6 +605,7 @@ static rlx_status host_step(uint8_t* arena, const rlx_step* s, const rlx_run_ctx
 #define RLX_REF_KIND_GATHER_BACKWARD rlx_ref_train
 #define RLX_REF_KIND_OPT_UPDATE rlx_ref_train
 #define RLX_REF_KIND_DEQUANT_MATMUL rlx_ref_quant
+#define RLX_REF_KIND_GROUPED_MATMUL rlx_ref_grouped
 
 typedef rlx_status (*ref_fn)(uint8_t*, const rlx_step*, const rlx_run_ctx*, rlx_error*);
 static const ref_fn k_kind_run[RLX_K_COUNT] = {

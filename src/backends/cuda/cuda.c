@@ -309,6 +309,15 @@ static int cuda_supports(const rlx_graph* g, int32_t ni) {
     return 0;
   /* No DequantMatMul kernel yet: the host fallback runs the CPU reference. */
   if (n->op == RLX_OP_DEQUANT_MATMUL) return 0;
+  /* Quantized experts: the kernel takes rows along K in groups of at most
+   * RLXK_GMM_MAX_GROUP; the gradient's transposed role runs on the host. */
+  if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL &&
+      (!n->a.transpose_b || n->a.block > RLXK_GMM_MAX_GROUP))
+    return 0;
+  /* The grouped kernels sum in f32: f64 ones keep the reference's precision on the host. */
+  if ((n->op == RLX_OP_GROUPED_MATMUL || n->op == RLX_OP_DEQUANT_GROUPED_MATMUL) &&
+      rlx_tensor_type(g, n->out[0])->dtype == RLX_F64)
+    return 0;
   /* Convolutions run on cuDNN; without it (or for a geometry it does not
    * take) decompose.c rewrites them into the own kernels. */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE ||
@@ -688,6 +697,8 @@ static rlx_status report_kernel_error(rlx_backend_exec* be, const rlx_step_list*
     case RLXK_ERR_NONFINITE: return rlx_fail_non_finite(err, ctx, node, st->err_b, st->err_a);
     case RLXK_ERR_XENT:
       return rlx_fail_index(err, ctx, node, "cross_entropy target", st->err_a, st->err_b);
+    case RLXK_ERR_EXPERT:
+      return rlx_fail_index(err, ctx, node, "grouped_matmul expert", st->err_a, st->err_b);
     default:
       return rlx_fail(err, RLX_INTERNAL, "cuda: step %d reported error code %d", step, code);
   }

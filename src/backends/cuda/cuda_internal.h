@@ -175,7 +175,8 @@ typedef struct rlx_lt_api {
   X(ATTN_BWD_F32TC_Q128, rlx_attn_bwd_f32tc_q128, attention_f32)                               \
   X(ATTN_BWD_F32TC_K64, rlx_attn_bwd_f32tc_k64, attention_f32)                                 \
   X(ATTN_BWD_F32TC_K128, rlx_attn_bwd_f32tc_k128, attention_f32)                               \
-  X(CAST_MULTI, rlx_cast_multi, elementwise)
+  X(CAST_MULTI, rlx_cast_multi, elementwise)                                                 \
+  X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -243,6 +244,7 @@ typedef union rlx_launch_params {
   rlxk_reduce reduce;
   rlxk_row row;
   rlxk_gather gather;
+  rlxk_gmm gmm;
   rlxk_scatter scatter;
   rlxk_norm norm;
   rlxk_attn attn;

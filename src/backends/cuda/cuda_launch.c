@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "backends/cuda/cuda_nvrtc.h"
 #include "ir/dtype.h"
+#include "ir/quant.h"
 
 static rlx_launch* push(rlx_launch_list* l, rlx_launch_kind kind, int32_t step, rlx_error* err) {
   if (l->n == l->cap) {
@@ -556,6 +557,44 @@ static rlx_status build_gather(const rlx_cuda_build* b, const rlx_step* s, int32
     return RLX_RESOURCE_EXHAUSTED;
   x->p.gather = p;
   x->grid[0] = rows ? rows_grid(p.outer * p.n_idx) : grid_for(b, total, 256);
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ grouped matmul (MoE) */
+
+/* Float experts: a thread per output element ([K, N] storage) or a warp
+ * per output element with lanes along K ([N, K]); quantized experts (rows
+ * along K, groups of at most RLXK_GMM_MAX_GROUP): a warp per output
+ * element, its lanes over the groups. Anything else (the quantized
+ * transposed role, wider groups) runs on the host. */
+static rlx_status build_grouped_matmul(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                       rlx_launch_list* l, rlx_error* err) {
+  const rlx_gmm_params* g = &s->p.gmm;
+  int quant = g->scheme >= 0;
+  if (quant && (!g->wt || g->group > RLXK_GMM_MAX_GROUP)) /* cuda_supports sends these to the host */
+    return push(l, RLX_LAUNCH_HOST, i, err) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  rlxk_gmm p;
+  memset(&p, 0, sizeof p);
+  p.M = g->M, p.N = g->N, p.K = g->K, p.E = g->E, p.x_rep = g->x_rep;
+  p.row_bytes = g->row_bytes;
+  p.group_bytes = quant ? rlx_quant_group_bytes(g->scheme, g->group) : 0;
+  p.xoff = s->in[0].offset, p.woff = s->in[1].offset, p.ioff = s->in[2].offset;
+  p.ooff = s->out[0].offset;
+  p.xdt = s->in[0].dtype, p.wdt = s->in[1].dtype, p.idt = s->in[2].dtype;
+  p.odt = s->out[0].dtype;
+  if (quant && g->has_scale) p.soff = s->in[3].offset, p.sdt = s->in[3].dtype;
+  if (quant && g->has_aux) p.aoff = s->in[4].offset, p.adt = s->in[4].dtype;
+  p.scheme = g->scheme, p.group = g->group, p.wt = g->wt;
+  p.has_scale = quant && g->has_scale, p.has_aux = quant && g->has_aux;
+  p.step = i;
+  int64_t total = g->M * g->N;
+  if (total == 0) return RLX_OK;
+  int per_warp = quant || g->wt;
+  rlx_cuda_fn fn = quant ? RLX_CUDA_FN_GMM_Q : g->wt ? RLX_CUDA_FN_GMM_F_ROWS : RLX_CUDA_FN_GMM_F;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.gmm = p;
+  x->grid[0] = grid_for(b, per_warp ? total * 32 : total, 256);
   return RLX_OK;
 }
 
@@ -2636,6 +2675,7 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 #define RLX_CUDA_KIND_REGION build_region
 /* no kernel yet: the host fallback runs it (cuda_supports) */
 #define RLX_CUDA_KIND_DEQUANT_MATMUL build_host
+#define RLX_CUDA_KIND_GROUPED_MATMUL build_grouped_matmul
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,
                                rlx_error*);

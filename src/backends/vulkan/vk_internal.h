@@ -152,7 +152,9 @@ extern const int rlx_vk_shader_table_count;
   /* norm / softmax backward rows (the generic pipe of NORM_BWD, SOFTMAX_BWD) */               \
   X(ROWS_BWD, rows_bwd)                                                                        \
   /* training: cross-entropy rows / mean / backward, gather backward, optimizer updates */     \
-  X(XENT, xent) X(GATHER_BWD, gather_bwd) X(OPT_UPDATE, opt_update)
+  X(XENT, xent) X(GATHER_BWD, gather_bwd) X(OPT_UPDATE, opt_update)                          \
+  /* MoE: GroupedMatMul with float experts, one output element per lane */                    \
+  X(GROUPED_MATMUL, grouped_matmul)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -198,6 +200,7 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_REGION RLX_VK_PIPE_COUNT /* no kernel yet: the pass does not fuse here */
 /* no kernel yet: the host fallback runs it (rlx_shader_supports_node) */
 #define RLX_VK_KIND_DEQUANT_MATMUL RLX_VK_PIPE_COUNT
+#define RLX_VK_KIND_GROUPED_MATMUL RLX_VK_PIPE_GROUPED_MATMUL
 
 /* ------------------------------------------------------------ context */
 

@@ -352,6 +352,15 @@ static void encode_kind(encoder* e, const rlx_step* s, uint64_t arena_bytes) {
       put(e, x + GA_INNER, s->p.gather.inner);
       put(e, x + GA_NIDX, s->p.gather.n_idx);
       break;
+    case RLX_K_GROUPED_MATMUL:
+      put(e, x + GM_N, s->p.gmm.N);
+      put(e, x + GM_K, s->p.gmm.K);
+      put(e, x + GM_E, s->p.gmm.E);
+      put(e, x + GM_XREP, s->p.gmm.x_rep);
+      put(e, x + GM_WT, s->p.gmm.wt);
+      /* the kernel divides by N and x_rep; quantized experts have no shader */
+      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1 || s->p.gmm.scheme >= 0) e->ok = 0;
+      break;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;
       put(e, x + SC_RANK, p->rank);

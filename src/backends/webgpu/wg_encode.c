@@ -223,6 +223,15 @@ static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t w
       put_x(e, WG_GA_NIDX, s->p.gather.n_idx);
       if (s->p.gather.inner <= 0 || s->p.gather.n_idx <= 0) e->ok = 0;
       break;
+    case RLX_K_GROUPED_MATMUL:
+      put_x(e, WG_GM_N, s->p.gmm.N);
+      put_x(e, WG_GM_K, s->p.gmm.K);
+      put_x(e, WG_GM_E, s->p.gmm.E);
+      put_x(e, WG_GM_XREP, s->p.gmm.x_rep);
+      put_x(e, WG_GM_WT, s->p.gmm.wt);
+      /* the kernel divides by N and x_rep; quantized experts have no shader */
+      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1 || s->p.gmm.scheme >= 0) e->ok = 0;
+      break;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;
       put_x(e, WG_SC_RANK, p->rank);

@@ -73,7 +73,8 @@
   X(OU_EPS, 6) X(OU_NESTEROV, 7) X(OU_HAS_BUF, 8) X(OU_DECOUPLED, 9) X(OU_OUT2_OFF, 10)         \
   X(OU_OUT2_DT, 11) X(OU_OP_ADAM, RLX_OPT_ADAM) X(OU_H_LR, RLX_HYPER_LR)                        \
   X(OU_H_GRAD_SCALE, RLX_HYPER_GRAD_SCALE) X(OU_H_STEP, RLX_HYPER_STEP)                         \
-  X(OU_H_APPLY, RLX_HYPER_APPLY)
+  X(OU_H_APPLY, RLX_HYPER_APPLY)                                                                \
+  X(GM_N, 0) X(GM_K, 1) X(GM_E, 2) X(GM_XREP, 3) X(GM_WT, 4)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

@@ -20,6 +20,7 @@ typedef struct rlxk_state {
 } rlxk_state;
 
 enum { RLXK_ERR_GATHER = 1, RLXK_ERR_SCATTER = 2, RLXK_ERR_NONFINITE = 3, RLXK_ERR_XENT = 4 };
+enum { RLXK_ERR_EXPERT = 5 }; /* GroupedMatMul: an expert index outside [0, E) */
 
 /* Elementwise (copy / binary / compare / where / unary) over out's index
  * space; inputs aligned to it (stride 0 = broadcast). */
@@ -308,5 +309,19 @@ typedef struct rlxk_mid {
   uint64_t ioff, ooff, partial;
   int32_t op, idt, odt, pad_;
 } rlxk_mid;
+
+/* GroupedMatMul (rlx_gmm_params): y [M, N] from x [M / x_rep, K] and
+ * expert idx[r]'s W. Float experts: W [E, N, K] (wt) or [E, K, N].
+ * Quantized (scheme >= 0, wt): W u8 [E, N, row_bytes] in groups of
+ * `group` elements (group_bytes each; group <= RLXK_GMM_MAX_GROUP), scale
+ * / aux [E, N, K / group] per the scheme (soff / aoff; NVFP4's aux: one
+ * f32 global scale). */
+#define RLXK_GMM_MAX_GROUP 256
+typedef struct rlxk_gmm {
+  int64_t M, N, K, E, x_rep, row_bytes, group_bytes;
+  uint64_t xoff, woff, ioff, ooff, soff, aoff;
+  int32_t xdt, wdt, idt, odt, sdt, adt;
+  int32_t scheme, group, wt, has_scale, has_aux, step;
+} rlxk_gmm;
 
 #endif

@@ -276,4 +276,11 @@
 #define OU_H_STEP 2
 #define OU_H_APPLY 3
 
+/* grouped matmul (rlx_gmm_params; float experts) */
+#define GM_N 0
+#define GM_K 1
+#define GM_E 2
+#define GM_XREP 3
+#define GM_WT 4
+
 #endif

@@ -59,6 +59,8 @@ TEST(config_fields_gpt2_gemma2) {
   snprintf(path, sizeof path, "%s/gemma2_bf16", g_dir);
   CHECK(rlx_llm_config_load(path, &c, NULL) == RLX_OK);
   CHECK(c.embed_scale == 8.5f);
+}
+
 TEST(mixtral) { check_case("mixtral"); }
 
 /* Mixtral's expert fields, and their errors. */

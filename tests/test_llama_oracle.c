@@ -74,6 +74,12 @@ static const oracle_case k_cases[] = {
     {"qwen2_f16", TOL_F16, 0},   {"qwen2_q8_0", TOL_Q8_0, 0}, {"qwen2_q4_0", TOL_Q8_0, 0},
     {"qwen2_q4_k", TOL_Q4_K, 0}, {"qwen3_f32", TOL_F32, 1},   {"qwen3_f16", TOL_F16, 0},
     {"qwen3_q8_0", TOL_Q8_0, 0}, {"qwen3_q4_0", TOL_Q8_0, 0}, {"qwen3_q4_k", TOL_Q4_K, 0},
+    /* Mixtral (arch llama with expert_count, experts in ffn_*_exps): f32
+     * only. llama.cpp's quantized activations move the router's logits
+     * enough to pick another expert for some tokens of the quantized files
+     * (measured rel 0.07 - 0.14 for q8_0 / q4_0 / q4_k, 2.4e-3 for f16),
+     * so those files are checked against torch in test_llm_gguf instead. */
+    {"mixtral_f32", TOL_F32, 1},
 };
 
 /* gen_random_gguf.py's file: q4_k and q6_k weights, both with q8_K activations */

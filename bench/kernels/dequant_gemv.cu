@@ -7,19 +7,28 @@
  *     quant.cu (included below unchanged), x f32, M = 1, the warps-per-row
  *     choice of build_dequant_matmul (cuda_launch.c, repeated here);
  *   1 the same with x f16 (the reference uses the rounded x);
- *   2 the same over 8 copies of W in turn (more bytes than the 50 MB L2
+ *   2 the same over 8 copies of W in turn (more bytes than the 60 MB L2
  *     holds: every run reads W from HBM; 0 re-reads one W, like ggml's
  *     test-backend-ops perf does);
  *   3 rlx_dqmm_gemv_<scheme>_m8 with M = 8 (several sequences decoding);
  *   4 rlx_dqmm_tiled (the prefill / fallback kernel) at M = 1: what the
- *     GEMV is worth (--check only: it is slow at full size).
+ *     GEMV is worth (--check only: it is slow at full size);
+ *   5 the first _m1: one W row per warp, so every warp re-reads all of x
+ *     (x moved 7x the bytes of a 4-bit W through the caches: ~80 us on
+ *     the H200 for every scheme, 5x ggml);
+ *   6 prefill, M = 512, x f16: production rlx_dqmm_mma_f16 (tensor cores,
+ *     W tiles dequantized into shared memory); rate in GFLOP/s;
+ *   7 prefill, M = 512, x f32: production rlx_dqmm_tiled; GFLOP/s.
+ * Prefill variants check the first 8 rows of y (the host reference of all
+ * 512 would take minutes).
  *
  *   lab_dequant_gemv [--check] [--reps R] [K N]
  *
  * Default: K = 14336, N = 4096 (issue 17's 4096 x 14336), 50 timed runs
  * (CUDA events, median). --check: small odd shapes, one run each. Every
  * variant is compared with a double-precision host loop over the blocks
- * dequantized by quant.h; the exit status is 1 when one exceeds 1e-5.
+ * dequantized by quant.h; the exit status is 1 when one exceeds 1e-5
+ * (2e-2 for variant 6, whose W tiles are f16).
  * GB/s: bytes of W (+ x, y) per run. us: median microseconds. */
 #include <cuda_runtime.h>
 
@@ -39,38 +48,67 @@
 
 typedef void (*kern)(char*, rlxk_dqmm, rlxk_state*);
 
+/* variant 5: one W row per warp (the first _m1; x re-read per row) */
+#define LAB_PF2(S, U, name)                                                               \
+  __global__ void __launch_bounds__(128, 8) name(char* arena, rlxk_dqmm p, rlxk_state* st) { \
+    dqmm_gemv<S, U, 1, 1>(arena, p);                                                      \
+  }
+LAB_PF2(RLX_QUANT_Q4_0, 2, lab_pf2_q4_0)
+LAB_PF2(RLX_QUANT_Q4_1, 2, lab_pf2_q4_1)
+LAB_PF2(RLX_QUANT_Q5_0, 2, lab_pf2_q5_0)
+LAB_PF2(RLX_QUANT_Q5_1, 2, lab_pf2_q5_1)
+LAB_PF2(RLX_QUANT_Q8_0, 3, lab_pf2_q8_0)
+LAB_PF2(RLX_QUANT_Q2_K, 1, lab_pf2_q2_k)
+LAB_PF2(RLX_QUANT_Q3_K, 1, lab_pf2_q3_k)
+LAB_PF2(RLX_QUANT_Q4_K, 2, lab_pf2_q4_k)
+LAB_PF2(RLX_QUANT_Q5_K, 2, lab_pf2_q5_k)
+LAB_PF2(RLX_QUANT_Q6_K, 2, lab_pf2_q6_k)
+
 typedef struct scheme_row {
   int scheme;
   const char* name;
   int E, B;     /* block elements, bytes */
   int f16[2];   /* offsets of the block's f16 fields, -1 none */
-  kern m1, m8;
+  kern m1, m8, pf2;
 } scheme_row;
 
 static const scheme_row SCHEMES[] = {
-    {RLX_QUANT_Q4_0, "q4_0", 32, 18, {0, -1}, rlx_dqmm_gemv_q4_0_m1, rlx_dqmm_gemv_q4_0_m8},
-    {RLX_QUANT_Q4_1, "q4_1", 32, 20, {0, 2}, rlx_dqmm_gemv_q4_1_m1, rlx_dqmm_gemv_q4_1_m8},
-    {RLX_QUANT_Q5_0, "q5_0", 32, 22, {0, -1}, rlx_dqmm_gemv_q5_0_m1, rlx_dqmm_gemv_q5_0_m8},
-    {RLX_QUANT_Q5_1, "q5_1", 32, 24, {0, 2}, rlx_dqmm_gemv_q5_1_m1, rlx_dqmm_gemv_q5_1_m8},
-    {RLX_QUANT_Q8_0, "q8_0", 32, 34, {0, -1}, rlx_dqmm_gemv_q8_0_m1, rlx_dqmm_gemv_q8_0_m8},
-    {RLX_QUANT_Q2_K, "q2_k", 256, 84, {80, 82}, rlx_dqmm_gemv_q2_k_m1, rlx_dqmm_gemv_q2_k_m8},
-    {RLX_QUANT_Q3_K, "q3_k", 256, 110, {108, -1}, rlx_dqmm_gemv_q3_k_m1, rlx_dqmm_gemv_q3_k_m8},
-    {RLX_QUANT_Q4_K, "q4_k", 256, 144, {0, 2}, rlx_dqmm_gemv_q4_k_m1, rlx_dqmm_gemv_q4_k_m8},
-    {RLX_QUANT_Q5_K, "q5_k", 256, 176, {0, 2}, rlx_dqmm_gemv_q5_k_m1, rlx_dqmm_gemv_q5_k_m8},
-    {RLX_QUANT_Q6_K, "q6_k", 256, 210, {208, -1}, rlx_dqmm_gemv_q6_k_m1, rlx_dqmm_gemv_q6_k_m8},
+    {RLX_QUANT_Q4_0, "q4_0", 32, 18, {0, -1}, rlx_dqmm_gemv_q4_0_m1, rlx_dqmm_gemv_q4_0_m8,
+     lab_pf2_q4_0},
+    {RLX_QUANT_Q4_1, "q4_1", 32, 20, {0, 2}, rlx_dqmm_gemv_q4_1_m1, rlx_dqmm_gemv_q4_1_m8,
+     lab_pf2_q4_1},
+    {RLX_QUANT_Q5_0, "q5_0", 32, 22, {0, -1}, rlx_dqmm_gemv_q5_0_m1, rlx_dqmm_gemv_q5_0_m8,
+     lab_pf2_q5_0},
+    {RLX_QUANT_Q5_1, "q5_1", 32, 24, {0, 2}, rlx_dqmm_gemv_q5_1_m1, rlx_dqmm_gemv_q5_1_m8,
+     lab_pf2_q5_1},
+    {RLX_QUANT_Q8_0, "q8_0", 32, 34, {0, -1}, rlx_dqmm_gemv_q8_0_m1, rlx_dqmm_gemv_q8_0_m8,
+     lab_pf2_q8_0},
+    {RLX_QUANT_Q2_K, "q2_k", 256, 84, {80, 82}, rlx_dqmm_gemv_q2_k_m1, rlx_dqmm_gemv_q2_k_m8,
+     lab_pf2_q2_k},
+    {RLX_QUANT_Q3_K, "q3_k", 256, 110, {108, -1}, rlx_dqmm_gemv_q3_k_m1, rlx_dqmm_gemv_q3_k_m8,
+     lab_pf2_q3_k},
+    {RLX_QUANT_Q4_K, "q4_k", 256, 144, {0, 2}, rlx_dqmm_gemv_q4_k_m1, rlx_dqmm_gemv_q4_k_m8,
+     lab_pf2_q4_k},
+    {RLX_QUANT_Q5_K, "q5_k", 256, 176, {0, 2}, rlx_dqmm_gemv_q5_k_m1, rlx_dqmm_gemv_q5_k_m8,
+     lab_pf2_q5_k},
+    {RLX_QUANT_Q6_K, "q6_k", 256, 210, {208, -1}, rlx_dqmm_gemv_q6_k_m1, rlx_dqmm_gemv_q6_k_m8,
+     lab_pf2_q6_k},
 };
 #define N_SCHEMES (int)(sizeof SCHEMES / sizeof SCHEMES[0])
 #define COPIES 8
+#define XR 512 /* rows of x held (the prefill variants) */
 
 static uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
-/* build_dequant_matmul's warps per row (cuda_launch.c). */
-static int warps_per_row(int sm_count, int64_t N, int64_t K) {
+/* build_dequant_matmul's warps per row group (cuda_launch.c). */
+static int warps_per_row(int sm_count, int64_t groups, int64_t K) {
   int64_t chunks = (K + 1023) / 1024;
   int wpr = 1;
-  while (wpr < 4 && N * wpr < (int64_t)sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
+  while (wpr < 4 && groups * wpr < (int64_t)sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
   return wpr;
 }
+/* W rows a warp takes: DQ_R1 for the production _m1 (variants 0-2), else 1 */
+static int rows_per_warp(int v, int M) { return M == 1 && v != 5 ? DQ_R1 : 1; }
 
 static uint16_t f16_bits(float f) {
   __half h = __float2half(f);
@@ -94,13 +132,13 @@ static void problem_init(problem* q, const scheme_row* s, int64_t K, int64_t N, 
   q->row_bytes = K / s->E * s->B;
   size_t wb = (size_t)(q->row_bytes * N);
   q->w = (uint8_t*)malloc(wb);
-  q->x = (float*)malloc(sizeof(float) * 8 * (size_t)K);
+  q->x = (float*)malloc(sizeof(float) * XR * (size_t)K);
   float* tmp = (float*)malloc(sizeof(float) * wb);
   if (!q->w || !q->x || !tmp) {
     fprintf(stderr, "out of host memory\n");
     exit(2);
   }
-  lab_fill(q->x, 8 * K, 1);
+  lab_fill(q->x, XR * K, 1);
   lab_fill(tmp, (int64_t)wb, 2);
   for (size_t i = 0; i < wb; i++) q->w[i] = (uint8_t)(int)((tmp[i] + 1.0f) * 127.99f);
   /* block scales: small normal f16 values (random bytes make NaN / inf) */
@@ -112,15 +150,15 @@ static void problem_init(problem* q, const scheme_row* s, int64_t K, int64_t N, 
       }
   free(tmp);
   q->x32 = 0;
-  q->x16 = align256(sizeof(float) * 8 * (uint64_t)K);
-  q->y = q->x16 + align256(2 * 8 * (uint64_t)K);
-  q->w0 = q->y + align256(sizeof(float) * 8 * (uint64_t)N);
+  q->x16 = align256(sizeof(float) * XR * (uint64_t)K);
+  q->y = q->x16 + align256(2 * XR * (uint64_t)K);
+  q->w0 = q->y + align256(sizeof(float) * XR * (uint64_t)N);
   q->wstride = align256(wb);
   CUDA_OK(cudaMalloc(&q->arena, q->w0 + q->wstride * (uint64_t)copies));
-  __half* xh = (__half*)malloc(2 * 8 * (size_t)K);
-  for (int64_t i = 0; i < 8 * K; i++) xh[i] = __float2half(q->x[i]);
-  CUDA_OK(cudaMemcpy(q->arena + q->x32, q->x, sizeof(float) * 8 * (size_t)K, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(q->arena + q->x16, xh, 2 * 8 * (size_t)K, cudaMemcpyHostToDevice));
+  __half* xh = (__half*)malloc(2 * XR * (size_t)K);
+  for (int64_t i = 0; i < XR * K; i++) xh[i] = __float2half(q->x[i]);
+  CUDA_OK(cudaMemcpy(q->arena + q->x32, q->x, sizeof(float) * XR * (size_t)K, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(q->arena + q->x16, xh, 2 * XR * (size_t)K, cudaMemcpyHostToDevice));
   free(xh);
   for (int c = 0; c < copies; c++)
     CUDA_OK(cudaMemcpy(q->arena + q->w0 + q->wstride * (uint64_t)c, q->w, wb, cudaMemcpyHostToDevice));
@@ -152,7 +190,7 @@ static void reference(const problem* q, int M, int half, double* ref) {
   free(row);
 }
 
-static rlxk_dqmm params(const problem* q, int M, int half, int copy) {
+static rlxk_dqmm params(const problem* q, int M, int half, int copy, int rows) {
   rlxk_dqmm p;
   memset(&p, 0, sizeof p);
   p.M = M, p.N = q->N, p.K = q->K, p.row_bytes = q->row_bytes;
@@ -161,37 +199,48 @@ static rlxk_dqmm params(const problem* q, int M, int half, int copy) {
   p.ooff = q->y;
   p.scheme = q->s->scheme, p.group = q->s->E;
   p.xdt = half ? RLX_F16 : RLX_F32, p.sdt = RLX_F32, p.odt = RLX_F32;
-  p.wpr = warps_per_row(q->sm_count, q->N, q->K);
+  p.wpr = warps_per_row(q->sm_count, (q->N + rows - 1) / rows, q->K);
   return p;
 }
 
 static void launch(const problem* q, int v, int M, int copy) {
-  rlxk_dqmm p = params(q, M, v == 1, copy);
-  if (v == 4) {
+  int rows = rows_per_warp(v, M);
+  rlxk_dqmm p = params(q, M, v == 1 || v == 6, copy, rows);
+  if (v == 6) {
+    dim3 grid((unsigned)((q->N + 63) / 64), (unsigned)((M + 63) / 64));
+    rlx_dqmm_mma_f16<<<grid, 128>>>(q->arena, p, NULL);
+    return;
+  }
+  if (v == 4 || v == 7) {
     dim3 grid((unsigned)((q->N + 63) / 64), (unsigned)((M + 63) / 64));
     rlx_dqmm_tiled<<<grid, 256>>>(q->arena, p, NULL);
     return;
   }
-  unsigned blocks = (unsigned)((q->N + 4 / p.wpr - 1) / (4 / p.wpr));
-  (M > 1 ? q->s->m8 : q->s->m1)<<<blocks, 128>>>(q->arena, p, NULL);
+  int per_block = 4 / p.wpr * rows;
+  unsigned blocks = (unsigned)((q->N + per_block - 1) / per_block);
+  kern k = v == 5 ? q->s->pf2 : M > 1 ? q->s->m8 : q->s->m1;
+  k<<<blocks, 128>>>(q->arena, p, NULL);
 }
 
 static const char* const names[] = {"production gemv m1, x f32", "production gemv m1, x f16",
                                     "gemv m1, x f32, W from HBM (8 copies)",
-                                    "production gemv m8, M = 8, x f32", "tiled kernel, M = 1"};
+                                    "production gemv m8, M = 8, x f32", "tiled kernel, M = 1",
+                                    "one W row per warp (the first m1), x f32",
+                                    "prefill M = 512 mma f16 (GFLOP/s)",
+                                    "prefill M = 512 tiled f32 (GFLOP/s)"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
-                       const double* ref8) {
-  int M = v == 3 ? 8 : 1;
-  const double* r = v == 1 ? ref16 : v == 3 ? ref8 : ref;
+                       const double* ref8, const double* ref8h) {
+  int M = v == 3 ? 8 : v >= 6 ? XR : 1, checked = M > 8 ? 8 : M;
+  const double* r = v == 1 ? ref16 : v == 3 || v == 7 ? ref8 : v == 6 ? ref8h : ref;
   size_t ybytes = sizeof(float) * (size_t)(M * q->N);
   CUDA_OK(cudaMemset(q->arena + q->y, 0xFF, ybytes)); /* NaN: an unwritten y fails */
   launch(q, v, M, 0);
   CUDA_OK(cudaDeviceSynchronize());
   float* y = (float*)malloc(ybytes);
   CUDA_OK(cudaMemcpy(y, q->arena + q->y, ybytes, cudaMemcpyDeviceToHost));
-  double err = lab_max_rel_err(y, r, M * q->N);
+  double err = lab_max_rel_err(y, r, checked * q->N);
   free(y);
   char what[96];
   snprintf(what, sizeof what, "%s %s", q->s->name, names[v]);
@@ -214,10 +263,12 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     ms = lab_median(t, reps);
     free(t);
   }
-  double bytes = (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
+  double bytes = v >= 6 ? 2.0 * M * (double)q->N * (double)q->K
+                        : (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
   lab_report(v, what, err, ms, reps > 0 ? bytes : 0.0);
   if (reps > 0) printf("    %s x%d: %.2f us\n", q->s->name, v, ms * 1e3);
-  return !(err <= TOL);
+  /* the tensor-core variant rounds W to f16 (the parity suite's half tolerance) */
+  return !(err <= (v == 6 ? 2e-2 : TOL));
 }
 
 int main(int argc, char** argv) {
@@ -253,15 +304,21 @@ int main(int argc, char** argv) {
       double* ref = (double*)malloc(sizeof(double) * (size_t)N);
       double* ref16 = (double*)malloc(sizeof(double) * (size_t)N);
       double* ref8 = (double*)malloc(sizeof(double) * 8 * (size_t)N);
+      double* ref8h = (double*)malloc(sizeof(double) * 8 * (size_t)N);
       reference(&q, 1, 0, ref);
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
-      for (int v = 0; v < 5; v++) {
+      reference(&q, 8, 1, ref8h);
+      for (int v = 0; v < 8; v++) {
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
-        bad |= run_variant(&q, v, check ? 0 : reps, ref, ref16, ref8);
+        /* prefill timings: the K-quants and the issue's types only (each takes ms) */
+        int prefill_row = s->scheme == RLX_QUANT_Q8_0 || s->scheme == RLX_QUANT_Q4_0 ||
+                          s->scheme == RLX_QUANT_Q4_K || s->scheme == RLX_QUANT_Q6_K;
+        bad |= run_variant(&q, v, check ? 0 : v >= 6 ? (prefill_row ? 10 : 0) : reps, ref, ref16,
+                           ref8, ref8h);
       }
-      free(ref), free(ref16), free(ref8);
+      free(ref), free(ref16), free(ref8), free(ref8h);
       problem_free(&q);
     }
   }

@@ -196,7 +196,8 @@ typedef struct rlx_lt_api {
   X(DQMM_GEMV_Q5_K_M8, rlx_dqmm_gemv_q5_k_m8, quant) \
   X(DQMM_GEMV_Q6_K_M1, rlx_dqmm_gemv_q6_k_m1, quant) \
   X(DQMM_GEMV_Q6_K_M8, rlx_dqmm_gemv_q6_k_m8, quant) \
-  X(DQMM_TILED, rlx_dqmm_tiled, quant)
+  X(DQMM_TILED, rlx_dqmm_tiled, quant) \
+  X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,

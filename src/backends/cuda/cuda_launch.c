@@ -2602,6 +2602,7 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 /* The fused-dequant GEMV (kernels/quant.cu) of each GGUF scheme: one x row
  * (_m1) and up to RLX_DQMM_GEMV_ROWS (_m8). */
 #define RLX_DQMM_GEMV_ROWS 8
+#define RLX_DQMM_M1_ROWS 4 /* W rows per warp of _m1 (quant.cu DQ_R1) */
 static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
     [RLX_QUANT_Q4_0] = {RLX_CUDA_FN_DQMM_GEMV_Q4_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_0_M8},
     [RLX_QUANT_Q4_1] = {RLX_CUDA_FN_DQMM_GEMV_Q4_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_M8},
@@ -2615,19 +2616,21 @@ static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
     [RLX_QUANT_Q6_K] = {RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M8},
 };
 
-/* Warps per W row of the GEMV: more than one (the row's 1024-element
- * chunks round robin, partials summed in the block) only when the N rows
- * alone would leave SMs short of warps. */
-static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t N, int64_t K) {
+/* Warps per W row group of the GEMV (a row for _m8, RLX_DQMM_M1_ROWS rows
+ * for _m1): more than one (the 1024-element chunks round robin, partials
+ * summed in the block) only when the groups alone would leave SMs short
+ * of warps. */
+static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t groups, int64_t K) {
   int64_t chunks = (K + 1023) / 1024;
   int32_t wpr = 1;
-  while (wpr < 4 && N * wpr < (int64_t)b->d->sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
+  while (wpr < 4 && groups * wpr < (int64_t)b->d->sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
   return wpr;
 }
 
 /* DequantMatMul (rlx_dqmm_params): the GEMV for decode (x rows <= 8, GGUF
- * schemes, x 16-byte aligned), else the tiled kernel (prefill, the own
- * schemes, the transposed role). */
+ * schemes, x 16-byte aligned); else, x f16 / bf16 in the forward role, the
+ * tensor-core kernel (64 x 64 tiles, like the tiled one); else the tiled
+ * f32 kernel (f32 prefill, the own schemes' decode, the transposed role). */
 static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
                                        rlx_launch_list* l, rlx_error* err) {
   const rlx_dqmm_params* q = &s->p.dqmm;
@@ -2643,16 +2646,23 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
   p.odt = s->out[0].dtype;
   int gemv = !q->transposed && rlx_quant_is_gguf(q->scheme) && q->M >= 1 &&
              q->M <= RLX_DQMM_GEMV_ROWS && aligned16(p.xoff) && q->K % 32 == 0;
-  rlx_launch* x = push_kernel(l, gemv ? k_dqmm_gemv[q->scheme][q->M > 1] : RLX_CUDA_FN_DQMM_TILED,
-                              i, err);
+  /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
+  int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
+  int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;
+  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][q->M > 1]
+                   : mma ? (p.xdt == RLX_BF16 ? RLX_CUDA_FN_DQMM_MMA_BF16 : RLX_CUDA_FN_DQMM_MMA_F16)
+                         : RLX_CUDA_FN_DQMM_TILED;
+  rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   if (gemv) {
-    p.wpr = dqmm_warps_per_row(b, q->N, q->K);
+    int64_t rows = q->M > 1 ? 1 : RLX_DQMM_M1_ROWS; /* W rows per warp */
+    p.wpr = dqmm_warps_per_row(b, (q->N + rows - 1) / rows, q->K);
+    int64_t per_block = 4 / p.wpr * rows;
     x->block = 128;
-    x->grid[0] = (unsigned)((q->N + 4 / p.wpr - 1) / (4 / p.wpr));
+    x->grid[0] = (unsigned)((q->N + per_block - 1) / per_block);
   } else {
     int64_t J = q->transposed ? q->K : q->N;
-    x->block = 256;
+    x->block = mma ? 128 : 256;
     x->grid[0] = (unsigned)((J + 63) / 64);
     if ((q->M + 63) / 64 > 65535) { /* past the grid's y limit: the host runs it */
       l->n--;

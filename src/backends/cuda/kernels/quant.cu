@@ -1,17 +1,20 @@
 /* DequantMatMul (rlxk_dqmm): y = x . W^T with W stored quantized row by row
  * (src/ir/quant.h is the one definition of every scheme; the scale and
- * bit-field helpers come from there). Two kernels:
+ * bit-field helpers come from there). Kernels:
  *
- * - rlx_dqmm_gemv_<scheme>: decode (M <= 8 rows of x, GGUF schemes). Each
- *   warp streams a W row in chunks of 1024 elements: the chunk's bytes come
- *   in with coalesced 16-byte loads (the next chunk's loads are issued
- *   before the current one is decoded), go through shared memory, and each
- *   lane then decodes one 32-element sub-block in registers. Bandwidth
- *   bound: W is read exactly once.
- * - rlx_dqmm_tiled: everything else (prefill M > 8, the own schemes, the
+ * - rlx_dqmm_gemv_<scheme>_m1: decode (one x row, GGUF schemes). Each warp
+ *   streams DQ_R1 W rows in chunks of 1024 elements with 16-byte cp.async
+ *   copies into shared memory (two chunks in flight), and each lane decodes
+ *   one 32-element sub-block of each row in registers against its 32 x
+ *   values, loaded once for the R rows. Bandwidth bound: W is read once.
+ * - rlx_dqmm_gemv_<scheme>_m8: 2..8 x rows, one W row per warp (register
+ *   prefetch of the next chunk, x re-read per row: slow, see the lab).
+ * - rlx_dqmm_mma_f16 / _bf16: prefill with half x, mma.sync m16n8k16 on 64 x
+ *   64 tiles, each W tile dequantized into shared memory (never the whole
+ *   weight).
+ * - rlx_dqmm_tiled: everything else (f32 prefill, the own schemes, the
  *   transposed role dx = dy . W): 64 x 64 output tiles; each 32-deep K step
- *   dequantizes its W tile into shared memory (never the whole weight) and
- *   runs f32 FMAs on it.
+ *   dequantizes its W tile into shared memory and runs f32 FMAs on it.
  *
  * The GEMV's algebra: a sub-block's weights are w_j = a * c_j + b with small
  * integer codes c_j (a, b per run of 16 for the K-quants whose scales are
@@ -21,6 +24,7 @@
  * scheme's offset. Accumulation is f32 throughout. */
 #include "common.cuh"
 #include "ir/quant.h"
+#include "attention_mma.cuh" /* ldmatrix, mma.sync m16n8k16, pack2 */
 
 #define DQ_CHUNK 1024 /* elements of a W row per warp step: 32 sub-blocks of 32 */
 #define DQ_MR 8       /* most x rows the GEMV takes */
@@ -43,10 +47,12 @@ RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
   for (int b = 0; b < 4; b++) q[b] = byte_f(v, b, off);
 }
 
-/* u32 at any byte position of shared memory (two aligned loads + a funnel shift). */
+/* The u32 at s + pos, any alignment (two aligned loads + a funnel shift;
+ * may read 3 bytes either side, which the callers' buffers hold). */
 RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
-  const uint32_t* w = (const uint32_t*)(s + (pos & ~3));
-  return __funnelshift_r(w[0], w[1], (unsigned)(pos & 3) * 8u);
+  uintptr_t a = (uintptr_t)(s + pos);
+  const uint32_t* w = (const uint32_t*)(a & ~(uintptr_t)3);
+  return __funnelshift_r(w[0], w[1], (unsigned)(a & 3) * 8u);
 }
 
 RLXK_DEV float sm_f16(const uint8_t* s, int pos) {
@@ -243,8 +249,10 @@ RLXK_DEV void load_x8(const char* x, int t, int64_t base, float* v) {
 
 /* Block: 4 warps; wpr warps share a W row (row n = blockIdx.x * 4 / wpr +
  * warp / wpr), taking its 1024-element chunks round robin; their partial
- * sums meet in shared memory. U: 16-byte units a lane loads per chunk. */
-template <int S, int U, int MR>
+ * sums meet in shared memory. U: 16-byte units a lane loads per chunk;
+ * MR: most x rows; PF: chunks of a warp in flight (1: the next one loads
+ * while the current one is decoded; 2: two ahead, more registers). */
+template <int S, int U, int MR, int PF>
 __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
   constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32; /* sub-blocks per block */
   constexpr int CB = DQ_CHUNK / E * B;                        /* bytes of a full chunk */
@@ -262,9 +270,8 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
   const uint8_t* row = (const uint8_t*)at(arena, p.woff) + (n < p.N ? n : 0) * p.row_bytes;
   const char* X = at(arena, p.xoff);
   uint8_t* sm = stage[warp];
-  uint4 r[U];
-  /* the aligned 16-byte units covering chunk c's bytes */
-  auto fetch = [&](int64_t c) {
+  /* the aligned 16-byte units covering chunk c's bytes, into r */
+  auto fetch = [&](uint4(&r)[U], int64_t c) {
     int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
     uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
     int64_t units = ((uintptr_t)(row + b1) - a0 + 15) / 16;
@@ -274,14 +281,14 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
       if (k < units) r[u] = __ldg((const uint4*)a0 + k);
     }
   };
-  int64_t c = slot;
-  if (n < p.N && c < chunks) fetch(c);
-  for (; n < p.N && c < chunks; c += wpr) {
+  /* chunk c, whose bytes are in r; r is refilled with chunk `next` (when
+   * there is one) before the decode, so those loads are in flight meanwhile */
+  auto consume = [&](uint4(&r)[U], int64_t c, int64_t next) {
     int off = (int)((uintptr_t)(row + c * CB) & 15);
 #pragma unroll
     for (int u = 0; u < U; u++) ((uint4*)sm)[lane + 32 * u] = r[u];
     __syncwarp();
-    if (c + wpr < chunks) fetch(c + wpr); /* in flight while this chunk is decoded */
+    if (next < chunks) fetch(r, next);
     int64_t sub = c * 32 + lane;
     if (sub < subs) {
       float q[32], a[2], b[2];
@@ -306,6 +313,17 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
       }
     }
     __syncwarp();
+  };
+  /* PF chunks in flight: ra (and rb) alternate */
+  uint4 ra[U], rb[U];
+  const int64_t step = (int64_t)wpr * PF;
+  if (n < p.N) {
+    if (slot < chunks) fetch(ra, slot);
+    if (PF == 2 && slot + wpr < chunks) fetch(rb, slot + wpr);
+    for (int64_t c = slot; c < chunks; c += step) {
+      consume(ra, c, c + step);
+      if (PF == 2 && c + wpr < chunks) consume(rb, c + wpr, c + wpr + step);
+    }
   }
 #pragma unroll
   for (int m = 0; m < MR; m++) acc[m] = warp_sum(acc[m]);
@@ -322,16 +340,110 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
   }
 }
 
-/* _m1: one row of x (decode proper; fewer registers, more warps per SM);
- * _m8: up to DQ_MR rows. U = ceil((chunk bytes + 15) / 512). */
+/* ------------------------------------------------------------------ GEMV, one x row */
+
+#define DQ_R1 4 /* W rows a warp of the _m1 GEMV takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
+
+RLXK_DEV void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+/* M == 1: each warp takes R W rows at once, so a lane's 32 x values (one
+ * sub-block) are loaded once per chunk and serve R rows: x is read N / R
+ * times instead of N (it was the bottleneck: the one-row kernel moved 7x
+ * more x than W bytes through the caches). The rows' chunk bytes go from
+ * global straight into shared memory with cp.async, double buffered (two
+ * chunks of R rows per warp in flight). wpr warps share a row group. */
+template <int S, int R>
+__device__ void dqmm_gemv_rows(char* arena, const rlxk_dqmm& p) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32;
+  constexpr int CB = DQ_CHUNK / E * B;       /* bytes of a full chunk */
+  constexpr int SROW = (CB + 15) / 16 * 16 + 32; /* + alignment slack + sm_u32's overread */
+  __shared__ __align__(16) uint8_t stage[4][2][R][SROW];
+  __shared__ float part[4][R];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wpr = p.wpr, groups_per_block = 4 / wpr;
+  const int64_t n0 = ((int64_t)blockIdx.x * groups_per_block + warp / wpr) * R;
+  const int slot = warp % wpr;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  const char* X = at(arena, p.xoff);
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  /* chunk c of the R rows into buffer b (rows past N: nothing) */
+  auto issue = [&](int b, int64_t c) {
+    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (n0 + r >= p.N) break;
+      const uint8_t* row = W + (n0 + r) * p.row_bytes;
+      uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+      int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+      for (int k = lane; k < units; k += 32)
+        cp_async16(&stage[warp][b][r][16 * k], (const uint4*)a0 + k, true);
+    }
+    cp_async_commit();
+  };
+  if (n0 < p.N && slot < chunks) {
+    issue(0, slot);
+    int b = 0;
+    for (int64_t c = slot; c < chunks; c += wpr, b ^= 1) {
+      if (c + wpr < chunks) {
+        issue(b ^ 1, c + wpr);
+        cp_async_wait_1();
+      } else {
+        cp_async_wait_all();
+      }
+      __syncwarp();
+      int64_t sub = c * 32 + lane;
+      if (sub < subs) {
+        float xv[32];
+#pragma unroll
+        for (int g = 0; g < 4; g++) load_x8(X, p.xdt, sub * 32 + 8 * g, xv + 8 * g);
+        float xs[2] = {0.0f, 0.0f};
+        if (gguf<S>::MIN)
+#pragma unroll
+          for (int j = 0; j < 32; j++) xs[j / 16] += xv[j];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (n0 + r >= p.N) break;
+          int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+          float q[32], a[2], bb[2];
+          decode_sub<S>(&stage[warp][b][r][off + lane / SPB * B], lane % SPB, q, a, bb);
+          float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+          for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+          float t = fmaf(a[0], s0, a[1] * s1);
+          if (gguf<S>::MIN) t = fmaf(bb[0], xs[0], fmaf(bb[1], xs[1], t));
+          acc[r] += t;
+        }
+      }
+      __syncwarp(); /* the buffer is refilled by the next issue */
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; r++) part[warp][r] = acc[r];
+  __syncthreads();
+  if (slot != 0 || lane >= R || n0 + lane >= p.N) return;
+  float v = 0.0f;
+  for (int w = 0; w < wpr; w++) v += part[warp + w][lane];
+  st_f32(atw(arena, p.ooff), p.odt, n0 + lane, v);
+}
+
+/* _m1: one row of x (decode proper), DQ_R1 W rows per warp;
+ * _m8: up to DQ_MR x rows, one W row per warp. U = ceil((chunk bytes + 15) / 512). */
 #define DQMM_GEMV(S, U, name)                                                            \
-  extern "C" __global__ void __launch_bounds__(128, 8) name##_m1(char* arena, rlxk_dqmm p, \
+  extern "C" __global__ void __launch_bounds__(128, 4) name##_m1(char* arena, rlxk_dqmm p, \
                                                                  rlxk_state* st) {      \
-    dqmm_gemv<S, U, 1>(arena, p);                                                        \
+    dqmm_gemv_rows<S, DQ_R1>(arena, p);                                                  \
   }                                                                                      \
   extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \
                                                               rlxk_state* st) {         \
-    dqmm_gemv<S, U, DQ_MR>(arena, p);                                                    \
+    dqmm_gemv<S, U, DQ_MR, 1>(arena, p);                                                    \
   }
 DQMM_GEMV(RLX_QUANT_Q4_0, 2, rlx_dqmm_gemv_q4_0)
 DQMM_GEMV(RLX_QUANT_Q4_1, 2, rlx_dqmm_gemv_q4_1)
@@ -505,4 +617,86 @@ extern "C" __global__ void __launch_bounds__(256) rlx_dqmm_tiled(char* arena, rl
       if (jn < J) st_f32(Y, p.odt, m * J + jn, acc[i][j]);
     }
   }
+}
+
+/* ------------------------------------------------------------------ tensor cores */
+
+#define QM_BM 64 /* x rows of a block */
+#define QM_BN 64 /* W rows of a block */
+#define QM_BK 32 /* reduction step */
+#define QM_LD (QM_BK + 8) /* shared row stride in halves: 80 bytes, ldmatrix rows 16-byte aligned */
+
+/* Prefill with x in f16 / bf16 (forward role): y[m][n] = sum_k x[m][k] W[n][k]
+ * on mma.sync m16n8k16 with f32 accumulation. Grid (N / 64, M / 64), 4
+ * warps, each a 32 x 32 quarter of the tile. Each K step copies the x tile
+ * and dequantizes the W tile (64 rows x 32 k, quant.h's rounding, then to
+ * x's half type) into shared memory: W is never materialised beyond one
+ * tile. */
+template <bool BF>
+__device__ void dqmm_mma(char* arena, const rlxk_dqmm& p) {
+  __shared__ __align__(16) uint16_t As[QM_BM][QM_LD];
+  __shared__ __align__(16) uint16_t Bs[QM_BN][QM_LD];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wm = warp / 2, wn = warp % 2;
+  const int64_t m0 = (int64_t)blockIdx.y * QM_BM, n0 = (int64_t)blockIdx.x * QM_BN;
+  const uint16_t* X = (const uint16_t*)at(arena, p.xoff);
+  float c[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) c[i][j][e] = 0.0f;
+  const int lr = threadIdx.x / 2, lk = (threadIdx.x % 2) * 16; /* the 16 elements a thread fills */
+  for (int64_t k0 = 0; k0 < p.K; k0 += QM_BK) {
+    int64_t m = m0 + lr, n = n0 + lr;
+#pragma unroll 4
+    for (int e = 0; e < 16; e += 2) {
+      int64_t k = k0 + lk + e;
+      uint32_t xa = m < p.M && k < p.K ? X[m * p.K + k] : 0;
+      uint32_t xb = m < p.M && k + 1 < p.K ? X[m * p.K + k + 1] : 0;
+      *(uint32_t*)&As[lr][lk + e] = xa | xb << 16;
+      float wa = n < p.N && k < p.K ? dq_elem(arena, p, n, k) : 0.0f;
+      float wb = n < p.N && k + 1 < p.K ? dq_elem(arena, p, n, k + 1) : 0.0f;
+      *(uint32_t*)&Bs[lr][lk + e] = pack2<BF>(wa, wb);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < QM_BK; kk += 16) {
+      uint32_t a[2][4], b[4][2];
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+        ldmatrix_x4(a[i], &As[wm * 32 + i * 16 + lane % 16][kk + (lane / 16) * 8]);
+#pragma unroll
+      for (int j = 0; j < 4; j += 2) {
+        uint32_t r[4];
+        int q = lane / 8;
+        ldmatrix_x4(r, &Bs[wn * 32 + j * 8 + lane % 8 + (q / 2) * 8][kk + (q % 2) * 8]);
+        b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) mma16816<BF>(c[i][j], a[i], b[j][0], b[j][1]);
+    }
+    __syncthreads();
+  }
+  char* Y = atw(arena, p.ooff);
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int64_t m = m0 + wm * 32 + i * 16 + lane / 4 + (e / 2) * 8;
+        int64_t n = n0 + wn * 32 + j * 8 + (lane % 4) * 2 + e % 2;
+        if (m < p.M && n < p.N) st_f32(Y, p.odt, m * p.N + n, c[i][j][e]);
+      }
+}
+
+extern "C" __global__ void __launch_bounds__(128) rlx_dqmm_mma_f16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_mma<false>(arena, p);
+}
+extern "C" __global__ void __launch_bounds__(128) rlx_dqmm_mma_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_mma<true>(arena, p);
 }

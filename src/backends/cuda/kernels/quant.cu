@@ -568,7 +568,8 @@ RLXK_DEV float dq_elem(const char* arena, const rlxk_dqmm& p, int64_t n, int64_t
 /* y[m][j] = sum_r x[m][r] * B(r, j) over a 64 x 64 tile of y (grid: J / 64,
  * M / 64), 256 threads with 4 x 4 outputs each. Forward: j = n, r = k,
  * B(r, j) = W[n][k]; transposed role: j = k, r = n, B(r, j) = W[r][j]. */
-extern "C" __global__ void __launch_bounds__(256) rlx_dqmm_tiled(char* arena, rlxk_dqmm p, rlxk_state* st) {
+extern "C" __global__ void __launch_bounds__(256)
+    rlx_dqmm_tiled(char* arena, rlxk_dqmm p, rlxk_state* st) {
   __shared__ float As[DK][DT + 4];
   __shared__ float Bs[DK][DT + 4];
   const int64_t J = p.transposed ? p.K : p.N, R = p.transposed ? p.N : p.K;
@@ -694,9 +695,11 @@ __device__ void dqmm_mma(char* arena, const rlxk_dqmm& p) {
       }
 }
 
-extern "C" __global__ void __launch_bounds__(128) rlx_dqmm_mma_f16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+extern "C" __global__ void __launch_bounds__(128)
+    rlx_dqmm_mma_f16(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_mma<false>(arena, p);
 }
-extern "C" __global__ void __launch_bounds__(128) rlx_dqmm_mma_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+extern "C" __global__ void __launch_bounds__(128)
+    rlx_dqmm_mma_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_mma<true>(arena, p);
 }

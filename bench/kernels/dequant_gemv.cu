@@ -19,6 +19,9 @@
  *   6 prefill, M = 512, x f16: production rlx_dqmm_mma_f16 (tensor cores,
  *     W tiles dequantized into shared memory); rate in GFLOP/s;
  *   7 prefill, M = 512, x f32: production rlx_dqmm_tiled; GFLOP/s.
+ *   8 / 9 candidate (lab only; written without a GPU run, session 19):
+ *     block-shared x (8 warps x 4 W rows in lockstep, each chunk's x slice
+ *     copied once per block by cp.async), M = 1 / M = 8.
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
  *
@@ -97,6 +100,122 @@ static const scheme_row SCHEMES[] = {
 #define N_SCHEMES (int)(sizeof SCHEMES / sizeof SCHEMES[0])
 #define COPIES 8
 #define XR 512 /* rows of x held (the prefill variants) */
+
+/* ------------------------------------------------ variants 8 / 9: x shared by the block
+ * (candidate, not yet run on a GPU when written): 8 warps x 4 W rows walk
+ * the chunks in lockstep; each chunk's x slice (MR rows x 1024 floats) is
+ * copied once per block by cp.async beside the W bytes, stored transposed
+ * (float4 q of sub-block l at slot q * 32 + l) so a warp's 16-byte reads
+ * are conflict free. x then crosses L2 N / 32 times instead of N / 4, and
+ * its loads are in flight with W's (double buffered). Dynamic shared
+ * memory: 2 x (MR x 4 KB + 8 x 4 x SROW). */
+#define BX_WARPS 8
+#define BX_R 4
+template <int S>
+__host__ __device__ constexpr int bx_srow() {
+  return (DQ_CHUNK / gguf<S>::E * gguf<S>::B + 15) / 16 * 16 + 32;
+}
+template <int S, int MR>
+__host__ __device__ constexpr int bx_smem() {
+  return 2 * (MR * DQ_CHUNK * 4 + BX_WARPS * BX_R * bx_srow<S>());
+}
+
+template <int S, int MR>
+__global__ void __launch_bounds__(256) lab_gemv_bx(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32, CB = DQ_CHUNK / E * B;
+  constexpr int SROW = bx_srow<S>(), XB = MR * DQ_CHUNK * 4, WB = BX_WARPS * BX_R * SROW;
+  extern __shared__ __align__(16) uint8_t dsm[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t n0 = ((int64_t)blockIdx.x * BX_WARPS + warp) * BX_R;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  const float* X = (const float*)at(arena, p.xoff);
+  auto xbuf = [&](int b) { return (float4*)(dsm + b * (XB + WB)); };
+  auto wrow = [&](int b, int r) { return dsm + b * (XB + WB) + XB + (warp * BX_R + r) * SROW; };
+  float acc[BX_R][MR];
+#pragma unroll
+  for (int r = 0; r < BX_R; r++)
+#pragma unroll
+    for (int m = 0; m < MR; m++) acc[r][m] = 0.0f;
+  auto issue = [&](int b, int64_t c) {
+    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+#pragma unroll
+    for (int r = 0; r < BX_R; r++) {
+      if (n0 + r >= p.N) break;
+      const uint8_t* row = W + (n0 + r) * p.row_bytes;
+      uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+      int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+      for (int k = lane; k < units; k += 32) cp_async16(wrow(b, r) + 16 * k, (const uint4*)a0 + k, true);
+    }
+    /* x: float4 u of row m (k = c * 1024 + 4u) -> slot (u % 8) * 32 + u / 8 */
+    for (int t = threadIdx.x; t < MR * DQ_CHUNK / 4; t += 256) {
+      int m = t / (DQ_CHUNK / 4), u = t % (DQ_CHUNK / 4);
+      int64_t k = c * DQ_CHUNK + 4 * u;
+      bool ok = m < p.M && k < p.K;
+      cp_async16(xbuf(b) + m * (DQ_CHUNK / 4) + (u % 8) * 32 + u / 8,
+                 ok ? (const void*)(X + m * p.K + k) : (const void*)X, ok);
+    }
+    cp_async_commit();
+  };
+  issue(0, 0);
+  int b = 0;
+  for (int64_t c = 0; c < chunks; c++, b ^= 1) {
+    if (c + 1 < chunks) {
+      issue(b ^ 1, c + 1);
+      cp_async_wait_1();
+    } else {
+      cp_async_wait_all();
+    }
+    __syncthreads();
+    int64_t sub = c * 32 + lane;
+    if (sub < subs && n0 < p.N) {
+#pragma unroll
+      for (int r = 0; r < BX_R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+        float q[32], a[2], bb[2];
+        decode_sub<S>(wrow(b, r) + off + lane / SPB * B, lane % SPB, q, a, bb);
+#pragma unroll
+        for (int m = 0; m < MR; m++) {
+          if (m >= p.M) break;
+          const float4* xs = xbuf(b) + m * (DQ_CHUNK / 4);
+          float s0 = 0.0f, s1 = 0.0f, x0 = 0.0f, x1 = 0.0f;
+#pragma unroll
+          for (int g = 0; g < 8; g++) {
+            float4 v = xs[g * 32 + lane];
+            float xv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+              if (g < 4) s0 = fmaf(xv[j], q[4 * g + j], s0), x0 += xv[j];
+              else s1 = fmaf(xv[j], q[4 * g + j], s1), x1 += xv[j];
+            }
+          }
+          float t = fmaf(a[0], s0, a[1] * s1);
+          if (gguf<S>::MIN) t = fmaf(bb[0], x0, fmaf(bb[1], x1, t));
+          acc[r][m] += t;
+        }
+      }
+    }
+    __syncthreads(); /* buffer b is refilled by the next issue */
+  }
+#pragma unroll
+  for (int r = 0; r < BX_R; r++)
+#pragma unroll
+    for (int m = 0; m < MR; m++) {
+      float v = warp_sum(acc[r][m]);
+      if (lane == 0 && n0 + r < p.N && m < p.M) st_f32(atw(arena, p.ooff), p.odt, m * p.N + n0 + r, v);
+    }
+}
+
+typedef struct bx_row {
+  kern m1, m8;
+  int smem1, smem8;
+} bx_row;
+#define BX(S) {lab_gemv_bx<S, 1>, lab_gemv_bx<S, 8>, bx_smem<S, 1>(), bx_smem<S, 8>()}
+static const bx_row BXS[] = {BX(RLX_QUANT_Q4_0), BX(RLX_QUANT_Q4_1), BX(RLX_QUANT_Q5_0),
+                             BX(RLX_QUANT_Q5_1), BX(RLX_QUANT_Q8_0), BX(RLX_QUANT_Q2_K),
+                             BX(RLX_QUANT_Q3_K), BX(RLX_QUANT_Q4_K), BX(RLX_QUANT_Q5_K),
+                             BX(RLX_QUANT_Q6_K)};
 
 static uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
@@ -216,6 +335,15 @@ static void launch(const problem* q, int v, int M, int copy) {
     rlx_dqmm_tiled<<<grid, 256>>>(q->arena, p, NULL);
     return;
   }
+  if (v == 8 || v == 9) {
+    const bx_row* x = &BXS[q->s - SCHEMES];
+    kern k = v == 8 ? x->m1 : x->m8;
+    int smem = v == 8 ? x->smem1 : x->smem8;
+    cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    int per = BX_WARPS * BX_R;
+    k<<<(unsigned)((q->N + per - 1) / per), 256, smem>>>(q->arena, p, NULL);
+    return;
+  }
   int per_block = 4 / p.wpr * rows;
   unsigned blocks = (unsigned)((q->N + per_block - 1) / per_block);
   kern k = v == 5 ? q->s->pf2 : M > 1 ? q->s->m8 : q->s->m1;
@@ -227,13 +355,15 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "production gemv m8, M = 8, x f32", "tiled kernel, M = 1",
                                     "one W row per warp (the first m1), x f32",
                                     "prefill M = 512 mma f16 (GFLOP/s)",
-                                    "prefill M = 512 tiled f32 (GFLOP/s)"};
+                                    "prefill M = 512 tiled f32 (GFLOP/s)",
+                                    "candidate: block-shared x, M = 1, x f32",
+                                    "candidate: block-shared x, M = 8, x f32"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
                        const double* ref8, const double* ref8h) {
-  int M = v == 3 ? 8 : v >= 6 ? XR : 1, checked = M > 8 ? 8 : M;
-  const double* r = v == 1 ? ref16 : v == 3 || v == 7 ? ref8 : v == 6 ? ref8h : ref;
+  int M = v == 3 || v == 9 ? 8 : v == 6 || v == 7 ? XR : 1, checked = M > 8 ? 8 : M;
+  const double* r = v == 1 ? ref16 : v == 3 || v == 7 || v == 9 ? ref8 : v == 6 ? ref8h : ref;
   size_t ybytes = sizeof(float) * (size_t)(M * q->N);
   CUDA_OK(cudaMemset(q->arena + q->y, 0xFF, ybytes)); /* NaN: an unwritten y fails */
   launch(q, v, M, 0);
@@ -263,7 +393,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     ms = lab_median(t, reps);
     free(t);
   }
-  double bytes = v >= 6 ? 2.0 * M * (double)q->N * (double)q->K
+  double bytes = v == 6 || v == 7 ? 2.0 * M * (double)q->N * (double)q->K
                         : (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
   lab_report(v, what, err, ms, reps > 0 ? bytes : 0.0);
   if (reps > 0) printf("    %s x%d: %.2f us\n", q->s->name, v, ms * 1e3);
@@ -309,13 +439,13 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 8; v++) {
+      for (int v = 0; v < 10; v++) {
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
         /* prefill timings: the K-quants and the issue's types only (each takes ms) */
         int prefill_row = s->scheme == RLX_QUANT_Q8_0 || s->scheme == RLX_QUANT_Q4_0 ||
                           s->scheme == RLX_QUANT_Q4_K || s->scheme == RLX_QUANT_Q6_K;
-        bad |= run_variant(&q, v, check ? 0 : v >= 6 ? (prefill_row ? 10 : 0) : reps, ref, ref16,
+        bad |= run_variant(&q, v, check ? 0 : v == 6 || v == 7 ? (prefill_row ? 10 : 0) : reps, ref, ref16,
                            ref8, ref8h);
       }
       free(ref), free(ref16), free(ref8), free(ref8h);

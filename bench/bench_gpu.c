@@ -101,6 +101,19 @@ static void b_gemv(rlx_graph* g, int full) {
 }
 static double w_gemv(void) { return 4.0 * (4096.0 * 4096.0 + 2 * 4096.0); }
 
+/* Issue 17's decode GEMV: y[1, 4096] = x[1, 14336] . W with W [14336, 4096]
+ * (ggml's MUL_MAT m=4096 n=1 k=14336: the same bytes), through MatMul. */
+static void g_gemv_llm(rlx_graph* g, int full, rlx_dtype t) {
+  int64_t K = full ? 14336 : 512, N = full ? 4096 : 256;
+  rlx_tensor a = in(g, "a", t, 1, K, 0, 0, 2), b = in(g, "b", t, K, N, 0, 0, 2), y;
+  rlx_graph_add_matmul(g, a, b, 0, 0, &y);
+  out1(g, y);
+}
+static void b_gemv_llm_f32(rlx_graph* g, int full) { g_gemv_llm(g, full, RLX_F32); }
+static void b_gemv_llm_f16(rlx_graph* g, int full) { g_gemv_llm(g, full, RLX_F16); }
+static double w_gemv_llm_f32(void) { return 4.0 * (14336.0 * 4096.0 + 14336.0 + 4096.0); }
+static double w_gemv_llm_f16(void) { return 2.0 * (14336.0 * 4096.0 + 14336.0 + 4096.0); }
+
 static void b_add(rlx_graph* g, int full) {
   int64_t n = full ? (1 << 26) : 4099;
   rlx_tensor a = in(g, "a", RLX_F32, n, 0, 0, 0, 1), b = in(g, "b", RLX_F32, n, 0, 0, 0, 1), y;
@@ -193,6 +206,8 @@ static const workload WORK[] = {
     {"sdpa bwd causal bf16 B8 H16 S1024 D64", b_attn_bwd_bf16, w_attn_bwd, "flops", 0, 0},
     {"sdpa fwd+bwd causal f32 B8 H16 S1024 D64", b_attn_fb_f32, w_attn_fb, "flops", 0, 0},
     {"sdpa fwd+bwd causal bf16 B8 H16 S1024 D64", b_attn_fb_bf16, w_attn_fb, "flops", 0, 0},
+    {"gemv llm f32 1x14336x4096", b_gemv_llm_f32, w_gemv_llm_f32, "bytes", 0, 0},
+    {"gemv llm f16 1x14336x4096", b_gemv_llm_f16, w_gemv_llm_f16, "bytes", 0, 0},
 };
 
 /* ------------------------------------------------------------ running */

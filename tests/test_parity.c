@@ -1856,8 +1856,9 @@ static rlx_tensor dequant_node(pcase* c, int32_t scheme, int transposed, rlx_dty
   return y;
 }
 
-/* variant: scheme + RLX_QUANT_COUNT * (transposed role); GPU backends run
- * it on the host fallback until they have kernels. */
+/* variant: scheme + RLX_QUANT_COUNT * (transposed role); CUDA runs it on
+ * kernels/quant.cu, the shader backends on the host fallback until they
+ * have kernels. */
 static void c_dequant_matmul(pcase* c, int v) {
   rlx_tensor y = dequant_node(c, v % RLX_QUANT_COUNT, v / RLX_QUANT_COUNT, RLX_F32);
   outputs(c, &y, 1);

@@ -303,12 +303,17 @@ static int has_newer_dtype(const rlx_graph* g, const rlx_node* n) {
  * lists ops to force onto the host fallback (to test that path). */
 static int cuda_supports(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
+  /* DequantMatMul: kernels/quant.cu for f32 / f16 / bf16 x (w is u8, an
+   * opaque byte array there); f64 x, and RLX_CUDA_NO_QUANT_KERNELS, run on
+   * the host fallback. */
+  if (n->op == RLX_OP_DEQUANT_MATMUL)
+    return rlx_tensor_type(g, n->in[0])->dtype != RLX_F64 &&
+           !rlx_env_flag(RLX_ENV_CUDA_NO_QUANT_KERNELS) &&
+           !rlx_env_list_has(RLX_ENV_CUDA_HOST_OPS, rlx_op_table[n->op].text);
   if (has_newer_dtype(g, n) && !generic_dtype_kernel(n->op)) return 0;
   /* Regions run in f32 registers: f64 ones are expanded by decompose. */
   if (n->op == RLX_OP_ELEMENTWISE_REGION && rlx_tensor_type(g, n->out[0])->dtype == RLX_F64)
     return 0;
-  /* No DequantMatMul kernel yet: the host fallback runs the CPU reference. */
-  if (n->op == RLX_OP_DEQUANT_MATMUL) return 0;
   /* Quantized experts: the kernel takes rows along K in groups of at most
    * RLXK_GMM_MAX_GROUP; the gradient's transposed role runs on the host. */
   if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL &&

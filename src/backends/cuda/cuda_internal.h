@@ -175,8 +175,30 @@ typedef struct rlx_lt_api {
   X(ATTN_BWD_F32TC_Q128, rlx_attn_bwd_f32tc_q128, attention_f32)                               \
   X(ATTN_BWD_F32TC_K64, rlx_attn_bwd_f32tc_k64, attention_f32)                                 \
   X(ATTN_BWD_F32TC_K128, rlx_attn_bwd_f32tc_k128, attention_f32)                               \
-  X(CAST_MULTI, rlx_cast_multi, elementwise)                                                 \
-  X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped)
+  X(CAST_MULTI, rlx_cast_multi, elementwise) \
+  X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped) \
+  X(DQMM_GEMV_Q4_0_M1, rlx_dqmm_gemv_q4_0_m1, quant) \
+  X(DQMM_GEMV_Q4_0_M8, rlx_dqmm_gemv_q4_0_m8, quant) \
+  X(DQMM_GEMV_Q4_1_M1, rlx_dqmm_gemv_q4_1_m1, quant) \
+  X(DQMM_GEMV_Q4_1_M8, rlx_dqmm_gemv_q4_1_m8, quant) \
+  X(DQMM_GEMV_Q5_0_M1, rlx_dqmm_gemv_q5_0_m1, quant) \
+  X(DQMM_GEMV_Q5_0_M8, rlx_dqmm_gemv_q5_0_m8, quant) \
+  X(DQMM_GEMV_Q5_1_M1, rlx_dqmm_gemv_q5_1_m1, quant) \
+  X(DQMM_GEMV_Q5_1_M8, rlx_dqmm_gemv_q5_1_m8, quant) \
+  X(DQMM_GEMV_Q8_0_M1, rlx_dqmm_gemv_q8_0_m1, quant) \
+  X(DQMM_GEMV_Q8_0_M8, rlx_dqmm_gemv_q8_0_m8, quant) \
+  X(DQMM_GEMV_Q2_K_M1, rlx_dqmm_gemv_q2_k_m1, quant) \
+  X(DQMM_GEMV_Q2_K_M8, rlx_dqmm_gemv_q2_k_m8, quant) \
+  X(DQMM_GEMV_Q3_K_M1, rlx_dqmm_gemv_q3_k_m1, quant) \
+  X(DQMM_GEMV_Q3_K_M8, rlx_dqmm_gemv_q3_k_m8, quant) \
+  X(DQMM_GEMV_Q4_K_M1, rlx_dqmm_gemv_q4_k_m1, quant) \
+  X(DQMM_GEMV_Q4_K_M8, rlx_dqmm_gemv_q4_k_m8, quant) \
+  X(DQMM_GEMV_Q5_K_M1, rlx_dqmm_gemv_q5_k_m1, quant) \
+  X(DQMM_GEMV_Q5_K_M8, rlx_dqmm_gemv_q5_k_m8, quant) \
+  X(DQMM_GEMV_Q6_K_M1, rlx_dqmm_gemv_q6_k_m1, quant) \
+  X(DQMM_GEMV_Q6_K_M8, rlx_dqmm_gemv_q6_k_m8, quant) \
+  X(DQMM_TILED, rlx_dqmm_tiled, quant) \
+  X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -266,6 +288,7 @@ typedef union rlx_launch_params {
   rlxk_opt_multi opt_multi;
   rlxk_region region;
   rlxk_mid mid;
+  rlxk_dqmm dqmm;
 } rlx_launch_params;
 
 typedef struct rlx_cuda_mm_plan rlx_cuda_mm_plan;

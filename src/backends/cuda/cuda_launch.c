@@ -2635,6 +2635,83 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
   return RLX_OK;
 }
 
+/* ------------------------------------------------------------------ quantized matmul */
+
+/* The fused-dequant GEMV (kernels/quant.cu) of each GGUF scheme: one x row
+ * (_m1) and up to RLX_DQMM_GEMV_ROWS (_m8). */
+#define RLX_DQMM_GEMV_ROWS 8
+#define RLX_DQMM_M1_ROWS 4 /* W rows per warp of _m1 (quant.cu DQ_R1) */
+static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
+    [RLX_QUANT_Q4_0] = {RLX_CUDA_FN_DQMM_GEMV_Q4_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_0_M8},
+    [RLX_QUANT_Q4_1] = {RLX_CUDA_FN_DQMM_GEMV_Q4_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_M8},
+    [RLX_QUANT_Q5_0] = {RLX_CUDA_FN_DQMM_GEMV_Q5_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_0_M8},
+    [RLX_QUANT_Q5_1] = {RLX_CUDA_FN_DQMM_GEMV_Q5_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_M8},
+    [RLX_QUANT_Q8_0] = {RLX_CUDA_FN_DQMM_GEMV_Q8_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q8_0_M8},
+    [RLX_QUANT_Q2_K] = {RLX_CUDA_FN_DQMM_GEMV_Q2_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_M8},
+    [RLX_QUANT_Q3_K] = {RLX_CUDA_FN_DQMM_GEMV_Q3_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q3_K_M8},
+    [RLX_QUANT_Q4_K] = {RLX_CUDA_FN_DQMM_GEMV_Q4_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_M8},
+    [RLX_QUANT_Q5_K] = {RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_K_M8},
+    [RLX_QUANT_Q6_K] = {RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M8},
+};
+
+/* Warps per W row group of the GEMV (a row for _m8, RLX_DQMM_M1_ROWS rows
+ * for _m1): more than one (the 1024-element chunks round robin, partials
+ * summed in the block) only when the groups alone would leave SMs short
+ * of warps. */
+static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t groups, int64_t K) {
+  int64_t chunks = (K + 1023) / 1024;
+  int32_t wpr = 1;
+  while (wpr < 4 && groups * wpr < (int64_t)b->d->sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
+  return wpr;
+}
+
+/* DequantMatMul (rlx_dqmm_params): the GEMV for decode (x rows <= 8, GGUF
+ * schemes, x 16-byte aligned); else, x f16 / bf16 in the forward role, the
+ * tensor-core kernel (64 x 64 tiles, like the tiled one); else the tiled
+ * f32 kernel (f32 prefill, the own schemes' decode, the transposed role). */
+static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
+                                       rlx_launch_list* l, rlx_error* err) {
+  const rlx_dqmm_params* q = &s->p.dqmm;
+  if (rlx_view_numel(&s->out[0]) == 0) return RLX_OK;
+  rlxk_dqmm p = {0};
+  p.M = q->M, p.N = q->N, p.K = q->K, p.row_bytes = q->row_bytes;
+  p.xoff = s->in[0].offset, p.woff = s->in[1].offset, p.ooff = s->out[0].offset;
+  p.soff = q->has_scale ? s->in[2].offset : 0;
+  p.aoff = q->has_aux ? s->in[3].offset : 0;
+  p.scheme = q->scheme, p.group = q->group, p.transposed = q->transposed;
+  p.has_scale = q->has_scale, p.has_aux = q->has_aux;
+  p.xdt = s->in[0].dtype, p.sdt = q->has_scale ? s->in[2].dtype : RLX_F32;
+  p.odt = s->out[0].dtype;
+  int gemv = !q->transposed && rlx_quant_is_gguf(q->scheme) && q->M >= 1 &&
+             q->M <= RLX_DQMM_GEMV_ROWS && aligned16(p.xoff) && q->K % 32 == 0;
+  /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
+  int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
+  int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;
+  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][q->M > 1]
+                   : mma ? (p.xdt == RLX_BF16 ? RLX_CUDA_FN_DQMM_MMA_BF16 : RLX_CUDA_FN_DQMM_MMA_F16)
+                         : RLX_CUDA_FN_DQMM_TILED;
+  rlx_launch* x = push_kernel(l, fn, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  if (gemv) {
+    int64_t rows = q->M > 1 ? 1 : RLX_DQMM_M1_ROWS; /* W rows per warp */
+    p.wpr = dqmm_warps_per_row(b, (q->N + rows - 1) / rows, q->K);
+    int64_t per_block = 4 / p.wpr * rows;
+    x->block = 128;
+    x->grid[0] = (unsigned)((q->N + per_block - 1) / per_block);
+  } else {
+    int64_t J = q->transposed ? q->K : q->N;
+    x->block = mma ? 128 : 256;
+    x->grid[0] = (unsigned)((J + 63) / 64);
+    if ((q->M + 63) / 64 > 65535) { /* past the grid's y limit: the host runs it */
+      l->n--;
+      return build_host(b, s, i, l, err);
+    }
+    x->grid[1] = (unsigned)((q->M + 63) / 64);
+  }
+  x->p.dqmm = p;
+  return RLX_OK;
+}
+
 /* Launch builder of each kernel kind (src/backends/kernels.def): a kind
  * without a row here does not compile; build_host sends it to the host
  * fallback. */
@@ -2673,8 +2750,8 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 #define RLX_CUDA_KIND_GATHER_BACKWARD build_gather_backward
 #define RLX_CUDA_KIND_OPT_UPDATE build_opt_update
 #define RLX_CUDA_KIND_REGION build_region
-/* no kernel yet: the host fallback runs it (cuda_supports) */
-#define RLX_CUDA_KIND_DEQUANT_MATMUL build_host
+/* kernels/quant.cu; f64 x runs on the host fallback (cuda_supports) */
+#define RLX_CUDA_KIND_DEQUANT_MATMUL build_dequant_matmul
 #define RLX_CUDA_KIND_GROUPED_MATMUL build_grouped_matmul
 
 typedef rlx_status (*build_fn)(const rlx_cuda_build*, const rlx_step*, int32_t, rlx_launch_list*,

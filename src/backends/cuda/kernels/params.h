@@ -324,4 +324,16 @@ typedef struct rlxk_gmm {
   int32_t scheme, group, wt, has_scale, has_aux, step;
 } rlxk_gmm;
 
+/* DequantMatMul (kernels/quant.cu): W u8 [N, row_bytes] stored quantized
+ * row by row (src/ir/quant.h); x dense [M, K] (transposed role: [M, N]);
+ * scale [N, K / group] (sdt) and aux (u8 zero points, or NVFP4's f32
+ * global scale) at soff / aoff when has_scale / has_aux; out dense [M, N]
+ * (transposed: [M, K]). wpr: warps per W row of the GEMV. */
+typedef struct rlxk_dqmm {
+  int64_t M, N, K, row_bytes;
+  uint64_t xoff, woff, soff, aoff, ooff;
+  int32_t scheme, group, transposed, has_scale, has_aux;
+  int32_t xdt, sdt, odt, wpr, pad_;
+} rlxk_dqmm;
+
 #endif

@@ -1,0 +1,705 @@
+/* DequantMatMul (rlxk_dqmm): y = x . W^T with W stored quantized row by row
+ * (src/ir/quant.h is the one definition of every scheme; the scale and
+ * bit-field helpers come from there). Kernels:
+ *
+ * - rlx_dqmm_gemv_<scheme>_m1: decode (one x row, GGUF schemes). Each warp
+ *   streams DQ_R1 W rows in chunks of 1024 elements with 16-byte cp.async
+ *   copies into shared memory (two chunks in flight), and each lane decodes
+ *   one 32-element sub-block of each row in registers against its 32 x
+ *   values, loaded once for the R rows. Bandwidth bound: W is read once.
+ * - rlx_dqmm_gemv_<scheme>_m8: 2..8 x rows, one W row per warp (register
+ *   prefetch of the next chunk, x re-read per row: slow, see the lab).
+ * - rlx_dqmm_mma_f16 / _bf16: prefill with half x, mma.sync m16n8k16 on 64 x
+ *   64 tiles, each W tile dequantized into shared memory (never the whole
+ *   weight).
+ * - rlx_dqmm_tiled: everything else (f32 prefill, the own schemes, the
+ *   transposed role dx = dy . W): 64 x 64 output tiles; each 32-deep K step
+ *   dequantizes its W tile into shared memory and runs f32 FMAs on it.
+ *
+ * The GEMV's algebra: a sub-block's weights are w_j = a * c_j + b with small
+ * integer codes c_j (a, b per run of 16 for the K-quants whose scales are
+ * per 16), so sum_j x_j w_j = a * sum_j x_j c_j + b * sum_j x_j. Codes
+ * become floats without an int->float convert: 0x4B000000 | c is the float
+ * 2^23 + c exactly (c < 2^23), one subtraction removes 2^23 and the
+ * scheme's offset. Accumulation is f32 throughout. */
+#include "common.cuh"
+#include "ir/quant.h"
+#include "attention_mma.cuh" /* ldmatrix, mma.sync m16n8k16, pack2 */
+
+#define DQ_CHUNK 1024 /* elements of a W row per warp step: 32 sub-blocks of 32 */
+#define DQ_MR 8       /* most x rows the GEMV takes */
+
+/* ------------------------------------------------------------------ helpers */
+
+/* 2^23 + c as a float, minus (2^23 + off): c - off exactly. */
+RLXK_DEV float code_f(uint32_t c, float off) {
+  return __uint_as_float(0x4B000000u | c) - (8388608.0f + off);
+}
+
+/* Byte b (0..3) of v as a float code minus off. */
+RLXK_DEV float byte_f(uint32_t v, int b, float off) {
+  return __uint_as_float(__byte_perm(v, 0x4B000000u, 0x7540u | (unsigned)b)) - (8388608.0f + off);
+}
+
+/* Four bytes of v (each a code) into q[0..3]. */
+RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
+#pragma unroll
+  for (int b = 0; b < 4; b++) q[b] = byte_f(v, b, off);
+}
+
+/* The u32 at s + pos, any alignment (two aligned loads + a funnel shift;
+ * may read 3 bytes either side, which the callers' buffers hold). */
+RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
+  uintptr_t a = (uintptr_t)(s + pos);
+  const uint32_t* w = (const uint32_t*)(a & ~(uintptr_t)3);
+  return __funnelshift_r(w[0], w[1], (unsigned)(a & 3) * 8u);
+}
+
+RLXK_DEV float sm_f16(const uint8_t* s, int pos) {
+  return __half2float(__ushort_as_half((unsigned short)(s[pos] | s[pos + 1] << 8)));
+}
+
+/* Bit i (0..3 of the nibble n) to bit 4 of byte i: the fifth bits of four codes. */
+RLXK_DEV uint32_t spread4(uint32_t n) { return ((n * 0x00204081u) & 0x01010101u) << 4; }
+
+/* ------------------------------------------------------------------ scheme table */
+
+/* Per GGUF scheme: elements and bytes of a block (quant.c's table; kept
+ * here as constants so the kernels specialise on them). */
+template <int S> struct gguf;
+template <> struct gguf<RLX_QUANT_Q4_0> { enum { E = 32, B = 18, MIN = 0 }; };
+template <> struct gguf<RLX_QUANT_Q4_1> { enum { E = 32, B = 20, MIN = 1 }; };
+template <> struct gguf<RLX_QUANT_Q5_0> { enum { E = 32, B = 22, MIN = 0 }; };
+template <> struct gguf<RLX_QUANT_Q5_1> { enum { E = 32, B = 24, MIN = 1 }; };
+template <> struct gguf<RLX_QUANT_Q8_0> { enum { E = 32, B = 34, MIN = 0 }; };
+template <> struct gguf<RLX_QUANT_Q2_K> { enum { E = 256, B = 84, MIN = 1 }; };
+template <> struct gguf<RLX_QUANT_Q3_K> { enum { E = 256, B = 110, MIN = 0 }; };
+template <> struct gguf<RLX_QUANT_Q4_K> { enum { E = 256, B = 144, MIN = 1 }; };
+template <> struct gguf<RLX_QUANT_Q5_K> { enum { E = 256, B = 176, MIN = 1 }; };
+template <> struct gguf<RLX_QUANT_Q6_K> { enum { E = 256, B = 210, MIN = 0 }; };
+
+/* One 32-element sub-block: codes c[32] (as floats, offset removed) and
+ * w_j = a[j / 16] * c_j + b[j / 16]. blk: the block's bytes (shared
+ * memory, any alignment); i: the sub-block within it (0..7 for K-quants). */
+template <int S>
+RLXK_DEV void decode_sub(const uint8_t* blk, int i, float* c, float* a, float* b);
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q4_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0); /* w = d * (q - 8) */
+  b[0] = b[1] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < 4; t++) {
+    uint32_t v = sm_u32(blk, 2 + 4 * t);
+    bytes_f(v & 0x0F0F0F0Fu, 8.0f, c + 4 * t);
+    bytes_f((v >> 4) & 0x0F0F0F0Fu, 8.0f, c + 16 + 4 * t);
+  }
+}
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q4_1>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0); /* w = d * q + m */
+  b[0] = b[1] = sm_f16(blk, 2);
+#pragma unroll
+  for (int t = 0; t < 4; t++) {
+    uint32_t v = sm_u32(blk, 4 + 4 * t);
+    bytes_f(v & 0x0F0F0F0Fu, 0.0f, c + 4 * t);
+    bytes_f((v >> 4) & 0x0F0F0F0Fu, 0.0f, c + 16 + 4 * t);
+  }
+}
+
+/* Q5_0 / Q5_1: element j's fifth bit is bit j of qh. */
+RLXK_DEV void q5_codes(uint32_t qh, const uint8_t* qs, float off, float* c) {
+#pragma unroll
+  for (int t = 0; t < 4; t++) {
+    uint32_t v = sm_u32(qs, 4 * t);
+    bytes_f((v & 0x0F0F0F0Fu) | spread4((qh >> (4 * t)) & 15u), off, c + 4 * t);
+    bytes_f(((v >> 4) & 0x0F0F0F0Fu) | spread4((qh >> (16 + 4 * t)) & 15u), off, c + 16 + 4 * t);
+  }
+}
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q5_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0); /* w = d * (q - 16) */
+  b[0] = b[1] = 0.0f;
+  q5_codes(sm_u32(blk, 2), blk + 6, 16.0f, c);
+}
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q5_1>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0); /* w = d * q + m */
+  b[0] = b[1] = sm_f16(blk, 2);
+  q5_codes(sm_u32(blk, 4), blk + 8, 0.0f, c);
+}
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q8_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0); /* w = q * d, q int8: (q ^ 0x80) = q + 128 */
+  b[0] = b[1] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < 8; t++) bytes_f(sm_u32(blk, 2 + 4 * t) ^ 0x80808080u, 128.0f, c + 4 * t);
+}
+
+/* Q2_K sub-block i = 4h + s: its 32 codes are bits 2s of the 32 bytes at
+ * 16 + 32h; scale bytes 8h + 2s + half (low nibble scale, high nibble min). */
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 80), dmin = sm_f16(blk, 82);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    int sc = blk[8 * h + 2 * s + half];
+    a[half] = __fmul_rn(d, (float)(sc & 15));
+    b[half] = -__fmul_rn(dmin, (float)(sc >> 4));
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++)
+    bytes_f((sm_u32(blk, 16 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u, 0.0f, c + 4 * t);
+}
+
+/* Q3_K sub-block i = 4h + s: low bits as Q2_K (bytes at 32 + 32h), third
+ * bit 4h + s of hmask[j] (clear: minus 4): code = low | hbit << 2, minus 4. */
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 108);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    a[half] = __fmul_rn(d, (float)rlx_quant_q3k_scale(blk + 96, 8 * h + 2 * s + half));
+    b[half] = 0.0f;
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t lo = (sm_u32(blk, 32 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
+    uint32_t hi = ((sm_u32(blk, 4 * t) >> (4 * h + s)) & 0x01010101u) << 2;
+    bytes_f(lo | hi, 4.0f, c + 4 * t);
+  }
+}
+
+/* Q4_K / Q5_K sub-block i: nibble i % 2 of qs[32 (i / 2) + j] (+ bit i of
+ * qh[j] for Q5_K); w = (d * sc) * q - dmin * m. */
+template <int S>
+RLXK_DEV void decode_k45(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  int sc, m;
+  rlx_quant_k4_scale_min(blk + 4, i, &sc, &m);
+  a[0] = a[1] = __fmul_rn(sm_f16(blk, 0), (float)sc);
+  b[0] = b[1] = -__fmul_rn(sm_f16(blk, 2), (float)m);
+  const int qs = S == RLX_QUANT_Q4_K ? 16 : 48;
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t v = (sm_u32(blk, qs + 32 * (i / 2) + 4 * t) >> (4 * (i % 2))) & 0x0F0F0F0Fu;
+    if (S == RLX_QUANT_Q5_K) v |= ((sm_u32(blk, 16 + 4 * t) >> i) & 0x01010101u) << 4;
+    bytes_f(v, 0.0f, c + 4 * t);
+  }
+}
+
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q4_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  decode_k45<RLX_QUANT_Q4_K>(blk, i, c, a, b);
+}
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q5_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  decode_k45<RLX_QUANT_Q5_K>(blk, i, c, a, b);
+}
+
+/* Q6_K sub-block i = 4h + s: low nibble s / 2 of ql[64h + 32 (s % 2) + j],
+ * high 2 bits 2s of qh[32h + j]; int8 scale 8h + 2s + half; q - 32. */
+template <>
+RLXK_DEV void decode_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 208);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    a[half] = __fmul_rn(d, (float)(int8_t)blk[192 + 8 * h + 2 * s + half]);
+    b[half] = 0.0f;
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t lo = (sm_u32(blk, 64 * h + 32 * (s % 2) + 4 * t) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
+    uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u) << 4;
+    bytes_f(lo | hi, 32.0f, c + 4 * t);
+  }
+}
+
+/* ------------------------------------------------------------------ x loads */
+
+/* x[base .. base + 7] of dtype t as floats (base a multiple of 8). */
+RLXK_DEV void load_x8(const char* x, int t, int64_t base, float* v) {
+  if (t == RLX_F32) {
+    const float4* p = (const float4*)((const float*)x + base);
+    float4 u = __ldg(p), w = __ldg(p + 1);
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w, v[4] = w.x, v[5] = w.y, v[6] = w.z, v[7] = w.w;
+    return;
+  }
+  uint4 r = __ldg((const uint4*)((const uint16_t*)x + base));
+  uint32_t h[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    if (t == RLX_F16) {
+      float2 f = __half22float2(*(const __half2*)&h[k]);
+      v[2 * k] = f.x, v[2 * k + 1] = f.y;
+    } else { /* bf16: the high half of an f32 */
+      v[2 * k] = __uint_as_float(h[k] << 16);
+      v[2 * k + 1] = __uint_as_float(h[k] & 0xFFFF0000u);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ GEMV */
+
+/* Block: 4 warps; wpr warps share a W row (row n = blockIdx.x * 4 / wpr +
+ * warp / wpr), taking its 1024-element chunks round robin; their partial
+ * sums meet in shared memory. U: 16-byte units a lane loads per chunk;
+ * MR: most x rows; PF: chunks of a warp in flight (1: the next one loads
+ * while the current one is decoded; 2: two ahead, more registers). */
+template <int S, int U, int MR, int PF>
+__device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32; /* sub-blocks per block */
+  constexpr int CB = DQ_CHUNK / E * B;                        /* bytes of a full chunk */
+  __shared__ __align__(16) uint8_t stage[4][U * 512 + 16];
+  __shared__ float part[4][DQ_MR];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wpr = p.wpr, rows_per_block = 4 / wpr;
+  const int64_t n = (int64_t)blockIdx.x * rows_per_block + warp / wpr;
+  const int slot = warp % wpr;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const int M = (int)p.M;
+  float acc[MR];
+#pragma unroll
+  for (int m = 0; m < MR; m++) acc[m] = 0.0f;
+  const uint8_t* row = (const uint8_t*)at(arena, p.woff) + (n < p.N ? n : 0) * p.row_bytes;
+  const char* X = at(arena, p.xoff);
+  uint8_t* sm = stage[warp];
+  /* the aligned 16-byte units covering chunk c's bytes, into r */
+  auto fetch = [&](uint4(&r)[U], int64_t c) {
+    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+    uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+    int64_t units = ((uintptr_t)(row + b1) - a0 + 15) / 16;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      int k = lane + 32 * u;
+      if (k < units) r[u] = __ldg((const uint4*)a0 + k);
+    }
+  };
+  /* chunk c, whose bytes are in r; r is refilled with chunk `next` (when
+   * there is one) before the decode, so those loads are in flight meanwhile */
+  auto consume = [&](uint4(&r)[U], int64_t c, int64_t next) {
+    int off = (int)((uintptr_t)(row + c * CB) & 15);
+#pragma unroll
+    for (int u = 0; u < U; u++) ((uint4*)sm)[lane + 32 * u] = r[u];
+    __syncwarp();
+    if (next < chunks) fetch(r, next);
+    int64_t sub = c * 32 + lane;
+    if (sub < subs) {
+      float q[32], a[2], b[2];
+      decode_sub<S>(sm + off + lane / SPB * B, lane % SPB, q, a, b);
+#pragma unroll
+      for (int m = 0; m < MR; m++) {
+        if (m >= M) break;
+        float s[2] = {0.0f, 0.0f}, xs[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+          float xv[8];
+          load_x8(X, p.xdt, m * p.K + sub * 32 + 8 * g, xv);
+#pragma unroll
+          for (int j = 0; j < 8; j++) {
+            s[g / 2] = fmaf(xv[j], q[8 * g + j], s[g / 2]);
+            if (gguf<S>::MIN) xs[g / 2] += xv[j];
+          }
+        }
+        float t = fmaf(a[0], s[0], a[1] * s[1]);
+        if (gguf<S>::MIN) t = fmaf(b[0], xs[0], fmaf(b[1], xs[1], t));
+        acc[m] += t;
+      }
+    }
+    __syncwarp();
+  };
+  /* PF chunks in flight: ra (and rb) alternate */
+  uint4 ra[U], rb[U];
+  const int64_t step = (int64_t)wpr * PF;
+  if (n < p.N) {
+    if (slot < chunks) fetch(ra, slot);
+    if (PF == 2 && slot + wpr < chunks) fetch(rb, slot + wpr);
+    for (int64_t c = slot; c < chunks; c += step) {
+      consume(ra, c, c + step);
+      if (PF == 2 && c + wpr < chunks) consume(rb, c + wpr, c + wpr + step);
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MR; m++) acc[m] = warp_sum(acc[m]);
+  if (lane == 0)
+#pragma unroll
+    for (int m = 0; m < MR; m++) part[warp][m] = acc[m];
+  __syncthreads();
+  if (slot != 0 || n >= p.N) return;
+  char* Y = atw(arena, p.ooff);
+  for (int m = lane; m < M; m += 32) {
+    float v = 0.0f;
+    for (int w = 0; w < wpr; w++) v += part[warp + w][m];
+    st_f32(Y, p.odt, m * p.N + n, v);
+  }
+}
+
+/* ------------------------------------------------------------------ GEMV, one x row */
+
+#define DQ_R1 4 /* W rows a warp of the _m1 GEMV takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
+
+RLXK_DEV void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+/* M == 1: each warp takes R W rows at once, so a lane's 32 x values (one
+ * sub-block) are loaded once per chunk and serve R rows: x is read N / R
+ * times instead of N (it was the bottleneck: the one-row kernel moved 7x
+ * more x than W bytes through the caches). The rows' chunk bytes go from
+ * global straight into shared memory with cp.async, double buffered (two
+ * chunks of R rows per warp in flight). wpr warps share a row group. */
+template <int S, int R>
+__device__ void dqmm_gemv_rows(char* arena, const rlxk_dqmm& p) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32;
+  constexpr int CB = DQ_CHUNK / E * B;       /* bytes of a full chunk */
+  constexpr int SROW = (CB + 15) / 16 * 16 + 32; /* + alignment slack + sm_u32's overread */
+  __shared__ __align__(16) uint8_t stage[4][2][R][SROW];
+  __shared__ float part[4][R];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wpr = p.wpr, groups_per_block = 4 / wpr;
+  const int64_t n0 = ((int64_t)blockIdx.x * groups_per_block + warp / wpr) * R;
+  const int slot = warp % wpr;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  const char* X = at(arena, p.xoff);
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  /* chunk c of the R rows into buffer b (rows past N: nothing) */
+  auto issue = [&](int b, int64_t c) {
+    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (n0 + r >= p.N) break;
+      const uint8_t* row = W + (n0 + r) * p.row_bytes;
+      uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+      int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+      for (int k = lane; k < units; k += 32)
+        cp_async16(&stage[warp][b][r][16 * k], (const uint4*)a0 + k, true);
+    }
+    cp_async_commit();
+  };
+  if (n0 < p.N && slot < chunks) {
+    issue(0, slot);
+    int b = 0;
+    for (int64_t c = slot; c < chunks; c += wpr, b ^= 1) {
+      if (c + wpr < chunks) {
+        issue(b ^ 1, c + wpr);
+        cp_async_wait_1();
+      } else {
+        cp_async_wait_all();
+      }
+      __syncwarp();
+      int64_t sub = c * 32 + lane;
+      if (sub < subs) {
+        float xv[32];
+#pragma unroll
+        for (int g = 0; g < 4; g++) load_x8(X, p.xdt, sub * 32 + 8 * g, xv + 8 * g);
+        float xs[2] = {0.0f, 0.0f};
+        if (gguf<S>::MIN)
+#pragma unroll
+          for (int j = 0; j < 32; j++) xs[j / 16] += xv[j];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (n0 + r >= p.N) break;
+          int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+          float q[32], a[2], bb[2];
+          decode_sub<S>(&stage[warp][b][r][off + lane / SPB * B], lane % SPB, q, a, bb);
+          float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+          for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+          float t = fmaf(a[0], s0, a[1] * s1);
+          if (gguf<S>::MIN) t = fmaf(bb[0], xs[0], fmaf(bb[1], xs[1], t));
+          acc[r] += t;
+        }
+      }
+      __syncwarp(); /* the buffer is refilled by the next issue */
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; r++) part[warp][r] = acc[r];
+  __syncthreads();
+  if (slot != 0 || lane >= R || n0 + lane >= p.N) return;
+  float v = 0.0f;
+  for (int w = 0; w < wpr; w++) v += part[warp + w][lane];
+  st_f32(atw(arena, p.ooff), p.odt, n0 + lane, v);
+}
+
+/* _m1: one row of x (decode proper), DQ_R1 W rows per warp;
+ * _m8: up to DQ_MR x rows, one W row per warp. U = ceil((chunk bytes + 15) / 512). */
+#define DQMM_GEMV(S, U, name)                                                            \
+  extern "C" __global__ void __launch_bounds__(128, 4) name##_m1(char* arena, rlxk_dqmm p, \
+                                                                 rlxk_state* st) {      \
+    dqmm_gemv_rows<S, DQ_R1>(arena, p);                                                  \
+  }                                                                                      \
+  extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \
+                                                              rlxk_state* st) {         \
+    dqmm_gemv<S, U, DQ_MR, 1>(arena, p);                                                    \
+  }
+DQMM_GEMV(RLX_QUANT_Q4_0, 2, rlx_dqmm_gemv_q4_0)
+DQMM_GEMV(RLX_QUANT_Q4_1, 2, rlx_dqmm_gemv_q4_1)
+DQMM_GEMV(RLX_QUANT_Q5_0, 2, rlx_dqmm_gemv_q5_0)
+DQMM_GEMV(RLX_QUANT_Q5_1, 2, rlx_dqmm_gemv_q5_1)
+DQMM_GEMV(RLX_QUANT_Q8_0, 3, rlx_dqmm_gemv_q8_0)
+DQMM_GEMV(RLX_QUANT_Q2_K, 1, rlx_dqmm_gemv_q2_k)
+DQMM_GEMV(RLX_QUANT_Q3_K, 1, rlx_dqmm_gemv_q3_k)
+DQMM_GEMV(RLX_QUANT_Q4_K, 2, rlx_dqmm_gemv_q4_k)
+DQMM_GEMV(RLX_QUANT_Q5_K, 2, rlx_dqmm_gemv_q5_k)
+DQMM_GEMV(RLX_QUANT_Q6_K, 2, rlx_dqmm_gemv_q6_k)
+
+/* ------------------------------------------------------------------ one element */
+
+/* Scale and zero point of group j of row n (the own schemes). */
+RLXK_DEV float own_scale(const char* arena, const rlxk_dqmm& p, int64_t n, int64_t j, int* zero) {
+  int64_t idx = n * (p.K / p.group) + j;
+  *zero = 0;
+  if (!p.has_scale) return 1.0f;
+  if (p.scheme == RLX_QUANT_NVFP4) {
+    float global = p.has_aux ? ((const float*)at(arena, p.aoff))[0] : 1.0f;
+    return rlx_quant_nvfp4_scale(((const uint8_t*)at(arena, p.soff))[idx], global);
+  }
+  if (p.has_aux) *zero = ((const uint8_t*)at(arena, p.aoff))[idx];
+  return ld_f32(at(arena, p.soff), p.sdt, idx);
+}
+
+/* W[n][k] in f32, rounded exactly as src/ir/quant.h's block decoders. */
+RLXK_DEV float dq_elem(const char* arena, const rlxk_dqmm& p, int64_t n, int64_t k) {
+  const uint8_t* row = (const uint8_t*)at(arena, p.woff) + n * p.row_bytes;
+  int e = (int)(k % 256), j32 = (int)(k % 32);
+  switch (p.scheme) {
+    case RLX_QUANT_Q4_0: {
+      const uint8_t* b = row + k / 32 * 18;
+      int q = j32 < 16 ? b[2 + j32] & 15 : b[2 + j32 - 16] >> 4;
+      return __fmul_rn(rlx_quant_f16(b), (float)(q - 8));
+    }
+    case RLX_QUANT_Q4_1: {
+      const uint8_t* b = row + k / 32 * 20;
+      int q = j32 < 16 ? b[4 + j32] & 15 : b[4 + j32 - 16] >> 4;
+      return __fadd_rn(__fmul_rn(rlx_quant_f16(b), (float)q), rlx_quant_f16(b + 2));
+    }
+    case RLX_QUANT_Q5_0:
+    case RLX_QUANT_Q5_1: {
+      int one = p.scheme == RLX_QUANT_Q5_1;
+      const uint8_t* b = row + k / 32 * (one ? 24 : 22);
+      const uint8_t* qs = b + (one ? 8 : 6);
+      uint32_t qh = rlx_quant_u32(b + (one ? 4 : 2));
+      int q = (j32 < 16 ? qs[j32] & 15 : qs[j32 - 16] >> 4) | (int)((qh >> j32) & 1) << 4;
+      if (!one) return __fmul_rn(rlx_quant_f16(b), (float)(q - 16));
+      return __fadd_rn(__fmul_rn(rlx_quant_f16(b), (float)q), rlx_quant_f16(b + 2));
+    }
+    case RLX_QUANT_Q8_0: {
+      const uint8_t* b = row + k / 32 * 34;
+      return __fmul_rn((float)(int8_t)b[2 + j32], rlx_quant_f16(b));
+    }
+    default: break;
+  }
+  /* K-quants: e = 128 h + 32 s + 16 half + j */
+  int h = e / 128, s = e % 128 / 32, half = e % 32 / 16, j = e % 16, i = e / 32;
+  switch (p.scheme) {
+    case RLX_QUANT_Q2_K: {
+      const uint8_t* b = row + k / 256 * 84;
+      int sc = b[8 * h + 2 * s + half];
+      float dl = __fmul_rn(rlx_quant_f16(b + 80), (float)(sc & 15));
+      float ml = __fmul_rn(rlx_quant_f16(b + 82), (float)(sc >> 4));
+      int q = (b[16 + 32 * h + 16 * half + j] >> (2 * s)) & 3;
+      return __fsub_rn(__fmul_rn(dl, (float)q), ml);
+    }
+    case RLX_QUANT_Q3_K: {
+      const uint8_t* b = row + k / 256 * 110;
+      float dl = __fmul_rn(rlx_quant_f16(b + 108),
+                           (float)rlx_quant_q3k_scale(b + 96, 8 * h + 2 * s + half));
+      int v = ((b[32 + 32 * h + 16 * half + j] >> (2 * s)) & 3) -
+              (((b[16 * half + j] >> (4 * h + s)) & 1) ? 0 : 4);
+      return __fmul_rn(dl, (float)v);
+    }
+    case RLX_QUANT_Q4_K:
+    case RLX_QUANT_Q5_K: {
+      int five = p.scheme == RLX_QUANT_Q5_K;
+      const uint8_t* b = row + k / 256 * (five ? 176 : 144);
+      int sc, m;
+      rlx_quant_k4_scale_min(b + 4, i, &sc, &m);
+      float ds = __fmul_rn(rlx_quant_f16(b), (float)sc);
+      float dm = __fmul_rn(rlx_quant_f16(b + 2), (float)m);
+      int q = (b[(five ? 48 : 16) + 32 * (i / 2) + e % 32] >> (4 * (i % 2))) & 15;
+      if (five) q |= ((b[16 + e % 32] >> i) & 1) << 4;
+      return __fsub_rn(__fmul_rn(ds, (float)q), dm);
+    }
+    case RLX_QUANT_Q6_K: {
+      const uint8_t* b = row + k / 256 * 210;
+      float ds = __fmul_rn(rlx_quant_f16(b + 208), (float)(int8_t)b[192 + 8 * h + 2 * s + half]);
+      int lo = (b[64 * h + 32 * (s % 2) + 16 * half + j] >> (4 * (s / 2))) & 15;
+      int hi = (b[128 + 32 * h + 16 * half + j] >> (2 * s)) & 3;
+      return __fmul_rn(ds, (float)((lo | hi << 4) - 32));
+    }
+    default: break;
+  }
+  int zero;
+  float scale = own_scale(arena, p, n, k / p.group, &zero);
+  switch (p.scheme) {
+    case RLX_QUANT_INT8_SYM: return __fmul_rn((float)(int8_t)row[k], scale);
+    case RLX_QUANT_INT8_ASYM: return __fmul_rn((float)((int)row[k] - zero), scale);
+    case RLX_QUANT_INT4_SYM:
+      return __fmul_rn((float)((((row[k / 2] >> (4 * (k & 1))) & 15) ^ 8) - 8), scale);
+    case RLX_QUANT_INT4_ASYM:
+      return __fmul_rn((float)((int)((row[k / 2] >> (4 * (k & 1))) & 15) - zero), scale);
+    case RLX_QUANT_FP8_E4M3:
+      return __fmul_rn((float)rlx_f8_decode(RLX_F8E4M3FN, row[k]), scale);
+    case RLX_QUANT_FP8_E5M2: return __fmul_rn((float)rlx_f8_decode(RLX_F8E5M2, row[k]), scale);
+    case RLX_QUANT_NVFP4:
+      return __fmul_rn(rlx_quant_e2m1((uint32_t)(row[k / 2] >> (4 * (k & 1))) & 15), scale);
+    default: return 0.0f;
+  }
+}
+
+/* ------------------------------------------------------------------ tiled */
+
+#define DT 64 /* output tile */
+#define DK 32 /* reduction step */
+
+/* y[m][j] = sum_r x[m][r] * B(r, j) over a 64 x 64 tile of y (grid: J / 64,
+ * M / 64), 256 threads with 4 x 4 outputs each. Forward: j = n, r = k,
+ * B(r, j) = W[n][k]; transposed role: j = k, r = n, B(r, j) = W[r][j]. */
+extern "C" __global__ void __launch_bounds__(256)
+    rlx_dqmm_tiled(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  __shared__ float As[DK][DT + 4];
+  __shared__ float Bs[DK][DT + 4];
+  const int64_t J = p.transposed ? p.K : p.N, R = p.transposed ? p.N : p.K;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int64_t m0 = (int64_t)blockIdx.y * DT, j0 = (int64_t)blockIdx.x * DT;
+  const char* X = at(arena, p.xoff);
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
+  for (int64_t r0 = 0; r0 < R; r0 += DK) {
+    for (int idx = threadIdx.x; idx < DT * DK; idx += 256) {
+      int mm = idx / DK, rr = idx % DK; /* x: consecutive threads walk r */
+      int64_t m = m0 + mm, r = r0 + rr;
+      As[rr][mm] = m < p.M && r < R ? ld_f32(X, p.xdt, m * R + r) : 0.0f;
+      /* W: forward, consecutive threads walk k inside one row (its blocks);
+       * transposed, they walk k (= j) of one row r */
+      int jj = p.transposed ? idx % DT : idx / DK, rb = p.transposed ? idx / DT : idx % DK;
+      int64_t j = j0 + jj, rw = r0 + rb;
+      float w = 0.0f;
+      if (j < J && rw < R) w = p.transposed ? dq_elem(arena, p, rw, j) : dq_elem(arena, p, j, rw);
+      Bs[rb][jj] = w;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < DK; kk++) {
+      float4 a4 = *(const float4*)&As[kk][ty * 4];
+      float4 b4 = *(const float4*)&Bs[kk][tx * 4];
+      float av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  char* Y = atw(arena, p.ooff);
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    int64_t m = m0 + ty * 4 + i;
+    if (m >= p.M) continue;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      int64_t jn = j0 + tx * 4 + j;
+      if (jn < J) st_f32(Y, p.odt, m * J + jn, acc[i][j]);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ tensor cores */
+
+#define QM_BM 64 /* x rows of a block */
+#define QM_BN 64 /* W rows of a block */
+#define QM_BK 32 /* reduction step */
+#define QM_LD (QM_BK + 8) /* shared row stride in halves: 80 bytes, ldmatrix rows 16-byte aligned */
+
+/* Prefill with x in f16 / bf16 (forward role): y[m][n] = sum_k x[m][k] W[n][k]
+ * on mma.sync m16n8k16 with f32 accumulation. Grid (N / 64, M / 64), 4
+ * warps, each a 32 x 32 quarter of the tile. Each K step copies the x tile
+ * and dequantizes the W tile (64 rows x 32 k, quant.h's rounding, then to
+ * x's half type) into shared memory: W is never materialised beyond one
+ * tile. */
+template <bool BF>
+__device__ void dqmm_mma(char* arena, const rlxk_dqmm& p) {
+  __shared__ __align__(16) uint16_t As[QM_BM][QM_LD];
+  __shared__ __align__(16) uint16_t Bs[QM_BN][QM_LD];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wm = warp / 2, wn = warp % 2;
+  const int64_t m0 = (int64_t)blockIdx.y * QM_BM, n0 = (int64_t)blockIdx.x * QM_BN;
+  const uint16_t* X = (const uint16_t*)at(arena, p.xoff);
+  float c[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) c[i][j][e] = 0.0f;
+  const int lr = threadIdx.x / 2, lk = (threadIdx.x % 2) * 16; /* the 16 elements a thread fills */
+  for (int64_t k0 = 0; k0 < p.K; k0 += QM_BK) {
+    int64_t m = m0 + lr, n = n0 + lr;
+#pragma unroll 4
+    for (int e = 0; e < 16; e += 2) {
+      int64_t k = k0 + lk + e;
+      uint32_t xa = m < p.M && k < p.K ? X[m * p.K + k] : 0;
+      uint32_t xb = m < p.M && k + 1 < p.K ? X[m * p.K + k + 1] : 0;
+      *(uint32_t*)&As[lr][lk + e] = xa | xb << 16;
+      float wa = n < p.N && k < p.K ? dq_elem(arena, p, n, k) : 0.0f;
+      float wb = n < p.N && k + 1 < p.K ? dq_elem(arena, p, n, k + 1) : 0.0f;
+      *(uint32_t*)&Bs[lr][lk + e] = pack2<BF>(wa, wb);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < QM_BK; kk += 16) {
+      uint32_t a[2][4], b[4][2];
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+        ldmatrix_x4(a[i], &As[wm * 32 + i * 16 + lane % 16][kk + (lane / 16) * 8]);
+#pragma unroll
+      for (int j = 0; j < 4; j += 2) {
+        uint32_t r[4];
+        int q = lane / 8;
+        ldmatrix_x4(r, &Bs[wn * 32 + j * 8 + lane % 8 + (q / 2) * 8][kk + (q % 2) * 8]);
+        b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) mma16816<BF>(c[i][j], a[i], b[j][0], b[j][1]);
+    }
+    __syncthreads();
+  }
+  char* Y = atw(arena, p.ooff);
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int64_t m = m0 + wm * 32 + i * 16 + lane / 4 + (e / 2) * 8;
+        int64_t n = n0 + wn * 32 + j * 8 + (lane % 4) * 2 + e % 2;
+        if (m < p.M && n < p.N) st_f32(Y, p.odt, m * p.N + n, c[i][j][e]);
+      }
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    rlx_dqmm_mma_f16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_mma<false>(arena, p);
+}
+extern "C" __global__ void __launch_bounds__(128)
+    rlx_dqmm_mma_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_mma<true>(arena, p);
+}

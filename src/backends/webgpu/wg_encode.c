@@ -645,6 +645,7 @@ int rlx_wg_supports_node(const rlx_graph* g, int32_t ni) {
   const rlx_node* n = &g->nodes[ni];
   if (n->op == RLX_OP_SAMPLE) return 0;
   if (n->op == RLX_OP_ELEMENTWISE_REGION) return 0; /* no kernel yet: decompose expands it */
+  if (n->op == RLX_OP_DEQUANT_MATMUL) return 0; /* no kernel yet: the host fallback runs it */
   if (n->op == RLX_OP_CONV || n->op == RLX_OP_CONV_TRANSPOSE) return conv_supported(g, ni);
   if (!rlx_shader_supports_node(g, ni)) return 0;
   if (n->op == RLX_OP_BINARY && (n->a.kind == RLX_BIN_DIV || n->a.kind == RLX_BIN_POW) &&

@@ -909,6 +909,13 @@ void rlx_wg_exec_stats(const rlx_backend_exec* be, rlx_wg_stats* out) {
   out->arena_bytes = be->arena_size;
 }
 
+/* Dispatch report line: the steps this backend moved off their kernels
+ * when it encoded them (tests assert native placement through it). */
+static void wg_report(const rlx_backend_exec* be, char* buf, size_t cap) {
+  snprintf(buf, cap, "webgpu: %llu steps encoded on fast kernels, %llu on the host fallback",
+           (unsigned long long)be->stats.fast_steps, (unsigned long long)be->stats.host_steps);
+}
+
 const rlx_backend rlx_backend_webgpu = {
     .name = "webgpu",
     .probe = wg_probe,
@@ -921,4 +928,5 @@ const rlx_backend rlx_backend_webgpu = {
     .copy = wg_copy,
     .run = wg_run,
     .select_outputs = wg_select_outputs,
+    .report = wg_report,
 };

@@ -38,13 +38,13 @@ uint qu32(uint a) { return qb(a) | qb(a + 1u) << 8 | qb(a + 2u) << 16 | qb(a + 3
 void dq_q4_0(uint b, int e0, out float w[16]) {
   float d = qf16(b);
   uint sh = e0 == 0 ? 0u : 4u;
-  for (int j = 0; j < 16; j++) w[j] = d * float(int((qb(b + 2u + uint(j)) >> sh) & 15u) - 8);
+  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = d * float(int((qb(b + 2u + uint(j)) >> sh) & 15u) - 8);
 }
 
 void dq_q4_1(uint b, int e0, out float w[16]) {
   float d = qf16(b), m = qf16(b + 2u);
   uint sh = e0 == 0 ? 0u : 4u;
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     precise float t = d * float((qb(b + 4u + uint(j)) >> sh) & 15u);
     precise float r = t + m;
     w[j] = r;
@@ -60,13 +60,13 @@ int dq_q5_code(uint qh, uint qs, int e0, int j) {
 void dq_q5_0(uint b, int e0, out float w[16]) {
   float d = qf16(b);
   uint qh = qu32(b + 2u);
-  for (int j = 0; j < 16; j++) w[j] = d * float(dq_q5_code(qh, b + 6u, e0, j) - 16);
+  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = d * float(dq_q5_code(qh, b + 6u, e0, j) - 16);
 }
 
 void dq_q5_1(uint b, int e0, out float w[16]) {
   float d = qf16(b), m = qf16(b + 2u);
   uint qh = qu32(b + 4u);
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     precise float t = d * float(dq_q5_code(qh, b + 8u, e0, j));
     precise float r = t + m;
     w[j] = r;
@@ -75,7 +75,7 @@ void dq_q5_1(uint b, int e0, out float w[16]) {
 
 void dq_q8_0(uint b, int e0, out float w[16]) {
   float d = qf16(b);
-  for (int j = 0; j < 16; j++) w[j] = float(qs8(b + 2u + uint(e0 + j))) * d;
+  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = float(qs8(b + 2u + uint(e0 + j))) * d;
 }
 
 // K-quants: e0 = 128 h + 32 s + 16 half.
@@ -86,7 +86,7 @@ void dq_q2_k(uint b, int e0, out float w[16]) {
   precise float dl = d * float(sc & 15u);
   precise float ml = dmin * float(sc >> 4);
   uint q = b + 16u + uint(32 * h + 16 * hf);
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     precise float t = dl * float((qb(q + uint(j)) >> uint(2 * s)) & 3u);
     precise float r = t - ml;
     w[j] = r;
@@ -106,7 +106,7 @@ void dq_q3_k(uint b, int e0, out float w[16]) {
   precise float dl = d * float(dq_q3k_scale(b + 96u, 8 * h + 2 * s + hf));
   uint q = b + 32u + uint(32 * h + 16 * hf), hm = b + uint(16 * hf);
   uint bit = uint(4 * h + s);
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     int v = int((qb(q + uint(j)) >> uint(2 * s)) & 3u) - (((qb(hm + uint(j)) >> bit) & 1u) != 0u ? 0 : 4);
     w[j] = dl * float(v);
   }
@@ -127,7 +127,7 @@ void dq_k4_k5(uint b, uint qh, uint qs, int e0, out float w[16]) {
   precise float ds = d * float(sm.x);
   precise float dm = dmin * float(sm.y);
   uint q = qs + uint(32 * (i / 2) + jj), sh = uint(4 * (i % 2));
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     uint code = (qb(q + uint(j)) >> sh) & 15u;
     if (qh != 0u) code |= ((qb(qh + uint(jj + j)) >> uint(i)) & 1u) << 4;
     precise float t = ds * float(code);
@@ -141,7 +141,7 @@ void dq_q6_k(uint b, int e0, out float w[16]) {
   float d = qf16(b + 208u);
   precise float ds = d * float(qs8(b + 192u + uint(8 * h + 2 * s + hf)));
   uint lo = b + uint(64 * h + 32 * (s % 2) + 16 * hf), hi = b + 128u + uint(32 * h + 16 * hf);
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     int q = int((qb(lo + uint(j)) >> uint(4 * (s / 2))) & 15u) |
             int((qb(hi + uint(j)) >> uint(2 * s)) & 3u) << 4;
     w[j] = ds * float(q - 32);
@@ -211,7 +211,7 @@ void dq_run(uint n, int k0, out float w[16]) {
   }
   int g = -1, zero = 0;
   float scale = 0.0;
-  for (int j = 0; j < 16; j++) {
+  [[dont_unroll]] for (int j = 0; j < 16; j++) {
     int k = k0 + j;
     w[j] = 0.0;
     if (k >= dq_K) continue;

@@ -190,11 +190,10 @@ static int64_t conv_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
 
 static int64_t dqmm_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   const rlx_dqmm_params* p = &s->p.dqmm;
-  int64_t runs = (p->K + 15) / 16;
   if (p->transposed) {
     *pipe = RLX_VK_PIPE_DQ_T;
     *per_group = 64;
-    return (p->M + 3) / 4 * runs;
+    return (p->M + 3) / 4 * p->K;
   }
   *per_group = 1;
   if (p->M <= RLX_VK_DQ_GEMV_MAXM) {

@@ -76,14 +76,13 @@ static const rlx_wg_kernel k_kind_kernel[RLX_K_COUNT] = {
  * one workgroup each. -1: no kernel for this kind. */
 /* DequantMatMul (dequant.wgsl): the GEMV for up to 4 rows of x (a
  * workgroup per W row), 64 x 64 tiles above that (a workgroup each), the
- * transposed role an invocation per 4 rows of x and 16 columns of y. */
+ * transposed role an invocation per 4 rows of x and one column of y. */
 static int64_t dqmm_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   const rlx_dqmm_params* p = &s->p.dqmm;
-  int64_t runs = (p->K + 15) / 16;
   if (p->transposed) {
     *k = RLX_WG_DQ_T;
     *per_group = 64;
-    return (p->M + 3) / 4 * runs;
+    return (p->M + 3) / 4 * p->K;
   }
   *per_group = 1;
   *k = p->M <= 4 ? RLX_WG_DQ_GEMV : RLX_WG_DQ_TILE;

@@ -3,8 +3,9 @@
 // from the arena's 32-bit words. The unit is a run of 16 consecutive
 // elements of one W row starting at k0 (a multiple of 16): GGUF blocks hold
 // whole runs (32 or 256 elements) and every K-quant scale covers 16 or 32
-// elements, so a run shares its scales; the schemes with separate scales
-// (any group size) decode element by element. Elements at k >= K are 0.
+// elements, so a run shares its scales (dq_setup decodes them once, dq_elem
+// each element); the schemes with separate scales (any group size) look the
+// scale up per element. Elements at k >= K are 0.
 //
 // Rounding as quant.h: every product and sum rounded to f32 in the order
 // written; `precise` keeps the compiler from fusing them into an FMA.
@@ -33,83 +34,25 @@ float qf16(uint a) { return unpackHalf2x16((a32[a >> 2] >> ((a & 2u) << 3)) & 0x
 uint qu32(uint a) { return qb(a) | qb(a + 1u) << 8 | qb(a + 2u) << 16 | qb(a + 3u) << 24; }
 
 // ------------------------------------------------------------ GGUF runs
-// b: the block's first byte; e0: the run's first element inside the block.
-
-void dq_q4_0(uint b, int e0, out float w[16]) {
-  float d = qf16(b);
-  uint sh = e0 == 0 ? 0u : 4u;
-  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = d * float(int((qb(b + 2u + uint(j)) >> sh) & 15u) - 8);
-}
-
-void dq_q4_1(uint b, int e0, out float w[16]) {
-  float d = qf16(b), m = qf16(b + 2u);
-  uint sh = e0 == 0 ? 0u : 4u;
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    precise float t = d * float((qb(b + 4u + uint(j)) >> sh) & 15u);
-    precise float r = t + m;
-    w[j] = r;
-  }
-}
-
-// Q5_0 / Q5_1: fifth bit of element e is bit e of qh.
-int dq_q5_code(uint qh, uint qs, int e0, int j) {
-  uint sh = e0 == 0 ? 0u : 4u;
-  return int(((qb(qs + uint(j)) >> sh) & 15u) | ((qh >> uint(e0 + j)) & 1u) << 4);
-}
-
-void dq_q5_0(uint b, int e0, out float w[16]) {
-  float d = qf16(b);
-  uint qh = qu32(b + 2u);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = d * float(dq_q5_code(qh, b + 6u, e0, j) - 16);
-}
-
-void dq_q5_1(uint b, int e0, out float w[16]) {
-  float d = qf16(b), m = qf16(b + 2u);
-  uint qh = qu32(b + 4u);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    precise float t = d * float(dq_q5_code(qh, b + 8u, e0, j));
-    precise float r = t + m;
-    w[j] = r;
-  }
-}
-
-void dq_q8_0(uint b, int e0, out float w[16]) {
-  float d = qf16(b);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) w[j] = float(qs8(b + 2u + uint(e0 + j))) * d;
-}
-
-// K-quants: e0 = 128 h + 32 s + 16 half.
-void dq_q2_k(uint b, int e0, out float w[16]) {
-  int h = e0 / 128, s = e0 % 128 / 32, hf = e0 % 32 / 16;
-  float d = qf16(b + 80u), dmin = qf16(b + 82u);
-  uint sc = qb(b + uint(8 * h + 2 * s + hf));
-  precise float dl = d * float(sc & 15u);
-  precise float ml = dmin * float(sc >> 4);
-  uint q = b + 16u + uint(32 * h + 16 * hf);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    precise float t = dl * float((qb(q + uint(j)) >> uint(2 * s)) & 3u);
-    precise float r = t - ml;
-    w[j] = r;
-  }
-}
+// A run's shared part, decoded once (dq_setup), then each element on its
+// own (dq_elem): no per-run arrays, which a CPU implementation keeps in
+// memory, and no unrolled copies of every decoder.
+struct DqRun {
+  uint q;   // first byte of the run's low bits (own schemes: the row)
+  uint h;   // Q5_0 / Q5_1: qh itself; Q3_K, Q5_K, Q6_K: first byte of the high bits
+  uint sh;  // shift of the low bits
+  uint hsh; // shift of the high bit(s)
+  float a;  // the scale (d, d * sc)
+  float b;  // the offset (m, dmin * m)
+  int k0;   // the run's first element in the row (own schemes)
+  uint n;   // the row (own schemes)
+};
 
 // Q3_K's 6-bit scale i, minus 32.
 int dq_q3k_scale(uint sc, int i) {
   int lo = int((qb(sc + uint(i % 8)) >> uint(4 * (i / 8))) & 15u);
   int hi = int((qb(sc + 8u + uint(i % 4)) >> uint(2 * (i / 4))) & 3u);
   return (lo | hi << 4) - 32;
-}
-
-void dq_q3_k(uint b, int e0, out float w[16]) {
-  int h = e0 / 128, s = e0 % 128 / 32, hf = e0 % 32 / 16;
-  float d = qf16(b + 108u);
-  precise float dl = d * float(dq_q3k_scale(b + 96u, 8 * h + 2 * s + hf));
-  uint q = b + 32u + uint(32 * h + 16 * hf), hm = b + uint(16 * hf);
-  uint bit = uint(4 * h + s);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    int v = int((qb(q + uint(j)) >> uint(2 * s)) & 3u) - (((qb(hm + uint(j)) >> bit) & 1u) != 0u ? 0 : 4);
-    w[j] = dl * float(v);
-  }
 }
 
 // Q4_K / Q5_K: 6-bit scale and min of sub-block i (0..7).
@@ -119,33 +62,87 @@ ivec2 dq_k4_scale_min(uint s, int i) {
   return ivec2(int((a & 15u) | ((lo >> 2) & 0x30u)), int((a >> 4) | ((hi >> 2) & 0x30u)));
 }
 
-// qh == 0u: Q4_K (no fifth bit).
-void dq_k4_k5(uint b, uint qh, uint qs, int e0, out float w[16]) {
-  int i = e0 / 32, jj = e0 % 32;
-  float d = qf16(b), dmin = qf16(b + 2u);
-  ivec2 sm = dq_k4_scale_min(b + 4u, i);
-  precise float ds = d * float(sm.x);
-  precise float dm = dmin * float(sm.y);
-  uint q = qs + uint(32 * (i / 2) + jj), sh = uint(4 * (i % 2));
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    uint code = (qb(q + uint(j)) >> sh) & 15u;
-    if (qh != 0u) code |= ((qb(qh + uint(jj + j)) >> uint(i)) & 1u) << 4;
-    precise float t = ds * float(code);
-    precise float r = t - dm;
-    w[j] = r;
+// The run of block b starting at element e0 (K-quants: e0 = 128 h + 32 s +
+// 16 half, as quant.h walks them).
+DqRun dq_setup_gguf(uint b, int e0) {
+  DqRun r = DqRun(0u, 0u, e0 % 32 == 0 ? 0u : 4u, 0u, 0.0, 0.0, 0, 0u);
+  int h = e0 / 128, s = e0 % 128 / 32, hf = e0 % 32 / 16;
+  switch (dq_scheme) {
+    case RLX_QUANT_Q4_0: r.q = b + 2u; r.a = qf16(b); break;
+    case RLX_QUANT_Q4_1: r.q = b + 4u; r.a = qf16(b); r.b = qf16(b + 2u); break;
+    case RLX_QUANT_Q5_0: r.q = b + 6u; r.h = qu32(b + 2u); r.hsh = uint(e0); r.a = qf16(b); break;
+    case RLX_QUANT_Q5_1:
+      r.q = b + 8u; r.h = qu32(b + 4u); r.hsh = uint(e0); r.a = qf16(b); r.b = qf16(b + 2u);
+      break;
+    case RLX_QUANT_Q8_0: r.q = b + 2u + uint(e0); r.a = qf16(b); break;
+    case RLX_QUANT_Q2_K: {
+      uint sc = qb(b + uint(8 * h + 2 * s + hf));
+      r.q = b + 16u + uint(32 * h + 16 * hf);
+      r.sh = uint(2 * s);
+      precise float dl = qf16(b + 80u) * float(sc & 15u);
+      precise float ml = qf16(b + 82u) * float(sc >> 4);
+      r.a = dl;
+      r.b = ml;
+      break;
+    }
+    case RLX_QUANT_Q3_K:
+      r.q = b + 32u + uint(32 * h + 16 * hf);
+      r.h = b + uint(16 * hf);
+      r.sh = uint(2 * s);
+      r.hsh = uint(4 * h + s);
+      r.a = qf16(b + 108u) * float(dq_q3k_scale(b + 96u, 8 * h + 2 * s + hf));
+      break;
+    case RLX_QUANT_Q4_K:
+    case RLX_QUANT_Q5_K: {
+      int i = e0 / 32, jj = e0 % 32;
+      ivec2 sm = dq_k4_scale_min(b + 4u, i);
+      uint qs = dq_scheme == RLX_QUANT_Q4_K ? b + 16u : b + 48u;
+      r.q = qs + uint(32 * (i / 2) + jj);
+      r.sh = uint(4 * (i % 2));
+      r.h = b + 16u + uint(jj);
+      r.hsh = uint(i);
+      precise float ds = qf16(b) * float(sm.x);
+      precise float dm = qf16(b + 2u) * float(sm.y);
+      r.a = ds;
+      r.b = dm;
+      break;
+    }
+    default: // Q6_K
+      r.q = b + uint(64 * h + 32 * (s % 2) + 16 * hf);
+      r.h = b + 128u + uint(32 * h + 16 * hf);
+      r.sh = uint(4 * (s / 2));
+      r.hsh = uint(2 * s);
+      r.a = qf16(b + 208u) * float(qs8(b + 192u + uint(8 * h + 2 * s + hf)));
+      break;
   }
+  return r;
 }
 
-void dq_q6_k(uint b, int e0, out float w[16]) {
-  int h = e0 / 128, s = e0 % 128 / 32, hf = e0 % 32 / 16;
-  float d = qf16(b + 208u);
-  precise float ds = d * float(qs8(b + 192u + uint(8 * h + 2 * s + hf)));
-  uint lo = b + uint(64 * h + 32 * (s % 2) + 16 * hf), hi = b + 128u + uint(32 * h + 16 * hf);
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    int q = int((qb(lo + uint(j)) >> uint(4 * (s / 2))) & 15u) |
-            int((qb(hi + uint(j)) >> uint(2 * s)) & 3u) << 4;
-    w[j] = ds * float(q - 32);
+// Element j (0..15) of a GGUF run.
+float dq_elem_gguf(DqRun r, uint j) {
+  uint lo = qb(r.q + j);
+  switch (dq_scheme) {
+    case RLX_QUANT_Q4_0: return r.a * float(int((lo >> r.sh) & 15u) - 8);
+    case RLX_QUANT_Q5_0:
+      return r.a * float(int(((lo >> r.sh) & 15u) | ((r.h >> (r.hsh + j)) & 1u) << 4) - 16);
+    case RLX_QUANT_Q8_0: return float(int(lo << 24) >> 24) * r.a;
+    case RLX_QUANT_Q3_K: {
+      int v = int((lo >> r.sh) & 3u) - (((qb(r.h + j) >> r.hsh) & 1u) != 0u ? 0 : 4);
+      return r.a * float(v);
+    }
+    case RLX_QUANT_Q6_K: {
+      uint q = ((lo >> r.sh) & 15u) | ((qb(r.h + j) >> r.hsh) & 3u) << 4;
+      return r.a * float(int(q) - 32);
+    }
   }
+  uint code; // the schemes computing t = a * code, then t + b or t - b
+  if (dq_scheme == RLX_QUANT_Q2_K) code = (lo >> r.sh) & 3u;
+  else if (dq_scheme == RLX_QUANT_Q5_1) code = ((lo >> r.sh) & 15u) | ((r.h >> (r.hsh + j)) & 1u) << 4;
+  else if (dq_scheme == RLX_QUANT_Q5_K) code = ((lo >> r.sh) & 15u) | ((qb(r.h + j) >> r.hsh) & 1u) << 4;
+  else code = (lo >> r.sh) & 15u; // Q4_1, Q4_K
+  precise float t = r.a * float(code);
+  precise float w = dq_scheme == RLX_QUANT_Q4_1 || dq_scheme == RLX_QUANT_Q5_1 ? t + r.b : t - r.b;
+  return w;
 }
 
 // ------------------------------------------------------------ own schemes
@@ -189,36 +186,22 @@ float dq_own(uint n, int k, float scale, int zero) {
 
 // ------------------------------------------------------------ one run
 
-// Elements k0 .. k0 + 15 of W row n (k0 a multiple of 16), 0 past K.
-void dq_run(uint n, int k0, out float w[16]) {
+// The run of W row n starting at k0 (a multiple of 16).
+DqRun dq_setup(uint n, int k0) {
   if (dq_scheme <= RLX_QUANT_Q6_K) {
     // the block geometry comes from rlx_quant_table through the record
-    int blk = PX(DQ_BLOCK), bb = PX(DQ_BLOCK_BYTES);
-    uint b = dq_w + n * dq_rb + uint(k0 / blk * bb);
-    int e0 = k0 % blk;
-    switch (dq_scheme) {
-      case RLX_QUANT_Q4_0: dq_q4_0(b, e0, w); return;
-      case RLX_QUANT_Q4_1: dq_q4_1(b, e0, w); return;
-      case RLX_QUANT_Q5_0: dq_q5_0(b, e0, w); return;
-      case RLX_QUANT_Q5_1: dq_q5_1(b, e0, w); return;
-      case RLX_QUANT_Q8_0: dq_q8_0(b, e0, w); return;
-      case RLX_QUANT_Q2_K: dq_q2_k(b, e0, w); return;
-      case RLX_QUANT_Q3_K: dq_q3_k(b, e0, w); return;
-      case RLX_QUANT_Q4_K: dq_k4_k5(b, 0u, b + 16u, e0, w); return;
-      case RLX_QUANT_Q5_K: dq_k4_k5(b, b + 16u, b + 48u, e0, w); return;
-      default: dq_q6_k(b, e0, w); return;
-    }
+    int blk = PX(DQ_BLOCK);
+    return dq_setup_gguf(dq_w + n * dq_rb + uint(k0 / blk * PX(DQ_BLOCK_BYTES)), k0 % blk);
   }
-  int g = -1, zero = 0;
-  float scale = 0.0;
-  [[dont_unroll]] for (int j = 0; j < 16; j++) {
-    int k = k0 + j;
-    w[j] = 0.0;
-    if (k >= dq_K) continue;
-    if (k / dq_group != g) {
-      g = k / dq_group;
-      scale = dq_scale(n, g, zero);
-    }
-    w[j] = dq_own(n, k, scale, zero);
-  }
+  return DqRun(0u, 0u, 0u, 0u, 0.0, 0.0, k0, n);
+}
+
+// Element k0 + j of the run (0 past K). The separate-scale schemes look
+// their group's scale up per element (a cached load).
+float dq_elem(DqRun r, uint j) {
+  if (dq_scheme <= RLX_QUANT_Q6_K) return dq_elem_gguf(r, j);
+  int k = r.k0 + int(j), zero;
+  if (k >= dq_K) return 0.0;
+  float scale = dq_scale(r.n, k / dq_group, zero);
+  return dq_own(r.n, k, scale, zero);
 }

@@ -7,18 +7,19 @@
 //
 // The unit is a run of 16 consecutive elements of one W row (k0 a multiple
 // of 16): GGUF blocks hold whole runs and each K-quant scale covers 16 or 32
-// elements, so a run shares its scales; the separate-scale schemes (any
-// group) decode element by element. Elements at k >= K are 0. Every product
-// and sum is rounded to f32 in quant.h's order (separate statements).
+// elements, so a run shares its scales (dq_setup decodes them once, dq_elem
+// each element); the separate-scale schemes (any group) look the scale up
+// per element. Elements at k >= K are 0. Every product and sum is rounded
+// to f32 in quant.h's order (separate statements).
 //
 // Entry points (wg_encode.c picks one per step):
 //  - gemv_main (decode, M <= 4): a workgroup of 64 per W row; lane l
-//    decodes runs l, l + 64, ... once for all M rows; partials summed in
-//    workgroup memory.
+//    decodes runs l, l + 64, ..., each element once for all M rows;
+//    partials summed in workgroup memory.
 //  - tile_main (larger M): a 64 x 64 tile of y per workgroup of 256; W is
 //    dequantized a 64-row x 32-k slice at a time into workgroup memory.
-//  - t_main (transposed role): an invocation per 4 rows of x and one run
-//    of 16 columns of y, walking W's N rows.
+//  - t_main (transposed role): an invocation per 4 rows of x and one
+//    column of y, walking W's N rows.
 // f32 accumulation (the reference sums in double): within f32 tolerance.
 
 var<private> dq_w: u32;   // W's byte offset in the window (4-aligned: host checks)
@@ -51,76 +52,18 @@ fn qu32(a: u32) -> u32 {
 }
 
 // ------------------------------------------------------------ GGUF runs
-// b: the block's first byte; e0: the run's first element in the block.
-
-fn dq_q4_0(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let d = qf16(b);
-  let sh = select(4u, 0u, e0 == 0u);
-  for (var j = 0u; j < 16u; j++) { w[j] = d * f32(i32((ld_u8(b + 2u + j) >> sh) & 15u) - 8); }
-  return w;
-}
-
-fn dq_q4_1(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let d = qf16(b);
-  let m = qf16(b + 2u);
-  let sh = select(4u, 0u, e0 == 0u);
-  for (var j = 0u; j < 16u; j++) {
-    let t = d * f32((ld_u8(b + 4u + j) >> sh) & 15u);
-    w[j] = t + m;
-  }
-  return w;
-}
-
-// Q5_0 / Q5_1: the fifth bit of element e is bit e of qh.
-fn dq_q5_code(qh: u32, qs: u32, e0: u32, j: u32) -> i32 {
-  let sh = select(4u, 0u, e0 == 0u);
-  return i32(((ld_u8(qs + j) >> sh) & 15u) | (((qh >> (e0 + j)) & 1u) << 4u));
-}
-
-fn dq_q5_0(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let d = qf16(b);
-  let qh = qu32(b + 2u);
-  for (var j = 0u; j < 16u; j++) { w[j] = d * f32(dq_q5_code(qh, b + 6u, e0, j) - 16); }
-  return w;
-}
-
-fn dq_q5_1(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let d = qf16(b);
-  let m = qf16(b + 2u);
-  let qh = qu32(b + 4u);
-  for (var j = 0u; j < 16u; j++) {
-    let t = d * f32(dq_q5_code(qh, b + 8u, e0, j));
-    w[j] = t + m;
-  }
-  return w;
-}
-
-fn dq_q8_0(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let d = qf16(b);
-  for (var j = 0u; j < 16u; j++) { w[j] = f32(qs8(b + 2u + e0 + j)) * d; }
-  return w;
-}
-
-// K-quants: e0 = 128 h + 32 s + 16 half.
-fn dq_q2_k(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let h = e0 / 128u; let s = e0 % 128u / 32u; let hf = e0 % 32u / 16u;
-  let d = qf16(b + 80u);
-  let dmin = qf16(b + 82u);
-  let sc = ld_u8(b + 8u * h + 2u * s + hf);
-  let dl = d * f32(sc & 15u);
-  let ml = dmin * f32(sc >> 4u);
-  let q = b + 16u + 32u * h + 16u * hf;
-  for (var j = 0u; j < 16u; j++) {
-    let t = dl * f32((ld_u8(q + j) >> (2u * s)) & 3u);
-    w[j] = t - ml;
-  }
-  return w;
+// A run's shared part is decoded once (dq_setup), then each element on its
+// own (dq_elem): no per-run arrays and no unrolled copies of every decoder
+// (lavapipe's pipeline compile time grows with both).
+struct DqRun {
+  q: u32,   // first byte of the run's low bits
+  h: u32,   // Q5_0 / Q5_1: qh itself; Q3_K, Q5_K, Q6_K: first byte of the high bits
+  sh: u32,  // shift of the low bits
+  hsh: u32, // shift of the high bit(s)
+  a: f32,   // the scale (d, d * sc)
+  b: f32,   // the offset (m, dmin * m)
+  k0: u32,  // the run's first element in the row (own schemes)
+  n: u32,   // the row (own schemes)
 }
 
 // Q3_K's 6-bit scale i, minus 32.
@@ -128,21 +71,6 @@ fn dq_q3k_scale(sc: u32, i: u32) -> i32 {
   let lo = (ld_u8(sc + i % 8u) >> (4u * (i / 8u))) & 15u;
   let hi = (ld_u8(sc + 8u + i % 4u) >> (2u * (i / 4u))) & 3u;
   return i32(lo | (hi << 4u)) - 32;
-}
-
-fn dq_q3_k(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let h = e0 / 128u; let s = e0 % 128u / 32u; let hf = e0 % 32u / 16u;
-  let d = qf16(b + 108u);
-  let dl = d * f32(dq_q3k_scale(b + 96u, 8u * h + 2u * s + hf));
-  let q = b + 32u + 32u * h + 16u * hf;
-  let hm = b + 16u * hf;
-  let bit = 4u * h + s;
-  for (var j = 0u; j < 16u; j++) {
-    let v = i32((ld_u8(q + j) >> (2u * s)) & 3u) - select(4, 0, ((ld_u8(hm + j) >> bit) & 1u) != 0u);
-    w[j] = dl * f32(v);
-  }
-  return w;
 }
 
 // Q4_K / Q5_K: 6-bit scale and min of sub-block i (0..7).
@@ -154,39 +82,82 @@ fn dq_k4_scale_min(s: u32, i: u32) -> vec2<u32> {
   return vec2<u32>((a & 15u) | ((lo >> 2u) & 0x30u), (a >> 4u) | ((hi >> 2u) & 0x30u));
 }
 
-// five: Q5_K (fifth bits in qh), else Q4_K.
-fn dq_k4_k5(b: u32, five: bool, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let i = e0 / 32u; let jj = e0 % 32u;
-  let d = qf16(b);
-  let dmin = qf16(b + 2u);
-  let sm = dq_k4_scale_min(b + 4u, i);
-  let ds = d * f32(sm.x);
-  let dm = dmin * f32(sm.y);
-  let qs = select(b + 16u, b + 48u, five);
-  let q = qs + 32u * (i / 2u) + jj;
-  let sh = 4u * (i % 2u);
-  for (var j = 0u; j < 16u; j++) {
-    var code = (ld_u8(q + j) >> sh) & 15u;
-    if (five) { code = code | (((ld_u8(b + 16u + jj + j) >> i) & 1u) << 4u); }
-    let t = ds * f32(code);
-    w[j] = t - dm;
+// The run of block b starting at element e0 (K-quants: e0 = 128 h + 32 s +
+// 16 half, as quant.h walks them).
+fn dq_setup_gguf(b: u32, e0: u32) -> DqRun {
+  var r = DqRun(0u, 0u, select(4u, 0u, e0 % 32u == 0u), 0u, 0.0, 0.0, 0u, 0u);
+  let h = e0 / 128u; let s = e0 % 128u / 32u; let hf = e0 % 32u / 16u;
+  switch (dq_scheme) {
+    case RLX_QUANT_Q4_0: { r.q = b + 2u; r.a = qf16(b); }
+    case RLX_QUANT_Q4_1: { r.q = b + 4u; r.a = qf16(b); r.b = qf16(b + 2u); }
+    case RLX_QUANT_Q5_0: { r.q = b + 6u; r.h = qu32(b + 2u); r.hsh = e0; r.a = qf16(b); }
+    case RLX_QUANT_Q5_1: {
+      r.q = b + 8u; r.h = qu32(b + 4u); r.hsh = e0; r.a = qf16(b); r.b = qf16(b + 2u);
+    }
+    case RLX_QUANT_Q8_0: { r.q = b + 2u + e0; r.a = qf16(b); }
+    case RLX_QUANT_Q2_K: {
+      let sc = ld_u8(b + 8u * h + 2u * s + hf);
+      r.q = b + 16u + 32u * h + 16u * hf;
+      r.sh = 2u * s;
+      r.a = qf16(b + 80u) * f32(sc & 15u);
+      r.b = qf16(b + 82u) * f32(sc >> 4u);
+    }
+    case RLX_QUANT_Q3_K: {
+      r.q = b + 32u + 32u * h + 16u * hf;
+      r.h = b + 16u * hf;
+      r.sh = 2u * s;
+      r.hsh = 4u * h + s;
+      r.a = qf16(b + 108u) * f32(dq_q3k_scale(b + 96u, 8u * h + 2u * s + hf));
+    }
+    case RLX_QUANT_Q4_K, RLX_QUANT_Q5_K: {
+      let i = e0 / 32u; let jj = e0 % 32u;
+      let sm = dq_k4_scale_min(b + 4u, i);
+      let qs = select(b + 48u, b + 16u, dq_scheme == RLX_QUANT_Q4_K);
+      r.q = qs + 32u * (i / 2u) + jj;
+      r.sh = 4u * (i % 2u);
+      r.h = b + 16u + jj;
+      r.hsh = i;
+      r.a = qf16(b) * f32(sm.x);
+      r.b = qf16(b + 2u) * f32(sm.y);
+    }
+    default: { // Q6_K
+      r.q = b + 64u * h + 32u * (s % 2u) + 16u * hf;
+      r.h = b + 128u + 32u * h + 16u * hf;
+      r.sh = 4u * (s / 2u);
+      r.hsh = 2u * s;
+      r.a = qf16(b + 208u) * f32(qs8(b + 192u + 8u * h + 2u * s + hf));
+    }
   }
-  return w;
+  return r;
 }
 
-fn dq_q6_k(b: u32, e0: u32) -> array<f32, 16> {
-  var w: array<f32, 16>;
-  let h = e0 / 128u; let s = e0 % 128u / 32u; let hf = e0 % 32u / 16u;
-  let d = qf16(b + 208u);
-  let ds = d * f32(qs8(b + 192u + 8u * h + 2u * s + hf));
-  let lo = b + 64u * h + 32u * (s % 2u) + 16u * hf;
-  let hi = b + 128u + 32u * h + 16u * hf;
-  for (var j = 0u; j < 16u; j++) {
-    let q = ((ld_u8(lo + j) >> (4u * (s / 2u))) & 15u) | (((ld_u8(hi + j) >> (2u * s)) & 3u) << 4u);
-    w[j] = ds * f32(i32(q) - 32);
+// Element j (0..15) of a GGUF run.
+fn dq_elem_gguf(r: DqRun, j: u32) -> f32 {
+  let lo = ld_u8(r.q + j);
+  switch (dq_scheme) {
+    case RLX_QUANT_Q4_0: { return r.a * f32(i32((lo >> r.sh) & 15u) - 8); }
+    case RLX_QUANT_Q5_0: {
+      return r.a * f32(i32(((lo >> r.sh) & 15u) | (((r.h >> (r.hsh + j)) & 1u) << 4u)) - 16);
+    }
+    case RLX_QUANT_Q8_0: { return f32(bitcast<i32>(lo << 24u) >> 24u) * r.a; }
+    case RLX_QUANT_Q3_K: {
+      let v = i32((lo >> r.sh) & 3u) - select(4, 0, ((ld_u8(r.h + j) >> r.hsh) & 1u) != 0u);
+      return r.a * f32(v);
+    }
+    case RLX_QUANT_Q6_K: {
+      let q = ((lo >> r.sh) & 15u) | (((ld_u8(r.h + j) >> r.hsh) & 3u) << 4u);
+      return r.a * f32(i32(q) - 32);
+    }
+    default: {}
   }
-  return w;
+  // the schemes computing t = a * code, then t + b or t - b
+  var code = (lo >> r.sh) & 15u; // Q4_1, Q4_K
+  if (dq_scheme == RLX_QUANT_Q2_K) { code = (lo >> r.sh) & 3u; }
+  if (dq_scheme == RLX_QUANT_Q5_1) { code = code | (((r.h >> (r.hsh + j)) & 1u) << 4u); }
+  if (dq_scheme == RLX_QUANT_Q5_K) { code = code | (((ld_u8(r.h + j) >> r.hsh) & 1u) << 4u); }
+  let t = r.a * f32(code);
+  if (dq_scheme == RLX_QUANT_Q4_1 || dq_scheme == RLX_QUANT_Q5_1) { return t + r.b; }
+  return t - r.b;
 }
 
 // ------------------------------------------------------------ own schemes
@@ -256,40 +227,23 @@ fn dq_own(n: u32, k: u32, s: DqScale) -> f32 {
 
 // ------------------------------------------------------------ one run
 
-// Elements k0 .. k0 + 15 of W row n (k0 a multiple of 16), 0 past K.
-fn dq_run(n: u32, k0: u32) -> array<f32, 16> {
+// The run of W row n starting at k0 (a multiple of 16).
+fn dq_setup(n: u32, k0: u32) -> DqRun {
   if (dq_scheme <= RLX_QUANT_Q6_K) {
     // the block geometry comes from rlx_quant_table through the record
     let blk = pxu(DQ_BLOCK);
-    let b = dq_w + n * dq_rb + k0 / blk * pxu(DQ_BLOCK_BYTES);
-    let e0 = k0 % blk;
-    switch (dq_scheme) {
-      case RLX_QUANT_Q4_0: { return dq_q4_0(b, e0); }
-      case RLX_QUANT_Q4_1: { return dq_q4_1(b, e0); }
-      case RLX_QUANT_Q5_0: { return dq_q5_0(b, e0); }
-      case RLX_QUANT_Q5_1: { return dq_q5_1(b, e0); }
-      case RLX_QUANT_Q8_0: { return dq_q8_0(b, e0); }
-      case RLX_QUANT_Q2_K: { return dq_q2_k(b, e0); }
-      case RLX_QUANT_Q3_K: { return dq_q3_k(b, e0); }
-      case RLX_QUANT_Q4_K: { return dq_k4_k5(b, false, e0); }
-      case RLX_QUANT_Q5_K: { return dq_k4_k5(b, true, e0); }
-      default: { return dq_q6_k(b, e0); }
-    }
+    return dq_setup_gguf(dq_w + n * dq_rb + k0 / blk * pxu(DQ_BLOCK_BYTES), k0 % blk);
   }
-  var w: array<f32, 16>;
-  var g = 0xffffffffu;
-  var s = DqScale(0.0, 0);
-  for (var j = 0u; j < 16u; j++) {
-    let k = k0 + j;
-    w[j] = 0.0;
-    if (k >= dq_K) { continue; }
-    if (k / dq_group != g) {
-      g = k / dq_group;
-      s = dq_scale(n, g);
-    }
-    w[j] = dq_own(n, k, s);
-  }
-  return w;
+  return DqRun(0u, 0u, 0u, 0u, 0.0, 0.0, k0, n);
+}
+
+// Element k0 + j of the run (0 past K); the separate-scale schemes look
+// their group's scale up per element.
+fn dq_elem(r: DqRun, j: u32) -> f32 {
+  if (dq_scheme <= RLX_QUANT_Q6_K) { return dq_elem_gguf(r, j); }
+  let k = r.k0 + j;
+  if (k >= dq_K) { return 0.0; }
+  return dq_own(r.n, k, dq_scale(r.n, k / dq_group));
 }
 
 fn dq_x(i: u32) -> f32 {
@@ -312,12 +266,11 @@ fn gemv_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   var acc = vec4<f32>(0.0);
   for (var r = t; r < runs; r += 64u) {
     let k0 = 16u * r;
-    var w = dq_run(n, k0);
     let len = min(16u, dq_K - k0);
-    for (var m = 0u; m < M; m++) {
-      var a = 0.0;
-      for (var j = 0u; j < len; j++) { a = a + dq_x(m * dq_K + k0 + j) * w[j]; }
-      acc[m] = acc[m] + a;
+    let run = dq_setup(n, k0);
+    for (var j = 0u; j < len; j++) {
+      let w = dq_elem(run, j);
+      for (var m = 0u; m < M; m++) { acc[m] = acc[m] + dq_x(m * dq_K + k0 + j) * w; }
     }
   }
   for (var m = 0u; m < 4u; m++) { dq_red[m * 64u + t] = acc[m]; }
@@ -346,11 +299,16 @@ fn tile_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let tx = t % 16u; let ty = t / 16u;
   var acc: array<vec4<f32>, 4>; // acc[i][j]: row m0 + 4 ty + i, column n0 + 4 tx + j
   for (var k0 = 0u; k0 < K; k0 += 32u) {
-    if (t < 128u) { // 64 W rows x 2 runs of this k slice
-      let nn = t / 2u; let kk = 16u * (t % 2u);
-      var w: array<f32, 16>;
-      if (n0 + nn < N && k0 + kk < K) { w = dq_run(n0 + nn, k0 + kk); }
-      for (var j = 0u; j < 16u; j++) { dq_ws[(kk + j) * 65u + nn] = w[j]; }
+    { // 64 W rows x 32 k: invocation t decodes 8 elements of one run
+      let nn = t / 4u; let kk = 8u * (t % 4u);
+      let live = n0 + nn < N && k0 + kk < K;
+      var run: DqRun;
+      if (live) { run = dq_setup(n0 + nn, k0 + (kk & ~15u)); }
+      for (var j = 0u; j < 8u; j++) {
+        var w = 0.0;
+        if (live) { w = dq_elem(run, (kk & 15u) + j); }
+        dq_ws[(kk + j) * 65u + nn] = w;
+      }
     }
     for (var q = 0u; q < 8u; q++) { // 64 x rows x 32 k
       let i = t + 256u * q; let mm = i / 32u; let kk = i % 32u;
@@ -380,25 +338,22 @@ fn tile_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 
 // ------------------------------------------------------------ transposed role
 
+// An invocation per 4 rows of x and one column k of y, walking W's rows.
 @compute @workgroup_size(64)
 fn t_main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let item = group_linear(wid) * 64u + lid;
   if (item >= P[R_COUNT]) { return; }
   dq_init();
-  let M = pxu(DQ_M); let N = pxu(DQ_N); let runs = pxu(DQ_RUNS);
-  let m0 = 4u * (item / runs); let k0 = 16u * (item % runs);
-  var acc: array<array<f32, 16>, 4>;
+  let M = pxu(DQ_M); let N = pxu(DQ_N);
+  let m0 = 4u * (item / dq_K); let k = item % dq_K;
+  var acc = vec4<f32>(0.0);
   for (var n = 0u; n < N; n++) {
-    var w = dq_run(n, k0);
+    let w = dq_elem(dq_setup(n, k & ~15u), k & 15u);
     for (var i = 0u; i < 4u; i++) {
-      if (m0 + i >= M) { break; }
-      let xv = dq_x((m0 + i) * N + n);
-      for (var j = 0u; j < 16u; j++) { acc[i][j] = acc[i][j] + xv * w[j]; }
+      if (m0 + i < M) { acc[i] = acc[i] + dq_x((m0 + i) * N + n) * w; }
     }
   }
-  let len = min(16u, dq_K - k0);
   for (var i = 0u; i < 4u; i++) {
-    if (m0 + i >= M) { break; }
-    for (var j = 0u; j < len; j++) { dq_store((m0 + i) * dq_K + k0 + j, acc[i][j]); }
+    if (m0 + i < M) { dq_store((m0 + i) * dq_K + k, acc[i]); }
   }
 }

@@ -1115,9 +1115,12 @@ RLX_API rlx_exec* rlx_trainer_exec(rlx_trainer* t);
  * The dot products accumulate in f32 or wider. Gradient: dx = dy . W
  * (a DequantMatMul in the transposed role); w and its scales get none.
  * The CPU has a fused-dequant GEMV for decode (few rows of x) and
- * dequantized tiles into its SGEMM for prefill; CUDA, Vulkan and WebGPU
- * run the op on the host fallback until they have kernels (the dispatch
- * report's host column; an error in strict mode). */
+ * dequantized tiles into its SGEMM for prefill; Vulkan and WebGPU run
+ * every scheme natively (a fused-dequant GEMV for up to 4 rows of x,
+ * shared-memory tiles of dequantized W above that, the transposed role);
+ * CUDA has a fused-dequant GEMV for up to 8 rows of the GGUF schemes,
+ * tensor-core tiles for half x and f32 tiles for the rest (f64 x runs on
+ * the host fallback: the dispatch report's host column). */
 typedef enum rlx_quant_scheme {
   RLX_QUANT_Q4_0 = 0,
   RLX_QUANT_Q4_1 = 1,

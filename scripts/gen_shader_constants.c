@@ -55,10 +55,15 @@ static void write_families(FILE* f, const char* fmt) {
   X(RLX_F8E4M3FNUZ) X(RLX_F8E5M2FNUZ)                                                           \
   X(RLX_RED_SUM) X(RLX_RED_MEAN) X(RLX_RED_MAX) X(RLX_RED_MIN) X(RLX_RED_PROD)                  \
   X(RLX_MASK_NONE) X(RLX_MASK_CAUSAL) X(RLX_MASK_CUSTOM) X(RLX_MASK_SLIDING) X(RLX_MASK_BIAS)   \
-  X(RLX_ROPE_NEOX) X(RLX_ROPE_GPTJ)
+  X(RLX_ROPE_NEOX) X(RLX_ROPE_GPTJ)                                                             \
+  X(RLX_QUANT_Q4_0) X(RLX_QUANT_Q4_1) X(RLX_QUANT_Q5_0) X(RLX_QUANT_Q5_1) X(RLX_QUANT_Q8_0)     \
+  X(RLX_QUANT_Q2_K) X(RLX_QUANT_Q3_K) X(RLX_QUANT_Q4_K) X(RLX_QUANT_Q5_K) X(RLX_QUANT_Q6_K)     \
+  X(RLX_QUANT_INT8_SYM) X(RLX_QUANT_INT8_ASYM) X(RLX_QUANT_INT4_SYM) X(RLX_QUANT_INT4_ASYM)     \
+  X(RLX_QUANT_FP8_E4M3) X(RLX_QUANT_FP8_E5M2) X(RLX_QUANT_NVFP4)
 
 _Static_assert(RLX_DTYPE_COUNT == 17, "a dtype without a shader constant");
 _Static_assert(RLX_RED_COUNT == 5, "a reduce op without a shader constant");
+_Static_assert(RLX_QUANT_COUNT == 17, "a quantization scheme without a shader constant");
 _Static_assert(RLX_MASK_BIAS == 4 && RLX_ROPE_GPTJ == 1, "mask kinds / rope styles changed");
 
 static const char* const k_header =

@@ -39,6 +39,7 @@ typedef struct pcase {
   char name[96];
   rlx_dtype compute; /* the dtype the variant computes in (RLX_F32 unless set) */
   int exact;         /* float outputs must equal the reference (NaN equals NaN) */
+  int shader_native; /* Vulkan and WebGPU must run every node and step natively */
 } pcase;
 
 /* ------------------------------------------------------------ graph helpers */
@@ -1828,11 +1829,9 @@ static rlx_tensor quant_u8(pcase* c, int64_t N, int64_t G, int lo, int hi) {
 
 /* DequantMatMul with x in dtype t ([B, M, K], or [B, M, N] in the
  * transposed role, the gradient's); its inputs per the scheme. */
-static rlx_tensor dequant_node(pcase* c, int32_t scheme, int transposed, rlx_dtype t) {
-  int32_t fixed = rlx_quant_table[scheme].fixed_group;
-  int32_t group = fixed ? fixed : (int32_t)(2 * test_rand_int(1, 8));
-  int64_t K = group * test_rand_int(1, fixed == 256 ? 2 : 4), N = rdim(), M = rdim();
-  rlx_dim xs[3] = {test_rand_int(1, 2), M, transposed ? N : K}, ss[2] = {N, K / group};
+static rlx_tensor dequant_node_sized(pcase* c, int32_t scheme, int transposed, rlx_dtype t,
+                                     int64_t B, int64_t M, int64_t N, int64_t K, int32_t group) {
+  rlx_dim xs[3] = {B, M, transposed ? N : K}, ss[2] = {N, K / group};
   rlx_tensor x = input(c, RLX_F32, xs, 3), s = RLX_NONE, a = RLX_NONE, y = RLX_NONE;
   if (t != RLX_F32) rlx_graph_add_cast(c->g, x, t, &x);
   rlx_tensor w = quant_weights(c, scheme, N, K, group);
@@ -1853,12 +1852,24 @@ static rlx_tensor dequant_node(pcase* c, int32_t scheme, int transposed, rlx_dty
   rlx_graph_add_node(c->g, RLX_OP_DEQUANT_MATMUL, &at, ins, 4, outs);
   y = outs[0];
   if (t != RLX_F32) rlx_graph_add_cast(c->g, y, RLX_F32, &y);
+  c->shader_native = 1; /* every scheme has Vulkan and WebGPU kernels */
   return y;
 }
 
-/* variant: scheme + RLX_QUANT_COUNT * (transposed role); CUDA runs it on
- * kernels/quant.cu, the shader backends on the host fallback until they
- * have kernels. */
+/* The scheme's group: fixed, or a random even size. */
+static int32_t dequant_group(int32_t scheme) {
+  int32_t fixed = rlx_quant_table[scheme].fixed_group;
+  return fixed ? fixed : (int32_t)(2 * test_rand_int(1, 8));
+}
+
+static rlx_tensor dequant_node(pcase* c, int32_t scheme, int transposed, rlx_dtype t) {
+  int32_t group = dequant_group(scheme);
+  int64_t K = group * test_rand_int(1, group == 256 ? 2 : 4), N = rdim(), M = rdim();
+  return dequant_node_sized(c, scheme, transposed, t, test_rand_int(1, 2), M, N, K, group);
+}
+
+/* variant: scheme + RLX_QUANT_COUNT * (transposed role). Vulkan and
+ * WebGPU must run it natively (shader_native). */
 static void c_dequant_matmul(pcase* c, int v) {
   rlx_tensor y = dequant_node(c, v % RLX_QUANT_COUNT, v / RLX_QUANT_COUNT, RLX_F32);
   outputs(c, &y, 1);
@@ -1971,6 +1982,23 @@ static void c_dequant_grouped_matmul(pcase* c, int v) {
   rlx_tensor ins[5] = {x, w, idx, s, a}, outs[RLX_MAX_OUTPUTS] = {RLX_NONE};
   rlx_graph_add_node(c->g, RLX_OP_DEQUANT_GROUPED_MATMUL, &at, ins, 5, outs);
   y = outs[0];
+/* variant as c_dequant_matmul, with more than 4 rows of x (the shader
+ * backends' tiled kernel, several 64-wide tiles along N) */
+static void c_dequant_matmul_tiles(pcase* c, int v) {
+  int32_t scheme = v % RLX_QUANT_COUNT, group = dequant_group(scheme);
+  int64_t K = group * test_rand_int(1, group == 256 ? 2 : 3);
+  rlx_tensor y = dequant_node_sized(c, scheme, v / RLX_QUANT_COUNT, RLX_F32, 1,
+                                    test_rand_int(5, 70), test_rand_int(1, 80), K, group);
+  outputs(c, &y, 1);
+}
+
+/* variant as c_dequant_matmul, with K over 2048: a GEMV lane of the shader
+ * backends decodes several runs of 16 (and several blocks) */
+static void c_dequant_matmul_long(pcase* c, int v) {
+  int32_t scheme = v % RLX_QUANT_COUNT, group = dequant_group(scheme);
+  int64_t K = group * ((2048 + group) / group + test_rand_int(0, 2));
+  rlx_tensor y = dequant_node_sized(c, scheme, v / RLX_QUANT_COUNT, RLX_F32, 1,
+                                    test_rand_int(1, 4), rdim(), K, group);
   outputs(c, &y, 1);
 }
 
@@ -2053,9 +2081,8 @@ static const case_def CASES[] = {
     {"dequant_matmul", c_dequant_matmul, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"dequant_matmul_half", c_dequant_matmul_half, 8, TOL_HALF},
     {"attention_backward_half_pair", c_attention_backward_half_pair, 10, {0, 3e-2, 3e-2}},
-    {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
-    {"dequant_grouped_matmul", c_dequant_grouped_matmul, 14, TOL_F32},
-    {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
+    {"dequant_matmul_tiles", c_dequant_matmul_tiles, 2 * RLX_QUANT_COUNT, TOL_F32},
+    {"dequant_matmul_long", c_dequant_matmul_long, 2 * RLX_QUANT_COUNT, TOL_F32},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:
@@ -2175,11 +2202,50 @@ static float* make_input(int64_t* n_out, const rlx_dim* shape, const int32_t* ra
   return x;
 }
 
+static int shader_device(const char* device) {
+  return strcmp(device, "vulkan") == 0 || strcmp(device, "webgpu") == 0;
+}
+
+/* The count written just before `what` in text; -1 if absent. */
+static long count_before(const char* text, const char* what) {
+  const char* at = strstr(text, what);
+  const char* p = at;
+  while (p && p > text && p[-1] >= '0' && p[-1] <= '9') p--;
+  return at && p != at ? atol(p) : -1;
+}
+
+/* A shader_native case: the backend's dispatch report line must say that
+ * no step went to the host fallback (strict compile already refused a
+ * node without a kernel), so a silent fallback fails the case. Steps whose
+ * bytes exceed one binding window (the windowed CI configurations) are
+ * that mode's documented fallback, not a missing kernel: they are allowed. */
+static rlx_status check_native(rlx_exec* e, const char* device, char* err, size_t cap) {
+  char* text = NULL;
+  if (rlx_exec_report(e, &text) != RLX_OK || !text) {
+    snprintf(err, cap, "no dispatch report");
+    return RLX_INTERNAL;
+  }
+  long host = count_before(text, " on the host fallback");
+  long window = count_before(text, " on the host because their bytes exceed one window");
+  rlx_status s = RLX_OK;
+  if (host < 0 || host - (window > 0 ? window : 0) != 0) {
+    char key[32];
+    snprintf(key, sizeof key, "%s: ", device); /* the backend's own line */
+    const char* line = strstr(text, key);
+    snprintf(err, cap, "not native on %s: %.200s", device, line ? line : "no host-fallback count");
+    s = RLX_INTERNAL;
+  }
+  rlx_free(text);
+  return s;
+}
+
 static rlx_status run_on(const pcase* c, const char* device, int reference, uint64_t seed,
                          run_result* r, char* err, size_t cap) {
   rlx_compile_options o;
   rlx_compile_options_init(&o);
   o.reference = reference;
+  int native = !reference && c->shader_native && shader_device(device);
+  o.strict = native;
   rlx_exec* e = NULL;
   rlx_status s = rlx_compile(c->g, device, &o, &e);
   if (s) { snprintf(err, cap, "compile: %s", rlx_graph_last_error(c->g)); return s; }
@@ -2203,6 +2269,7 @@ static rlx_status run_on(const pcase* c, const char* device, int reference, uint
     s = rlx_exec_run(e);
     if (s) snprintf(err, cap, "run: %s", rlx_exec_last_error(e));
     else if (reference) mark_kinds(e);
+    else if (native) s = check_native(e, device, err, cap);
   }
   r->n_out = s == RLX_OK ? rlx_exec_output_count(e) : 0;
   if (r->n_out > MAX_OUT) {

@@ -154,7 +154,10 @@ extern const int rlx_vk_shader_table_count;
   /* training: cross-entropy rows / mean / backward, gather backward, optimizer updates */     \
   X(XENT, xent) X(GATHER_BWD, gather_bwd) X(OPT_UPDATE, opt_update)                          \
   /* MoE: GroupedMatMul with float experts, one output element per lane */                    \
-  X(GROUPED_MATMUL, grouped_matmul)
+  X(GROUPED_MATMUL, grouped_matmul)                                                         \
+  /* DequantMatMul: decode GEMV (the kind's generic pipe), prefill tiles, the */                \
+  /* transposed (gradient) role; dequant.comp */                                               \
+  X(DQ_GEMV, dequant_gemv) X(DQ_TILE, dequant_tile) X(DQ_T, dequant_t)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,
@@ -198,8 +201,8 @@ typedef enum rlx_vk_pipe {
 #define RLX_VK_KIND_GATHER_BACKWARD RLX_VK_PIPE_GATHER_BWD
 #define RLX_VK_KIND_OPT_UPDATE RLX_VK_PIPE_OPT_UPDATE
 #define RLX_VK_KIND_REGION RLX_VK_PIPE_COUNT /* no kernel yet: the pass does not fuse here */
-/* no kernel yet: the host fallback runs it (rlx_shader_supports_node) */
-#define RLX_VK_KIND_DEQUANT_MATMUL RLX_VK_PIPE_COUNT
+/* the GEMV; vk_params.c picks the tiled or transposed build per step */
+#define RLX_VK_KIND_DEQUANT_MATMUL RLX_VK_PIPE_DQ_GEMV
 #define RLX_VK_KIND_GROUPED_MATMUL RLX_VK_PIPE_GROUPED_MATMUL
 
 /* ------------------------------------------------------------ context */

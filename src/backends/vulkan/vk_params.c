@@ -12,6 +12,7 @@
 #include "backends/common/common.h"
 #include "backends/vulkan/shaders/layout.h"
 #include "backends/vulkan/vk_internal.h"
+#include "ir/quant.h"
 
 typedef struct encoder {
   int32_t* w;
@@ -179,6 +180,53 @@ static int64_t conv_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
   return p->groups * conv_tiles(p, 128, 128);
 }
 
+/* ------------------------------------------------------------ dequant matmul
+ *
+ * dequant.comp in three builds: the GEMV for up to DQ_GEMV_MAXM rows of x
+ * (decode: a workgroup per W row), 64 x 64 tiles above that (prefill: W
+ * dequantized a 64 x 32 slice at a time into shared memory), and the
+ * transposed (gradient) role. */
+#define RLX_VK_DQ_GEMV_MAXM 4 /* dequant.comp's DQ_GEMV_MAXM */
+
+static int64_t dqmm_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  if (p->transposed) {
+    *pipe = RLX_VK_PIPE_DQ_T;
+    *per_group = 64;
+    return (p->M + 3) / 4 * p->K;
+  }
+  *per_group = 1;
+  if (p->M <= RLX_VK_DQ_GEMV_MAXM) {
+    *pipe = RLX_VK_PIPE_DQ_GEMV;
+    return p->N;
+  }
+  *pipe = RLX_VK_PIPE_DQ_TILE;
+  return ((p->M + 63) / 64) * ((p->N + 63) / 64);
+}
+
+static void encode_dqmm(encoder* e, const rlx_step* s) {
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  const rlx_quant_info* q = &rlx_quant_table[p->scheme];
+  int x = RLXVK_X;
+  put(e, x + DQ_M, p->M);
+  put(e, x + DQ_N, p->N);
+  put(e, x + DQ_K, p->K);
+  put(e, x + DQ_ROW_BYTES, p->row_bytes);
+  put(e, x + DQ_SCHEME, p->scheme);
+  put(e, x + DQ_GROUP, p->group);
+  put(e, x + DQ_HAS_SCALE, p->has_scale);
+  put(e, x + DQ_HAS_AUX, p->has_aux);
+  put(e, x + DQ_RUNS, (p->K + 15) / 16);
+  put(e, x + DQ_TILES_N, (p->N + 63) / 64);
+  put(e, x + DQ_BLOCK, q->block);
+  put(e, x + DQ_BLOCK_BYTES, q->block_bytes);
+  /* 32-bit element indices of x and y, byte addresses of W's words */
+  int64_t xn = p->M * (p->transposed ? p->N : p->K), yn = p->M * (p->transposed ? p->K : p->N);
+  if (p->group < 1 || xn > INT32_MAX || yn > INT32_MAX || s->in[1].offset % 4 != 0 ||
+      (uint64_t)s->in[1].offset + (uint64_t)(p->N * p->row_bytes) > UINT32_MAX)
+    e->ok = 0;
+}
+
 /* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;
  * RLX_VK_PIPE_COUNT: none, the step goes to the host fallback). */
 static const rlx_vk_pipe k_kind_pipe[RLX_K_COUNT] = {
@@ -199,6 +247,7 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
     return matmul_plan(s, pipe);
   }
   if (s->kernel == RLX_K_CONV) return conv_plan(s, per_group, pipe);
+  if (s->kernel == RLX_K_DEQUANT_MATMUL) return dqmm_plan(s, per_group, pipe);
   if (s->work.unit == RLX_WORK_NONE) return -1;
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
   return s->work.items;
@@ -386,6 +435,7 @@ static void encode_kind(encoder* e, const rlx_step* s, uint64_t arena_bytes) {
       break;
     }
     case RLX_K_ATTENTION: encode_attention(e, &s->p.attn); break;
+    case RLX_K_DEQUANT_MATMUL: encode_dqmm(e, s); break;
     case RLX_K_ATTENTION_BWD: encode_attention_bwd(e, s); break;
     case RLX_K_CONV: encode_conv(e, s); break;
     case RLX_K_ROPE: {

@@ -386,7 +386,11 @@ static int place_step(rlx_backend_exec* be, wg_program* pg, int32_t i, uint32_t*
     sp->at[k] = at;
     at = align_up(at + (sp->r[k].end - sp->r[k].begin), 256);
   }
-  if (at > be->window) { free(sp); return 0; } /* does not fit even staged: host */
+  if (at > be->window) { /* does not fit even staged: host */
+    free(sp);
+    be->stats.window_host_steps++;
+    return 0;
+  }
   rlx_step moved;
   staged_step(s, sp, &moved);
   if (rlx_wg_encode_step(&moved, i, 0, be->window, max_groups, words, d)) { free(sp); return 0; }
@@ -909,6 +913,20 @@ void rlx_wg_exec_stats(const rlx_backend_exec* be, rlx_wg_stats* out) {
   out->arena_bytes = be->arena_size;
 }
 
+/* Dispatch report line: the steps this backend moved off their kernels
+ * when it encoded them (tests assert native placement through it). */
+static void wg_report(const rlx_backend_exec* be, char* buf, size_t cap) {
+  const rlx_wg_stats* st = &be->stats;
+  int n = snprintf(buf, cap, "webgpu: %llu steps encoded on fast kernels, %llu on the host fallback",
+                   (unsigned long long)st->fast_steps, (unsigned long long)st->host_steps);
+  if (n < 0 || (size_t)n >= cap || be->window >= be->arena_size) return;
+  snprintf(buf + n, cap - (size_t)n,
+           "; arena bound through %llu-byte windows: %llu step(s) staged, %llu on the host "
+           "because their bytes exceed one window",
+           (unsigned long long)be->window, (unsigned long long)st->staged_steps,
+           (unsigned long long)st->window_host_steps);
+}
+
 const rlx_backend rlx_backend_webgpu = {
     .name = "webgpu",
     .probe = wg_probe,
@@ -921,4 +939,5 @@ const rlx_backend rlx_backend_webgpu = {
     .copy = wg_copy,
     .run = wg_run,
     .select_outputs = wg_select_outputs,
+    .report = wg_report,
 };

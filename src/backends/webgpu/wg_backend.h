@@ -11,6 +11,7 @@ typedef struct rlx_wg_stats {
   uint64_t recordings;   /* step lists encoded (compile + each new extent) */
   uint64_t host_steps;   /* steps sent to the host fallback when encoded */
   uint64_t staged_steps; /* steps run through the staging buffer */
+  uint64_t window_host_steps; /* of host_steps, those whose bytes exceed one window staged */
   uint64_t fast_steps;   /* steps on a fast-path kernel (RLX_WG_ELTWISE_VEC and after) */
   uint64_t window_bytes; /* arena binding window (= arena when it fits) */
   uint64_t arena_bytes;

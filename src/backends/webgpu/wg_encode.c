@@ -16,6 +16,7 @@
 #include "base/env.h"
 #include "backends/common/common.h"
 #include "backends/webgpu/wg_internal.h"
+#include "ir/quant.h"
 
 typedef struct encoder {
   uint32_t* w;
@@ -73,9 +74,25 @@ static const rlx_wg_kernel k_kind_kernel[RLX_K_COUNT] = {
 /* The step's generic kernel and work items. Work items come from the
  * shared lowering (step->work): one invocation each (64 per workgroup) or
  * one workgroup each. -1: no kernel for this kind. */
+/* DequantMatMul (dequant.wgsl): the GEMV for up to 4 rows of x (a
+ * workgroup per W row), 64 x 64 tiles above that (a workgroup each), the
+ * transposed role an invocation per 4 rows of x and one column of y. */
+static int64_t dqmm_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  if (p->transposed) {
+    *k = RLX_WG_DQ_T;
+    *per_group = 64;
+    return (p->M + 3) / 4 * p->K;
+  }
+  *per_group = 1;
+  *k = p->M <= 4 ? RLX_WG_DQ_GEMV : RLX_WG_DQ_TILE;
+  return p->M <= 4 ? p->N : ((p->M + 63) / 64) * ((p->N + 63) / 64);
+}
+
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_kernel[s->kernel] == RLX_WG_KERNEL_COUNT)
     return -1;
+  if (s->kernel == RLX_K_DEQUANT_MATMUL) return dqmm_items(s, per_group, k);
   if (s->work.unit == RLX_WORK_NONE) return -1;
   *k = k_kind_kernel[s->kernel];
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
@@ -190,8 +207,32 @@ static void encode_opt(encoder* e, const rlx_step* s, uint64_t base, uint64_t wi
   }
 }
 
+/* The geometry, 32-bit element indices of x and y, W 4-byte aligned in
+ * its window (bytes are extracted from its words). */
+static void encode_dqmm(encoder* e, const rlx_step* s, uint64_t base) {
+  const rlx_dqmm_params* p = &s->p.dqmm;
+  const rlx_quant_info* q = &rlx_quant_table[p->scheme];
+  put_x(e, WG_DQ_M, p->M);
+  put_x(e, WG_DQ_N, p->N);
+  put_x(e, WG_DQ_K, p->K);
+  put_x(e, WG_DQ_ROW_BYTES, p->row_bytes);
+  put_x(e, WG_DQ_SCHEME, p->scheme);
+  put_x(e, WG_DQ_GROUP, p->group);
+  put_x(e, WG_DQ_HAS_SCALE, p->has_scale);
+  put_x(e, WG_DQ_HAS_AUX, p->has_aux);
+  put_x(e, WG_DQ_RUNS, (p->K + 15) / 16);
+  put_x(e, WG_DQ_TILES_N, (p->N + 63) / 64);
+  put_x(e, WG_DQ_BLOCK, q->block);
+  put_x(e, WG_DQ_BLOCK_BYTES, q->block_bytes);
+  int64_t xn = p->M * (p->transposed ? p->N : p->K), yn = p->M * (p->transposed ? p->K : p->N);
+  if (p->group < 1 || xn > INT32_MAX || yn > INT32_MAX || (s->in[1].offset - base) % 4 != 0 ||
+      s->in[1].offset - base + (uint64_t)(p->N * p->row_bytes) > UINT32_MAX)
+    e->ok = 0;
+}
+
 static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t window) {
   switch (s->kernel) {
+    case RLX_K_DEQUANT_MATMUL: encode_dqmm(e, s, base); break;
     case RLX_K_MATMUL: encode_matmul(e, &s->p.mm); break;
     case RLX_K_REDUCE:
       put_x(e, WG_RD_NKEEP, s->p.reduce.n_keep);

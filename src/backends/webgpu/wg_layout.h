@@ -74,7 +74,12 @@
   X(OU_OUT2_DT, 11) X(OU_OP_ADAM, RLX_OPT_ADAM) X(OU_H_LR, RLX_HYPER_LR)                        \
   X(OU_H_GRAD_SCALE, RLX_HYPER_GRAD_SCALE) X(OU_H_STEP, RLX_HYPER_STEP)                         \
   X(OU_H_APPLY, RLX_HYPER_APPLY)                                                                \
-  X(GM_N, 0) X(GM_K, 1) X(GM_E, 2) X(GM_XREP, 3) X(GM_WT, 4)
+  X(GM_N, 0) X(GM_K, 1) X(GM_E, 2) X(GM_XREP, 3) X(GM_WT, 4)                                               \
+  /* DequantMatMul (dequant.wgsl): runs of 16 elements per W row, tiles along N, */            \
+  /* rlx_quant_table's block and its bytes */                                                  \
+  X(DQ_M, 0) X(DQ_N, 1) X(DQ_K, 2) X(DQ_ROW_BYTES, 3) X(DQ_SCHEME, 4) X(DQ_GROUP, 5)            \
+  X(DQ_HAS_SCALE, 6) X(DQ_HAS_AUX, 7) X(DQ_RUNS, 8) X(DQ_TILES_N, 9) X(DQ_BLOCK, 10)            \
+  X(DQ_BLOCK_BYTES, 11)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

@@ -283,4 +283,21 @@
 #define GM_XREP 3
 #define GM_WT 4
 
+/* DequantMatMul (rlx_dqmm_params; dequant.comp, quant.glsl). Slots: out0
+ * y, in0 x, in1 w (u8 rows), in2 scale, in3 aux (zero points / NVFP4's
+ * global scale). DQ_RUNS: runs of 16 elements per W row (K / 16 rounded
+ * up), the unit every decoder produces. */
+#define DQ_M 0
+#define DQ_N 1
+#define DQ_K 2
+#define DQ_ROW_BYTES 3
+#define DQ_SCHEME 4
+#define DQ_GROUP 5
+#define DQ_HAS_SCALE 6
+#define DQ_HAS_AUX 7
+#define DQ_RUNS 8
+#define DQ_TILES_N 9 /* dequant_tile: output tiles along N */
+#define DQ_BLOCK 10       /* rlx_quant_table's block (elements) */
+#define DQ_BLOCK_BYTES 11 /* and its bytes */
+
 #endif

@@ -1982,6 +1982,9 @@ static void c_dequant_grouped_matmul(pcase* c, int v) {
   rlx_tensor ins[5] = {x, w, idx, s, a}, outs[RLX_MAX_OUTPUTS] = {RLX_NONE};
   rlx_graph_add_node(c->g, RLX_OP_DEQUANT_GROUPED_MATMUL, &at, ins, 5, outs);
   y = outs[0];
+  outputs(c, &y, 1);
+}
+
 /* variant as c_dequant_matmul, with more than 4 rows of x (the shader
  * backends' tiled kernel, several 64-wide tiles along N) */
 static void c_dequant_matmul_tiles(pcase* c, int v) {
@@ -2083,6 +2086,9 @@ static const case_def CASES[] = {
     {"attention_backward_half_pair", c_attention_backward_half_pair, 10, {0, 3e-2, 3e-2}},
     {"dequant_matmul_tiles", c_dequant_matmul_tiles, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"dequant_matmul_long", c_dequant_matmul_long, 2 * RLX_QUANT_COUNT, TOL_F32},
+    {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
+    {"dequant_grouped_matmul", c_dequant_grouped_matmul, 14, TOL_F32},
+    {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

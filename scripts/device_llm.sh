@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Issue 17 on the GPU machine: the LLM path on CUDA, checked and measured
+# beside llama.cpp built there from the bundled source.
+#
+#   here:    scripts/device_llm.sh pack       # $BUILD (CUDA) -> build-llm-carry/
+#   device:  run, carry [build-llm-carry]:
+#              OUT=$OUT bash build-llm-carry/device_llm.sh check   (~6 min)
+#                parity (every matmul case: DequantMatMul, GroupedMatMul),
+#                test_llm / test_llm_gguf / test_llama_oracle on cuda,
+#                rlx generate on a tiny GGUF; meanwhile llama.cpp's
+#                llama-bench is built (CUDA, sm_90) into build-llama/ and the
+#                Llama-3-8B-shaped random files are written into
+#                build-llm-models/ (both ignored paths: they stay on the warm
+#                machine for the next call)
+#              OUT=$OUT bash build-llm-carry/device_llm.sh bench   (~3 min)
+#                rlx bench and llama-bench, pp512 and tg128, on each file
+#   then:    copy $OUT/*.txt to bench/results/ (issue17_llm_h200_*.txt)
+# TYPES (default "q4_k_m q8_0") picks the files.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+CARRY="${CARRY:-build-llm-carry}"
+BUILD="${BUILD:-build}"
+BINS="test_parity test_llm test_llm_gguf test_llama_oracle rlx"
+TYPES="${TYPES:-q4_k_m q8_0}"
+
+if [ "${1:-}" = pack ]; then
+  set -e
+  cd "$HERE/.."
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD" -j2 --target $BINS
+  rm -rf "$CARRY" && mkdir -p "$CARRY/bin"
+  for b in $BINS; do strip -o "$CARRY/bin/$b" "$BUILD/$b"; done
+  cp -L /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1 /usr/lib/x86_64-linux-gnu/libjson-c.so.5 \
+    "$CARRY/bin/"
+  for l in libicuuc.so.72 libicudata.so.72 libicui18n.so.72; do
+    cp -L "/usr/lib/x86_64-linux-gnu/$l" "$CARRY/bin/" 2>/dev/null || true
+  done
+  tar -C "$CARRY" -cf - bin | xz -6 -T2 > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
+  # llama.cpp: the source llama-bench needs, gguf-py, and the CPU library
+  tar -C third_party -cf - llama.cpp/CMakeLists.txt llama.cpp/cmake llama.cpp/ggml llama.cpp/src \
+    llama.cpp/include llama.cpp/common llama.cpp/tools llama.cpp/vendor llama.cpp/gguf-py \
+    llama.cpp/LICENSE llama.cpp/licenses llama-cpu | xz -6 -T2 > "$CARRY/third_party.tar.xz"
+  cp scripts/device_llm.sh "$CARRY/"
+  du -sh "$CARRY"/*
+  exit 0
+fi
+
+ROOT="$(cd "$HERE/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-bench/results/device-run-llm}"
+mkdir -p "$OUT"
+MODE="${1:-check}"
+exec > >(tee "$OUT/$MODE.txt") 2>&1
+stage() { echo; echo "== $* ($(date +%T))"; }
+B=/tmp/rlxl/bin
+if [ ! -x "$B/rlx" ]; then
+  mkdir -p /tmp/rlxl && xz -dc "$HERE/bin.tar.xz" | tar -C /tmp/rlxl -xf -
+fi
+[ -d third_party/llama.cpp/gguf-py ] || xz -dc "$HERE/third_party.tar.xz" | tar -C third_party -xf - 2>/dev/null ||
+  { mkdir -p third_party && xz -dc "$HERE/third_party.tar.xz" | tar -C third_party -xf -; }
+export LD_LIBRARY_PATH="$B:${LD_LIBRARY_PATH:-}"
+export PYTHONPATH="$ROOT/third_party/llama.cpp/gguf-py"
+MODELS=build-llm-models
+LB=build-llama
+mkdir -p "$MODELS"
+
+build_llama() {
+  cmake -S third_party/llama.cpp -B "$LB" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_BUILD_TYPE=Release \
+    > "$OUT/llama_build.txt" 2>&1 &&
+    cmake --build "$LB" -j "$(($(nproc) - 2))" --target llama-bench >> "$OUT/llama_build.txt" 2>&1
+  echo "llama-bench build rc=$? ($(date +%T))" >> "$OUT/llama_build.txt"
+}
+
+if [ "$MODE" = check ]; then
+  stage machine
+  nvidia-smi --query-gpu=name,driver_version --format=csv || true
+  [ -x "$LB/bin/llama-bench" ] || build_llama &
+  LPID=$!
+  (for t in $TYPES; do
+     [ -f "$MODELS/llama3-8b-$t.gguf" ] ||
+       python3 scripts/gen_random_gguf.py --preset 8b --type "$t" --jobs 4 \
+         -o "$MODELS/llama3-8b-$t.gguf"
+   done > "$OUT/gen_models.txt" 2>&1) &
+  GPID=$!
+  stage "parity: every matmul case on cuda (DequantMatMul, GroupedMatMul)"
+  RLX_PARITY_ONLY=matmul RLX_PARITY_ROUNDS=3 RLX_DISPATCH_REPORT=0 "$B/test_parity" cpu cuda 2>&1 | tail -8
+  stage "test_llm / test_llm_gguf on cuda"
+  "$B/test_llm" cuda 2>&1 | tail -4
+  "$B/test_llm_gguf" cuda 2>&1 | tail -4
+  stage "test_llama_oracle on cuda (llama.cpp's CPU library as the oracle)"
+  "$B/test_llama_oracle" cuda 2>&1 | grep -E "vs llama|greedy|checks|SKIP" | tail -30
+  stage "rlx generate on cuda (tiny random Q4_K_M file: streams, device sampling)"
+  python3 scripts/gen_random_gguf.py --preset tiny --type q4_k_m -o "$MODELS/tiny.gguf" > /dev/null &&
+    "$B/rlx" generate "$MODELS/tiny.gguf" --prompt "hello" -n 16 --device cuda --seed 1 2>&1 | tail -5
+  stage "waiting for the llama-bench build and the model files"
+  wait $GPID; tail -4 "$OUT/gen_models.txt"; ls -la "$MODELS"
+  wait $LPID; tail -3 "$OUT/llama_build.txt"
+  exit 0
+fi
+
+if [ "$MODE" = bench ]; then
+  stage machine
+  nvidia-smi --query-gpu=name,driver_version --format=csv || true
+  for t in $TYPES; do
+    m="$MODELS/llama3-8b-$t.gguf"
+    [ -f "$m" ] || { echo "missing $m (run check first)"; continue; }
+    stage "rlx bench $t"
+    timeout 200 "$B/rlx" bench "$m" -p 512 -n 128 -r 3 --device cuda 2>&1 | tail -8
+    stage "llama-bench $t (CUDA, all layers on the GPU)"
+    [ -x "$LB/bin/llama-bench" ] && timeout 120 "$LB/bin/llama-bench" -m "$m" -p 512 -n 128 -r 3 -ngl 99 2>&1 | tail -6
+  done
+  exit 0
+fi
+echo "usage: device_llm.sh pack|check|bench"
+exit 2

@@ -409,3 +409,12 @@ if(TARGET test_llm_gguf)
   set_tests_properties(test_llm_gguf PROPERTIES SKIP_RETURN_CODE 77)
   rlx_add_webgpu_test(llm_gguf_webgpu test_llm_gguf 900 "" webgpu)
 endif()
+
+# ---- LLM generation with a KV cache (issue 17 item 5): the cache form
+# against the full forward, greedy decode and the samplers; models from
+# tests/llm_torch.py and tests/llm_chat_gguf.py (exit 77 without them).
+if(TARGET test_llm_cache)
+  target_compile_definitions(test_llm_cache PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+  set_tests_properties(test_llm_cache PROPERTIES SKIP_RETURN_CODE 77)
+  rlx_add_webgpu_test(llm_cache_webgpu test_llm_cache 900 "" webgpu)
+endif()

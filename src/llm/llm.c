@@ -22,6 +22,8 @@ struct rlx_llm {
   char* state_names;        /* 2 * num_layers names of STATE_NAME bytes */
   const char** state_inputs;
   int32_t* state_outputs;
+  rlx_llm_progress_fn progress;
+  void* progress_user;
   rlx_error err;
 };
 
@@ -233,17 +235,46 @@ static rlx_status set_gguf_weight(rlx_llm* m, rlx_exec* e, const rlx_value_info*
   return RLX_OK;
 }
 
+void rlx_llm_set_progress(rlx_llm* m, rlx_llm_progress_fn fn, void* user) {
+  if (!m) return;
+  m->progress = fn;
+  m->progress_user = user;
+}
+
+/* Bytes of param p in the file (what the progress counts). */
+static int64_t file_bytes(rlx_llm* m, const rlx_value_info* p) {
+  if (m->gguf) {
+    int64_t i = rlx_gguf_find_tensor(m->gguf, p->name);
+    rlx_gguf_tensor_info t;
+    return i >= 0 && rlx_gguf_tensor(m->gguf, i, &t) == RLX_OK ? (int64_t)t.bytes : 0;
+  }
+  rlx_safetensors_tensor t;
+  return rlx_safetensors_find(m->weights, p->name, &t) == RLX_OK ? (int64_t)t.bytes : 0;
+}
+
+static void report_progress(rlx_llm* m, int64_t done, int64_t total) {
+  if (m->progress) m->progress(m->progress_user, done, total);
+}
+
 rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
   if (!m) return RLX_INVALID_ARGUMENT;
   m->err.msg[0] = '\0';
   if (!e) return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL executable");
   llm_scratch sc = {NULL, NULL, 0, 0};
   rlx_status s = RLX_OK;
-  for (int32_t i = 0; i < rlx_graph_param_count(m->graph) && s == RLX_OK; i++) {
+  int32_t n = rlx_graph_param_count(m->graph);
+  int64_t total = 0, done = 0;
+  for (int32_t i = 0; m->progress && i < n; i++) {
+    rlx_value_info p;
+    if (rlx_graph_get_param(m->graph, i, &p) == RLX_OK && !is_rope_table(p.name))
+      total += file_bytes(m, &p);
+  }
+  for (int32_t i = 0; i < n && s == RLX_OK; i++) {
     rlx_value_info p;
     s = rlx_graph_get_param(m->graph, i, &p);
-    if (s == RLX_OK && !is_rope_table(p.name))
-      s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
+    if (s != RLX_OK || is_rope_table(p.name)) continue;
+    s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
+    if (m->progress) report_progress(m, done += file_bytes(m, &p), total);
   }
   free(sc.f32);
   free(sc.raw);

@@ -418,3 +418,7 @@ if(TARGET test_llm_cache)
   set_tests_properties(test_llm_cache PROPERTIES SKIP_RETURN_CODE 77)
   rlx_add_webgpu_test(llm_cache_webgpu test_llm_cache 900 "" webgpu)
 endif()
+# The chat template detector, UTF-8 streaming and stop strings of `rlx
+# generate MODEL.gguf` live with the CLI (tools/llm_chat.c).
+target_sources(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools/llm_chat.c)
+target_include_directories(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)

@@ -381,7 +381,11 @@ typedef struct streamer {
 static int stream_text(streamer* st, int final) {
   char* text = NULL;
   size_t len = 0;
-  if (rlx_tokenizer_decode(st->tok, st->ids, st->n, 0, &text, &len) != RLX_OK) return CLI_FAIL;
+  if (rlx_tokenizer_decode(st->tok, st->ids, st->n, 0, &text, &len) != RLX_OK) {
+    cli_error("generate", "decoding token %d: %s", (int)st->ids[st->n - 1],
+              rlx_tokenizer_last_error(st->tok));
+    return CLI_FAIL;
+  }
   long at = stop_find(text, len, st->a->stops, st->a->n_stops);
   size_t upto = len;
   if (at >= 0) {

@@ -1368,7 +1368,8 @@ RLX_API void rlx_llm_sampling_init(rlx_llm_sampling* s);
  * kept). Inputs:
  *   "input_ids" i64 [1, T], "positions" i64 [T], "start" i64 [1],
  *   "count" i64 [1] (tokens of the T that are real, >= 1: a chunk may be
- *   padded), "recent" i64 [repeat_last_n] (only with a penalty; -1 = none),
+ *   padded), "recent" i64 [repeat_last_n] (only with a penalty; vocab_size
+ *   marks an empty slot; rlx_llm_cache_run fills it),
  *   "k_cache.L" / "v_cache.L" f32 [1, rows, num_kv_heads, head_dim] for
  *   each layer L (rows = rlx_llm_cache_rows: the RoPE tables' rows).
  * Outputs: 0 "next" i64 [1, 1] (the token drawn from the last real

@@ -367,7 +367,10 @@ static rlx_status set_run_inputs(rlx_llm* m, rlx_exec* e, int64_t* buf, const in
     int64_t* slots = pos + chunk;
     int64_t have = recent && n_recent > 0 ? (n_recent < n_slots ? n_recent : n_slots) : 0;
     for (int64_t i = 0; i < n_slots; i++)
-      slots[i] = i < have ? recent[n_recent - have + i] : -1;
+      slots[i] = i < have && recent[n_recent - have + i] >= 0 &&
+                         recent[n_recent - have + i] < m->config.vocab_size
+                     ? recent[n_recent - have + i]
+                     : m->config.vocab_size; /* the empty slot */
     s = rlx_exec_set_input(e, "recent", RLX_I64, &n_slots, 1, slots,
                            (size_t)n_slots * sizeof(int64_t));
   }

@@ -466,21 +466,31 @@ static rlx_tensor attend_cache(llm_builder* b, int32_t layer, rlx_tensor q, rlx_
 }
 
 /* Repetition penalty (CTRL's): a logit of a token among the last
- * repeat_last_n ("recent", -1 for none) is divided by the penalty when
- * positive, multiplied when negative. */
+ * repeat_last_n ("recent"; vocab_size marks an empty slot) is divided by
+ * the penalty when positive, multiplied when negative. Which tokens were
+ * seen is ScatterAdd of ones into V + 1 zeros (the extra one takes the
+ * empty slots), O(V + repeat_last_n) per step. */
 static rlx_tensor repeat_penalty(llm_builder* b, rlx_tensor logits, const rlx_llm_sampling* s) {
   rlx_dim n = s->repeat_last_n;
+  int64_t V = b->c->vocab_size;
   rlx_tensor recent = node_input(b, "recent", RLX_I64, &n, 1);
-  rlx_tensor vocab = reshape(b, arange(b, b->c->vocab_size), 1, b->c->vocab_size, 0, 0, 2);
-  rlx_tensor seen = cast_f32(b, compare(b, RLX_CMP_EQ, reshape(b, recent, n, 1, 0, 0, 2), vocab));
-  int32_t axis0 = 0;
-  rlx_tensor hit = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_reduce(b->g, RLX_RED_MAX, seen, &axis0, 1, 0, &hit);
+  float* buf = calloc((size_t)(V + 1 > n ? V + 1 : n), sizeof(float));
+  if (!buf) {
+    if (b->st == RLX_OK) b->st = RLX_RESOURCE_EXHAUSTED;
+    return logits;
+  }
+  rlx_tensor zeros = constant(b, RLX_F32, buf, V + 1);
+  for (int64_t i = 0; i < n; i++) buf[i] = 1.0f;
+  rlx_tensor ones = constant(b, RLX_F32, buf, n);
+  free(buf);
+  rlx_tensor counts = RLX_NONE, seen = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_scatter_add(b->g, zeros, recent, ones, 0, &counts);
+  if (b->st == RLX_OK) b->st = rlx_graph_add_narrow(b->g, counts, 0, 0, V, &seen);
   rlx_tensor positive = compare(b, RLX_CMP_GT, logits, scalar_f32(b, 0.0f));
   rlx_tensor down = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, 1.0f / s->repeat_penalty));
   rlx_tensor up = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, s->repeat_penalty));
   rlx_tensor penalized = where(b, positive, down, up);
-  return where(b, compare(b, RLX_CMP_GT, hit, scalar_f32(b, 0.5f)), penalized, logits);
+  return where(b, compare(b, RLX_CMP_GT, seen, scalar_f32(b, 0.5f)), penalized, logits);
 }
 
 /* Min-p: keeps tokens whose probability (at the temperature) is at least

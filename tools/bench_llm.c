@@ -26,7 +26,7 @@ static void usage(FILE* f) {
           "token each from an empty cache, each reading back its sampled token\n"
           "(greedy). One untimed warmup of each first (it compiles). Prints a\n"
           "Markdown table: model, size (bytes of the weights in the file), params,\n"
-          "type (the weights' main storage type), backend, test, t/s as mean +-\n"
+          "type (the main storage type of the weights beside the embedding), backend, test, t/s as mean +-\n"
           "standard deviation over the repetitions.\n"
           "\n"
           "options:\n"
@@ -100,8 +100,8 @@ static const char* ggml_type_name(uint32_t t) {
   }
 }
 
-/* Name, weight bytes, parameter count and the type holding most bytes,
- * from the GGUF tensor table (a checkpoint folder: from the config). */
+/* Name, weight bytes, parameter count and the type holding most bytes
+ * outside the embedding, from the GGUF tensor table (a checkpoint folder: from the config). */
 static void describe(const char* path, const rlx_llm_config* c, model_info* mi) {
   memset(mi, 0, sizeof *mi);
   static const char* const arch[] = {"llama", "qwen2", "qwen3", "mistral"};
@@ -117,7 +117,8 @@ static void describe(const char* path, const rlx_llm_config* c, model_info* mi) 
     if (rlx_gguf_tensor(g, i, &t) != RLX_OK) continue;
     mi->bytes += (double)t.bytes;
     mi->params += (double)t.numel;
-    if (t.type < 64) by_type[t.type] += (double)t.bytes;
+    /* the type column is the Linear weights' (the embedding is often kept wider) */
+    if (t.type < 64 && strcmp(t.name, "token_embd.weight") != 0) by_type[t.type] += (double)t.bytes;
   }
   uint32_t best = 0;
   for (uint32_t t = 1; t < 64; t++)

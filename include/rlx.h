@@ -1382,10 +1382,14 @@ RLX_API void rlx_llm_sampling_init(rlx_llm_sampling* s);
  * graph. Message on m. */
 RLX_API rlx_status rlx_llm_build_cache_graph(rlx_llm* m, const rlx_llm_sampling* s,
                                              int32_t all_logits, rlx_graph** out_graph);
-/* Called by rlx_llm_set_params after each weight is set (done of total
- * weight bytes in the file), e.g. for a progress bar; NULL: none. */
-typedef void (*rlx_llm_progress_fn)(void* user, int64_t done, int64_t total);
-RLX_API void rlx_llm_set_progress(rlx_llm* m, rlx_llm_progress_fn fn, void* user);
+/* rlx_llm_set_params in pieces, for a progress display between them: sets
+ * params first .. first + count - 1 of the graph (count of them:
+ * rlx_llm_weight_count; the RoPE tables with the param rope.cos);
+ * *out_done / *out_total (may be NULL): the file bytes of the params up to
+ * the last one set / of all of them. Message on m. */
+RLX_API int32_t rlx_llm_weight_count(const rlx_llm* m);
+RLX_API rlx_status rlx_llm_set_weights(rlx_llm* m, rlx_exec* e, int32_t first, int32_t count,
+                                       int64_t* out_done, int64_t* out_total);
 /* Cache rows: the highest position + 1 the cache form can hold. */
 RLX_API int64_t rlx_llm_cache_rows(const rlx_llm* m);
 /* Sets o's device-state fields (the caches; the strings belong to m). */

@@ -28,8 +28,7 @@ void llm_session_free(llm_session* s) {
 
 /* "[#####.....]  45%  12.3 / 27.0 MiB" on stderr: redrawn in place when
  * the percentage changes on a terminal, else one line at the end. */
-static void progress_bar(void* user, int64_t done, int64_t total) {
-  int* last = user;
+static void progress_bar(int* last, int64_t done, int64_t total) {
   int pct = total > 0 ? (int)(100.0 * (double)done / (double)total) : 100;
   int tty = isatty(STDERR_FILENO);
   if (pct == *last || (!tty && done < total)) return;
@@ -41,6 +40,18 @@ static void progress_bar(void* user, int64_t done, int64_t total) {
   fprintf(stderr, "%sloading weights [%s] %3d%%  %.1f / %.1f MiB%s", tty ? "\r" : "", bar, pct,
           (double)done / 1048576.0, (double)total / 1048576.0, done >= total ? "\n" : "");
   fflush(stderr);
+}
+
+/* Every weight set one at a time, the bar redrawn between them. */
+static rlx_status set_weights_with_bar(rlx_llm* m, rlx_exec* e) {
+  int last = -1;
+  int64_t done = 0, total = 0;
+  for (int32_t i = 0; i < rlx_llm_weight_count(m); i++) {
+    rlx_status s = rlx_llm_set_weights(m, e, i, 1, &done, &total);
+    if (s != RLX_OK) return s;
+    progress_bar(&last, done, total);
+  }
+  return RLX_OK;
 }
 
 int llm_cli_is_gguf(const char* path) {
@@ -96,10 +107,7 @@ int llm_session_open(const char* cmd, const char* path, int64_t ctx, const char*
   if (st != RLX_OK) cli_error(cmd, "compiling for %s: %s", device, rlx_graph_last_error(g));
   rlx_graph_destroy(g);
   if (st == RLX_OK) {
-    int last_pct = -1;
-    rlx_llm_set_progress(out->m, progress_bar, &last_pct);
-    st = rlx_llm_set_params(out->m, out->e);
-    rlx_llm_set_progress(out->m, NULL, NULL);
+    st = set_weights_with_bar(out->m, out->e);
     if (st == RLX_OK) st = rlx_llm_cache_reset(out->m, out->e);
     if (st != RLX_OK) cli_error(cmd, "%s", rlx_llm_last_error(out->m));
   }

@@ -22,8 +22,6 @@ struct rlx_llm {
   char* state_names;        /* 2 * num_layers names of STATE_NAME bytes */
   const char** state_inputs;
   int32_t* state_outputs;
-  rlx_llm_progress_fn progress;
-  void* progress_user;
   rlx_error err;
 };
 
@@ -235,13 +233,7 @@ static rlx_status set_gguf_weight(rlx_llm* m, rlx_exec* e, const rlx_value_info*
   return RLX_OK;
 }
 
-void rlx_llm_set_progress(rlx_llm* m, rlx_llm_progress_fn fn, void* user) {
-  if (!m) return;
-  m->progress = fn;
-  m->progress_user = user;
-}
-
-/* Bytes of param p in the file (what the progress counts). */
+/* Bytes of param p in the file (what progress counts). */
 static int64_t file_bytes(rlx_llm* m, const rlx_value_info* p) {
   if (m->gguf) {
     int64_t i = rlx_gguf_find_tensor(m->gguf, p->name);
@@ -252,33 +244,44 @@ static int64_t file_bytes(rlx_llm* m, const rlx_value_info* p) {
   return rlx_safetensors_find(m->weights, p->name, &t) == RLX_OK ? (int64_t)t.bytes : 0;
 }
 
-static void report_progress(rlx_llm* m, int64_t done, int64_t total) {
-  if (m->progress) m->progress(m->progress_user, done, total);
+int32_t rlx_llm_weight_count(const rlx_llm* m) {
+  return m ? rlx_graph_param_count(m->graph) : 0;
 }
 
-rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
+rlx_status rlx_llm_set_weights(rlx_llm* m, rlx_exec* e, int32_t first, int32_t count,
+                               int64_t* out_done, int64_t* out_total) {
   if (!m) return RLX_INVALID_ARGUMENT;
   m->err.msg[0] = '\0';
+  int32_t n = rlx_graph_param_count(m->graph);
   if (!e) return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL executable");
+  if (first < 0 || count < 0 || first > n || count > n - first)
+    return rlx_fail(&m->err, RLX_OUT_OF_RANGE, "llm: weights %d .. %d of %d", (int)first,
+                    (int)first + (int)count - 1, (int)n);
   llm_scratch sc = {NULL, NULL, 0, 0};
   rlx_status s = RLX_OK;
-  int32_t n = rlx_graph_param_count(m->graph);
   int64_t total = 0, done = 0;
-  for (int32_t i = 0; m->progress && i < n; i++) {
-    rlx_value_info p;
-    if (rlx_graph_get_param(m->graph, i, &p) == RLX_OK && !is_rope_table(p.name))
-      total += file_bytes(m, &p);
-  }
   for (int32_t i = 0; i < n && s == RLX_OK; i++) {
     rlx_value_info p;
     s = rlx_graph_get_param(m->graph, i, &p);
-    if (s != RLX_OK || is_rope_table(p.name)) continue;
-    s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
-    if (m->progress) report_progress(m, done += file_bytes(m, &p), total);
+    if (s != RLX_OK) break;
+    int64_t bytes = is_rope_table(p.name) ? 0 : file_bytes(m, &p);
+    total += bytes;
+    if (i < first + count) done += bytes;
+    if (i < first || i >= first + count) continue;
+    if (!is_rope_table(p.name))
+      s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
+    else if (strcmp(p.name, "rope.cos") == 0)
+      s = set_tables(m, e); /* both tables */
   }
   free(sc.f32);
   free(sc.raw);
-  return s == RLX_OK ? set_tables(m, e) : s;
+  if (out_done) *out_done = done;
+  if (out_total) *out_total = total;
+  return s;
+}
+
+rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
+  return rlx_llm_set_weights(m, e, 0, rlx_llm_weight_count(m), NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ the KV-cache form */

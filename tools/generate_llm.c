@@ -377,23 +377,44 @@ static int end_tokens(rlx_tokenizer* tok, rlx_gguf* g, int64_t* out) {
 typedef struct streamer {
   rlx_tokenizer* tok;
   const gen_args* a;
-  int32_t* ids;
+  int32_t* ids; /* the prompt's last token, then the generated ones */
   int64_t n;
+  size_t skip;  /* bytes of the prompt token's own text */
   size_t printed;
   int stopped; /* a stop string was reached */
 } streamer;
+
+static int decode_ids(streamer* st, char** text, size_t* len) {
+  if (rlx_tokenizer_decode(st->tok, st->ids, st->n, 0, text, len) == RLX_OK) return CLI_OK;
+  cli_error("generate", "decoding token %d: %s", (int)st->ids[st->n - 1],
+            rlx_tokenizer_last_error(st->tok));
+  return CLI_FAIL;
+}
+
+/* Starts the stream after the prompt's last token: decoded with it, the
+ * first generated piece keeps the space SentencePiece drops at the start
+ * of a text. */
+static int stream_start(streamer* st, int32_t last_prompt_token) {
+  char* text = NULL;
+  size_t len = 0;
+  st->ids[0] = last_prompt_token;
+  st->n = 1;
+  if (decode_ids(st, &text, &len) != CLI_OK) return CLI_FAIL;
+  st->skip = len;
+  rlx_free(text);
+  return CLI_OK;
+}
 
 /* Decodes every generated token again (SentencePiece joins pieces by
  * context) and prints what is new, holding back a partial UTF-8 sequence
  * and a possible start of a stop string; at the end (final) all of it. */
 static int stream_text(streamer* st, int final) {
-  char* text = NULL;
-  size_t len = 0;
-  if (rlx_tokenizer_decode(st->tok, st->ids, st->n, 0, &text, &len) != RLX_OK) {
-    cli_error("generate", "decoding token %d: %s", (int)st->ids[st->n - 1],
-              rlx_tokenizer_last_error(st->tok));
-    return CLI_FAIL;
-  }
+  char* full = NULL;
+  size_t full_len = 0;
+  if (decode_ids(st, &full, &full_len) != CLI_OK) return CLI_FAIL;
+  size_t skip = st->skip < full_len ? st->skip : full_len;
+  const char* text = full + skip;
+  size_t len = full_len - skip;
   long at = stop_find(text, len, st->a->stops, st->a->n_stops);
   size_t upto = len;
   if (at >= 0) {
@@ -407,7 +428,7 @@ static int stream_text(streamer* st, int final) {
     fflush(stdout);
     st->printed = upto;
   }
-  rlx_free(text);
+  rlx_free(full);
   return CLI_OK;
 }
 
@@ -470,9 +491,10 @@ static int run_generate(const char* cmd, llm_session* s, const gen_args* a, rlx_
   int n_ends = end_tokens(tok, g, ends);
   int64_t cap = n_prompt + a->tokens + 1;
   int64_t* seq = malloc(sizeof(int64_t) * (size_t)cap);
-  streamer st = {tok, a, malloc(sizeof(int32_t) * (size_t)(a->tokens + 1)), 0, 0, 0};
+  streamer st = {tok, a, malloc(sizeof(int32_t) * (size_t)(a->tokens + 2)), 0, 0, 0, 0};
   gen_stats gs = {n_prompt, 0, 0, 0, NULL};
   int rc = seq && st.ids ? CLI_OK : CLI_FAIL;
+  if (rc == CLI_OK) rc = stream_start(&st, prompt[n_prompt - 1]);
   for (int64_t i = 0; rc == CLI_OK && i < n_prompt; i++) seq[i] = prompt[i];
   int64_t next = -1;
   double t0 = cli_now_ms();

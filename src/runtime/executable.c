@@ -47,7 +47,7 @@ typedef struct variant {
   rlx_step_list extent_steps;
   rlx_exec* hoist_exec;  /* CPU executable of c->derived; NULL until first needed */
   uint64_t hoist_version; /* hoisted values in the arena are from params up to this version
-                             (kept over a switch of variant, unlike params_version) */
+                             (kept over a switch of variant, like params_version) */
 } variant;
 
 /* A param's host bytes, shared by an executable and its clones until one
@@ -1436,7 +1436,8 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   if (s) return s;
   variant* from = e->cur;
   int switched = v != from;
-  if (switched) v->params_version = 0;
+  /* no param upload on a mere switch: v's arena keeps the params it was
+   * given (params are persistent there), upload_params sends newer ones */
   e->cur = v;
   if (switched || !e->ran) maybe_print_report(e);
   RLX_RETURN_IF_ERROR(upload_params(e, v));

@@ -871,7 +871,9 @@ typedef struct rlx_compile_options {
    * and nothing reads the input afterwards), so no copy is made, and an
    * update that rewrites a few rows of a large cache (Where(at_pos, row,
    * cache)) costs O(rows) on backends that skip unchanged elements. Such an
-   * input cannot be re-fed with rlx_exec_feed. */
+   * input cannot be re-fed with rlx_exec_feed. The state survives a run at
+   * another binding of the symbols (it is copied into that binding's arena,
+   * through the host, once per switch) while its shape does not change. */
   const char* const* state_inputs;
   const int32_t* state_outputs;
   int32_t n_states;

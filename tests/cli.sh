@@ -573,6 +573,9 @@ if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>
   has "$OUT" "^\| llama 2L 64d .* F32 +\| cpu +\| pp16 +\| +[0-9.]+ ± [0-9.]+ +\|$" "pp16 row"
   has "$OUT" "^\| llama 2L 64d .* \| tg8 +\| +[0-9.]+ ± [0-9.]+ +\|$" "tg8 row"
   bad "bench nothing" 2 -- "$RLX" bench "$CHATML" -p 0 -n 0
+  mkdir -p "$TMP/hf" && echo '{}' > "$TMP/hf/config.json"
+  bad "safetensors folder without a tokenizer" 2 -- "${gen[@]}" "$TMP/hf" --prompt hi
+  has "$ERR" "--tokenizer FILE.gguf" "says how to give a tokenizer"
 fi
 
 echo "cli.sh: all $checks checks passed"

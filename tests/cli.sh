@@ -531,6 +531,14 @@ if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>
   ok "generate seeded again" -- "${gen[@]}" "$CHATML" --prompt "hello" -n 12 --temperature 1.2 \
      --seed 5 --top-k 20 --top-p 0.9 --min-p 0.02 --repeat-penalty 1.3 --repeat-last-n 16
   cmp -s "$OUT" "$TMP/seeded.txt" || fail "a seeded run is not repeatable"
+  # prefill in chunks of 3 (the last one padded) or one token at a time: the same text
+  ok "generate --batch 3" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0 --batch 3
+  cmp -s "$OUT" "$TMP/greedy.txt" || fail "--batch 3 changes the greedy text"
+  ok "generate --batch 1" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0 --batch 1
+  cmp -s "$OUT" "$TMP/greedy.txt" || fail "--batch 1 changes the greedy text"
+  ok "generate to a full context" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 50 --ctx 14 \
+     --temperature 0 --verbose-prompt
+  has "$ERR" "stopped at the full context" "stop reason"
   # --stop: a piece of the greedy text ends the output just before it
   ok "generate 24" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 24 --temperature 0
   full=$(head -c 200 "$OUT" | tr -d '\n')

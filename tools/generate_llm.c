@@ -474,7 +474,7 @@ static int decode_loop(const char* cmd, llm_session* s, const gen_args* a, int64
       break;
     }
     if (made + 1 == a->tokens) break;
-    if (pos + 1 >= s->rows) {
+    if (pos >= s->rows) { /* no cache row for the token just drawn */
       gs->why = "the full context (--ctx)";
       break;
     }

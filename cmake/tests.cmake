@@ -72,6 +72,11 @@ if(TARGET fuzz_gptcfg)
   target_include_directories(fuzz_gptcfg PRIVATE ${PROJECT_SOURCE_DIR}/tools)
   target_link_libraries(fuzz_gptcfg PRIVATE m)
 endif()
+# the chat template / streaming helpers of `rlx generate MODEL.gguf` (tools/)
+if(TARGET fuzz_chat)
+  target_sources(fuzz_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools/llm_chat.c)
+  target_include_directories(fuzz_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+endif()
 
 # ---- kernel lab checks (the lab is built with the benchmarks)
 if(RLX_BUILD_BENCH)
@@ -444,3 +449,15 @@ if(TARGET test_llama_oracle)
   set_tests_properties(test_llama_oracle PROPERTIES SKIP_RETURN_CODE 77)
   rlx_add_webgpu_test(llama_oracle_webgpu test_llama_oracle 900 "" webgpu)
 endif()
+# ---- LLM generation with a KV cache (issue 17 item 5): the cache form
+# against the full forward, greedy decode and the samplers; models from
+# tests/llm_torch.py and tests/llm_chat_gguf.py (exit 77 without them).
+if(TARGET test_llm_cache)
+  target_compile_definitions(test_llm_cache PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+  set_tests_properties(test_llm_cache PROPERTIES SKIP_RETURN_CODE 77)
+  rlx_add_webgpu_test(llm_cache_webgpu test_llm_cache 900 "" webgpu)
+endif()
+# The chat template detector, UTF-8 streaming and stop strings of `rlx
+# generate MODEL.gguf` live with the CLI (tools/llm_chat.c).
+target_sources(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools/llm_chat.c)
+target_include_directories(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)

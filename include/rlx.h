@@ -871,7 +871,9 @@ typedef struct rlx_compile_options {
    * and nothing reads the input afterwards), so no copy is made, and an
    * update that rewrites a few rows of a large cache (Where(at_pos, row,
    * cache)) costs O(rows) on backends that skip unchanged elements. Such an
-   * input cannot be re-fed with rlx_exec_feed. */
+   * input cannot be re-fed with rlx_exec_feed. The state survives a run at
+   * another binding of the symbols (it is copied into that binding's arena,
+   * through the host, once per switch) while its shape does not change. */
   const char* const* state_inputs;
   const int32_t* state_outputs;
   int32_t n_states;
@@ -1412,6 +1414,68 @@ RLX_API rlx_graph* rlx_llm_graph(rlx_llm* m);
  * checkpoint, converted to f32 (a GGUF file's quantized weights as raw
  * bytes), and the RoPE tables. Message on m. */
 RLX_API rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e);
+
+/* --- generation with a KV cache */
+/* How the next token is drawn, on the device: the repetition penalty
+ * (logits of the last repeat_last_n tokens divided by repeat_penalty when
+ * positive, multiplied when negative), min-p (tokens below min_p times the
+ * top probability dropped), then the Sample op's top-k, top-p and
+ * temperature. temperature 0 is greedy (argmax). */
+typedef struct rlx_llm_sampling {
+  float temperature;     /* 0: greedy */
+  int32_t top_k;         /* 0: off */
+  float top_p;           /* 1: off */
+  float min_p;           /* 0: off */
+  float repeat_penalty;  /* 1: off */
+  int32_t repeat_last_n; /* tokens the penalty looks back over (input "recent") */
+} rlx_llm_sampling;
+/* Fills defaults: greedy, top_p 1, min_p 0, repeat_penalty 1, repeat_last_n 64. */
+RLX_API void rlx_llm_sampling_init(rlx_llm_sampling* s);
+
+/* The KV-cache form of m's model (same params as rlx_llm_graph, set by
+ * rlx_llm_set_params). One graph serves prefill and decode: a run takes T
+ * new tokens (T symbolic: a prefill chunk, or 1) at positions start ..
+ * start + count - 1, writes their keys / values into per-layer caches and
+ * attends to every cached position up to each token's own (sliding window
+ * kept). Inputs:
+ *   "input_ids" i64 [1, T], "positions" i64 [T], "start" i64 [1],
+ *   "count" i64 [1] (tokens of the T that are real, >= 1: a chunk may be
+ *   padded), "recent" i64 [repeat_last_n] (only with a penalty; vocab_size
+ *   marks an empty slot; rlx_llm_cache_run fills it),
+ *   "k_cache.L" / "v_cache.L" f32 [1, rows, num_kv_heads, head_dim] for
+ *   each layer L (rows = rlx_llm_cache_rows: the RoPE tables' rows).
+ * Outputs: 0 "next" i64 [1, 1] (the token drawn from the last real
+ * token's logits with s, NULL: greedy), 1 .. 2 * num_layers the updated
+ * caches (k_cache.0, v_cache.0, k_cache.1, ...), last "logits" f32
+ * [1, T, V] when all_logits, else [1, 1, V] of the last real token.
+ * Compile it with rlx_llm_cache_compile_options, so the caches stay on the
+ * device between runs (also across runs at different T: the runtime
+ * carries device state over a switch of binding). The caller owns the
+ * graph. Message on m. */
+RLX_API rlx_status rlx_llm_build_cache_graph(rlx_llm* m, const rlx_llm_sampling* s,
+                                             int32_t all_logits, rlx_graph** out_graph);
+/* rlx_llm_set_params in pieces, for a progress display between them: sets
+ * params first .. first + count - 1 of the graph (count of them:
+ * rlx_llm_weight_count; the RoPE tables with the param rope.cos);
+ * *out_done / *out_total (may be NULL): the file bytes of the params up to
+ * the last one set / of all of them. Message on m. */
+RLX_API int32_t rlx_llm_weight_count(const rlx_llm* m);
+RLX_API rlx_status rlx_llm_set_weights(rlx_llm* m, rlx_exec* e, int32_t first, int32_t count,
+                                       int64_t* out_done, int64_t* out_total);
+/* Cache rows: the highest position + 1 the cache form can hold. */
+RLX_API int64_t rlx_llm_cache_rows(const rlx_llm* m);
+/* Sets o's device-state fields (the caches; the strings belong to m). */
+RLX_API rlx_status rlx_llm_cache_compile_options(rlx_llm* m, rlx_compile_options* o);
+/* Zeros every cache of e (needed once before the first run). */
+RLX_API rlx_status rlx_llm_cache_reset(rlx_llm* m, rlx_exec* e);
+/* One run of e (compiled from the cache graph): tokens ids[0 .. n) at
+ * positions start .., padded to `chunk` tokens (chunk >= n; 0: n), recent
+ * the last n_recent tokens for the penalty (ignored when the graph has
+ * none). The next token is output 0 (rlx_exec_read_output). An error
+ * when start + n exceeds the cache rows. Message on m. */
+RLX_API rlx_status rlx_llm_cache_run(rlx_llm* m, rlx_exec* e, const int64_t* ids, int64_t n,
+                                     int64_t chunk, int64_t start, const int64_t* recent,
+                                     int64_t n_recent);
 
 
 /* ------------------------------------------------------------------ GGUF files */

@@ -510,4 +510,80 @@ PY
   has "$ERR" "cut.safetensors" "names the file"
 fi
 
+# LLM generation and bench (issue 17 item 5) on tiny GGUF models with a vocab
+# and chat templates (tests/llm_chat_gguf.py: gguf-py + numpy).
+if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null &&
+   /usr/bin/python3 tests/llm_chat_gguf.py "$TMP/llm" >/dev/null; then
+  CHATML=$TMP/llm/tiny_chatml.gguf
+  LLAMA3=$TMP/llm/tiny_llama3.gguf
+  gen=("$RLX" generate --device cpu)
+  ok "generate greedy" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0
+  has "$ERR" "generated 8 tokens in .* t/s" "timing on stderr"
+  has "$ERR" "prompt [0-9]+ tokens in .* t/s" "prompt timing on stderr"
+  has "$ERR" "loading weights .*100%" "progress bar"
+  [ -n "$(tr -d ' \n' < "$OUT")" ] || fail "generate printed no text"
+  cp "$OUT" "$TMP/greedy.txt"
+  ok "generate greedy again" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0
+  cmp -s "$OUT" "$TMP/greedy.txt" || fail "greedy generation is not repeatable"
+  ok "generate seeded" -- "${gen[@]}" "$CHATML" --prompt "hello" -n 12 --temperature 1.2 --seed 5 \
+     --top-k 20 --top-p 0.9 --min-p 0.02 --repeat-penalty 1.3 --repeat-last-n 16
+  cp "$OUT" "$TMP/seeded.txt"
+  ok "generate seeded again" -- "${gen[@]}" "$CHATML" --prompt "hello" -n 12 --temperature 1.2 \
+     --seed 5 --top-k 20 --top-p 0.9 --min-p 0.02 --repeat-penalty 1.3 --repeat-last-n 16
+  cmp -s "$OUT" "$TMP/seeded.txt" || fail "a seeded run is not repeatable"
+  # prefill in chunks of 3 (the last one padded) or one token at a time: the same text
+  ok "generate --batch 3" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0 --batch 3
+  cmp -s "$OUT" "$TMP/greedy.txt" || fail "--batch 3 changes the greedy text"
+  ok "generate --batch 1" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 8 --temperature 0 --batch 1
+  cmp -s "$OUT" "$TMP/greedy.txt" || fail "--batch 1 changes the greedy text"
+  ok "generate to a full context" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 50 --ctx 14 \
+     --temperature 0 --verbose-prompt
+  has "$ERR" "stopped at the full context" "stop reason"
+  # --stop: a piece of the greedy text ends the output just before it
+  ok "generate 24" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 24 --temperature 0
+  full=$(head -c 200 "$OUT" | tr -d '\n')
+  stop=${full:6:3}
+  want=${full%%"$stop"*}
+  ok "generate --stop" -- "${gen[@]}" "$CHATML" --prompt "hello world" -n 24 --temperature 0 \
+     --stop "$stop" --stop "never-appears"
+  got=$(tr -d '\n' < "$OUT")
+  [ "$got" = "$want" ] || fail "--stop '$stop': got '$got', expected '$want'"
+  has "$ERR" "stopped at a --stop string" "stop reason"
+  ok "generate --chat chatml" -- "${gen[@]}" "$CHATML" --prompt "hi" -n 4 --temperature 0 --chat \
+     --system "be brief" --verbose-prompt
+  has "$ERR" "^<\|im_start\|>system$" "chatml system turn"
+  has "$ERR" "^<\|im_start\|>assistant$" "chatml assistant opening"
+  ok "generate --chat llama-3" -- "${gen[@]}" "$LLAMA3" --prompt "hi" -n 4 --temperature 0 --chat \
+     --verbose-prompt
+  has "$ERR" "<\|start_header_id\|>user<\|end_header_id\|>" "llama-3 user header"
+  has "$ERR" "prompt \([1-3][0-9] tokens\)" "control tokens parsed (not spelled out)"
+  bad "--chat without a template" 2 -- "${gen[@]}" "$TMP/llm/tiny_notemplate.gguf" --prompt hi --chat
+  has "$ERR" "no tokenizer.chat_template" "names the missing key"
+  ok "--chat-template override" -- "${gen[@]}" "$TMP/llm/tiny_notemplate.gguf" --prompt hi -n 2 \
+     --chat --chat-template zephyr --verbose-prompt
+  has "$ERR" "^<\|user\|>$" "zephyr format"
+  bad "bad --top-p" 2 -- "${gen[@]}" "$CHATML" --prompt hi --top-p 1.5
+  has "$ERR" "--top-p must be in \(0, 1\]" "names the option"
+  bad "bad --temperature" 2 -- "${gen[@]}" "$CHATML" --prompt hi --temperature -1
+  has "$ERR" "--temperature must be >= 0" "names the option"
+  bad "unknown generate option" 2 -- "${gen[@]}" "$CHATML" --prompt hi --frob
+  has "$ERR" "unknown option '--frob'" "names the option"
+  bad "missing --prompt" 2 -- "${gen[@]}" "$CHATML"
+  has "$ERR" "missing --prompt" "says what is missing"
+  bad "unknown chat family" 2 -- "${gen[@]}" "$CHATML" --prompt hi --chat-template jinja
+  has "$ERR" "unknown family 'jinja'" "names the family"
+  bad "prompt over the context" 2 -- "${gen[@]}" "$CHATML" --prompt "hello world" --ctx 4
+  has "$ERR" "the context holds 4" "names the context"
+  ok "generate --help" -- "$RLX" generate "$CHATML" --help
+  has "$OUT" "no Jinja" "help says how templates are handled"
+  ok "bench llm" -- "$RLX" bench "$CHATML" -p 16 -n 8 -r 2 --device cpu
+  has "$OUT" "^\| model +\| +size \| +params \| type +\| backend +\| test +\| +t/s \|$" "table header"
+  has "$OUT" "^\| llama 2L 64d .* F32 +\| cpu +\| pp16 +\| +[0-9.]+ ± [0-9.]+ +\|$" "pp16 row"
+  has "$OUT" "^\| llama 2L 64d .* \| tg8 +\| +[0-9.]+ ± [0-9.]+ +\|$" "tg8 row"
+  bad "bench nothing" 2 -- "$RLX" bench "$CHATML" -p 0 -n 0
+  mkdir -p "$TMP/hf" && echo '{}' > "$TMP/hf/config.json"
+  bad "safetensors folder without a tokenizer" 2 -- "${gen[@]}" "$TMP/hf" --prompt hi
+  has "$ERR" "--tokenizer FILE.gguf" "says how to give a tokenizer"
+fi
+
 echo "cli.sh: all $checks checks passed"

@@ -135,6 +135,87 @@ TEST(symbolic_binding_recompiles) {
   rlx_graph_destroy(g);
 }
 
+/* y = x * w over a symbolic batch: bindings 2, 5, 2, 5 with w set anew
+ * before some runs. Each binding's arena keeps the params it was given
+ * (no upload on a mere switch), and a param set while another binding is
+ * current reaches every binding's next run. */
+TEST(params_across_bindings) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim batch;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "batch", &batch));
+  rlx_dim xs[2] = {batch, 3}, ws[1] = {3};
+  rlx_tensor x, w, y;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_param(g, "w", RLX_F32, ws, 1, &w);
+  rlx_graph_add_binary(g, RLX_BIN_MUL, x, w, &y);
+  rlx_graph_set_outputs(g, &y, 1);
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", NULL, &e));
+  float wv[3] = {1, 2, 3};
+  int set_before[6] = {1, 0, 0, 1, 0, 1};
+  for (int round = 0; round < 6; round++) {
+    if (set_before[round]) {
+      for (int i = 0; i < 3; i++) wv[i] += 10.0f;
+      CHECK_OK_E(e, rlx_exec_set_param(e, "w", RLX_F32, wv, sizeof wv));
+    }
+    int64_t b = round % 2 ? 5 : 2;
+    float x_data[15], out[15];
+    test_fill_f32(x_data, 15, -1, 1);
+    rlx_dim s[2] = {b, 3};
+    CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 2, x_data, (size_t)b * 12));
+    CHECK_OK_E(e, rlx_exec_run(e));
+    CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, (size_t)b * 12));
+    for (int i = 0; i < b * 3; i++) CHECK(out[i] == x_data[i] * wv[i % 3]);
+  }
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
+/* Device state written by runs at one binding is read by the next run at
+ * another: acc [4] += sum over the batch of x, with acc carried over
+ * switches between batch 1 and batch 3 (no host copy by the caller). */
+TEST(state_carried_across_bindings) {
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim batch;
+  CHECK_OK_G(g, rlx_graph_symbol(g, "batch", &batch));
+  rlx_dim xs[2] = {batch, 4}, as[1] = {4};
+  rlx_tensor x, acc, sum, out;
+  int32_t axis0 = 0;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_input(g, "acc", RLX_F32, as, 1, &acc);
+  rlx_graph_add_reduce(g, RLX_RED_SUM, x, &axis0, 1, 0, &sum);
+  rlx_graph_add_binary(g, RLX_BIN_ADD, acc, sum, &out);
+  rlx_graph_set_outputs(g, &out, 1);
+  const char* names[1] = {"acc"};
+  int32_t outs[1] = {0};
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  o.state_inputs = names;
+  o.state_outputs = outs;
+  o.n_states = 1;
+  rlx_exec* e = NULL;
+  CHECK_OK_G(g, rlx_compile(g, "cpu", &o, &e));
+  float zero[4] = {0}, want[4] = {0}, got[4];
+  CHECK_OK_E(e, rlx_exec_set_input(e, "acc", RLX_F32, as, 1, zero, sizeof zero));
+  int64_t batches[5] = {1, 3, 3, 1, 3};
+  for (int round = 0; round < 5; round++) {
+    float x_data[12];
+    test_fill_f32(x_data, 12, -1, 1);
+    rlx_dim s[2] = {batches[round], 4};
+    for (int64_t r = 0; r < batches[round]; r++)
+      for (int j = 0; j < 4; j++) want[j] += x_data[r * 4 + j];
+    CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, s, 2, x_data,
+                                     (size_t)batches[round] * 16));
+    CHECK_OK_E(e, rlx_exec_run(e));
+    CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, got, sizeof got));
+    for (int j = 0; j < 4; j++) CHECK(fabsf(got[j] - want[j]) < 1e-5f);
+  }
+  rlx_exec_destroy(e);
+  rlx_graph_destroy(g);
+}
+
 static int supports_nothing(const rlx_graph* g, int32_t ni) { return 0; }
 
 /* Runs graph g and its full decomposition on the CPU; outputs must agree. */
@@ -237,6 +318,8 @@ int main(void) {
   RUN(null_arguments_are_errors);
   RUN(half_params_convert);
   RUN(symbolic_binding_recompiles);
+  RUN(params_across_bindings);
+  RUN(state_carried_across_bindings);
   RUN(decompose_rules_are_exact);
   return test_summary();
 }

@@ -914,6 +914,30 @@ TEST(adam_state_in_place) {
   }
 }
 
+/* A state output stays in its input's bytes even when the producer has
+ * another same-shape operand that dies there (the KV cache's
+ * Where(at, new rows, cache)): in-place reuse must not take it away. */
+TEST(state_beats_inplace) {
+  rlx_graph* g = NULL;
+  CHECK(rlx_graph_create(&g) == RLX_OK);
+  rlx_dim s4[4] = {1, 16, 2, 8}, m4[4] = {1, 16, 1, 1};
+  rlx_tensor cache = RLX_NONE, rows = RLX_NONE, at = RLX_NONE, fresh = RLX_NONE, out = RLX_NONE;
+  CHECK_OK_G(g, rlx_graph_add_input(g, "cache", RLX_F32, s4, 4, &cache));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "rows", RLX_F32, s4, 4, &rows));
+  CHECK_OK_G(g, rlx_graph_add_input(g, "at", RLX_BOOL, m4, 4, &at));
+  CHECK_OK_G(g, rlx_graph_add_activation(g, RLX_ACT_NEG, rows, &fresh)); /* dies at the Where */
+  CHECK_OK_G(g, rlx_graph_add_where(g, at, fresh, cache, &out));
+  CHECK_OK_G(g, rlx_graph_set_outputs(g, &out, 1));
+  int32_t pairs[2] = {cache, out};
+  rlx_plan_options opt = {64, 1, 0};
+  rlx_plan pl;
+  CHECK_OK_G(g, rlx_plan_memory_states(g, &opt, pairs, 1, &pl));
+  int kept = pl.offset[out] == pl.offset[cache];
+  rlx_plan_free(&pl);
+  rlx_graph_destroy(g);
+  CHECK(kept);
+}
+
 TEST(gpt_arena_near_peak) {
   gpt_dims dims[] = {{8, 256, 256, 8, 6, 0}, {8, 256, 256, 8, 6, 1}, {2, 64, 768, 12, 4, 0}};
   for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
@@ -955,5 +979,6 @@ int main(void) {
   RUN(mlp_arena_near_peak);
   RUN(random_graphs_verify);
   RUN(boundary_keeps_blocks_inside);
+  RUN(state_beats_inplace);
   return test_summary();
 }

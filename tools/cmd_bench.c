@@ -7,10 +7,12 @@
 #include <sys/resource.h>
 
 #include "cli_common.h"
+#include "llm_cli.h"
 
 static void usage(FILE* f) {
   fprintf(f,
           "usage: rlx bench FILE [options]\n"
+          "       rlx bench MODEL.gguf [-p N] [-n N] [-r REPS]   (see rlx bench MODEL.gguf --help)\n"
           "\n"
           "Compiles FILE, feeds params and inputs as `rlx run` does, runs it --warmup\n"
           "times untimed, then --iters times, each timed alone on CLOCK_MONOTONIC\n"
@@ -235,6 +237,7 @@ static void report(const bench_args* a, bench_result* r) {
 
 int cmd_bench(int argc, char** argv) {
   const char* cmd = "bench";
+  if (llm_cli_names_llm(argc, argv)) return cmd_bench_llm(argc, argv);
   bench_args a = {.warmup = 3, .iters = 20, .format = FMT_DEFAULT};
   cli_model_opts_init(&a.model);
   int help = 0;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli_common.h"
+#include "llm_cli.h"
 #include "train_util.h"
 
 enum {
@@ -20,6 +21,7 @@ static void usage(FILE* f) {
           "usage: rlx generate FILE [--prompt 1,2,3] [--tokens 16] [--temperature T]\n"
           "                         [--seed N] [--report] [model options]\n"
           "       rlx generate CHECKPOINT_DIR --prompt \"text\" ...   (see rlx generate DIR --help)\n"
+          "       rlx generate MODEL.gguf --prompt \"text\" ...       (see rlx generate MODEL.gguf --help)\n"
           "\n"
           "Generates token ids with FILE, a graph with one input \"tokens\" (i64 or i32,\n"
           "shape [ctx]) whose first output is the logits [ctx, vocab] (e.g. the graph\n"
@@ -325,6 +327,7 @@ static int names_checkpoint_dir(int argc, char** argv) {
 
 int cmd_generate(int argc, char** argv) {
   const char* cmd = "generate";
+  if (llm_cli_names_llm(argc, argv)) return cmd_generate_llm(argc, argv);
   if (names_checkpoint_dir(argc, argv)) return cmd_generate_gpt(argc, argv);
   gen_args a;
   memset(&a, 0, sizeof a);

@@ -17,8 +17,15 @@ struct rlx_llm {
   rlx_gguf* gguf;           /* a GGUF file */
   float* rope_divisors;     /* GGUF's rope_freqs.weight, or NULL */
   int64_t table_rows;
+  llm_source src;           /* how the graph was built from a GGUF file */
+  /* the cache form's device-state pairs (rlx_llm_cache_compile_options) */
+  char* state_names;        /* 2 * num_layers names of STATE_NAME bytes */
+  const char** state_inputs;
+  int32_t* state_outputs;
   rlx_error err;
 };
+
+#define STATE_NAME 32
 
 void rlx_llm_destroy(rlx_llm* m) {
   if (!m) return;
@@ -26,6 +33,9 @@ void rlx_llm_destroy(rlx_llm* m) {
   rlx_safetensors_close(m->weights);
   rlx_gguf_close(m->gguf);
   free(m->rope_divisors);
+  free(m->state_names);
+  free(m->state_inputs);
+  free(m->state_outputs);
   free(m);
 }
 
@@ -109,10 +119,10 @@ static rlx_status load_gguf(rlx_llm* m, const char* path, const rlx_llm_options*
     rlx_free(why);
     return s;
   }
-  llm_source src = {1, RLX_ROPE_NEOX, gguf_scheme_of, m->gguf};
+  m->src = (llm_source){1, RLX_ROPE_NEOX, gguf_scheme_of, m->gguf};
   RLX_RETURN_IF_ERROR(
-      llm_gguf_config(m->gguf, &m->config, &m->rope_divisors, &src.rope_style, &m->err));
-  RLX_RETURN_IF_ERROR(rlx_llm_build_from(&m->config, o, &src, &m->graph, &m->err));
+      llm_gguf_config(m->gguf, &m->config, &m->rope_divisors, &m->src.rope_style, &m->err));
+  RLX_RETURN_IF_ERROR(rlx_llm_build_from(&m->config, o, &m->src, &m->graph, &m->err));
   m->table_rows = rlx_llm_table_rows(&m->config, o);
   return check_weights(m);
 }
@@ -228,19 +238,174 @@ static rlx_status set_gguf_weight(rlx_llm* m, rlx_exec* e, const rlx_value_info*
   return RLX_OK;
 }
 
-rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
+/* Bytes of param p in the file (what progress counts). */
+static int64_t file_bytes(rlx_llm* m, const rlx_value_info* p) {
+  if (m->gguf) {
+    int64_t i = rlx_gguf_find_tensor(m->gguf, p->name);
+    rlx_gguf_tensor_info t;
+    return i >= 0 && rlx_gguf_tensor(m->gguf, i, &t) == RLX_OK ? (int64_t)t.bytes : 0;
+  }
+  rlx_safetensors_tensor t;
+  return rlx_safetensors_find(m->weights, p->name, &t) == RLX_OK ? (int64_t)t.bytes : 0;
+}
+
+int32_t rlx_llm_weight_count(const rlx_llm* m) {
+  return m ? rlx_graph_param_count(m->graph) : 0;
+}
+
+rlx_status rlx_llm_set_weights(rlx_llm* m, rlx_exec* e, int32_t first, int32_t count,
+                               int64_t* out_done, int64_t* out_total) {
   if (!m) return RLX_INVALID_ARGUMENT;
   m->err.msg[0] = '\0';
+  int32_t n = rlx_graph_param_count(m->graph);
   if (!e) return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL executable");
+  if (first < 0 || count < 0 || first > n || count > n - first)
+    return rlx_fail(&m->err, RLX_OUT_OF_RANGE, "llm: weights %d .. %d of %d", (int)first,
+                    (int)first + (int)count - 1, (int)n);
   llm_scratch sc = {NULL, NULL, 0, 0};
   rlx_status s = RLX_OK;
-  for (int32_t i = 0; i < rlx_graph_param_count(m->graph) && s == RLX_OK; i++) {
+  int64_t total = 0, done = 0;
+  for (int32_t i = 0; i < n && s == RLX_OK; i++) {
     rlx_value_info p;
     s = rlx_graph_get_param(m->graph, i, &p);
-    if (s == RLX_OK && !is_rope_table(p.name))
+    if (s != RLX_OK) break;
+    int64_t bytes = is_rope_table(p.name) ? 0 : file_bytes(m, &p);
+    total += bytes;
+    if (i < first + count) done += bytes;
+    if (i < first || i >= first + count) continue;
+    if (!is_rope_table(p.name))
       s = m->gguf ? set_gguf_weight(m, e, &p, &sc) : set_weight(m, e, &p, &sc);
+    else if (strcmp(p.name, "rope.cos") == 0)
+      s = set_tables(m, e); /* both tables */
   }
   free(sc.f32);
   free(sc.raw);
-  return s == RLX_OK && llm_has_rope(&m->config) ? set_tables(m, e) : s;
+  if (out_done) *out_done = done;
+  if (out_total) *out_total = total;
+  return s;
+}
+
+rlx_status rlx_llm_set_params(rlx_llm* m, rlx_exec* e) {
+  return rlx_llm_set_weights(m, e, 0, rlx_llm_weight_count(m), NULL, NULL);
+}
+
+/* ------------------------------------------------------------------ the KV-cache form */
+
+rlx_status rlx_llm_build_cache_graph(rlx_llm* m, const rlx_llm_sampling* s, int32_t all_logits,
+                                     rlx_graph** out_graph) {
+  if (!m) return RLX_INVALID_ARGUMENT;
+  m->err.msg[0] = '\0';
+  return rlx_llm_build_cache_from(&m->config, m->table_rows, m->gguf ? &m->src : NULL, s,
+                                  all_logits, out_graph, &m->err);
+}
+
+int64_t rlx_llm_cache_rows(const rlx_llm* m) { return m ? m->table_rows : 0; }
+
+static void cache_name(char* buf, int32_t i) {
+  snprintf(buf, STATE_NAME, "%s_cache.%d", i % 2 ? "v" : "k", (int)(i / 2));
+}
+
+rlx_status rlx_llm_cache_compile_options(rlx_llm* m, rlx_compile_options* o) {
+  if (!m) return RLX_INVALID_ARGUMENT;
+  if (!o) return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL compile options");
+  int32_t n = 2 * m->config.num_layers;
+  if (!m->state_names) {
+    m->state_names = malloc((size_t)n * STATE_NAME);
+    m->state_inputs = malloc(sizeof(char*) * (size_t)n);
+    m->state_outputs = malloc(sizeof(int32_t) * (size_t)n);
+    if (!m->state_names || !m->state_inputs || !m->state_outputs)
+      return rlx_fail(&m->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+    for (int32_t i = 0; i < n; i++) {
+      cache_name(m->state_names + (size_t)i * STATE_NAME, i);
+      m->state_inputs[i] = m->state_names + (size_t)i * STATE_NAME;
+      m->state_outputs[i] = 1 + i;
+    }
+  }
+  o->state_inputs = m->state_inputs;
+  o->state_outputs = m->state_outputs;
+  o->n_states = n;
+  return RLX_OK;
+}
+
+rlx_status rlx_llm_cache_reset(rlx_llm* m, rlx_exec* e) {
+  if (!m) return RLX_INVALID_ARGUMENT;
+  if (!e) return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL executable");
+  const rlx_llm_config* c = &m->config;
+  rlx_dim shape[4] = {1, m->table_rows, c->num_kv_heads, c->head_dim};
+  size_t bytes = (size_t)m->table_rows * (size_t)c->num_kv_heads * (size_t)c->head_dim * 4;
+  float* zeros = calloc(bytes ? bytes : 1, 1);
+  if (!zeros) return rlx_fail(&m->err, RLX_RESOURCE_EXHAUSTED, "out of host memory for the caches");
+  rlx_status s = RLX_OK;
+  for (int32_t i = 0; i < 2 * c->num_layers && s == RLX_OK; i++) {
+    char name[STATE_NAME];
+    cache_name(name, i);
+    s = rlx_exec_set_input(e, name, RLX_F32, shape, 4, zeros, bytes);
+    if (s != RLX_OK) rlx_fail(&m->err, s, "llm: zeroing '%s': %s", name, rlx_exec_last_error(e));
+  }
+  free(zeros);
+  return s;
+}
+
+/* The size of e's input "recent", or 0 when it has none. */
+static int64_t recent_size(const rlx_exec* e) {
+  for (int32_t i = 0; i < rlx_exec_input_count(e); i++) {
+    rlx_value_info info;
+    if (rlx_exec_get_input(e, i, &info) == RLX_OK && strcmp(info.name, "recent") == 0)
+      return info.rank == 1 ? info.shape[0] : 0;
+  }
+  return 0;
+}
+
+/* input_ids, positions and the recent tokens of one run, in one buffer. */
+static rlx_status set_run_inputs(rlx_llm* m, rlx_exec* e, int64_t* buf, const int64_t* ids,
+                                 int64_t n, int64_t chunk, int64_t start, const int64_t* recent,
+                                 int64_t n_recent, int64_t n_slots) {
+  int64_t* pos = buf + chunk;
+  for (int64_t t = 0; t < chunk; t++) {
+    buf[t] = t < n ? ids[t] : 0;
+    pos[t] = start + t < m->table_rows ? start + t : m->table_rows - 1; /* padding: any row */
+  }
+  rlx_dim ids_shape[2] = {1, chunk}, one = 1;
+  size_t bytes = (size_t)chunk * sizeof(int64_t);
+  rlx_status s = rlx_exec_set_input(e, "input_ids", RLX_I64, ids_shape, 2, buf, bytes);
+  if (s == RLX_OK) s = rlx_exec_set_input(e, "positions", RLX_I64, &chunk, 1, pos, bytes);
+  if (s == RLX_OK) s = rlx_exec_set_input(e, "start", RLX_I64, &one, 1, &start, sizeof start);
+  if (s == RLX_OK) s = rlx_exec_set_input(e, "count", RLX_I64, &one, 1, &n, sizeof n);
+  if (s == RLX_OK && n_slots > 0) {
+    int64_t* slots = pos + chunk;
+    int64_t have = recent && n_recent > 0 ? (n_recent < n_slots ? n_recent : n_slots) : 0;
+    for (int64_t i = 0; i < n_slots; i++)
+      slots[i] = i < have && recent[n_recent - have + i] >= 0 &&
+                         recent[n_recent - have + i] < m->config.vocab_size
+                     ? recent[n_recent - have + i]
+                     : m->config.vocab_size; /* the empty slot */
+    s = rlx_exec_set_input(e, "recent", RLX_I64, &n_slots, 1, slots,
+                           (size_t)n_slots * sizeof(int64_t));
+  }
+  return s;
+}
+
+rlx_status rlx_llm_cache_run(rlx_llm* m, rlx_exec* e, const int64_t* ids, int64_t n,
+                             int64_t chunk, int64_t start, const int64_t* recent,
+                             int64_t n_recent) {
+  if (!m) return RLX_INVALID_ARGUMENT;
+  m->err.msg[0] = '\0';
+  if (!e || !ids || n < 1)
+    return rlx_fail(&m->err, RLX_INVALID_ARGUMENT, "llm: NULL executable / ids or n %lld < 1",
+                    (long long)n);
+  if (chunk == 0) chunk = n;
+  if (chunk < n || start < 0 || start + n > m->table_rows)
+    return rlx_fail(&m->err, RLX_OUT_OF_RANGE,
+                    "llm: %lld tokens at position %lld in a chunk of %lld: the cache holds "
+                    "positions 0 .. %lld",
+                    (long long)n, (long long)start, (long long)chunk,
+                    (long long)m->table_rows - 1);
+  int64_t n_slots = recent_size(e);
+  int64_t* buf = malloc(sizeof(int64_t) * (size_t)(2 * chunk + n_slots));
+  if (!buf) return rlx_fail(&m->err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  rlx_status s = set_run_inputs(m, e, buf, ids, n, chunk, start, recent, n_recent, n_slots);
+  free(buf);
+  if (s == RLX_OK) s = rlx_exec_run(e);
+  if (s != RLX_OK) rlx_fail(&m->err, s, "llm: %s", rlx_exec_last_error(e));
+  return s;
 }

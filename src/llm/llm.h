@@ -56,6 +56,12 @@ rlx_status rlx_llm_moe_block(rlx_graph* g, const rlx_llm_config* c, const llm_so
 rlx_status rlx_llm_rope_tables_from(const rlx_llm_config* c, const float* divisors,
                                     int64_t n_positions, float* cos_out, float* sin_out);
 
+/* The KV-cache form (see rlx_llm_build_cache_graph) with caches of `rows`
+ * rows; sampling NULL: greedy. */
+rlx_status rlx_llm_build_cache_from(const rlx_llm_config* c, int64_t rows, const llm_source* src,
+                                    const rlx_llm_sampling* sampling, int32_t all_logits,
+                                    rlx_graph** out, rlx_error* err);
+
 /* ------------------------------------------------------------------ GGUF (llm_gguf.c) */
 
 /* The GGUF name of the tensor an HF name stands for ("model.layers.3.

@@ -25,7 +25,22 @@ typedef struct llm_builder {
   rlx_status st;
   rlx_dim B, T;
   rlx_tensor cos, sin; /* [T, head_dim / 2], gathered at the run's positions */
+  struct llm_cache* cache; /* the KV-cache form's state (NULL: the full forward) */
 } llm_builder;
+
+/* The KV-cache form (rlx_llm_build_cache_graph): per layer the caches
+ * [1, rows, Hkv, head_dim] (BSHD), the T new rows written at positions
+ * start .. start + count - 1, every query attending to the cache. */
+typedef struct llm_cache {
+  int64_t rows;
+  rlx_tensor keep;    /* f32 / bool [T, rows]: key j visible to query t */
+  rlx_tensor at;      /* bool [1, rows, 1, 1]: the cache rows this run writes */
+  rlx_tensor src_row; /* i64 [rows]: which of the T new rows lands in cache row j */
+  rlx_tensor* new_cache; /* 2 * num_layers: k0, v0, k1, v1, ... */
+} llm_cache;
+
+static rlx_tensor attend_cache(llm_builder* b, int32_t layer, rlx_tensor q, rlx_tensor k,
+                               rlx_tensor v, const rlx_attention_desc* d);
 
 /* A param called by its HF name, or by the file's name for that tensor
  * when the weights come from elsewhere (GGUF). */
@@ -113,10 +128,14 @@ static rlx_tensor linear(llm_builder* b, rlx_tensor x, llm_weight w, rlx_tensor 
   return bias == RLX_NONE ? y : binary(b, RLX_BIN_ADD, y, bias);
 }
 
-static rlx_tensor gather(llm_builder* b, rlx_tensor table, rlx_tensor idx) {
+static rlx_tensor gather_axis(llm_builder* b, rlx_tensor x, rlx_tensor idx, int32_t axis) {
   rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_gather(b->g, table, idx, 0, &y);
+  if (b->st == RLX_OK) b->st = rlx_graph_add_gather(b->g, x, idx, axis, &y);
   return y;
+}
+
+static rlx_tensor gather(llm_builder* b, rlx_tensor table, rlx_tensor idx) {
+  return gather_axis(b, table, idx, 0);
 }
 
 /* [B, T, heads * head_dim] <-> [B, T, heads, head_dim] (BSHD: a view). */
@@ -180,7 +199,10 @@ static rlx_tensor attention_block(llm_builder* b, int32_t layer, rlx_tensor x) {
   d.mask = c->sliding_window > 0 ? RLX_MASK_SLIDING : RLX_MASK_CAUSAL;
   d.window = c->sliding_window;
   rlx_tensor a = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, k, v, RLX_NONE, &d, &a);
+  if (b->cache)
+    a = attend_cache(b, layer, q, k, v, &d);
+  else if (b->st == RLX_OK)
+    b->st = rlx_graph_add_attention(b->g, q, k, v, RLX_NONE, &d, &a);
   llm_weight wo = layer_matrix(b, layer, "self_attn.o_proj.weight", c->hidden_size,
                                (int64_t)c->num_heads * c->head_dim);
   return linear(b, merge_heads(b, a, c->num_heads), wo, RLX_NONE);
@@ -216,13 +238,16 @@ static rlx_dim dim_of(llm_builder* b, int64_t size, const char* symbol) {
   return d;
 }
 
-static rlx_tensor inputs_and_tables(llm_builder* b, int64_t rows) {
+/* The inputs input_ids and positions (*out_pos when not NULL) and the
+ * RoPE tables gathered at the positions; returns input_ids. */
+static rlx_tensor inputs_and_tables(llm_builder* b, int64_t rows, rlx_tensor* out_pos) {
   rlx_tensor ids = RLX_NONE, pos = RLX_NONE;
   rlx_dim ids_shape[2] = {b->B, b->T};
   if (b->st == RLX_OK) b->st = rlx_graph_add_input(b->g, "input_ids", RLX_I64, ids_shape, 2, &ids);
   if (b->st == RLX_OK) b->st = rlx_graph_add_input(b->g, "positions", RLX_I64, &b->T, 1, &pos);
   b->cos = gather(b, param(b, "rope.cos", 2, rows, b->c->head_dim / 2), pos);
   b->sin = gather(b, param(b, "rope.sin", 2, rows, b->c->head_dim / 2), pos);
+  if (out_pos) *out_pos = pos;
   return ids;
 }
 
@@ -256,12 +281,12 @@ rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* op
   RLX_RETURN_IF_ERROR(check_options(o, err));
   if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2)
     return llm_build_gpt2_gemma2(c, o, src, out, err);
-  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE};
+  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, NULL};
   if (rlx_graph_create(&b.g) != RLX_OK)
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   b.B = dim_of(&b, o->batch, "B");
   b.T = dim_of(&b, o->seq_len, "T");
-  rlx_tensor ids = inputs_and_tables(&b, rlx_llm_table_rows(c, o));
+  rlx_tensor ids = inputs_and_tables(&b, rlx_llm_table_rows(c, o), NULL);
   rlx_tensor embed = param(&b, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size);
   rlx_tensor h = gather(&b, embed, ids);
   for (int32_t layer = 0; layer < c->num_layers; layer++) h = decoder_layer(&b, layer, h);
@@ -335,5 +360,268 @@ rlx_status rlx_llm_rope_tables_from(const rlx_llm_config* c, const float* diviso
       sin_out[p * half + i] = (float)sin(angle);
     }
   }
+  return RLX_OK;
+}
+
+/* ------------------------------------------------------------------ the KV-cache form
+ *
+ * One graph serves prefill and decode: T (symbolic) new tokens at positions
+ * start .. start + count - 1 (count <= T; the rest of a padded chunk is
+ * ignored) are written into per-layer caches held as device state, and
+ * every query attends to the cache rows up to its own position. The write
+ * is Where(at, rows, cache), elementwise over the cache, so the memory
+ * planner keeps the new cache in the old one's bytes (no copy per run);
+ * rows is the T new rows gathered to the cache rows they land in. */
+
+static rlx_tensor node_input(llm_builder* b, const char* name, rlx_dtype dtype,
+                             const rlx_dim* shape, int32_t rank) {
+  rlx_tensor t = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_input(b->g, name, dtype, shape, rank, &t);
+  return t;
+}
+
+static rlx_tensor constant(llm_builder* b, rlx_dtype dtype, const void* data, int64_t n) {
+  rlx_tensor t = RLX_NONE;
+  rlx_dim s[1] = {n};
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_constant(b->g, dtype, s, 1, data, (size_t)n * rlx_dtype_size(dtype), &t);
+  return t;
+}
+
+static rlx_tensor scalar_i64(llm_builder* b, int64_t v) { return constant(b, RLX_I64, &v, 1); }
+static rlx_tensor scalar_f32(llm_builder* b, float v) { return constant(b, RLX_F32, &v, 1); }
+
+/* 0, 1, ..., n - 1 (i64). */
+static rlx_tensor arange(llm_builder* b, int64_t n) {
+  int64_t* v = malloc((size_t)n * sizeof *v);
+  if (!v) {
+    if (b->st == RLX_OK) b->st = RLX_RESOURCE_EXHAUSTED;
+    return RLX_NONE;
+  }
+  for (int64_t i = 0; i < n; i++) v[i] = i;
+  rlx_tensor t = constant(b, RLX_I64, v, n);
+  free(v);
+  return t;
+}
+
+static rlx_tensor compare(llm_builder* b, rlx_compare_op op, rlx_tensor x, rlx_tensor y) {
+  rlx_tensor z = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_compare(b->g, op, x, y, &z);
+  return z;
+}
+
+static rlx_tensor where(llm_builder* b, rlx_tensor cond, rlx_tensor x, rlx_tensor y) {
+  rlx_tensor z = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_where(b->g, cond, x, y, &z);
+  return z;
+}
+
+static rlx_tensor reshape(llm_builder* b, rlx_tensor x, rlx_dim d0, rlx_dim d1, rlx_dim d2,
+                          rlx_dim d3, int32_t rank) {
+  rlx_tensor y = RLX_NONE;
+  rlx_dim s[4] = {d0, d1, d2, d3};
+  if (b->st == RLX_OK) b->st = rlx_graph_add_reshape(b->g, x, s, rank, &y);
+  return y;
+}
+
+static rlx_tensor cast_f32(llm_builder* b, rlx_tensor x) {
+  rlx_tensor y = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_cast(b->g, x, RLX_F32, &y);
+  return y;
+}
+
+/* The masks of a run: with d = j - start for cache row j,
+ *   src_row[j] = clamp(d, 0, count - 1)   (the new row written there)
+ *   at[j]      = src_row[j] == d          (start <= j < start + count)
+ *   keep[t, j] = j <= positions[t]        (and j > positions[t] - window) */
+static void cache_masks(llm_builder* b, rlx_tensor positions, rlx_tensor start, rlx_tensor count) {
+  llm_cache* k = b->cache;
+  rlx_tensor ar = arange(b, k->rows);
+  rlx_tensor d = binary(b, RLX_BIN_SUB, ar, start);
+  rlx_tensor last = binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
+  k->src_row = binary(b, RLX_BIN_MIN, binary(b, RLX_BIN_MAX, d, scalar_i64(b, 0)), last);
+  k->at = reshape(b, compare(b, RLX_CMP_EQ, k->src_row, d), 1, k->rows, 1, 1, 4);
+  rlx_tensor row = reshape(b, ar, 1, k->rows, 0, 0, 2);
+  rlx_tensor col = reshape(b, positions, b->T, 1, 0, 0, 2);
+  k->keep = compare(b, RLX_CMP_LE, row, col);
+  if (b->c->sliding_window > 0) {
+    rlx_tensor lo = binary(b, RLX_BIN_SUB, col, scalar_i64(b, b->c->sliding_window));
+    rlx_tensor in_window = compare(b, RLX_CMP_GT, row, lo);
+    k->keep = binary(b, RLX_BIN_MUL, cast_f32(b, k->keep), cast_f32(b, in_window));
+  }
+}
+
+static rlx_tensor attend_cache(llm_builder* b, int32_t layer, rlx_tensor q, rlx_tensor k,
+                               rlx_tensor v, const rlx_attention_desc* d) {
+  llm_cache* kc = b->cache;
+  rlx_tensor kv[2] = {k, v};
+  rlx_dim shape[4] = {1, kc->rows, b->c->num_kv_heads, b->c->head_dim};
+  for (int i = 0; i < 2; i++) {
+    char name[48];
+    snprintf(name, sizeof name, "%s_cache.%d", i ? "v" : "k", (int)layer);
+    rlx_tensor cache = node_input(b, name, RLX_F32, shape, 4);
+    rlx_tensor rows = gather_axis(b, kv[i], kc->src_row, 1);
+    kv[i] = where(b, kc->at, rows, cache);
+    kc->new_cache[2 * layer + i] = kv[i];
+  }
+  rlx_attention_desc cd = *d;
+  cd.mask = RLX_MASK_CUSTOM;
+  cd.window = 0;
+  rlx_tensor a = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, kv[0], kv[1], kc->keep, &cd, &a);
+  return a;
+}
+
+/* Repetition penalty (CTRL's): a logit of a token among the last
+ * repeat_last_n ("recent"; vocab_size marks an empty slot) is divided by
+ * the penalty when positive, multiplied when negative. Which tokens were
+ * seen is ScatterAdd of ones into V + 1 zeros (the extra one takes the
+ * empty slots), O(V + repeat_last_n) per step. */
+static rlx_tensor repeat_penalty(llm_builder* b, rlx_tensor logits, const rlx_llm_sampling* s) {
+  rlx_dim n = s->repeat_last_n;
+  int64_t V = b->c->vocab_size;
+  rlx_tensor recent = node_input(b, "recent", RLX_I64, &n, 1);
+  float* buf = calloc((size_t)(V + 1 > n ? V + 1 : n), sizeof(float));
+  if (!buf) {
+    if (b->st == RLX_OK) b->st = RLX_RESOURCE_EXHAUSTED;
+    return logits;
+  }
+  rlx_tensor zeros = constant(b, RLX_F32, buf, V + 1);
+  for (int64_t i = 0; i < n; i++) buf[i] = 1.0f;
+  rlx_tensor ones = constant(b, RLX_F32, buf, n);
+  free(buf);
+  rlx_tensor counts = RLX_NONE, seen = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_scatter_add(b->g, zeros, recent, ones, 0, &counts);
+  if (b->st == RLX_OK) b->st = rlx_graph_add_narrow(b->g, counts, 0, 0, V, &seen);
+  rlx_tensor positive = compare(b, RLX_CMP_GT, logits, scalar_f32(b, 0.0f));
+  rlx_tensor down = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, 1.0f / s->repeat_penalty));
+  rlx_tensor up = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, s->repeat_penalty));
+  rlx_tensor penalized = where(b, positive, down, up);
+  return where(b, compare(b, RLX_CMP_GT, seen, scalar_f32(b, 0.5f)), penalized, logits);
+}
+
+/* Min-p: keeps tokens whose probability (at the temperature) is at least
+ * min_p times the top one's: p_i / p_max = exp((l_i - l_max) / temp) >= min_p
+ * <=> l_i >= l_max + temp * ln(min_p). The others get -1e30 (exp gives 0). */
+static rlx_tensor min_p_filter(llm_builder* b, rlx_tensor logits, const rlx_llm_sampling* s) {
+  int32_t axis = 2;
+  rlx_tensor top = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_reduce(b->g, RLX_RED_MAX, logits, &axis, 1, 1, &top);
+  float margin = s->temperature * logf(s->min_p);
+  rlx_tensor floor_ = binary(b, RLX_BIN_ADD, top, scalar_f32(b, margin));
+  return where(b, compare(b, RLX_CMP_GE, logits, floor_), logits, scalar_f32(b, -1e30f));
+}
+
+/* The next token from logits [1, 1, V]: penalties, min-p, then top-k,
+ * top-p and temperature in the Sample op (greedy at temperature <= 0). */
+static rlx_tensor sample_next(llm_builder* b, rlx_tensor logits, const rlx_llm_sampling* s) {
+  if (s->repeat_penalty != 1.0f && s->repeat_last_n > 0) logits = repeat_penalty(b, logits, s);
+  if (s->min_p > 0.0f && s->temperature > 0.0f) logits = min_p_filter(b, logits, s);
+  rlx_tensor next = RLX_NONE;
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_sample(b->g, logits, s->top_k, s->top_p, s->temperature, &next);
+  if (b->st == RLX_OK) b->st = rlx_graph_set_name(b->g, next, "next");
+  return next;
+}
+
+void rlx_llm_sampling_init(rlx_llm_sampling* s) {
+  if (!s) return;
+  memset(s, 0, sizeof *s);
+  s->top_p = 1.0f;
+  s->repeat_penalty = 1.0f;
+  s->repeat_last_n = 64;
+}
+
+static rlx_status check_sampling(const rlx_llm_sampling* s, rlx_error* err) {
+  if (!(s->temperature >= 0.0f) || s->top_k < 0 || !(s->top_p > 0.0f && s->top_p <= 1.0f) ||
+      !(s->min_p >= 0.0f && s->min_p < 1.0f) || !(s->repeat_penalty > 0.0f) ||
+      s->repeat_last_n < 0 || s->repeat_last_n > 65536)
+    return rlx_fail(err, RLX_INVALID_ARGUMENT,
+                    "llm sampling: temperature %g (>= 0), top_k %d (>= 0), top_p %g (0 < p <= 1), "
+                    "min_p %g (0 <= p < 1), repeat_penalty %g (> 0), repeat_last_n %d (0 .. 65536)",
+                    (double)s->temperature, (int)s->top_k, (double)s->top_p, (double)s->min_p,
+                    (double)s->repeat_penalty, (int)s->repeat_last_n);
+  return RLX_OK;
+}
+
+/* Logits [1, T, V] (all_logits) or [1, 1, V] of the last real token, and
+ * the next token from the last real token's logits. */
+static void cache_head(llm_builder* b, rlx_tensor h, rlx_tensor count, rlx_tensor embed,
+                       const rlx_llm_sampling* s, int32_t all_logits, rlx_tensor* next,
+                       rlx_tensor* logits) {
+  const rlx_llm_config* c = b->c;
+  rlx_tensor last = binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
+  if (!all_logits) h = gather_axis(b, h, last, 1);
+  h = rms_norm(b, h, param(b, "model.norm.weight", 1, c->hidden_size, 0));
+  llm_weight head = {embed, -1};
+  if (!c->tie_word_embeddings) head = matrix(b, "lm_head.weight", c->vocab_size, c->hidden_size);
+  *logits = linear(b, h, head, RLX_NONE);
+  if (b->st == RLX_OK) b->st = rlx_graph_set_name(b->g, *logits, "logits");
+  *next = sample_next(b, all_logits ? gather_axis(b, *logits, last, 1) : *logits, s);
+}
+
+static rlx_status cache_outputs(llm_builder* b, rlx_tensor next, rlx_tensor logits) {
+  int32_t n_caches = 2 * b->c->num_layers;
+  rlx_tensor* outs = malloc(sizeof(rlx_tensor) * (size_t)(n_caches + 2));
+  if (!outs) return RLX_RESOURCE_EXHAUSTED;
+  outs[0] = next;
+  for (int32_t i = 0; i < n_caches; i++) outs[1 + i] = b->cache->new_cache[i];
+  outs[1 + n_caches] = logits;
+  rlx_status s = rlx_graph_set_outputs(b->g, outs, n_caches + 2);
+  free(outs);
+  return s;
+}
+
+static void cache_graph(llm_builder* b, const rlx_llm_sampling* s, int32_t all_logits) {
+  const rlx_llm_config* c = b->c;
+  rlx_dim one = 1;
+  b->B = 1;
+  b->T = dim_of(b, 0, "T");
+  rlx_tensor positions = RLX_NONE;
+  rlx_tensor ids = inputs_and_tables(b, b->cache->rows, &positions);
+  rlx_tensor start = node_input(b, "start", RLX_I64, &one, 1);
+  rlx_tensor count = node_input(b, "count", RLX_I64, &one, 1);
+  cache_masks(b, positions, start, count);
+  rlx_tensor embed = param(b, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size);
+  rlx_tensor h = gather(b, embed, ids);
+  for (int32_t layer = 0; layer < c->num_layers; layer++) h = decoder_layer(b, layer, h);
+  rlx_tensor next = RLX_NONE, logits = RLX_NONE;
+  cache_head(b, h, count, embed, s, all_logits, &next, &logits);
+  if (b->st == RLX_OK) b->st = cache_outputs(b, next, logits);
+}
+
+rlx_status rlx_llm_build_cache_from(const rlx_llm_config* c, int64_t rows, const llm_source* src,
+                                    const rlx_llm_sampling* sampling, int32_t all_logits,
+                                    rlx_graph** out, rlx_error* err) {
+  rlx_llm_sampling greedy;
+  rlx_llm_sampling_init(&greedy);
+  const rlx_llm_sampling* s = sampling ? sampling : &greedy;
+  if (!c || !out) return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm: NULL config or out_graph");
+  *out = NULL;
+  RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, err));
+  RLX_RETURN_IF_ERROR(check_sampling(s, err));
+  if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2)
+    return rlx_fail(err, RLX_UNIMPLEMENTED,
+                    "llm cache: no KV-cache form for %s yet (rlx_llm_build_graph builds its "
+                    "full forward)", c->arch == RLX_LLM_GPT2 ? "gpt2" : "gemma2");
+  if (rows < 1 || rows > (1 << 24))
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm cache: %lld rows (expected 1 .. 2^24)",
+                    (long long)rows);
+  llm_cache cache = {rows, RLX_NONE, RLX_NONE, RLX_NONE, NULL};
+  cache.new_cache = calloc((size_t)(2 * c->num_layers), sizeof(rlx_tensor));
+  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, &cache};
+  if (!cache.new_cache || rlx_graph_create(&b.g) != RLX_OK) {
+    free(cache.new_cache);
+    return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+  }
+  cache_graph(&b, s, all_logits);
+  free(cache.new_cache);
+  if (b.st != RLX_OK) {
+    rlx_status st =
+        rlx_fail(err, b.st, "llm: building the cache graph: %s", rlx_graph_last_error(b.g));
+    rlx_graph_destroy(b.g);
+    return st;
+  }
+  *out = b.g;
   return RLX_OK;
 }

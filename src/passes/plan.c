@@ -268,7 +268,8 @@ static void assign_inplace(owner_ctx* c) {
     const rlx_node* n = &g->nodes[ni];
     if (is_alias_node(g, ni) || n->n_out != 1) continue;
     rlx_tensor out = n->out[0];
-    if (c->p->bytes[out] == 0) continue;
+    /* an output given a state input's bytes (assign_states) keeps them */
+    if (c->p->bytes[out] == 0 || c->owner[out] != out) continue;
     for (int32_t s = 0; s < n->n_in; s++) {
       if (!inplace_shape_ok(g, ni, s)) continue;
       int32_t owner = c->owner[c->vroot[n->in[s]]];

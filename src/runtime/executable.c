@@ -47,7 +47,7 @@ typedef struct variant {
   rlx_step_list extent_steps;
   rlx_exec* hoist_exec;  /* CPU executable of c->derived; NULL until first needed */
   uint64_t hoist_version; /* hoisted values in the arena are from params up to this version
-                             (kept over a switch of variant, unlike params_version) */
+                             (kept over a switch of variant, like params_version) */
 } variant;
 
 /* A param's host bytes, shared by an executable and its clones until one
@@ -1239,14 +1239,42 @@ static rlx_status upload_params(rlx_exec* e, variant* v) {
   return RLX_OK;
 }
 
+/* Device state (an input declared in state_inputs, written by its feed)
+ * carried from the arena of the variant run last into v's, so a KV cache
+ * filled by runs at one binding (a prefill chunk of T tokens) is read by
+ * runs at another (T = 1 decode). Backends have no copy between two
+ * arenas, so the bytes go through a host buffer: once per switch of
+ * binding, never per run. Sizes must agree (a state whose shape follows a
+ * symbol cannot be carried: an error). */
+static rlx_status carry_state(rlx_exec* e, variant* from, variant* v, host_slot* in, rlx_tensor t) {
+  rlx_tensor f = find_leaf(from->c->g, RLX_OP_INPUT, in->name);
+  uint64_t bytes = v->c->plan.bytes[t];
+  if (f < 0 || from->c->plan.bytes[f] != bytes)
+    return rlx_fail(&e->err, RLX_FAILED_PRECONDITION,
+                    "device state '%s' changes size with the binding; it cannot be carried",
+                    in->name);
+  void* tmp = malloc(bytes ? (size_t)bytes : 1);
+  RLX_CHECK_ALLOC(&e->err, tmp);
+  rlx_status s = e->backend->download(from->be, from->c->plan.offset[f], tmp, bytes, &e->err);
+  if (s == RLX_OK) s = e->backend->upload(v->be, v->c->plan.offset[t], tmp, bytes, &e->err);
+  free(tmp);
+  return s;
+}
+
 /* Inputs whose host copy is newer than the device's; all of them after a
- * switch of variant (a fed device copy does not survive the switch). */
-static rlx_status upload_inputs(rlx_exec* e, variant* v, int switched) {
+ * switch of variant (from: the variant run before), except device state
+ * written by its feed, which is carried over (carry_state). */
+static rlx_status upload_inputs(rlx_exec* e, variant* v, variant* from) {
+  int switched = from != v;
   for (int32_t i = 0; i < e->n_inputs; i++) {
     host_slot* in = &e->inputs[i];
     rlx_tensor t = find_leaf(v->c->g, RLX_OP_INPUT, in->name);
     if (t < 0) continue;
     if (in->fed && !switched && !in->dirty) continue;
+    if (in->fed && in->state && !in->dirty && from && from->be) {
+      RLX_RETURN_IF_ERROR(carry_state(e, from, v, in, t));
+      continue;
+    }
     /* an unread input may stay unset */
     if (!in->set && !rlx_graph_value_is_read(v->c->g, t)) continue;
     if (!in->set)
@@ -1406,12 +1434,14 @@ rlx_status rlx_exec_run(rlx_exec* e) {
   if (s == RLX_OK) s = variant_get(e, sizes, &v);
   free(sizes);
   if (s) return s;
-  int switched = v != e->cur;
-  if (switched) v->params_version = 0;
+  variant* from = e->cur;
+  int switched = v != from;
+  /* no param upload on a mere switch: v's arena keeps the params it was
+   * given (params are persistent there), upload_params sends newer ones */
   e->cur = v;
   if (switched || !e->ran) maybe_print_report(e);
   RLX_RETURN_IF_ERROR(upload_params(e, v));
-  RLX_RETURN_IF_ERROR(upload_inputs(e, v, switched));
+  RLX_RETURN_IF_ERROR(upload_inputs(e, v, from));
   const rlx_step_list* steps = NULL;
   RLX_RETURN_IF_ERROR(extent_steps(e, v, &steps));
   if (e->backend->select_outputs) e->backend->select_outputs(v->be, e->selected, e->src->n_outputs);

@@ -85,6 +85,11 @@ int rlx_cpu_fast_conv_wgrad(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 int rlx_cpu_fast_attention_bwd(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* NORM_BWD and SOFTMAX_BWD in f32 (fast_rows_backward.c); 0 declines. */
 int rlx_cpu_fast_rows_backward(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+/* Where with a cond constant over the inner dims (row masks: rows kept in
+ * place are not touched) and Gather, as block copies of any dtype
+ * (fast_select.c); 0 declines. */
+int rlx_cpu_fast_where(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
+int rlx_cpu_fast_gather(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* SGD / Adam updates with f32 operands, threaded (fast_train.c); 0 declines. */
 int rlx_cpu_fast_opt_update(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s);
 /* PoolBackward, f32 channels first: planes scattered window by window

@@ -1291,7 +1291,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_COPY NULL
 #define RLX_FAST_KIND_BINARY fast_elementwise
 #define RLX_FAST_KIND_COMPARE NULL
-#define RLX_FAST_KIND_WHERE NULL
+#define RLX_FAST_KIND_WHERE rlx_cpu_fast_where
 #define RLX_FAST_KIND_UNARY fast_elementwise
 #define RLX_FAST_KIND_MATMUL fast_matmul
 #define RLX_FAST_KIND_REDUCE NULL
@@ -1302,7 +1302,7 @@ static int fast_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step* s) {
 #define RLX_FAST_KIND_GATHER_BACKWARD NULL
 #define RLX_FAST_KIND_OPT_UPDATE rlx_cpu_fast_opt_update
 #define RLX_FAST_KIND_TOPK NULL
-#define RLX_FAST_KIND_GATHER NULL
+#define RLX_FAST_KIND_GATHER rlx_cpu_fast_gather
 #define RLX_FAST_KIND_SCATTER_ADD NULL
 #define RLX_FAST_KIND_NORM fast_norm
 #define RLX_FAST_KIND_ATTENTION fast_attention

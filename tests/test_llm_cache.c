@@ -173,6 +173,12 @@ TEST(qwen3) {
   model_path(p, sizeof p, "qwen3");
   check_schedules(p, "qwen3");
 }
+/* MoE: the routed MLP under the cache form */
+TEST(mixtral) {
+  char p[700];
+  model_path(p, sizeof p, "mixtral");
+  check_schedules(p, "mixtral");
+}
 TEST(gguf) {
   char p[700];
   model_path(p, sizeof p, "tiny_chatml.gguf");
@@ -385,6 +391,12 @@ TEST(errors) {
   CHECK(g == NULL);
   CHECK(strstr(rlx_llm_last_error(r.m), "top_p") != NULL);
   close_model(&r);
+  /* GPT-2 has no cache form yet: refused by name */
+  model_path(p, sizeof p, "gpt2");
+  CHECK(open_model(p, &r));
+  CHECK(rlx_llm_build_cache_graph(r.m, NULL, 0, &g) == RLX_UNIMPLEMENTED && g == NULL);
+  CHECK(strstr(rlx_llm_last_error(r.m), "gpt2") != NULL);
+  close_model(&r);
 }
 
 /* test_llm_cache [DEVICE...]: devices to check on (default: cpu, vulkan,
@@ -416,6 +428,7 @@ int main(int argc, char** argv) {
     RUN(mistral_sliding);
     if (strcmp(g_device, "cpu") == 0) { /* the GPU backends' shader builds are slow on lavapipe */
       RUN(qwen3);
+      RUN(mixtral);
       RUN(gguf);
     }
     RUN(greedy_matches_full_forward);

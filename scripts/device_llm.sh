@@ -20,7 +20,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CARRY="${CARRY:-build-llm-carry}"
 BUILD="${BUILD:-build}"
-BINS="test_parity test_llm test_llm_gguf test_llama_oracle rlx"
+BINS="test_parity test_llm test_llm_gguf test_llm_cache test_llama_oracle rlx"
 TYPES="${TYPES:-q4_k_m q8_0}"
 
 if [ "${1:-}" = pack ]; then
@@ -35,7 +35,7 @@ if [ "${1:-}" = pack ]; then
   for l in libicuuc.so.72 libicudata.so.72 libicui18n.so.72; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" "$CARRY/bin/" 2>/dev/null || true
   done
-  tar -C "$CARRY" -cf - bin | xz -6 -T2 > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
+  tar -C "$CARRY" -cf - bin | xz -T1 --lzma2=preset=6,dict=256MiB > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
   # llama.cpp: the source llama-bench needs, gguf-py, and the CPU library
   tar -C third_party -cf - llama.cpp/CMakeLists.txt llama.cpp/cmake llama.cpp/ggml llama.cpp/src \
     llama.cpp/include llama.cpp/common llama.cpp/tools llama.cpp/vendor llama.cpp/gguf-py \
@@ -60,13 +60,14 @@ fi
   { mkdir -p third_party && xz -dc "$HERE/third_party.tar.xz" | tar -C third_party -xf -; }
 export LD_LIBRARY_PATH="$B:${LD_LIBRARY_PATH:-}"
 export PYTHONPATH="$ROOT/third_party/llama.cpp/gguf-py"
+export RLX_TEST_PYTHON="$(command -v python3)"
 MODELS=build-llm-models
 LB=build-llama
 mkdir -p "$MODELS"
 
 build_llama() {
   cmake -S third_party/llama.cpp -B "$LB" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DCMAKE_BUILD_TYPE=Release \
     > "$OUT/llama_build.txt" 2>&1 &&
     cmake --build "$LB" -j "$(($(nproc) - 2))" --target llama-bench >> "$OUT/llama_build.txt" 2>&1
   echo "llama-bench build rc=$? ($(date +%T))" >> "$OUT/llama_build.txt"
@@ -88,6 +89,8 @@ if [ "$MODE" = check ]; then
   stage "test_llm / test_llm_gguf on cuda"
   "$B/test_llm" cuda 2>&1 | tail -4
   "$B/test_llm_gguf" cuda 2>&1 | tail -4
+  stage "test_llm_cache on cuda (the KV-cache form against the full forward, samplers)"
+  "$B/test_llm_cache" cuda 2>&1 | grep -E "rel err|PASS|FAIL|checks" | tail -12
   stage "test_llama_oracle on cuda (llama.cpp's CPU library as the oracle)"
   "$B/test_llama_oracle" cuda 2>&1 | grep -E "vs llama|greedy|checks|SKIP" | tail -30
   stage "rlx generate on cuda (tiny random Q4_K_M file: streams, device sampling)"

@@ -17,9 +17,12 @@
 
 #define LLM_TOLERANCE 1e-4 /* max |rlx - torch| / max |torch|, f32 compute */
 
-/* Runs `python3 SCRIPT DIR` (Debian's python, which has torch); its exit code. */
+/* Runs `python3 SCRIPT DIR` (Debian's python, which has torch; RLX_TEST_PYTHON
+ * names another, e.g. the GPU machine's, whose /usr/bin/python3 has no numpy);
+ * its exit code. */
 static int llm_generate(const char* script, const char* dir) {
-  const char* py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  const char* py = getenv("RLX_TEST_PYTHON");
+  if (!py || !*py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s %s '%s'", py, script, dir);
   fflush(stdout);

@@ -285,11 +285,13 @@ static void compare_tokenizers(const char* path) {
 
 /* scripts/gen_random_gguf.py's tiny q4_k_m file into g_dir. 0 = made. */
 static int make_random_file(void) {
-  char cmd[1400];
+  char cmd[1600];
+  const char* py = getenv("RLX_TEST_PYTHON"); /* as llm_common.h's llm_generate */
   snprintf(cmd, sizeof cmd,
-           "mkdir -p '%s/%s' && /usr/bin/python3 scripts/gen_random_gguf.py --preset tiny "
+           "mkdir -p '%s/%s' && %s scripts/gen_random_gguf.py --preset tiny "
            "--type q4_k_m --jobs 1 -o '%s/%s/model.gguf' > /dev/null",
-           g_dir, k_random_case.name, g_dir, k_random_case.name);
+           g_dir, k_random_case.name, py && *py ? py : "/usr/bin/python3", g_dir,
+           k_random_case.name);
   fflush(stdout);
   int st = system(cmd);
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;

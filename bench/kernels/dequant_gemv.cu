@@ -25,7 +25,9 @@
  *   10 the previous _m1 (session 19, helper cuq): 4 W rows per warp, x
  *     from global memory per chunk (37-47 us on the H200);
  *   11-13 the production _m1 (x whole in shared memory, dqmm_gemv_xs) with
- *     other rows per warp / stages: (1, 4), (4, 2), (2, 2).
+ *     other rows per warp / stages: (1, 4), (4, 2), (2, 2);
+ *   14 / 15 diagnostics (no result): the production _m1 without its W
+ *     loads / without its decode.
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
  *
@@ -193,11 +195,111 @@ static int xs_smem(int E, int B, int64_t K, int R, int ST) {
   int cb = DQ_CHUNK / E * B, srow = (cb + 15) / 16 * 16 + 32;
   return (int)((K + DQ_CHUNK - 1) / DQ_CHUNK * DQ_CHUNK * 4) + DQ_WARPS * ST * R * srow;
 }
+/* variants 14 / 15 (diagnostics, results meaningless): the production _m1
+ * without its W loads (decode + FMAs on stale shared memory) / without its
+ * decode (W streamed, one byte a lane summed): which half sets the time. */
+template <int S, int MODE>
+__global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_diag_xs(char* arena, rlxk_dqmm p, rlxk_state* st_) {
+  constexpr int R = DQ_R1, ST = dq_stages<S>();
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32, CB = DQ_CHUNK / E * B;
+  constexpr int SROW = dq_srow<S>();
+  extern __shared__ __align__(16) uint8_t dq_dsm[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const int64_t groups = (p.N + R - 1) / R, gstride = (int64_t)gridDim.x * DQ_WARPS;
+  const int64_t g0 = (int64_t)blockIdx.x * DQ_WARPS + warp;
+  const int64_t items = g0 < groups ? (groups - 1 - g0) / gstride + 1 : 0; /* row groups */
+  const int total = (int)(items * chunks), nc = (int)chunks;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  float4* xs = (float4*)dq_dsm;
+  uint8_t* ring = dq_dsm + chunks * DQ_CHUNK * 4 + (size_t)warp * ST * R * SROW;
+  /* item t (row group g0 + (t / chunks) * gstride, chunk t % chunks) into
+   * ring slot t % ST; one commit group per call, empty past the end */
+  auto issue = [&](int t) {
+    if (t < total) {
+      int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc;
+      int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+      uint8_t* dst = ring + (int)(t % ST) * R * SROW;
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        const uint8_t* row = W + (n0 + r) * p.row_bytes;
+        uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+        int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+        if (MODE != 1)
+          for (int k = lane; k < units; k += 32) cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
+  {
+    const char* X = at(arena, p.xoff);
+    for (int64_t u = threadIdx.x; u < chunks * (DQ_CHUNK / 4); u += blockDim.x) {
+      int64_t c = u / (DQ_CHUNK / 4), q = u % (DQ_CHUNK / 4), k = 4 * u;
+      xs[c * (DQ_CHUNK / 4) + (q % 8) * 32 + q / 8] = k < p.K ? load_x4(X, p.xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+  __syncthreads();
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int t = 0; t < total; t++) {
+    issue(t + ST - 1);
+    cp_async_wait<ST - 1>(); /* item t's group is complete */
+    __syncwarp();
+    const int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc, sub = c * 32 + lane;
+    const uint8_t* st = ring + (int)(t % ST) * R * SROW;
+    if (sub < subs) {
+      float xv[32];
+#pragma unroll
+      for (int g = 0; g < 8; g++) {
+        float4 v = xs[c * (DQ_CHUNK / 4) + g * 32 + lane];
+        xv[4 * g] = v.x, xv[4 * g + 1] = v.y, xv[4 * g + 2] = v.z, xv[4 * g + 3] = v.w;
+      }
+      float xsum[2] = {0.0f, 0.0f};
+      if (gguf<S>::MIN)
+#pragma unroll
+        for (int j = 0; j < 32; j++) xsum[j / 16] += xv[j];
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+        if (MODE == 2) { /* W bytes only */
+          acc[r] += (float)st[r * SROW + lane];
+          continue;
+        }
+        float q[32], a[2], bb[2];
+        decode_sub<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, q, a, bb);
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+        for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+        float v = fmaf(a[0], s0, a[1] * s1);
+        if (gguf<S>::MIN) v = fmaf(bb[0], xsum[0], fmaf(bb[1], xsum[1], v));
+        acc[r] += v;
+      }
+    }
+    __syncwarp(); /* slot t % ST is refilled by the next issue */
+    if (c == chunks - 1) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        float v = warp_sum(acc[r]);
+        if (lane == 0 && n0 + r < p.N) st_f32(atw(arena, p.ooff), p.odt, n0 + r, v);
+        acc[r] = 0.0f;
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
 typedef struct xs_row {
-  void (*k[3])(char*, rlxk_dqmm, rlxk_state*);
+  void (*k[5])(char*, rlxk_dqmm, rlxk_state*);
 } xs_row;
-#define XSV(S) {{lab_xs<S, 1, 4>, lab_xs<S, 4, 2>, lab_xs<S, 2, 2>}}
-static const int XS_R[3] = {1, 4, 2}, XS_ST[3] = {4, 2, 2};
+#define XSV(S) {{lab_xs<S, 1, 4>, lab_xs<S, 4, 2>, lab_xs<S, 2, 2>, lab_diag_xs<S, 1>, lab_diag_xs<S, 2>}}
+static const int XS_R[5] = {1, 4, 2, DQ_R1, DQ_R1}, XS_ST[5] = {4, 2, 2, 0, 0}; /* 0: dq_stages */
 static const xs_row XSS[] = {XSV(RLX_QUANT_Q4_0), XSV(RLX_QUANT_Q4_1), XSV(RLX_QUANT_Q5_0),
                              XSV(RLX_QUANT_Q5_1), XSV(RLX_QUANT_Q8_0), XSV(RLX_QUANT_Q2_K),
                              XSV(RLX_QUANT_Q3_K), XSV(RLX_QUANT_Q4_K), XSV(RLX_QUANT_Q5_K),
@@ -501,8 +603,8 @@ static void launch(const problem* q, int v, int M, int copy) {
     return;
   }
   if (v >= 11) {
-    int j = v - 11;
-    launch_xs(XSS[si].k[j], xs_smem(q->s->E, q->s->B, q->K, XS_R[j], XS_ST[j]), XS_R[j], p, q->arena,
+    int j = v - 11, st = XS_ST[j] ? XS_ST[j] : DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
+    launch_xs(XSS[si].k[j], xs_smem(q->s->E, q->s->B, q->K, XS_R[j], st), XS_R[j], p, q->arena,
               q->sm_count);
     return;
   }
@@ -522,7 +624,9 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "candidate: block-shared x, M = 8, x f32",
                                     "previous m1 (cuq: 4 rows/warp, x from global)",
                                     "x in smem, R = 1, 4 stages", "x in smem, R = 4, 2 stages",
-                                    "x in smem, R = 2, 2 stages"};
+                                    "x in smem, R = 2, 2 stages",
+                                    "diagnostic: production m1 without W loads",
+                                    "diagnostic: production m1 without decode"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
@@ -562,6 +666,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
                         : (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
   lab_report(v, what, err, ms, reps > 0 ? bytes : 0.0);
   if (reps > 0) printf("    %s x%d: %.2f us\n", q->s->name, v, ms * 1e3);
+  if (v >= 14) return 0; /* diagnostics compute nothing meaningful */
   /* the tensor-core variant rounds W to f16 (the parity suite's half tolerance) */
   return !(err <= (v == 6 ? 2e-2 : TOL));
 }
@@ -604,7 +709,7 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 14; v++) {
+      for (int v = 0; v < 16; v++) {
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
         /* prefill timings: the K-quants and the issue's types only (each takes ms) */

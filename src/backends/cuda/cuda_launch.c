@@ -2674,7 +2674,8 @@ static int64_t dqmm_m1_smem(const rlx_dqmm_params* q) {
   int64_t chunk_bytes = 1024 / qi->block * qi->block_bytes;
   int64_t stages = chunk_bytes > 1024 ? 3 : 4;
   int64_t srow = (chunk_bytes + 15) / 16 * 16 + 32;
-  return (q->K + 1023) / 1024 * 4096 + (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
+  return (q->K + 1023) / 1024 * 4096 +
+         (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
 }
 
 /* DequantMatMul (rlx_dqmm_params): the GEMV for decode (x rows <= 8, GGUF

@@ -48,11 +48,15 @@ RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
 }
 
 /* The u32 at s + pos, any alignment (two aligned loads + a funnel shift;
- * may read 3 bytes either side, which the callers' buffers hold). */
+ * may read 3 bytes either side, which the callers' buffers hold). The
+ * aligned word is reached by pointer arithmetic, not through an integer,
+ * so the compiler keeps s's shared address space (32-bit ld.shared with
+ * constant offsets, the misalignment computed once per block): through an
+ * integer it was a generic 64-bit load with its own address math each. */
 RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
-  uintptr_t a = (uintptr_t)(s + pos);
-  const uint32_t* w = (const uint32_t*)(a & ~(uintptr_t)3);
-  return __funnelshift_r(w[0], w[1], (unsigned)(a & 3) * 8u);
+  const uint8_t* b = s + pos;
+  const uint32_t* w = (const uint32_t*)(b - ((uintptr_t)b & 3));
+  return __funnelshift_r(w[0], w[1], (unsigned)((uintptr_t)b & 3) * 8u);
 }
 
 RLXK_DEV float sm_f16(const uint8_t* s, int pos) {
@@ -342,7 +346,7 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
 
 /* ------------------------------------------------------------------ GEMV, one x row */
 
-#define DQ_R1 2      /* W rows a warp of the _m1 GEMV takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
+#define DQ_R1 2    /* W rows a warp of _m1 takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
 /* chunks of W a warp of _m1 has in flight (cp.async stages): 4, or 3 when
  * a chunk of a row is over 1 KB (q8_0), so two blocks still fit an SM
  * (cuda_launch.c: dqmm_m1_stages) */
@@ -350,7 +354,7 @@ template <int S>
 __host__ __device__ constexpr int dq_stages() {
   return DQ_CHUNK / gguf<S>::E * gguf<S>::B > 1024 ? 3 : 4;
 }
-#define DQ_WARPS 8   /* warps of an _m1 block (256 threads) */
+#define DQ_WARPS 8 /* warps of an _m1 block (256 threads; cuda_launch.c: RLX_DQMM_M1_WARPS) */
 
 template <int N>
 RLXK_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
@@ -412,18 +416,30 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
         const uint8_t* row = W + (n0 + r) * p.row_bytes;
         uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
         int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
-        for (int k = lane; k < units; k += 32) cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
+        for (int k = lane; k < units; k += 32)
+          cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
       }
     }
     cp_async_commit();
   };
 #pragma unroll
   for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
-  {
+  { /* x: 8 float4 loads of a thread in flight, then their stores (one
+     * load at a time put ~14 L2 round trips before the first chunk) */
     const char* X = at(arena, p.xoff);
-    for (int64_t u = threadIdx.x; u < chunks * (DQ_CHUNK / 4); u += blockDim.x) {
-      int64_t c = u / (DQ_CHUNK / 4), q = u % (DQ_CHUNK / 4), k = 4 * u;
-      xs[c * (DQ_CHUNK / 4) + (q % 8) * 32 + q / 8] = k < p.K ? load_x4(X, p.xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    const int64_t units = chunks * (DQ_CHUNK / 4);
+    for (int64_t u0 = threadIdx.x; u0 < units; u0 += 8 * (int64_t)blockDim.x) {
+      float4 v[8];
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        int64_t k = 4 * (u0 + i * (int64_t)blockDim.x);
+        v[i] = k < p.K ? load_x4(X, p.xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        int64_t u = u0 + i * (int64_t)blockDim.x, c = u / (DQ_CHUNK / 4), q = u % (DQ_CHUNK / 4);
+        if (u < units) xs[c * (DQ_CHUNK / 4) + (q % 8) * 32 + q / 8] = v[i];
+      }
     }
   }
   __syncthreads();
@@ -480,8 +496,8 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
  * warp, DQ_WARPS warps a block; _m8: up to DQ_MR x rows, one W row per
  * warp. U = ceil((chunk bytes + 15) / 512). */
 #define DQMM_GEMV(S, U, name)                                                            \
-  extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2) name##_m1(char* arena, rlxk_dqmm p, \
-                                                                 rlxk_state* st) {      \
+  extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2)                        \
+      name##_m1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
     dqmm_gemv_xs<S, DQ_R1, dq_stages<S>()>(arena, p);                                           \
   }                                                                                      \
   extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \

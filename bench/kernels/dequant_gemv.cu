@@ -4,8 +4,8 @@
  *
  * Variants, per scheme:
  *   0 production: rlx_dqmm_gemv_<scheme>_m1 from src/backends/cuda/kernels/
- *     quant.cu (included below unchanged), x f32, M = 1, the warps-per-row
- *     choice of build_dequant_matmul (cuda_launch.c, repeated here);
+ *     quant.cu (included below unchanged), x f32, M = 1, launched as
+ *     build_dequant_matmul does (cuda_launch.c, repeated in launch_xs);
  *   1 the same with x f16 (the reference uses the rounded x);
  *   2 the same over 8 copies of W in turn (more bytes than the 60 MB L2
  *     holds: every run reads W from HBM; 0 re-reads one W, like ggml's
@@ -22,6 +22,12 @@
  *   8 / 9 candidate (lab only; written without a GPU run, session 19):
  *     block-shared x (8 warps x 4 W rows in lockstep, each chunk's x slice
  *     copied once per block by cp.async), M = 1 / M = 8.
+ *   10 the previous _m1 (session 19, helper cuq): 4 W rows per warp, x
+ *     from global memory per chunk (37-47 us on the H200);
+ *   11-13 the production _m1 (x whole in shared memory, dqmm_gemv_xs) with
+ *     other rows per warp / stages: (1, 4), (4, 2), (2, 2);
+ *   14 / 15 diagnostics (no result): the production _m1 without its W
+ *     loads / without its decode.
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
  *
@@ -67,35 +73,267 @@ LAB_PF2(RLX_QUANT_Q4_K, 2, lab_pf2_q4_k)
 LAB_PF2(RLX_QUANT_Q5_K, 2, lab_pf2_q5_k)
 LAB_PF2(RLX_QUANT_Q6_K, 2, lab_pf2_q6_k)
 
+/* ------------------------------------------------ variant 10: the session-19 (helper
+ * cuq) _m1, kept for comparison: 4 W rows per warp, 4 warps a block, x
+ * loaded from global memory by every warp after its chunk of W arrived. */
+#define OLD_R1 4 /* W rows a warp of the variant-10 kernel takes at once */
+
+RLXK_DEV void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+/* M == 1: each warp takes R W rows at once, so a lane's 32 x values (one
+ * sub-block) are loaded once per chunk and serve R rows: x is read N / R
+ * times instead of N (it was the bottleneck: the one-row kernel moved 7x
+ * more x than W bytes through the caches). The rows' chunk bytes go from
+ * global straight into shared memory with cp.async, double buffered (two
+ * chunks of R rows per warp in flight). wpr warps share a row group. */
+template <int S, int R>
+__device__ void dqmm_gemv_rows(char* arena, const rlxk_dqmm& p) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32;
+  constexpr int CB = DQ_CHUNK / E * B;       /* bytes of a full chunk */
+  constexpr int SROW = (CB + 15) / 16 * 16 + 32; /* + alignment slack + sm_u32's overread */
+  __shared__ __align__(16) uint8_t stage[4][2][R][SROW];
+  __shared__ float part[4][R];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wpr = p.wpr, groups_per_block = 4 / wpr;
+  const int64_t n0 = ((int64_t)blockIdx.x * groups_per_block + warp / wpr) * R;
+  const int slot = warp % wpr;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  const char* X = at(arena, p.xoff);
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  /* chunk c of the R rows into buffer b (rows past N: nothing) */
+  auto issue = [&](int b, int64_t c) {
+    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if (n0 + r >= p.N) break;
+      const uint8_t* row = W + (n0 + r) * p.row_bytes;
+      uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+      int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+      for (int k = lane; k < units; k += 32)
+        cp_async16(&stage[warp][b][r][16 * k], (const uint4*)a0 + k, true);
+    }
+    cp_async_commit();
+  };
+  if (n0 < p.N && slot < chunks) {
+    issue(0, slot);
+    int b = 0;
+    for (int64_t c = slot; c < chunks; c += wpr, b ^= 1) {
+      if (c + wpr < chunks) {
+        issue(b ^ 1, c + wpr);
+        cp_async_wait_1();
+      } else {
+        cp_async_wait_all();
+      }
+      __syncwarp();
+      int64_t sub = c * 32 + lane;
+      if (sub < subs) {
+        float xv[32];
+#pragma unroll
+        for (int g = 0; g < 4; g++) load_x8(X, p.xdt, sub * 32 + 8 * g, xv + 8 * g);
+        float xs[2] = {0.0f, 0.0f};
+        if (gguf<S>::MIN)
+#pragma unroll
+          for (int j = 0; j < 32; j++) xs[j / 16] += xv[j];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+          if (n0 + r >= p.N) break;
+          int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+          float q[32], a[2], bb[2];
+          decode_sub<S>(&stage[warp][b][r][off + lane / SPB * B], lane % SPB, q, a, bb);
+          float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+          for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+          float t = fmaf(a[0], s0, a[1] * s1);
+          if (gguf<S>::MIN) t = fmaf(bb[0], xs[0], fmaf(bb[1], xs[1], t));
+          acc[r] += t;
+        }
+      }
+      __syncwarp(); /* the buffer is refilled by the next issue */
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < R; r++) part[warp][r] = acc[r];
+  __syncthreads();
+  if (slot != 0 || lane >= R || n0 + lane >= p.N) return;
+  float v = 0.0f;
+  for (int w = 0; w < wpr; w++) v += part[warp + w][lane];
+  st_f32(atw(arena, p.ooff), p.odt, n0 + lane, v);
+}
+
+#define LAB_OLD(S, name) \
+  __global__ void __launch_bounds__(128, 4) name(char* arena, rlxk_dqmm p, rlxk_state* st) { \
+    dqmm_gemv_rows<S, OLD_R1>(arena, p); \
+  }
+LAB_OLD(RLX_QUANT_Q4_0, lab_old_q4_0)
+LAB_OLD(RLX_QUANT_Q4_1, lab_old_q4_1)
+LAB_OLD(RLX_QUANT_Q5_0, lab_old_q5_0)
+LAB_OLD(RLX_QUANT_Q5_1, lab_old_q5_1)
+LAB_OLD(RLX_QUANT_Q8_0, lab_old_q8_0)
+LAB_OLD(RLX_QUANT_Q2_K, lab_old_q2_k)
+LAB_OLD(RLX_QUANT_Q3_K, lab_old_q3_k)
+LAB_OLD(RLX_QUANT_Q4_K, lab_old_q4_k)
+LAB_OLD(RLX_QUANT_Q5_K, lab_old_q5_k)
+LAB_OLD(RLX_QUANT_Q6_K, lab_old_q6_k)
+
+/* variants 11-13: the production _m1 structure (dqmm_gemv_xs) with other
+ * rows per warp R / stages ST */
+template <int S, int R, int ST>
+__global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_xs(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_gemv_xs<S, R, ST>(arena, p);
+}
+/* its dynamic shared memory (cuda_launch.c dqmm_m1_smem for R = DQ_R1 and
+ * the production stages) */
+static int xs_smem(int E, int B, int64_t K, int R, int ST) {
+  int cb = DQ_CHUNK / E * B, srow = (cb + 15) / 16 * 16 + 32;
+  return (int)((K + DQ_CHUNK - 1) / DQ_CHUNK * DQ_CHUNK * 4) + DQ_WARPS * ST * R * srow;
+}
+/* variants 14 / 15 (diagnostics, results meaningless): the production _m1
+ * without its W loads (decode + FMAs on stale shared memory) / without its
+ * decode (W streamed, one byte a lane summed): which half sets the time. */
+template <int S, int MODE>
+__global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_diag_xs(char* arena, rlxk_dqmm p, rlxk_state* st_) {
+  constexpr int R = DQ_R1, ST = dq_stages<S>();
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32, CB = DQ_CHUNK / E * B;
+  constexpr int SROW = dq_srow<S>();
+  extern __shared__ __align__(16) uint8_t dq_dsm[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const int64_t groups = (p.N + R - 1) / R, gstride = (int64_t)gridDim.x * DQ_WARPS;
+  const int64_t g0 = (int64_t)blockIdx.x * DQ_WARPS + warp;
+  const int64_t items = g0 < groups ? (groups - 1 - g0) / gstride + 1 : 0; /* row groups */
+  const int total = (int)(items * chunks), nc = (int)chunks;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  float4* xs = (float4*)dq_dsm;
+  uint8_t* ring = dq_dsm + chunks * DQ_CHUNK * 4 + (size_t)warp * ST * R * SROW;
+  /* item t (row group g0 + (t / chunks) * gstride, chunk t % chunks) into
+   * ring slot t % ST; one commit group per call, empty past the end */
+  auto issue = [&](int t) {
+    if (t < total) {
+      int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc;
+      int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+      uint8_t* dst = ring + (int)(t % ST) * R * SROW;
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        const uint8_t* row = W + (n0 + r) * p.row_bytes;
+        uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+        int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+        if (MODE != 1)
+          for (int k = lane; k < units; k += 32) cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
+  {
+    const char* X = at(arena, p.xoff);
+    for (int64_t u = threadIdx.x; u < chunks * (DQ_CHUNK / 4); u += blockDim.x) {
+      int64_t c = u / (DQ_CHUNK / 4), q = u % (DQ_CHUNK / 4), k = 4 * u;
+      xs[c * (DQ_CHUNK / 4) + (q % 8) * 32 + q / 8] = k < p.K ? load_x4(X, p.xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+  __syncthreads();
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int t = 0; t < total; t++) {
+    issue(t + ST - 1);
+    cp_async_wait<ST - 1>(); /* item t's group is complete */
+    __syncwarp();
+    const int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc, sub = c * 32 + lane;
+    const uint8_t* st = ring + (int)(t % ST) * R * SROW;
+    if (sub < subs) {
+      float xv[32];
+#pragma unroll
+      for (int g = 0; g < 8; g++) {
+        float4 v = xs[c * (DQ_CHUNK / 4) + g * 32 + lane];
+        xv[4 * g] = v.x, xv[4 * g + 1] = v.y, xv[4 * g + 2] = v.z, xv[4 * g + 3] = v.w;
+      }
+      float xsum[2] = {0.0f, 0.0f};
+      if (gguf<S>::MIN)
+#pragma unroll
+        for (int j = 0; j < 32; j++) xsum[j / 16] += xv[j];
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+        if (MODE == 2) { /* W bytes only */
+          acc[r] += (float)st[r * SROW + lane];
+          continue;
+        }
+        float q[32], a[2], bb[2];
+        decode_sub<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, q, a, bb);
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+        for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+        float v = fmaf(a[0], s0, a[1] * s1);
+        if (gguf<S>::MIN) v = fmaf(bb[0], xsum[0], fmaf(bb[1], xsum[1], v));
+        acc[r] += v;
+      }
+    }
+    __syncwarp(); /* slot t % ST is refilled by the next issue */
+    if (c == chunks - 1) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        float v = warp_sum(acc[r]);
+        if (lane == 0 && n0 + r < p.N) st_f32(atw(arena, p.ooff), p.odt, n0 + r, v);
+        acc[r] = 0.0f;
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
+typedef struct xs_row {
+  void (*k[5])(char*, rlxk_dqmm, rlxk_state*);
+} xs_row;
+#define XSV(S) {{lab_xs<S, 1, 4>, lab_xs<S, 4, 2>, lab_xs<S, 2, 2>, lab_diag_xs<S, 1>, lab_diag_xs<S, 2>}}
+static const int XS_R[5] = {1, 4, 2, DQ_R1, DQ_R1}, XS_ST[5] = {4, 2, 2, 0, 0}; /* 0: dq_stages */
+static const xs_row XSS[] = {XSV(RLX_QUANT_Q4_0), XSV(RLX_QUANT_Q4_1), XSV(RLX_QUANT_Q5_0),
+                             XSV(RLX_QUANT_Q5_1), XSV(RLX_QUANT_Q8_0), XSV(RLX_QUANT_Q2_K),
+                             XSV(RLX_QUANT_Q3_K), XSV(RLX_QUANT_Q4_K), XSV(RLX_QUANT_Q5_K),
+                             XSV(RLX_QUANT_Q6_K)};
+
 typedef struct scheme_row {
   int scheme;
   const char* name;
   int E, B;     /* block elements, bytes */
   int f16[2];   /* offsets of the block's f16 fields, -1 none */
-  kern m1, m8, pf2;
+  kern m1, m8, pf2, old;
 } scheme_row;
 
 static const scheme_row SCHEMES[] = {
     {RLX_QUANT_Q4_0, "q4_0", 32, 18, {0, -1}, rlx_dqmm_gemv_q4_0_m1, rlx_dqmm_gemv_q4_0_m8,
-     lab_pf2_q4_0},
+     lab_pf2_q4_0, lab_old_q4_0},
     {RLX_QUANT_Q4_1, "q4_1", 32, 20, {0, 2}, rlx_dqmm_gemv_q4_1_m1, rlx_dqmm_gemv_q4_1_m8,
-     lab_pf2_q4_1},
+     lab_pf2_q4_1, lab_old_q4_1},
     {RLX_QUANT_Q5_0, "q5_0", 32, 22, {0, -1}, rlx_dqmm_gemv_q5_0_m1, rlx_dqmm_gemv_q5_0_m8,
-     lab_pf2_q5_0},
+     lab_pf2_q5_0, lab_old_q5_0},
     {RLX_QUANT_Q5_1, "q5_1", 32, 24, {0, 2}, rlx_dqmm_gemv_q5_1_m1, rlx_dqmm_gemv_q5_1_m8,
-     lab_pf2_q5_1},
+     lab_pf2_q5_1, lab_old_q5_1},
     {RLX_QUANT_Q8_0, "q8_0", 32, 34, {0, -1}, rlx_dqmm_gemv_q8_0_m1, rlx_dqmm_gemv_q8_0_m8,
-     lab_pf2_q8_0},
+     lab_pf2_q8_0, lab_old_q8_0},
     {RLX_QUANT_Q2_K, "q2_k", 256, 84, {80, 82}, rlx_dqmm_gemv_q2_k_m1, rlx_dqmm_gemv_q2_k_m8,
-     lab_pf2_q2_k},
+     lab_pf2_q2_k, lab_old_q2_k},
     {RLX_QUANT_Q3_K, "q3_k", 256, 110, {108, -1}, rlx_dqmm_gemv_q3_k_m1, rlx_dqmm_gemv_q3_k_m8,
-     lab_pf2_q3_k},
+     lab_pf2_q3_k, lab_old_q3_k},
     {RLX_QUANT_Q4_K, "q4_k", 256, 144, {0, 2}, rlx_dqmm_gemv_q4_k_m1, rlx_dqmm_gemv_q4_k_m8,
-     lab_pf2_q4_k},
+     lab_pf2_q4_k, lab_old_q4_k},
     {RLX_QUANT_Q5_K, "q5_k", 256, 176, {0, 2}, rlx_dqmm_gemv_q5_k_m1, rlx_dqmm_gemv_q5_k_m8,
-     lab_pf2_q5_k},
+     lab_pf2_q5_k, lab_old_q5_k},
     {RLX_QUANT_Q6_K, "q6_k", 256, 210, {208, -1}, rlx_dqmm_gemv_q6_k_m1, rlx_dqmm_gemv_q6_k_m8,
-     lab_pf2_q6_k},
+     lab_pf2_q6_k, lab_old_q6_k},
 };
 #define N_SCHEMES (int)(sizeof SCHEMES / sizeof SCHEMES[0])
 #define COPIES 8
@@ -226,8 +464,22 @@ static int warps_per_row(int sm_count, int64_t groups, int64_t K) {
   while (wpr < 4 && groups * wpr < (int64_t)sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
   return wpr;
 }
-/* W rows a warp takes: DQ_R1 for the production _m1 (variants 0-2), else 1 */
-static int rows_per_warp(int v, int M) { return M == 1 && v != 5 ? DQ_R1 : 1; }
+/* W rows a warp takes with 4-warp blocks: OLD_R1 for variant 10, else 1 */
+static int rows_per_warp(int v, int M) { return v == 10 ? OLD_R1 : 1; }
+
+/* The _m1 launch (cuda_launch.c build_dequant_matmul): DQ_WARPS warps a
+ * block, one row group of R rows per warp while two blocks per SM hold
+ * them all, else a grid of 1-2 blocks per SM striding over the groups. */
+static void launch_xs(kern k, int smem, int R, const rlxk_dqmm& p, char* arena, int sm_count) {
+  static int optin = 0;
+  if (!optin) cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+  cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  int64_t groups = (p.N + R - 1) / R, blocks = (groups + DQ_WARPS - 1) / DQ_WARPS;
+  int64_t per_sm = (optin + 1024) / (smem + 1024);
+  per_sm = per_sm < 1 ? 1 : per_sm > 2 ? 2 : per_sm;
+  if (blocks > per_sm * sm_count) blocks = per_sm * sm_count;
+  k<<<(unsigned)blocks, 32 * DQ_WARPS, smem>>>(arena, p, NULL);
+}
 
 static uint16_t f16_bits(float f) {
   __half h = __float2half(f);
@@ -344,9 +596,21 @@ static void launch(const problem* q, int v, int M, int copy) {
     k<<<(unsigned)((q->N + per - 1) / per), 256, smem>>>(q->arena, p, NULL);
     return;
   }
+  int si = (int)(q->s - SCHEMES);
+  if (v <= 2) { /* production _m1 */
+    int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4; /* quant.cu dq_stages */
+    launch_xs(q->s->m1, xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st), DQ_R1, p, q->arena, q->sm_count);
+    return;
+  }
+  if (v >= 11) {
+    int j = v - 11, st = XS_ST[j] ? XS_ST[j] : DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
+    launch_xs(XSS[si].k[j], xs_smem(q->s->E, q->s->B, q->K, XS_R[j], st), XS_R[j], p, q->arena,
+              q->sm_count);
+    return;
+  }
   int per_block = 4 / p.wpr * rows;
   unsigned blocks = (unsigned)((q->N + per_block - 1) / per_block);
-  kern k = v == 5 ? q->s->pf2 : M > 1 ? q->s->m8 : q->s->m1;
+  kern k = v == 5 ? q->s->pf2 : v == 10 ? q->s->old : q->s->m8;
   k<<<blocks, 128>>>(q->arena, p, NULL);
 }
 
@@ -357,7 +621,12 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "prefill M = 512 mma f16 (GFLOP/s)",
                                     "prefill M = 512 tiled f32 (GFLOP/s)",
                                     "candidate: block-shared x, M = 1, x f32",
-                                    "candidate: block-shared x, M = 8, x f32"};
+                                    "candidate: block-shared x, M = 8, x f32",
+                                    "previous m1 (cuq: 4 rows/warp, x from global)",
+                                    "x in smem, R = 1, 4 stages", "x in smem, R = 4, 2 stages",
+                                    "x in smem, R = 2, 2 stages",
+                                    "diagnostic: production m1 without W loads",
+                                    "diagnostic: production m1 without decode"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
@@ -397,6 +666,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
                         : (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
   lab_report(v, what, err, ms, reps > 0 ? bytes : 0.0);
   if (reps > 0) printf("    %s x%d: %.2f us\n", q->s->name, v, ms * 1e3);
+  if (v >= 14) return 0; /* diagnostics compute nothing meaningful */
   /* the tensor-core variant rounds W to f16 (the parity suite's half tolerance) */
   return !(err <= (v == 6 ? 2e-2 : TOL));
 }
@@ -439,7 +709,7 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 10; v++) {
+      for (int v = 0; v < 16; v++) {
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
         /* prefill timings: the K-quants and the issue's types only (each takes ms) */

@@ -2640,7 +2640,8 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 /* The fused-dequant GEMV (kernels/quant.cu) of each GGUF scheme: one x row
  * (_m1) and up to RLX_DQMM_GEMV_ROWS (_m8). */
 #define RLX_DQMM_GEMV_ROWS 8
-#define RLX_DQMM_M1_ROWS 4 /* W rows per warp of _m1 (quant.cu DQ_R1) */
+#define RLX_DQMM_M1_ROWS 2   /* W rows per warp of _m1 (quant.cu DQ_R1) */
+#define RLX_DQMM_M1_WARPS 8  /* warps of an _m1 block (quant.cu DQ_WARPS) */
 static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
     [RLX_QUANT_Q4_0] = {RLX_CUDA_FN_DQMM_GEMV_Q4_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_0_M8},
     [RLX_QUANT_Q4_1] = {RLX_CUDA_FN_DQMM_GEMV_Q4_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_M8},
@@ -2654,15 +2655,27 @@ static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
     [RLX_QUANT_Q6_K] = {RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M8},
 };
 
-/* Warps per W row group of the GEMV (a row for _m8, RLX_DQMM_M1_ROWS rows
- * for _m1): more than one (the 1024-element chunks round robin, partials
- * summed in the block) only when the groups alone would leave SMs short
- * of warps. */
-static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t groups, int64_t K) {
+/* Warps per W row of the _m8 GEMV: more than one (the 1024-element chunks
+ * round robin, partials summed in the block) only when the rows alone
+ * would leave SMs short of warps. */
+static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t rows, int64_t K) {
   int64_t chunks = (K + 1023) / 1024;
   int32_t wpr = 1;
-  while (wpr < 4 && groups * wpr < (int64_t)b->d->sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
+  while (wpr < 4 && rows * wpr < (int64_t)b->d->sm_count * 16 && chunks >= 2 * wpr) wpr *= 2;
   return wpr;
+}
+
+/* Dynamic shared memory of the _m1 GEMV (quant.cu dqmm_gemv_xs): x as f32
+ * in whole 1024-element chunks, and each warp's ring of stages (quant.cu
+ * dq_stages: 4, 3 past 1 KB a chunk) chunks of RLX_DQMM_M1_ROWS W rows (a
+ * chunk's bytes rounded to 16, + 32). */
+static int64_t dqmm_m1_smem(const rlx_dqmm_params* q) {
+  const rlx_quant_info* qi = &rlx_quant_table[q->scheme];
+  int64_t chunk_bytes = 1024 / qi->block * qi->block_bytes;
+  int64_t stages = chunk_bytes > 1024 ? 3 : 4;
+  int64_t srow = (chunk_bytes + 15) / 16 * 16 + 32;
+  return (q->K + 1023) / 1024 * 4096 +
+         (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
 }
 
 /* DequantMatMul (rlx_dqmm_params): the GEMV for decode (x rows <= 8, GGUF
@@ -2684,18 +2697,32 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
   p.odt = s->out[0].dtype;
   int gemv = !q->transposed && rlx_quant_is_gguf(q->scheme) && q->M >= 1 &&
              q->M <= RLX_DQMM_GEMV_ROWS && aligned16(p.xoff) && q->K % 32 == 0;
+  /* _m1 holds x in shared memory: past the device's limit (K over ~50k),
+   * the _m8 kernel (x from global memory) takes M == 1 too */
+  int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q) : 0;
+  int m1 = gemv && q->M == 1 && m1_smem <= b->d->smem_optin;
   /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
   int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
   int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;
-  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][q->M > 1]
+  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][!m1]
                    : mma ? (p.xdt == RLX_BF16 ? RLX_CUDA_FN_DQMM_MMA_BF16 : RLX_CUDA_FN_DQMM_MMA_F16)
                          : RLX_CUDA_FN_DQMM_TILED;
   rlx_launch* x = push_kernel(l, fn, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
-  if (gemv) {
-    int64_t rows = q->M > 1 ? 1 : RLX_DQMM_M1_ROWS; /* W rows per warp */
-    p.wpr = dqmm_warps_per_row(b, (q->N + rows - 1) / rows, q->K);
-    int64_t per_block = 4 / p.wpr * rows;
+  if (m1) {
+    /* one row group per warp while the blocks fit on the SMs at once; past
+     * that the warps stride over the groups (x staged once per block) */
+    int64_t groups = (q->N + RLX_DQMM_M1_ROWS - 1) / RLX_DQMM_M1_ROWS;
+    int64_t blocks = (groups + RLX_DQMM_M1_WARPS - 1) / RLX_DQMM_M1_WARPS;
+    int64_t per_sm = (b->d->smem_optin + 1024) / (m1_smem + 1024);
+    per_sm = per_sm < 1 ? 1 : per_sm > 2 ? 2 : per_sm; /* __launch_bounds__(256, 2) */
+    if (blocks > per_sm * b->d->sm_count) blocks = per_sm * b->d->sm_count;
+    x->block = 32 * RLX_DQMM_M1_WARPS;
+    x->smem = (unsigned)m1_smem;
+    x->grid[0] = (unsigned)blocks;
+  } else if (gemv) {
+    p.wpr = dqmm_warps_per_row(b, q->N, q->K);
+    int64_t per_block = 4 / p.wpr;
     x->block = 128;
     x->grid[0] = (unsigned)((q->N + per_block - 1) / per_block);
   } else {

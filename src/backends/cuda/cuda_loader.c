@@ -269,7 +269,13 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_ATTN_BWD_MMA_K_F16_D128, RLX_CUDA_FN_ATTN_F32TC_D64,
                        RLX_CUDA_FN_ATTN_F32TC_D128, RLX_CUDA_FN_ATTN_BWD_F32TC_Q64,
                        RLX_CUDA_FN_ATTN_BWD_F32TC_Q128, RLX_CUDA_FN_ATTN_BWD_F32TC_K64,
-                       RLX_CUDA_FN_ATTN_BWD_F32TC_K128};
+                       RLX_CUDA_FN_ATTN_BWD_F32TC_K128,
+                       /* the decode GEMV keeps x (K floats) in shared memory */
+                       RLX_CUDA_FN_DQMM_GEMV_Q4_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_M1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_M1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q8_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_M1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q3_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_M1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);

@@ -48,11 +48,15 @@ RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
 }
 
 /* The u32 at s + pos, any alignment (two aligned loads + a funnel shift;
- * may read 3 bytes either side, which the callers' buffers hold). */
+ * may read 3 bytes either side, which the callers' buffers hold). The
+ * aligned word is reached by pointer arithmetic, not through an integer,
+ * so the compiler keeps s's shared address space (32-bit ld.shared with
+ * constant offsets, the misalignment computed once per block): through an
+ * integer it was a generic 64-bit load with its own address math each. */
 RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
-  uintptr_t a = (uintptr_t)(s + pos);
-  const uint32_t* w = (const uint32_t*)(a & ~(uintptr_t)3);
-  return __funnelshift_r(w[0], w[1], (unsigned)(a & 3) * 8u);
+  const uint8_t* b = s + pos;
+  const uint32_t* w = (const uint32_t*)(b - ((uintptr_t)b & 3));
+  return __funnelshift_r(w[0], w[1], (unsigned)((uintptr_t)b & 3) * 8u);
 }
 
 RLXK_DEV float sm_f16(const uint8_t* s, int pos) {
@@ -342,104 +346,159 @@ __device__ void dqmm_gemv(char* arena, const rlxk_dqmm& p) {
 
 /* ------------------------------------------------------------------ GEMV, one x row */
 
-#define DQ_R1 4 /* W rows a warp of the _m1 GEMV takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
+#define DQ_R1 2    /* W rows a warp of _m1 takes at once (cuda_launch.c: RLX_DQMM_M1_ROWS) */
+/* chunks of W a warp of _m1 has in flight (cp.async stages): 4, or 3 when
+ * a chunk of a row is over 1 KB (q8_0), so two blocks still fit an SM
+ * (cuda_launch.c: dqmm_m1_stages) */
+template <int S>
+__host__ __device__ constexpr int dq_stages() {
+  return DQ_CHUNK / gguf<S>::E * gguf<S>::B > 1024 ? 3 : 4;
+}
+#define DQ_WARPS 8 /* warps of an _m1 block (256 threads; cuda_launch.c: RLX_DQMM_M1_WARPS) */
 
-RLXK_DEV void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+template <int N>
+RLXK_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-/* M == 1: each warp takes R W rows at once, so a lane's 32 x values (one
- * sub-block) are loaded once per chunk and serve R rows: x is read N / R
- * times instead of N (it was the bottleneck: the one-row kernel moved 7x
- * more x than W bytes through the caches). The rows' chunk bytes go from
- * global straight into shared memory with cp.async, double buffered (two
- * chunks of R rows per warp in flight). wpr warps share a row group. */
-template <int S, int R>
-__device__ void dqmm_gemv_rows(char* arena, const rlxk_dqmm& p) {
-  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32;
-  constexpr int CB = DQ_CHUNK / E * B;       /* bytes of a full chunk */
-  constexpr int SROW = (CB + 15) / 16 * 16 + 32; /* + alignment slack + sm_u32's overread */
-  __shared__ __align__(16) uint8_t stage[4][2][R][SROW];
-  __shared__ float part[4][R];
+/* x[k .. k + 3] of dtype t as a float4 (k a multiple of 4, x 16-byte aligned). */
+RLXK_DEV float4 load_x4(const char* x, int t, int64_t k) {
+  if (t == RLX_F32) return __ldg((const float4*)((const float*)x + k));
+  uint2 r = __ldg((const uint2*)((const uint16_t*)x + k));
+  if (t == RLX_F16) {
+    float2 a = __half22float2(*(const __half2*)&r.x), b = __half22float2(*(const __half2*)&r.y);
+    return make_float4(a.x, a.y, b.x, b.y);
+  }
+  return make_float4(__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xFFFF0000u),
+                     __uint_as_float(r.y << 16), __uint_as_float(r.y & 0xFFFF0000u));
+}
+
+/* Bytes of one W row's stage buffer: a chunk, 16-byte alignment slack and
+ * sm_u32's overread. */
+template <int S>
+__host__ __device__ constexpr int dq_srow() {
+  return (DQ_CHUNK / gguf<S>::E * gguf<S>::B + 15) / 16 * 16 + 32;
+}
+
+/* M == 1 (decode proper). The whole x row sits in shared memory as f32
+ * (staged once per block, converted from f16 / bf16 exactly), stored per
+ * 1024-element chunk transposed: float4 g of sub-block l at slot 32 g + l,
+ * so a warp reading the 8 float4 of its lanes' sub-blocks hits every bank
+ * once. Each warp then walks its items (R W rows x one chunk, its row
+ * groups strided by the grid) with ST chunks of W in flight (cp.async
+ * straight into the warp's stage ring, no block barrier in the loop);
+ * lane l decodes sub-block l of the chunk of each of the R rows against
+ * the 32 x values it read once from shared memory. A row group's sum is
+ * reduced across the warp after its last chunk. Dynamic shared memory:
+ * chunks * 4 KB (x) + DQ_WARPS * ST * R * dq_srow<S>() (cuda_launch.c). */
+template <int S, int R, int ST>
+__device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
+  constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32, CB = DQ_CHUNK / E * B;
+  constexpr int SROW = dq_srow<S>();
+  extern __shared__ __align__(16) uint8_t dq_dsm[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int wpr = p.wpr, groups_per_block = 4 / wpr;
-  const int64_t n0 = ((int64_t)blockIdx.x * groups_per_block + warp / wpr) * R;
-  const int slot = warp % wpr;
   const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
+  const int64_t groups = (p.N + R - 1) / R, gstride = (int64_t)gridDim.x * DQ_WARPS;
+  const int64_t g0 = (int64_t)blockIdx.x * DQ_WARPS + warp;
+  const int64_t items = g0 < groups ? (groups - 1 - g0) / gstride + 1 : 0; /* row groups */
+  const int total = (int)(items * chunks), nc = (int)chunks;
   const uint8_t* W = (const uint8_t*)at(arena, p.woff);
-  const char* X = at(arena, p.xoff);
-  float acc[R];
+  float4* xs = (float4*)dq_dsm;
+  uint8_t* ring = dq_dsm + chunks * DQ_CHUNK * 4 + (size_t)warp * ST * R * SROW;
+  /* item t (row group g0 + (t / chunks) * gstride, chunk t % chunks) into
+   * ring slot t % ST; one commit group per call, empty past the end */
+  auto issue = [&](int t) {
+    if (t < total) {
+      int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc;
+      int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+      uint8_t* dst = ring + (int)(t % ST) * R * SROW;
 #pragma unroll
-  for (int r = 0; r < R; r++) acc[r] = 0.0f;
-  /* chunk c of the R rows into buffer b (rows past N: nothing) */
-  auto issue = [&](int b, int64_t c) {
-    int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-      if (n0 + r >= p.N) break;
-      const uint8_t* row = W + (n0 + r) * p.row_bytes;
-      uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
-      int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
-      for (int k = lane; k < units; k += 32)
-        cp_async16(&stage[warp][b][r][16 * k], (const uint4*)a0 + k, true);
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        const uint8_t* row = W + (n0 + r) * p.row_bytes;
+        uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+        int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+        for (int k = lane; k < units; k += 32)
+          cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
+      }
     }
     cp_async_commit();
   };
-  if (n0 < p.N && slot < chunks) {
-    issue(0, slot);
-    int b = 0;
-    for (int64_t c = slot; c < chunks; c += wpr, b ^= 1) {
-      if (c + wpr < chunks) {
-        issue(b ^ 1, c + wpr);
-        cp_async_wait_1();
-      } else {
-        cp_async_wait_all();
+#pragma unroll
+  for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
+  { /* x: 8 float4 loads of a thread in flight, then their stores (one
+     * load at a time put ~14 L2 round trips before the first chunk) */
+    const char* X = at(arena, p.xoff);
+    const int64_t units = chunks * (DQ_CHUNK / 4);
+    for (int64_t u0 = threadIdx.x; u0 < units; u0 += 8 * (int64_t)blockDim.x) {
+      float4 v[8];
+#pragma unroll
+      for (int i = 0; i < 8; i++) {
+        int64_t k = 4 * (u0 + i * (int64_t)blockDim.x);
+        v[i] = k < p.K ? load_x4(X, p.xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      __syncwarp();
-      int64_t sub = c * 32 + lane;
-      if (sub < subs) {
-        float xv[32];
 #pragma unroll
-        for (int g = 0; g < 4; g++) load_x8(X, p.xdt, sub * 32 + 8 * g, xv + 8 * g);
-        float xs[2] = {0.0f, 0.0f};
-        if (gguf<S>::MIN)
-#pragma unroll
-          for (int j = 0; j < 32; j++) xs[j / 16] += xv[j];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-          if (n0 + r >= p.N) break;
-          int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
-          float q[32], a[2], bb[2];
-          decode_sub<S>(&stage[warp][b][r][off + lane / SPB * B], lane % SPB, q, a, bb);
-          float s0 = 0.0f, s1 = 0.0f;
-#pragma unroll
-          for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
-#pragma unroll
-          for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
-          float t = fmaf(a[0], s0, a[1] * s1);
-          if (gguf<S>::MIN) t = fmaf(bb[0], xs[0], fmaf(bb[1], xs[1], t));
-          acc[r] += t;
-        }
+      for (int i = 0; i < 8; i++) {
+        int64_t u = u0 + i * (int64_t)blockDim.x, c = u / (DQ_CHUNK / 4), q = u % (DQ_CHUNK / 4);
+        if (u < units) xs[c * (DQ_CHUNK / 4) + (q % 8) * 32 + q / 8] = v[i];
       }
-      __syncwarp(); /* the buffer is refilled by the next issue */
     }
   }
-#pragma unroll
-  for (int r = 0; r < R; r++) acc[r] = warp_sum(acc[r]);
-  if (lane == 0)
-#pragma unroll
-    for (int r = 0; r < R; r++) part[warp][r] = acc[r];
   __syncthreads();
-  if (slot != 0 || lane >= R || n0 + lane >= p.N) return;
-  float v = 0.0f;
-  for (int w = 0; w < wpr; w++) v += part[warp + w][lane];
-  st_f32(atw(arena, p.ooff), p.odt, n0 + lane, v);
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int t = 0; t < total; t++) {
+    issue(t + ST - 1);
+    cp_async_wait<ST - 1>(); /* item t's group is complete */
+    __syncwarp();
+    const int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc, sub = c * 32 + lane;
+    const uint8_t* st = ring + (int)(t % ST) * R * SROW;
+    if (sub < subs) {
+      float xv[32];
+#pragma unroll
+      for (int g = 0; g < 8; g++) {
+        float4 v = xs[c * (DQ_CHUNK / 4) + g * 32 + lane];
+        xv[4 * g] = v.x, xv[4 * g + 1] = v.y, xv[4 * g + 2] = v.z, xv[4 * g + 3] = v.w;
+      }
+      float xsum[2] = {0.0f, 0.0f};
+      if (gguf<S>::MIN)
+#pragma unroll
+        for (int j = 0; j < 32; j++) xsum[j / 16] += xv[j];
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+        float q[32], a[2], bb[2];
+        decode_sub<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, q, a, bb);
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 16; j++) s0 = fmaf(xv[j], q[j], s0);
+#pragma unroll
+        for (int j = 16; j < 32; j++) s1 = fmaf(xv[j], q[j], s1);
+        float v = fmaf(a[0], s0, a[1] * s1);
+        if (gguf<S>::MIN) v = fmaf(bb[0], xsum[0], fmaf(bb[1], xsum[1], v));
+        acc[r] += v;
+      }
+    }
+    __syncwarp(); /* slot t % ST is refilled by the next issue */
+    if (c == chunks - 1) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        float v = warp_sum(acc[r]);
+        if (lane == 0 && n0 + r < p.N) st_f32(atw(arena, p.ooff), p.odt, n0 + r, v);
+        acc[r] = 0.0f;
+      }
+    }
+  }
+  cp_async_wait<0>();
 }
 
-/* _m1: one row of x (decode proper), DQ_R1 W rows per warp;
- * _m8: up to DQ_MR x rows, one W row per warp. U = ceil((chunk bytes + 15) / 512). */
+/* _m1: one row of x (decode proper), x in shared memory, DQ_R1 W rows per
+ * warp, DQ_WARPS warps a block; _m8: up to DQ_MR x rows, one W row per
+ * warp. U = ceil((chunk bytes + 15) / 512). */
 #define DQMM_GEMV(S, U, name)                                                            \
-  extern "C" __global__ void __launch_bounds__(128, 4) name##_m1(char* arena, rlxk_dqmm p, \
-                                                                 rlxk_state* st) {      \
-    dqmm_gemv_rows<S, DQ_R1>(arena, p);                                                  \
+  extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2)                        \
+      name##_m1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
+    dqmm_gemv_xs<S, DQ_R1, dq_stages<S>()>(arena, p);                                           \
   }                                                                                      \
   extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \
                                                               rlxk_state* st) {         \

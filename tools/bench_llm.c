@@ -183,17 +183,21 @@ static int measure(const char* cmd, llm_session* s, const bench_args* a, const m
     random_ids(ids, a->pp, V, &state);
     rc = time_pp(cmd, s, ids, a->pp, &warm);
     for (int64_t r = 0; rc == CLI_OK && r < a->reps; r++) rc = time_pp(cmd, s, ids, a->pp, &tps[r]);
-    mean_std(tps, a->reps, &mean, &sd);
     snprintf(test, sizeof test, "pp%lld", (long long)a->pp);
-    if (rc == CLI_OK) print_row(mi, backend, test, mean, sd);
+    if (rc == CLI_OK) { /* every repetition filled tps */
+      mean_std(tps, a->reps, &mean, &sd);
+      print_row(mi, backend, test, mean, sd);
+    }
   }
   if (rc == CLI_OK && a->tg > 0) {
     int64_t first = (int64_t)(cli_rng_next(&state) % (uint64_t)V);
     rc = time_tg(cmd, s, first, a->tg < 4 ? a->tg : 4, &warm);
     for (int64_t r = 0; rc == CLI_OK && r < a->reps; r++) rc = time_tg(cmd, s, first, a->tg, &tps[r]);
-    mean_std(tps, a->reps, &mean, &sd);
     snprintf(test, sizeof test, "tg%lld", (long long)a->tg);
-    if (rc == CLI_OK) print_row(mi, backend, test, mean, sd);
+    if (rc == CLI_OK) {
+      mean_std(tps, a->reps, &mean, &sd);
+      print_row(mi, backend, test, mean, sd);
+    }
   }
   free(ids);
   free(tps);

@@ -1896,6 +1896,48 @@ def dequant_matmul_cases():
     yield c
 
 
+@case
+def grouped_matmul_cases():
+    # GroupedMatMul (MoE): row m of x times expert idx[m]'s W, in torch f64.
+    # W [E, N, K] (transpose_b = 1, the HF / GGUF expert layout); idx i64,
+    # several rows sharing an expert.
+    c = Case("grouped_matmul", F32_TOL)
+    E, N, K, M = 3, 5, 8, 7
+    xa, wa = c.uniform([M, K]), c.uniform([E, N, K])
+    idx = c.ints([M], 0, E)
+    w64 = torch.from_numpy(wa).double()
+    y = torch.stack([w64[int(e)] @ torch.from_numpy(xa[m]).double()
+                     for m, e in enumerate(idx)]).float().numpy()
+    c.output(c.op("grouped_matmul", [c.input(xa), c.input(wa), c.input(idx)], y,
+                  {"transpose_b": 1}))
+    yield c
+    # The dequant form: each expert's rows as raw Q8_0 blocks (gguf-py's
+    # numpy dequantization is the reference), idx per (row, k) with k = 2:
+    # both experts of a row read the same row of x.
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "third_party", "llama.cpp", "gguf-py"))
+    from gguf import quants
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as T
+    c = Case("dequant_grouped_matmul_q8_0", F32_TOL)
+    block, bbytes = GGML_QUANT_SIZES[T.Q8_0]
+    E, N, K, M, k = 3, 4, 64, 5, 2
+    nb = E * N * K // block
+    blocks = c.rng.integers(0, 256, (nb, bbytes), dtype=np.uint8)
+    d = c.away_from_zero([nb], 0.01, 0.05).astype(np.float16)
+    blocks[:, 0:2] = d.view(np.uint8).reshape(nb, 2)
+    w = blocks.reshape(E, N, K // block * bbytes)
+    wdq = torch.from_numpy(quants.dequantize(w.reshape(E * N, -1), T.Q8_0)
+                           .astype(np.float32)).double().reshape(E, N, K)
+    xa = c.uniform([M, K])
+    idx = c.ints([M, k], 0, E)
+    y = torch.stack([torch.stack([wdq[int(e)] @ torch.from_numpy(xa[m]).double() for e in row])
+                     for m, row in enumerate(idx)]).float().numpy()
+    c.output(c.op("dequant_grouped_matmul", [c.input(xa), c.input(w), c.input(idx), None, None],
+                  y, {"transpose_b": 1, "block": block, "scheme": "q8_0"}))
+    yield c
+
+
 # ---------------------------------------------------------------- main
 
 # Folders under tests/fixtures that other scripts write (the training

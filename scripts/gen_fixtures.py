@@ -1646,6 +1646,7 @@ def row_backward_cases():
         (dx,) = grads64(lambda x_: cumsum_t(x_, axis, excl, rev), [a], d)
         c.output(c.op("cumsum_backward", [dy], as_dtype(dx, d),
                       {"axis": axis, "exclusive": excl, "reverse": rev}))
+        yield c
 
 
 @case

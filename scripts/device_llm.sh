@@ -14,6 +14,8 @@
 #                machine for the next call)
 #              OUT=$OUT bash build-llm-carry/device_llm.sh bench   (~3 min)
 #                rlx bench and llama-bench, pp512 and tg128, on each file
+#                (a fresh machine: the files are written first, llama-bench
+#                is skipped unless check built it)
 #   then:    copy $OUT/*.txt to bench/results/ (issue17_llm_h200_*.txt)
 # TYPES (default "q4_k_m q8_0") picks the files.
 set -uo pipefail
@@ -107,10 +109,12 @@ if [ "$MODE" = bench ]; then
   nvidia-smi --query-gpu=name,driver_version --format=csv || true
   for t in $TYPES; do
     m="$MODELS/llama3-8b-$t.gguf"
-    [ -f "$m" ] || { echo "missing $m (run check first)"; continue; }
+    [ -f "$m" ] || python3 scripts/gen_random_gguf.py --preset 8b --type "$t" --jobs 8 -o "$m" ||
+      { echo "cannot write $m"; continue; }
     stage "rlx bench $t"
     timeout 200 "$B/rlx" bench "$m" -p 512 -n 128 -r 3 --device cuda 2>&1 | tail -8
     stage "llama-bench $t (CUDA, all layers on the GPU)"
+    [ -x "$LB/bin/llama-bench" ] || echo "(llama-bench not built on this machine: run check first)"
     [ -x "$LB/bin/llama-bench" ] && timeout 120 "$LB/bin/llama-bench" -m "$m" -p 512 -n 128 -r 3 -ngl 99 2>&1 | tail -6
   done
   exit 0

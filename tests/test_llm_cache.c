@@ -158,32 +158,20 @@ static void model_path(char* out, size_t cap, const char* name) {
   snprintf(out, cap, "%s/%s", g_dir, name);
 }
 
-TEST(llama_gqa) {
-  char p[700];
-  model_path(p, sizeof p, "llama");
-  check_schedules(p, "llama");
-}
-TEST(mistral_sliding) {
-  char p[700];
-  model_path(p, sizeof p, "mistral");
-  check_schedules(p, "mistral");
-}
-TEST(qwen3) {
-  char p[700];
-  model_path(p, sizeof p, "qwen3");
-  check_schedules(p, "qwen3");
-}
+/* One model's schedules: the model folder / file under g_dir and its label. */
+#define SCHEDULE_TEST(test, file, label) \
+  TEST(test) {                           \
+    char p[700];                         \
+    model_path(p, sizeof p, file);       \
+    check_schedules(p, label);           \
+  }
+
+SCHEDULE_TEST(llama_gqa, "llama", "llama")
+SCHEDULE_TEST(mistral_sliding, "mistral", "mistral")
+SCHEDULE_TEST(qwen3, "qwen3", "qwen3")
 /* MoE: the routed MLP under the cache form */
-TEST(mixtral) {
-  char p[700];
-  model_path(p, sizeof p, "mixtral");
-  check_schedules(p, "mixtral");
-}
-TEST(gguf) {
-  char p[700];
-  model_path(p, sizeof p, "tiny_chatml.gguf");
-  check_schedules(p, "gguf");
-}
+SCHEDULE_TEST(mixtral, "mixtral", "mixtral")
+SCHEDULE_TEST(gguf, "tiny_chatml.gguf", "gguf")
 
 static int64_t argmax(const float* x, int64_t n) {
   int64_t best = 0;

@@ -187,6 +187,14 @@ static inline rlx_status reduce(rlx_ox_ctx* c, rlx_reduce_op op, rlx_tensor x, c
 rlx_status rlx_ox_gather_elements(rlx_ox_ctx* c, rlx_tensor x, rlx_tensor idx, int32_t ax,
                                   rlx_tensor* out);
 /* The table of onnx_nn.c (NULL when op_type is not there). */
+/* The entry of table[0 .. n) for op_type, or NULL: each mapper file's lookup. */
+static inline const rlx_ox_op* rlx_ox_op_in(const rlx_ox_op* table, size_t n,
+                                            const char* op_type) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(table[i].op_type, op_type) == 0) return &table[i];
+  return NULL;
+}
+
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type);
 /* The table of onnx_misc.c (NULL when op_type is not there). */
 const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type);

@@ -995,9 +995,8 @@ static const rlx_ox_op misc_ops[] = {
 };
 
 const rlx_ox_op* rlx_ox_find_misc_op(const char* op_type) {
-  for (size_t i = 0; i < sizeof misc_ops / sizeof misc_ops[0]; i++)
-    if (strcmp(misc_ops[i].op_type, op_type) == 0) return &misc_ops[i];
-  return rlx_ox_find_quant_op(op_type);
+  const rlx_ox_op* op = rlx_ox_op_in(misc_ops, sizeof misc_ops / sizeof misc_ops[0], op_type);
+  return op ? op : rlx_ox_find_quant_op(op_type);
 }
 
 #else

@@ -1135,9 +1135,8 @@ static const rlx_ox_op nn_ops[] = {
 };
 
 const rlx_ox_op* rlx_ox_find_nn_op(const char* op_type) {
-  for (size_t i = 0; i < sizeof nn_ops / sizeof nn_ops[0]; i++)
-    if (strcmp(nn_ops[i].op_type, op_type) == 0) return &nn_ops[i];
-  return rlx_ox_find_misc_op(op_type);
+  const rlx_ox_op* op = rlx_ox_op_in(nn_ops, sizeof nn_ops / sizeof nn_ops[0], op_type);
+  return op ? op : rlx_ox_find_misc_op(op_type);
 }
 
 #else

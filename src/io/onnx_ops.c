@@ -1521,9 +1521,8 @@ static const rlx_ox_op ops[] = {
 };
 
 const rlx_ox_op* rlx_ox_find_op(const char* op_type) {
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(ops[i].op_type, op_type) == 0) return &ops[i];
-  return rlx_ox_find_nn_op(op_type);
+  const rlx_ox_op* op = rlx_ox_op_in(ops, sizeof ops / sizeof ops[0], op_type);
+  return op ? op : rlx_ox_find_nn_op(op_type);
 }
 
 #else

@@ -842,9 +842,7 @@ static const rlx_ox_op quant_ops[] = {
 };
 
 const rlx_ox_op* rlx_ox_find_quant_op(const char* op_type) {
-  for (size_t i = 0; i < sizeof quant_ops / sizeof quant_ops[0]; i++)
-    if (strcmp(quant_ops[i].op_type, op_type) == 0) return &quant_ops[i];
-  return NULL;
+  return rlx_ox_op_in(quant_ops, sizeof quant_ops / sizeof quant_ops[0], op_type);
 }
 
 #else

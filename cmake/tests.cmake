@@ -114,26 +114,29 @@ set_tests_properties(env_check PROPERTIES ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
 # ---- Vulkan
 if("RLX_HAVE_VULKAN" IN_LIST RLX_FEATURE_DEFINES)
   # The whole op-parity suite on Vulkan with the Khronos validation layer:
-  # any validation message fails the run (RLX_VK_VALIDATION=1).
+  # any validation message fails the run (RLX_VK_VALIDATION=1). This and the
+  # configuration variants below skip the cases sized for CUDA's tiles
+  # (test_parity.c, gpu_sized: minutes each on lavapipe); test_parity and
+  # parity_webgpu run them once per variant.
   add_test(NAME parity_vulkan_validation COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_validation PROPERTIES TIMEOUT 1800
-                       ENVIRONMENT "RLX_VK_VALIDATION=1")
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_PARITY_SKIP_GPU_SIZED=1")
   # Again with the arena bound through 64 KiB windows (dynamic offsets, several
   # descriptor sets, staging and the host fallback for spread-out steps), and
   # with the shared-memory reductions (no subgroups) and the vectorised row
   # kernel taking every row it can.
   add_test(NAME parity_vulkan_windowed COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_windowed PROPERTIES TIMEOUT 1800
-                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_BINDING=65536;RLX_VK_SET_SPAN=131072")
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_BINDING=65536;RLX_VK_SET_SPAN=131072;RLX_PARITY_SKIP_GPU_SIZED=1")
   add_test(NAME parity_vulkan_no_subgroup COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_no_subgroup PROPERTIES TIMEOUT 1800
-                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_NO_SUBGROUP=1;RLX_VK_ROWS_MIN=4")
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_NO_SUBGROUP=1;RLX_VK_ROWS_MIN=4;RLX_PARITY_SKIP_GPU_SIZED=1")
   # Again with the arena in 16 KiB chunks (one buffer and allocation each, as
   # past maxMemoryAllocationSize on a GPU): tensors straddle chunk
   # boundaries, steps crossing chunks are staged, transfers split per chunk.
   add_test(NAME parity_vulkan_chunked COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(parity_vulkan_chunked PROPERTIES TIMEOUT 1800
-                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=16384;RLX_VK_SET_SPAN=4096")
+                       ENVIRONMENT "RLX_VK_VALIDATION=1;RLX_VK_MAX_CHUNK=16384;RLX_VK_SET_SPAN=4096;RLX_PARITY_SKIP_GPU_SIZED=1")
   # The conv cases with every conv on the native kernels (by default dense
   # convs take the decomposition, which is faster on GPUs today).
   add_test(NAME parity_vulkan_conv_native COMMAND test_parity vulkan WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
@@ -187,10 +190,10 @@ function(rlx_add_webgpu_test name target timeout extra_env)
 endfunction()
 rlx_add_webgpu_test(parity_webgpu test_parity 1800 "" webgpu)
 # The same with the arena binding forced down to 4 KiB windows (staged steps).
-rlx_add_webgpu_test(parity_webgpu_windowed test_parity 1800 "RLX_WG_MAX_BINDING=4096;RLX_PARITY_ROUNDS=1" webgpu)
+rlx_add_webgpu_test(parity_webgpu_windowed test_parity 1800 "RLX_WG_MAX_BINDING=4096;RLX_PARITY_ROUNDS=1;RLX_PARITY_SKIP_GPU_SIZED=1" webgpu)
 # The same with shader-f16 and subgroups forced off (workgroup-memory reductions,
 # integer f16 loads), so both kernel forms stay tested wherever Dawn offers them.
-rlx_add_webgpu_test(parity_webgpu_fallbacks test_parity 1800 "RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1" webgpu)
+rlx_add_webgpu_test(parity_webgpu_fallbacks test_parity 1800 "RLX_WG_NO_F16=1;RLX_WG_NO_SUBGROUPS=1;RLX_PARITY_ROUNDS=1;RLX_PARITY_SKIP_GPU_SIZED=1" webgpu)
 # Training ops' values, OUT_OF_RANGE errors and repeatability (test_train_ops.c).
 rlx_add_webgpu_test(train_ops_webgpu test_train_ops 900 "" webgpu)
 if(TEST test_webgpu)

@@ -1433,17 +1433,23 @@ typedef struct rlx_llm_sampling {
 RLX_API void rlx_llm_sampling_init(rlx_llm_sampling* s);
 
 /* The KV-cache form of m's model (same params as rlx_llm_graph, set by
- * rlx_llm_set_params). One graph serves prefill and decode: a run takes T
- * new tokens (T symbolic: a prefill chunk, or 1) at positions start ..
- * start + count - 1, writes their keys / values into per-layer caches and
- * attends to every cached position up to each token's own (sliding window
- * kept). Inputs:
+ * rlx_llm_set_params), for every arch rlx_llm_load takes: Llama, Qwen2,
+ * Qwen3, Mistral, Mixtral, GPT-2 (learned positions gathered at the
+ * run's positions: rows at most max_positions, else RLX_INVALID_ARGUMENT
+ * naming the limit) and Gemma-2 (the window on the layers its pattern
+ * names, the others causal; softcaps, query_pre_attn_scalar, embedding
+ * scale as in the full forward). One graph serves prefill and decode: a
+ * run takes T new tokens (T symbolic: a prefill chunk, or 1) at positions
+ * start .. start + count - 1, writes their keys / values into per-layer
+ * caches and attends to every cached position up to each token's own
+ * (sliding window kept). Inputs:
  *   "input_ids" i64 [1, T], "positions" i64 [T], "start" i64 [1],
  *   "count" i64 [1] (tokens of the T that are real, >= 1: a chunk may be
  *   padded), "recent" i64 [repeat_last_n] (only with a penalty; vocab_size
  *   marks an empty slot; rlx_llm_cache_run fills it),
  *   "k_cache.L" / "v_cache.L" f32 [1, rows, num_kv_heads, head_dim] for
- *   each layer L (rows = rlx_llm_cache_rows: the RoPE tables' rows).
+ *   each layer L (rows = rlx_llm_cache_rows: the RoPE tables' rows,
+ *   max_seq or min(max_positions, 4096)).
  * Outputs: 0 "next" i64 [1, 1] (the token drawn from the last real
  * token's logits with s, NULL: greedy), 1 .. 2 * num_layers the updated
  * caches (k_cache.0, v_cache.0, k_cache.1, ...), last "logits" f32

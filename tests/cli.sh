@@ -581,6 +581,27 @@ if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>
   has "$OUT" "^\| llama 2L 64d .* F32 +\| cpu +\| pp16 +\| +[0-9.]+ ± [0-9.]+ +\|$" "pp16 row"
   has "$OUT" "^\| llama 2L 64d .* \| tg8 +\| +[0-9.]+ ± [0-9.]+ +\|$" "tg8 row"
   bad "bench nothing" 2 -- "$RLX" bench "$CHATML" -p 0 -n 0
+  # GPT-2 (learned positions) and Gemma-2 (window 3 on even layers, softcaps)
+  # through the same KV-cache form: greedy text repeatable and the same
+  # whatever the prefill chunking; bench rows named by the arch
+  for arch in gpt2 gemma2; do
+    model=$TMP/llm/tiny_$arch.gguf
+    ok "generate $arch" -- "${gen[@]}" "$model" --prompt "hello world" -n 12 --temperature 0
+    has "$ERR" "generated 12 tokens in .* t/s" "$arch: 12 tokens"
+    [ -n "$(tr -d ' \n' < "$OUT")" ] || fail "generate $arch printed no text"
+    cp "$OUT" "$TMP/$arch.txt"
+    for b in 3 1; do
+      ok "generate $arch --batch $b" -- "${gen[@]}" "$model" --prompt "hello world" -n 12 \
+         --temperature 0 --batch $b
+      cmp -s "$OUT" "$TMP/$arch.txt" || fail "--batch $b changes $arch's greedy text"
+    done
+    ok "bench $arch" -- "$RLX" bench "$model" -p 16 -n 8 -r 2 --device cpu
+    has "$OUT" "^\| $arch [23]L 64d .* \| pp16 +\| +[0-9.]+ ± [0-9.]+ +\|$" "$arch pp16 row"
+    has "$OUT" "^\| $arch [23]L 64d .* \| tg8 +\| +[0-9.]+ ± [0-9.]+ +\|$" "$arch tg8 row"
+  done
+  bad "gpt2 past its learned positions" 1 -- "${gen[@]}" "$TMP/llm/tiny_gpt2.gguf" --prompt hi \
+      --ctx 100
+  has "$ERR" "learned positions end at 64" "names the limit"
   mkdir -p "$TMP/hf" && echo '{}' > "$TMP/hf/config.json"
   bad "safetensors folder without a tokenizer" 2 -- "${gen[@]}" "$TMP/hf" --prompt hi
   has "$ERR" "--tokenizer FILE.gguf" "says how to give a tokenizer"

@@ -11,6 +11,9 @@ fallback: other characters become <unk>.
 OUTDIR/tiny_chatml.gguf   chatml template, EOS <|im_end|>
 OUTDIR/tiny_llama3.gguf   llama-3 template, EOS </s>, EOT <|eot_id|>
 OUTDIR/tiny_notemplate.gguf  no chat template
+OUTDIR/tiny_gpt2.gguf     GPT-2 (learned positions, fused attn_qkv), no template
+OUTDIR/tiny_gemma2.gguf   Gemma-2 (window 3 on even layers, softcaps, head_dim
+                          != hidden / heads, ffn_up in Q8_0), no template
 
 usage: llm_chat_gguf.py OUTDIR   (exits 77 without third_party/llama.cpp)
 """
@@ -27,6 +30,7 @@ sys.path.insert(0, GGUF_PY)
 
 import numpy as np  # noqa: E402
 import gguf  # noqa: E402
+from gguf import quants  # noqa: E402
 
 CONTROL = ["<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
            "<|end_header_id|>", "<|eot_id|>", "[INST]", "[/INST]", "<start_of_turn>",
@@ -41,6 +45,7 @@ LLAMA3 = ("{% set loop_messages = messages %}{% for message in loop_messages %}"
           "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
           "{% endif %}")
 D, F, LAYERS, HEADS, KV_HEADS, CTX = 64, 128, 2, 4, 2, 512
+GPT2_CTX = 64  # GPT-2's learned positions: the most its context can hold
 
 
 def vocab():
@@ -55,28 +60,7 @@ def vocab():
     return tokens, types, scores
 
 
-def write(path, template, eos, eot, seed):
-    tokens, types, scores = vocab()
-    V = len(tokens)
-    rng = np.random.default_rng(seed)
-
-    def rand(*shape, std=0.08):
-        return (rng.standard_normal(shape) * std).astype(np.float32)
-
-    def norm():
-        return (1.0 + rng.standard_normal(D) * 0.1).astype(np.float32)
-
-    wr = gguf.GGUFWriter(path, "llama")
-    wr.add_context_length(CTX)
-    wr.add_embedding_length(D)
-    wr.add_block_count(LAYERS)
-    wr.add_feed_forward_length(F)
-    wr.add_head_count(HEADS)
-    wr.add_head_count_kv(KV_HEADS)
-    wr.add_rope_freq_base(10000.0)
-    wr.add_layer_norm_rms_eps(1e-5)
-    wr.add_rope_dimension_count(D // HEADS)
-    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+def add_vocab(wr, tokens, types, scores, eos, eot, template):
     wr.add_tokenizer_model("llama")
     wr.add_token_list(tokens)
     wr.add_token_types(types)
@@ -88,6 +72,43 @@ def write(path, template, eos, eot, seed):
         wr.add_eot_token_id(tokens.index(eot))
     if template:
         wr.add_chat_template(template)
+
+
+def finish(wr):
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+
+def generator(seed):
+    """rand(*shape, std) and norm(n) (weights near 1) from one seeded stream."""
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape, std=0.08):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(n=D):
+        return (1.0 + rng.standard_normal(n) * 0.1).astype(np.float32)
+    return rand, norm
+
+
+def write(path, template, eos, eot, seed):
+    tokens, types, scores = vocab()
+    V = len(tokens)
+    rand, norm = generator(seed)
+    wr = gguf.GGUFWriter(path, "llama")
+    wr.add_context_length(CTX)
+    wr.add_embedding_length(D)
+    wr.add_block_count(LAYERS)
+    wr.add_feed_forward_length(F)
+    wr.add_head_count(HEADS)
+    wr.add_head_count_kv(KV_HEADS)
+    wr.add_rope_freq_base(10000.0)
+    wr.add_layer_norm_rms_eps(1e-5)
+    wr.add_rope_dimension_count(D // HEADS)
+    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    add_vocab(wr, tokens, types, scores, eos, eot, template)
     hd = D // HEADS
     wr.add_tensor("token_embd.weight", rand(V, D, std=1.0))
     for i in range(LAYERS):
@@ -102,10 +123,75 @@ def write(path, template, eos, eot, seed):
         wr.add_tensor(f"blk.{i}.ffn_down.weight", rand(D, F))
     wr.add_tensor("output_norm.weight", norm())
     wr.add_tensor("output.weight", rand(V, D, std=0.5))
-    wr.write_header_to_file()
-    wr.write_kv_data_to_file()
-    wr.write_tensors_to_file()
-    wr.close()
+    finish(wr)
+
+
+def write_gpt2(path, seed):
+    """GPT-2 as llama.cpp's converter writes it: Linears [out, in], biases,
+    LayerNorms with bias, learned positions."""
+    tokens, types, scores = vocab()
+    rand, norm = generator(seed)
+    wr = gguf.GGUFWriter(path, "gpt2")
+    wr.add_context_length(GPT2_CTX)
+    wr.add_embedding_length(D)
+    wr.add_block_count(LAYERS)
+    wr.add_feed_forward_length(4 * D)
+    wr.add_head_count(HEADS)
+    wr.add_layer_norm_eps(1e-5)
+    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    add_vocab(wr, tokens, types, scores, "</s>", None, None)
+    wr.add_tensor("token_embd.weight", rand(len(tokens), D, std=1.0))
+    wr.add_tensor("position_embd.weight", rand(GPT2_CTX, D, std=0.5))
+    for i in range(LAYERS):
+        for name, out, inp in (("attn_qkv", 3 * D, D), ("attn_output", D, D),
+                               ("ffn_up", 4 * D, D), ("ffn_down", D, 4 * D)):
+            wr.add_tensor(f"blk.{i}.{name}.weight", rand(out, inp))
+            wr.add_tensor(f"blk.{i}.{name}.bias", rand(out, std=0.02))
+        for name in ("attn_norm", "ffn_norm"):
+            wr.add_tensor(f"blk.{i}.{name}.weight", norm())
+            wr.add_tensor(f"blk.{i}.{name}.bias", rand(D, std=0.02))
+    wr.add_tensor("output_norm.weight", norm())
+    wr.add_tensor("output_norm.bias", rand(D, std=0.02))
+    # an untied head: tied, these tiny models only repeat the last token
+    wr.add_tensor("output.weight", rand(len(tokens), D, std=0.5))
+    finish(wr)
+
+
+def write_gemma2(path, seed):
+    """Gemma-2 as llama.cpp's converter writes it (norm weights hold 1 + w),
+    3 layers so that sliding (0, 2) and global (1) layers both appear, a
+    window of 3, softcaps small enough to bend the scores and logits."""
+    tokens, types, scores = vocab()
+    rand, norm = generator(seed)
+    hd, layers = 32, 3
+    wr = gguf.GGUFWriter(path, "gemma2")
+    wr.add_context_length(CTX)
+    wr.add_embedding_length(D)
+    wr.add_block_count(layers)
+    wr.add_feed_forward_length(F)
+    wr.add_head_count(HEADS)
+    wr.add_head_count_kv(KV_HEADS)
+    wr.add_layer_norm_rms_eps(1e-6)
+    wr.add_key_length(hd)
+    wr.add_value_length(hd)
+    wr.add_attn_logit_softcapping(2.0)
+    wr.add_final_logit_softcapping(10.0)
+    wr.add_sliding_window(3)
+    wr.add_file_type(gguf.LlamaFileType.ALL_F32)
+    add_vocab(wr, tokens, types, scores, "<end_of_turn>", None, None)
+    wr.add_tensor("token_embd.weight", rand(len(tokens), D, std=0.2))
+    for i in range(layers):
+        for name in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            wr.add_tensor(f"blk.{i}.{name}.weight", norm())
+        for name, out, inp in (("attn_q", HEADS * hd, D), ("attn_k", KV_HEADS * hd, D),
+                               ("attn_v", KV_HEADS * hd, D), ("attn_output", D, HEADS * hd),
+                               ("ffn_gate", F, D), ("ffn_down", D, F)):
+            wr.add_tensor(f"blk.{i}.{name}.weight", rand(out, inp))
+        q8 = quants.quantize(rand(F, D), gguf.GGMLQuantizationType.Q8_0)
+        wr.add_tensor(f"blk.{i}.ffn_up.weight", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    wr.add_tensor("output_norm.weight", norm())
+    wr.add_tensor("output.weight", rand(len(tokens), D, std=0.5))
+    finish(wr)
 
 
 def main():
@@ -116,6 +202,8 @@ def main():
     write(os.path.join(out, "tiny_chatml.gguf"), CHATML, "<|im_end|>", None, 11)
     write(os.path.join(out, "tiny_llama3.gguf"), LLAMA3, "</s>", "<|eot_id|>", 12)
     write(os.path.join(out, "tiny_notemplate.gguf"), None, "</s>", None, 13)
+    write_gpt2(os.path.join(out, "tiny_gpt2.gguf"), 14)
+    write_gemma2(os.path.join(out, "tiny_gemma2.gguf"), 20)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,18 @@
  *     chunks of several sizes (padded ones too), token-by-token decode, and
  *     a schedule that switches between them in one executable (the caches
  *     carried over a switch of binding); GQA (llama), a sliding window
- *     (mistral), Qwen3's q/k norms, and a GGUF file (GPT-J RoPE order);
+ *     (mistral), Qwen3's q/k norms, a GGUF file (GPT-J RoPE order), GPT-2
+ *     (learned positions) and Gemma-2 (per-layer window, softcaps), from
+ *     checkpoints and from GGUF files;
  *   - greedy generation equals the argmax of re-running the full forward;
  *   - the samplers: seeded runs reproducible, top-k 1 equals greedy, the
  *     tokens drawn with min-p / top-p lie in the set a host computation
  *     allows, the repetition penalty moves greedy where the host says.
  * Every device that can run here (or those named on the command line);
- * Qwen3, the GGUF file and top-p on the CPU only (lavapipe's shader
- * builds make every extra graph slow there).
+ * Qwen3, Mixtral, the GGUF files and top-p on the CPU only (lavapipe's
+ * shader builds make every extra graph slow there).
  * The models: tests/llm_torch.py (safetensors) and tests/llm_chat_gguf.py
- * (a GGUF file with a vocab); exits 77 (SKIP) without torch / gguf-py. */
+ * (GGUF files with a vocab); exits 77 (SKIP) without torch / gguf-py. */
 #include <math.h>
 
 #include "harness.h"
@@ -172,6 +174,14 @@ SCHEDULE_TEST(qwen3, "qwen3", "qwen3")
 /* MoE: the routed MLP under the cache form */
 SCHEDULE_TEST(mixtral, "mixtral", "mixtral")
 SCHEDULE_TEST(gguf, "tiny_chatml.gguf", "gguf")
+/* learned positions gathered at the run's positions, the fused c_attn */
+SCHEDULE_TEST(gpt2, "gpt2", "gpt2")
+/* window 3 on the even layers of 3 (20 tokens: it bites in decode), the
+ * attention and final softcaps, query_pre_attn_scalar, the embed scale */
+SCHEDULE_TEST(gemma2, "gemma2", "gemma2")
+SCHEDULE_TEST(gguf_gpt2, "tiny_gpt2.gguf", "gguf-gpt2")
+/* the GGUF Gemma-2 (norms hold 1 + w, ffn_up in Q8_0: DequantMatMul) */
+SCHEDULE_TEST(gguf_gemma2, "tiny_gemma2.gguf", "gguf-gem2")
 
 static int64_t argmax(const float* x, int64_t n) {
   int64_t best = 0;
@@ -190,9 +200,9 @@ static int64_t next_token(rlx_exec* e) {
 /* Greedy: a prompt of 6 tokens prefilled, 10 tokens decoded one by one
  * (the sampled token fed back); the full forward over the result agrees
  * that each generated token is the argmax at the position before it. */
-TEST(greedy_matches_full_forward) {
+static void check_greedy(const char* file, const char* name) {
   char p[700];
-  model_path(p, sizeof p, "llama");
+  model_path(p, sizeof p, file);
   model_run r;
   CHECK(open_model(p, &r));
   int skipped = 0;
@@ -217,8 +227,13 @@ TEST(greedy_matches_full_forward) {
   free(logits);
   close_model(&r);
   CHECK(ok);
-  CHECK_MSG(agree == 10, "%d of 10 generated tokens are the full forward's argmax", agree);
+  CHECK_MSG(agree == 10, "%s: %d of 10 generated tokens are the full forward's argmax", name,
+            agree);
 }
+
+TEST(greedy_matches_full_forward) { check_greedy("llama", "llama"); }
+TEST(greedy_gpt2) { check_greedy("gpt2", "gpt2"); }
+TEST(greedy_gemma2) { check_greedy("gemma2", "gemma2"); }
 
 /* The token drawn after the 8-token prompt with sampling s and seed. */
 static int64_t draw(model_run* r, rlx_exec* e, uint64_t seed, const int64_t* recent, int64_t nr) {
@@ -379,12 +394,19 @@ TEST(errors) {
   CHECK(g == NULL);
   CHECK(strstr(rlx_llm_last_error(r.m), "top_p") != NULL);
   close_model(&r);
-  /* GPT-2 has no cache form yet: refused by name */
+  /* GPT-2's learned positions end at n_positions (32): a longer cache is
+   * refused by name */
   model_path(p, sizeof p, "gpt2");
-  CHECK(open_model(p, &r));
-  CHECK(rlx_llm_build_cache_graph(r.m, NULL, 0, &g) == RLX_UNIMPLEMENTED && g == NULL);
-  CHECK(strstr(rlx_llm_last_error(r.m), "gpt2") != NULL);
-  close_model(&r);
+  rlx_llm_options o;
+  rlx_llm_options_init(&o);
+  o.max_seq = 40;
+  rlx_llm* m = NULL;
+  char* why = NULL;
+  CHECK(rlx_llm_load(p, &o, &m, &why) == RLX_OK);
+  rlx_free(why);
+  CHECK(rlx_llm_build_cache_graph(m, NULL, 0, &g) == RLX_INVALID_ARGUMENT && g == NULL);
+  CHECK(strstr(rlx_llm_last_error(m), "learned positions end at 32") != NULL);
+  rlx_llm_destroy(m);
 }
 
 /* test_llm_cache [DEVICE...]: devices to check on (default: cpu, vulkan,
@@ -419,7 +441,15 @@ int main(int argc, char** argv) {
       RUN(mixtral);
       RUN(gguf);
     }
+    RUN(gpt2);
+    RUN(gemma2);
+    if (strcmp(g_device, "cpu") == 0) {
+      RUN(gguf_gpt2);
+      RUN(gguf_gemma2);
+    }
     RUN(greedy_matches_full_forward);
+    RUN(greedy_gpt2);
+    RUN(greedy_gemma2);
     RUN(samplers);
     RUN(repeat_penalty);
   }

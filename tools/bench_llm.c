@@ -104,9 +104,9 @@ static const char* ggml_type_name(uint32_t t) {
  * outside the embedding, from the GGUF tensor table (a checkpoint folder: from the config). */
 static void describe(const char* path, const rlx_llm_config* c, model_info* mi) {
   memset(mi, 0, sizeof *mi);
-  static const char* const arch[] = {"llama", "qwen2", "qwen3", "mistral"};
+  static const char* const arch[] = {"llama", "qwen2", "qwen3", "mistral", "gpt2", "gemma2"};
   snprintf(mi->name, sizeof mi->name, "%s %lldL %lldd",
-           c->arch >= 0 && c->arch < 4 ? arch[c->arch] : "llm", (long long)c->num_layers,
+           c->arch >= 0 && c->arch < 6 ? arch[c->arch] : "llm", (long long)c->num_layers,
            (long long)c->hidden_size);
   snprintf(mi->type, sizeof mi->type, "f32 (converted)");
   rlx_gguf* g = NULL;

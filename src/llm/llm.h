@@ -36,10 +36,71 @@ typedef struct llm_source {
 rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* o,
                               const llm_source* src, rlx_graph** out, rlx_error* err);
 
-/* GPT-2 and Gemma-2 (llm_build_gpt2_gemma2.c), called by
- * rlx_llm_build_from once c and o are checked. */
-rlx_status llm_build_gpt2_gemma2(const rlx_llm_config* c, const rlx_llm_options* o,
-                                 const llm_source* src, rlx_graph** out, rlx_error* err);
+/* ------------------------------------------------------------------ graph builder
+ *
+ * Shared by llm_build.c (the Llama family, the driver of both graph forms,
+ * the KV-cache machinery) and llm_build_gpt2_gemma2.c. A builder keeps the
+ * first failure and turns every later call into a no-op, so the builders
+ * read as the architecture does; the graph holds the failure's message. */
+
+typedef struct llm_cache llm_cache;
+
+typedef struct llm_builder {
+  rlx_graph* g;
+  const rlx_llm_config* c;
+  const llm_source* src; /* NULL: a safetensors checkpoint (HF names) */
+  rlx_status st;
+  rlx_dim B, T;
+  rlx_tensor positions; /* i64 [T]: the run's positions */
+  rlx_tensor cos, sin;  /* [T, head_dim / 2], gathered at the positions */
+  rlx_tensor embed;     /* the token embedding (a tied head reads it) */
+  llm_cache* cache;     /* the KV-cache form's state (NULL: the full forward) */
+} llm_builder;
+
+/* A Linear weight: f32 [out, in] read transposed, f32 [in, out] read as
+ * stored (GPT-2's Conv1D in a checkpoint), or a GGUF file's quantized
+ * blocks (u8 [out, row_bytes], DequantMatMul's W layout). */
+typedef struct llm_weight {
+  rlx_tensor t;
+  int32_t scheme; /* rlx_quant_scheme, or -1 for a float weight */
+  int32_t transposed;
+} llm_weight;
+
+/* One architecture's pieces, called by the driver in llm_build.c for the
+ * full forward and the KV-cache form alike: the embedding of ids
+ * ([B, T, hidden]), one decoder layer, and the final norm + head. */
+typedef struct llm_arch {
+  rlx_tensor (*embed)(llm_builder* b, rlx_tensor ids);
+  rlx_tensor (*layer)(llm_builder* b, int32_t layer, rlx_tensor h);
+  rlx_tensor (*logits)(llm_builder* b, rlx_tensor h);
+} llm_arch;
+
+/* GPT-2's or Gemma-2's pieces (llm_build_gpt2_gemma2.c). */
+const llm_arch* llm_gpt2_gemma2_arch(const rlx_llm_config* c);
+
+/* A param by the name the weights' file uses (no renaming here). */
+rlx_tensor llm_param(llm_builder* b, const char* name, rlx_dtype dtype, int32_t rank, int64_t d0,
+                     int64_t d1);
+/* The Linear weight `name` [out, in]: quantized when the source says so,
+ * else f32 [out, in] (transposed) or [in, out]. */
+llm_weight llm_matrix(llm_builder* b, const char* name, int64_t out, int64_t in,
+                      int32_t transposed);
+rlx_tensor llm_binary(llm_builder* b, rlx_binary_op op, rlx_tensor x, rlx_tensor y);
+rlx_tensor llm_activation(llm_builder* b, rlx_activation act, rlx_tensor x);
+rlx_tensor llm_scalar_f32(llm_builder* b, float v); /* f32 [1], broadcast by binary ops */
+/* x @ w (transposed as w says) + bias (RLX_NONE: none). */
+rlx_tensor llm_linear(llm_builder* b, rlx_tensor x, llm_weight w, rlx_tensor bias);
+rlx_tensor llm_gather(llm_builder* b, rlx_tensor x, rlx_tensor idx, int32_t axis);
+/* [B, T, heads * head_dim] <-> [B, T, heads, head_dim] (BSHD: a view). */
+rlx_tensor llm_split_heads(llm_builder* b, rlx_tensor x, int32_t heads);
+rlx_tensor llm_merge_heads(llm_builder* b, rlx_tensor x, int32_t heads);
+/* RoPE of x [B, T, heads, head_dim] with b->cos / b->sin. */
+rlx_tensor llm_rope(llm_builder* b, rlx_tensor x);
+/* Attention of layer `layer` over q, k, v (BSHD) with the config's score
+ * scale, softcap and mask (sliding on the layers the window pattern
+ * names, else causal); in the KV-cache form over the layer's caches.
+ * Returns [B, T, heads, head_dim]. */
+rlx_tensor llm_attention(llm_builder* b, int32_t layer, rlx_tensor q, rlx_tensor k, rlx_tensor v);
 
 /* 1 when the arch's graph has the "rope.cos" / "rope.sin" params (all but
  * GPT-2, whose positions are learned). */

@@ -7,7 +7,11 @@
  *   logits = RmsNorm(h) @ lm_head^T   (embed_tokens when tied)
  *
  * Weights stay as the checkpoint stores them, [out, in], and MatMul reads
- * them transposed: no copy or transposition at load time. */
+ * them transposed: no copy or transposition at load time.
+ *
+ * Also the driver of every arch (llm_arch: GPT-2 and Gemma-2 bring theirs
+ * from llm_build_gpt2_gemma2.c) for both graph forms, the full forward and
+ * the KV-cache form, and the builder helpers llm.h declares. */
 #include "llm/llm.h"
 
 #include <math.h>
@@ -15,79 +19,159 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A builder keeps the first failure and turns every later call into a
- * no-op, so the code below reads as the architecture does; the graph holds
- * the failure's message. */
-typedef struct llm_builder {
-  rlx_graph* g;
-  const rlx_llm_config* c;
-  const llm_source* src; /* NULL: a safetensors checkpoint (HF names, NeoX RoPE) */
-  rlx_status st;
-  rlx_dim B, T;
-  rlx_tensor cos, sin; /* [T, head_dim / 2], gathered at the run's positions */
-  struct llm_cache* cache; /* the KV-cache form's state (NULL: the full forward) */
-} llm_builder;
-
 /* The KV-cache form (rlx_llm_build_cache_graph): per layer the caches
  * [1, rows, Hkv, head_dim] (BSHD), the T new rows written at positions
  * start .. start + count - 1, every query attending to the cache. */
-typedef struct llm_cache {
+struct llm_cache {
   int64_t rows;
-  rlx_tensor keep;    /* f32 / bool [T, rows]: key j visible to query t */
-  rlx_tensor at;      /* bool [1, rows, 1, 1]: the cache rows this run writes */
-  rlx_tensor src_row; /* i64 [rows]: which of the T new rows lands in cache row j */
-  rlx_tensor* new_cache; /* 2 * num_layers: k0, v0, k1, v1, ... */
-} llm_cache;
+  rlx_tensor keep;        /* bool [T, rows]: key j visible to query t (causal) */
+  rlx_tensor keep_window; /* f32 [T, rows]: keep, and j within the sliding window */
+  rlx_tensor at;          /* bool [1, rows, 1, 1]: the cache rows this run writes */
+  rlx_tensor src_row;     /* i64 [rows]: which of the T new rows lands in cache row j */
+  rlx_tensor* new_cache;  /* 2 * num_layers: k0, v0, k1, v1, ... */
+};
 
 static rlx_tensor attend_cache(llm_builder* b, int32_t layer, rlx_tensor q, rlx_tensor k,
                                rlx_tensor v, const rlx_attention_desc* d);
 
-/* A param called by its HF name, or by the file's name for that tensor
- * when the weights come from elsewhere (GGUF). */
-static rlx_tensor typed_param(llm_builder* b, const char* hf_name, rlx_dtype dtype, int32_t rank,
-                              int64_t d0, int64_t d1) {
+/* ------------------------------------------------------------------ shared helpers (llm.h) */
+
+rlx_tensor llm_param(llm_builder* b, const char* name, rlx_dtype dtype, int32_t rank, int64_t d0,
+                     int64_t d1) {
   rlx_tensor t = RLX_NONE;
   rlx_dim s[2] = {d0, d1};
-  char file_name[160];
-  const char* name = hf_name;
-  if (b->st == RLX_OK && b->src && b->src->gguf) {
-    if (llm_gguf_name(hf_name, file_name, sizeof file_name) != RLX_OK) {
-      b->st = RLX_INTERNAL;
-      return t;
-    }
-    name = file_name;
-  }
   if (b->st == RLX_OK) b->st = rlx_graph_add_param(b->g, name, dtype, s, rank, &t);
   return t;
 }
 
-static rlx_tensor param(llm_builder* b, const char* name, int32_t rank, int64_t d0, int64_t d1) {
-  return typed_param(b, name, RLX_F32, rank, d0, d1);
-}
-
-/* A Linear weight [out, in]: f32, or the raw blocks of a quantized GGUF
- * tensor (u8 [out, row_bytes], DequantMatMul's W layout: GGUF rows run
- * along in). */
-typedef struct llm_weight {
-  rlx_tensor t;
-  int32_t scheme; /* rlx_quant_scheme, or -1 for a float weight */
-} llm_weight;
-
-static llm_weight matrix(llm_builder* b, const char* hf_name, int64_t out, int64_t in) {
-  llm_weight w = {RLX_NONE, -1};
-  char file_name[160];
-  if (b->src && b->src->scheme_of && b->st == RLX_OK &&
-      llm_gguf_name(hf_name, file_name, sizeof file_name) == RLX_OK)
-    w.scheme = b->src->scheme_of(b->src->ctx, file_name);
+llm_weight llm_matrix(llm_builder* b, const char* name, int64_t out, int64_t in,
+                      int32_t transposed) {
+  llm_weight w = {RLX_NONE, -1, transposed};
+  if (b->st == RLX_OK && b->src && b->src->scheme_of)
+    w.scheme = b->src->scheme_of(b->src->ctx, name);
   if (w.scheme < 0) {
-    w.t = param(b, hf_name, 2, out, in);
+    w.t = transposed ? llm_param(b, name, RLX_F32, 2, out, in)
+                     : llm_param(b, name, RLX_F32, 2, in, out);
     return w;
   }
   int64_t row_bytes = 0;
   if (b->st == RLX_OK)
     b->st = rlx_quant_row_bytes((rlx_quant_scheme)w.scheme, in, 0, &row_bytes, NULL, 0);
-  w.t = typed_param(b, hf_name, RLX_U8, 2, out, row_bytes);
+  w.transposed = 1;
+  w.t = llm_param(b, name, RLX_U8, 2, out, row_bytes);
   return w;
+}
+
+rlx_tensor llm_binary(llm_builder* b, rlx_binary_op op, rlx_tensor x, rlx_tensor y) {
+  rlx_tensor z = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_binary(b->g, op, x, y, &z);
+  return z;
+}
+
+rlx_tensor llm_activation(llm_builder* b, rlx_activation act, rlx_tensor x) {
+  rlx_tensor y = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_activation(b->g, act, x, &y);
+  return y;
+}
+
+static rlx_tensor constant(llm_builder* b, rlx_dtype dtype, const void* data, int64_t n) {
+  rlx_tensor t = RLX_NONE;
+  rlx_dim s[1] = {n};
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_constant(b->g, dtype, s, 1, data, (size_t)n * rlx_dtype_size(dtype), &t);
+  return t;
+}
+
+rlx_tensor llm_scalar_f32(llm_builder* b, float v) { return constant(b, RLX_F32, &v, 1); }
+static rlx_tensor scalar_i64(llm_builder* b, int64_t v) { return constant(b, RLX_I64, &v, 1); }
+
+rlx_tensor llm_linear(llm_builder* b, rlx_tensor x, llm_weight w, rlx_tensor bias) {
+  rlx_tensor y = RLX_NONE;
+  if (b->st == RLX_OK && w.scheme >= 0)
+    b->st = rlx_graph_dequant_matmul(b->g, x, w.t, RLX_NONE, RLX_NONE,
+                                     (rlx_quant_scheme)w.scheme, 0, &y);
+  else if (b->st == RLX_OK)
+    b->st = rlx_graph_add_matmul(b->g, x, w.t, 0, w.transposed, &y);
+  return bias == RLX_NONE ? y : llm_binary(b, RLX_BIN_ADD, y, bias);
+}
+
+rlx_tensor llm_gather(llm_builder* b, rlx_tensor x, rlx_tensor idx, int32_t axis) {
+  rlx_tensor y = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_gather(b->g, x, idx, axis, &y);
+  return y;
+}
+
+static rlx_tensor reshape(llm_builder* b, rlx_tensor x, rlx_dim d0, rlx_dim d1, rlx_dim d2,
+                          rlx_dim d3, int32_t rank) {
+  rlx_tensor y = RLX_NONE;
+  rlx_dim s[4] = {d0, d1, d2, d3};
+  if (b->st == RLX_OK) b->st = rlx_graph_add_reshape(b->g, x, s, rank, &y);
+  return y;
+}
+
+rlx_tensor llm_split_heads(llm_builder* b, rlx_tensor x, int32_t heads) {
+  return reshape(b, x, b->B, b->T, heads, b->c->head_dim, 4);
+}
+
+rlx_tensor llm_merge_heads(llm_builder* b, rlx_tensor x, int32_t heads) {
+  return reshape(b, x, b->B, b->T, (rlx_dim)heads * b->c->head_dim, 0, 3);
+}
+
+rlx_tensor llm_rope(llm_builder* b, rlx_tensor x) {
+  rlx_tensor y = RLX_NONE;
+  int32_t hd = b->c->head_dim;
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_rope(b->g, x, b->cos, b->sin, hd, hd,
+                               b->src ? b->src->rope_style : RLX_ROPE_NEOX, RLX_LAYOUT_BSHD, &y);
+  return y;
+}
+
+/* Layer i slides (keys within sliding_window of the query) when
+ * i % pattern < pattern - 1, every layer for pattern 0 (Mistral); the
+ * others are causal over the whole run. */
+static int layer_slides(const rlx_llm_config* c, int32_t layer) {
+  int32_t pattern = c->sliding_window_pattern;
+  return c->sliding_window > 0 && (pattern == 0 || layer % pattern < pattern - 1);
+}
+
+rlx_tensor llm_attention(llm_builder* b, int32_t layer, rlx_tensor q, rlx_tensor k, rlx_tensor v) {
+  const rlx_llm_config* c = b->c;
+  rlx_attention_desc d;
+  memset(&d, 0, sizeof d);
+  d.num_heads = c->num_heads;
+  d.num_kv_heads = c->num_kv_heads;
+  d.head_dim = c->head_dim;
+  d.layout = RLX_LAYOUT_BSHD;
+  d.softcap = c->attn_logit_softcap;
+  if (c->query_pre_attn_scalar > 0.0f) d.score_scale = 1.0f / sqrtf(c->query_pre_attn_scalar);
+  int slides = layer_slides(c, layer);
+  d.mask = slides ? RLX_MASK_SLIDING : RLX_MASK_CAUSAL;
+  d.window = slides ? c->sliding_window : 0;
+  if (b->cache) return attend_cache(b, layer, q, k, v, &d);
+  rlx_tensor a = RLX_NONE;
+  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, k, v, RLX_NONE, &d, &a);
+  return a;
+}
+
+/* ------------------------------------------------------------------ the Llama family */
+
+/* A param called by its HF name, or by the file's name for that tensor
+ * when the weights come from elsewhere (GGUF). */
+static const char* file_name(llm_builder* b, const char* hf_name, char* buf, size_t cap) {
+  if (!(b->st == RLX_OK && b->src && b->src->gguf)) return hf_name;
+  if (llm_gguf_name(hf_name, buf, cap) != RLX_OK) b->st = RLX_INTERNAL;
+  return buf;
+}
+
+static rlx_tensor param(llm_builder* b, const char* hf_name, int32_t rank, int64_t d0, int64_t d1) {
+  char buf[160];
+  return llm_param(b, file_name(b, hf_name, buf, sizeof buf), RLX_F32, rank, d0, d1);
+}
+
+/* Weights stay [out, in] as the checkpoint stores them (read transposed). */
+static llm_weight matrix(llm_builder* b, const char* hf_name, int64_t out, int64_t in) {
+  char buf[160];
+  return llm_matrix(b, file_name(b, hf_name, buf, sizeof buf), out, in, 1);
 }
 
 /* "model.layers.<layer>.<suffix>", the HF name of a layer's tensor. */
@@ -105,60 +189,9 @@ static llm_weight layer_matrix(llm_builder* b, int32_t layer, const char* suffix
   return matrix(b, name, out, in);
 }
 
-static rlx_tensor binary(llm_builder* b, rlx_binary_op op, rlx_tensor x, rlx_tensor y) {
-  rlx_tensor z = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_binary(b->g, op, x, y, &z);
-  return z;
-}
-
 static rlx_tensor rms_norm(llm_builder* b, rlx_tensor x, rlx_tensor w) {
   rlx_tensor y = RLX_NONE;
   if (b->st == RLX_OK) b->st = rlx_graph_add_rms_norm(b->g, x, w, b->c->rms_norm_eps, &y);
-  return y;
-}
-
-/* x @ w^T (+ bias): w is [out, in] as HF's Linear stores it. */
-static rlx_tensor linear(llm_builder* b, rlx_tensor x, llm_weight w, rlx_tensor bias) {
-  rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK && w.scheme >= 0)
-    b->st = rlx_graph_dequant_matmul(b->g, x, w.t, RLX_NONE, RLX_NONE,
-                                     (rlx_quant_scheme)w.scheme, 0, &y);
-  else if (b->st == RLX_OK)
-    b->st = rlx_graph_add_matmul(b->g, x, w.t, 0, 1, &y);
-  return bias == RLX_NONE ? y : binary(b, RLX_BIN_ADD, y, bias);
-}
-
-static rlx_tensor gather_axis(llm_builder* b, rlx_tensor x, rlx_tensor idx, int32_t axis) {
-  rlx_tensor y = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_gather(b->g, x, idx, axis, &y);
-  return y;
-}
-
-static rlx_tensor gather(llm_builder* b, rlx_tensor table, rlx_tensor idx) {
-  return gather_axis(b, table, idx, 0);
-}
-
-/* [B, T, heads * head_dim] <-> [B, T, heads, head_dim] (BSHD: a view). */
-static rlx_tensor split_heads(llm_builder* b, rlx_tensor x, int32_t heads) {
-  rlx_tensor y = RLX_NONE;
-  rlx_dim s[4] = {b->B, b->T, heads, b->c->head_dim};
-  if (b->st == RLX_OK) b->st = rlx_graph_add_reshape(b->g, x, s, 4, &y);
-  return y;
-}
-
-static rlx_tensor merge_heads(llm_builder* b, rlx_tensor x, int32_t heads) {
-  rlx_tensor y = RLX_NONE;
-  rlx_dim s[3] = {b->B, b->T, (rlx_dim)heads * b->c->head_dim};
-  if (b->st == RLX_OK) b->st = rlx_graph_add_reshape(b->g, x, s, 3, &y);
-  return y;
-}
-
-static rlx_tensor rope(llm_builder* b, rlx_tensor x) {
-  rlx_tensor y = RLX_NONE;
-  int32_t hd = b->c->head_dim;
-  if (b->st == RLX_OK)
-    b->st = rlx_graph_add_rope(b->g, x, b->cos, b->sin, hd, hd,
-                               b->src ? b->src->rope_style : RLX_ROPE_NEOX, RLX_LAYOUT_BSHD, &y);
   return y;
 }
 
@@ -176,13 +209,13 @@ static rlx_tensor project(llm_builder* b, int32_t layer, rlx_tensor x, char whic
     snprintf(name, sizeof name, "self_attn.%c_proj.bias", which);
     bias = layer_param(b, layer, name, 1, out, 0);
   }
-  rlx_tensor y = split_heads(b, linear(b, x, w, bias), heads);
+  rlx_tensor y = llm_split_heads(b, llm_linear(b, x, w, bias), heads);
   if (which == 'v') return y;
   if (c->qk_norm) {
     snprintf(name, sizeof name, "self_attn.%c_norm.weight", which);
     y = rms_norm(b, y, layer_param(b, layer, name, 1, c->head_dim, 0));
   }
-  return rope(b, y);
+  return llm_rope(b, y);
 }
 
 static rlx_tensor attention_block(llm_builder* b, int32_t layer, rlx_tensor x) {
@@ -190,22 +223,10 @@ static rlx_tensor attention_block(llm_builder* b, int32_t layer, rlx_tensor x) {
   rlx_tensor q = project(b, layer, x, 'q', c->num_heads);
   rlx_tensor k = project(b, layer, x, 'k', c->num_kv_heads);
   rlx_tensor v = project(b, layer, x, 'v', c->num_kv_heads);
-  rlx_attention_desc d;
-  memset(&d, 0, sizeof d);
-  d.num_heads = c->num_heads;
-  d.num_kv_heads = c->num_kv_heads;
-  d.head_dim = c->head_dim;
-  d.layout = RLX_LAYOUT_BSHD;
-  d.mask = c->sliding_window > 0 ? RLX_MASK_SLIDING : RLX_MASK_CAUSAL;
-  d.window = c->sliding_window;
-  rlx_tensor a = RLX_NONE;
-  if (b->cache)
-    a = attend_cache(b, layer, q, k, v, &d);
-  else if (b->st == RLX_OK)
-    b->st = rlx_graph_add_attention(b->g, q, k, v, RLX_NONE, &d, &a);
+  rlx_tensor a = llm_attention(b, layer, q, k, v);
   llm_weight wo = layer_matrix(b, layer, "self_attn.o_proj.weight", c->hidden_size,
                                (int64_t)c->num_heads * c->head_dim);
-  return linear(b, merge_heads(b, a, c->num_heads), wo, RLX_NONE);
+  return llm_linear(b, llm_merge_heads(b, a, c->num_heads), wo, RLX_NONE);
 }
 
 static rlx_tensor mlp_block(llm_builder* b, int32_t layer, rlx_tensor x) {
@@ -216,20 +237,43 @@ static rlx_tensor mlp_block(llm_builder* b, int32_t layer, rlx_tensor x) {
     return y;
   }
   int64_t D = c->hidden_size, F = c->intermediate_size;
-  rlx_tensor gate = linear(b, x, layer_matrix(b, layer, "mlp.gate_proj.weight", F, D), RLX_NONE);
-  rlx_tensor up = linear(b, x, layer_matrix(b, layer, "mlp.up_proj.weight", F, D), RLX_NONE);
-  if (b->st == RLX_OK) b->st = rlx_graph_add_activation(b->g, RLX_ACT_SILU, gate, &gate);
-  rlx_tensor hidden = binary(b, RLX_BIN_MUL, gate, up);
-  return linear(b, hidden, layer_matrix(b, layer, "mlp.down_proj.weight", D, F), RLX_NONE);
+  rlx_tensor gate =
+      llm_linear(b, x, layer_matrix(b, layer, "mlp.gate_proj.weight", F, D), RLX_NONE);
+  rlx_tensor up = llm_linear(b, x, layer_matrix(b, layer, "mlp.up_proj.weight", F, D), RLX_NONE);
+  rlx_tensor hidden = llm_binary(b, RLX_BIN_MUL, llm_activation(b, RLX_ACT_SILU, gate), up);
+  return llm_linear(b, hidden, layer_matrix(b, layer, "mlp.down_proj.weight", D, F), RLX_NONE);
 }
 
 static rlx_tensor decoder_layer(llm_builder* b, int32_t layer, rlx_tensor h) {
   int64_t D = b->c->hidden_size;
   rlx_tensor x = rms_norm(b, h, layer_param(b, layer, "input_layernorm.weight", 1, D, 0));
-  h = binary(b, RLX_BIN_ADD, h, attention_block(b, layer, x));
+  h = llm_binary(b, RLX_BIN_ADD, h, attention_block(b, layer, x));
   x = rms_norm(b, h, layer_param(b, layer, "post_attention_layernorm.weight", 1, D, 0));
-  return binary(b, RLX_BIN_ADD, h, mlp_block(b, layer, x));
+  return llm_binary(b, RLX_BIN_ADD, h, mlp_block(b, layer, x));
 }
+
+static rlx_tensor llama_embed(llm_builder* b, rlx_tensor ids) {
+  const rlx_llm_config* c = b->c;
+  b->embed = param(b, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size);
+  return llm_gather(b, b->embed, ids, 0);
+}
+
+static rlx_tensor llama_logits(llm_builder* b, rlx_tensor h) {
+  const rlx_llm_config* c = b->c;
+  h = rms_norm(b, h, param(b, "model.norm.weight", 1, c->hidden_size, 0));
+  llm_weight head = {b->embed, -1, 1};
+  if (!c->tie_word_embeddings) head = matrix(b, "lm_head.weight", c->vocab_size, c->hidden_size);
+  return llm_linear(b, h, head, RLX_NONE);
+}
+
+static const llm_arch llama_arch = {llama_embed, decoder_layer, llama_logits};
+
+static const llm_arch* arch_of(const rlx_llm_config* c) {
+  if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2) return llm_gpt2_gemma2_arch(c);
+  return &llama_arch;
+}
+
+/* ------------------------------------------------------------------ the driver */
 
 /* Static size, or the named symbol when size is 0. */
 static rlx_dim dim_of(llm_builder* b, int64_t size, const char* symbol) {
@@ -238,17 +282,39 @@ static rlx_dim dim_of(llm_builder* b, int64_t size, const char* symbol) {
   return d;
 }
 
-/* The inputs input_ids and positions (*out_pos when not NULL) and the
- * RoPE tables gathered at the positions; returns input_ids. */
-static rlx_tensor inputs_and_tables(llm_builder* b, int64_t rows, rlx_tensor* out_pos) {
-  rlx_tensor ids = RLX_NONE, pos = RLX_NONE;
+/* The inputs input_ids [B, T] and positions [T] (b->positions) and, for
+ * the archs with RoPE, the tables of `rows` rows gathered at the
+ * positions; returns input_ids. */
+static rlx_tensor inputs_and_tables(llm_builder* b, int64_t rows) {
+  rlx_tensor ids = RLX_NONE;
   rlx_dim ids_shape[2] = {b->B, b->T};
   if (b->st == RLX_OK) b->st = rlx_graph_add_input(b->g, "input_ids", RLX_I64, ids_shape, 2, &ids);
-  if (b->st == RLX_OK) b->st = rlx_graph_add_input(b->g, "positions", RLX_I64, &b->T, 1, &pos);
-  b->cos = gather(b, param(b, "rope.cos", 2, rows, b->c->head_dim / 2), pos);
-  b->sin = gather(b, param(b, "rope.sin", 2, rows, b->c->head_dim / 2), pos);
-  if (out_pos) *out_pos = pos;
+  if (b->st == RLX_OK)
+    b->st = rlx_graph_add_input(b->g, "positions", RLX_I64, &b->T, 1, &b->positions);
+  if (!llm_has_rope(b->c)) return ids;
+  int32_t half = b->c->head_dim / 2;
+  b->cos = llm_gather(b, llm_param(b, "rope.cos", RLX_F32, 2, rows, half), b->positions, 0);
+  b->sin = llm_gather(b, llm_param(b, "rope.sin", RLX_F32, 2, rows, half), b->positions, 0);
   return ids;
+}
+
+/* The hidden state after the last layer. */
+static rlx_tensor decoder(llm_builder* b, const llm_arch* arch, rlx_tensor ids) {
+  rlx_tensor h = arch->embed(b, ids);
+  for (int32_t layer = 0; layer < b->c->num_layers; layer++) h = arch->layer(b, layer, h);
+  return h;
+}
+
+/* The graph to *out, or the builder's failure to err (`what` names the form). */
+static rlx_status finish(llm_builder* b, const char* what, rlx_graph** out, rlx_error* err) {
+  if (b->st != RLX_OK) {
+    rlx_status s =
+        rlx_fail(err, b->st, "llm: building the %s: %s", what, rlx_graph_last_error(b->g));
+    rlx_graph_destroy(b->g);
+    return s;
+  }
+  *out = b->g;
+  return RLX_OK;
 }
 
 int64_t rlx_llm_table_rows(const rlx_llm_config* c, const rlx_llm_options* o) {
@@ -279,30 +345,17 @@ rlx_status rlx_llm_build_from(const rlx_llm_config* c, const rlx_llm_options* op
   *out = NULL;
   RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, err));
   RLX_RETURN_IF_ERROR(check_options(o, err));
-  if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2)
-    return llm_build_gpt2_gemma2(c, o, src, out, err);
-  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, NULL};
+  const llm_arch* arch = arch_of(c);
+  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, RLX_NONE, RLX_NONE, NULL};
   if (rlx_graph_create(&b.g) != RLX_OK)
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   b.B = dim_of(&b, o->batch, "B");
   b.T = dim_of(&b, o->seq_len, "T");
-  rlx_tensor ids = inputs_and_tables(&b, rlx_llm_table_rows(c, o), NULL);
-  rlx_tensor embed = param(&b, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size);
-  rlx_tensor h = gather(&b, embed, ids);
-  for (int32_t layer = 0; layer < c->num_layers; layer++) h = decoder_layer(&b, layer, h);
-  h = rms_norm(&b, h, param(&b, "model.norm.weight", 1, c->hidden_size, 0));
-  llm_weight head = {embed, -1};
-  if (!c->tie_word_embeddings) head = matrix(&b, "lm_head.weight", c->vocab_size, c->hidden_size);
-  rlx_tensor logits = linear(&b, h, head, RLX_NONE);
+  rlx_tensor ids = inputs_and_tables(&b, rlx_llm_table_rows(c, o));
+  rlx_tensor logits = arch->logits(&b, decoder(&b, arch, ids));
   if (b.st == RLX_OK) b.st = rlx_graph_set_name(b.g, logits, "logits");
   if (b.st == RLX_OK) b.st = rlx_graph_set_outputs(b.g, &logits, 1);
-  if (b.st != RLX_OK) {
-    rlx_status s = rlx_fail(err, b.st, "llm: building the graph: %s", rlx_graph_last_error(b.g));
-    rlx_graph_destroy(b.g);
-    return s;
-  }
-  *out = b.g;
-  return RLX_OK;
+  return finish(&b, "graph", out, err);
 }
 
 void rlx_llm_options_init(rlx_llm_options* o) {
@@ -380,17 +433,6 @@ static rlx_tensor node_input(llm_builder* b, const char* name, rlx_dtype dtype,
   return t;
 }
 
-static rlx_tensor constant(llm_builder* b, rlx_dtype dtype, const void* data, int64_t n) {
-  rlx_tensor t = RLX_NONE;
-  rlx_dim s[1] = {n};
-  if (b->st == RLX_OK)
-    b->st = rlx_graph_add_constant(b->g, dtype, s, 1, data, (size_t)n * rlx_dtype_size(dtype), &t);
-  return t;
-}
-
-static rlx_tensor scalar_i64(llm_builder* b, int64_t v) { return constant(b, RLX_I64, &v, 1); }
-static rlx_tensor scalar_f32(llm_builder* b, float v) { return constant(b, RLX_F32, &v, 1); }
-
 /* 0, 1, ..., n - 1 (i64). */
 static rlx_tensor arange(llm_builder* b, int64_t n) {
   int64_t* v = malloc((size_t)n * sizeof *v);
@@ -416,14 +458,6 @@ static rlx_tensor where(llm_builder* b, rlx_tensor cond, rlx_tensor x, rlx_tenso
   return z;
 }
 
-static rlx_tensor reshape(llm_builder* b, rlx_tensor x, rlx_dim d0, rlx_dim d1, rlx_dim d2,
-                          rlx_dim d3, int32_t rank) {
-  rlx_tensor y = RLX_NONE;
-  rlx_dim s[4] = {d0, d1, d2, d3};
-  if (b->st == RLX_OK) b->st = rlx_graph_add_reshape(b->g, x, s, rank, &y);
-  return y;
-}
-
 static rlx_tensor cast_f32(llm_builder* b, rlx_tensor x) {
   rlx_tensor y = RLX_NONE;
   if (b->st == RLX_OK) b->st = rlx_graph_add_cast(b->g, x, RLX_F32, &y);
@@ -431,23 +465,25 @@ static rlx_tensor cast_f32(llm_builder* b, rlx_tensor x) {
 }
 
 /* The masks of a run: with d = j - start for cache row j,
- *   src_row[j] = clamp(d, 0, count - 1)   (the new row written there)
- *   at[j]      = src_row[j] == d          (start <= j < start + count)
- *   keep[t, j] = j <= positions[t]        (and j > positions[t] - window) */
-static void cache_masks(llm_builder* b, rlx_tensor positions, rlx_tensor start, rlx_tensor count) {
+ *   src_row[j]        = clamp(d, 0, count - 1)   (the new row written there)
+ *   at[j]             = src_row[j] == d          (start <= j < start + count)
+ *   keep[t, j]        = j <= positions[t]
+ *   keep_window[t, j] = keep[t, j] and j > positions[t] - window
+ * (the layers that slide read keep_window, the others keep). */
+static void cache_masks(llm_builder* b, rlx_tensor start, rlx_tensor count) {
   llm_cache* k = b->cache;
   rlx_tensor ar = arange(b, k->rows);
-  rlx_tensor d = binary(b, RLX_BIN_SUB, ar, start);
-  rlx_tensor last = binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
-  k->src_row = binary(b, RLX_BIN_MIN, binary(b, RLX_BIN_MAX, d, scalar_i64(b, 0)), last);
+  rlx_tensor d = llm_binary(b, RLX_BIN_SUB, ar, start);
+  rlx_tensor last = llm_binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
+  k->src_row = llm_binary(b, RLX_BIN_MIN, llm_binary(b, RLX_BIN_MAX, d, scalar_i64(b, 0)), last);
   k->at = reshape(b, compare(b, RLX_CMP_EQ, k->src_row, d), 1, k->rows, 1, 1, 4);
   rlx_tensor row = reshape(b, ar, 1, k->rows, 0, 0, 2);
-  rlx_tensor col = reshape(b, positions, b->T, 1, 0, 0, 2);
+  rlx_tensor col = reshape(b, b->positions, b->T, 1, 0, 0, 2);
   k->keep = compare(b, RLX_CMP_LE, row, col);
   if (b->c->sliding_window > 0) {
-    rlx_tensor lo = binary(b, RLX_BIN_SUB, col, scalar_i64(b, b->c->sliding_window));
+    rlx_tensor lo = llm_binary(b, RLX_BIN_SUB, col, scalar_i64(b, b->c->sliding_window));
     rlx_tensor in_window = compare(b, RLX_CMP_GT, row, lo);
-    k->keep = binary(b, RLX_BIN_MUL, cast_f32(b, k->keep), cast_f32(b, in_window));
+    k->keep_window = llm_binary(b, RLX_BIN_MUL, cast_f32(b, k->keep), cast_f32(b, in_window));
   }
 }
 
@@ -460,15 +496,16 @@ static rlx_tensor attend_cache(llm_builder* b, int32_t layer, rlx_tensor q, rlx_
     char name[48];
     snprintf(name, sizeof name, "%s_cache.%d", i ? "v" : "k", (int)layer);
     rlx_tensor cache = node_input(b, name, RLX_F32, shape, 4);
-    rlx_tensor rows = gather_axis(b, kv[i], kc->src_row, 1);
+    rlx_tensor rows = llm_gather(b, kv[i], kc->src_row, 1);
     kv[i] = where(b, kc->at, rows, cache);
     kc->new_cache[2 * layer + i] = kv[i];
   }
   rlx_attention_desc cd = *d;
   cd.mask = RLX_MASK_CUSTOM;
   cd.window = 0;
+  rlx_tensor keep = d->mask == RLX_MASK_SLIDING ? kc->keep_window : kc->keep;
   rlx_tensor a = RLX_NONE;
-  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, kv[0], kv[1], kc->keep, &cd, &a);
+  if (b->st == RLX_OK) b->st = rlx_graph_add_attention(b->g, q, kv[0], kv[1], keep, &cd, &a);
   return a;
 }
 
@@ -493,11 +530,11 @@ static rlx_tensor repeat_penalty(llm_builder* b, rlx_tensor logits, const rlx_ll
   rlx_tensor counts = RLX_NONE, seen = RLX_NONE;
   if (b->st == RLX_OK) b->st = rlx_graph_add_scatter_add(b->g, zeros, recent, ones, 0, &counts);
   if (b->st == RLX_OK) b->st = rlx_graph_add_narrow(b->g, counts, 0, 0, V, &seen);
-  rlx_tensor positive = compare(b, RLX_CMP_GT, logits, scalar_f32(b, 0.0f));
-  rlx_tensor down = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, 1.0f / s->repeat_penalty));
-  rlx_tensor up = binary(b, RLX_BIN_MUL, logits, scalar_f32(b, s->repeat_penalty));
+  rlx_tensor positive = compare(b, RLX_CMP_GT, logits, llm_scalar_f32(b, 0.0f));
+  rlx_tensor down = llm_binary(b, RLX_BIN_MUL, logits, llm_scalar_f32(b, 1.0f / s->repeat_penalty));
+  rlx_tensor up = llm_binary(b, RLX_BIN_MUL, logits, llm_scalar_f32(b, s->repeat_penalty));
   rlx_tensor penalized = where(b, positive, down, up);
-  return where(b, compare(b, RLX_CMP_GT, seen, scalar_f32(b, 0.5f)), penalized, logits);
+  return where(b, compare(b, RLX_CMP_GT, seen, llm_scalar_f32(b, 0.5f)), penalized, logits);
 }
 
 /* Min-p: keeps tokens whose probability (at the temperature) is at least
@@ -508,8 +545,8 @@ static rlx_tensor min_p_filter(llm_builder* b, rlx_tensor logits, const rlx_llm_
   rlx_tensor top = RLX_NONE;
   if (b->st == RLX_OK) b->st = rlx_graph_add_reduce(b->g, RLX_RED_MAX, logits, &axis, 1, 1, &top);
   float margin = s->temperature * logf(s->min_p);
-  rlx_tensor floor_ = binary(b, RLX_BIN_ADD, top, scalar_f32(b, margin));
-  return where(b, compare(b, RLX_CMP_GE, logits, floor_), logits, scalar_f32(b, -1e30f));
+  rlx_tensor floor_ = llm_binary(b, RLX_BIN_ADD, top, llm_scalar_f32(b, margin));
+  return where(b, compare(b, RLX_CMP_GE, logits, floor_), logits, llm_scalar_f32(b, -1e30f));
 }
 
 /* The next token from logits [1, 1, V]: penalties, min-p, then top-k,
@@ -546,18 +583,14 @@ static rlx_status check_sampling(const rlx_llm_sampling* s, rlx_error* err) {
 
 /* Logits [1, T, V] (all_logits) or [1, 1, V] of the last real token, and
  * the next token from the last real token's logits. */
-static void cache_head(llm_builder* b, rlx_tensor h, rlx_tensor count, rlx_tensor embed,
+static void cache_head(llm_builder* b, const llm_arch* arch, rlx_tensor h, rlx_tensor count,
                        const rlx_llm_sampling* s, int32_t all_logits, rlx_tensor* next,
                        rlx_tensor* logits) {
-  const rlx_llm_config* c = b->c;
-  rlx_tensor last = binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
-  if (!all_logits) h = gather_axis(b, h, last, 1);
-  h = rms_norm(b, h, param(b, "model.norm.weight", 1, c->hidden_size, 0));
-  llm_weight head = {embed, -1};
-  if (!c->tie_word_embeddings) head = matrix(b, "lm_head.weight", c->vocab_size, c->hidden_size);
-  *logits = linear(b, h, head, RLX_NONE);
+  rlx_tensor last = llm_binary(b, RLX_BIN_SUB, count, scalar_i64(b, 1));
+  if (!all_logits) h = llm_gather(b, h, last, 1);
+  *logits = arch->logits(b, h);
   if (b->st == RLX_OK) b->st = rlx_graph_set_name(b->g, *logits, "logits");
-  *next = sample_next(b, all_logits ? gather_axis(b, *logits, last, 1) : *logits, s);
+  *next = sample_next(b, all_logits ? llm_gather(b, *logits, last, 1) : *logits, s);
 }
 
 static rlx_status cache_outputs(llm_builder* b, rlx_tensor next, rlx_tensor logits) {
@@ -572,22 +605,32 @@ static rlx_status cache_outputs(llm_builder* b, rlx_tensor next, rlx_tensor logi
   return s;
 }
 
-static void cache_graph(llm_builder* b, const rlx_llm_sampling* s, int32_t all_logits) {
-  const rlx_llm_config* c = b->c;
+static void cache_graph(llm_builder* b, const llm_arch* arch, const rlx_llm_sampling* s,
+                        int32_t all_logits) {
   rlx_dim one = 1;
   b->B = 1;
   b->T = dim_of(b, 0, "T");
-  rlx_tensor positions = RLX_NONE;
-  rlx_tensor ids = inputs_and_tables(b, b->cache->rows, &positions);
+  rlx_tensor ids = inputs_and_tables(b, b->cache->rows);
   rlx_tensor start = node_input(b, "start", RLX_I64, &one, 1);
   rlx_tensor count = node_input(b, "count", RLX_I64, &one, 1);
-  cache_masks(b, positions, start, count);
-  rlx_tensor embed = param(b, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size);
-  rlx_tensor h = gather(b, embed, ids);
-  for (int32_t layer = 0; layer < c->num_layers; layer++) h = decoder_layer(b, layer, h);
+  cache_masks(b, start, count);
   rlx_tensor next = RLX_NONE, logits = RLX_NONE;
-  cache_head(b, h, count, embed, s, all_logits, &next, &logits);
+  cache_head(b, arch, decoder(b, arch, ids), count, s, all_logits, &next, &logits);
   if (b->st == RLX_OK) b->st = cache_outputs(b, next, logits);
+}
+
+/* Cache rows a model can address: any for RoPE, GPT-2's learned
+ * position table ends at max_positions. */
+static rlx_status check_rows(const rlx_llm_config* c, int64_t rows, rlx_error* err) {
+  if (rows < 1 || rows > (1 << 24))
+    return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm cache: %lld rows (expected 1 .. 2^24)",
+                    (long long)rows);
+  if (!llm_has_rope(c) && rows > c->max_positions)
+    return rlx_fail(err, RLX_INVALID_ARGUMENT,
+                    "llm cache: %lld rows, but the model's learned positions end at %lld "
+                    "(max_positions)",
+                    (long long)rows, (long long)c->max_positions);
+  return RLX_OK;
 }
 
 rlx_status rlx_llm_build_cache_from(const rlx_llm_config* c, int64_t rows, const llm_source* src,
@@ -600,28 +643,15 @@ rlx_status rlx_llm_build_cache_from(const rlx_llm_config* c, int64_t rows, const
   *out = NULL;
   RLX_RETURN_IF_ERROR(rlx_llm_config_check(c, err));
   RLX_RETURN_IF_ERROR(check_sampling(s, err));
-  if (c->arch == RLX_LLM_GPT2 || c->arch == RLX_LLM_GEMMA2)
-    return rlx_fail(err, RLX_UNIMPLEMENTED,
-                    "llm cache: no KV-cache form for %s yet (rlx_llm_build_graph builds its "
-                    "full forward)", c->arch == RLX_LLM_GPT2 ? "gpt2" : "gemma2");
-  if (rows < 1 || rows > (1 << 24))
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "llm cache: %lld rows (expected 1 .. 2^24)",
-                    (long long)rows);
-  llm_cache cache = {rows, RLX_NONE, RLX_NONE, RLX_NONE, NULL};
+  RLX_RETURN_IF_ERROR(check_rows(c, rows, err));
+  llm_cache cache = {rows, RLX_NONE, RLX_NONE, RLX_NONE, RLX_NONE, NULL};
   cache.new_cache = calloc((size_t)(2 * c->num_layers), sizeof(rlx_tensor));
-  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, &cache};
+  llm_builder b = {NULL, c, src, RLX_OK, 0, 0, RLX_NONE, RLX_NONE, RLX_NONE, RLX_NONE, &cache};
   if (!cache.new_cache || rlx_graph_create(&b.g) != RLX_OK) {
     free(cache.new_cache);
     return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
   }
-  cache_graph(&b, s, all_logits);
+  cache_graph(&b, arch_of(c), s, all_logits);
   free(cache.new_cache);
-  if (b.st != RLX_OK) {
-    rlx_status st =
-        rlx_fail(err, b.st, "llm: building the cache graph: %s", rlx_graph_last_error(b.g));
-    rlx_graph_destroy(b.g);
-    return st;
-  }
-  *out = b.g;
-  return RLX_OK;
+  return finish(&b, "cache graph", out, err);
 }

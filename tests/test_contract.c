@@ -315,6 +315,62 @@ TEST(bad_expert_index_is_an_error_not_a_crash) {
   rlx_graph_destroy(g);
 }
 
+/* The same with quantized experts (DequantGroupedMatMul, int8_sym, one
+ * scale per stored row) for 1 and 3 rows of x with top-2: the shader
+ * backends' decode GEMV (2 rows of y) and tiled kernel (6). Values against
+ * the host's sums, a bad index (too high, negative) fails the run naming
+ * the node, and the node runs natively (no host fallback on any device). */
+TEST(bad_quant_expert_index_is_an_error_not_a_crash) {
+  for (int rows = 1; rows <= 3; rows += 2) {
+    rlx_graph* g = NULL;
+    rlx_graph_create(&g);
+    rlx_dim xs[2] = {rows, 4}, ws[3] = {2, 5, 4}, ss[3] = {2, 5, 1}, is[2] = {rows, 2};
+    int8_t wq[40];
+    float sc[10], xv[12], out[30];
+    for (int i = 0; i < 40; i++) wq[i] = (int8_t)((i * 37) % 255 - 127);
+    fill_nonzero(sc, 10, 0.01, 0.1);
+    fill_nonzero(xv, 12, -2, 2);
+    rlx_tensor x, w, s, i, y;
+    rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+    rlx_graph_add_constant(g, RLX_U8, ws, 3, wq, sizeof wq, &w);
+    rlx_graph_add_constant(g, RLX_F32, ss, 3, sc, sizeof sc, &s);
+    rlx_graph_add_input(g, "idx", RLX_I64, is, 2, &i);
+    CHECK(rlx_graph_dequant_grouped_matmul(g, x, w, i, s, RLX_NONE, RLX_QUANT_INT8_SYM, 4, &y) ==
+          RLX_OK);
+    rlx_graph_set_name(g, y, "qexperts");
+    rlx_graph_set_outputs(g, &y, 1);
+    rlx_compile_options o;
+    rlx_compile_options_init(&o);
+    o.strict = 1; /* a node without a native kernel fails to compile */
+    rlx_exec* e = test_compile_on(g, dev, &o);
+    CHECK(e != NULL);
+    /* the bad entries fall within the 2 rows of y of the GEMV case too */
+    int64_t good[6] = {0, 1, 1, 1, 1, 0}, high[6] = {0, 2, 1, 1, 1, 0}, neg[6] = {1, -1, 1, 0, 1, 0};
+    int M = 2 * rows;
+    CHECK_OK_E(e, rlx_exec_set_input(e, "x", RLX_F32, xs, 2, xv, sizeof(float) * 4 * rows));
+    for (int bad = 0; e && bad < 2; bad++) {
+      CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 2, bad ? neg : high, 8 * M));
+      CHECK(rlx_exec_run(e) == RLX_OUT_OF_RANGE);
+      CHECK_MSG(strstr(rlx_exec_last_error(e), "qexperts") &&
+                    strstr(rlx_exec_last_error(e), bad ? "-1" : "2"),
+                "%s", rlx_exec_last_error(e));
+      CHECK_OK_E(e, rlx_exec_set_input(e, "idx", RLX_I64, is, 2, good, 8 * M));
+      CHECK_OK_E(e, rlx_exec_run(e));
+      CHECK(report_host_count(e, "dequant_grouped_matmul") <= 0);
+      CHECK_OK_E(e, rlx_exec_read_output(e, 0, RLX_F32, out, sizeof(float) * 5 * M));
+      for (int r = 0; r < M; r++)
+        for (int n = 0; n < 5; n++) {
+          double want = 0;
+          for (int k = 0; k < 4; k++)
+            want += (double)xv[r / 2 * 4 + k] * wq[(good[r] * 5 + n) * 4 + k] * sc[good[r] * 5 + n];
+          CHECK(fabs(out[r * 5 + n] - want) <= 1e-5 * (1 + fabs(want)));
+        }
+    }
+    rlx_exec_destroy(e);
+    rlx_graph_destroy(g);
+  }
+}
+
 /* ------------------------------------------------------------ feeds */
 
 /* state' = state * 0.5 + x fed back on the device each run, and one row of
@@ -893,5 +949,6 @@ int main(int argc, char** argv) {
   RUN_CONTRACT(debug_nans_names_node);
   RUN_CONTRACT(sample_seed_per_run);
   RUN_CONTRACT(clone_has_its_own_arena);
+  RUN_CONTRACT(bad_quant_expert_index_is_an_error_not_a_crash);
   return test_summary();
 }

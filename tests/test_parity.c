@@ -1948,22 +1948,24 @@ static void c_grouped_matmul_half(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
-/* DequantGroupedMatMul. variant < 12: scheme (q4_0, q8_0, q4_k, q6_k,
- * int8_asym, nvfp4) x idx mode (per row / top-2); 12, 13: the gradient's
- * transposed role (q8_0, int4_asym). GPU backends without a decoder run
- * it on the host fallback. */
+/* DequantGroupedMatMul. variant: scheme + RLX_QUANT_COUNT * (role + 2 *
+ * tiled); role 1 is the gradient's transposed role (W[e] stored [K, N]),
+ * tiled 0 keeps M <= 4 (the shader backends' decode GEMV), tiled 1 has
+ * 5..72 rows and up to 72 stored rows per expert (their 64 x 64 tiles, a
+ * tile's rows spread over several experts). idx per row, top-1 or top-2.
+ * Vulkan and WebGPU must run it natively (shader_native). */
 static void c_dequant_grouped_matmul(pcase* c, int v) {
-  static const int32_t schemes[] = {RLX_QUANT_Q4_0, RLX_QUANT_Q8_0,     RLX_QUANT_Q4_K,
-                                    RLX_QUANT_Q6_K, RLX_QUANT_INT8_ASYM, RLX_QUANT_NVFP4};
-  int transposed = v >= 12;
-  int32_t scheme = transposed ? (v == 12 ? RLX_QUANT_Q8_0 : RLX_QUANT_INT4_ASYM) : schemes[v / 2];
+  int32_t scheme = v % RLX_QUANT_COUNT;
+  int transposed = (v / RLX_QUANT_COUNT) % 2, tiled = v / (2 * RLX_QUANT_COUNT), mode = v % 3;
   int32_t fixed = rlx_quant_table[scheme].fixed_group;
   int32_t group = fixed ? fixed : 2 * test_rand_int(1, 8);
   int64_t E = test_rand_int(1, 4), L = group * test_rand_int(1, fixed == 256 ? 2 : 3);
-  int64_t rows = rdim(); /* stored rows per expert; L elements each */
-  rlx_dim xs[3] = {test_rand_int(1, 2), rdim(), transposed ? rows : L}, is[3];
+  /* stored rows per expert, L elements each; rows of x: M = x rows * k */
+  int64_t rows = tiled ? test_rand_int(1, 72) : rdim();
+  int64_t xrows = tiled ? test_rand_int(5, 36) : test_rand_int(1, mode == 2 ? 2 : 4);
+  rlx_dim xs[3] = {1, xrows, transposed ? rows : L}, is[3];
   rlx_tensor x = input(c, RLX_F32, xs, 3), s = RLX_NONE, a = RLX_NONE, y = RLX_NONE;
-  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, transposed || v % 2 ? 2 : 0), E, 0);
+  rlx_tensor idx = expert_idx(c, is, expert_idx_shape(is, xs, mode), E, v % 4 == 1);
   rlx_tensor w = quant_weights(c, scheme, E * rows, L, group);
   int64_t rb = 0;
   rlx_quant_row_bytes((rlx_quant_scheme)scheme, L, group, &rb, NULL, 0);
@@ -1987,6 +1989,7 @@ static void c_dequant_grouped_matmul(pcase* c, int v) {
   rlx_tensor ins[5] = {x, w, idx, s, a}, outs[RLX_MAX_OUTPUTS] = {RLX_NONE};
   rlx_graph_add_node(c->g, RLX_OP_DEQUANT_GROUPED_MATMUL, &at, ins, 5, outs);
   y = outs[0];
+  c->shader_native = 1; /* every scheme has Vulkan and WebGPU kernels */
   outputs(c, &y, 1);
 }
 
@@ -2092,7 +2095,7 @@ static const case_def CASES[] = {
     {"dequant_matmul_tiles", c_dequant_matmul_tiles, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"dequant_matmul_long", c_dequant_matmul_long, 2 * RLX_QUANT_COUNT, TOL_F32},
     {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
-    {"dequant_grouped_matmul", c_dequant_grouped_matmul, 14, TOL_F32},
+    {"dequant_grouped_matmul", c_dequant_grouped_matmul, 4 * RLX_QUANT_COUNT, TOL_F32},
     {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
 };
 

@@ -217,8 +217,6 @@ int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
   /* The conv weight gradient is Pad + Im2Col + a batched MatMul + Reduce
    * there (decompose.c): native ops whose GEMM is each backend's fastest. */
   if (n->op == RLX_OP_CONV_BACKWARD_WEIGHT) return 0;
-  /* Quantized experts: no shader decoder yet, the host fallback runs it. */
-  if (n->op == RLX_OP_DEQUANT_GROUPED_MATMUL) return 0;
   switch (n->op) {
     case RLX_OP_CAST: case RLX_OP_TRANSPOSE: case RLX_OP_NARROW: case RLX_OP_CONCAT:
     case RLX_OP_EXPAND: case RLX_OP_REVERSE: case RLX_OP_RESHAPE: case RLX_OP_STOP_GRADIENT:

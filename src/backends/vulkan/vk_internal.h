@@ -157,7 +157,10 @@ extern const int rlx_vk_shader_table_count;
   X(GROUPED_MATMUL, grouped_matmul)                                                         \
   /* DequantMatMul: decode GEMV (the kind's generic pipe), prefill tiles, the */                \
   /* transposed (gradient) role; dequant.comp */                                               \
-  X(DQ_GEMV, dequant_gemv) X(DQ_TILE, dequant_tile) X(DQ_T, dequant_t)
+  X(DQ_GEMV, dequant_gemv) X(DQ_TILE, dequant_tile) X(DQ_T, dequant_t)                      \
+  /* DequantGroupedMatMul (quantized experts): decode GEMV, prefill tiles; */                  \
+  /* grouped_dequant.comp, both roles, picked in vk_params.c */                                 \
+  X(GQ_GEMV, grouped_dequant_gemv) X(GQ_TILE, grouped_dequant_tile)
 
 typedef enum rlx_vk_pipe {
 #define RLX_VK_PIPE_ENUM(e, shader) RLX_VK_PIPE_##e,

@@ -227,6 +227,58 @@ static void encode_dqmm(encoder* e, const rlx_step* s) {
     e->ok = 0;
 }
 
+/* ------------------------------------------------------------ grouped dequant
+ *
+ * DequantGroupedMatMul (quantized experts): grouped_dequant.comp in two
+ * builds, a workgroup per output element for up to DQ_GEMV_MAXM rows
+ * (decode) and 64 x 64 tiles of y above that; both roles. Float experts
+ * keep grouped_matmul.comp (the kind's generic pipe). */
+static int64_t gqmm_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
+  const rlx_gmm_params* p = &s->p.gmm;
+  *per_group = 1;
+  if (p->M <= RLX_VK_DQ_GEMV_MAXM) {
+    *pipe = RLX_VK_PIPE_GQ_GEMV;
+    return p->M * p->N;
+  }
+  *pipe = RLX_VK_PIPE_GQ_TILE;
+  return ((p->M + 63) / 64) * ((p->N + 63) / 64);
+}
+
+/* The DequantMatMul words quant.glsl reads (a stored row of cols
+ * elements), then the grouped geometry. The shader indexes x, y, scales
+ * with 32-bit element indices and W's bytes with 32-bit addresses. */
+static void encode_gqmm(encoder* e, const rlx_step* s) {
+  const rlx_gmm_params* p = &s->p.gmm;
+  int x = RLXVK_X;
+  if (p->scheme < 0 || p->scheme >= RLX_QUANT_COUNT || p->group < 1 || p->N < 1 ||
+      p->x_rep < 1) {
+    e->ok = 0;
+    return;
+  }
+  const rlx_quant_info* q = &rlx_quant_table[p->scheme];
+  int64_t rows = p->wt ? p->N : p->K, cols = p->wt ? p->K : p->N;
+  put(e, x + DQ_K, cols);
+  put(e, x + DQ_ROW_BYTES, p->row_bytes);
+  put(e, x + DQ_SCHEME, p->scheme);
+  put(e, x + DQ_GROUP, p->group);
+  put(e, x + DQ_HAS_SCALE, p->has_scale);
+  put(e, x + DQ_HAS_AUX, p->has_aux);
+  put(e, x + DQ_RUNS, (cols + 15) / 16);
+  put(e, x + DQ_BLOCK, q->block);
+  put(e, x + DQ_BLOCK_BYTES, q->block_bytes);
+  put(e, x + GQ_M, p->M);
+  put(e, x + GQ_N, p->N);
+  put(e, x + GQ_K, p->K);
+  put(e, x + GQ_E, p->E);
+  put(e, x + GQ_XREP, p->x_rep);
+  put(e, x + GQ_WT, p->wt);
+  put(e, x + GQ_TILES_N, (p->N + 63) / 64);
+  int64_t xn = p->M / p->x_rep * p->K, yn = p->M * p->N, groups = p->E * rows * (cols / p->group);
+  if (xn > INT32_MAX || yn > INT32_MAX || groups > INT32_MAX || s->in[1].offset % 4 != 0 ||
+      (uint64_t)s->in[1].offset + (uint64_t)(p->E * rows * p->row_bytes) > UINT32_MAX)
+    e->ok = 0;
+}
+
 /* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;
  * RLX_VK_PIPE_COUNT: none, the step goes to the host fallback). */
 static const rlx_vk_pipe k_kind_pipe[RLX_K_COUNT] = {
@@ -248,6 +300,8 @@ static int64_t work_items(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) 
   }
   if (s->kernel == RLX_K_CONV) return conv_plan(s, per_group, pipe);
   if (s->kernel == RLX_K_DEQUANT_MATMUL) return dqmm_plan(s, per_group, pipe);
+  if (s->kernel == RLX_K_GROUPED_MATMUL && s->p.gmm.scheme >= 0)
+    return gqmm_plan(s, per_group, pipe);
   if (s->work.unit == RLX_WORK_NONE) return -1;
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
   return s->work.items;
@@ -402,13 +456,17 @@ static void encode_kind(encoder* e, const rlx_step* s, uint64_t arena_bytes) {
       put(e, x + GA_NIDX, s->p.gather.n_idx);
       break;
     case RLX_K_GROUPED_MATMUL:
+      if (s->p.gmm.scheme >= 0) {
+        encode_gqmm(e, s);
+        break;
+      }
       put(e, x + GM_N, s->p.gmm.N);
       put(e, x + GM_K, s->p.gmm.K);
       put(e, x + GM_E, s->p.gmm.E);
       put(e, x + GM_XREP, s->p.gmm.x_rep);
       put(e, x + GM_WT, s->p.gmm.wt);
-      /* the kernel divides by N and x_rep; quantized experts have no shader */
-      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1 || s->p.gmm.scheme >= 0) e->ok = 0;
+      /* the kernel divides by N and x_rep */
+      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1) e->ok = 0;
       break;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;

@@ -504,6 +504,18 @@ static kernel_source source_of(rlx_wg_kernel k) {
   return (unsigned)k < RLX_WG_KERNEL_COUNT ? sources[k] : (kernel_source){NULL, NULL, 0, NULL};
 }
 
+/* Shared WGSL placed before a kernel's own source: the quantized block
+ * decoders (quant.wgsl, their one WGSL copy) for DequantMatMul and
+ * DequantGroupedMatMul. */
+static const char* kernel_library(rlx_wg_kernel k) {
+  switch (k) {
+    case RLX_WG_DQ_GEMV: case RLX_WG_DQ_TILE: case RLX_WG_DQ_T: case RLX_WG_GQ_GEMV:
+    case RLX_WG_GQ_TILE:
+      return rlx_wg_src_quant;
+    default: return "";
+  }
+}
+
 /* The arena binding and its word accessors. Steps that store sub-word
  * elements (f16, bf16, i8, u8, bool) share words between invocations, so
  * they see the arena as atomic words and store with atomic and/or. */
@@ -618,6 +630,7 @@ rlx_status rlx_wg_pipeline(rlx_wg_context* c, rlx_wg_kernel k, int atomic, rlx_e
   rlx_buf_puts(&t, ks.defines);
   rlx_buf_puts(&t, rlx_wg_src_constants); /* generated: record layout + op codes */
   rlx_buf_puts(&t, rlx_wg_src_common);
+  rlx_buf_puts(&t, kernel_library(k));
   rlx_buf_puts(&t, ks.src);
   if (t.oom) { rlx_buf_free(&t); return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory"); }
   WGPUShaderSourceWGSL wgsl = {{NULL, WGPU_STYPE_SHADER_SOURCE_WGSL}, {t.p, t.n}};

@@ -89,10 +89,22 @@ static int64_t dqmm_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   return p->M <= 4 ? p->N : ((p->M + 63) / 64) * ((p->N + 63) / 64);
 }
 
+/* DequantGroupedMatMul (grouped_dequant.wgsl, both roles): a workgroup
+ * per output element for up to 4 rows, 64 x 64 tiles of y above that.
+ * Float experts keep grouped.wgsl (the kind's generic kernel). */
+static int64_t gqmm_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
+  const rlx_gmm_params* p = &s->p.gmm;
+  *per_group = 1;
+  *k = p->M <= 4 ? RLX_WG_GQ_GEMV : RLX_WG_GQ_TILE;
+  return p->M <= 4 ? p->M * p->N : ((p->M + 63) / 64) * ((p->N + 63) / 64);
+}
+
 static int64_t work_items(const rlx_step* s, int* per_group, rlx_wg_kernel* k) {
   if ((unsigned)s->kernel >= RLX_K_COUNT || k_kind_kernel[s->kernel] == RLX_WG_KERNEL_COUNT)
     return -1;
   if (s->kernel == RLX_K_DEQUANT_MATMUL) return dqmm_items(s, per_group, k);
+  if (s->kernel == RLX_K_GROUPED_MATMUL && s->p.gmm.scheme >= 0)
+    return gqmm_items(s, per_group, k);
   if (s->work.unit == RLX_WORK_NONE) return -1;
   *k = k_kind_kernel[s->kernel];
   *per_group = s->work.unit == RLX_WORK_GROUP ? 1 : 64;
@@ -230,6 +242,41 @@ static void encode_dqmm(encoder* e, const rlx_step* s, uint64_t base) {
     e->ok = 0;
 }
 
+/* The DequantMatMul words quant.wgsl reads (a stored row of cols
+ * elements), then the grouped geometry; 32-bit element indices of x, y and
+ * the scales, W 4-byte aligned in its window. */
+static void encode_gqmm(encoder* e, const rlx_step* s, uint64_t base) {
+  const rlx_gmm_params* p = &s->p.gmm;
+  if (p->scheme < 0 || p->scheme >= RLX_QUANT_COUNT || p->group < 1 || p->N < 1 ||
+      p->x_rep < 1) {
+    e->ok = 0;
+    return;
+  }
+  const rlx_quant_info* q = &rlx_quant_table[p->scheme];
+  int64_t rows = p->wt ? p->N : p->K, cols = p->wt ? p->K : p->N;
+  put_x(e, WG_DQ_K, cols);
+  put_x(e, WG_DQ_ROW_BYTES, p->row_bytes);
+  put_x(e, WG_DQ_SCHEME, p->scheme);
+  put_x(e, WG_DQ_GROUP, p->group);
+  put_x(e, WG_DQ_HAS_SCALE, p->has_scale);
+  put_x(e, WG_DQ_HAS_AUX, p->has_aux);
+  put_x(e, WG_DQ_RUNS, (cols + 15) / 16);
+  put_x(e, WG_DQ_BLOCK, q->block);
+  put_x(e, WG_DQ_BLOCK_BYTES, q->block_bytes);
+  put_x(e, WG_GQ_M, p->M);
+  put_x(e, WG_GQ_N, p->N);
+  put_x(e, WG_GQ_K, p->K);
+  put_x(e, WG_GQ_E, p->E);
+  put_x(e, WG_GQ_XREP, p->x_rep);
+  put_x(e, WG_GQ_WT, p->wt);
+  put_x(e, WG_GQ_TILES_N, (p->N + 63) / 64);
+  int64_t xn = p->M / p->x_rep * p->K, yn = p->M * p->N, groups = p->E * rows * (cols / p->group);
+  if (xn > INT32_MAX || yn > INT32_MAX || groups > INT32_MAX ||
+      (s->in[1].offset - base) % 4 != 0 ||
+      s->in[1].offset - base + (uint64_t)(p->E * rows * p->row_bytes) > UINT32_MAX)
+    e->ok = 0;
+}
+
 static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t window) {
   switch (s->kernel) {
     case RLX_K_DEQUANT_MATMUL: encode_dqmm(e, s, base); break;
@@ -265,13 +312,17 @@ static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t w
       if (s->p.gather.inner <= 0 || s->p.gather.n_idx <= 0) e->ok = 0;
       break;
     case RLX_K_GROUPED_MATMUL:
+      if (s->p.gmm.scheme >= 0) {
+        encode_gqmm(e, s, base);
+        break;
+      }
       put_x(e, WG_GM_N, s->p.gmm.N);
       put_x(e, WG_GM_K, s->p.gmm.K);
       put_x(e, WG_GM_E, s->p.gmm.E);
       put_x(e, WG_GM_XREP, s->p.gmm.x_rep);
       put_x(e, WG_GM_WT, s->p.gmm.wt);
       /* the kernel divides by N and x_rep; quantized experts have no shader */
-      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1 || s->p.gmm.scheme >= 0) e->ok = 0;
+      if (s->p.gmm.N < 1 || s->p.gmm.x_rep < 1) e->ok = 0;
       break;
     case RLX_K_SCATTER_ADD: {
       const rlx_scatter_params* p = &s->p.scatter;

@@ -71,7 +71,10 @@
   /* DequantMatMul: decode GEMV (the kind's generic kernel), prefill tiles, */                \
   /* the transposed (gradient) role */                                                         \
   X(DQ_GEMV, dequant, "gemv_main", 0, "") X(DQ_TILE, dequant, "tile_main", 0, "")              \
-  X(DQ_T, dequant, "t_main", 0, "")
+  X(DQ_T, dequant, "t_main", 0, "")                                                          \
+  /* DequantGroupedMatMul (quantized experts): decode GEMV, prefill tiles, both roles */       \
+  X(GQ_GEMV, grouped_dequant, "gemv_main", 0, "")                                              \
+  X(GQ_TILE, grouped_dequant, "tile_main", 0, "")
 
 typedef enum rlx_wg_kernel {
 #define RLX_WG_KERNEL_ENUM(e, src, entry, vec4, defines) RLX_WG_##e,
@@ -146,6 +149,8 @@ extern const char rlx_wg_src_rows_bwd[];
 extern const char rlx_wg_src_train[];
 extern const char rlx_wg_src_grouped[];
 extern const char rlx_wg_src_dequant[];
+extern const char rlx_wg_src_quant[]; /* block decoders (dequant, grouped_dequant) */
+extern const char rlx_wg_src_grouped_dequant[];
 
 /* ------------------------------------------------------------ context */
 

@@ -79,7 +79,11 @@
   /* rlx_quant_table's block and its bytes */                                                  \
   X(DQ_M, 0) X(DQ_N, 1) X(DQ_K, 2) X(DQ_ROW_BYTES, 3) X(DQ_SCHEME, 4) X(DQ_GROUP, 5)            \
   X(DQ_HAS_SCALE, 6) X(DQ_HAS_AUX, 7) X(DQ_RUNS, 8) X(DQ_TILES_N, 9) X(DQ_BLOCK, 10)            \
-  X(DQ_BLOCK_BYTES, 11)
+  X(DQ_BLOCK_BYTES, 11)                                                                         \
+  /* DequantGroupedMatMul (grouped_dequant.wgsl): the DQ_* words quant.wgsl reads */           \
+  /* (DQ_K = elements per stored row), then the grouped geometry */                            \
+  X(GQ_M, 12) X(GQ_N, 13) X(GQ_K, 14) X(GQ_E, 15) X(GQ_XREP, 16) X(GQ_WT, 17)                   \
+  X(GQ_TILES_N, 18)
 
 /* Constants compared with signed record words. */
 #define RLX_WG_I32_CONSTS(X)                                                                    \

@@ -300,4 +300,17 @@
 #define DQ_BLOCK 10       /* rlx_quant_table's block (elements) */
 #define DQ_BLOCK_BYTES 11 /* and its bytes */
 
+/* DequantGroupedMatMul (rlx_gmm_params with a scheme; grouped_dequant.comp).
+ * The record holds the DequantMatMul words quant.glsl reads (DQ_K: elements
+ * per stored row, K with GQ_WT else N; DQ_ROW_BYTES, DQ_SCHEME, DQ_GROUP,
+ * DQ_HAS_SCALE, DQ_HAS_AUX, DQ_BLOCK, DQ_BLOCK_BYTES) and these past them.
+ * Slots: out0 y, in0 x, in1 w, in2 idx, in3 scale, in4 aux. */
+#define GQ_M 12
+#define GQ_N 13
+#define GQ_K 14
+#define GQ_E 15
+#define GQ_XREP 16
+#define GQ_WT 17
+#define GQ_TILES_N 18 /* grouped_dequant_tile: output tiles along N */
+
 #endif

@@ -1,21 +1,30 @@
-// DequantMatMul's block decoders (included by dequant.comp after
-// common.glsl): each scheme of src/ir/quant.h, line by line, on bytes read
-// from the arena's 32-bit words. The unit is a run of 16 consecutive
-// elements of one W row starting at k0 (a multiple of 16): GGUF blocks hold
-// whole runs (32 or 256 elements) and every K-quant scale covers 16 or 32
-// elements, so a run shares its scales (dq_setup decodes them once, dq_elem
-// each element); the schemes with separate scales (any group size) look the
-// scale up per element. Elements at k >= K are 0.
+// DequantMatMul's block decoders (included after common.glsl by dequant.comp
+// and grouped_dequant.comp, the one GLSL copy): each scheme of
+// src/ir/quant.h, line by line, on bytes read from the arena's 32-bit words.
+// The unit is a run of 16 consecutive elements of one W row starting at k0
+// (a multiple of 16): GGUF blocks hold whole runs (32 or 256 elements) and
+// every K-quant scale covers 16 or 32 elements, so a run shares its scales
+// (dq_setup decodes them once, dq_elem each element); the schemes with
+// separate scales (any group size) look the scale up per element. Elements
+// at k >= K are 0.
 //
 // Rounding as quant.h: every product and sum rounded to f32 in the order
 // written; `precise` keeps the compiler from fusing them into an FMA.
 
-// Set by the kernel's main() from the record.
+// Set by the kernel's main() from the record. A "row" is a stored row of W
+// (the grouped kernel numbers them across experts: e * rows + i) and dq_K
+// its elements.
 uint dq_w;     // W's byte offset (4-aligned: the host checks)
 uint dq_rb;    // bytes per W row
 int dq_scheme, dq_group, dq_K, dq_gpr; // dq_gpr: groups per row (K / group)
 
-const int DQ_SCALE = RLXVK_SLOT_IN0 + 2, DQ_AUX = RLXVK_SLOT_IN0 + 3;
+// Slots of the scale and aux views: in2 and in3 for DequantMatMul; the
+// grouped kernel (idx at in2) defines them as in3 and in4 before including.
+#ifndef DQ_SLOT_SCALE
+#define DQ_SLOT_SCALE (RLXVK_SLOT_IN0 + 2)
+#define DQ_SLOT_AUX (RLXVK_SLOT_IN0 + 3)
+#endif
+const int DQ_SCALE = DQ_SLOT_SCALE, DQ_AUX = DQ_SLOT_AUX;
 
 void dq_init() {
   dq_w = v_off(RLXVK_SLOT_IN0 + 1);

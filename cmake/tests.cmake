@@ -464,3 +464,9 @@ endif()
 # generate MODEL.gguf` live with the CLI (tools/llm_chat.c).
 target_sources(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools/llm_chat.c)
 target_include_directories(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+# ---- Hugging Face tokenizer.json (issue 17 item 5): in-memory files, then
+# tests/hf_tokenizer_json.py's tokenizer.json folders made from llama.cpp's
+# vocabs (in the build dir) against their vectors; exit 77 without the data.
+target_compile_definitions(test_tokenizer_hf PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+set_tests_properties(test_tokenizer_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# ---- end Hugging Face tokenizer.json

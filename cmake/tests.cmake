@@ -469,4 +469,10 @@ target_include_directories(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)
 # vocabs (in the build dir) against their vectors; exit 77 without the data.
 target_compile_definitions(test_tokenizer_hf PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
 set_tests_properties(test_tokenizer_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# The same folders (plus varied texts) against Hugging Face's JavaScript
+# tokenizer, npm @huggingface/tokenizers (scripts/setup_tokenizers_js.sh);
+# exit 77 without node or the package.
+add_test(NAME tokenizer_hf_oracle COMMAND test_tokenizer_hf --oracle
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(tokenizer_hf_oracle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 # ---- end Hugging Face tokenizer.json

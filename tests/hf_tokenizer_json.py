@@ -13,7 +13,8 @@ The formats written differ on purpose, to cover what real checkpoints use:
              pairs, TemplateProcessing adding <|begin_of_text|>, ignore_merges
   qwen2      Sequence [Split(Qwen2 regex), ByteLevel], NFC normalizer,
              chat_template in tokenizer_config.json
-  llama-spm  BPE with byte_fallback, normalizer [Prepend("▁"), Replace(" ", "▁")];
+  llama-spm  BPE with byte_fallback, normalizer [Prepend("▁"), Replace(" ", "▁")],
+             TemplateProcessing adding <s>;
              merges made from the SentencePiece scores the way the Hugging Face
              converter makes them: every split of a token into two tokens,
              ordered by the token's score (highest first), then by the ids of
@@ -125,6 +126,13 @@ def convert(models, out_dir, name):
         tok["normalizer"] = {"type": "Sequence", "normalizers": [
             {"type": "Prepend", "prepend": "\u2581"},
             {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+        tok["post_processor"] = {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": tokens[bos], "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [],
+            "special_tokens": {tokens[bos]: {"id": tokens[bos], "ids": [bos],
+                                             "tokens": [tokens[bos]]}}}
         cfg["add_bos_token"] = bool(field(reader, "tokenizer.ggml.add_bos_token"))
         cfg["add_eos_token"] = bool(field(reader, "tokenizer.ggml.add_eos_token"))
     else:

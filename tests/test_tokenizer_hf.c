@@ -48,6 +48,25 @@ static int encodes_to(rlx_tokenizer* t, const char* text, int32_t flags, const i
   return same;
 }
 
+/* Encodes s[0..n) with BOS / EOS and special tokens; compares with want. */
+static int encodes_to_n(rlx_tokenizer* t, const char* s, size_t n, const int32_t* want,
+                        int64_t n_want) {
+  int32_t* ids = NULL;
+  int64_t m = 0;
+  int32_t flags = RLX_TOKENIZE_ADD_SPECIAL | RLX_TOKENIZE_PARSE_SPECIAL;
+  if (rlx_tokenizer_encode(t, s, n, flags, &ids, &m) != RLX_OK) return 0;
+  int same = m == n_want && memcmp(ids, want, (size_t)m * sizeof *ids) == 0;
+  if (!same) {
+    fprintf(stderr, "   want:");
+    for (int64_t i = 0; i < n_want && i < 40; i++) fprintf(stderr, " %d", want[i]);
+    fprintf(stderr, "\n    got:");
+    for (int64_t i = 0; i < m && i < 40; i++) fprintf(stderr, " %d", ids[i]);
+    fprintf(stderr, "\n");
+  }
+  rlx_free(ids);
+  return same;
+}
+
 #define BPE_VOCAB "{\"a\":0,\"b\":1,\"ab\":2,\"\\u0120\":3,\"\\u0120ab\":4,\"c\":5}"
 
 /* Byte-level BPE: "a b" and [a, b] merges, added tokens, template BOS. */
@@ -323,7 +342,122 @@ TEST(special_texts) {
   rlx_tokenizer_destroy(t);
 }
 
-int main(void) {
+/* ------------------------------------------------------------ the JavaScript oracle */
+
+static const char* g_module; /* @huggingface/tokenizers' dist/tokenizers.mjs */
+
+/* Texts beyond llama.cpp's vectors: scripts, spacing, digits, emoji,
+ * decomposed characters (NFC), the special tokens of the four vocabs. */
+static const char* const k_texts[] = {
+    "Hello World! How's it going? I'M FINE, THANK YOU'LL SEE'S",
+    "  leading and trailing spaces   ",
+    " ",
+    "tabs\tand\nnew\r\nlines\n\n\n  \n",
+    "numbers 1234567890 3.14159 1,000,000 \u0663\u0664\u0665 \u00bd 00 007",
+    "emoji \U0001F999\U0001F680 \U0001F469\u200D\U0001F469\u200D\U0001F467 flag "
+    "\U0001F1EB\U0001F1F7!!",
+    "CJK \u4f60\u597d\u4e16\u754c \u65e5\u672c\u8a9e \ud55c\uad6d\uc5b4",
+    "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac \u0420\u0443\u0441\u0441\u043a"
+    "\u0438\u0439 \u0627\u0644\u0639\u0631\u0628\u064a\u0629 \u0939\u093f\u0928\u094d"
+    "\u0926\u0940",
+    "decomposed e\u0301 vs \u00e9, A\u030a, n\u0303o",
+    "code: for (int i = 0; i < n; i++) { x += y[i]; } // \"quoted\" 'single'",
+    "<|endoftext|>Hi<|im_start|>user\nhello<|im_end|>\n",
+    "<s>[INST] hi [/INST] ok</s>",
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are<|eot_id|>",
+};
+
+/* Writes the vectors of vocab name and k_texts to path, separated like .inp files. */
+static int write_texts(const char* name, const char* path) {
+  char inp_path[300];
+  size_t n = 0;
+  snprintf(inp_path, sizeof inp_path, MODELS "ggml-vocab-%s.gguf.inp", name);
+  char* inp = read_text(inp_path, &n);
+  FILE* f = fopen(path, "wb");
+  if (!f || !inp) {
+    free(inp);
+    if (f) fclose(f);
+    return 0;
+  }
+  fwrite(inp, 1, n, f);
+  for (size_t i = 0; i < sizeof k_texts / sizeof k_texts[0]; i++)
+    fprintf(f, "%s\n__ggml_vocab_test__\n", k_texts[i]);
+  free(inp);
+  return fclose(f) == 0;
+}
+
+/* rlx's ids (BOS / EOS and special tokens on) against the JavaScript tokenizer's. */
+static void oracle_vocab(const char* name) {
+  char folder[1200], texts[1300], out[1300], cmd[4096];
+  snprintf(folder, sizeof folder, "%s/%s", g_dir, name);
+  snprintf(texts, sizeof texts, "%s.texts", folder);
+  snprintf(out, sizeof out, "%s.oracle", folder);
+  CHECK(write_texts(name, texts));
+  snprintf(cmd, sizeof cmd, "node tests/hf_tokenizer_oracle.mjs '%s' '%s' '%s' '%s'", g_module,
+           folder, texts, out);
+  CHECK_MSG(system(cmd) == 0, "%s", cmd);
+  rlx_tokenizer* t = NULL;
+  CHECK(rlx_tokenizer_from_hf(folder, &t, NULL) == RLX_OK);
+  size_t n_in = 0, n_out = 0;
+  char* in = read_text(texts, &n_in);
+  char* ids = read_text(out, &n_out);
+  static int32_t want[16384];
+  const char* sep = "\n__ggml_vocab_test__\n";
+  int inputs = 0, same = 0;
+  char* line = ids;
+  for (char* p = in; t && p && line && *p; inputs++) {
+    char* end = strstr(p, sep);
+    if (!end) break;
+    int64_t n_want = parse_ids(line, want, 16384);
+    int ok = encodes_to_n(t, p, (size_t)(end - p), want, n_want);
+    if (!ok) fprintf(stderr, "  %s: input %d '%.*s'\n", name, inputs, (int)(end - p), p);
+    same += ok;
+    p = end + strlen(sep);
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  printf("  %-10s the JavaScript tokenizer's ids: %d/%d\n", name, same, inputs);
+  CHECK_MSG(inputs > 40 && same == inputs, "%s", name);
+  free(in);
+  free(ids);
+  rlx_tokenizer_destroy(t);
+}
+
+TEST(oracle) {
+  const char* names[] = {"gpt-2", "llama-bpe", "qwen2", "llama-spm"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) oracle_vocab(names[i]);
+}
+
+/* Writes the tokenizer.json folders into the build dir; 0 when it could. */
+static int generate(void) {
+  snprintf(g_dir, sizeof g_dir, "%s/hf_tokenizer_test", RLX_BUILD_DIR);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "PYTHONPATH=third_party/llama.cpp/gguf-py /usr/bin/python3 tests/hf_tokenizer_json.py "
+           MODELS " '%s'",
+           g_dir);
+  int code = system(cmd);
+  if (code != 0) printf("SKIP: tests/hf_tokenizer_json.py exited %d (Debian's python3 + gguf-py)\n", code);
+  return code;
+}
+
+/* test_tokenizer_hf [--oracle [MODULE]]: the oracle mode compares with
+ * @huggingface/tokenizers (default third_party/tokenizers-js/dist/tokenizers.mjs). */
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--oracle") == 0) {
+    g_module = argc > 2 ? argv[2] : "third_party/tokenizers-js/dist/tokenizers.mjs";
+    if (access(g_module, R_OK) != 0 || system("node --version >/dev/null 2>&1") != 0) {
+      printf("SKIP: the oracle needs node and %s (scripts/setup_tokenizers_js.sh)\n", g_module);
+      return 77;
+    }
+    if (access(MODELS "ggml-vocab-gpt-2.gguf", R_OK) != 0) {
+      printf("SKIP: " MODELS " missing (scripts/setup_llama.sh)\n");
+      return 77;
+    }
+    if (generate() != 0) return 77;
+    RUN(oracle);
+    return test_summary();
+  }
   RUN(mini_byte_level);
   RUN(mini_spm);
   RUN(mini_config);
@@ -332,17 +466,7 @@ int main(void) {
     printf("SKIP: the vocab vectors: " MODELS " missing (scripts/setup_llama.sh)\n");
     return test_failures ? test_summary() : 77;
   }
-  snprintf(g_dir, sizeof g_dir, "%s/hf_tokenizer_test", RLX_BUILD_DIR);
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "PYTHONPATH=third_party/llama.cpp/gguf-py /usr/bin/python3 tests/hf_tokenizer_json.py "
-           MODELS " '%s'",
-           g_dir);
-  int code = system(cmd);
-  if (code != 0) {
-    printf("SKIP: tests/hf_tokenizer_json.py exited %d (Debian's python3 + gguf-py)\n", code);
-    return test_failures ? test_summary() : 77;
-  }
+  if (generate() != 0) return test_failures ? test_summary() : 77;
   RUN(vocab_vectors);
   RUN(special_texts);
   return test_summary();

@@ -5,7 +5,7 @@ Hugging Face tokenizers library writes, so that test_tokenizer_hf can check
 rlx_tokenizer_from_hf against the GGUF's own vectors (.inp / .out).
 
     hf_tokenizer_json.py MODELS_DIR OUT_DIR [name ...]
-    (default names: gpt-2 llama-bpe qwen2 llama-spm; OUT_DIR/<name>/ each)
+    (default names: gpt-2 llama-bpe qwen2 llama-spm llama-spm-metaspace; OUT_DIR/<name>/ each)
 
 The formats written differ on purpose, to cover what real checkpoints use:
   gpt-2      ByteLevel pre-tokenizer, merges as "a b" strings
@@ -14,7 +14,8 @@ The formats written differ on purpose, to cover what real checkpoints use:
   qwen2      Sequence [Split(Qwen2 regex), ByteLevel], NFC normalizer,
              chat_template in tokenizer_config.json
   llama-spm  BPE with byte_fallback, normalizer [Prepend("▁"), Replace(" ", "▁")],
-             TemplateProcessing adding <s>;
+             TemplateProcessing adding <s>; llama-spm-metaspace: the same with
+             the Metaspace pre-tokenizer (prepend_scheme first) newer exports write;
              merges made from the SentencePiece scores the way the Hugging Face
              converter makes them: every split of a token into two tokens,
              ordered by the token's score (highest first), then by the ids of
@@ -76,7 +77,8 @@ def spm_merges(tokens, scores, types):
 
 
 def convert(models, out_dir, name):
-    reader = gguf.GGUFReader(os.path.join(models, f"ggml-vocab-{name}.gguf"))
+    vocab_name = "llama-spm" if name == "llama-spm-metaspace" else name
+    reader = gguf.GGUFReader(os.path.join(models, f"ggml-vocab-{vocab_name}.gguf"))
     tokens = field(reader, "tokenizer.ggml.tokens")
     types = field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens)
     bos = field(reader, "tokenizer.ggml.bos_token_id")
@@ -118,7 +120,7 @@ def convert(models, out_dir, name):
         cfg["add_bos_token"] = False
         cfg["chat_template"] = field(reader, "tokenizer.chat_template")
         gen = {"bos_token_id": bos, "eos_token_id": [eos]}
-    elif name == "llama-spm":
+    elif name in ("llama-spm", "llama-spm-metaspace"):
         unk = field(reader, "tokenizer.ggml.unknown_token_id")
         scores = field(reader, "tokenizer.ggml.scores")
         model.update({"unk_token": tokens[unk], "fuse_unk": True, "byte_fallback": True,
@@ -126,6 +128,10 @@ def convert(models, out_dir, name):
         tok["normalizer"] = {"type": "Sequence", "normalizers": [
             {"type": "Prepend", "prepend": "\u2581"},
             {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+        if name == "llama-spm-metaspace":  # what newer exports write instead
+            tok["normalizer"] = None
+            tok["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                                    "prepend_scheme": "first", "split": False}
         tok["post_processor"] = {
             "type": "TemplateProcessing",
             "single": [{"SpecialToken": {"id": tokens[bos], "type_id": 0}},
@@ -151,7 +157,7 @@ def convert(models, out_dir, name):
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
-    names = sys.argv[3:] or ["gpt-2", "llama-bpe", "qwen2", "llama-spm"]
+    names = sys.argv[3:] or ["gpt-2", "llama-bpe", "qwen2", "llama-spm", "llama-spm-metaspace"]
     for name in names:
         convert(sys.argv[1], sys.argv[2], name)
 

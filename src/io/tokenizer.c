@@ -351,7 +351,8 @@ static rlx_status encode_plain(rlx_tokenizer* t, const char* s, size_t n, int fi
   if (n == 0) return RLX_OK;
   if (t->family == TOK_FAMILY_BPE) return bpe_encode(t, s, n, ids);
   int prefix = t->add_space_prefix;
-  if (t->space_prefix_first && !first) t->add_space_prefix = 0;
+  if ((t->space_prefix_first && !first) || (t->space_prefix_unless_space && s[0] == ' '))
+    t->add_space_prefix = 0;
   rlx_status st = spm_encode(t, s, n, ids);
   t->add_space_prefix = prefix;
   return st;

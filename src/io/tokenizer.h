@@ -74,6 +74,7 @@ struct rlx_tokenizer {
   char* chat_template; /* tokenizer.chat_template / tokenizer_config.json's; NULL: none */
   int normalize_nfc;      /* tokenizer.json normalizer NFC: the text is NFC'd before encoding */
   int space_prefix_first; /* Metaspace prepend_scheme "first": only the text's first piece */
+  int space_prefix_unless_space; /* Metaspace: no prefix before a piece starting with ' ' */
   rlx_error err;
 };
 

@@ -369,6 +369,7 @@ static rlx_status spm_style(hf_ctx* c, json_object* nz, json_object* pre, int* i
     replace = 1;
     prepend = scheme ? strcmp(scheme, "never") != 0 : flag(get(pre, "add_prefix_space"), 1) == 1;
     c->t->space_prefix_first = scheme && strcmp(scheme, "first") == 0;
+    c->t->space_prefix_unless_space = 1; /* Metaspace prepends only to text not starting with '▁' */
   } else if (pre && replace) {
     return unsupported(c, "pre_tokenizer after a '▁' normalizer", str(get(pre, "type")));
   }

@@ -1633,12 +1633,15 @@ RLX_API rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, in
  *     Sequence [Digits, ByteLevel] (StarCoder): byte-level BPE; merges as
  *     "a b" strings or ["a", "b"] pairs, rank = position.
  *   model BPE with byte_fallback, normalizer Prepend("▁") + Replace(" ",
- *     "▁") or pre_tokenizer Metaspace (Llama-2, Mistral exported from
- *     SentencePiece): SentencePiece, a token's score = -(rank of the
- *     first merge that makes it); a token no merge makes is never merged
- *     into. Exact when the merges list every split of every token into
- *     two tokens, as the SentencePiece exports do.
- * added_tokens: special -> control tokens, the others user-defined. BOS /
+ *     "▁") or pre_tokenizer Metaspace (split false; prepend_scheme first
+ *     / always / never) (Llama-2, Mistral exported from SentencePiece):
+ *     SentencePiece, a token's score = -(rank of the first merge that
+ *     makes it); a token no merge makes is never merged into. Exact when
+ *     the merges list every split of every token into two tokens, as the
+ *     SentencePiece exports do.
+ *   normalizer NFC (Qwen2) is applied to the text before encoding.
+ * added_tokens: special -> control tokens, the others user-defined (their
+ * lstrip / rstrip / single_word / normalized flags are not applied). BOS /
  * EOS from tokenizer_config.json (bos_token, eos_token), else
  * generation_config.json (bos_token_id, eos_token_id: its first when a
  * list); add_bos_token / add_eos_token from tokenizer_config.json, else

@@ -380,16 +380,48 @@ static rlx_status spm_style(hf_ctx* c, json_object* nz, json_object* pre, int* i
 
 /* ------------------------------------------------------------ the model */
 
+/* A non-empty string option of model that rlx does not implement. */
+static rlx_status refuse_affix(hf_ctx* c, json_object* model, const char* key) {
+  const char* v = str(get(model, key));
+  return v && *v ? unsupported(c, key, v) : RLX_OK;
+}
+
+/* SentencePiece: scores NaN until the merges set them; <0xXX> only with byte_fallback. */
+static rlx_status spm_family(hf_ctx* c, int byte_fallback) {
+  rlx_tokenizer* t = c->t;
+  t->family = TOK_FAMILY_SPM;
+  t->scores = malloc((size_t)t->n_tokens * sizeof *t->scores);
+  RLX_CHECK_ALLOC(c->err, t->scores);
+  for (int32_t i = 0; i < t->n_tokens; i++) t->scores[i] = NAN;
+  RLX_RETURN_IF_ERROR(spm_init(t, c->err));
+  if (!byte_fallback) memset(t->byte_ids, 0xFF, sizeof t->byte_ids);
+  snprintf(t->kind, sizeof t->kind, "llama (default), tokenizer.json");
+  return RLX_OK;
+}
+
+static rlx_status byte_level_family(hf_ctx* c, json_object* nz, json_object* pre,
+                                    int byte_fallback, int ignore_merges) {
+  rlx_tokenizer* t = c->t;
+  const char* pre_name = "default";
+  if (byte_fallback) return unsupported(c, "byte_fallback with pre_tokenizer", str(get(pre, "type")));
+  if (!pre) return unsupported(c, "BPE without a ByteLevel or Metaspace pre_tokenizer:", "null");
+  RLX_RETURN_IF_ERROR(byte_level_normalizer(c, nz));
+  RLX_RETURN_IF_ERROR(byte_level_pre(c, pre, &pre_name));
+  t->family = TOK_FAMILY_BPE;
+  RLX_RETURN_IF_ERROR(bpe_setup(t, pre_name, c->err));
+  if (ignore_merges >= 0) t->ignore_merges = ignore_merges; /* else the pre-tokenizer's default */
+  snprintf(t->kind, sizeof t->kind, "gpt2 (%s), tokenizer.json", pre_name);
+  return RLX_OK;
+}
+
 static rlx_status read_model(hf_ctx* c) {
   rlx_tokenizer* t = c->t;
   json_object* model = get(c->tok, "model");
   if (!is(model, json_type_object)) return malformed(c, c->file, "model", "must be an object");
   json_object* type = get(model, "type");
   if (type && !str_is(type, "BPE")) return unsupported(c, "model type", str(type));
-  if (str(get(model, "continuing_subword_prefix")) && *str(get(model, "continuing_subword_prefix")))
-    return unsupported(c, "BPE continuing_subword_prefix", str(get(model, "continuing_subword_prefix")));
-  if (str(get(model, "end_of_word_suffix")) && *str(get(model, "end_of_word_suffix")))
-    return unsupported(c, "BPE end_of_word_suffix", str(get(model, "end_of_word_suffix")));
+  RLX_RETURN_IF_ERROR(refuse_affix(c, model, "continuing_subword_prefix"));
+  RLX_RETURN_IF_ERROR(refuse_affix(c, model, "end_of_word_suffix"));
   int byte_fallback = flag(get(model, "byte_fallback"), 0);
   int ignore_merges = flag(get(model, "ignore_merges"), -2);
   if (byte_fallback < 0 || ignore_merges == -1)
@@ -399,25 +431,8 @@ static rlx_status read_model(hf_ctx* c) {
   RLX_RETURN_IF_ERROR(spm_style(c, nz, pre, &is_spm));
   RLX_RETURN_IF_ERROR(read_vocab(c, model, byte_fallback));
   RLX_RETURN_IF_ERROR(tok_index_vocab(t, c->err));
-  const char* pre_name = "default";
-  if (is_spm) {
-    t->family = TOK_FAMILY_SPM;
-    t->scores = malloc((size_t)t->n_tokens * sizeof *t->scores);
-    RLX_CHECK_ALLOC(c->err, t->scores);
-    for (int32_t i = 0; i < t->n_tokens; i++) t->scores[i] = NAN;
-    RLX_RETURN_IF_ERROR(spm_init(t, c->err));
-    if (!byte_fallback) memset(t->byte_ids, 0xFF, sizeof t->byte_ids);
-    snprintf(t->kind, sizeof t->kind, "llama (default), tokenizer.json");
-  } else {
-    if (byte_fallback) return unsupported(c, "byte_fallback with pre_tokenizer", str(get(pre, "type")));
-    if (!pre) return unsupported(c, "BPE without a ByteLevel or Metaspace pre_tokenizer:", "null");
-    RLX_RETURN_IF_ERROR(byte_level_normalizer(c, nz));
-    RLX_RETURN_IF_ERROR(byte_level_pre(c, pre, &pre_name));
-    t->family = TOK_FAMILY_BPE;
-    RLX_RETURN_IF_ERROR(bpe_setup(t, pre_name, c->err));
-    if (ignore_merges >= 0) t->ignore_merges = ignore_merges;
-    snprintf(t->kind, sizeof t->kind, "gpt2 (%s), tokenizer.json", pre_name);
-  }
+  RLX_RETURN_IF_ERROR(is_spm ? spm_family(c, byte_fallback)
+                             : byte_level_family(c, nz, pre, byte_fallback, ignore_merges));
   const char* unk = str(get(model, "unk_token"));
   t->unk = unk ? tok_find(t, unk, strlen(unk)) : -1;
   if (t->unk >= 0 && t->types[t->unk] == TOK_NORMAL) t->types[t->unk] = TOK_UNKNOWN;

@@ -432,9 +432,10 @@ TEST(oracle) {
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) oracle_vocab(names[i]);
 }
 
-/* Writes the tokenizer.json folders into the build dir; 0 when it could. */
-static int generate(void) {
-  snprintf(g_dir, sizeof g_dir, "%s/hf_tokenizer_test", RLX_BUILD_DIR);
+/* Writes the tokenizer.json folders into the build dir's folder sub (one
+ * per mode: ctest may run both at once); 0 when it could. */
+static int generate(const char* sub) {
+  snprintf(g_dir, sizeof g_dir, "%s/%s", RLX_BUILD_DIR, sub);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "PYTHONPATH=third_party/llama.cpp/gguf-py /usr/bin/python3 tests/hf_tokenizer_json.py "
@@ -458,7 +459,7 @@ int main(int argc, char** argv) {
       printf("SKIP: " MODELS " missing (scripts/setup_llama.sh)\n");
       return 77;
     }
-    if (generate() != 0) return 77;
+    if (generate("hf_tokenizer_oracle") != 0) return 77;
     RUN(oracle);
     return test_summary();
   }
@@ -470,7 +471,7 @@ int main(int argc, char** argv) {
     printf("SKIP: the vocab vectors: " MODELS " missing (scripts/setup_llama.sh)\n");
     return test_failures ? test_summary() : 77;
   }
-  if (generate() != 0) return test_failures ? test_summary() : 77;
+  if (generate("hf_tokenizer_test") != 0) return test_failures ? test_summary() : 77;
   RUN(vocab_vectors);
   RUN(special_texts);
   return test_summary();

@@ -1644,7 +1644,7 @@ RLX_API rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, in
  * lstrip / rstrip / single_word / normalized flags are not applied). BOS /
  * EOS from tokenizer_config.json (bos_token, eos_token), else
  * generation_config.json (bos_token_id, eos_token_id: its first when a
- * list); add_bos_token / add_eos_token from tokenizer_config.json, else
+ * list, all of it in rlx_tokenizer_end_ids); add_bos_token / add_eos_token from tokenizer_config.json, else
  * from a TemplateProcessing post-processor. The chat template is
  * tokenizer_config.json's chat_template (or chat_template.jinja).
  * Other models, pre-tokenizers, regexes and normalizers are
@@ -1654,6 +1654,10 @@ RLX_API rlx_status rlx_tokenizer_from_hf(const char* path, rlx_tokenizer** out, 
 /* The vocab's chat template (a Jinja text: GGUF tokenizer.chat_template,
  * Hugging Face chat_template), NUL-terminated; NULL when it has none. */
 RLX_API const char* rlx_tokenizer_chat_template(const rlx_tokenizer* t);
+/* The ids generation should also end at (generation_config.json's
+ * eos_token_id, every entry of a list, at most 8): their count, *out
+ * (may be NULL) pointing into t. 0 for a GGUF vocab. */
+RLX_API int32_t rlx_tokenizer_end_ids(const rlx_tokenizer* t, const int32_t** out);
 
 #ifdef __cplusplus
 }

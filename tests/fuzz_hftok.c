@@ -29,6 +29,8 @@ static void exercise(rlx_tokenizer* t) {
   const char* chat = rlx_tokenizer_chat_template(t);
   sink ^= chat ? strlen(chat) : 0;
   sink ^= (uint64_t)rlx_tokenizer_bos(t) ^ (uint64_t)rlx_tokenizer_eos(t);
+  const int32_t* ends = NULL;
+  for (int32_t i = 0, n = rlx_tokenizer_end_ids(t, &ends); i < n; i++) sink ^= (uint64_t)ends[i];
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

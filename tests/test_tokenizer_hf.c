@@ -159,6 +159,8 @@ TEST(mini_config) {
             "%s", msg);
   if (!t) return;
   CHECK(rlx_tokenizer_bos(t) == 0 && rlx_tokenizer_eos(t) == 8);
+  const int32_t* ends = NULL;
+  CHECK(rlx_tokenizer_end_ids(t, &ends) == 2 && ends[0] == 8 && ends[1] == 2);
   CHECK(rlx_tokenizer_chat_template(t) && strcmp(rlx_tokenizer_chat_template(t), "{{ messages }}") == 0);
   /* prepend_scheme "first": no '▁' after a special token */
   CHECK(encodes_to(t, "a</s>a", RLX_TOKENIZE_ADD_SPECIAL | RLX_TOKENIZE_PARSE_SPECIAL,
@@ -205,6 +207,8 @@ TEST(mini_refusals) {
       {with_pre, "{\"add_bos_token\":1}", NULL, RLX_INVALID_ARGUMENT, "cfg.json: 'add_bos_token"},
       {with_pre, NULL, "{\"eos_token_id\":\"x\"}", RLX_INVALID_ARGUMENT, "gen.json: 'eos_token_id'"},
       {with_pre, NULL, "{\"eos_token_id\":5}", RLX_INVALID_ARGUMENT, "gen.json: 'eos_token_id'"},
+      {with_pre, NULL, "{\"eos_token_id\":[0, 9]}", RLX_INVALID_ARGUMENT, "gen.json: 'eos_token_id'"},
+      {with_pre, NULL, "{\"eos_token_id\":[]}", RLX_INVALID_ARGUMENT, "'eos_token_id' is an empty"},
       {with_pre, "{\"chat_template\":3}", NULL, RLX_INVALID_ARGUMENT, "cfg.json: 'chat_template'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -359,7 +359,8 @@ static char* prompt_text(const char* cmd, const gen_args* a, rlx_tokenizer* tok)
   return chat_format(f, a->system, a->prompt);
 }
 
-/* End-of-generation tokens: EOS, EOT and the end-of-turn markers the vocab has. */
+/* End-of-generation tokens: EOS, EOT, generation_config.json's eos ids and
+ * the end-of-turn markers the vocab has. */
 static int end_tokens(rlx_tokenizer* tok, rlx_gguf* g, int64_t* out) {
   static const char* const markers[] = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>",
                                         "<|endoftext|>", "<|end_of_text|>"};
@@ -368,6 +369,9 @@ static int end_tokens(rlx_tokenizer* tok, rlx_gguf* g, int64_t* out) {
   int64_t k = g ? rlx_gguf_find_key(g, "tokenizer.ggml.eot_token_id") : -1; /* g: GGUF vocabs */
   int64_t eot = -1;
   if (k >= 0 && rlx_gguf_get_i64(g, k, &eot) == RLX_OK && eot >= 0) out[n++] = eot;
+  const int32_t* listed = NULL; /* generation_config.json's eos_token_id list */
+  for (int32_t i = 0, m = rlx_tokenizer_end_ids(tok, &listed); i < m && n < MAX_EOG; i++)
+    out[n++] = listed[i];
   for (int32_t id = 0; id < rlx_tokenizer_vocab_size(tok) && n < MAX_EOG; id++) {
     const char* text = NULL;
     size_t len = 0;

@@ -332,6 +332,10 @@ int32_t rlx_tokenizer_eos(const rlx_tokenizer* t) { return t ? t->eos : -1; }
 const char* rlx_tokenizer_chat_template(const rlx_tokenizer* t) {
   return t ? t->chat_template : NULL;
 }
+int32_t rlx_tokenizer_end_ids(const rlx_tokenizer* t, const int32_t** out) {
+  if (out) *out = t ? t->end_ids : NULL;
+  return t ? t->n_end_ids : 0;
+}
 
 rlx_status rlx_tokenizer_token_text(rlx_tokenizer* t, int32_t id, const char** out,
                                     size_t* out_len) {

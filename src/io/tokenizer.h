@@ -75,6 +75,8 @@ struct rlx_tokenizer {
   int normalize_nfc;      /* tokenizer.json normalizer NFC: the text is NFC'd before encoding */
   int space_prefix_first; /* Metaspace prepend_scheme "first": only the text's first piece */
   int space_prefix_unless_space; /* Metaspace: no prefix before a piece starting with ' ' */
+  int32_t end_ids[8]; /* generation_config.json's eos_token_id (all of a list) */
+  int32_t n_end_ids;
   rlx_error err;
 };
 

@@ -453,15 +453,23 @@ static rlx_status named_token(hf_ctx* c, json_object* v, const char* file, const
   return RLX_OK;
 }
 
-/* An id value of generation_config.json: an integer or a list (its first). */
-static rlx_status config_id(hf_ctx* c, json_object* v, const char* key, int32_t* id) {
+/* An id value of generation_config.json: an integer or a non-empty list;
+ * *id is the first, and all (up to 8) go to all[] when it is given. */
+static rlx_status config_id(hf_ctx* c, json_object* v, const char* key, int32_t* id,
+                            int32_t* all, int32_t* n_all) {
   int64_t x;
   *id = -1;
   if (!v) return RLX_OK;
-  if (is(v, json_type_array) && json_object_array_length(v) > 0) v = json_object_array_get_idx(v, 0);
-  if (!id_value(v, &x) || x >= c->t->n_tokens)
-    return malformed(c, c->in->generation_name, key, "must be a token id (or a list of them)");
-  *id = (int32_t)x;
+  int list = is(v, json_type_array);
+  size_t n = list ? json_object_array_length(v) : 1;
+  for (size_t i = 0; i < n; i++) {
+    json_object* e = list ? json_object_array_get_idx(v, i) : v;
+    if (!id_value(e, &x) || x >= c->t->n_tokens)
+      return malformed(c, c->in->generation_name, key, "must be a token id (or a list of them)");
+    if (i == 0) *id = (int32_t)x;
+    if (all && *n_all < 8) all[(*n_all)++] = (int32_t)x;
+  }
+  if (n == 0) return malformed(c, c->in->generation_name, key, "is an empty list");
   return RLX_OK;
 }
 
@@ -511,8 +519,9 @@ static rlx_status read_specials(hf_ctx* c) {
   int32_t gen_bos, gen_eos, tpl_bos, tpl_eos;
   RLX_RETURN_IF_ERROR(named_token(c, get(c->cfg, "bos_token"), cfg, "bos_token", &t->bos));
   RLX_RETURN_IF_ERROR(named_token(c, get(c->cfg, "eos_token"), cfg, "eos_token", &t->eos));
-  RLX_RETURN_IF_ERROR(config_id(c, get(c->gen, "bos_token_id"), "bos_token_id", &gen_bos));
-  RLX_RETURN_IF_ERROR(config_id(c, get(c->gen, "eos_token_id"), "eos_token_id", &gen_eos));
+  RLX_RETURN_IF_ERROR(config_id(c, get(c->gen, "bos_token_id"), "bos_token_id", &gen_bos, NULL, NULL));
+  RLX_RETURN_IF_ERROR(config_id(c, get(c->gen, "eos_token_id"), "eos_token_id", &gen_eos,
+                                t->end_ids, &t->n_end_ids));
   RLX_RETURN_IF_ERROR(template_specials(c, &tpl_bos, &tpl_eos));
   if (t->bos < 0) t->bos = gen_bos;
   if (t->eos < 0) t->eos = gen_eos;

@@ -464,3 +464,15 @@ endif()
 # generate MODEL.gguf` live with the CLI (tools/llm_chat.c).
 target_sources(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools/llm_chat.c)
 target_include_directories(test_llm_chat PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+# ---- Hugging Face tokenizer.json (issue 17 item 5): in-memory files, then
+# tests/hf_tokenizer_json.py's tokenizer.json folders made from llama.cpp's
+# vocabs (in the build dir) against their vectors; exit 77 without the data.
+target_compile_definitions(test_tokenizer_hf PRIVATE RLX_BUILD_DIR="${PROJECT_BINARY_DIR}")
+set_tests_properties(test_tokenizer_hf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# The same folders (plus varied texts) against Hugging Face's JavaScript
+# tokenizer, npm @huggingface/tokenizers (scripts/setup_tokenizers_js.sh);
+# exit 77 without node or the package.
+add_test(NAME tokenizer_hf_oracle COMMAND test_tokenizer_hf --oracle
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(tokenizer_hf_oracle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# ---- end Hugging Face tokenizer.json

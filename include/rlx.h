@@ -1598,7 +1598,8 @@ RLX_API rlx_status rlx_ggml_type_block(uint32_t type, int64_t* out_block_elems,
 typedef struct rlx_tokenizer rlx_tokenizer;
 
 RLX_API rlx_status rlx_tokenizer_from_gguf(rlx_gguf* g, rlx_tokenizer** out, char** out_error);
-/* rlx_gguf_open + rlx_tokenizer_from_gguf + rlx_gguf_close. */
+/* rlx_gguf_open + rlx_tokenizer_from_gguf + rlx_gguf_close; a folder or a
+ * path ending in ".json" goes to rlx_tokenizer_from_hf instead. */
 RLX_API rlx_status rlx_tokenizer_load(const char* path, rlx_tokenizer** out, char** out_error);
 RLX_API void rlx_tokenizer_destroy(rlx_tokenizer* t);
 RLX_API const char* rlx_tokenizer_last_error(const rlx_tokenizer* t);
@@ -1627,6 +1628,42 @@ RLX_API rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size
  * before the first word. An id outside the vocab is RLX_INVALID_ARGUMENT. */
 RLX_API rlx_status rlx_tokenizer_decode(rlx_tokenizer* t, const int32_t* ids, int64_t n,
                                         int32_t flags, char** out_text, size_t* out_len);
+
+/* A tokenizer from a Hugging Face checkpoint: path is its folder (reads
+ * tokenizer.json, and when present tokenizer_config.json,
+ * generation_config.json and chat_template.jinja) or a tokenizer.json
+ * (the other files are looked for next to it). Mapped onto the families
+ * above:
+ *   model BPE, pre_tokenizer ByteLevel (GPT-2) or Sequence [Split(regex),
+ *     ByteLevel] (Llama-3, Qwen2; the regex names the pre-tokenizer) or
+ *     Sequence [Digits, ByteLevel] (StarCoder): byte-level BPE; merges as
+ *     "a b" strings or ["a", "b"] pairs, rank = position.
+ *   model BPE with byte_fallback, normalizer Prepend("▁") + Replace(" ",
+ *     "▁") or pre_tokenizer Metaspace (split false; prepend_scheme first
+ *     / always / never) (Llama-2, Mistral exported from SentencePiece):
+ *     SentencePiece, a token's score = -(rank of the first merge that
+ *     makes it); a token no merge makes is never merged into. Exact when
+ *     the merges list every split of every token into two tokens, as the
+ *     SentencePiece exports do.
+ *   normalizer NFC (Qwen2) is applied to the text before encoding.
+ * added_tokens: special -> control tokens, the others user-defined (their
+ * lstrip / rstrip / single_word / normalized flags are not applied). BOS /
+ * EOS from tokenizer_config.json (bos_token, eos_token), else
+ * generation_config.json (bos_token_id, eos_token_id: its first when a
+ * list, all of it in rlx_tokenizer_end_ids); add_bos_token / add_eos_token from tokenizer_config.json, else
+ * from a TemplateProcessing post-processor. The chat template is
+ * tokenizer_config.json's chat_template (or chat_template.jinja).
+ * Other models, pre-tokenizers, regexes and normalizers are
+ * RLX_UNIMPLEMENTED naming them; malformed files RLX_INVALID_ARGUMENT
+ * naming the file and key. RLX_UNIMPLEMENTED in a build without json-c. */
+RLX_API rlx_status rlx_tokenizer_from_hf(const char* path, rlx_tokenizer** out, char** out_error);
+/* The vocab's chat template (a Jinja text: GGUF tokenizer.chat_template,
+ * Hugging Face chat_template), NUL-terminated; NULL when it has none. */
+RLX_API const char* rlx_tokenizer_chat_template(const rlx_tokenizer* t);
+/* The ids generation should also end at (generation_config.json's
+ * eos_token_id, every entry of a list, at most 8): their count, *out
+ * (may be NULL) pointing into t. 0 for a GGUF vocab. */
+RLX_API int32_t rlx_tokenizer_end_ids(const rlx_tokenizer* t, const int32_t** out);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 seconds=${1:-60}
-targets=(fuzz_onnx fuzz_npy fuzz_text fuzz_ckpt fuzz_gptcfg fuzz_safetensors fuzz_llmcfg fuzz_gguf fuzz_tokenize fuzz_chat)
+targets=(fuzz_onnx fuzz_npy fuzz_text fuzz_ckpt fuzz_gptcfg fuzz_safetensors fuzz_llmcfg fuzz_gguf fuzz_tokenize fuzz_chat fuzz_hftok)
 jobs=$(nproc)
 
 if ! command -v clang >/dev/null; then

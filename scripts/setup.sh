@@ -30,3 +30,4 @@ else
 fi
 "$(dirname "${BASH_SOURCE[0]}")/setup_webgpu.sh" || echo "setup: WebGPU dependencies (Dawn, Mesa 25 lavapipe) not installed; WebGPU tests will SKIP"
 "$(dirname "${BASH_SOURCE[0]}")/setup_llama.sh" || echo "setup: llama.cpp test data (gguf-py, vocab files) not installed; GGUF/tokenizer tests will SKIP"
+"$(dirname "${BASH_SOURCE[0]}")/setup_tokenizers_js.sh" || echo "setup: @huggingface/tokenizers (the tokenizer.json oracle) not installed; tokenizer_hf_oracle will SKIP"

@@ -604,7 +604,36 @@ if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>
   has "$ERR" "learned positions end at 64" "names the limit"
   mkdir -p "$TMP/hf" && echo '{}' > "$TMP/hf/config.json"
   bad "safetensors folder without a tokenizer" 2 -- "${gen[@]}" "$TMP/hf" --prompt hi
-  has "$ERR" "--tokenizer FILE.gguf" "says how to give a tokenizer"
+  has "$ERR" "without tokenizer.json: give the model's vocab with --tokenizer" "says how to give a tokenizer"
+fi
+
+# Hugging Face tokenizer.json (a byte-level BPE of the 256 byte characters
+# and one merge, written here)
+if command -v python3 >/dev/null; then
+  mkdir -p "$TMP/hftok"
+  python3 - "$TMP/hftok" <<'PY'
+import json, sys
+keep = [b for b in range(256) if 33 <= b <= 126 or 161 <= b <= 172 or b >= 174]
+chars, extra = {}, 256
+for b in range(256):
+    chars[b] = chr(b) if b in keep else chr(extra)
+    extra += b not in keep
+vocab = {chars[b]: b for b in range(256)}
+vocab["Hi"] = 256
+tok = {"added_tokens": [{"id": 257, "content": "<|end|>", "special": True}],
+       "normalizer": None, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+       "model": {"type": "BPE", "vocab": vocab, "merges": [["H", "i"]]}}
+json.dump(tok, open(sys.argv[1] + "/tokenizer.json", "w"))
+json.dump({"eos_token": "<|end|>", "chat_template": "<|im_start|>"},
+          open(sys.argv[1] + "/tokenizer_config.json", "w"))
+PY
+  ok "tokenize an HF folder" -- "$RLX" tokenize "$TMP/hftok" "Hi there<|end|>"
+  has "$OUT" "^\[256, 32, 116, 104, 101, 114, 101, 257\]$" "merge, bytes and the special token"
+  ok "tokenize a tokenizer.json" -- "$RLX" tokenize "$TMP/hftok/tokenizer.json" --decode "256,32,83"
+  has "$OUT" "^Hi S$" "decoded through the byte table"
+  echo '{"model": {"type": "BPE", "vocab": [], "merges": []}}' > "$TMP/hftok/bad.json"
+  bad "malformed tokenizer.json" 1 -- "$RLX" tokenize "$TMP/hftok/bad.json" "x"
+  has "$ERR" "bad.json: 'model.vocab' must be an object" "names the file and the key"
 fi
 
 echo "cli.sh: all $checks checks passed"

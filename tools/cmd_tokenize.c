@@ -1,6 +1,6 @@
-/* rlx tokenize MODEL.gguf TEXT: the token ids of TEXT under the model's own
- * tokenizer (its GGUF vocab), as llama.cpp's llama-tokenize prints them;
- * --decode turns ids back into text. */
+/* rlx tokenize MODEL TEXT: the token ids of TEXT under the model's own
+ * tokenizer (its GGUF vocab, or a Hugging Face folder's tokenizer.json), as
+ * llama.cpp's llama-tokenize prints them; --decode turns ids back into text. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +10,16 @@
 
 static void usage(FILE* f) {
   fprintf(f,
-          "usage: rlx tokenize MODEL.gguf TEXT [options]\n"
-          "       rlx tokenize MODEL.gguf --decode IDS\n"
+          "usage: rlx tokenize MODEL TEXT [options]\n"
+          "       rlx tokenize MODEL --decode IDS\n"
           "\n"
-          "Tokenizes TEXT with the tokenizer in MODEL's GGUF metadata (GPT-2 /\n"
-          "Llama-3 / Qwen2 / StarCoder byte-level BPE, or SentencePiece) and prints\n"
-          "the ids as a list: [15496, 995]. BOS / EOS are added where the vocab asks\n"
-          "for them, and special tokens written in TEXT (\"<|eot_id|>\") become their\n"
-          "ids.\n"
+          "Tokenizes TEXT with MODEL's tokenizer (GPT-2 / Llama-3 / Qwen2 / StarCoder\n"
+          "byte-level BPE, or SentencePiece) and prints the ids as a list: [15496,\n"
+          "995]. MODEL is a GGUF file (its tokenizer.ggml.* metadata), a Hugging Face\n"
+          "checkpoint folder (its tokenizer.json, tokenizer_config.json and\n"
+          "generation_config.json) or a tokenizer.json. BOS / EOS are added where the\n"
+          "vocab asks for them, and special tokens written in TEXT (\"<|eot_id|>\")\n"
+          "become their ids.\n"
           "\n"
           "options:\n"
           "  --file PATH         read TEXT from PATH instead\n"
@@ -64,7 +66,8 @@ static int parse_args(int argc, char** argv, tok_opts* o) {
     }
   }
   if (!o->model || (!o->text == !o->file)) {
-    cli_error(cmd, "needs MODEL.gguf and one TEXT (or --file)");
+    cli_error(cmd, "needs MODEL (GGUF, Hugging Face folder or tokenizer.json) and one TEXT "
+                   "(or --file)");
     usage(stderr);
     return CLI_USAGE;
   }

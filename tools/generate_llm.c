@@ -136,7 +136,7 @@ typedef struct gen_args {
   const char* model;
   const char* prompt;
   const char* system;
-  const char* tokenizer; /* a GGUF file whose vocab to use (safetensors folders) */
+  const char* tokenizer; /* a GGUF or tokenizer.json whose vocab to use */
   const char* template_name;
   const char* device;
   int64_t tokens, ctx, batch, threads;
@@ -155,9 +155,10 @@ static void gen_usage(FILE* f) {
           "\n"
           "Generates text with MODEL, a GGUF file (Llama, Qwen2, Qwen3, Mistral,\n"
           "Mixtral, GPT-2, Gemma-2 architectures; f32 / f16 / q8_0 / q4_0 / q4_K\n"
-          "weights) or a safetensors checkpoint folder with --tokenizer. The prompt\n"
-          "is prefilled in chunks of --batch tokens, then one token per step; the\n"
-          "keys and values stay in a cache on the device and the next token is\n"
+          "weights) or a safetensors checkpoint folder (its tokenizer.json,\n"
+          "tokenizer_config.json and generation_config.json give the vocab). The\n"
+          "prompt is prefilled in chunks of --batch tokens, then one token per step;\n"
+          "the keys and values stay in a cache on the device and the next token is\n"
           "drawn there. Tokens stream to stdout as they are made; loading progress\n"
           "and the timing (prompt and generation tokens per second) go to stderr.\n"
           "Generation ends after -n tokens, at the end-of-sequence / end-of-turn\n"
@@ -178,7 +179,8 @@ static void gen_usage(FILE* f) {
           "  --seed N             sampling seed (default: from the clock, printed)\n"
           "  --stop STRING        end before STRING appears (repeatable, up to %d)\n"
           "  --chat               format the prompt with the model's chat template\n"
-          "                       (tokenizer.chat_template) as one user turn plus the\n"
+          "                       (tokenizer.chat_template, or tokenizer_config.json's\n"
+          "                       chat_template) as one user turn plus the\n"
           "                       assistant's opening. rlx has no Jinja interpreter:\n"
           "                       it recognises the template family (chatml, llama-3,\n"
           "                       llama-2, mistral, mistral-v7, gemma, phi-3, zephyr,\n"
@@ -186,8 +188,9 @@ static void gen_usage(FILE* f) {
           "                       unknown template is an error (see --chat-template)\n"
           "  --system TEXT        a system turn (with --chat)\n"
           "  --chat-template NAME use family NAME instead of the file's template\n"
-          "  --tokenizer FILE     a GGUF file whose tokenizer (and chat template) to\n"
-          "                       use: needed for a safetensors folder\n"
+          "  --tokenizer FILE     a GGUF file, tokenizer.json or Hugging Face folder\n"
+          "                       whose tokenizer (and chat template) to use instead\n"
+          "                       of the model's\n"
           "  --ctx N              context (cache rows; default: the model's, at most\n"
           "                       4096)\n"
           "  --batch N            prefill chunk (default 512)\n"
@@ -316,34 +319,36 @@ static int gen_parse(const char* cmd, int argc, char** argv, gen_args* a, int* h
 
 /* ------------------------------------------------------------ generate: text */
 
-/* The GGUF file holding the vocab: the model, or --tokenizer. */
+/* The vocab: --tokenizer, else the model (a GGUF file, or a safetensors
+ * folder's tokenizer.json). */
 static const char* vocab_file(const char* cmd, const gen_args* a) {
-  if (a->tokenizer) return a->tokenizer;
-  if (llm_cli_is_gguf(a->model)) return a->model;
+  char path[4096];
+  struct stat st;
+  if (a->tokenizer || llm_cli_is_gguf(a->model)) return a->tokenizer ? a->tokenizer : a->model;
+  snprintf(path, sizeof path, "%s/tokenizer.json", a->model);
+  if (stat(path, &st) == 0) return a->model;
   cli_error(cmd,
-            "%s is a safetensors folder: rlx reads tokenizers from GGUF metadata only; give a "
-            "GGUF file with the model's vocab with --tokenizer FILE.gguf",
+            "%s is a safetensors folder without tokenizer.json: give the model's vocab with "
+            "--tokenizer (a GGUF file, tokenizer.json or Hugging Face folder)",
             a->model);
   return NULL;
 }
 
 /* The prompt text, formatted as a chat exchange with --chat. */
-static char* prompt_text(const char* cmd, const gen_args* a, rlx_gguf* g) {
+static char* prompt_text(const char* cmd, const gen_args* a, rlx_tokenizer* tok) {
   if (!a->chat) return strdup(a->prompt);
   chat_family f = CHAT_UNKNOWN;
   if (a->template_name) {
     f = chat_family_from_name(a->template_name);
   } else {
-    int64_t k = rlx_gguf_find_key(g, "tokenizer.chat_template");
-    rlx_gguf_string t = {NULL, 0};
-    if (k < 0 || rlx_gguf_get_string(g, k, &t) != RLX_OK) {
-      cli_error(cmd, "--chat: the model has no tokenizer.chat_template (name a family with "
-                     "--chat-template)");
+    const char* text = rlx_tokenizer_chat_template(tok);
+    if (!text) {
+      cli_error(cmd, "--chat: the model has no chat template (tokenizer.chat_template, "
+                     "chat_template in tokenizer_config.json); name a family with "
+                     "--chat-template");
       return NULL;
     }
-    char* text = strndup(t.data, (size_t)t.len);
-    f = text ? chat_detect(text) : CHAT_UNKNOWN;
-    free(text);
+    f = chat_detect(text);
     if (f == CHAT_UNKNOWN) {
       cli_error(cmd, "--chat: the model's chat template is not one rlx knows (chatml, llama-3, "
                      "llama-2, mistral, gemma, phi-3, zephyr, deepseek; rlx has no Jinja "
@@ -354,15 +359,19 @@ static char* prompt_text(const char* cmd, const gen_args* a, rlx_gguf* g) {
   return chat_format(f, a->system, a->prompt);
 }
 
-/* End-of-generation tokens: EOS, EOT and the end-of-turn markers the vocab has. */
+/* End-of-generation tokens: EOS, EOT, generation_config.json's eos ids and
+ * the end-of-turn markers the vocab has. */
 static int end_tokens(rlx_tokenizer* tok, rlx_gguf* g, int64_t* out) {
   static const char* const markers[] = {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>",
                                         "<|endoftext|>", "<|end_of_text|>"};
   int n = 0;
   if (rlx_tokenizer_eos(tok) >= 0) out[n++] = rlx_tokenizer_eos(tok);
-  int64_t k = rlx_gguf_find_key(g, "tokenizer.ggml.eot_token_id");
+  int64_t k = g ? rlx_gguf_find_key(g, "tokenizer.ggml.eot_token_id") : -1; /* g: GGUF vocabs */
   int64_t eot = -1;
   if (k >= 0 && rlx_gguf_get_i64(g, k, &eot) == RLX_OK && eot >= 0) out[n++] = eot;
+  const int32_t* listed = NULL; /* generation_config.json's eos_token_id list */
+  for (int32_t i = 0, m = rlx_tokenizer_end_ids(tok, &listed); i < m && n < MAX_EOG; i++)
+    out[n++] = listed[i];
   for (int32_t id = 0; id < rlx_tokenizer_vocab_size(tok) && n < MAX_EOG; id++) {
     const char* text = NULL;
     size_t len = 0;
@@ -535,9 +544,9 @@ static int run_generate(const char* cmd, llm_session* s, const gen_args* a, rlx_
 }
 
 /* Tokenizes the (chat-formatted) prompt. */
-static int encode_prompt(const char* cmd, const gen_args* a, rlx_tokenizer* tok, rlx_gguf* g,
-                         int32_t** ids, int64_t* n) {
-  char* text = prompt_text(cmd, a, g);
+static int encode_prompt(const char* cmd, const gen_args* a, rlx_tokenizer* tok, int32_t** ids,
+                         int64_t* n) {
+  char* text = prompt_text(cmd, a, tok);
   if (!text) return CLI_USAGE;
   int32_t flags = RLX_TOKENIZE_ADD_SPECIAL | (a->chat ? RLX_TOKENIZE_PARSE_SPECIAL : 0);
   rlx_status st = rlx_tokenizer_encode(tok, text, strlen(text), flags, ids, n);
@@ -558,7 +567,7 @@ static int encode_prompt(const char* cmd, const gen_args* a, rlx_tokenizer* tok,
 static int generate_with(const char* cmd, gen_args* a, rlx_gguf* g, rlx_tokenizer* tok) {
   int32_t* ids = NULL;
   int64_t n = 0;
-  int rc = encode_prompt(cmd, a, tok, g, &ids, &n);
+  int rc = encode_prompt(cmd, a, tok, &ids, &n);
   llm_session s;
   memset(&s, 0, sizeof s);
   if (rc == CLI_OK) rc = llm_session_open(cmd, a->model, a->ctx, a->device, (int32_t)a->threads,
@@ -602,10 +611,12 @@ int cmd_generate_llm(int argc, char** argv) {
   if (!a.have_seed) a.seed = (uint64_t)time(NULL);
   const char* vocab = vocab_file(cmd, &a);
   if (!vocab) return CLI_USAGE;
-  rlx_gguf* g = NULL;
+  rlx_gguf* g = NULL; /* kept open for a GGUF vocab's eot id; NULL for tokenizer.json */
   rlx_tokenizer* tok = NULL;
   char* why = NULL;
-  if (rlx_gguf_open(vocab, &g, &why) != RLX_OK || rlx_tokenizer_from_gguf(g, &tok, &why) != RLX_OK) {
+  rlx_status st = llm_cli_is_gguf(vocab) ? rlx_gguf_open(vocab, &g, &why)
+                                         : rlx_tokenizer_load(vocab, &tok, &why);
+  if (st != RLX_OK || (g && rlx_tokenizer_from_gguf(g, &tok, &why) != RLX_OK)) {
     cli_error(cmd, "%s: %s", vocab, why ? why : "cannot read the tokenizer");
     rlx_free(why);
     rlx_gguf_close(g);

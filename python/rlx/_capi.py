@@ -312,6 +312,9 @@ _PROTOTYPES = {
                                  POINTER(c_int64)]),
     "rlx_tokenizer_decode": (S, [P, POINTER(c_int32), c_int64, c_int32, OUT_STR,
                                  POINTER(c_size_t)]),
+    "rlx_tokenizer_from_hf": (S, [c_char_p, POINTER(c_void_p), OUT_STR]),
+    "rlx_tokenizer_chat_template": (c_char_p, [P]),
+    "rlx_tokenizer_end_ids": (c_int32, [P, POINTER(POINTER(c_int32))]),
     "rlx_graph_grouped_matmul": (S, [P, T, T, T, c_int32, OUT_T]),
 }
 

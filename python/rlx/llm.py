@@ -4,7 +4,7 @@
     exe = m.compile("cpu")                    # params set from the file
     ids = np.array([[1, 2, 3]], np.int64)
     logits, = exe.run(input_ids=ids, positions=np.arange(3, dtype=np.int64))
-    tok = rlx.Tokenizer("model.gguf")
+    tok = rlx.Tokenizer("model.gguf")          # or an HF folder / tokenizer.json
     tok.encode("Hello world")  ->  [ids]
 """
 
@@ -83,7 +83,8 @@ def load_llm(path, **options):
 
 
 class Tokenizer(_capi.Owned):
-    """The tokenizer of a GGUF file's vocab (byte-level BPE or SentencePiece)."""
+    """The tokenizer of a GGUF file's vocab (byte-level BPE or SentencePiece), or of a
+    Hugging Face folder / tokenizer.json (rlx_tokenizer_from_hf)."""
 
     _destroy = lib.rlx_tokenizer_destroy
     _kind = "tokenizer"
@@ -118,6 +119,12 @@ class Tokenizer(_capi.Owned):
     def eos(self):
         v = lib.rlx_tokenizer_eos(self.handle)
         return None if v < 0 else v
+
+    @property
+    def chat_template(self):
+        """The vocab's chat template (Jinja text), or None."""
+        v = lib.rlx_tokenizer_chat_template(self.handle)
+        return None if v is None else _capi.text(v)
 
     def encode(self, text, add_special=True, parse_special=True):
         """Token ids of `text` (str or UTF-8 bytes) as a list of ints."""

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ the id hash */
 
@@ -166,6 +167,18 @@ static rlx_status read_names(rlx_gguf* g, char* model, char* pre, size_t cap, rl
   return RLX_OK;
 }
 
+/* tokenizer.chat_template, when the file has one, copied NUL-terminated. */
+static rlx_status read_chat_template(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
+  int64_t k = rlx_gguf_find_key(g, "tokenizer.chat_template");
+  rlx_gguf_string s;
+  if (k < 0 || rlx_gguf_get_string(g, k, &s) != RLX_OK) return RLX_OK;
+  t->chat_template = malloc(s.len + 1);
+  RLX_CHECK_ALLOC(err, t->chat_template);
+  memcpy(t->chat_template, s.data, s.len);
+  t->chat_template[s.len] = 0;
+  return RLX_OK;
+}
+
 /* ------------------------------------------------------------ special tokens */
 
 typedef struct sized_id {
@@ -201,6 +214,11 @@ static rlx_status build_specials(rlx_tokenizer* t, rlx_error* err) {
   return RLX_OK;
 }
 
+rlx_status tok_index_vocab(rlx_tokenizer* t, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(build_map(t, err));
+  return build_specials(t, err);
+}
+
 /* The special token starting at s[0..n) that this call may split out, or -1. */
 static int32_t special_at(const rlx_tokenizer* t, const char* s, size_t n, int parse_control) {
   if (!t->special_first[(unsigned char)s[0]]) return -1; /* most positions: no scan */
@@ -225,6 +243,7 @@ void rlx_tokenizer_destroy(rlx_tokenizer* t) {
   free(t->by_text.slots);
   free(t->merges);
   free(t->specials);
+  free(t->chat_template);
   free(t);
 }
 
@@ -233,8 +252,8 @@ static rlx_status build(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
   RLX_RETURN_IF_ERROR(read_names(g, model, pre, sizeof model, err));
   RLX_RETURN_IF_ERROR(read_tokens(t, g, err));
   RLX_RETURN_IF_ERROR(read_scores_and_types(t, g, err));
-  RLX_RETURN_IF_ERROR(build_map(t, err));
-  RLX_RETURN_IF_ERROR(build_specials(t, err));
+  RLX_RETURN_IF_ERROR(tok_index_vocab(t, err));
+  RLX_RETURN_IF_ERROR(read_chat_template(t, g, err));
   t->bos = read_id(t, g, "tokenizer.ggml.bos_token_id");
   t->eos = read_id(t, g, "tokenizer.ggml.eos_token_id");
   t->unk = read_id(t, g, "tokenizer.ggml.unknown_token_id");
@@ -282,9 +301,18 @@ rlx_status rlx_tokenizer_from_gguf(rlx_gguf* g, rlx_tokenizer** out, char** out_
   return report(RLX_OK, &err, out_error);
 }
 
+/* A folder, or a file whose name ends in ".json": Hugging Face files. */
+static int is_hf_path(const char* path) {
+  struct stat st;
+  size_t n = strlen(path);
+  if (n >= 5 && strcmp(path + n - 5, ".json") == 0) return 1;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 rlx_status rlx_tokenizer_load(const char* path, rlx_tokenizer** out, char** out_error) {
   rlx_gguf* g = NULL;
   if (out) *out = NULL;
+  if (path && is_hf_path(path)) return rlx_tokenizer_from_hf(path, out, out_error);
   rlx_status s = rlx_gguf_open(path, &g, out_error);
   if (s != RLX_OK) return s;
   s = rlx_tokenizer_from_gguf(g, out, out_error);
@@ -301,6 +329,13 @@ const char* rlx_tokenizer_kind(const rlx_tokenizer* t) { return t ? t->kind : ""
 int32_t rlx_tokenizer_vocab_size(const rlx_tokenizer* t) { return t ? t->n_tokens : 0; }
 int32_t rlx_tokenizer_bos(const rlx_tokenizer* t) { return t ? t->bos : -1; }
 int32_t rlx_tokenizer_eos(const rlx_tokenizer* t) { return t ? t->eos : -1; }
+const char* rlx_tokenizer_chat_template(const rlx_tokenizer* t) {
+  return t ? t->chat_template : NULL;
+}
+int32_t rlx_tokenizer_end_ids(const rlx_tokenizer* t, const int32_t** out) {
+  if (out) *out = t ? t->end_ids : NULL;
+  return t ? t->n_end_ids : 0;
+}
 
 rlx_status rlx_tokenizer_token_text(rlx_tokenizer* t, int32_t id, const char** out,
                                     size_t* out_len) {
@@ -314,9 +349,17 @@ rlx_status rlx_tokenizer_token_text(rlx_tokenizer* t, int32_t id, const char** o
 
 /* ------------------------------------------------------------ encode / decode */
 
-static rlx_status encode_plain(rlx_tokenizer* t, const char* s, size_t n, tok_ids* ids) {
+/* Plain text s[0..n), which starts the input when first. */
+static rlx_status encode_plain(rlx_tokenizer* t, const char* s, size_t n, int first,
+                               tok_ids* ids) {
   if (n == 0) return RLX_OK;
-  return t->family == TOK_FAMILY_BPE ? bpe_encode(t, s, n, ids) : spm_encode(t, s, n, ids);
+  if (t->family == TOK_FAMILY_BPE) return bpe_encode(t, s, n, ids);
+  int prefix = t->add_space_prefix;
+  if ((t->space_prefix_first && !first) || (t->space_prefix_unless_space && s[0] == ' '))
+    t->add_space_prefix = 0;
+  rlx_status st = spm_encode(t, s, n, ids);
+  t->add_space_prefix = prefix;
+  return st;
 }
 
 /* Splits text at special tokens (user-defined always, control ones with
@@ -331,14 +374,14 @@ static rlx_status encode_all(rlx_tokenizer* t, const char* text, size_t len, int
       i++;
       continue;
     }
-    RLX_RETURN_IF_ERROR(encode_plain(t, text + plain, i - plain, ids));
+    RLX_RETURN_IF_ERROR(encode_plain(t, text + plain, i - plain, plain == 0, ids));
     RLX_RETURN_IF_ERROR(tok_ids_push(ids, id, &t->err));
     size_t n;
     (void)tok_text(t, id, &n);
     i += n;
     plain = i;
   }
-  return encode_plain(t, text + plain, len - plain, ids);
+  return encode_plain(t, text + plain, len - plain, plain == 0, ids);
 }
 
 rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size_t len, int32_t flags,
@@ -353,7 +396,10 @@ rlx_status rlx_tokenizer_encode(rlx_tokenizer* t, const char* text, size_t len, 
   int add = (flags & RLX_TOKENIZE_ADD_SPECIAL) != 0;
   rlx_status s = RLX_OK;
   if (add && t->add_bos && t->bos >= 0) s = tok_ids_push(&ids, t->bos, &t->err);
-  if (s == RLX_OK) s = encode_all(t, text ? text : "", len, flags, &ids);
+  char* nfc = NULL; /* the NFC form, when the vocab asks for it and it differs */
+  if (s == RLX_OK && t->normalize_nfc && len) s = uni_nfc(text, len, &nfc, &len, &t->err);
+  if (s == RLX_OK) s = encode_all(t, nfc ? nfc : text ? text : "", len, flags, &ids);
+  free(nfc);
   if (s == RLX_OK && add && t->add_eos && t->eos >= 0) s = tok_ids_push(&ids, t->eos, &t->err);
   if (s == RLX_OK && !ids.v) { /* no ids: still hand back an allocation, never NULL */
     ids.v = malloc(sizeof *ids.v);

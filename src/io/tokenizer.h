@@ -71,10 +71,30 @@ struct rlx_tokenizer {
   int32_t* specials;   /* control and user-defined tokens, longest first */
   int32_t n_specials;
   uint8_t special_first[256]; /* 1 for a byte some special token starts with */
+  char* chat_template; /* tokenizer.chat_template / tokenizer_config.json's; NULL: none */
+  int normalize_nfc;      /* tokenizer.json normalizer NFC: the text is NFC'd before encoding */
+  int space_prefix_first; /* Metaspace prepend_scheme "first": only the text's first piece */
+  int space_prefix_unless_space; /* Metaspace: no prefix before a piece starting with ' ' */
+  int32_t end_ids[8]; /* generation_config.json's eos_token_id (all of a list) */
+  int32_t n_end_ids;
   rlx_error err;
 };
 
 /* ------------------------------------------------------------ vocab helpers (tokenizer.c) */
+
+/* With text, text_at and types filled in: the text -> id hash and the
+ * special-token list (rlx_tokenizer_from_gguf does the same). */
+rlx_status tok_index_vocab(rlx_tokenizer* t, rlx_error* err);
+/* A tokenizer from a Hugging Face tokenizer.json held in memory, with the
+ * optional tokenizer_config.json, generation_config.json and chat template
+ * texts (NULL: absent); names are the files' names for messages
+ * (tokenizer_hf.c; rlx_tokenizer_from_hf reads the files). */
+typedef struct hf_texts {
+  const char *tokenizer, *config, *generation, *chat_template;
+  size_t tokenizer_len, config_len, generation_len, chat_template_len;
+  const char *tokenizer_name, *config_name, *generation_name;
+} hf_texts;
+rlx_status tok_from_hf_texts(const hf_texts* in, rlx_tokenizer** out, rlx_error* err);
 
 /* Id of the token whose bytes are s[0..len), or -1. */
 int32_t tok_find(const rlx_tokenizer* t, const char* s, size_t len);
@@ -94,6 +114,13 @@ rlx_status tok_ids_push(tok_ids* ids, int32_t id, rlx_error* err);
 
 /* Loads merges and picks the pre-tokenizer (tokenizer_bpe.c). */
 rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* err);
+/* bpe_init's parts, for vocabs not read from a GGUF (tokenizer_hf.c): picks
+ * the pre-tokenizer by its tokenizer.ggml.pre name and builds the byte
+ * table (the vocab must be complete); then room for n merges, and one
+ * merge rule (0 when the pair already has a rule: the first rank stays). */
+rlx_status bpe_setup(rlx_tokenizer* t, const char* pre, rlx_error* err);
+rlx_status bpe_merges_reserve(rlx_tokenizer* t, uint64_t n, rlx_error* err);
+int bpe_merge_add(rlx_tokenizer* t, int32_t left, int32_t right, int32_t merged, int32_t rank);
 /* Appends the ids of text (no special tokens inside) to ids. */
 rlx_status bpe_encode(rlx_tokenizer* t, const char* text, size_t len, tok_ids* ids);
 /* Appends the bytes token id stands for (byte-level chars mapped back). */
@@ -139,6 +166,10 @@ int uni_is_space(uint32_t cp);
 int uni_is_punct(uint32_t cp);
 /* Letters with case (general category Lu, Ll, Lt). */
 int uni_is_cased_letter(uint32_t cp);
+/* The NFC form of s[0..n) in *out (malloc'd, NUL-terminated, *out_n bytes),
+ * or *out NULL when s is already NFC or is no valid UTF-8 (left as it is).
+ * RLX_UNIMPLEMENTED without ICU. */
+rlx_status uni_nfc(const char* s, size_t n, char** out, size_t* out_n, rlx_error* err);
 /* 1 when this build has the Unicode classes (ICU). */
 int uni_available(void);
 

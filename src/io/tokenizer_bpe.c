@@ -64,6 +64,24 @@ static int parse_merge(const rlx_tokenizer* t, rlx_gguf_string m, int32_t* l, in
   return *l >= 0 && *r >= 0 && *merged >= 0;
 }
 
+rlx_status bpe_merges_reserve(rlx_tokenizer* t, uint64_t n, rlx_error* err) {
+  uint64_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  t->merges = calloc(cap, sizeof *t->merges);
+  RLX_CHECK_ALLOC(err, t->merges);
+  t->merges_mask = cap - 1;
+  return RLX_OK;
+}
+
+int bpe_merge_add(rlx_tokenizer* t, int32_t l, int32_t r, int32_t merged, int32_t rank) {
+  if (merge_find(t, l, r)) return 0;
+  uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r | (1ull << 63);
+  uint64_t at = mix(key) & t->merges_mask;
+  while (t->merges[at].key) at = (at + 1) & t->merges_mask;
+  t->merges[at] = (bpe_merge){key, rank, merged};
+  return 1;
+}
+
 static rlx_status read_merges(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
   int64_t k = rlx_gguf_find_key(g, "tokenizer.ggml.merges");
   rlx_gguf_type et;
@@ -72,11 +90,7 @@ static rlx_status read_merges(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
       n >= INT32_MAX)
     return rlx_fail(err, RLX_INVALID_ARGUMENT,
                     "tokenizer: a gpt2 vocab needs tokenizer.ggml.merges (an array of strings)");
-  uint64_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  t->merges = calloc(cap, sizeof *t->merges);
-  RLX_CHECK_ALLOC(err, t->merges);
-  t->merges_mask = cap - 1;
+  RLX_RETURN_IF_ERROR(bpe_merges_reserve(t, n, err));
   char* scratch = NULL;
   size_t scratch_cap = 0;
   for (uint64_t i = 0; i < n; i++) {
@@ -89,11 +103,7 @@ static rlx_status read_merges(rlx_tokenizer* t, rlx_gguf* g, rlx_error* err) {
       RLX_CHECK_ALLOC(err, scratch);
     }
     int32_t l, r, merged;
-    if (!parse_merge(t, m, &l, &r, &merged, scratch) || merge_find(t, l, r)) continue;
-    uint64_t key = ((uint64_t)(uint32_t)l << 32) | (uint32_t)r | (1ull << 63);
-    uint64_t at = mix(key) & t->merges_mask;
-    while (t->merges[at].key) at = (at + 1) & t->merges_mask;
-    t->merges[at] = (bpe_merge){key, (int32_t)i, merged};
+    if (parse_merge(t, m, &l, &r, &merged, scratch)) (void)bpe_merge_add(t, l, r, merged, (int32_t)i);
   }
   free(scratch);
   return RLX_OK;
@@ -298,7 +308,7 @@ static const pre_def pre_defs[] = {
       match_cjk, match_numbers}},
 };
 
-rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* err) {
+rlx_status bpe_setup(rlx_tokenizer* t, const char* pre, rlx_error* err) {
   if (!uni_available())
     return rlx_fail(err, RLX_UNIMPLEMENTED,
                     "tokenizer: byte-level BPE needs Unicode classes, and this build has no "
@@ -318,6 +328,11 @@ rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* e
   /* Llama-3's tokenizer takes a piece that is a whole token as it is */
   t->ignore_merges = t->pre == BPE_PRE_LLAMA3;
   build_byte_table(t);
+  return RLX_OK;
+}
+
+rlx_status bpe_init(rlx_tokenizer* t, rlx_gguf* g, const char* pre, rlx_error* err) {
+  RLX_RETURN_IF_ERROR(bpe_setup(t, pre, err));
   return read_merges(t, g, err);
 }
 

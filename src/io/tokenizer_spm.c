@@ -8,6 +8,7 @@
  * bytes through the <0xXX> byte tokens (or the unknown token). */
 #include "io/tokenizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ rlx_status spm_init(rlx_tokenizer* t, rlx_error* err) {
 static int spm_pair(const rlx_tokenizer* t, const char* text, const tok_sym* l, const tok_sym* r,
                     double* priority, int32_t* merged) {
   int32_t id = tok_find(t, text + l->start, (size_t)l->len + r->len);
-  if (id < 0) return 0;
+  if (id < 0 || isnan(t->scores[id])) return 0; /* NaN: no merge forms it (tokenizer_hf.c) */
   *priority = -(double)t->scores[id];
   *merged = id;
   return 1;

@@ -32,8 +32,7 @@ if(DEFINED RLX_CUDA_OUT AND NOT RLX_SANITIZE)
     add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/lab_${name}
       COMMAND ${RLX_NVCC} -O3 -std=c++17 -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_SOURCE_DIR}/src
               -I${RLX_CUDA_DIR}/kernels -I${PROJECT_SOURCE_DIR}/bench/kernels
-              -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
-              -o ${PROJECT_BINARY_DIR}/lab_${name} ${cu}
+              ${RLX_CUDA_GENCODE} -o ${PROJECT_BINARY_DIR}/lab_${name} ${cu}
       DEPENDS ${cu} ${RLX_CUDA_KERNELS} ${RLX_CUDA_KERNEL_HEADERS}
               ${PROJECT_SOURCE_DIR}/bench/kernels/lab.h ${PROJECT_SOURCE_DIR}/include/rlx.h
               ${PROJECT_SOURCE_DIR}/src/base/scalar_math.h

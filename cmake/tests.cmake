@@ -83,6 +83,8 @@ if(RLX_BUILD_BENCH)
   # Correctness only (small odd shapes, every variant): never a time.
   add_test(NAME lab_gemm_check COMMAND lab_gemm --check --threads 2
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  add_test(NAME lab_dequant_gemv_cpu_check COMMAND lab_dequant_gemv_cpu --check --threads 2
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   # ResNet-50's training step (bench/train_resnet50.c) at a tiny size on the
   # CPU: it builds, trains, and the loss falls on its fixed batch.
   add_test(NAME train_resnet50_cpu COMMAND train_resnet50 --device cpu --batch 2 --image 64

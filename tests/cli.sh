@@ -558,7 +558,7 @@ if [ -d third_party/llama.cpp/gguf-py ] && /usr/bin/python3 -c 'import numpy' 2>
   has "$ERR" "<\|start_header_id\|>user<\|end_header_id\|>" "llama-3 user header"
   has "$ERR" "prompt \([1-3][0-9] tokens\)" "control tokens parsed (not spelled out)"
   bad "--chat without a template" 2 -- "${gen[@]}" "$TMP/llm/tiny_notemplate.gguf" --prompt hi --chat
-  has "$ERR" "no tokenizer.chat_template" "names the missing key"
+  has "$ERR" "no chat template \(tokenizer.chat_template, chat_template in tokenizer_config.json\)" "names where a template is looked for"
   ok "--chat-template override" -- "${gen[@]}" "$TMP/llm/tiny_notemplate.gguf" --prompt hi -n 2 \
      --chat --chat-template zephyr --verbose-prompt
   has "$ERR" "^<\|user\|>$" "zephyr format"

@@ -2013,6 +2013,21 @@ static void c_dequant_matmul_long(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
+/* Q4_0 with N >= 8: the CPU backend stores W rows-interleaved in place
+ * (repack.c) and runs its packed decode GEMV for up to 8 rows of x (v < 6:
+ * N a multiple of 8, or with a plain tail of 1-7 rows; K from one block to
+ * past 2048), and dequantizes packed rows for the prefill (v >= 6: more
+ * than 8 rows of x); x in f32, f16 (v == 4) or bf16 (v == 5). */
+static void c_dequant_matmul_q4_0_rows(pcase* c, int v) {
+  static const int64_t Ns[] = {8, 13, 40, 67, 24, 31, 16, 29};
+  static const int64_t Ks[] = {32, 96, 256, 2080, 64, 128, 160, 64};
+  rlx_dtype t = v == 4 ? RLX_F16 : v == 5 ? RLX_BF16 : RLX_F32;
+  c->compute = t;
+  int64_t M = v >= 6 ? test_rand_int(9, 20) : test_rand_int(1, 8);
+  rlx_tensor y = dequant_node_sized(c, RLX_QUANT_Q4_0, 0, t, 1, M, Ns[v], Ks[v], 32);
+  outputs(c, &y, 1);
+}
+
 #define TOL_F32 {1e-5, 0, 0}
 #define TOL_HALF {0, 2e-2, 2e-2}
 #define TOL_F16 {0, 2e-2, 0}
@@ -2097,6 +2112,7 @@ static const case_def CASES[] = {
     {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
     {"dequant_grouped_matmul", c_dequant_grouped_matmul, 4 * RLX_QUANT_COUNT, TOL_F32},
     {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
+    {"dequant_matmul_q4_0_rows", c_dequant_matmul_q4_0_rows, 8, {1e-5, 2e-2, 2e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

@@ -404,6 +404,67 @@ TEST(decode_gemv_timing) {
   }
 }
 
+/* y of x [1, K] . W^T for Q4_0 bytes wb [N, rb] on exec e. */
+static int q4_0_run(rlx_exec* e, const uint8_t* wb, int64_t N, int64_t rb, const float* xb,
+                    int64_t K, float* y) {
+  rlx_dim xs[2] = {1, K};
+  return rlx_exec_set_param(e, "w", RLX_U8, wb, (size_t)(N * rb)) == RLX_OK &&
+         rlx_exec_set_input(e, "x", RLX_F32, xs, 2, xb, sizeof(float) * (size_t)K) == RLX_OK &&
+         rlx_exec_run(e) == RLX_OK &&
+         rlx_exec_read_output(e, 0, RLX_F32, y, sizeof(float) * (size_t)N) == RLX_OK;
+}
+
+/* The CPU backend stores a Q4_0 DequantMatMul's W rows-interleaved in
+ * place (repack.c) where its CPU has AVX-512 VNNI: a new W set after runs,
+ * the same W set again, and a clone (params copied from the host) must all
+ * give the reference's values, on N with a plain tail (N % 8). */
+TEST(q4_0_weights_repacked_in_place_follow_param_changes) {
+  int64_t N = 45, K = 256, rb = K / 32 * 18;
+  rlx_graph* g = NULL;
+  rlx_graph_create(&g);
+  rlx_dim xs[2] = {1, K}, ws[2] = {N, rb};
+  rlx_tensor x, w, y;
+  rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x);
+  rlx_graph_add_param(g, "w", RLX_U8, ws, 2, &w);
+  rlx_graph_dequant_matmul(g, x, w, RLX_NONE, RLX_NONE, RLX_QUANT_Q4_0, 0, &y);
+  rlx_graph_set_outputs(g, &y, 1);
+  rlx_compile_options ro;
+  rlx_compile_options_init(&ro);
+  ro.reference = 1;
+  rlx_exec* e = test_compile_on(g, "cpu", NULL);
+  rlx_exec* ref = test_compile_on(g, "cpu", &ro);
+  uint8_t *w1 = malloc((size_t)(N * rb)), *w2 = malloc((size_t)(N * rb));
+  float xb[256], got[45], want[45];
+  CHECK(e && ref && w1 && w2);
+  if (e && ref && w1 && w2) {
+    fill_blocks(RLX_QUANT_Q4_0, w1, N * rb);
+    fill_blocks(RLX_QUANT_Q4_0, w2, N * rb);
+    test_fill_f32(xb, K, -1, 1);
+    const uint8_t* ws_[4] = {w1, w2, w2, w1};
+    for (int step = 0; step < 4; step++) {
+      CHECK(q4_0_run(e, ws_[step], N, rb, xb, K, got));
+      CHECK(q4_0_run(ref, ws_[step], N, rb, xb, K, want));
+      double worst = 0, scale = 0;
+      for (int64_t n = 0; n < N; n++) {
+        worst = fmax(worst, fabs((double)got[n] - want[n]));
+        scale = fmax(scale, fabs((double)want[n]));
+      }
+      CHECK_MSG(worst <= 1e-5 * scale, "W set %d: max error %g of %g", step, worst, scale);
+    }
+    rlx_exec* c = NULL;
+    CHECK_OK_E(e, rlx_exec_clone(e, &c));
+    if (c) {
+      CHECK(q4_0_run(c, w2, N, rb, xb, K, got) && q4_0_run(ref, w2, N, rb, xb, K, want));
+      for (int64_t n = 0; n < N; n++) CHECK_MSG(fabs((double)got[n] - want[n]) <= 1e-4 * fabs(want[n]) + 1e-6, "clone row %lld", (long long)n);
+      rlx_exec_destroy(c);
+    }
+  }
+  free(w1), free(w2);
+  rlx_exec_destroy(e);
+  rlx_exec_destroy(ref);
+  rlx_graph_destroy(g);
+}
+
 int main(void) {
   test_seed(17);
   have_data = make_data();
@@ -414,6 +475,7 @@ int main(void) {
   RUN(scheme_queries);
   RUN(text_round_trip);
   RUN(decode_gemv_timing);
+  RUN(q4_0_weights_repacked_in_place_follow_param_changes);
   remove_data();
   return test_summary();
 }

@@ -18,6 +18,7 @@ struct rlx_backend_exec {
   int reference;
   int debug_nans;
   rlx_cpu_fast fast;
+  const rlx_step_list* steps; /* the compiled list (repack.c's plan is for it) */
 };
 
 static int cpu_probe(char* reason, size_t cap) {
@@ -31,6 +32,8 @@ static int cpu_supports(const rlx_graph* g, int32_t ni) { return 1; }
 static void cpu_destroy(rlx_backend_exec* be) {
   if (!be) return;
   rlx_cpu_pool_destroy(be->fast.pool);
+  free(be->fast.packed);
+  free(be->fast.pack_tmp);
   free(be->arena_base);
   free(be);
 }
@@ -73,6 +76,16 @@ static rlx_status cpu_create(const rlx_step_list* steps, uint64_t arena_bytes,
     }
     /* Auto: our own GEMM (measured on par with OpenBLAS, see bench/); BLAS on request. */
     be->fast.use_blas = want_blas == 1;
+    be->steps = steps;
+    if (rlx_cpu_repack_available()) {
+      rlx_status s2 = rlx_cpu_repack_plan(steps, &be->fast.packed, &be->fast.n_packed);
+      uint64_t tmp = rlx_cpu_repack_tmp_bytes(be->fast.packed, be->fast.n_packed);
+      if (s2 == RLX_OK && tmp && !(be->fast.pack_tmp = malloc((size_t)tmp))) s2 = RLX_RESOURCE_EXHAUSTED;
+      if (s2 != RLX_OK) {
+        cpu_destroy(be);
+        return rlx_fail(err, RLX_RESOURCE_EXHAUSTED, "out of host memory");
+      }
+    }
   }
   *out = be;
   return RLX_OK;
@@ -87,9 +100,20 @@ static rlx_status check_range(const rlx_backend_exec* be, uint64_t off, uint64_t
   return RLX_OK;
 }
 
+/* Interleaved W (repack.c) that bytes [offset, offset + bytes) overlap go
+ * back to the plain layout before anything outside the steps sees them. */
+static rlx_status plain_range(rlx_backend_exec* be, uint64_t offset, uint64_t bytes,
+                              rlx_error* err) {
+  (void)err;
+  rlx_cpu_repack_unpack_range(be->arena, be->fast.packed, be->fast.n_packed, offset,
+                              offset + bytes, be->fast.pack_tmp);
+  return RLX_OK;
+}
+
 static rlx_status cpu_upload(rlx_backend_exec* be, uint64_t offset, const void* src,
                              uint64_t bytes, rlx_error* err) {
   RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  RLX_RETURN_IF_ERROR(plain_range(be, offset, bytes, err));
   if (bytes) memcpy(be->arena + offset, src, (size_t)bytes);
   return RLX_OK;
 }
@@ -97,6 +121,7 @@ static rlx_status cpu_upload(rlx_backend_exec* be, uint64_t offset, const void* 
 static rlx_status cpu_download(rlx_backend_exec* be, uint64_t offset, void* dst, uint64_t bytes,
                                rlx_error* err) {
   RLX_RETURN_IF_ERROR(check_range(be, offset, bytes, err));
+  RLX_RETURN_IF_ERROR(plain_range(be, offset, bytes, err));
   if (bytes) memcpy(dst, be->arena + offset, (size_t)bytes);
   return RLX_OK;
 }
@@ -105,6 +130,8 @@ static rlx_status cpu_copy(rlx_backend_exec* be, uint64_t dst, uint64_t src, uin
                            rlx_error* err) {
   RLX_RETURN_IF_ERROR(check_range(be, dst, bytes, err));
   RLX_RETURN_IF_ERROR(check_range(be, src, bytes, err));
+  RLX_RETURN_IF_ERROR(plain_range(be, dst, bytes, err));
+  RLX_RETURN_IF_ERROR(plain_range(be, src, bytes, err));
   if (bytes) memmove(be->arena + dst, be->arena + src, (size_t)bytes);
   return RLX_OK;
 }
@@ -133,9 +160,23 @@ static rlx_status run_step(rlx_backend_exec* be, const rlx_step* s, const rlx_ru
   return RLX_OK;
 }
 
+/* Before running `steps`: each W of the plan interleaved, unless a step of
+ * this list (another than the compiled one) touches it otherwise. */
+static rlx_status prepare_packed(rlx_backend_exec* be, const rlx_step_list* steps,
+                                 rlx_error* err) {
+  for (int32_t i = 0; i < be->fast.n_packed; i++) {
+    rlx_cpu_packed* r = &be->fast.packed[i];
+    int pack = steps == be->steps || !rlx_cpu_repack_conflicts(r, steps);
+    rlx_cpu_repack_set(be->arena, r, pack, be->fast.pack_tmp);
+  }
+  (void)err;
+  return RLX_OK;
+}
+
 static rlx_status cpu_run(rlx_backend_exec* be, const rlx_step_list* steps,
                           const rlx_run_ctx* ctx, rlx_error* err) {
   const rlx_trace_run* tr = ctx ? ctx->trace : NULL;
+  RLX_RETURN_IF_ERROR(prepare_packed(be, steps, err));
   for (int32_t i = 0; i < steps->n; i++) {
     const char* used;
     double t0 = tr ? rlx_trace_now_us() : 0;

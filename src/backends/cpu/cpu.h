@@ -67,10 +67,40 @@ int rlx_cpu_pool_threads(const rlx_cpu_pool* p);
 void rlx_cpu_parallel_for(rlx_cpu_pool* p, int64_t n, int64_t grain,
                           void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
 
+/* A Q4_0 DequantMatMul's W the CPU backend stores rows-interleaved in
+ * place (repack.c: the layout, when and which). */
+typedef struct rlx_cpu_packed {
+  uint64_t offset; /* W's first byte in the arena */
+  int64_t N, row_bytes;
+  int packed;      /* 1: its full groups of 8 rows are interleaved now */
+} rlx_cpu_packed;
+
 typedef struct rlx_cpu_fast {
   rlx_cpu_pool* pool;
   int use_blas; /* resolved: 1 if OpenBLAS sgemm is loaded and chosen */
+  rlx_cpu_packed* packed; /* the W the backend may interleave (NULL: none) */
+  int32_t n_packed;
+  uint8_t* pack_tmp; /* rlx_cpu_repack_tmp_bytes: so converting never allocates */
 } rlx_cpu_fast;
+
+/* ---- rows-interleaved Q4_0 weights (repack.c) */
+/* 1 when this CPU has the packed kernel (AVX-512 VNNI) and it is not
+ * switched off (RLX_CPU_SIMD below avx512, RLX_CPU_NO_REPACK). */
+int rlx_cpu_repack_available(void);
+/* The W of `steps` that may be stored interleaved (plain for now);
+ * *out NULL when none. RLX_RESOURCE_EXHAUSTED without memory. */
+rlx_status rlx_cpu_repack_plan(const rlx_step_list* steps, rlx_cpu_packed** out, int32_t* out_n);
+/* 1 when a step of `steps` touches r other than as its packable W. */
+int rlx_cpu_repack_conflicts(const rlx_cpu_packed* r, const rlx_step_list* steps);
+/* Bytes of the buffer the conversions below use (8 rows of the widest W). */
+uint64_t rlx_cpu_repack_tmp_bytes(const rlx_cpu_packed* rs, int32_t n);
+/* Stores r interleaved (pack 1) or plain (0), in place, through tmp. */
+void rlx_cpu_repack_set(uint8_t* arena, rlx_cpu_packed* r, int pack, uint8_t* tmp);
+/* Stores plain every packed W of rs[0 .. n) overlapping bytes [begin, end). */
+void rlx_cpu_repack_unpack_range(uint8_t* arena, rlx_cpu_packed* rs, int32_t n, uint64_t begin,
+                                 uint64_t end, uint8_t* tmp);
+/* The packed W at `offset`, or NULL when W there is plain. */
+rlx_cpu_packed* rlx_cpu_packed_w(const rlx_cpu_fast* f, uint64_t offset);
 
 /* Runs the step with a fast path if one applies (returns 1), else returns 0
  * and the caller uses the reference. */

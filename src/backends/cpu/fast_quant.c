@@ -3,7 +3,9 @@
  * Decode (M <= RLX_DQ_GEMV_ROWS rows of x): a fused-dequant GEMV, threaded
  * over W's rows; Q8_0, Q4_0, Q4_K and Q6_K dot their blocks straight from the
  * codes (AVX2 + FMA where the CPU has it), every other scheme dequantizes
- * one row into the thread's buffer (quant.h) and dots it. Prefill: W is
+ * one row into the thread's buffer (quant.h) and dots it. A Q4_0 W the
+ * backend stores rows-interleaved (repack.c) is dotted 8 rows at a time
+ * against x in 24-bit block fixed point (packed_* below). Prefill: W is
  * dequantized a tile of rows at a time (threaded) and each tile feeds the
  * blocked SGEMM. Never a full f32 copy of W. Accumulation in f32, so
  * results differ from the double reference by rounding only (parity
@@ -33,6 +35,8 @@ typedef struct dq_job {
   int64_t n0;     /* first W row of the tile */
   int simd;
   const float* xsum; /* Q4_K: sums of x's runs of 32, [M, K / 32] */
+  const rlx_cpu_packed* packed; /* W stored rows-interleaved (repack.c), else NULL */
+  const struct limb_x* lx;      /* x for the packed kernel, else NULL */
   float fp8[256];    /* FP8 schemes: each code's value */
   atomic_int failed; /* a GEMV worker could not allocate its row buffer */
 } dq_job;
@@ -177,6 +181,134 @@ __attribute__((target("avx2,fma"))) static float row_q6_k_avx2(const uint8_t* w,
 }
 #endif
 
+/* ------------------------------------------------------------------ rows interleaved */
+
+/* x for the packed kernel: each run of 32 values (one block) in 24-bit
+ * fixed point, x_i = s_b X_i + e_i with s_b = max|x| / DQ_XMAX and |e_i| <=
+ * s_b / 2 (2^-24 of the run's largest |x|, below the rounding of an f32
+ * product), X_i = 65536 L2_i + 256 L1_i + L0_i with each limb in [-128,
+ * 127]. A block's dot with a Q4_0 row of nibbles c_i is then
+ *   sum_i (c_i - 8) x_i = s_b sum_k 256^(2-k) (sum_i c_i Lk_i - 8 sum_i Lk_i),
+ * each inner sum exact in int32 (|.| <= 32 * 15 * 128), and VPDPBUSD
+ * forms it for 8 rows (the lanes) x 4 elements at once. Rounding only
+ * where the f32 path rounds: combining the limbs in float, scaling by d
+ * s_b and accumulating the blocks. */
+#define DQ_XMAX (127 * 65536 + 127 * 256 + 127)
+
+typedef struct limb_x {
+  int8_t* limbs; /* [M, K / 32, 3, 32]: L2, L1, L0 of each block */
+  int32_t* lsum; /* [M, K / 32, 3]: 8 times each limb's sum over the block */
+  float* scale;  /* [M, K / 32]: s_b */
+} limb_x;
+
+static void limb_x_free(limb_x* lx) {
+  free(lx->limbs);
+  free(lx->lsum);
+  free(lx->scale);
+}
+
+/* One block of x into limbs; 0 when a value is not finite. */
+static int limb_block(const float* x, int8_t* l, int32_t* lsum, float* scale) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; i++) {
+    if (!(x[i] - x[i] == 0.0f)) return 0; /* NaN or infinity */
+    float a = x[i] < 0 ? -x[i] : x[i];
+    amax = a > amax ? a : amax;
+  }
+  *scale = amax / (float)DQ_XMAX;
+  double inv = amax > 0.0f ? (double)DQ_XMAX / (double)amax : 0.0;
+  int32_t sum[3] = {0, 0, 0};
+  for (int i = 0; i < 32; i++) {
+    double v = (double)x[i] * inv;
+    int32_t X = (int32_t)(v < 0 ? v - 0.5 : v + 0.5);
+    X = X > DQ_XMAX ? DQ_XMAX : X < -DQ_XMAX ? -DQ_XMAX : X;
+    int32_t l0 = ((X + 128) & 255) - 128, x1 = (X - l0) / 256;
+    int32_t l1 = ((x1 + 128) & 255) - 128, l2 = (x1 - l1) / 256;
+    l[i] = (int8_t)l2, l[32 + i] = (int8_t)l1, l[64 + i] = (int8_t)l0;
+    sum[0] += l2, sum[1] += l1, sum[2] += l0;
+  }
+  for (int k = 0; k < 3; k++) lsum[k] = 8 * sum[k];
+  return 1;
+}
+
+/* x [M, K] into limbs; 0 (nothing to free) when a value is not finite or
+ * there is no memory: the packed rows are then dequantized and dotted. */
+static int limb_x_prepare(const float* x, int64_t M, int64_t K, limb_x* lx) {
+  int64_t blocks = M * K / 32;
+  lx->limbs = malloc((size_t)(blocks * 96));
+  lx->lsum = malloc(sizeof(int32_t) * (size_t)(blocks * 3 + 1));
+  lx->scale = malloc(sizeof(float) * (size_t)(blocks + 1));
+  int ok = lx->limbs && lx->lsum && lx->scale;
+  for (int64_t b = 0; ok && b < blocks; b++) /* runs never cross a row: 32 | K */
+    ok = limb_block(x + 32 * b, lx->limbs + 96 * b, lx->lsum + 3 * b, lx->scale + b);
+  if (!ok) limb_x_free(lx);
+  return ok;
+}
+
+/* Row n (in a full group) of a packed Q4_0 W, dequantized as quant.h does:
+ * each block put back in its plain 18 bytes first. */
+static void packed_row(const uint8_t* w, int64_t nb, int64_t n, float* row) {
+  const uint8_t* grp = w + (n / 8) * nb * 8 * 18;
+  int r = (int)(n % 8);
+  for (int64_t b = 0; b < nb; b++, grp += 8 * 18) {
+    uint8_t plain[18];
+    memcpy(plain, grp + 2 * r, 2);
+    for (int c = 0; c < 4; c++) memcpy(plain + 2 + 4 * c, grp + 16 + 32 * c + 4 * r, 4);
+    rlx_dequant_group(RLX_QUANT_Q4_0, plain, 32, 1.0f, 0, row + 32 * b);
+  }
+}
+
+#ifdef DQ_X86
+/* The 8 rows of packed group grp dotted with limb row (l, lsum, scale). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"))) static void
+packed_group(const uint8_t* grp, int64_t nb, const int8_t* l, const int32_t* lsum,
+             const float* scale, float out[8]) {
+  const __m256i m = _mm256_set1_epi8(15);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++, grp += 8 * 18, l += 96, lsum += 3) {
+    __m256i s[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 4; c++) {
+      __m256i v = _mm256_loadu_si256((const __m256i*)(grp + 16 + 32 * c));
+      __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+      for (int k = 0; k < 3; k++) { /* elements 4c.. (low nibbles), 16 + 4c.. (high) */
+        int32_t xl, xh;
+        memcpy(&xl, l + 32 * k + 4 * c, 4);
+        memcpy(&xh, l + 32 * k + 16 + 4 * c, 4);
+        s[k] = _mm256_dpbusd_epi32(s[k], lo, _mm256_set1_epi32(xl));
+        s[k] = _mm256_dpbusd_epi32(s[k], hi, _mm256_set1_epi32(xh));
+      }
+    }
+    __m256 f[3];
+    for (int k = 0; k < 3; k++)
+      f[k] = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[k], _mm256_set1_epi32(lsum[k])));
+    __m256 t = _mm256_fmadd_ps(f[0], _mm256_set1_ps(65536.0f),
+                               _mm256_fmadd_ps(f[1], _mm256_set1_ps(256.0f), f[2]));
+    __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)grp));
+    acc = _mm256_fmadd_ps(t, _mm256_mul_ps(d, _mm256_set1_ps(scale[b])), acc);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+#endif
+
+/* GEMV groups [begin, end) of 8 packed rows against every row of x. */
+static void packed_range(void* ctx, int64_t begin, int64_t end) {
+  const dq_job* j = ctx;
+#ifdef DQ_X86
+  const rlx_dqmm_params* p = &j->s->p.dqmm;
+  const uint8_t* w = j->arena + j->s->in[1].offset;
+  int64_t nb = p->K / 32;
+  for (int64_t g = begin; g < end; g++)
+    for (int64_t m = 0; m < p->M; m++) {
+      float out[8];
+      packed_group(w + g * nb * 8 * 18, nb, j->lx->limbs + m * nb * 96, j->lx->lsum + m * nb * 3,
+                   j->lx->scale + m * nb, out);
+      memcpy(j->y + m * p->N + 8 * g, out, sizeof out);
+    }
+#else
+  (void)j, (void)begin, (void)end; /* repack.c never packs off x86 */
+#endif
+}
+
 /* The fused row dot of the schemes that have one on this CPU; 0: none. */
 typedef float (*row_dot_fn)(const uint8_t*, const float*, const float*, int64_t);
 static row_dot_fn fused_row_dot(int32_t scheme, int simd) {
@@ -204,6 +336,10 @@ static float dot_any(int simd, const float* a, const float* b, int64_t n) {
 static void dequant_row(const dq_job* j, int64_t n, float* row) {
   const rlx_step* s = j->s;
   const rlx_dqmm_params* p = &s->p.dqmm;
+  if (j->packed && n < p->N / 8 * 8) {
+    packed_row(j->arena + s->in[1].offset, p->K / 32, n, row);
+    return;
+  }
   const uint8_t* w = j->arena + s->in[1].offset + n * p->row_bytes;
   int64_t gb = rlx_quant_group_bytes(p->scheme, p->group), groups = p->K / p->group;
   float global = p->has_aux && p->scheme == RLX_QUANT_NVFP4
@@ -234,7 +370,8 @@ static void dequant_row(const dq_job* j, int64_t n, float* row) {
 static void gemv_range(void* ctx, int64_t begin, int64_t end) {
   const dq_job* j = ctx;
   const rlx_dqmm_params* p = &j->s->p.dqmm;
-  row_dot_fn fused = fused_row_dot(p->scheme, j->simd);
+  /* packed rows (a full group of an interleaved W) only dequantize */
+  row_dot_fn fused = j->packed && begin < p->N / 8 * 8 ? NULL : fused_row_dot(p->scheme, j->simd);
   float* row = fused ? NULL : malloc(sizeof(float) * (size_t)p->K);
   if (!fused && !row) { /* the caller then hands the step to the reference */
     atomic_store(&((dq_job*)ctx)->failed, 1);
@@ -298,7 +435,16 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
     rlx_dtype f8 = p->scheme == RLX_QUANT_FP8_E4M3 ? RLX_F8E4M3FN : RLX_F8E5M2;
     for (int c = 0; c < 256; c++) j.fp8[c] = (float)rlx_f8_decode(f8, (uint8_t)c);
     float* y = ybuf ? ybuf : (float*)(arena + s->out[0].offset);
-    if (gemv) {
+    rlx_cpu_packed* packed = rlx_cpu_packed_w(f, s->in[1].offset);
+    j.packed = packed;
+    limb_x lx = {NULL, NULL, NULL};
+    if (gemv && packed && limb_x_prepare(j.x, p->M, p->K, &lx)) {
+      j.lx = &lx, j.y = y;
+      rlx_cpu_parallel_for(f->pool, p->N / 8, 2, packed_range, &j);
+      gemv_range(&j, p->N / 8 * 8, p->N); /* the plain tail rows */
+      ok = !atomic_load(&j.failed);
+      limb_x_free(&lx);
+    } else if (gemv) {
       j.y = y;
       rlx_cpu_parallel_for(f->pool, p->N, 16, gemv_range, &j);
       ok = !atomic_load(&j.failed); /* else the reference recomputes every row */
@@ -307,6 +453,8 @@ int rlx_cpu_fast_dequant_matmul(rlx_cpu_fast* f, uint8_t* arena, const rlx_step*
     }
     if (ok && ybuf) rlx_convert(arena + s->out[0].offset, yt, ybuf, RLX_F32, (int64_t)yn);
   }
+  rlx_cpu_packed* packed_w = rlx_cpu_packed_w(f, s->in[1].offset);
+  if (!ok && packed_w) rlx_cpu_repack_set(arena, packed_w, 0, f->pack_tmp); /* the reference reads plain rows */
   free(xbuf);
   free(ybuf);
   free(tile);

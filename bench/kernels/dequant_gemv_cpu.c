@@ -3,25 +3,23 @@
  * q4_0 decode >= llama.cpp's CPU library).
  *
  * Variants:
- *   0  production: rlx_cpu_fast_dequant_matmul (one W row at a time, a SIMD
- *      lane per element: nibbles widened to f32 and FMA'd with x)
- *   1  rows interleaved, f32: W repacked so a 32-bit lane holds 4 bytes of
- *      one row (16 rows per zmm); each nibble becomes its float (c - 8) by a
- *      16-entry table lookup (VPERMPS reads only the index's low 4 bits, so
- *      a shift selects the nibble) and is FMA'd with x broadcast. Lanes are
- *      rows: no horizontal sums, one scale vector per block.
- *   2  rows interleaved, x in 24-bit block fixed point as three int8 limbs:
- *      x_i = s_b (65536 L2_i + 256 L1_i + L0_i) + e_i (|e_i| <= 2^-24 of the
- *      block's largest |x|: the f32 path's accuracy); per limb VPDPBUSD sums
- *      nibble * limb over 8 rows x 4 elements in one instruction (exact
- *      int32), the limbs are combined in float per block.
- *   3  rows interleaved, x quantized to 8 bits per block of 32 (what
+ *   0  production: W stored rows-interleaved in place (src/backends/cpu/
+ *      repack.c) and rlx_cpu_fast_dequant_matmul's packed GEMV: a 32-bit
+ *      lane per row, 8 rows x 4 elements per VPDPBUSD against x in 24-bit
+ *      block fixed point as three int8 limbs (f32-accurate); AVX-512 VNNI
+ *   1  the plain layout's row dots (production before; RLX_CPU_NO_REPACK):
+ *      one W row at a time, a SIMD lane per element, nibbles widened to
+ *      f32 and FMA'd with x, horizontal sums per row
+ *   2  rows interleaved x16, f32: each nibble becomes its float (c - 8) by
+ *      a 16-entry table lookup (VPERMPS reads only the index's low 4 bits,
+ *      so a shift selects the nibble) and is FMA'd with x broadcast
+ *   3  rows interleaved x8, x quantized to 8 bits per block of 32 (what
  *      llama.cpp does: ~0.4% of each block's largest |x| per element; its
- *      error is reported, not held to the f32 tolerance).
- * The interleaved layout is what a load-time repack would store: per group
- * of 8 (variant 2, 3) or 16 (variant 1) rows and per block, the rows' f16
- * scales, then 4-byte chunks c = 0..3 of every row (chunk c holds elements
- * 4c..4c+3 in its low nibbles and 16+4c..16+4c+3 in its high ones).
+ *      error is reported, not held to the f32 tolerance)
+ * The interleaved layouts of variants 2 and 3 are repack.c's with groups of
+ * 16 / 8 rows: per block, the rows' f16 scales, then 4-byte chunks c = 0..3
+ * of every row (chunk c holds elements 4c..4c+3 in its low nibbles and
+ * 16+4c..16+4c+3 in its high ones).
  *
  *   lab_dequant_gemv_cpu [--check] [--threads T] [--reps R] [K N]
  *
@@ -52,9 +50,6 @@ typedef struct problem {
   uint8_t* w;
   uint8_t *w8, *w16;  /* interleaved by 8 / 16 rows (N padded with zero rows) */
   int64_t n8, n16;    /* padded row counts */
-  int8_t* limbs;      /* [nb][3][32]: L2, L1, L0 */
-  int32_t* lsum;      /* [nb][3]: 8 * sum of each limb over the block */
-  float* xscale;      /* [nb] s_b */
   int8_t* xq8;        /* [K] 8-bit x */
   float* xq8s;        /* [nb] its scales */
   int32_t* xq8sum;    /* [nb] 8 * sum of xq8 over the block */
@@ -94,27 +89,12 @@ static void interleave(const problem* p, int R, uint8_t* dst, int64_t r0) {
   }
 }
 
-/* x in 24-bit block fixed point (variant 2) and in 8 bits (variant 3). */
+/* x in 8 bits per block of 32 (variant 3). */
 static void prepare_x(problem* p) {
   for (int64_t b = 0; b < p->nb; b++) {
     const float* x = p->x + 32 * b;
     float amax = 0.0f;
     for (int i = 0; i < 32; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
-    const int32_t xmax = 127 * 65536 + 127 * 256 + 127;
-    p->xscale[b] = amax / (float)xmax;
-    double inv = amax > 0 ? (double)xmax / amax : 0.0;
-    int8_t* l = p->limbs + b * 96;
-    int32_t sums[3] = {0, 0, 0};
-    for (int i = 0; i < 32; i++) {
-      double v = (double)x[i] * inv;
-      int32_t X = (int32_t)(v < 0 ? v - 0.5 : v + 0.5);
-      X = X > xmax ? xmax : X < -xmax ? -xmax : X;
-      int32_t l0 = ((X + 128) & 255) - 128, x1 = (X - l0) / 256;
-      int32_t l1 = ((x1 + 128) & 255) - 128, l2 = (x1 - l1) / 256;
-      l[i] = (int8_t)l2, l[32 + i] = (int8_t)l1, l[64 + i] = (int8_t)l0;
-      sums[0] += l2, sums[1] += l1, sums[2] += l0;
-    }
-    for (int k = 0; k < 3; k++) p->lsum[3 * b + k] = 8 * sums[k];
     p->xq8s[b] = amax / 127.0f;
     double inv8 = amax > 0 ? 127.0 / amax : 0.0;
     int32_t s8 = 0;
@@ -133,9 +113,6 @@ static void problem_free(problem* p) {
   free(p->arena);
   free(p->w8);
   free(p->w16);
-  free(p->limbs);
-  free(p->lsum);
-  free(p->xscale);
   free(p->xq8);
   free(p->xq8s);
   free(p->xq8sum);
@@ -151,16 +128,12 @@ static int problem_init(problem* p, int64_t K, int64_t N) {
   p->arena = aligned_alloc(64, (sizeof(float) * (size_t)(K + N) + wbytes + 63) / 64 * 64);
   p->w8 = malloc((size_t)(p->n8 * p->nb * QB));
   p->w16 = malloc((size_t)(p->n16 * p->nb * QB));
-  p->limbs = malloc((size_t)(p->nb * 96));
-  p->lsum = malloc(sizeof(int32_t) * (size_t)(3 * p->nb));
-  p->xscale = malloc(sizeof(float) * (size_t)p->nb);
   p->xq8 = malloc((size_t)K);
   p->xq8s = malloc(sizeof(float) * (size_t)p->nb);
   p->xq8sum = malloc(sizeof(int32_t) * (size_t)p->nb);
   p->ref = malloc(sizeof(double) * (size_t)N);
   p->deq = malloc(sizeof(float) * (size_t)K);
-  if (!p->arena || !p->w8 || !p->w16 || !p->limbs || !p->lsum || !p->xscale || !p->xq8 ||
-      !p->xq8s || !p->xq8sum || !p->ref || !p->deq)
+  if (!p->arena || !p->w8 || !p->w16 || !p->xq8 || !p->xq8s || !p->xq8sum || !p->ref || !p->deq)
     return 0;
   p->x = (float*)p->arena;
   p->y = p->x + K;
@@ -180,9 +153,11 @@ static int problem_init(problem* p, int64_t K, int64_t N) {
   return 1;
 }
 
-/* ------------------------------------------------------------------ variant 0 */
+/* ------------------------------------------------------------------ variants 0, 1 */
 
-static int run_production(rlx_cpu_fast* f, const problem* p) {
+/* The library's fast path on the arena's W, as it is stored (packed in
+ * place by repack.c for variant 0: pack_w). 0 when it declines. */
+static int run_library(rlx_cpu_fast* f, const problem* p) {
   rlx_step s;
   memset(&s, 0, sizeof s);
   s.kernel = RLX_K_DEQUANT_MATMUL;
@@ -195,12 +170,30 @@ static int run_production(rlx_cpu_fast* f, const problem* p) {
   return rlx_cpu_fast_dequant_matmul(f, p->arena, &s);
 }
 
+/* Variant 0's storage: the arena's W interleaved in place as the CPU
+ * backend stores it (pack 1; 0 when this CPU lacks the packed kernel or N
+ * < 8), or back to plain (pack 0). */
+static int pack_w(rlx_cpu_fast* f, problem* p, int pack, rlx_cpu_packed* w) {
+  if (pack) {
+    *w = (rlx_cpu_packed){(uint64_t)(p->w - p->arena), p->N, p->nb * QB, 0};
+    if (!rlx_cpu_repack_available() || p->N < 8 || !(f->pack_tmp = malloc((size_t)(8 * w->row_bytes))))
+      return 0;
+    rlx_cpu_repack_set(p->arena, w, 1, f->pack_tmp);
+    f->packed = w, f->n_packed = 1;
+  } else if (f->packed) {
+    rlx_cpu_repack_set(p->arena, w, 0, f->pack_tmp);
+    free(f->pack_tmp);
+    f->packed = NULL, f->n_packed = 0, f->pack_tmp = NULL;
+  }
+  return 1;
+}
+
 /* ------------------------------------------------------------------ variants 1-3 */
 
 #ifdef LAB_X86
 #define LAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 
-/* Variant 1: 16 rows. Table of (c - 8) for nibble c. */
+/* Variant 2: 16 rows. Table of (c - 8) for nibble c. */
 LAB_AVX512 static void rows16_f32(const problem* p, const uint8_t* g, int64_t n0, float* y) {
   const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   __m512 acc = _mm512_setzero_ps();
@@ -221,40 +214,6 @@ LAB_AVX512 static void rows16_f32(const problem* p, const uint8_t* g, int64_t n0
   float out[16];
   _mm512_storeu_ps(out, acc);
   for (int r = 0; r < 16 && n0 + r < p->N; r++) y[n0 + r] = out[r];
-}
-
-/* Variant 2: 8 rows, three int8 limbs of x. Per limb k and block: the
- * nibble sums sum_i c_i L_k,i (8 rows in the lanes, exact int32: |.| <=
- * 32 * 15 * 128), minus 8 sum_i L_k,i (the codes' offset, exact), then
- * (65536 S_2 + 256 S_1 + S_0) in float times d_r s_b. */
-LAB_AVX512 static void rows8_limbs(const problem* p, const uint8_t* g, int64_t n0, float* y) {
-  const __m256i m = _mm256_set1_epi8(15);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < p->nb; b++, g += 8 * QB) {
-    const int8_t* l = p->limbs + 96 * b;
-    __m256i s[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int c = 0; c < 4; c++) {
-      __m256i v = _mm256_loadu_si256((const __m256i*)(g + 16 + 32 * c));
-      __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
-      for (int k = 0; k < 3; k++) {
-        int32_t xl, xh;
-        memcpy(&xl, l + 32 * k + 4 * c, 4);
-        memcpy(&xh, l + 32 * k + 16 + 4 * c, 4);
-        s[k] = _mm256_dpbusd_epi32(s[k], lo, _mm256_set1_epi32(xl));
-        s[k] = _mm256_dpbusd_epi32(s[k], hi, _mm256_set1_epi32(xh));
-      }
-    }
-    __m256 f[3];
-    for (int k = 0; k < 3; k++)
-      f[k] = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[k], _mm256_set1_epi32(p->lsum[3 * b + k])));
-    __m256 t = _mm256_fmadd_ps(f[0], _mm256_set1_ps(65536.0f),
-                               _mm256_fmadd_ps(f[1], _mm256_set1_ps(256.0f), f[2]));
-    __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)g));
-    acc = _mm256_fmadd_ps(t, _mm256_mul_ps(d, _mm256_set1_ps(p->xscale[b])), acc);
-  }
-  float out[8];
-  _mm256_storeu_ps(out, acc);
-  for (int r = 0; r < 8 && n0 + r < p->N; r++) y[n0 + r] = out[r];
 }
 
 /* Variant 3: 8 rows, x in 8 bits: one VPDPBUSD per 4-byte chunk half. */
@@ -299,12 +258,11 @@ static void group_range(void* ctx, int64_t begin, int64_t end) {
   const job* j = ctx;
   const problem* p = j->p;
 #ifdef LAB_X86
-  int R = j->v == 1 ? 16 : 8;
-  const uint8_t* base = j->v == 1 ? p->w16 : p->w8;
+  int R = j->v == 2 ? 16 : 8;
+  const uint8_t* base = j->v == 2 ? p->w16 : p->w8;
   for (int64_t gi = begin; gi < end; gi++) {
     const uint8_t* g = base + gi * p->nb * R * QB;
-    if (j->v == 1) rows16_f32(p, g, gi * R, p->y);
-    else if (j->v == 2) rows8_limbs(p, g, gi * R, p->y);
+    if (j->v == 2) rows16_f32(p, g, gi * R, p->y);
     else rows8_q8(p, g, gi * R, p->y);
   }
 #else
@@ -313,20 +271,20 @@ static void group_range(void* ctx, int64_t begin, int64_t end) {
 }
 
 static const char* const names[] = {
-    "production row dots (fast_quant.c), x f32",
+    "production: rows x8 in place, x as 3 int8 limbs (VNNI)",
+    "plain layout row dots, x f32 (RLX_CPU_NO_REPACK)",
     "rows interleaved x16, nibble table + f32 FMA",
-    "rows interleaved x8, x as 3 int8 limbs (VNNI)",
     "rows interleaved x8, x in 8 bits (VNNI, inexact)",
 };
 enum { N_VARIANTS = 4 };
 
 /* One run of variant v; 0 when this CPU lacks it. */
 static int run(rlx_cpu_fast* f, int v, problem* p) {
-  if (v == 0) return run_production(f, p);
+  if (v <= 1) return run_library(f, p);
 #ifdef LAB_X86
   if (!have_avx512_vnni()) return 0;
   job j = {p, v};
-  int64_t groups = (v == 1 ? p->n16 : p->n8) / (v == 1 ? 16 : 8);
+  int64_t groups = (v == 2 ? p->n16 : p->n8) / (v == 2 ? 16 : 8);
   rlx_cpu_parallel_for(f->pool, groups, 8, group_range, &j);
   return 1;
 #else
@@ -338,8 +296,10 @@ static int measure(rlx_cpu_fast* f, int v, problem* p, int reps) {
   char what[96];
   snprintf(what, sizeof what, "%s%s", names[v], reps == 0 ? " (check)" : "");
   memset(p->y, 0xff, sizeof(float) * (size_t)p->N);
-  if (!run(f, v, p)) {
-    lab_skip(v, what, "this CPU lacks AVX-512 VNNI (or the fast path declined)");
+  rlx_cpu_packed w;
+  if ((v == 0 && !pack_w(f, p, 1, &w)) || !run(f, v, p)) {
+    pack_w(f, p, 0, &w);
+    lab_skip(v, what, "this CPU lacks AVX-512 VNNI, N < 8, or the fast path declined");
     return 1;
   }
   double err = lab_max_rel_err(p->y, p->ref, p->N);
@@ -350,6 +310,7 @@ static int measure(rlx_cpu_fast* f, int v, problem* p, int reps) {
     run(f, v, p);
     ms[r] = lab_now_ms() - t0;
   }
+  if (v == 0) pack_w(f, p, 0, &w);
   /* rate: GB/s of W (the bytes that must stream) */
   lab_report(v, what, err, n ? lab_median(ms, n) : 0.0, (double)(p->N * p->nb * QB));
   return v == 3 || err <= TOL;

@@ -2013,18 +2013,21 @@ static void c_dequant_matmul_long(pcase* c, int v) {
   outputs(c, &y, 1);
 }
 
-/* Q4_0 with N >= 8: the CPU backend stores W rows-interleaved in place
- * (repack.c) and runs its packed decode GEMV for up to 8 rows of x (v < 6:
- * N a multiple of 8, or with a plain tail of 1-7 rows; K from one block to
- * past 2048), and dequantizes packed rows for the prefill (v >= 6: more
- * than 8 rows of x); x in f32, f16 (v == 4) or bf16 (v == 5). */
-static void c_dequant_matmul_q4_0_rows(pcase* c, int v) {
+/* Q4_0 (v < 8) and Q8_0 with N >= 8: the CPU backend stores W
+ * rows-interleaved in place (repack.c) and runs its packed decode GEMV for
+ * up to 8 rows of x (v % 8 < 6: N a multiple of 8, or with a plain tail of
+ * 1-7 rows; K from one block to past 2048), and dequantizes packed rows for
+ * the prefill (v % 8 >= 6: more than 8 rows of x); x in f32, f16 (v % 8 ==
+ * 4) or bf16 (v % 8 == 5). */
+static void c_dequant_matmul_rows(pcase* c, int v) {
   static const int64_t Ns[] = {8, 13, 40, 67, 24, 31, 16, 29};
   static const int64_t Ks[] = {32, 96, 256, 2080, 64, 128, 160, 64};
-  rlx_dtype t = v == 4 ? RLX_F16 : v == 5 ? RLX_BF16 : RLX_F32;
+  int s = v % 8;
+  rlx_dtype t = s == 4 ? RLX_F16 : s == 5 ? RLX_BF16 : RLX_F32;
   c->compute = t;
-  int64_t M = v >= 6 ? test_rand_int(9, 20) : test_rand_int(1, 8);
-  rlx_tensor y = dequant_node_sized(c, RLX_QUANT_Q4_0, 0, t, 1, M, Ns[v], Ks[v], 32);
+  int64_t M = s >= 6 ? test_rand_int(9, 20) : test_rand_int(1, 8);
+  rlx_tensor y = dequant_node_sized(c, v < 8 ? RLX_QUANT_Q4_0 : RLX_QUANT_Q8_0, 0, t, 1, M, Ns[s],
+                                    Ks[s], 32);
   outputs(c, &y, 1);
 }
 
@@ -2112,7 +2115,7 @@ static const case_def CASES[] = {
     {"grouped_matmul", c_grouped_matmul, 18, TOL_F32},
     {"dequant_grouped_matmul", c_dequant_grouped_matmul, 4 * RLX_QUANT_COUNT, TOL_F32},
     {"grouped_matmul_half", c_grouped_matmul_half, 4, TOL_HALF},
-    {"dequant_matmul_q4_0_rows", c_dequant_matmul_q4_0_rows, 8, {1e-5, 2e-2, 2e-2}},
+    {"dequant_matmul_rows", c_dequant_matmul_rows, 16, {1e-5, 2e-2, 2e-2}},
 };
 
 /* A backend's documented looser bound for one case and dtype (case NULL:

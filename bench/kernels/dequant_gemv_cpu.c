@@ -175,7 +175,7 @@ static int run_library(rlx_cpu_fast* f, const problem* p) {
  * < 8), or back to plain (pack 0). */
 static int pack_w(rlx_cpu_fast* f, problem* p, int pack, rlx_cpu_packed* w) {
   if (pack) {
-    *w = (rlx_cpu_packed){(uint64_t)(p->w - p->arena), p->N, p->nb * QB, 0};
+    *w = (rlx_cpu_packed){(uint64_t)(p->w - p->arena), p->N, p->nb * QB, RLX_QUANT_Q4_0, 0};
     if (!rlx_cpu_repack_available() || p->N < 8 || !(f->pack_tmp = malloc((size_t)(8 * w->row_bytes))))
       return 0;
     rlx_cpu_repack_set(p->arena, w, 1, f->pack_tmp);

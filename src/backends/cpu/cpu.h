@@ -67,11 +67,12 @@ int rlx_cpu_pool_threads(const rlx_cpu_pool* p);
 void rlx_cpu_parallel_for(rlx_cpu_pool* p, int64_t n, int64_t grain,
                           void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
 
-/* A Q4_0 DequantMatMul's W the CPU backend stores rows-interleaved in
- * place (repack.c: the layout, when and which). */
+/* A Q4_0 / Q8_0 DequantMatMul's W the CPU backend stores rows-interleaved
+ * in place (repack.c: the layout, when and which). */
 typedef struct rlx_cpu_packed {
   uint64_t offset; /* W's first byte in the arena */
   int64_t N, row_bytes;
+  int32_t scheme;  /* RLX_QUANT_Q4_0 or RLX_QUANT_Q8_0 */
   int packed;      /* 1: its full groups of 8 rows are interleaved now */
 } rlx_cpu_packed;
 
@@ -83,7 +84,7 @@ typedef struct rlx_cpu_fast {
   uint8_t* pack_tmp; /* rlx_cpu_repack_tmp_bytes: so converting never allocates */
 } rlx_cpu_fast;
 
-/* ---- rows-interleaved Q4_0 weights (repack.c) */
+/* ---- rows-interleaved Q4_0 / Q8_0 weights (repack.c) */
 /* 1 when this CPU has the packed kernel (AVX-512 VNNI) and it is not
  * switched off (RLX_CPU_SIMD below avx512, RLX_CPU_NO_REPACK). */
 int rlx_cpu_repack_available(void);

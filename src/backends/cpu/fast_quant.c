@@ -3,8 +3,8 @@
  * Decode (M <= RLX_DQ_GEMV_ROWS rows of x): a fused-dequant GEMV, threaded
  * over W's rows; Q8_0, Q4_0, Q4_K and Q6_K dot their blocks straight from the
  * codes (AVX2 + FMA where the CPU has it), every other scheme dequantizes
- * one row into the thread's buffer (quant.h) and dots it. A Q4_0 W the
- * backend stores rows-interleaved (repack.c) is dotted 8 rows at a time
+ * one row into the thread's buffer (quant.h) and dots it. A Q4_0 / Q8_0 W
+ * the backend stores rows-interleaved (repack.c) is dotted 8 rows at a time
  * against x in 24-bit block fixed point (packed_* below). Prefill: W is
  * dequantized a tile of rows at a time (threaded) and each tile feeds the
  * blocked SGEMM. Never a full f32 copy of W. Accumulation in f32, so
@@ -187,9 +187,11 @@ __attribute__((target("avx2,fma"))) static float row_q6_k_avx2(const uint8_t* w,
  * fixed point, x_i = s_b X_i + e_i with s_b = max|x| / DQ_XMAX and |e_i| <=
  * s_b / 2 (2^-24 of the run's largest |x|, below the rounding of an f32
  * product), X_i = 65536 L2_i + 256 L1_i + L0_i with each limb in [-128,
- * 127]. A block's dot with a Q4_0 row of nibbles c_i is then
- *   sum_i (c_i - 8) x_i = s_b sum_k 256^(2-k) (sum_i c_i Lk_i - 8 sum_i Lk_i),
- * each inner sum exact in int32 (|.| <= 32 * 15 * 128), and VPDPBUSD
+ * 127]. A block's dot with a row of unsigned codes c_i standing for
+ * c_i - o (Q4_0: nibbles, o = 8; Q8_0: int8 codes with their sign bit
+ * flipped, o = 128) is then
+ *   sum_i (c_i - o) x_i = s_b sum_k 256^(2-k) (sum_i c_i Lk_i - o sum_i Lk_i),
+ * each inner sum exact in int32 (|.| <= 32 * 255 * 128), and VPDPBUSD
  * forms it for 8 rows (the lanes) x 4 elements at once. Rounding only
  * where the f32 path rounds: combining the limbs in float, scaling by d
  * s_b and accumulating the blocks. */
@@ -197,7 +199,7 @@ __attribute__((target("avx2,fma"))) static float row_q6_k_avx2(const uint8_t* w,
 
 typedef struct limb_x {
   int8_t* limbs; /* [M, K / 32, 3, 32]: L2, L1, L0 of each block */
-  int32_t* lsum; /* [M, K / 32, 3]: 8 times each limb's sum over the block */
+  int32_t* lsum; /* [M, K / 32, 3]: each limb's sum over the block */
   float* scale;  /* [M, K / 32]: s_b */
 } limb_x;
 
@@ -227,7 +229,7 @@ static int limb_block(const float* x, int8_t* l, int32_t* lsum, float* scale) {
     l[i] = (int8_t)l2, l[32 + i] = (int8_t)l1, l[64 + i] = (int8_t)l0;
     sum[0] += l2, sum[1] += l1, sum[2] += l0;
   }
-  for (int k = 0; k < 3; k++) lsum[k] = 8 * sum[k];
+  for (int k = 0; k < 3; k++) lsum[k] = sum[k];
   return 1;
 }
 
@@ -245,46 +247,80 @@ static int limb_x_prepare(const float* x, int64_t M, int64_t K, limb_x* lx) {
   return ok;
 }
 
-/* Row n (in a full group) of a packed Q4_0 W, dequantized as quant.h does:
- * each block put back in its plain 18 bytes first. */
-static void packed_row(const uint8_t* w, int64_t nb, int64_t n, float* row) {
-  const uint8_t* grp = w + (n / 8) * nb * 8 * 18;
+/* Bytes of a Q4_0 / Q8_0 block: f16 d, then the codes. */
+static int64_t packed_block_bytes(int32_t scheme) { return scheme == RLX_QUANT_Q4_0 ? 18 : 34; }
+
+/* Row n (in a full group) of a packed W, dequantized as quant.h does: each
+ * block put back in its plain bytes first. */
+static void packed_row(const uint8_t* w, int32_t scheme, int64_t nb, int64_t n, float* row) {
+  int64_t bb = packed_block_bytes(scheme);
+  const uint8_t* grp = w + (n / 8) * nb * 8 * bb;
   int r = (int)(n % 8);
-  for (int64_t b = 0; b < nb; b++, grp += 8 * 18) {
-    uint8_t plain[18];
+  for (int64_t b = 0; b < nb; b++, grp += 8 * bb) {
+    uint8_t plain[34];
     memcpy(plain, grp + 2 * r, 2);
-    for (int c = 0; c < 4; c++) memcpy(plain + 2 + 4 * c, grp + 16 + 32 * c + 4 * r, 4);
-    rlx_dequant_group(RLX_QUANT_Q4_0, plain, 32, 1.0f, 0, row + 32 * b);
+    for (int c = 0; c < (bb - 2) / 4; c++) memcpy(plain + 2 + 4 * c, grp + 16 + 32 * c + 4 * r, 4);
+    if (scheme == RLX_QUANT_Q4_0) rlx_dequant_q4_0(plain, row + 32 * b);
+    else rlx_dequant_q8_0(plain, row + 32 * b);
   }
 }
 
 #ifdef DQ_X86
-/* The 8 rows of packed group grp dotted with limb row (l, lsum, scale). */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma"))) static void
-packed_group(const uint8_t* grp, int64_t nb, const int8_t* l, const int32_t* lsum,
-             const float* scale, float out[8]) {
+#define DQ_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+
+/* One limb's codes . x: 4 code bytes of each of the 8 rows (v) against x
+ * elements e .. e + 3 of limb row l (broadcast). */
+DQ_VNNI static __m256i limb_dot(__m256i acc, __m256i v, const int8_t* l) {
+  int32_t x4;
+  memcpy(&x4, l, 4);
+  return _mm256_dpbusd_epi32(acc, v, _mm256_set1_epi32(x4));
+}
+
+/* acc + the block's d_r s_b sum_i (c_i - o) x_i for the 8 rows, from the
+ * limb sums s[k] = sum_i c_i Lk_i. */
+DQ_VNNI static __m256 limb_block_sum(__m256 acc, const __m256i s[3], const int32_t* lsum,
+                                     int32_t o, const uint8_t* d16, float scale) {
+  __m256 f[3];
+  for (int k = 0; k < 3; k++)
+    f[k] = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[k], _mm256_set1_epi32(o * lsum[k])));
+  __m256 t = _mm256_fmadd_ps(f[0], _mm256_set1_ps(65536.0f),
+                             _mm256_fmadd_ps(f[1], _mm256_set1_ps(256.0f), f[2]));
+  __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)d16));
+  return _mm256_fmadd_ps(t, _mm256_mul_ps(d, _mm256_set1_ps(scale)), acc);
+}
+
+/* The 8 rows of packed Q4_0 group grp dotted with limb row (l, lsum, scale). */
+DQ_VNNI static void packed_group_q4_0(const uint8_t* grp, int64_t nb, const int8_t* l,
+                                      const int32_t* lsum, const float* scale, float out[8]) {
   const __m256i m = _mm256_set1_epi8(15);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++, grp += 8 * 18, l += 96, lsum += 3) {
     __m256i s[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 4; c++) { /* elements 4c.. (low nibbles), 16 + 4c.. (high) */
       __m256i v = _mm256_loadu_si256((const __m256i*)(grp + 16 + 32 * c));
       __m256i lo = _mm256_and_si256(v, m), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
-      for (int k = 0; k < 3; k++) { /* elements 4c.. (low nibbles), 16 + 4c.. (high) */
-        int32_t xl, xh;
-        memcpy(&xl, l + 32 * k + 4 * c, 4);
-        memcpy(&xh, l + 32 * k + 16 + 4 * c, 4);
-        s[k] = _mm256_dpbusd_epi32(s[k], lo, _mm256_set1_epi32(xl));
-        s[k] = _mm256_dpbusd_epi32(s[k], hi, _mm256_set1_epi32(xh));
+      for (int k = 0; k < 3; k++) {
+        s[k] = limb_dot(s[k], lo, l + 32 * k + 4 * c);
+        s[k] = limb_dot(s[k], hi, l + 32 * k + 16 + 4 * c);
       }
     }
-    __m256 f[3];
-    for (int k = 0; k < 3; k++)
-      f[k] = _mm256_cvtepi32_ps(_mm256_sub_epi32(s[k], _mm256_set1_epi32(lsum[k])));
-    __m256 t = _mm256_fmadd_ps(f[0], _mm256_set1_ps(65536.0f),
-                               _mm256_fmadd_ps(f[1], _mm256_set1_ps(256.0f), f[2]));
-    __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)grp));
-    acc = _mm256_fmadd_ps(t, _mm256_mul_ps(d, _mm256_set1_ps(scale[b])), acc);
+    acc = limb_block_sum(acc, s, lsum, 8, grp, scale[b]);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+/* The same for Q8_0: codes q_i in int8, read as q_i + 128 (sign bit flipped). */
+DQ_VNNI static void packed_group_q8_0(const uint8_t* grp, int64_t nb, const int8_t* l,
+                                      const int32_t* lsum, const float* scale, float out[8]) {
+  const __m256i flip = _mm256_set1_epi8((char)0x80);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; b++, grp += 8 * 34, l += 96, lsum += 3) {
+    __m256i s[3] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 8; c++) { /* elements 4c .. 4c + 3 */
+      __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(grp + 16 + 32 * c)), flip);
+      for (int k = 0; k < 3; k++) s[k] = limb_dot(s[k], v, l + 32 * k + 4 * c);
+    }
+    acc = limb_block_sum(acc, s, lsum, 128, grp, scale[b]);
   }
   _mm256_storeu_ps(out, acc);
 }
@@ -296,12 +332,15 @@ static void packed_range(void* ctx, int64_t begin, int64_t end) {
 #ifdef DQ_X86
   const rlx_dqmm_params* p = &j->s->p.dqmm;
   const uint8_t* w = j->arena + j->s->in[1].offset;
-  int64_t nb = p->K / 32;
+  int64_t nb = p->K / 32, group_bytes = nb * 8 * packed_block_bytes(p->scheme);
   for (int64_t g = begin; g < end; g++)
     for (int64_t m = 0; m < p->M; m++) {
       float out[8];
-      packed_group(w + g * nb * 8 * 18, nb, j->lx->limbs + m * nb * 96, j->lx->lsum + m * nb * 3,
-                   j->lx->scale + m * nb, out);
+      const int8_t* l = j->lx->limbs + m * nb * 96;
+      const int32_t* ls = j->lx->lsum + m * nb * 3;
+      const float* sc = j->lx->scale + m * nb;
+      if (p->scheme == RLX_QUANT_Q4_0) packed_group_q4_0(w + g * group_bytes, nb, l, ls, sc, out);
+      else packed_group_q8_0(w + g * group_bytes, nb, l, ls, sc, out);
       memcpy(j->y + m * p->N + 8 * g, out, sizeof out);
     }
 #else
@@ -337,7 +376,7 @@ static void dequant_row(const dq_job* j, int64_t n, float* row) {
   const rlx_step* s = j->s;
   const rlx_dqmm_params* p = &s->p.dqmm;
   if (j->packed && n < p->N / 8 * 8) {
-    packed_row(j->arena + s->in[1].offset, p->K / 32, n, row);
+    packed_row(j->arena + s->in[1].offset, p->scheme, p->K / 32, n, row);
     return;
   }
   const uint8_t* w = j->arena + s->in[1].offset + n * p->row_bytes;

@@ -1,19 +1,20 @@
-/* Rows-interleaved Q4_0 weights, in place (the CPU backend's own layout).
+/* Rows-interleaved Q4_0 / Q8_0 weights, in place (the CPU backend's own layout).
  *
- * A Q4_0 DequantMatMul's decode GEMV is bound by the work per block when W
+ * A Q4_0 / Q8_0 DequantMatMul's decode GEMV is bound by the work per block when W
  * is stored row after row (a SIMD lane per element: widen, convert, FMA,
  * then horizontal sums). Stored with 8 rows interleaved, a lane is a row
  * and one VPDPBUSD covers 8 rows x 4 elements (fast_quant.c; measured in
  * bench/kernels/dequant_gemv_cpu.c, 2.5x on one core). The layout of a
  * group of 8 rows r0 .. r0 + 7 (the same bytes the 8 rows occupy, so no
- * second copy of W), per block b of 32 elements, 144 bytes:
- *   the 8 rows' f16 scales d (16 bytes), then for c = 0..3 the 4 bytes
- *   4c .. 4c + 3 of each row's 16 nibble bytes (32 bytes), byte 4c + i of
- *   a row holding element 4c + i in its low nibble and 16 + 4c + i in its
- *   high one.
+ * second copy of W), per block b of 32 elements (8 x 18 bytes for Q4_0,
+ * 8 x 34 for Q8_0):
+ *   the 8 rows' f16 scales d (16 bytes), then for each 4 code bytes c of a
+ *   block (4 for Q4_0, 8 for Q8_0) those 4 bytes of each row (32 bytes).
+ *   Q4_0's code byte e holds element e in its low nibble and 16 + e in its
+ *   high one; Q8_0's is element e.
  * Rows past the last full group keep the plain layout.
  *
- * Which W: those of Q4_0 DequantMatMul steps that the fast path always runs
+ * Which W: those of Q4_0 / Q8_0 DequantMatMul steps that the fast path always runs
  * (not transposed, x f32 / f16 / bf16), at least 8 rows, and that no other
  * step of the compiled list reads or writes. Before a run the backend packs
  * every such W that is plain (cpu.c); upload, download and copy unpack a W
@@ -28,7 +29,8 @@
 #include "backends/cpu/cpu.h"
 #include "base/env.h"
 
-#define Q4_0_BYTES 18
+/* Bytes of a block of the schemes packed here: f16 d, then the codes. */
+static int64_t block_bytes(int32_t scheme) { return scheme == RLX_QUANT_Q4_0 ? 18 : 34; }
 
 int rlx_cpu_repack_available(void) {
 #if defined(__x86_64__)
@@ -47,18 +49,21 @@ int rlx_cpu_repack_available(void) {
 
 /* The W (offset, rows, row bytes) of step s if the packed kernel can run
  * it, else 0. */
-static int packable_w(const rlx_step* s, uint64_t* offset, int64_t* N, int64_t* row_bytes) {
+static int packable_w(const rlx_step* s, uint64_t* offset, int64_t* N, int64_t* row_bytes,
+                      int32_t* scheme) {
   if (s->kernel != RLX_K_DEQUANT_MATMUL) return 0;
   const rlx_dqmm_params* p = &s->p.dqmm;
   rlx_dtype xt = s->in[0].dtype;
-  if (p->scheme != RLX_QUANT_Q4_0 || p->transposed || p->N < 8 || xt != s->out[0].dtype ||
+  if ((p->scheme != RLX_QUANT_Q4_0 && p->scheme != RLX_QUANT_Q8_0) || p->transposed || p->N < 8 ||
+      xt != s->out[0].dtype ||
       !(xt == RLX_F32 || xt == RLX_F16 || xt == RLX_BF16))
     return 0;
   const rlx_view* w = &s->in[1];
   if (w->rank != 2 || w->shape[0] != p->N || w->shape[1] != p->row_bytes ||
-      w->stride[0] != p->row_bytes || w->stride[1] != 1 || p->row_bytes != p->K / 32 * Q4_0_BYTES)
+      w->stride[0] != p->row_bytes || w->stride[1] != 1 ||
+      p->row_bytes != p->K / 32 * block_bytes(p->scheme))
     return 0;
-  *offset = w->offset, *N = p->N, *row_bytes = p->row_bytes;
+  *offset = w->offset, *N = p->N, *row_bytes = p->row_bytes, *scheme = p->scheme;
   return 1;
 }
 
@@ -74,8 +79,9 @@ static int overlaps(const rlx_cpu_packed* r, uint64_t begin, uint64_t end) {
 static int conflicts(const rlx_cpu_packed* r, const rlx_step* s) {
   uint64_t off;
   int64_t N, rb;
-  int reads_as_w = packable_w(s, &off, &N, &rb) && off == r->offset && N == r->N &&
-                   rb == r->row_bytes;
+  int32_t scheme;
+  int reads_as_w = packable_w(s, &off, &N, &rb, &scheme) && off == r->offset && N == r->N &&
+                   rb == r->row_bytes && scheme == r->scheme;
   for (int32_t k = 0; k < s->n_writes; k++)
     if (overlaps(r, s->writes[k].begin, s->writes[k].end)) return 1;
   for (int32_t k = 0; k < s->n_reads; k++)
@@ -103,14 +109,15 @@ rlx_status rlx_cpu_repack_plan(const rlx_step_list* steps, rlx_cpu_packed** out,
   for (int32_t i = 0; i < steps->n; i++) {
     uint64_t off;
     int64_t N, rb;
-    if (!packable_w(&steps->steps[i], &off, &N, &rb) || find(rs, n, off) >= 0) continue;
+    int32_t scheme;
+    if (!packable_w(&steps->steps[i], &off, &N, &rb, &scheme) || find(rs, n, off) >= 0) continue;
     rlx_cpu_packed* grown = realloc(rs, sizeof *rs * (size_t)(n + 1));
     if (!grown) {
       free(rs);
       return RLX_RESOURCE_EXHAUSTED;
     }
     rs = grown;
-    rs[n++] = (rlx_cpu_packed){off, N, rb, 0};
+    rs[n++] = (rlx_cpu_packed){off, N, rb, scheme, 0};
   }
   int32_t kept = 0;
   for (int32_t i = 0; i < n; i++)
@@ -127,17 +134,17 @@ rlx_status rlx_cpu_repack_plan(const rlx_step_list* steps, rlx_cpu_packed** out,
  * through tmp (8 row_bytes: rlx_cpu_repack_tmp_bytes). */
 static void convert_group(uint8_t* arena, const rlx_cpu_packed* r, int64_t g, int pack,
                           uint8_t* tmp) {
-  int64_t rb = r->row_bytes, nb = rb / Q4_0_BYTES;
+  int64_t rb = r->row_bytes, bb = block_bytes(r->scheme), nb = rb / bb;
   uint8_t* base = arena + r->offset + (uint64_t)(g * 8 * rb);
   memcpy(tmp, base, (size_t)(8 * rb));
   for (int64_t b = 0; b < nb; b++) {
-    uint8_t* grp = (pack ? base : tmp) + b * 8 * Q4_0_BYTES;
+    uint8_t* grp = (pack ? base : tmp) + b * 8 * bb;
     for (int row = 0; row < 8; row++) {
-      uint8_t* plain = (pack ? tmp : base) + row * rb + b * Q4_0_BYTES;
+      uint8_t* plain = (pack ? tmp : base) + row * rb + b * bb;
       uint8_t* d = grp + 2 * row;
       if (pack) memcpy(d, plain, 2);
       else memcpy(plain, d, 2);
-      for (int c = 0; c < 4; c++) {
+      for (int c = 0; c < (bb - 2) / 4; c++) {
         uint8_t* chunk = grp + 16 + 32 * c + 4 * row;
         if (pack) memcpy(chunk, plain + 2 + 4 * c, 4);
         else memcpy(plain + 2 + 4 * c, chunk, 4);

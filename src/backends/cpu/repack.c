@@ -23,6 +23,7 @@
  * only W its steps agree with, and unpacks the rest it touches. Off without
  * AVX-512 VNNI, with options.reference, below RLX_CPU_SIMD's level 2, or
  * with RLX_CPU_NO_REPACK. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,14 +35,16 @@ static int64_t block_bytes(int32_t scheme) { return scheme == RLX_QUANT_Q4_0 ? 1
 
 int rlx_cpu_repack_available(void) {
 #if defined(__x86_64__)
-  static int vnni = -1; /* a benign race: every thread computes the same value */
-  if (vnni < 0) {
+  static atomic_int vnni = -1; /* every thread computes the same value */
+  if (atomic_load(&vnni) < 0) {
     __builtin_cpu_init();
-    vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-           __builtin_cpu_supports("f16c");
+    /* F16C (the scales' conversion) comes with every AVX-512 CPU; clang
+     * 14's __builtin_cpu_supports does not know its name. */
+    atomic_store(&vnni, __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl") &&
+                            __builtin_cpu_supports("avx512vnni"));
   }
-  return vnni && rlx_cpu_simd_level() >= 2 && !rlx_env_flag(RLX_ENV_CPU_NO_REPACK);
+  return atomic_load(&vnni) && rlx_cpu_simd_level() >= 2 && !rlx_env_flag(RLX_ENV_CPU_NO_REPACK);
 #else
   return 0;
 #endif

@@ -289,17 +289,15 @@ static rlx_status parse_metadata(rlx_safetensors* st, const st_source* src, json
   return RLX_OK;
 }
 
-/* Parses len bytes of JSON text that must hold exactly one value (then only
- * whitespace, which safetensors writers use as padding). */
-static rlx_status parse_json(const char* text, size_t len, const char* what, json_object** out,
-                             rlx_error* err) {
+rlx_status rlx_json_parse_one(const char* text, size_t len, const char* what, int strict,
+                              struct json_object** out, rlx_error* err) {
   *out = NULL;
   if (len > (size_t)INT32_MAX)
     return rlx_fail(err, RLX_INVALID_ARGUMENT, "%s: JSON text of %zu bytes is too long", what,
                     len);
   json_tokener* tok = json_tokener_new_ex(64);
   RLX_CHECK_ALLOC(err, tok);
-  json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+  if (strict) json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
   json_object* v = json_tokener_parse_ex(tok, text, (int)len);
   enum json_tokener_error e = json_tokener_get_error(tok);
   size_t end = json_tokener_get_parse_end(tok);
@@ -370,7 +368,7 @@ static rlx_status parse_file(rlx_safetensors* st, const uint8_t* buf, size_t n, 
   char label[1100];
   snprintf(label, sizeof label, "safetensors '%s' header", what);
   json_object* root = NULL;
-  RLX_RETURN_IF_ERROR(parse_json((const char*)buf + 8, (size_t)hlen, label, &root, err));
+  RLX_RETURN_IF_ERROR(rlx_json_parse_one((const char*)buf + 8, (size_t)hlen, label, 1, &root, err));
   st_source src = {what, buf + 8 + hlen, n - 8 - hlen, shard};
   int32_t first = st->n_tensors;
   rlx_status s = RLX_OK;
@@ -553,7 +551,7 @@ static rlx_status open_index(rlx_safetensors* st, const char* index, rlx_error* 
   snprintf(label, sizeof label, "safetensors index '%s'", index);
   dir_of(index, dir, sizeof dir);
   json_object* root = NULL;
-  rlx_status s = parse_json(text, n, label, &root, err);
+  rlx_status s = rlx_json_parse_one(text, n, label, 1, &root, err);
   free(text);
   json_object* map = NULL;
   if (s == RLX_OK && (!json_object_is_type(root, json_type_object) ||

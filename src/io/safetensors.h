@@ -24,4 +24,14 @@
 rlx_status rlx_safetensors_open_mem(const void* buf, size_t n, const char* what,
                                     rlx_safetensors** out, rlx_error* err);
 
+#ifdef RLX_HAVE_JSONC
+struct json_object; /* json-c's, declared here so includers need not see json.h */
+/* Parses len bytes of JSON text that must hold exactly one value (then only
+ * whitespace, which safetensors writers use as padding); `what` names the
+ * text in messages; strict: json-c's strict mode (safetensors headers).
+ * Shared by the safetensors reader and tokenizer_hf.c. */
+rlx_status rlx_json_parse_one(const char* text, size_t len, const char* what, int strict,
+                              struct json_object** out, rlx_error* err);
+#endif
+
 #endif

@@ -19,6 +19,7 @@
  *                            does not say
  * Everything is copied: the JSON objects are freed before returning. */
 #include "io/tokenizer.h"
+#include "io/safetensors.h"
 
 #include <libgen.h>
 #include <math.h>
@@ -46,34 +47,6 @@ typedef struct hf_ctx {
   const char* file; /* tokenizer.json's name, for messages */
   rlx_error* err;
 } hf_ctx;
-
-/* One JSON value, then only white space. */
-static rlx_status parse_json(const char* text, size_t len, const char* name, json_object** out,
-                             rlx_error* err) {
-  *out = NULL;
-  if (len > (size_t)INT32_MAX)
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "%s: %zu bytes of JSON is too long", name, len);
-  json_tokener* tok = json_tokener_new_ex(64);
-  RLX_CHECK_ALLOC(err, tok);
-  json_object* v = json_tokener_parse_ex(tok, text, (int)len);
-  enum json_tokener_error e = json_tokener_get_error(tok);
-  size_t end = json_tokener_get_parse_end(tok);
-  json_tokener_free(tok);
-  if (!v || e != json_tokener_success) {
-    json_object_put(v);
-    return rlx_fail(err, RLX_INVALID_ARGUMENT, "%s: malformed JSON near byte %zu: %s", name, end,
-                    e == json_tokener_continue ? "the text ends inside a value"
-                                               : json_tokener_error_desc(e));
-  }
-  for (size_t i = end; i < len; i++)
-    if (!strchr(" \t\r\n", text[i]) || text[i] == '\0') {
-      json_object_put(v);
-      return rlx_fail(err, RLX_INVALID_ARGUMENT, "%s: unexpected byte 0x%02x at %zu after the JSON",
-                      name, (unsigned)(unsigned char)text[i], i);
-    }
-  *out = v;
-  return RLX_OK;
-}
 
 /* o[key], NULL when o is no object, the key is absent or its value null. */
 static json_object* get(json_object* o, const char* key) {
@@ -572,14 +545,14 @@ static rlx_status read_chat_template(hf_ctx* c) {
 
 static rlx_status parse_all(hf_ctx* c) {
   const hf_texts* in = c->in;
-  RLX_RETURN_IF_ERROR(parse_json(in->tokenizer, in->tokenizer_len, c->file, &c->tok, c->err));
+  RLX_RETURN_IF_ERROR(rlx_json_parse_one(in->tokenizer, in->tokenizer_len, c->file, 0, &c->tok, c->err));
   if (!is(c->tok, json_type_object))
     return malformed(c, c->file, "(top level)", "must be an object");
   if (in->config)
-    RLX_RETURN_IF_ERROR(parse_json(in->config, in->config_len, in->config_name, &c->cfg, c->err));
+    RLX_RETURN_IF_ERROR(rlx_json_parse_one(in->config, in->config_len, in->config_name, 0, &c->cfg, c->err));
   if (in->generation)
     RLX_RETURN_IF_ERROR(
-        parse_json(in->generation, in->generation_len, in->generation_name, &c->gen, c->err));
+        rlx_json_parse_one(in->generation, in->generation_len, in->generation_name, 0, &c->gen, c->err));
   if (c->cfg && !is(c->cfg, json_type_object))
     return malformed(c, in->config_name, "(top level)", "must be an object");
   if (c->gen && !is(c->gen, json_type_object))

@@ -230,3 +230,14 @@ int rlx_shader_supports_node(const rlx_graph* g, int32_t ni) {
     if (rlx_tensor_type(g, n->out[i])->dtype == RLX_F64) return 0;
   return 1;
 }
+
+int rlx_shader_gqmm_geometry(const rlx_gmm_params* p, uint64_t w_offset, int64_t* rows,
+                             int64_t* cols) {
+  if (p->scheme < 0 || p->scheme >= RLX_QUANT_COUNT || p->group < 1 || p->N < 1 || p->x_rep < 1)
+    return 0;
+  *rows = p->wt ? p->N : p->K;
+  *cols = p->wt ? p->K : p->N;
+  int64_t xn = p->M / p->x_rep * p->K, yn = p->M * p->N, groups = p->E * *rows * (*cols / p->group);
+  return xn <= INT32_MAX && yn <= INT32_MAX && groups <= INT32_MAX && w_offset % 4 == 0 &&
+         w_offset + (uint64_t)(p->E * *rows * p->row_bytes) <= UINT32_MAX;
+}

@@ -101,6 +101,13 @@ void rlx_program_cache_free(rlx_program_cache* c);
  * exactly); any other node with an f64 operand goes to the host. Each
  * backend adds its own kernel limits (attention head dims, ...). */
 int rlx_shader_supports_node(const rlx_graph* g, int32_t ni);
+/* A DequantGroupedMatMul step's W geometry for the shader kernels
+ * (quant.glsl / quant.wgsl): each expert's stored rows of cols elements.
+ * 0 when the kernels cannot run it: bad params, or x, y, the scale groups
+ * past 32-bit element indices, or W (w_offset bytes into the binding) not
+ * 4-byte aligned or past 32-bit byte addresses. */
+int rlx_shader_gqmm_geometry(const rlx_gmm_params* p, uint64_t w_offset, int64_t* rows,
+                             int64_t* cols);
 /* Whether node ni reads or writes a dtype added after bool (i16 u16 u32 u64,
  * float8), which rlx_shader_supports_node sends to the host. */
 int rlx_shader_node_has_newer_dtype(const rlx_graph* g, int32_t ni);

@@ -250,13 +250,12 @@ static int64_t gqmm_plan(const rlx_step* s, int* per_group, rlx_vk_pipe* pipe) {
 static void encode_gqmm(encoder* e, const rlx_step* s) {
   const rlx_gmm_params* p = &s->p.gmm;
   int x = RLXVK_X;
-  if (p->scheme < 0 || p->scheme >= RLX_QUANT_COUNT || p->group < 1 || p->N < 1 ||
-      p->x_rep < 1) {
+  int64_t rows, cols;
+  if (!rlx_shader_gqmm_geometry(p, s->in[1].offset, &rows, &cols)) {
     e->ok = 0;
     return;
   }
   const rlx_quant_info* q = &rlx_quant_table[p->scheme];
-  int64_t rows = p->wt ? p->N : p->K, cols = p->wt ? p->K : p->N;
   put(e, x + DQ_K, cols);
   put(e, x + DQ_ROW_BYTES, p->row_bytes);
   put(e, x + DQ_SCHEME, p->scheme);
@@ -273,10 +272,6 @@ static void encode_gqmm(encoder* e, const rlx_step* s) {
   put(e, x + GQ_XREP, p->x_rep);
   put(e, x + GQ_WT, p->wt);
   put(e, x + GQ_TILES_N, (p->N + 63) / 64);
-  int64_t xn = p->M / p->x_rep * p->K, yn = p->M * p->N, groups = p->E * rows * (cols / p->group);
-  if (xn > INT32_MAX || yn > INT32_MAX || groups > INT32_MAX || s->in[1].offset % 4 != 0 ||
-      (uint64_t)s->in[1].offset + (uint64_t)(p->E * rows * p->row_bytes) > UINT32_MAX)
-    e->ok = 0;
 }
 
 /* Generic pipe per kernel kind (RLX_VK_KIND_* rows in vk_internal.h;

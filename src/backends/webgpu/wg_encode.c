@@ -247,13 +247,12 @@ static void encode_dqmm(encoder* e, const rlx_step* s, uint64_t base) {
  * the scales, W 4-byte aligned in its window. */
 static void encode_gqmm(encoder* e, const rlx_step* s, uint64_t base) {
   const rlx_gmm_params* p = &s->p.gmm;
-  if (p->scheme < 0 || p->scheme >= RLX_QUANT_COUNT || p->group < 1 || p->N < 1 ||
-      p->x_rep < 1) {
+  int64_t rows, cols;
+  if (!rlx_shader_gqmm_geometry(p, s->in[1].offset - base, &rows, &cols)) {
     e->ok = 0;
     return;
   }
   const rlx_quant_info* q = &rlx_quant_table[p->scheme];
-  int64_t rows = p->wt ? p->N : p->K, cols = p->wt ? p->K : p->N;
   put_x(e, WG_DQ_K, cols);
   put_x(e, WG_DQ_ROW_BYTES, p->row_bytes);
   put_x(e, WG_DQ_SCHEME, p->scheme);
@@ -270,11 +269,6 @@ static void encode_gqmm(encoder* e, const rlx_step* s, uint64_t base) {
   put_x(e, WG_GQ_XREP, p->x_rep);
   put_x(e, WG_GQ_WT, p->wt);
   put_x(e, WG_GQ_TILES_N, (p->N + 63) / 64);
-  int64_t xn = p->M / p->x_rep * p->K, yn = p->M * p->N, groups = p->E * rows * (cols / p->group);
-  if (xn > INT32_MAX || yn > INT32_MAX || groups > INT32_MAX ||
-      (s->in[1].offset - base) % 4 != 0 ||
-      s->in[1].offset - base + (uint64_t)(p->E * rows * p->row_bytes) > UINT32_MAX)
-    e->ok = 0;
 }
 
 static void encode_kind(encoder* e, const rlx_step* s, uint64_t base, uint64_t window) {

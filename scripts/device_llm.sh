@@ -16,13 +16,20 @@
 #                rlx bench and llama-bench, pp512 and tg128, on each file
 #                (a fresh machine: the files are written first, llama-bench
 #                is skipped unless check built it)
+#              OUT=$OUT bash build-llm-carry/device_llm.sh one     (~9 min)
+#                everything in one call (the machine does not stay warm
+#                between calls for long): llama-bench built and the files
+#                written in the background while test_cuda, test_precision
+#                and the dequant parity run on cuda; then rlx bench (f32,
+#                --tf32, --precision bf16) and llama-bench on each file,
+#                and RLX_CUDA_PROFILE tables of rlx's prefill and decode
 #   then:    copy $OUT/*.txt to bench/results/ (issue17_llm_h200_*.txt)
 # TYPES (default "q4_k_m q8_0") picks the files.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CARRY="${CARRY:-build-llm-carry}"
 BUILD="${BUILD:-build}"
-BINS="test_parity test_llm test_llm_gguf test_llm_cache test_llama_oracle rlx"
+BINS="test_parity test_llm test_llm_gguf test_llm_cache test_llama_oracle test_cuda test_precision rlx"
 TYPES="${TYPES:-q4_k_m q8_0}"
 
 if [ "${1:-}" = pack ]; then
@@ -119,5 +126,53 @@ if [ "$MODE" = bench ]; then
   done
   exit 0
 fi
-echo "usage: device_llm.sh pack|check|bench"
+if [ "$MODE" = one ]; then
+  stage machine
+  nvidia-smi --query-gpu=name,driver_version --format=csv || true
+  # NO_LLAMA=1: rlx only (llama-bench measured by an earlier call)
+  LPID=
+  if [ -z "${NO_LLAMA:-}" ]; then
+    [ -x "$LB/bin/llama-bench" ] || build_llama &
+    LPID=$!
+  fi
+  (for t in $TYPES; do
+     [ -f "$MODELS/llama3-8b-$t.gguf" ] ||
+       python3 scripts/gen_random_gguf.py --preset 8b --type "$t" --jobs 6 \
+         -o "$MODELS/llama3-8b-$t.gguf.part" && mv "$MODELS/llama3-8b-$t.gguf.part" "$MODELS/llama3-8b-$t.gguf"
+   done > "$OUT/gen_models.txt" 2>&1) &
+  stage "test_cuda (dequant_prefill_panels among them)"
+  timeout 200 "$B/test_cuda" 2>&1 | grep -vE '^PASS' | tail -25
+  stage "test_precision cuda (quant_mlp: DequantMatMul lowered to bf16 / f16)"
+  timeout 60 "$B/test_precision" cuda 2>&1 | grep -E 'quant|FAIL|checks' | tail -8
+  stage "parity: DequantMatMul on cuda (2 rounds)"
+  RLX_PARITY_ONLY=dequant RLX_PARITY_ROUNDS=2 RLX_DISPATCH_REPORT=0 timeout 150 "$B/test_parity" cpu cuda 2>&1 | tail -4
+  for t in $TYPES; do
+    m="$MODELS/llama3-8b-$t.gguf"
+    for _ in $(seq 1 60); do [ -f "$m" ] && break; sleep 3; done
+    [ -f "$m" ] || { echo "no $m yet"; tail -3 "$OUT/gen_models.txt"; continue; }
+    for opt in "" "--tf32" "--precision bf16"; do
+      stage "rlx bench $t $opt"
+      # shellcheck disable=SC2086
+      timeout 120 "$B/rlx" bench "$m" -p 512 -n 128 -r 2 --device cuda $opt 2>&1 | grep -E 'pp512|tg128|rror'
+    done
+    if [ "$t" = q4_k_m ]; then
+      stage "A/B: rlx bench $t pp512 on the own prefill kernels (RLX_CUDA_DQMM_NO_PANEL=1)"
+      RLX_CUDA_DQMM_NO_PANEL=1 timeout 90 "$B/rlx" bench "$m" -p 512 -n 0 -r 1 --device cuda 2>&1 | grep -E 'pp512|rror'
+      stage "RLX_CUDA_PROFILE=2: prefill (pp512, bf16) and decode (tg64, f32) of $t"
+      RLX_CUDA_PROFILE=2 timeout 90 "$B/rlx" bench "$m" -p 512 -n 0 -r 1 --device cuda --precision bf16 2>&1 | tail -40
+      RLX_CUDA_PROFILE=1 timeout 90 "$B/rlx" bench "$m" -p 0 -n 64 -r 1 --device cuda 2>&1 | tail -30
+    fi
+  done
+  [ -n "${NO_LLAMA:-}" ] && exit 0
+  stage "waiting for the llama-bench build"
+  for _ in $(seq 1 100); do kill -0 "$LPID" 2>/dev/null || break; sleep 3; done
+  tail -2 "$OUT/llama_build.txt"
+  for t in $TYPES; do
+    m="$MODELS/llama3-8b-$t.gguf"
+    stage "llama-bench $t (CUDA, all layers on the GPU)"
+    [ -x "$LB/bin/llama-bench" ] && [ -f "$m" ] && timeout 90 "$LB/bin/llama-bench" -m "$m" -p 512 -n 128 -r 2 -ngl 99 2>&1 | tail -4
+  done
+  exit 0
+fi
+echo "usage: device_llm.sh pack|check|bench|one"
 exit 2

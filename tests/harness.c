@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "ir/quant.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -106,3 +108,25 @@ rlx_graph* test_bias_relu_graph(void) {
   return g;
 }
 
+
+uint8_t* test_quant_rows(rlx_quant_scheme scheme, int64_t N, int64_t K, int32_t group,
+                         int64_t* row_bytes) {
+  int64_t rb = 0;
+  if (rlx_quant_row_bytes(scheme, K, group, &rb, NULL, 0) != RLX_OK) return NULL;
+  uint8_t* w = malloc((size_t)(N * rb > 0 ? N * rb : 1));
+  for (int64_t i = 0; w && i < N * rb; i++) {
+    uint8_t b = (uint8_t)test_rand_int(0, 255);
+    if (scheme == RLX_QUANT_FP8_E4M3 && (b & 0x7F) == 0x7F) b ^= 1;
+    if (scheme == RLX_QUANT_FP8_E5M2 && (b & 0x7C) == 0x7C) b &= 0xBF;
+    w[i] = b;
+  }
+  const rlx_quant_info* q = &rlx_quant_table[scheme];
+  for (int64_t b = 0; w && rlx_quant_is_gguf(scheme) && b < N * rb; b += q->block_bytes)
+    for (int f = 0; f < 2; f++)
+      if (q->f16[f] >= 0) {
+        w[b + q->f16[f]] = (uint8_t)test_rand_int(0, 255);
+        w[b + q->f16[f] + 1] = (uint8_t)(0x2c + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
+      }
+  *row_bytes = rb;
+  return w;
+}

@@ -64,6 +64,14 @@ double test_rand_uniform(double lo, double hi); /* never exactly 0 unless lo==hi
 int64_t test_rand_int(int64_t lo, int64_t hi);   /* inclusive */
 void test_fill_f32(float* x, int64_t n, double lo, double hi);
 
+/* N stored rows of K elements in quantization scheme `scheme` (group as
+ * rlx_graph_dequant_matmul's), random but valid: random bytes, with each
+ * GGUF block's f16 scale fields set to small finite values (|d| ~ 2^-4)
+ * and no FP8 NaN codes. malloc'd; *row_bytes gets a row's bytes. NULL
+ * when the scheme does not fit K / group or memory runs out. */
+uint8_t* test_quant_rows(rlx_quant_scheme scheme, int64_t N, int64_t K, int32_t group,
+                         int64_t* row_bytes);
+
 /* Relative L2 error ||a-b|| / max(||b||, tiny) over n doubles. */
 double test_rel_l2(const double* a, const double* b, int64_t n);
 /* Compiles g for device; prints the graph's error and returns NULL on failure. */

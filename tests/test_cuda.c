@@ -587,6 +587,93 @@ TEST(column_sums_one_launch) {
   rlx_graph_destroy(c.g);
 }
 
+/* DequantMatMul prefill (more than 8 rows of x): W dequantized panel by
+ * panel into the per-stream buffer and multiplied by cuBLASLt. A small
+ * RLX_CUDA_DQMM_PANEL_BYTES makes 5 panels of 64 rows (the last 44) and
+ * the default one; x f32 (exact SGEMM: f32 rounding only), f16 and bf16
+ * (W rounded to x's type in the panel). The backend must hold the panel
+ * buffer (backend_bytes), so the test fails if the step did not take the
+ * panel path; the own kernels (RLX_CUDA_DQMM_NO_PANEL) agree too. */
+static int dqmm_prefill_case(rlx_quant_scheme scheme, rlx_dtype t, const char* panel_bytes,
+                             const char* what) {
+  const int64_t M = 40, N = 300, K = 512;
+  const int asym = scheme == RLX_QUANT_INT8_ASYM; /* scale and zero inputs; the GGUF ones none */
+  int64_t rb = 0, groups = K / 32;
+  test_seed(31 + (uint64_t)scheme);
+  uint8_t* wq = asym ? NULL : test_quant_rows(scheme, N, K, 0, &rb);
+  float* wf = malloc(sizeof(float) * (size_t)(N * K));
+  float* sc = malloc(sizeof(float) * (size_t)(N * groups));
+  uint8_t* zero = malloc((size_t)(N * groups));
+  if (asym && rlx_quant_row_bytes(scheme, K, 32, &rb, NULL, 0) == RLX_OK) wq = malloc((size_t)(N * rb));
+  rlx_status qs = wq && wf && sc && zero ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  if (qs == RLX_OK && asym) {
+    test_fill_f32(wf, N * K, -1, 1);
+    qs = rlx_quantize_rows(scheme, 32, wf, N, K, wq, sc, zero, NULL);
+  }
+  gcase c = new_case();
+  rlx_dim xs[2] = {M, K}, ws[2] = {N, rb}, ss[2] = {N, groups};
+  rlx_tensor x = add_in(&c, xs, 2), w, s = RLX_NONE, z = RLX_NONE, y;
+  rlx_graph_add_constant(c.g, RLX_U8, ws, 2, wq, (size_t)(N * rb), &w);
+  if (asym) rlx_graph_add_constant(c.g, RLX_F32, ss, 2, sc, sizeof(float) * (size_t)(N * groups), &s);
+  if (asym) rlx_graph_add_constant(c.g, RLX_U8, ss, 2, zero, (size_t)(N * groups), &z);
+  if (t != RLX_F32) rlx_graph_add_cast(c.g, x, t, &x);
+  rlx_graph_dequant_matmul(c.g, x, w, s, z, scheme, asym ? 32 : 0, &y);
+  if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  free(wf);
+  free(wq);
+  free(sc);
+  free(zero);
+  if (panel_bytes) setenv("RLX_CUDA_DQMM_PANEL_BYTES", panel_bytes, 1);
+  rlx_exec* gpu = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
+  unsetenv("RLX_CUDA_DQMM_PANEL_BYTES");
+  setenv("RLX_CUDA_DQMM_NO_PANEL", "1", 1);
+  rlx_exec* own = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
+  unsetenv("RLX_CUDA_DQMM_NO_PANEL");
+  rlx_exec* cpu = qs == RLX_OK ? test_compile_on(c.g, "cpu", NULL) : NULL;
+  rlx_memory_stats ms = {0}, ms_own = {0};
+  int ok = gpu && own && cpu && rlx_exec_memory_stats(gpu, &ms) == RLX_OK &&
+           rlx_exec_memory_stats(own, &ms_own) == RLX_OK;
+  /* the panel (64 or 300 rows of K in x's type) beside what the own kernels hold */
+  uint64_t panel = (uint64_t)(panel_bytes ? 64 : N) * (uint64_t)K * rlx_dtype_size(t);
+  if (ok && ms.backend_bytes < ms_own.backend_bytes + panel) {
+    fprintf(stderr, "%s: backend bytes %llu, own kernels %llu: no panel buffer\n", what,
+            (unsigned long long)ms.backend_bytes, (unsigned long long)ms_own.backend_bytes);
+    ok = 0;
+  }
+  double tol = t == RLX_F32 ? 1e-5 : t == RLX_F16 ? 2e-3 : 1.5e-2;
+  for (uint64_t run = 0; ok && run < 2; run++) {
+    ok = set_inputs(&c, gpu, 40 + run) == RLX_OK && set_inputs(&c, own, 40 + run) == RLX_OK &&
+         set_inputs(&c, cpu, 40 + run) == RLX_OK && rlx_exec_run(gpu) == RLX_OK &&
+         rlx_exec_run(own) == RLX_OK && rlx_exec_run(cpu) == RLX_OK &&
+         same_outputs(gpu, cpu, tol, what) && same_outputs(own, cpu, tol, what);
+  }
+  if (!ok && gpu) fprintf(stderr, "%s: %s\n", what, rlx_exec_last_error(gpu));
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(own);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+  return ok;
+}
+
+TEST(dequant_prefill_panels) {
+  static const rlx_quant_scheme schemes[] = {RLX_QUANT_Q4_K, RLX_QUANT_Q8_0, RLX_QUANT_Q6_K,
+                                             RLX_QUANT_Q4_0, RLX_QUANT_INT8_ASYM};
+  static const rlx_dtype types[] = {RLX_F32, RLX_F16, RLX_BF16};
+  char small[32];
+  for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+    for (size_t j = 0; j < 3; j++) {
+      char what[64];
+      snprintf(small, sizeof small, "%d", (int)(64 * 512 * rlx_dtype_size(types[j])));
+      snprintf(what, sizeof what, "%s x %s, 5 panels", rlx_quant_scheme_name(schemes[i]),
+               rlx_dtype_name(types[j]));
+      CHECK(dqmm_prefill_case(schemes[i], types[j], small, what));
+      snprintf(what, sizeof what, "%s x %s, one panel", rlx_quant_scheme_name(schemes[i]),
+               rlx_dtype_name(types[j]));
+      CHECK(dqmm_prefill_case(schemes[i], types[j], NULL, what));
+    }
+}
+
 int main(void) {
   int avail = cuda_available();
   if (avail < 0) return 1;
@@ -602,5 +689,6 @@ int main(void) {
   RUN(gemm_padding);
   RUN(batchnorm_statistics_replay);
   RUN(column_sums_one_launch);
+  RUN(dequant_prefill_panels);
   return test_summary();
 }

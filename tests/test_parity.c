@@ -1799,24 +1799,10 @@ static void c_select_views(pcase* c, int v) {
  * code; a constant, since every parity input is f32. */
 static rlx_tensor quant_weights(pcase* c, int32_t scheme, int64_t N, int64_t K, int32_t group) {
   int64_t rb = 0;
-  rlx_quant_row_bytes((rlx_quant_scheme)scheme, K, group, &rb, NULL, 0);
-  uint8_t* w = malloc((size_t)(N * rb));
-  for (int64_t i = 0; w && i < N * rb; i++) {
-    uint8_t b = (uint8_t)test_rand_int(0, 255);
-    if (scheme == RLX_QUANT_FP8_E4M3 && (b & 0x7F) == 0x7F) b ^= 1;
-    if (scheme == RLX_QUANT_FP8_E5M2 && (b & 0x7C) == 0x7C) b &= 0xBF;
-    w[i] = b;
-  }
-  const rlx_quant_info* q = &rlx_quant_table[scheme];
-  for (int64_t b = 0; w && rlx_quant_is_gguf(scheme) && b < N * rb; b += q->block_bytes)
-    for (int f = 0; f < 2; f++)
-      if (q->f16[f] >= 0) {
-        w[b + q->f16[f]] = (uint8_t)test_rand_int(0, 255);
-        w[b + q->f16[f] + 1] = (uint8_t)(0x2c + test_rand_int(0, 3) + 0x80 * test_rand_int(0, 1));
-      }
+  uint8_t* w = test_quant_rows((rlx_quant_scheme)scheme, N, K, group, &rb);
   rlx_dim ws[2] = {N, rb};
   rlx_tensor t = RLX_NONE;
-  rlx_graph_add_constant(c->g, RLX_U8, ws, 2, w, (size_t)(N * rb), &t);
+  if (w) rlx_graph_add_constant(c->g, RLX_U8, ws, 2, w, (size_t)(N * rb), &t);
   free(w);
   return t;
 }

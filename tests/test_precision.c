@@ -1,6 +1,7 @@
 /* Reduced-precision compilation (rlx_compile_options.precision,
  * src/passes/precision.c): an MLP, a small conv net (conv + batch norm +
- * relu + pool + residual + gemm) and a small transformer block, built in
+ * relu + pool + residual + gemm), a small transformer block and an MLP of
+ * quantized weights (DequantMatMul), built in
  * f32, compiled with bf16 and f16 on a device, against the same graph in
  * f32 on the CPU reference:
  *   - the outputs agree within a tolerance derived from the dtype's unit
@@ -65,6 +66,57 @@ static rlx_graph* mlp_graph(void) {
   TRY(g, rlx_graph_add_matmul(g, h, w2, 0, 0, &y));
   TRY(g, rlx_graph_add_binary(g, RLX_BIN_ADD, y, b2, &y));
   TRY(g, rlx_graph_add_softmax(g, y, 1, &y));
+  TRY(g, rlx_graph_set_outputs(g, &y, 1));
+  return g;
+}
+
+/* W [N, K] as a constant: random valid GGUF blocks, or (int8_asym)
+ * random values in [-1, 1] quantized per 32 with f32 scales and u8 zero
+ * points beside. */
+static rlx_status quant_const(rlx_graph* g, rlx_quant_scheme scheme, int64_t N, int64_t K,
+                              uint64_t seed, rlx_tensor* w, rlx_tensor* scale, rlx_tensor* zero) {
+  int64_t rb = 0, G = K / 32;
+  int asym = scheme == RLX_QUANT_INT8_ASYM;
+  test_seed(seed);
+  uint8_t* q = asym ? NULL : test_quant_rows(scheme, N, K, 0, &rb);
+  float* wf = asym ? malloc(sizeof(float) * (size_t)(N * K)) : NULL;
+  float* sc = malloc(sizeof(float) * (size_t)(N * G));
+  uint8_t* z = malloc((size_t)(N * G));
+  if (asym && rlx_quant_row_bytes(scheme, K, 32, &rb, NULL, 0) == RLX_OK) q = malloc((size_t)(N * rb));
+  rlx_status st = q && sc && z && (wf || !asym) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  if (st == RLX_OK && asym) {
+    test_fill_f32(wf, N * K, -1, 1);
+    st = rlx_quantize_rows(scheme, 32, wf, N, K, q, sc, z, NULL);
+  }
+  rlx_dim ws[2] = {N, rb}, ss[2] = {N, G};
+  *scale = *zero = RLX_NONE;
+  if (st == RLX_OK) st = rlx_graph_add_constant(g, RLX_U8, ws, 2, q, (size_t)(N * rb), w);
+  if (st == RLX_OK && asym)
+    st = rlx_graph_add_constant(g, RLX_F32, ss, 2, sc, sizeof(float) * (size_t)(N * G), scale);
+  if (st == RLX_OK && asym) st = rlx_graph_add_constant(g, RLX_U8, ss, 2, z, (size_t)(N * G), zero);
+  free(wf);
+  free(q);
+  free(sc);
+  free(z);
+  return st;
+}
+
+/* x [24, 256] -> DequantMatMul q4_k 64 + gelu -> DequantMatMul int8_asym
+ * 16 (f32 scales, which stay f32). No softmax: the random blocks make
+ * logits in the hundreds, where a softmax turns one rounding into a
+ * large relative change. 24 rows: past the decode
+ * GEMV, so CUDA multiplies dequantized panels on tensor cores. */
+static rlx_graph* quant_mlp_graph(void) {
+  rlx_graph* g = NULL;
+  if (rlx_graph_create(&g) != RLX_OK) return NULL;
+  rlx_dim xs[2] = {24, 256};
+  rlx_tensor x, w1, s1, z1, w2, s2, z2, h, y;
+  TRY(g, rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x));
+  TRY(g, quant_const(g, RLX_QUANT_Q4_K, 64, 256, 5, &w1, &s1, &z1));
+  TRY(g, quant_const(g, RLX_QUANT_INT8_ASYM, 16, 64, 6, &w2, &s2, &z2));
+  TRY(g, rlx_graph_dequant_matmul(g, x, w1, s1, z1, RLX_QUANT_Q4_K, 0, &h));
+  TRY(g, rlx_graph_add_activation(g, RLX_ACT_GELU, h, &h));
+  TRY(g, rlx_graph_dequant_matmul(g, h, w2, s2, z2, RLX_QUANT_INT8_ASYM, 32, &y));
   TRY(g, rlx_graph_set_outputs(g, &y, 1));
   return g;
 }
@@ -245,7 +297,8 @@ static int interface_is_f32(const rlx_exec* e) {
 static int heavy_nodes_in(const rlx_exec* e, const char* want, int verbose) {
   char* dot = NULL;
   if (rlx_exec_print_dot(e, "precision", &dot) != RLX_OK) return -1;
-  static const char* const heavy[] = {"label=\"matmul", "label=\"fused_matmul", "label=\"conv"};
+  static const char* const heavy[] = {"label=\"matmul", "label=\"fused_matmul", "label=\"conv",
+                                      "label=\"dequant_matmul"};
   int count = 0;
   for (char* line = strtok(dot, "\n"); line; line = strtok(NULL, "\n")) {
     int is_heavy = 0;
@@ -297,6 +350,8 @@ TEST(convnet_bf16) { check_model("convnet", convnet_graph, RLX_PRECISION_BF16); 
 TEST(convnet_f16) { check_model("convnet", convnet_graph, RLX_PRECISION_F16); }
 TEST(transformer_bf16) { check_model("transformer", transformer_graph, RLX_PRECISION_BF16); }
 TEST(transformer_f16) { check_model("transformer", transformer_graph, RLX_PRECISION_F16); }
+TEST(quant_mlp_bf16) { check_model("quant mlp", quant_mlp_graph, RLX_PRECISION_BF16); }
+TEST(quant_mlp_f16) { check_model("quant mlp", quant_mlp_graph, RLX_PRECISION_F16); }
 
 /* The default precision changes nothing: same numbers as the reference
  * run, no reduced values in the compiled graph. */
@@ -549,6 +604,8 @@ int main(int argc, char** argv) {
   RUN(convnet_f16);
   RUN(transformer_bf16);
   RUN(transformer_f16);
+  RUN(quant_mlp_bf16);
+  RUN(quant_mlp_f16);
   RUN(default_precision_is_f32);
   RUN(bad_precision_is_an_error);
   RUN(pass_rules);

@@ -14,11 +14,13 @@ typedef struct bench_args {
   const char* model;
   const char* device;
   int64_t pp, tg, reps, threads;
+  llm_compute compute; /* --tf32, --precision */
 } bench_args;
 
 static void usage(FILE* f) {
   fprintf(f,
           "usage: rlx bench MODEL.gguf [-p N] [-n N] [-r REPS] [--device D] [--threads N]\n"
+          "                            [--tf32] [--precision bf16|f16|f32]\n"
           "\n"
           "Throughput of an LLM (GGUF file or safetensors checkpoint folder) in its\n"
           "KV-cache form, as llama-bench measures it: ppN is one prefill run of N\n"
@@ -35,6 +37,9 @@ static void usage(FILE* f) {
           "  -r REPS      repetitions (default 5)\n"
           "  --device D   cpu, cuda, vulkan, webgpu or best (default best)\n"
           "  --threads N  CPU threads (default: all cores)\n"
+          "  --tf32       GPU backends may use TF32 tensor cores for f32 matmul\n"
+          "  --precision P  bf16 or f16: compute the f32 activations in P (matmuls\n"
+          "               on tensor cores); f32: as built (default)\n"
           "\n"
           "rlx bench FILE (a graph) is described by `rlx bench FILE --help`.\n");
 }
@@ -57,6 +62,8 @@ static int parse(const char* cmd, int argc, char** argv, bench_args* a, int* hel
       a->device = v;
     } else if ((m = cli_opt_value(cmd, argc, argv, &i, "--threads", &v)) != 0) {
       rc = m < 0 ? CLI_USAGE : cli_parse_i64(cmd, "--threads", v, 0, 4096, &a->threads);
+    } else if ((m = llm_compute_opt(cmd, argc, argv, &i, &a->compute)) != 0) {
+      rc = m < 0 ? CLI_USAGE : CLI_OK;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       cli_error(cmd, "unknown option '%s' (see rlx bench MODEL.gguf --help)", argv[i]);
       rc = CLI_USAGE;
@@ -206,7 +213,7 @@ static int measure(const char* cmd, llm_session* s, const bench_args* a, const m
 
 int cmd_bench_llm(int argc, char** argv) {
   const char* cmd = "bench";
-  bench_args a = {NULL, "best", 512, 128, 5, 0};
+  bench_args a = {NULL, "best", 512, 128, 5, 0, {0, 0, 0}};
   int help = 0;
   int rc = parse(cmd, argc, argv, &a, &help);
   if (help) {
@@ -216,7 +223,8 @@ int cmd_bench_llm(int argc, char** argv) {
   if (rc != CLI_OK) return rc;
   llm_session s;
   int64_t ctx = a.pp > a.tg ? a.pp : a.tg;
-  rc = llm_session_open(cmd, a.model, ctx, a.device, (int32_t)a.threads, NULL, &s);
+  a.compute.threads = (int32_t)a.threads;
+  rc = llm_session_open(cmd, a.model, ctx, a.device, &a.compute, NULL, &s);
   if (rc != CLI_OK) return rc;
   model_info mi;
   describe(a.model, rlx_llm_get_config(s.m), &mi);

@@ -937,7 +937,7 @@ static int seed_opt(const char* cmd, const char* what, const char* v, uint64_t* 
 }
 
 /* --precision bf16|f16|f32 (f32: the graph's own dtypes). */
-static int precision_opt(const char* cmd, const char* v, int32_t* out) {
+int cli_parse_precision(const char* cmd, const char* v, int32_t* out) {
   if (strcmp(v, "bf16") == 0) *out = RLX_PRECISION_BF16;
   else if (strcmp(v, "f16") == 0) *out = RLX_PRECISION_F16;
   else if (strcmp(v, "f32") == 0) *out = RLX_PRECISION_DEFAULT;
@@ -968,7 +968,7 @@ int cli_model_opt(const char* cmd, int argc, char** argv, int* i, unsigned accep
   if ((accept & (bit)) && (m = cli_opt_value(cmd, argc, argv, i, name, &v)) != 0)
   TRY(CLI_OPT_STRICT, "--precision") {
     if (m < 0) return -CLI_USAGE;
-    return precision_opt(cmd, v, &o->precision) == CLI_OK ? 1 : -CLI_USAGE;
+    return cli_parse_precision(cmd, v, &o->precision) == CLI_OK ? 1 : -CLI_USAGE;
   }
   TRY(CLI_OPT_DEVICE, "--device") {
     if (m < 0) return -CLI_USAGE;

@@ -157,6 +157,9 @@ int cli_compile(const char* cmd, rlx_graph* g, const cli_model_opts* o, rlx_exec
 
 void cli_model_opts_init(cli_model_opts* o);
 void cli_model_opts_free(cli_model_opts* o);
+/* --precision's value: bf16, f16 or f32 (RLX_PRECISION_DEFAULT) into *out;
+ * CLI_OK or CLI_USAGE (printed). */
+int cli_parse_precision(const char* cmd, const char* v, int32_t* out);
 /* Consumes argv[*i] if it is one of --device --strict --tf32 --precision
  * --seed --random-params --init-params --params --bind --input --threads
  * (only those whose bit is in

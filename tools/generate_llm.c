@@ -78,8 +78,20 @@ int llm_cli_is_checkpoint(const char* path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && stat(config, &st) == 0;
 }
 
+int llm_compute_opt(const char* cmd, int argc, char** argv, int* i, llm_compute* c) {
+  const char* v = NULL;
+  int m;
+  if (strcmp(argv[*i], "--tf32") == 0) {
+    c->tf32 = 1;
+    return 1;
+  }
+  if ((m = cli_opt_value(cmd, argc, argv, i, "--precision", &v)) != 0)
+    return m < 0 || cli_parse_precision(cmd, v, &c->precision) != CLI_OK ? -1 : 1;
+  return 0;
+}
+
 int llm_session_open(const char* cmd, const char* path, int64_t ctx, const char* device,
-                        int32_t threads, const rlx_llm_sampling* s, llm_session* out) {
+                     const llm_compute* c, const rlx_llm_sampling* s, llm_session* out) {
   memset(out, 0, sizeof *out);
   double t0 = cli_now_ms();
   rlx_llm_options lo;
@@ -95,7 +107,9 @@ int llm_session_open(const char* cmd, const char* path, int64_t ctx, const char*
   rlx_graph* g = NULL;
   rlx_compile_options o;
   rlx_compile_options_init(&o);
-  o.threads = threads;
+  o.threads = c->threads;
+  o.allow_tf32 = c->tf32;
+  o.precision = c->precision;
   rlx_status st = rlx_llm_build_cache_graph(out->m, s, 0, &g);
   if (st == RLX_OK) st = rlx_llm_cache_compile_options(out->m, &o);
   if (st != RLX_OK) {
@@ -140,6 +154,7 @@ typedef struct gen_args {
   const char* template_name;
   const char* device;
   int64_t tokens, ctx, batch, threads;
+  llm_compute compute; /* --tf32, --precision (threads: above) */
   int chat;
   int verbose_prompt;
   uint64_t seed;
@@ -196,6 +211,9 @@ static void gen_usage(FILE* f) {
           "  --batch N            prefill chunk (default 512)\n"
           "  --device D           cpu, cuda, vulkan, webgpu or best (default best)\n"
           "  --threads N          CPU threads (default: all cores)\n"
+          "  --tf32               GPU backends may use TF32 tensor cores for f32 matmul\n"
+          "  --precision P        bf16 or f16: compute the model's f32 activations in P\n"
+          "                       (matmuls on tensor cores); f32: as built (default)\n"
           "  --verbose-prompt     print the (formatted) prompt and its token count to\n"
           "                       stderr\n"
           "\n"
@@ -265,6 +283,8 @@ static int gen_value_opt(const char* cmd, int argc, char** argv, int* i, gen_arg
     return m < 0 ? -1 : cli_parse_i64(cmd, "--batch", v, 1, 1 << 16, &a->batch) ? -1 : 1;
   else if ((m = cli_opt_value(cmd, argc, argv, i, "--threads", &v)) != 0)
     return m < 0 ? -1 : cli_parse_i64(cmd, "--threads", v, 0, 4096, &a->threads) ? -1 : 1;
+  else if ((m = llm_compute_opt(cmd, argc, argv, i, &a->compute)) != 0)
+    return m;
   else if ((m = cli_opt_value(cmd, argc, argv, i, "--seed", &v)) != 0) {
     if (m < 0 || cli_parse_i64(cmd, "--seed", v, 0, INT64_MAX, &seed)) return -1;
     a->seed = (uint64_t)seed;
@@ -570,8 +590,8 @@ static int generate_with(const char* cmd, gen_args* a, rlx_gguf* g, rlx_tokenize
   int rc = encode_prompt(cmd, a, tok, &ids, &n);
   llm_session s;
   memset(&s, 0, sizeof s);
-  if (rc == CLI_OK) rc = llm_session_open(cmd, a->model, a->ctx, a->device, (int32_t)a->threads,
-                                      &a->s, &s);
+  llm_compute c = {(int32_t)a->threads, a->compute.tf32, a->compute.precision};
+  if (rc == CLI_OK) rc = llm_session_open(cmd, a->model, a->ctx, a->device, &c, &a->s, &s);
   if (rc == CLI_OK && n >= s.rows) {
     cli_error(cmd, "the prompt has %lld tokens; the context holds %lld (--ctx)", (long long)n,
               (long long)s.rows);

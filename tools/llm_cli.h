@@ -25,12 +25,21 @@ typedef struct llm_session {
   double load_ms;
 } llm_session;
 
+/* How the session computes (rlx_compile_options): CPU threads (0: all
+ * cores), --tf32 (allow_tf32) and --precision (rlx_precision). */
+typedef struct llm_compute {
+  int32_t threads, tf32, precision;
+} llm_compute;
+
 /* Loads path (cache rows = ctx, 0: the model's default), builds the cache
  * form with sampling s, compiles it for device with the caches as device
  * state, sets the weights (a progress bar on stderr) and zeros the caches.
  * Errors are printed; CLI_OK or CLI_FAIL. */
 int llm_session_open(const char* cmd, const char* path, int64_t ctx, const char* device,
-                     int32_t threads, const rlx_llm_sampling* s, llm_session* out);
+                     const llm_compute* c, const rlx_llm_sampling* s, llm_session* out);
+/* Parses --tf32 / --precision P at argv[*i] into c: 1 consumed, 0 not one
+ * of them, -1 a bad value (printed). */
+int llm_compute_opt(const char* cmd, int argc, char** argv, int* i, llm_compute* c);
 void llm_session_free(llm_session* s);
 /* One run: n tokens at position start, padded to chunk; *next the token drawn. */
 int llm_session_step(const char* cmd, llm_session* s, const int64_t* ids, int64_t n,

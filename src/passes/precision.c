@@ -38,6 +38,7 @@ static int op_lowers(rlx_op op) {
     case RLX_OP_ATTENTION_BACKWARD:
     case RLX_OP_LAYER_NORM_BACKWARD: case RLX_OP_RMS_NORM_BACKWARD: case RLX_OP_SOFTMAX_BACKWARD:
     case RLX_OP_LOG_SOFTMAX_BACKWARD: case RLX_OP_ROPE_BACKWARD:
+    case RLX_OP_DEQUANT_MATMUL:
       return 1;
     default:
       return 0;
@@ -139,12 +140,19 @@ static int reads_low_as_is(const lowerer* L, const rlx_node* n, int32_t i) {
   return operand && L->lowered[v] != RLX_NONE; /* even where an f32 cast exists: half the bytes */
 }
 
+/* Operands a lowered node still reads in f32: DequantMatMul's scales and
+ * NVFP4's global scale are part of the stored weight (rounding them would
+ * change W itself, not only the activations' precision). */
+static int keeps_f32(const rlx_node* n, int32_t i) {
+  return n->op == RLX_OP_DEQUANT_MATMUL && i >= 2;
+}
+
 static rlx_status map_inputs(lowerer* L, const rlx_node* n, int lower, rlx_tensor* in) {
   for (int32_t i = 0; i < n->n_in; i++) {
     rlx_tensor v = n->in[i];
     if (v < 0) in[i] = RLX_NONE;
     else if (dtype_of(L->src, v) != RLX_F32) in[i] = L->same[v];
-    else if (lower) RLX_RETURN_IF_ERROR(low_value(L, v, &in[i]));
+    else if (lower && !keeps_f32(n, i)) RLX_RETURN_IF_ERROR(low_value(L, v, &in[i]));
     else if (n->op == RLX_OP_CAST) in[i] = cast_input(L, v);
     else if (reads_low_as_is(L, n, i)) in[i] = L->lowered[v];
     else RLX_RETURN_IF_ERROR(f32_value(L, v, &in[i]));

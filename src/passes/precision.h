@@ -30,7 +30,10 @@
  * resize, reduce, softmax / log-softmax, the norms (layer, rms, their fused
  * residual forms, group, channel, batch) and attention (and its backward,
  * whose row statistics are f32) / rope, and the backward ops of the norms,
- * softmax / log-softmax and rope. Every
+ * softmax / log-softmax and rope, and DequantMatMul (its x and output;
+ * the quantized weight's f32 scales stay f32, and the CUDA prefill then
+ * multiplies on tensor cores with W rounded to the reduced dtype in its
+ * panels). Every
  * backend has kernels for bf16 and f16 of these (f16/bf16 are in every
  * backend's load/store switch), and their kernels accumulate in f32 or
  * f64 whatever the storage dtype (matmul, conv, reductions, norms and

@@ -439,7 +439,8 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
   memset(p, 0, sizeof *p);
   p->n_steps = l->n;
   for (int32_t i = 0; i < l->n; i++)
-    if (l->steps[i].kernel == RLX_K_MATMUL && !be->workspace && be->d->have_lt) {
+    if ((l->steps[i].kernel == RLX_K_MATMUL || l->steps[i].kernel == RLX_K_DEQUANT_MATMUL) &&
+        !be->workspace && be->d->have_lt) {
       size_t bytes = WORKSPACE_BYTES * (size_t)be->n_streams;
       RLX_CU(be->d, err, "cuMemAlloc(cuBLASLt workspace)", be->d->cu.mem_alloc(&be->workspace, bytes));
       be->workspace_bytes = WORKSPACE_BYTES;
@@ -541,6 +542,8 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
           x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE ||
           (x->fn >= RLX_CUDA_FN_ATTN_DEC_1V && x->fn <= RLX_CUDA_FN_ATTN_DEC_4G))
         p.attn.partial += pr->scratch;
+      if (x->fn >= RLX_CUDA_FN_DQMM_PANEL_F32 && x->fn <= RLX_CUDA_FN_DQMM_PANEL_BF16)
+        p.dqmm.panel += pr->gemm_pad + (CUdeviceptr)stream_index * pr->launches.gemm_pad;
       if (rlx_cuda_fn_attn_bwd_stats_copy(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
       if (rlx_cuda_fn_attn_bwd_mma_k(x->fn) && p.attn_bwd.stats_copy)
         p.attn_bwd.a.partial += pr->scratch; /* dS tiles for DQ */
@@ -892,7 +895,10 @@ static rlx_status create_resources(rlx_backend_exec* be, uint64_t arena_bytes, r
     RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t0, CU_EVENT_DEFAULT));
     RLX_CU(d, err, "cuEventCreate", d->cu.event_create(&be->t1, CU_EVENT_DEFAULT));
   }
-  size_t n = (size_t)(arena_bytes ? arena_bytes : 256);
+  /* whole 256-byte units: kernels that stage a tensor through aligned
+   * 16-byte loads (quant.cu's panels) may read the rest of its last unit */
+  size_t n = (size_t)((arena_bytes + 255u) & ~(uint64_t)255u);
+  if (n == 0) n = 256;
   CUresult r = d->cu.mem_alloc(&be->arena, n);
   if (r != CUDA_SUCCESS) {
     char call[96];

@@ -198,7 +198,9 @@ typedef struct rlx_lt_api {
   X(DQMM_GEMV_Q6_K_M1, rlx_dqmm_gemv_q6_k_m1, quant) \
   X(DQMM_GEMV_Q6_K_M8, rlx_dqmm_gemv_q6_k_m8, quant) \
   X(DQMM_TILED, rlx_dqmm_tiled, quant) \
-  X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant)
+  X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant) \
+  X(DQMM_PANEL_F32, rlx_dqmm_panel_f32, quant) X(DQMM_PANEL_F16, rlx_dqmm_panel_f16, quant) \
+  X(DQMM_PANEL_BF16, rlx_dqmm_panel_bf16, quant)
 
 typedef enum rlx_cuda_fn {
 #define RLX_CUDA_FN_ENUM(e, name, family) RLX_CUDA_FN_##e,
@@ -391,6 +393,19 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
 rlx_status rlx_cuda_mm_plan_run(const rlx_cuda_dev* d, const rlx_cuda_mm_plan* p,
                                 CUstream stream, CUdeviceptr workspace, size_t workspace_bytes,
                                 CUdeviceptr pad, rlx_error* err);
+/* One panel of a DequantMatMul (cuda_launch.c): y[:, n0 .. n0 + rows) of
+ * y [M, N] (ooff: its column n0) = x [M, K] (xoff) . panel^T, where the
+ * panel, W's rows n0 .. n0 + rows dequantized to x's dtype [rows, K], sits
+ * at the start of the plan's padding buffer. tag names the types in the
+ * plan's description. */
+typedef struct rlx_cuda_panel_mm {
+  int64_t M, N, K, rows;
+  uint64_t xoff, ooff;
+  rlx_dtype xdt, odt;
+  const char* tag;
+} rlx_cuda_panel_mm;
+rlx_status rlx_cuda_mm_plan_create_panel(const rlx_cuda_build* b, const rlx_cuda_panel_mm* q,
+                                         rlx_cuda_mm_plan** out, rlx_error* err);
 /* Bytes of the padding buffer the plan's run needs (operands whose leading
  * dimension is copied to a 16-byte multiple; 0 for most plans). */
 uint64_t rlx_cuda_mm_plan_pad_bytes(const rlx_cuda_mm_plan* p);

@@ -2678,8 +2678,85 @@ static int64_t dqmm_m1_smem(const rlx_dqmm_params* q) {
          (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
 }
 
+/* DequantMatMul prefill on cuBLASLt: W's rows are dequantized, a panel of
+ * them at a time, into the per-stream padding buffer as x's dtype (quant.cu
+ * rlx_dqmm_panel_*), and a plan multiplies x by each panel into its
+ * columns of y. f32 x gets an exact f32 SGEMM (TF32 only with allow_tf32),
+ * f16 / bf16 x tensor cores with f32 accumulation: y equals x . W^T of the
+ * dequantized W up to the summation order. Panels are equal runs of rows
+ * (a multiple of 64) of at most RLX_CUDA_DQMM_PANEL_BYTES each, so the
+ * buffer holds one slice of W, never the whole weight (the LM head: 32
+ * slices of 128256 x 4096 f32). Returns 0 (nothing pushed) when the step
+ * does not qualify or cuBLASLt has no algorithm: the own kernels run it. */
+#define RLX_DQMM_MAX_PANELS 256
+static int dqmm_panel_types(const rlxk_dqmm* p) {
+  if (p->xdt == RLX_F32) return p->odt == RLX_F32;
+  return (p->xdt == RLX_F16 || p->xdt == RLX_BF16) && (p->odt == p->xdt || p->odt == RLX_F32);
+}
+
+static rlx_status build_dqmm_panels(const rlx_cuda_build* b, const rlx_dqmm_params* q,
+                                    const rlxk_dqmm* base, int32_t i, rlx_launch_list* l,
+                                    int* done, rlx_error* err) {
+  *done = 0;
+  if (!b->d->have_lt || b->no_lt || rlx_env_flag(RLX_ENV_CUDA_DQMM_NO_PANEL) || q->transposed ||
+      q->K % 8 != 0 || !dqmm_panel_types(base))
+    return RLX_OK;
+  int64_t es = rlx_dtype_size((rlx_dtype)base->xdt), row_bytes = q->K * es;
+  int64_t budget = (int64_t)rlx_env_size(RLX_ENV_CUDA_DQMM_PANEL_BYTES);
+  int64_t rows = budget / row_bytes / 64 * 64;
+  if (rows < 64) rows = 64;
+  int64_t n_panels = (q->N + rows - 1) / rows;
+  if (n_panels > RLX_DQMM_MAX_PANELS) return RLX_OK;
+  rows = (q->N + n_panels - 1) / n_panels;
+  if (n_panels > 1) rows = (rows + 63) / 64 * 64;
+  char tag[48];
+  snprintf(tag, sizeof tag, "%s>%s", rlx_quant_names[q->scheme], rlx_dtype_name((rlx_dtype)base->xdt));
+  rlx_cuda_mm_plan* plans[RLX_DQMM_MAX_PANELS] = {0};
+  rlx_status st = RLX_OK;
+  int64_t n_made = 0;
+  for (int64_t j = 0; j < n_panels && st == RLX_OK; j++, n_made++) {
+    int64_t n0 = j * rows, r = q->N - n0 < rows ? q->N - n0 : rows;
+    rlx_cuda_panel_mm pm = {q->M, q->N, q->K, r, base->xoff,
+                            base->ooff + (uint64_t)(n0 * (int64_t)rlx_dtype_size((rlx_dtype)base->odt)),
+                            (rlx_dtype)base->xdt, (rlx_dtype)base->odt, tag};
+    st = rlx_cuda_mm_plan_create_panel(b, &pm, &plans[j], err);
+    if (st == RLX_OK && !plans[j]) break;
+  }
+  if (st != RLX_OK || n_made < n_panels || !plans[n_panels - 1]) {
+    for (int64_t j = 0; j < n_panels; j++) rlx_cuda_mm_plan_destroy(b->d, plans[j]);
+    return st;
+  }
+  static const rlx_cuda_fn panel_fn[3] = {RLX_CUDA_FN_DQMM_PANEL_F32, RLX_CUDA_FN_DQMM_PANEL_F16,
+                                          RLX_CUDA_FN_DQMM_PANEL_BF16};
+  int which = base->xdt == RLX_F32 ? 0 : base->xdt == RLX_F16 ? 1 : 2;
+  for (int64_t j = 0; j < n_panels; j++) {
+    int64_t n0 = j * rows, r = q->N - n0 < rows ? q->N - n0 : rows;
+    rlx_launch* x = push_kernel(l, panel_fn[which], i, err);
+    if (x) {
+      x->p.dqmm = *base;
+      x->p.dqmm.n0 = n0;
+      x->p.dqmm.prows = r;
+      x->p.dqmm.panel = 0; /* the padding buffer's start: an address at launch */
+      x->block = 256;
+      /* GGUF: a thread per 32-element sub-block; else per 8 elements */
+      x->grid[0] = grid_for(b, r * q->K / (rlx_quant_is_gguf(q->scheme) ? 32 : 8), 256);
+    }
+    rlx_launch* g = x ? push(l, RLX_LAUNCH_LT, i, err) : NULL; /* (may move x) */
+    if (!g) {
+      for (int64_t k = j; k < n_panels; k++) rlx_cuda_mm_plan_destroy(b->d, plans[k]);
+      return RLX_RESOURCE_EXHAUSTED;
+    }
+    g->plan = plans[j];
+    uint64_t need = rlx_cuda_mm_plan_pad_bytes(plans[j]);
+    if (need > l->gemm_pad) l->gemm_pad = need;
+  }
+  *done = 1;
+  return RLX_OK;
+}
+
 /* DequantMatMul (rlx_dqmm_params): the GEMV for decode (x rows <= 8, GGUF
- * schemes, x 16-byte aligned); else, x f16 / bf16 in the forward role, the
+ * schemes, x 16-byte aligned); else the panels on cuBLASLt (forward role,
+ * build_dqmm_panels); else, x f16 / bf16 in the forward role, the
  * tensor-core kernel (64 x 64 tiles, like the tiled one); else the tiled
  * f32 kernel (f32 prefill, the own schemes' decode, the transposed role). */
 static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* s, int32_t i,
@@ -2701,6 +2778,11 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
    * the _m8 kernel (x from global memory) takes M == 1 too */
   int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q) : 0;
   int m1 = gemv && q->M == 1 && m1_smem <= b->d->smem_optin;
+  if (!gemv) {
+    int done = 0;
+    RLX_RETURN_IF_ERROR(build_dqmm_panels(b, q, &p, i, l, &done, err));
+    if (done) return RLX_OK;
+  }
   /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
   int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
   int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;

@@ -66,6 +66,7 @@ struct rlx_cuda_mm_plan {
   double alpha64, beta64;
   float alpha32, beta32;
   int f64, fused;
+  int a_in_pad; /* operand a is at the padding buffer's start (a dequantized panel) */
   size_t es;
   pad_copy pad[3];
   uint64_t pad_bytes;
@@ -191,6 +192,7 @@ static float time_candidate(const rlx_cuda_build* b, const rlx_cuda_mm_plan* p,
 /* The operands of a run whose padding buffer starts at pad. */
 static mm_ptrs operands(const rlx_cuda_mm_plan* p, CUdeviceptr pad) {
   mm_ptrs io = {p->a, p->b, p->c};
+  if (p->a_in_pad) io.a = pad;
   if (p->pad[PAD_A].on) io.a = pad + p->pad[PAD_A].off;
   if (p->pad[PAD_B].on) io.b = pad + p->pad[PAD_B].off;
   if (p->pad[PAD_C].on) io.c = pad + p->pad[PAD_C].off;
@@ -331,67 +333,45 @@ static int pick_epilogue(const rlx_matmul_params* m, int64_t batch, cublasLtEpil
   return 0;
 }
 
-rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
-                                   rlx_cuda_mm_plan** out, rlx_error* err) {
-  const rlx_cuda_dev* d = b->d;
-  const rlx_matmul_params* m = &s->p.mm;
-  *out = NULL;
-  rlx_dtype at = s->in[0].dtype, ct = s->out[0].dtype;
-  cudaDataType_t type;
-  if (at != s->in[1].dtype || at != ct || !lt_type(at, &type)) return RLX_OK;
-  int64_t sa = batch_stride(m, m->a_bstride), sb = batch_stride(m, m->b_bstride),
-          sc = batch_stride(m, m->c_bstride);
-  if (sa < 0 || sb < 0 || sc < 0) return RLX_OK;
-  int64_t M = m->M, batch = m->batch;
-  /* x[batch.., M, K] @ W[K, N]: fold the batch into M when A's rows run on. */
-  if (batch > 1 && sb == 0 && m->a_cs == 1 && sa == M * m->a_rs && sc == M * m->N) {
-    M *= batch;
-    batch = 1;
-  }
-  lt_operand A, B, C; /* column-major roles: A = our B (N x K), B = our A (K x M) */
-  if (!describe(m->N, m->K, m->b_cs, m->b_rs, &A) || !describe(m->K, M, m->a_cs, m->a_rs, &B))
-    return RLX_OK;
-  C.op = CUBLAS_OP_N;
-  C.rows = (uint64_t)m->N;
-  C.cols = (uint64_t)M;
-  C.ld = m->N;
-  A.bstride = sb;
-  B.bstride = sa;
-  C.bstride = sc;
+/* What plan_finish needs besides the plan's operands (p->a, p->b, p->c):
+ * the column-major problem, its types and what the heuristic and the
+ * timing see. */
+typedef struct mm_problem {
+  lt_operand A, B, C;
+  cudaDataType_t ab_type, c_type;
+  cublasComputeType_t compute;
+  cublasLtEpilogue_t epi;
+  CUdeviceptr bias; /* epilogue bias (0: none) */
+  int64_t M, N, K, batch, sa, sb, sc;
+  size_t c_es;      /* bytes of an output element */
+  const char* tag;  /* dtype(s) for the plan's description */
+  const char* note; /* appended to the description ("" or " +bias" ...) */
+} mm_problem;
 
-  rlx_cuda_mm_plan* p = calloc(1, sizeof *p);
-  RLX_CHECK_ALLOC(err, p);
-  p->f64 = at == RLX_F64;
-  p->es = rlx_dtype_size(at);
-  p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
-  lt_operand* ops[3] = {&A, &B, &C};
-  plan_padding(p, ops, batch, p->flops, m->N, m->K, m->has_bias);
-  cublasComputeType_t compute = p->f64 ? CUBLAS_COMPUTE_64F
-                                : (at == RLX_F32 && b->allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                  : CUBLAS_COMPUTE_32F;
-  cudaDataType_t scale = p->f64 ? CUDA_R_64F : CUDA_R_32F;
+/* Describes, lays out and picks the algorithm of the problem pr into p
+ * (whose operand pointers, es and padding are set). Returns RLX_OK with
+ * *out NULL when cuBLASLt has no algorithm for it. */
+static rlx_status plan_finish(const rlx_cuda_build* b, rlx_cuda_mm_plan* p, const mm_problem* pr,
+                              rlx_cuda_mm_plan** out, rlx_error* err) {
+  const rlx_cuda_dev* d = b->d;
   rlx_status st = RLX_OK;
-  if (!lt_ok(d->lt.desc_create(&p->desc, compute, scale))) {
+  cudaDataType_t scale = p->f64 ? CUDA_R_64F : CUDA_R_32F;
+  if (!lt_ok(d->lt.desc_create(&p->desc, pr->compute, scale))) {
     st = rlx_fail(err, RLX_INTERNAL, "cuda: cublasLtMatmulDescCreate failed");
     goto fail;
   }
-  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &A.op, sizeof A.op);
-  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &B.op, sizeof B.op);
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  p->fused = pick_epilogue(m, batch, &epi);
-  if (p->fused && epi != CUBLASLT_EPILOGUE_DEFAULT) {
-    d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-    if (m->has_bias) {
-      void* bias = (void*)(uintptr_t)(b->arena + s->in[2].offset);
+  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &pr->A.op, sizeof pr->A.op);
+  d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &pr->B.op, sizeof pr->B.op);
+  if (pr->epi != CUBLASLT_EPILOGUE_DEFAULT) {
+    d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &pr->epi, sizeof pr->epi);
+    if (pr->bias) {
+      void* bias = (void*)(uintptr_t)pr->bias;
       d->lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     }
   }
-  if ((st = make_layout(d, type, &A, batch, &p->la, err)) != RLX_OK) goto fail;
-  if ((st = make_layout(d, type, &B, batch, &p->lb, err)) != RLX_OK) goto fail;
-  if ((st = make_layout(d, type, &C, batch, &p->lc, err)) != RLX_OK) goto fail;
-  p->a = b->arena + s->in[1].offset;
-  p->b = b->arena + s->in[0].offset;
-  p->c = b->arena + s->out[0].offset;
+  if ((st = make_layout(d, pr->ab_type, &pr->A, pr->batch, &p->la, err)) != RLX_OK) goto fail;
+  if ((st = make_layout(d, pr->ab_type, &pr->B, pr->batch, &p->lb, err)) != RLX_OK) goto fail;
+  if ((st = make_layout(d, pr->c_type, &pr->C, pr->batch, &p->lc, err)) != RLX_OK) goto fail;
   p->alpha64 = 1.0;
   p->alpha32 = 1.0f;
 
@@ -404,8 +384,9 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
   size_t es = p->es;
   /* padded operands sit at 256-byte multiples of the padding buffer */
   mm_ptrs at_pad = operands(p, 0);
-  uint32_t al_a = alignment_of(at_pad.a, sb * (int64_t)es), al_b = alignment_of(at_pad.b, sa * (int64_t)es),
-           al_c = alignment_of(at_pad.c, sc * (int64_t)es);
+  uint32_t al_a = alignment_of(at_pad.a, pr->sb * (int64_t)es),
+           al_b = alignment_of(at_pad.b, pr->sa * (int64_t)es),
+           al_c = alignment_of(at_pad.c, pr->sc * (int64_t)pr->c_es);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
   d->lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
@@ -423,17 +404,19 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
   }
   p->algo = res[0].algo;
   /* column-major roles: op(A) is our B, op(B) our A (see describe) */
-  snprintf(p->what, sizeof p->what, "%s %lldx%lldx%lld%s%s %c%c al%u/%u/%u%s%s",
-           rlx_dtype_name(at), (long long)M, (long long)m->N, (long long)m->K,
-           batch > 1 ? " batch " : "", batch > 1 ? "n" : "", B.op == CUBLAS_OP_N ? 'N' : 'T',
-           A.op == CUBLAS_OP_N ? 'N' : 'T', al_b, al_a, al_c, p->fused && m->has_bias ? " +bias" : "",
-           p->pad_bytes ? " padded" : "");
+  snprintf(p->what, sizeof p->what, "%s %lldx%lldx%lld%s%s %c%c al%u/%u/%u%s%s", pr->tag,
+           (long long)pr->M, (long long)pr->N, (long long)pr->K, pr->batch > 1 ? " batch " : "",
+           pr->batch > 1 ? "n" : "", pr->B.op == CUBLAS_OP_N ? 'N' : 'T',
+           pr->A.op == CUBLAS_OP_N ? 'N' : 'T', al_b, al_a, al_c, pr->note,
+           p->pad_bytes && !p->a_in_pad ? " padded" : "");
   if (found > 1 && !rlx_env_flag(RLX_ENV_CUDA_GEMM_HEURISTIC)) {
     char key[128];
-    snprintf(key, sizeof key, "%s|c%d|e%d|dev%d", p->what, (int)compute, (int)epi, (int)d->dev);
+    snprintf(key, sizeof key, "%s|c%d|e%d|dev%d", p->what, (int)pr->compute, (int)pr->epi, (int)d->dev);
     int rank = memo_find(key);
     if (rank < 0) {
-      size_t c_bytes = (size_t)((batch - 1) * (sc > 0 ? sc : 0) + M * m->N) * es;
+      int64_t ldc = (int64_t)pr->C.ld;
+      size_t c_bytes = (size_t)((pr->batch - 1) * (pr->sc > 0 ? pr->sc : 0) +
+                                (int64_t)(pr->C.cols - 1) * ldc + (int64_t)pr->C.rows) * pr->c_es;
       rank = fastest_candidate(b, p, res, found, c_bytes);
       memo_put(key, rank);
     }
@@ -444,6 +427,89 @@ rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
 fail:
   rlx_cuda_mm_plan_destroy(d, p);
   return st;
+}
+
+rlx_status rlx_cuda_mm_plan_create(const rlx_cuda_build* b, const rlx_step* s,
+                                   rlx_cuda_mm_plan** out, rlx_error* err) {
+  const rlx_matmul_params* m = &s->p.mm;
+  *out = NULL;
+  rlx_dtype at = s->in[0].dtype, ct = s->out[0].dtype;
+  mm_problem pr;
+  memset(&pr, 0, sizeof pr);
+  if (at != s->in[1].dtype || at != ct || !lt_type(at, &pr.ab_type)) return RLX_OK;
+  pr.c_type = pr.ab_type;
+  pr.sa = batch_stride(m, m->a_bstride), pr.sb = batch_stride(m, m->b_bstride),
+  pr.sc = batch_stride(m, m->c_bstride);
+  if (pr.sa < 0 || pr.sb < 0 || pr.sc < 0) return RLX_OK;
+  int64_t M = m->M, batch = m->batch;
+  /* x[batch.., M, K] @ W[K, N]: fold the batch into M when A's rows run on. */
+  if (batch > 1 && pr.sb == 0 && m->a_cs == 1 && pr.sa == M * m->a_rs && pr.sc == M * m->N) {
+    M *= batch;
+    batch = 1;
+  }
+  /* column-major roles: A = our B (N x K), B = our A (K x M) */
+  if (!describe(m->N, m->K, m->b_cs, m->b_rs, &pr.A) || !describe(m->K, M, m->a_cs, m->a_rs, &pr.B))
+    return RLX_OK;
+  pr.C.op = CUBLAS_OP_N;
+  pr.C.rows = (uint64_t)m->N;
+  pr.C.cols = (uint64_t)M;
+  pr.C.ld = m->N;
+  pr.A.bstride = pr.sb;
+  pr.B.bstride = pr.sa;
+  pr.C.bstride = pr.sc;
+  pr.M = M, pr.N = m->N, pr.K = m->K, pr.batch = batch;
+
+  rlx_cuda_mm_plan* p = calloc(1, sizeof *p);
+  RLX_CHECK_ALLOC(err, p);
+  p->f64 = at == RLX_F64;
+  p->es = rlx_dtype_size(at);
+  pr.c_es = p->es;
+  p->flops = 2.0 * (double)M * (double)m->N * (double)m->K * (double)batch;
+  lt_operand* ops[3] = {&pr.A, &pr.B, &pr.C};
+  plan_padding(p, ops, batch, p->flops, m->N, m->K, m->has_bias);
+  pr.compute = p->f64 ? CUBLAS_COMPUTE_64F
+               : (at == RLX_F32 && b->allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                 : CUBLAS_COMPUTE_32F;
+  pr.epi = CUBLASLT_EPILOGUE_DEFAULT;
+  p->fused = pick_epilogue(m, batch, &pr.epi);
+  if (!p->fused) pr.epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p->fused && m->has_bias) pr.bias = b->arena + s->in[2].offset;
+  pr.tag = rlx_dtype_name(at);
+  pr.note = p->fused && m->has_bias ? " +bias" : "";
+  p->a = b->arena + s->in[1].offset;
+  p->b = b->arena + s->in[0].offset;
+  p->c = b->arena + s->out[0].offset;
+  return plan_finish(b, p, &pr, out, err);
+}
+
+rlx_status rlx_cuda_mm_plan_create_panel(const rlx_cuda_build* b, const rlx_cuda_panel_mm* q,
+                                         rlx_cuda_mm_plan** out, rlx_error* err) {
+  *out = NULL;
+  mm_problem pr;
+  memset(&pr, 0, sizeof pr);
+  if (!lt_type(q->xdt, &pr.ab_type) || !lt_type(q->odt, &pr.c_type) || q->xdt == RLX_F64)
+    return RLX_OK;
+  /* y[m][n0 + j] = sum_k x[m][k] panel[j][k]: column-major y^T (rows x M,
+   * ld N) = op(A) op(B) with A the panel (K x rows stored, transposed) and
+   * B x (K x M stored) */
+  pr.A.op = CUBLAS_OP_T, pr.A.rows = (uint64_t)q->K, pr.A.cols = (uint64_t)q->rows, pr.A.ld = q->K;
+  pr.B.op = CUBLAS_OP_N, pr.B.rows = (uint64_t)q->K, pr.B.cols = (uint64_t)q->M, pr.B.ld = q->K;
+  pr.C.op = CUBLAS_OP_N, pr.C.rows = (uint64_t)q->rows, pr.C.cols = (uint64_t)q->M, pr.C.ld = q->N;
+  pr.M = q->M, pr.N = q->rows, pr.K = q->K, pr.batch = 1;
+  pr.c_es = rlx_dtype_size(q->odt);
+  pr.compute = q->xdt == RLX_F32 && b->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  pr.epi = CUBLASLT_EPILOGUE_DEFAULT;
+  pr.tag = q->tag;
+  pr.note = " panel";
+  rlx_cuda_mm_plan* p = calloc(1, sizeof *p);
+  RLX_CHECK_ALLOC(err, p);
+  p->es = rlx_dtype_size(q->xdt);
+  p->flops = 2.0 * (double)q->M * (double)q->rows * (double)q->K;
+  p->a_in_pad = 1; /* the panel: at the start of the padding buffer */
+  p->pad_bytes = ((uint64_t)q->rows * (uint64_t)q->K * p->es + 255u) & ~(uint64_t)255u;
+  p->b = b->arena + q->xoff;
+  p->c = b->arena + q->ooff;
+  return plan_finish(b, p, &pr, out, err);
 }
 
 /* p's product with algorithm `algo` on io (p's operands, or timing buffers). */

@@ -334,6 +334,10 @@ typedef struct rlxk_dqmm {
   uint64_t xoff, woff, soff, aoff, ooff;
   int32_t scheme, group, transposed, has_scale, has_aux;
   int32_t xdt, sdt, odt, wpr, pad_;
+  /* the prefill's panel kernel: W rows n0 .. n0 + prows into the panel
+   * (a device address, [prows, K] of x's dtype) */
+  int64_t n0, prows;
+  uint64_t panel;
 } rlxk_dqmm;
 
 #endif

@@ -12,6 +12,9 @@
  * - rlx_dqmm_mma_f16 / _bf16: prefill with half x, mma.sync m16n8k16 on 64 x
  *   64 tiles, each W tile dequantized into shared memory (never the whole
  *   weight).
+ * - rlx_dqmm_panel_f32 / _f16 / _bf16: prefill (more x rows than the
+ *   GEMV's, forward role): W dequantized a panel of rows at a time into a
+ *   per-stream buffer that cuBLASLt multiplies x by (cuda_launch.c).
  * - rlx_dqmm_tiled: everything else (f32 prefill, the own schemes, the
  *   transposed role dx = dy . W): 64 x 64 output tiles; each 32-deep K step
  *   dequantizes its W tile into shared memory and runs f32 FMAs on it.
@@ -761,4 +764,122 @@ extern "C" __global__ void __launch_bounds__(128)
 extern "C" __global__ void __launch_bounds__(128)
     rlx_dqmm_mma_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_mma<true>(arena, p);
+}
+
+/* ------------------------------------------------------------------ panel */
+
+/* Prefill (x rows > the GEMV's): W's rows n0 .. n0 + prows dequantized into
+ * a panel [prows, K] of x's dtype (cuda_launch.c then has cuBLASLt multiply
+ * x by it: exact f32 SGEMM for f32 x, tensor cores for f16 / bf16 x). The
+ * panel is one slice of W at a time in a per-stream buffer, never a copy
+ * of the whole weight. Values are rounded as quant.h's decoders round
+ * (w = a * c + b, two roundings, as dq_elem), then once to the panel's
+ * type. */
+
+/* Stores 32 consecutive values of the panel (f32: 8 x 16 bytes; f16 /
+ * bf16: 4 x 16 bytes). o: 64-byte aligned. */
+template <int T> /* 0: f32, 1: f16, 2: bf16 */
+RLXK_DEV void store32(uint64_t o, const float* w) {
+  if constexpr (T == 0) {
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+      ((float4*)(uintptr_t)o)[q] = make_float4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      ((uint4*)(uintptr_t)o)[q] =
+          make_uint4(pack2<T == 2>(w[8 * q], w[8 * q + 1]), pack2<T == 2>(w[8 * q + 2], w[8 * q + 3]),
+                     pack2<T == 2>(w[8 * q + 4], w[8 * q + 5]), pack2<T == 2>(w[8 * q + 6], w[8 * q + 7]));
+  }
+}
+
+#define PT_SUBS 256 /* 32-element sub-blocks a block decodes per tile: one per thread */
+#define PT_SMEM (PT_SUBS * 34 + 48) /* the largest tile's bytes (Q8_0: 34 a sub-block) + slack */
+
+/* GGUF schemes. The panel's W rows are contiguous bytes, and so are its
+ * sub-blocks in (row, k) order, which is also the panel's element order:
+ * sub-block t of the panel becomes elements 32 t .. 32 t + 31. Each tile
+ * of PT_SUBS sub-blocks copies its blocks' bytes into shared memory with
+ * aligned 16-byte loads (coalesced; the first and last may cover bytes
+ * beside the tile: the arena is allocated in whole 256-byte units), then
+ * each thread decodes one sub-block there (decode_sub, as the GEMV) and
+ * stores its 32 values. */
+template <int S, int T>
+__device__ void panel_gguf(const char* arena, const rlxk_dqmm& p, uint8_t* sm) {
+  constexpr int SPB = gguf<S>::E / 32, BB = gguf<S>::B;
+  const int64_t total = p.prows * (p.K / 32);
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff) + p.n0 * p.row_bytes;
+  const int es = T == 0 ? 4 : 2;
+  for (int64_t t0 = (int64_t)blockIdx.x * PT_SUBS; t0 < total; t0 += (int64_t)gridDim.x * PT_SUBS) {
+    int64_t t1 = t0 + PT_SUBS < total ? t0 + PT_SUBS : total;
+    const uint8_t* base = W + t0 / SPB * BB;
+    const uint8_t* a16 = base - ((uintptr_t)base & 15);
+    int lead = (int)(base - a16), n16 = (lead + (int)((t1 - t0) / SPB) * BB + 15) / 16;
+    for (int k = threadIdx.x; k < n16; k += blockDim.x)
+      ((uint4*)(sm + 16))[k] = __ldg((const uint4*)a16 + k);
+    __syncthreads();
+    int64_t t = t0 + threadIdx.x;
+    if (t < t1) {
+      float c[32], a[2], b[2], w[32];
+      decode_sub<S>(sm + 16 + lead + (int)((t / SPB - t0 / SPB) * BB), (int)(t % SPB), c, a, b);
+#pragma unroll
+      for (int j = 0; j < 32; j++) w[j] = __fadd_rn(__fmul_rn(a[j / 16], c[j]), b[j / 16]);
+      store32<T>(p.panel + (uint64_t)t * 32u * (uint64_t)es, w);
+    }
+    __syncthreads();
+  }
+}
+
+/* The own schemes (any group): each thread writes 8 consecutive k of one
+ * row (K % 8 == 0) from dq_elem. */
+template <int T>
+__device__ void panel_elems(const char* arena, const rlxk_dqmm& p) {
+  const int64_t per_row = p.K / 8, total = p.prows * per_row;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i / per_row, k = (i - r * per_row) * 8;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) v[e] = dq_elem(arena, p, p.n0 + r, k + e);
+    if constexpr (T == 0) {
+      float4* o = (float4*)(uintptr_t)(p.panel + (uint64_t)(r * p.K + k) * 4u);
+      o[0] = make_float4(v[0], v[1], v[2], v[3]);
+      o[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+      uint4* o = (uint4*)(uintptr_t)(p.panel + (uint64_t)(r * p.K + k) * 2u);
+      *o = make_uint4(pack2<T == 2>(v[0], v[1]), pack2<T == 2>(v[2], v[3]),
+                      pack2<T == 2>(v[4], v[5]), pack2<T == 2>(v[6], v[7]));
+    }
+  }
+}
+
+template <int T>
+__device__ void dqmm_panel(const char* arena, const rlxk_dqmm& p) {
+  __shared__ __align__(16) uint8_t sm[PT_SMEM];
+  switch (p.scheme) {
+    case RLX_QUANT_Q4_0: return panel_gguf<RLX_QUANT_Q4_0, T>(arena, p, sm);
+    case RLX_QUANT_Q4_1: return panel_gguf<RLX_QUANT_Q4_1, T>(arena, p, sm);
+    case RLX_QUANT_Q5_0: return panel_gguf<RLX_QUANT_Q5_0, T>(arena, p, sm);
+    case RLX_QUANT_Q5_1: return panel_gguf<RLX_QUANT_Q5_1, T>(arena, p, sm);
+    case RLX_QUANT_Q8_0: return panel_gguf<RLX_QUANT_Q8_0, T>(arena, p, sm);
+    case RLX_QUANT_Q2_K: return panel_gguf<RLX_QUANT_Q2_K, T>(arena, p, sm);
+    case RLX_QUANT_Q3_K: return panel_gguf<RLX_QUANT_Q3_K, T>(arena, p, sm);
+    case RLX_QUANT_Q4_K: return panel_gguf<RLX_QUANT_Q4_K, T>(arena, p, sm);
+    case RLX_QUANT_Q5_K: return panel_gguf<RLX_QUANT_Q5_K, T>(arena, p, sm);
+    case RLX_QUANT_Q6_K: return panel_gguf<RLX_QUANT_Q6_K, T>(arena, p, sm);
+    default: return panel_elems<T>(arena, p);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    rlx_dqmm_panel_f32(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_panel<0>(arena, p);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    rlx_dqmm_panel_f16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_panel<1>(arena, p);
+}
+extern "C" __global__ void __launch_bounds__(256)
+    rlx_dqmm_panel_bf16(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_panel<2>(arena, p);
 }

@@ -44,7 +44,7 @@ if [ "${1:-}" = pack ]; then
   for l in libicuuc.so.72 libicudata.so.72 libicui18n.so.72; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" "$CARRY/bin/" 2>/dev/null || true
   done
-  tar -C "$CARRY" -cf - bin | xz -T1 --lzma2=preset=6,dict=256MiB > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
+  tar -C "$CARRY" -cf - bin | xz -T1 --lzma2=preset=2,dict=256MiB > "$CARRY/bin.tar.xz" && rm -rf "${CARRY:?}/bin"
   # llama.cpp: the source llama-bench needs, gguf-py, and the CPU library
   tar -C third_party -cf - llama.cpp/CMakeLists.txt llama.cpp/cmake llama.cpp/ggml llama.cpp/src \
     llama.cpp/include llama.cpp/common llama.cpp/tools llama.cpp/vendor llama.cpp/gguf-py \
@@ -163,7 +163,24 @@ if [ "$MODE" = one ]; then
       RLX_CUDA_PROFILE=1 timeout 90 "$B/rlx" bench "$m" -p 0 -n 64 -r 1 --device cuda 2>&1 | tail -30
     fi
   done
-  [ -n "${NO_LLAMA:-}" ] && exit 0
+  [ -n "${NO_LLAMA:-}" ] && [ -z "${GEMV_AB:-}" ] && exit 0
+  if [ -n "${GEMV_AB:-}" ]; then
+    # the decode GEMV: _l1 (default) against _m1 (RLX_CUDA_DQMM_F32_GEMV=1)
+    for t in $TYPES; do
+      m="$MODELS/llama3-8b-$t.gguf"
+      stage "A/B: rlx bench $t tg128 with the f32-decode GEMV (RLX_CUDA_DQMM_F32_GEMV=1)"
+      RLX_CUDA_DQMM_F32_GEMV=1 timeout 90 "$B/rlx" bench "$m" -p 0 -n 128 -r 2 --device cuda 2>&1 | grep -E 'tg128|rror'
+    done
+    if [ -x "$HERE/lab_dequant_gemv" ]; then
+      stage "lab_dequant_gemv --check (odd shapes, every variant)"
+      timeout 120 "$HERE/lab_dequant_gemv" --check > "$OUT/lab_check.txt" 2>&1
+      grep -E 'l1|FAIL|within' "$OUT/lab_check.txt" | tail -24
+      stage "lab_dequant_gemv 14336 4096 (issue 17's 4096 x 14336)"
+      timeout 240 "$HERE/lab_dequant_gemv" --reps 50 > "$OUT/lab.txt" 2>&1
+      grep -E ' x(0|2|16|17)[: ]|FAIL|within' "$OUT/lab.txt" | tail -70
+    fi
+    [ -n "${NO_LLAMA:-}" ] && exit 0
+  fi
   stage "waiting for the llama-bench build"
   for _ in $(seq 1 100); do kill -0 "$LPID" 2>/dev/null || break; sleep 3; done
   tail -2 "$OUT/llama_build.txt"

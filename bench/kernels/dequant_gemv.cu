@@ -28,6 +28,10 @@
  *     other rows per warp / stages: (1, 4), (4, 2), (2, 2);
  *   14 / 15 diagnostics (no result): the production _m1 without its W
  *     loads / without its decode.
+ *   16 / 17 production _l1 (session 21): x as 24-bit block fixed point in
+ *     three int8 limbs, W's integer codes dotted by dp4a; x f32 / f16.
+ *   0 and 16 also print the mean of 20 launches back to back between one
+ *   event pair (ggml's test-backend-ops times that way).
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
  *
@@ -187,13 +191,14 @@ LAB_OLD(RLX_QUANT_Q6_K, lab_old_q6_k)
  * rows per warp R / stages ST */
 template <int S, int R, int ST>
 __global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_xs(char* arena, rlxk_dqmm p, rlxk_state* st) {
-  dqmm_gemv_xs<S, R, ST>(arena, p);
+  dqmm_gemv_xs<S, R, ST, false>(arena, p);
 }
 /* its dynamic shared memory (cuda_launch.c dqmm_m1_smem for R = DQ_R1 and
  * the production stages) */
-static int xs_smem(int E, int B, int64_t K, int R, int ST) {
+static int xs_smem(int E, int B, int64_t K, int R, int ST, int limbs = 0) {
   int cb = DQ_CHUNK / E * B, srow = (cb + 15) / 16 * 16 + 32;
-  return (int)((K + DQ_CHUNK - 1) / DQ_CHUNK * DQ_CHUNK * 4) + DQ_WARPS * ST * R * srow;
+  return (int)((K + DQ_CHUNK - 1) / DQ_CHUNK * (limbs ? DQ_LIMB_CHUNK : DQ_CHUNK * 4)) +
+         DQ_WARPS * ST * R * srow;
 }
 /* variants 14 / 15 (diagnostics, results meaningless): the production _m1
  * without its W loads (decode + FMAs on stale shared memory) / without its
@@ -310,30 +315,30 @@ typedef struct scheme_row {
   const char* name;
   int E, B;     /* block elements, bytes */
   int f16[2];   /* offsets of the block's f16 fields, -1 none */
-  kern m1, m8, pf2, old;
+  kern m1, m8, pf2, old, l1;
 } scheme_row;
 
 static const scheme_row SCHEMES[] = {
     {RLX_QUANT_Q4_0, "q4_0", 32, 18, {0, -1}, rlx_dqmm_gemv_q4_0_m1, rlx_dqmm_gemv_q4_0_m8,
-     lab_pf2_q4_0, lab_old_q4_0},
+     lab_pf2_q4_0, lab_old_q4_0, rlx_dqmm_gemv_q4_0_l1},
     {RLX_QUANT_Q4_1, "q4_1", 32, 20, {0, 2}, rlx_dqmm_gemv_q4_1_m1, rlx_dqmm_gemv_q4_1_m8,
-     lab_pf2_q4_1, lab_old_q4_1},
+     lab_pf2_q4_1, lab_old_q4_1, rlx_dqmm_gemv_q4_1_l1},
     {RLX_QUANT_Q5_0, "q5_0", 32, 22, {0, -1}, rlx_dqmm_gemv_q5_0_m1, rlx_dqmm_gemv_q5_0_m8,
-     lab_pf2_q5_0, lab_old_q5_0},
+     lab_pf2_q5_0, lab_old_q5_0, rlx_dqmm_gemv_q5_0_l1},
     {RLX_QUANT_Q5_1, "q5_1", 32, 24, {0, 2}, rlx_dqmm_gemv_q5_1_m1, rlx_dqmm_gemv_q5_1_m8,
-     lab_pf2_q5_1, lab_old_q5_1},
+     lab_pf2_q5_1, lab_old_q5_1, rlx_dqmm_gemv_q5_1_l1},
     {RLX_QUANT_Q8_0, "q8_0", 32, 34, {0, -1}, rlx_dqmm_gemv_q8_0_m1, rlx_dqmm_gemv_q8_0_m8,
-     lab_pf2_q8_0, lab_old_q8_0},
+     lab_pf2_q8_0, lab_old_q8_0, rlx_dqmm_gemv_q8_0_l1},
     {RLX_QUANT_Q2_K, "q2_k", 256, 84, {80, 82}, rlx_dqmm_gemv_q2_k_m1, rlx_dqmm_gemv_q2_k_m8,
-     lab_pf2_q2_k, lab_old_q2_k},
+     lab_pf2_q2_k, lab_old_q2_k, rlx_dqmm_gemv_q2_k_l1},
     {RLX_QUANT_Q3_K, "q3_k", 256, 110, {108, -1}, rlx_dqmm_gemv_q3_k_m1, rlx_dqmm_gemv_q3_k_m8,
-     lab_pf2_q3_k, lab_old_q3_k},
+     lab_pf2_q3_k, lab_old_q3_k, rlx_dqmm_gemv_q3_k_l1},
     {RLX_QUANT_Q4_K, "q4_k", 256, 144, {0, 2}, rlx_dqmm_gemv_q4_k_m1, rlx_dqmm_gemv_q4_k_m8,
-     lab_pf2_q4_k, lab_old_q4_k},
+     lab_pf2_q4_k, lab_old_q4_k, rlx_dqmm_gemv_q4_k_l1},
     {RLX_QUANT_Q5_K, "q5_k", 256, 176, {0, 2}, rlx_dqmm_gemv_q5_k_m1, rlx_dqmm_gemv_q5_k_m8,
-     lab_pf2_q5_k, lab_old_q5_k},
+     lab_pf2_q5_k, lab_old_q5_k, rlx_dqmm_gemv_q5_k_l1},
     {RLX_QUANT_Q6_K, "q6_k", 256, 210, {208, -1}, rlx_dqmm_gemv_q6_k_m1, rlx_dqmm_gemv_q6_k_m8,
-     lab_pf2_q6_k, lab_old_q6_k},
+     lab_pf2_q6_k, lab_old_q6_k, rlx_dqmm_gemv_q6_k_l1},
 };
 #define N_SCHEMES (int)(sizeof SCHEMES / sizeof SCHEMES[0])
 #define COPIES 8
@@ -576,7 +581,7 @@ static rlxk_dqmm params(const problem* q, int M, int half, int copy, int rows) {
 
 static void launch(const problem* q, int v, int M, int copy) {
   int rows = rows_per_warp(v, M);
-  rlxk_dqmm p = params(q, M, v == 1 || v == 6, copy, rows);
+  rlxk_dqmm p = params(q, M, v == 1 || v == 6 || v == 17, copy, rows);
   if (v == 6) {
     dim3 grid((unsigned)((q->N + 63) / 64), (unsigned)((M + 63) / 64));
     rlx_dqmm_mma_f16<<<grid, 128>>>(q->arena, p, NULL);
@@ -597,12 +602,17 @@ static void launch(const problem* q, int v, int M, int copy) {
     return;
   }
   int si = (int)(q->s - SCHEMES);
+  if (v == 16 || v == 17) { /* production _l1 (x in three int8 limbs, dp4a) */
+    int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
+    launch_xs(q->s->l1, xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count);
+    return;
+  }
   if (v <= 2) { /* production _m1 */
     int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4; /* quant.cu dq_stages */
     launch_xs(q->s->m1, xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st), DQ_R1, p, q->arena, q->sm_count);
     return;
   }
-  if (v >= 11) {
+  if (v >= 11 && v <= 13) {
     int j = v - 11, st = XS_ST[j] ? XS_ST[j] : DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
     launch_xs(XSS[si].k[j], xs_smem(q->s->E, q->s->B, q->K, XS_R[j], st), XS_R[j], p, q->arena,
               q->sm_count);
@@ -626,13 +636,15 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "x in smem, R = 1, 4 stages", "x in smem, R = 4, 2 stages",
                                     "x in smem, R = 2, 2 stages",
                                     "diagnostic: production m1 without W loads",
-                                    "diagnostic: production m1 without decode"};
+                                    "diagnostic: production m1 without decode",
+                                    "production gemv l1 (int8 limbs, dp4a), x f32",
+                                    "production gemv l1 (int8 limbs, dp4a), x f16"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
                        const double* ref8, const double* ref8h) {
   int M = v == 3 || v == 9 ? 8 : v == 6 || v == 7 ? XR : 1, checked = M > 8 ? 8 : M;
-  const double* r = v == 1 ? ref16 : v == 3 || v == 7 || v == 9 ? ref8 : v == 6 ? ref8h : ref;
+  const double* r = v == 1 || v == 17 ? ref16 : v == 3 || v == 7 || v == 9 ? ref8 : v == 6 ? ref8h : ref;
   size_t ybytes = sizeof(float) * (size_t)(M * q->N);
   CUDA_OK(cudaMemset(q->arena + q->y, 0xFF, ybytes)); /* NaN: an unwritten y fails */
   launch(q, v, M, 0);
@@ -661,12 +673,21 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     }
     ms = lab_median(t, reps);
     free(t);
+    if (v == 0 || v == 16) { /* back to back between one event pair, as ggml times */
+      float f = 0.0f;
+      cudaEventRecord(e0);
+      for (int i = 0; i < 20; i++) launch(q, v, M, 0);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      cudaEventElapsedTime(&f, e0, e1);
+      printf("    %s x%d back to back: %.2f us\n", q->s->name, v, f * 1e3 / 20);
+    }
   }
   double bytes = v == 6 || v == 7 ? 2.0 * M * (double)q->N * (double)q->K
                         : (double)(q->row_bytes * q->N) + 4.0 * (double)(M * (q->K + q->N));
   lab_report(v, what, err, ms, reps > 0 ? bytes : 0.0);
   if (reps > 0) printf("    %s x%d: %.2f us\n", q->s->name, v, ms * 1e3);
-  if (v >= 14) return 0; /* diagnostics compute nothing meaningful */
+  if (v == 14 || v == 15) return 0; /* diagnostics compute nothing meaningful */
   /* the tensor-core variant rounds W to f16 (the parity suite's half tolerance) */
   return !(err <= (v == 6 ? 2e-2 : TOL));
 }
@@ -709,7 +730,7 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 16; v++) {
+      for (int v = 0; v < 18; v++) {
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
         /* prefill timings: the K-quants and the issue's types only (each takes ms) */

@@ -179,24 +179,34 @@ typedef struct rlx_lt_api {
   X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped) \
   X(DQMM_GEMV_Q4_0_M1, rlx_dqmm_gemv_q4_0_m1, quant) \
   X(DQMM_GEMV_Q4_0_M8, rlx_dqmm_gemv_q4_0_m8, quant) \
+  X(DQMM_GEMV_Q4_0_L1, rlx_dqmm_gemv_q4_0_l1, quant) \
   X(DQMM_GEMV_Q4_1_M1, rlx_dqmm_gemv_q4_1_m1, quant) \
   X(DQMM_GEMV_Q4_1_M8, rlx_dqmm_gemv_q4_1_m8, quant) \
+  X(DQMM_GEMV_Q4_1_L1, rlx_dqmm_gemv_q4_1_l1, quant) \
   X(DQMM_GEMV_Q5_0_M1, rlx_dqmm_gemv_q5_0_m1, quant) \
   X(DQMM_GEMV_Q5_0_M8, rlx_dqmm_gemv_q5_0_m8, quant) \
+  X(DQMM_GEMV_Q5_0_L1, rlx_dqmm_gemv_q5_0_l1, quant) \
   X(DQMM_GEMV_Q5_1_M1, rlx_dqmm_gemv_q5_1_m1, quant) \
   X(DQMM_GEMV_Q5_1_M8, rlx_dqmm_gemv_q5_1_m8, quant) \
+  X(DQMM_GEMV_Q5_1_L1, rlx_dqmm_gemv_q5_1_l1, quant) \
   X(DQMM_GEMV_Q8_0_M1, rlx_dqmm_gemv_q8_0_m1, quant) \
   X(DQMM_GEMV_Q8_0_M8, rlx_dqmm_gemv_q8_0_m8, quant) \
+  X(DQMM_GEMV_Q8_0_L1, rlx_dqmm_gemv_q8_0_l1, quant) \
   X(DQMM_GEMV_Q2_K_M1, rlx_dqmm_gemv_q2_k_m1, quant) \
   X(DQMM_GEMV_Q2_K_M8, rlx_dqmm_gemv_q2_k_m8, quant) \
+  X(DQMM_GEMV_Q2_K_L1, rlx_dqmm_gemv_q2_k_l1, quant) \
   X(DQMM_GEMV_Q3_K_M1, rlx_dqmm_gemv_q3_k_m1, quant) \
   X(DQMM_GEMV_Q3_K_M8, rlx_dqmm_gemv_q3_k_m8, quant) \
+  X(DQMM_GEMV_Q3_K_L1, rlx_dqmm_gemv_q3_k_l1, quant) \
   X(DQMM_GEMV_Q4_K_M1, rlx_dqmm_gemv_q4_k_m1, quant) \
   X(DQMM_GEMV_Q4_K_M8, rlx_dqmm_gemv_q4_k_m8, quant) \
+  X(DQMM_GEMV_Q4_K_L1, rlx_dqmm_gemv_q4_k_l1, quant) \
   X(DQMM_GEMV_Q5_K_M1, rlx_dqmm_gemv_q5_k_m1, quant) \
   X(DQMM_GEMV_Q5_K_M8, rlx_dqmm_gemv_q5_k_m8, quant) \
+  X(DQMM_GEMV_Q5_K_L1, rlx_dqmm_gemv_q5_k_l1, quant) \
   X(DQMM_GEMV_Q6_K_M1, rlx_dqmm_gemv_q6_k_m1, quant) \
   X(DQMM_GEMV_Q6_K_M8, rlx_dqmm_gemv_q6_k_m8, quant) \
+  X(DQMM_GEMV_Q6_K_L1, rlx_dqmm_gemv_q6_k_l1, quant) \
   X(DQMM_TILED, rlx_dqmm_tiled, quant) \
   X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant) \
   X(DQMM_PANEL_F32, rlx_dqmm_panel_f32, quant) X(DQMM_PANEL_F16, rlx_dqmm_panel_f16, quant) \

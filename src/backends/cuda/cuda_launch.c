@@ -2642,17 +2642,14 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 #define RLX_DQMM_GEMV_ROWS 8
 #define RLX_DQMM_M1_ROWS 2   /* W rows per warp of _m1 (quant.cu DQ_R1) */
 #define RLX_DQMM_M1_WARPS 8  /* warps of an _m1 block (quant.cu DQ_WARPS) */
-static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][2] = {
-    [RLX_QUANT_Q4_0] = {RLX_CUDA_FN_DQMM_GEMV_Q4_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_0_M8},
-    [RLX_QUANT_Q4_1] = {RLX_CUDA_FN_DQMM_GEMV_Q4_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_M8},
-    [RLX_QUANT_Q5_0] = {RLX_CUDA_FN_DQMM_GEMV_Q5_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_0_M8},
-    [RLX_QUANT_Q5_1] = {RLX_CUDA_FN_DQMM_GEMV_Q5_1_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_M8},
-    [RLX_QUANT_Q8_0] = {RLX_CUDA_FN_DQMM_GEMV_Q8_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q8_0_M8},
-    [RLX_QUANT_Q2_K] = {RLX_CUDA_FN_DQMM_GEMV_Q2_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_M8},
-    [RLX_QUANT_Q3_K] = {RLX_CUDA_FN_DQMM_GEMV_Q3_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q3_K_M8},
-    [RLX_QUANT_Q4_K] = {RLX_CUDA_FN_DQMM_GEMV_Q4_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_M8},
-    [RLX_QUANT_Q5_K] = {RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_K_M8},
-    [RLX_QUANT_Q6_K] = {RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M8},
+static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][3] = {
+#define DQMM_ROW(S) {RLX_CUDA_FN_DQMM_GEMV_##S##_M1, RLX_CUDA_FN_DQMM_GEMV_##S##_M8, RLX_CUDA_FN_DQMM_GEMV_##S##_L1}
+    [RLX_QUANT_Q4_0] = DQMM_ROW(Q4_0), [RLX_QUANT_Q4_1] = DQMM_ROW(Q4_1),
+    [RLX_QUANT_Q5_0] = DQMM_ROW(Q5_0), [RLX_QUANT_Q5_1] = DQMM_ROW(Q5_1),
+    [RLX_QUANT_Q8_0] = DQMM_ROW(Q8_0), [RLX_QUANT_Q2_K] = DQMM_ROW(Q2_K),
+    [RLX_QUANT_Q3_K] = DQMM_ROW(Q3_K), [RLX_QUANT_Q4_K] = DQMM_ROW(Q4_K),
+    [RLX_QUANT_Q5_K] = DQMM_ROW(Q5_K), [RLX_QUANT_Q6_K] = DQMM_ROW(Q6_K),
+#undef DQMM_ROW
 };
 
 /* Warps per W row of the _m8 GEMV: more than one (the 1024-element chunks
@@ -2665,16 +2662,18 @@ static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t rows, int64_t
   return wpr;
 }
 
-/* Dynamic shared memory of the _m1 GEMV (quant.cu dqmm_gemv_xs): x as f32
- * in whole 1024-element chunks, and each warp's ring of stages (quant.cu
- * dq_stages: 4, 3 past 1 KB a chunk) chunks of RLX_DQMM_M1_ROWS W rows (a
- * chunk's bytes rounded to 16, + 32). */
-static int64_t dqmm_m1_smem(const rlx_dqmm_params* q) {
+/* Dynamic shared memory of the _m1 / _l1 GEMV (quant.cu dqmm_gemv_xs): x
+ * in whole 1024-element chunks (f32: 4 KB; limbs: quant.cu DQ_LIMB_CHUNK),
+ * and each warp's ring of stages (quant.cu dq_stages: 4, 3 past 1 KB a
+ * chunk) chunks of RLX_DQMM_M1_ROWS W rows (a chunk's bytes rounded to
+ * 16, + 32). */
+#define RLX_DQMM_LIMB_CHUNK (6 * 512 + 512)
+static int64_t dqmm_m1_smem(const rlx_dqmm_params* q, int limbs) {
   const rlx_quant_info* qi = &rlx_quant_table[q->scheme];
   int64_t chunk_bytes = 1024 / qi->block * qi->block_bytes;
   int64_t stages = chunk_bytes > 1024 ? 3 : 4;
   int64_t srow = (chunk_bytes + 15) / 16 * 16 + 32;
-  return (q->K + 1023) / 1024 * 4096 +
+  return (q->K + 1023) / 1024 * (limbs ? RLX_DQMM_LIMB_CHUNK : 4096) +
          (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
 }
 
@@ -2776,7 +2775,10 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
              q->M <= RLX_DQMM_GEMV_ROWS && aligned16(p.xoff) && q->K % 32 == 0;
   /* _m1 holds x in shared memory: past the device's limit (K over ~50k),
    * the _m8 kernel (x from global memory) takes M == 1 too */
-  int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q) : 0;
+  /* _l1 (x as 24-bit block fixed point in three int8 limbs, dp4a) unless
+   * RLX_CUDA_DQMM_F32_GEMV asks for _m1's f32 decode */
+  int limbs = !rlx_env_flag(RLX_ENV_CUDA_DQMM_F32_GEMV);
+  int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q, limbs) : 0;
   int m1 = gemv && q->M == 1 && m1_smem <= b->d->smem_optin;
   if (!gemv) {
     int done = 0;
@@ -2786,7 +2788,7 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
   /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
   int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
   int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;
-  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][!m1]
+  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][m1 ? 2 * limbs : 1]
                    : mma ? (p.xdt == RLX_BF16 ? RLX_CUDA_FN_DQMM_MMA_BF16 : RLX_CUDA_FN_DQMM_MMA_F16)
                          : RLX_CUDA_FN_DQMM_TILED;
   rlx_launch* x = push_kernel(l, fn, i, err);

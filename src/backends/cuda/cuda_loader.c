@@ -275,7 +275,13 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_DQMM_GEMV_Q5_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_M1,
                        RLX_CUDA_FN_DQMM_GEMV_Q8_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_M1,
                        RLX_CUDA_FN_DQMM_GEMV_Q3_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_M1,
-                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1};
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1,
+                       /* and its limb form (x in three int8 limbs) */
+                       RLX_CUDA_FN_DQMM_GEMV_Q4_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_L1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_L1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q8_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_L1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q3_K_L1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_L1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_L1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_L1};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);

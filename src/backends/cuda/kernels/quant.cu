@@ -228,6 +228,141 @@ RLXK_DEV void decode_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, float* c, fl
   }
 }
 
+/* ------------------------------------------------------------------ integer codes */
+
+/* One 32-element sub-block as raw codes for the limb GEMV: q[t] holds the
+ * codes of elements 4t .. 4t + 3 as bytes (signed for Q8_0, else small
+ * unsigned values, < 64, so also valid as signed bytes), and w_j = a[j /
+ * 16] * code_j + b[j / 16]: decode_sub's weights with the offset folded
+ * into b (b - a * off; off * a is exact: off is 0, 4, 8, 16 or 32). */
+template <int S>
+RLXK_DEV void codes_sub(const uint8_t* blk, int i, uint32_t* q, float* a, float* b);
+
+template <int OFF, int QS, bool MIN>
+RLXK_DEV void codes_q4(const uint8_t* blk, uint32_t* q, float* a, float* b) {
+  float d = sm_f16(blk, 0);
+  a[0] = a[1] = d;
+  b[0] = b[1] = MIN ? sm_f16(blk, 2) : -(float)OFF * d;
+#pragma unroll
+  for (int t = 0; t < 4; t++) {
+    uint32_t v = sm_u32(blk, QS + 4 * t);
+    q[t] = v & 0x0F0F0F0Fu;
+    q[4 + t] = (v >> 4) & 0x0F0F0F0Fu;
+  }
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+  codes_q4<8, 2, false>(blk, q, a, b);
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+  codes_q4<0, 4, true>(blk, q, a, b);
+}
+
+template <int OFF, int QH, bool MIN>
+RLXK_DEV void codes_q5(const uint8_t* blk, uint32_t* q, float* a, float* b) {
+  float d = sm_f16(blk, 0);
+  a[0] = a[1] = d;
+  b[0] = b[1] = MIN ? sm_f16(blk, 2) : -(float)OFF * d;
+  uint32_t qh = sm_u32(blk, QH);
+#pragma unroll
+  for (int t = 0; t < 4; t++) {
+    uint32_t v = sm_u32(blk, QH + 4 + 4 * t);
+    q[t] = (v & 0x0F0F0F0Fu) | spread4((qh >> (4 * t)) & 15u);
+    q[4 + t] = ((v >> 4) & 0x0F0F0F0Fu) | spread4((qh >> (16 + 4 * t)) & 15u);
+  }
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+  codes_q5<16, 2, false>(blk, q, a, b);
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+  codes_q5<0, 4, true>(blk, q, a, b);
+}
+
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q8_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+  a[0] = a[1] = sm_f16(blk, 0);
+  b[0] = b[1] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < 8; t++) q[t] = sm_u32(blk, 2 + 4 * t);
+}
+
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 80), dmin = sm_f16(blk, 82);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    int sc = blk[8 * h + 2 * s + half];
+    a[half] = __fmul_rn(d, (float)(sc & 15));
+    b[half] = -__fmul_rn(dmin, (float)(sc >> 4));
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++) q[t] = (sm_u32(blk, 16 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
+}
+
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 108);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    a[half] = __fmul_rn(d, (float)rlx_quant_q3k_scale(blk + 96, 8 * h + 2 * s + half));
+    b[half] = -4.0f * a[half];
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t lo = (sm_u32(blk, 32 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
+    uint32_t hi = ((sm_u32(blk, 4 * t) >> (4 * h + s)) & 0x01010101u) << 2;
+    q[t] = lo | hi;
+  }
+}
+
+template <int S>
+RLXK_DEV void codes_k45(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  int sc, m;
+  rlx_quant_k4_scale_min(blk + 4, i, &sc, &m);
+  a[0] = a[1] = __fmul_rn(sm_f16(blk, 0), (float)sc);
+  b[0] = b[1] = -__fmul_rn(sm_f16(blk, 2), (float)m);
+  const int qs = S == RLX_QUANT_Q4_K ? 16 : 48;
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t v = (sm_u32(blk, qs + 32 * (i / 2) + 4 * t) >> (4 * (i % 2))) & 0x0F0F0F0Fu;
+    if (S == RLX_QUANT_Q5_K) v |= ((sm_u32(blk, 16 + 4 * t) >> i) & 0x01010101u) << 4;
+    q[t] = v;
+  }
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  codes_k45<RLX_QUANT_Q4_K>(blk, i, q, a, b);
+}
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  codes_k45<RLX_QUANT_Q5_K>(blk, i, q, a, b);
+}
+
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+  int h = i / 4, s = i % 4;
+  float d = sm_f16(blk, 208);
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    a[half] = __fmul_rn(d, (float)(int8_t)blk[192 + 8 * h + 2 * s + half]);
+    b[half] = -32.0f * a[half];
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++) {
+    uint32_t lo = (sm_u32(blk, 64 * h + 32 * (s % 2) + 4 * t) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
+    uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u) << 4;
+    q[t] = lo | hi;
+  }
+}
+
+/* Sum of the four signed byte products of a and b, plus c (b's bytes
+ * signed / unsigned). */
+RLXK_DEV int dp4a_ss(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+RLXK_DEV int dp4a_su(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
 /* ------------------------------------------------------------------ x loads */
 
 /* x[base .. base + 7] of dtype t as floats (base a multiple of 8). */
@@ -381,6 +516,66 @@ __host__ __device__ constexpr int dq_srow() {
   return (DQ_CHUNK / gguf<S>::E * gguf<S>::B + 15) / 16 * 16 + 32;
 }
 
+/* The limb GEMV's x (_l1): per 32-element sub-block b, x_j = s_b v_j
+ * with s_b a power of two (x's largest |x_j| < 2^23 s_b, so the scaling
+ * is exact) and v_j = round(x_j / s_b), an integer of 24 bits held as
+ * three bytes: v = 65536 hi + 256 mid + lo (hi signed, mid and lo
+ * unsigned). A dot of W's integer codes with x then runs as three dp4a
+ * per 4 elements, exact in int32, and is rounded only when the limbs are
+ * recombined in f32: the result is as accurate as the f32 decode's (one
+ * rounding of 2^-24 relative to the sub-block's largest |x_j| against
+ * f32's per-product roundings). Layout per 1024-element chunk
+ * (DQ_LIMB_CHUNK bytes): 6 x 32 uint4 (hi words 0-3, 4-7, then mid, then
+ * lo, of sub-block l at slot g * 32 + l: conflict-free), then 32 float4
+ * (s_b, sum of x over elements 0-15, over 16-31, 0). */
+#define DQ_LIMB_CHUNK (6 * 512 + 512)
+RLXK_DEV void stage_x_limbs(const char* X, int xdt, int64_t K, int64_t chunks, uint8_t* sm) {
+  const int64_t subs = chunks * 32;
+  for (int64_t sb = threadIdx.x; sb < subs; sb += blockDim.x) {
+    float x[32], amax = 0.0f, s0 = 0.0f, s1 = 0.0f;
+    int64_t k0 = sb * 32;
+#pragma unroll
+    for (int g = 0; g < 8; g++) {
+      float4 v = k0 < K ? load_x4(X, xdt, k0 + 4 * g) : make_float4(0.f, 0.f, 0.f, 0.f);
+      x[4 * g] = v.x, x[4 * g + 1] = v.y, x[4 * g + 2] = v.z, x[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+      amax = fmaxf(amax, fabsf(x[j]));
+      if (j < 16) s0 += x[j];
+      else s1 += x[j];
+    }
+    int ex = 0;
+    float scale = 1.0f;
+    bool finite = isfinite(amax) && !isnan(s0 + s1);
+    if (finite && amax > 0.0f) {
+      frexpf(amax, &ex); /* amax < 2^ex */
+      scale = ldexpf(1.0f, ex - 23);
+    }
+    uint32_t w[24];
+#pragma unroll
+    for (int t = 0; t < 8; t++) {
+      uint32_t hi = 0, mid = 0, lo = 0;
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int v = finite ? __float2int_rn(ldexpf(x[4 * t + e], 23 - ex)) : 0;
+        v = v > 8388607 ? 8388607 : v < -8388608 ? -8388608 : v;
+        hi |= (uint32_t)((v >> 16) & 255) << (8 * e);
+        mid |= (uint32_t)((v >> 8) & 255) << (8 * e);
+        lo |= (uint32_t)(v & 255) << (8 * e);
+      }
+      w[t] = hi, w[8 + t] = mid, w[16 + t] = lo;
+    }
+    uint8_t* base = sm + (sb / 32) * DQ_LIMB_CHUNK;
+    int l = (int)(sb % 32);
+#pragma unroll
+    for (int g = 0; g < 6; g++)
+      ((uint4*)base)[g * 32 + l] = make_uint4(w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]);
+    /* a non-finite x makes the sub-block's sums NaN (as f32 arithmetic would) */
+    ((float4*)(base + 6 * 512))[l] = make_float4(finite ? scale : NAN, s0, s1, 0.0f);
+  }
+}
+
 /* M == 1 (decode proper). The whole x row sits in shared memory as f32
  * (staged once per block, converted from f16 / bf16 exactly), stored per
  * 1024-element chunk transposed: float4 g of sub-block l at slot 32 g + l,
@@ -392,10 +587,10 @@ __host__ __device__ constexpr int dq_srow() {
  * the 32 x values it read once from shared memory. A row group's sum is
  * reduced across the warp after its last chunk. Dynamic shared memory:
  * chunks * 4 KB (x) + DQ_WARPS * ST * R * dq_srow<S>() (cuda_launch.c). */
-template <int S, int R, int ST>
+template <int S, int R, int ST, bool LIMBS>
 __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
   constexpr int E = gguf<S>::E, B = gguf<S>::B, SPB = E / 32, CB = DQ_CHUNK / E * B;
-  constexpr int SROW = dq_srow<S>();
+  constexpr int SROW = dq_srow<S>(), XCB = LIMBS ? DQ_LIMB_CHUNK : DQ_CHUNK * 4;
   extern __shared__ __align__(16) uint8_t dq_dsm[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK, subs = p.K / 32;
@@ -405,7 +600,7 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
   const int total = (int)(items * chunks), nc = (int)chunks;
   const uint8_t* W = (const uint8_t*)at(arena, p.woff);
   float4* xs = (float4*)dq_dsm;
-  uint8_t* ring = dq_dsm + chunks * DQ_CHUNK * 4 + (size_t)warp * ST * R * SROW;
+  uint8_t* ring = dq_dsm + chunks * XCB + (size_t)warp * ST * R * SROW;
   /* item t (row group g0 + (t / chunks) * gstride, chunk t % chunks) into
    * ring slot t % ST; one commit group per call, empty past the end */
   auto issue = [&](int t) {
@@ -427,6 +622,8 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
   };
 #pragma unroll
   for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
+  if constexpr (LIMBS) stage_x_limbs(at(arena, p.xoff), p.xdt, p.K, chunks, dq_dsm);
+  else
   { /* x: 8 float4 loads of a thread in flight, then their stores (one
      * load at a time put ~14 L2 round trips before the first chunk) */
     const char* X = at(arena, p.xoff);
@@ -455,7 +652,38 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
     __syncwarp();
     const int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc, sub = c * 32 + lane;
     const uint8_t* st = ring + (int)(t % ST) * R * SROW;
-    if (sub < subs) {
+    if (LIMBS && sub < subs) {
+      const uint4* xl = (const uint4*)(dq_dsm + c * DQ_LIMB_CHUNK);
+      uint4 lw[6];
+#pragma unroll
+      for (int g = 0; g < 6; g++) lw[g] = xl[g * 32 + lane];
+      float4 xf = ((const float4*)(dq_dsm + c * DQ_LIMB_CHUNK + 6 * 512))[lane];
+      const uint32_t* H = (const uint32_t*)&lw[0];
+      const uint32_t* Mw = (const uint32_t*)&lw[2];
+      const uint32_t* L = (const uint32_t*)&lw[4];
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
+        uint32_t q[8];
+        float a[2], bb[2], sh[2];
+        codes_sub<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, q, a, bb);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          int hi = 0, mid = 0, lo = 0;
+#pragma unroll
+          for (int t = 4 * h; t < 4 * h + 4; t++) {
+            hi = dp4a_ss(q[t], H[t], hi);
+            mid = dp4a_su(q[t], Mw[t], mid);
+            lo = dp4a_su(q[t], L[t], lo);
+          }
+          /* sum_j code_j v_j, v_j = 65536 hi_j + 256 mid_j + lo_j */
+          sh[h] = fmaf((float)hi, 65536.0f, (float)(mid * 256 + lo));
+        }
+        float v = xf.x * fmaf(a[0], sh[0], a[1] * sh[1]);
+        acc[r] += fmaf(bb[0], xf.y, fmaf(bb[1], xf.z, v));
+      }
+    } else if (!LIMBS && sub < subs) {
       float xv[32];
 #pragma unroll
       for (int g = 0; g < 8; g++) {
@@ -501,7 +729,11 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
 #define DQMM_GEMV(S, U, name)                                                            \
   extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2)                        \
       name##_m1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
-    dqmm_gemv_xs<S, DQ_R1, dq_stages<S>()>(arena, p);                                           \
+    dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), false>(arena, p);                                    \
+  }                                                                                      \
+  extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2)                        \
+      name##_l1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
+    dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), true>(arena, p);                                     \
   }                                                                                      \
   extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \
                                                               rlxk_state* st) {         \

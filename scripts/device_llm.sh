@@ -16,6 +16,9 @@
 #                rlx bench and llama-bench, pp512 and tg128, on each file
 #                (a fresh machine: the files are written first, llama-bench
 #                is skipped unless check built it)
+#              OUT=$OUT bash build-llm-carry/device_llm.sh decode  (~3 min)
+#                Sample parity, test_llm_cache, tg128 (f32, bf16) and a
+#                decode profile
 #              OUT=$OUT bash build-llm-carry/device_llm.sh one     (~9 min)
 #                everything in one call (the machine does not stay warm
 #                between calls for long): llama-bench built and the files
@@ -191,5 +194,27 @@ if [ "$MODE" = one ]; then
   done
   exit 0
 fi
-echo "usage: device_llm.sh pack|check|bench|one"
+if [ "$MODE" = decode ]; then
+  # the sampler and decode: Sample parity, the cache form, tg128 on each file
+  stage machine
+  (for t in $TYPES; do
+     [ -f "$MODELS/llama3-8b-$t.gguf" ] ||
+       python3 scripts/gen_random_gguf.py --preset 8b --type "$t" --jobs 8 -o "$MODELS/llama3-8b-$t.gguf"
+   done > "$OUT/gen_models.txt" 2>&1) &
+  GPID=$!
+  stage "parity: Sample on cuda (3 rounds)"
+  RLX_PARITY_ONLY=sample RLX_PARITY_ROUNDS=3 RLX_DISPATCH_REPORT=0 timeout 120 "$B/test_parity" cpu cuda 2>&1 | tail -4
+  stage "test_llm_cache on cuda (greedy = argmax of the full forward, samplers)"
+  timeout 120 "$B/test_llm_cache" cuda 2>&1 | grep -E "FAIL|checks" | tail -6
+  wait $GPID
+  for t in $TYPES; do
+    stage "rlx bench $t tg128 (f32, then --precision bf16)"
+    timeout 90 "$B/rlx" bench "$MODELS/llama3-8b-$t.gguf" -p 0 -n 128 -r 3 --device cuda 2>&1 | grep -E 'tg128|rror'
+    timeout 90 "$B/rlx" bench "$MODELS/llama3-8b-$t.gguf" -p 0 -n 128 -r 3 --device cuda --precision bf16 2>&1 | grep -E 'tg128|rror'
+  done
+  stage "RLX_CUDA_PROFILE=1 decode (tg64, f32) of q4_k_m"
+  RLX_CUDA_PROFILE=1 timeout 90 "$B/rlx" bench "$MODELS/llama3-8b-q4_k_m.gguf" -p 0 -n 64 -r 1 --device cuda 2>&1 | tail -18
+  exit 0
+fi
+echo "usage: device_llm.sh pack|check|bench|one|decode"
 exit 2

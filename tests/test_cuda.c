@@ -674,6 +674,48 @@ TEST(dequant_prefill_panels) {
     }
 }
 
+/* Greedy Sample (rlx_sample_greedy): the first index of the maximum, NaN
+ * never winning, index 0 for a row of NaN; rows at a 16-byte offset (the
+ * float4 path) and not (vocab odd: every other row), against the CPU. */
+TEST(greedy_sample_ties_and_nan) {
+  const int64_t R = 6, V = 128257;
+  gcase c = new_case();
+  rlx_dim xs[2] = {R, V};
+  rlx_tensor x = add_in(&c, xs, 2), y;
+  rlx_graph_add_sample(c.g, x, 0, 1.0f, 0.0f, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  float* v = malloc(sizeof(float) * (size_t)(R * V));
+  test_seed(5);
+  test_fill_f32(v, R * V, -3, 3);
+  for (int64_t j = 0; j < V; j++) v[j] = 1.0f;                 /* row 0: all tied -> 0 */
+  v[0] = NAN;                                                  /* ... but 0 is NaN -> 1 */
+  for (int64_t j = 0; j < V; j++) v[V + j] = NAN;              /* row 1: all NaN -> 0 */
+  v[2 * V + 77777] = 9.0f, v[2 * V + 100001] = 9.0f;           /* row 2: tie -> 77777 */
+  v[3 * V + V - 1] = 50.0f;                                    /* row 3: the last -> V - 1 */
+  v[4 * V + 5] = INFINITY, v[4 * V + 6] = NAN;                 /* row 4: inf -> 5 */
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
+  int64_t got[6] = {-1}, want[6] = {-1};
+  CHECK(gpu && cpu);
+  if (gpu && cpu) {
+    size_t bytes = sizeof(float) * (size_t)(R * V);
+    CHECK_OK_E(gpu, rlx_exec_set_input(gpu, "in0", RLX_F32, xs, 2, v, bytes));
+    CHECK_OK_E(cpu, rlx_exec_set_input(cpu, "in0", RLX_F32, xs, 2, v, bytes));
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    CHECK_OK_E(gpu, rlx_exec_read_output(gpu, 0, RLX_I64, got, sizeof got));
+    CHECK_OK_E(cpu, rlx_exec_read_output(cpu, 0, RLX_I64, want, sizeof want));
+    static const int64_t expect[5] = {1, 0, 77777, 128256, 5};
+    for (int r = 0; r < 5; r++) CHECK_MSG(got[r] == expect[r], "row %d: %lld", r, (long long)got[r]);
+    for (int r = 0; r < 6; r++) CHECK_MSG(got[r] == want[r], "row %d: cuda %lld, cpu %lld", r,
+                                          (long long)got[r], (long long)want[r]);
+  }
+  free(v);
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
 int main(void) {
   int avail = cuda_available();
   if (avail < 0) return 1;
@@ -690,5 +732,6 @@ int main(void) {
   RUN(batchnorm_statistics_replay);
   RUN(column_sums_one_launch);
   RUN(dequant_prefill_panels);
+  RUN(greedy_sample_ties_and_nan);
   return test_summary();
 }

@@ -121,7 +121,7 @@ typedef struct rlx_lt_api {
   X(ATTN_D128_SPLIT, rlx_attn_d128_split, attention)                                         \
   X(ATTN_D256_SPLIT, rlx_attn_d256_split, attention)                                         \
   X(ATTN_COMBINE, rlx_attn_combine, attention) X(ROPE, rlx_rope, rope)                       \
-  X(SAMPLE, rlx_sample, rope) X(MM_TILED, rlx_mm_tiled, matmul) X(MM_F64, rlx_mm_f64, matmul) \
+  X(SAMPLE, rlx_sample, rope) X(SAMPLE_GREEDY, rlx_sample_greedy, rope) X(MM_TILED, rlx_mm_tiled, matmul) X(MM_F64, rlx_mm_f64, matmul) \
   X(ATTN_MMA_BF16_D64, rlx_attn_mma_bf16_d64, attention_mma)                                 \
   X(ATTN_MMA_BF16_D128, rlx_attn_mma_bf16_d128, attention_mma)                               \
   X(ATTN_MMA_F16_D64, rlx_attn_mma_f16_d64, attention_mma)                                   \

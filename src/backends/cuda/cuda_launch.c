@@ -1969,7 +1969,9 @@ static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32
                                rlx_launch_list* l, rlx_error* err) {
   const rlx_sample_params* sp = &s->p.sample;
   if (sp->rows == 0) return RLX_OK;
-  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_SAMPLE, i, err);
+  /* greedy over f32 / f16 / bf16 logits: rlx_sample_greedy (no scratch) */
+  int greedy = !(sp->temperature > 0.0f) && s->in[0].dtype != RLX_F64;
+  rlx_launch* x = push_kernel(l, greedy ? RLX_CUDA_FN_SAMPLE_GREEDY : RLX_CUDA_FN_SAMPLE, i, err);
   if (!x) return RLX_RESOURCE_EXHAUSTED;
   rlxk_sample* p = &x->p.sample;
   p->rows = sp->rows;
@@ -1985,6 +1987,11 @@ static rlx_status build_sample(const rlx_cuda_build* b, const rlx_step* s, int32
   p->temperature = sp->temperature;
   int64_t blocks = sp->rows < 32 ? sp->rows : 32;
   x->grid[0] = (unsigned)blocks;
+  if (greedy) {
+    x->block = 1024;
+    x->grid[0] = (unsigned)(sp->rows < 65535 ? sp->rows : 65535);
+    return RLX_OK;
+  }
   /* Scratch: (prob, index) pairs per block, placed by the caller. */
   p->scratch = l->scratch_bytes;
   l->scratch_bytes += (uint64_t)blocks * (uint64_t)p->pow2 * 16u;

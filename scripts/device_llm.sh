@@ -16,6 +16,8 @@
 #                rlx bench and llama-bench, pp512 and tg128, on each file
 #                (a fresh machine: the files are written first, llama-bench
 #                is skipped unless check built it)
+#              OUT=$OUT bash build-llm-carry/device_llm.sh tests   (~4 min)
+#                check's tests alone (no llama-bench build, no 8B files)
 #              OUT=$OUT bash build-llm-carry/device_llm.sh decode  (~3 min)
 #                Sample parity, test_llm_cache, tg128 (f32, bf16) and a
 #                decode profile
@@ -194,6 +196,20 @@ if [ "$MODE" = one ]; then
   done
   exit 0
 fi
+if [ "$MODE" = tests ]; then
+  # check's correctness part alone (no llama-bench build, no 8B files)
+  stage "parity: every matmul case on cuda (DequantMatMul, GroupedMatMul)"
+  RLX_PARITY_ONLY=matmul RLX_PARITY_ROUNDS=2 RLX_DISPATCH_REPORT=0 timeout 150 "$B/test_parity" cpu cuda 2>&1 | tail -4
+  stage "test_llm / test_llm_gguf on cuda"
+  timeout 120 "$B/test_llm" cuda 2>&1 | tail -2
+  timeout 120 "$B/test_llm_gguf" cuda 2>&1 | tail -2
+  stage "test_llama_oracle on cuda (llama.cpp's CPU library as the oracle)"
+  timeout 120 "$B/test_llama_oracle" cuda 2>&1 | grep -E "vs llama|greedy|checks|SKIP|FAIL" | tail -30
+  stage "rlx generate on cuda (tiny random Q4_K_M file), 40-token prompt (the prefill panels)"
+  python3 scripts/gen_random_gguf.py --preset tiny --type q4_k_m -o "$MODELS/tiny.gguf" > /dev/null &&
+    "$B/rlx" generate "$MODELS/tiny.gguf" --prompt "one two three four five six seven eight nine ten eleven twelve thirteen fourteen" -n 16 --device cuda --seed 1 2>&1 | tail -3
+  exit 0
+fi
 if [ "$MODE" = decode ]; then
   # the sampler and decode: Sample parity, the cache form, tg128 on each file
   stage machine
@@ -216,5 +232,5 @@ if [ "$MODE" = decode ]; then
   RLX_CUDA_PROFILE=1 timeout 90 "$B/rlx" bench "$MODELS/llama3-8b-q4_k_m.gguf" -p 0 -n 64 -r 1 --device cuda 2>&1 | tail -18
   exit 0
 fi
-echo "usage: device_llm.sh pack|check|bench|one|decode"
+echo "usage: device_llm.sh pack|check|bench|one|decode|tests"
 exit 2

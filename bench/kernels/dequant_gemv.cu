@@ -30,8 +30,11 @@
  *     loads / without its decode.
  *   16 / 17 production _l1 (session 21): x as 24-bit block fixed point in
  *     three int8 limbs, W's integer codes dotted by dp4a; x f32 / f16.
- *   0 and 16 also print the mean of 20 launches back to back between one
- *   event pair (ggml's test-backend-ops times that way).
+ *   18 _l1 at up to 4 blocks per SM (launch bounds (256, 4): <= 64
+ *     registers), where shared memory allows.
+ *   0, 16 and 18 also print the mean of 20 launches back to back between
+ *   one event pair (ggml's test-backend-ops times that way).
+ *   LAB_VARIANTS=0,16,18 runs only the listed variants.
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
  *
@@ -193,6 +196,18 @@ template <int S, int R, int ST>
 __global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_xs(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_gemv_xs<S, R, ST, false>(arena, p);
 }
+/* variant 18: the production _l1 compiled for 4 blocks per SM (at most
+ * 64 registers a thread) and launched with up to 4 per SM where shared
+ * memory allows (K <= ~4096): more W chunks in flight per SM */
+template <int S>
+__global__ void __launch_bounds__(32 * DQ_WARPS, 4) lab_l1_occ4(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), true>(arena, p);
+}
+static const kern OCC4[] = {lab_l1_occ4<RLX_QUANT_Q4_0>, lab_l1_occ4<RLX_QUANT_Q4_1>,
+                            lab_l1_occ4<RLX_QUANT_Q5_0>, lab_l1_occ4<RLX_QUANT_Q5_1>,
+                            lab_l1_occ4<RLX_QUANT_Q8_0>, lab_l1_occ4<RLX_QUANT_Q2_K>,
+                            lab_l1_occ4<RLX_QUANT_Q3_K>, lab_l1_occ4<RLX_QUANT_Q4_K>,
+                            lab_l1_occ4<RLX_QUANT_Q5_K>, lab_l1_occ4<RLX_QUANT_Q6_K>};
 /* its dynamic shared memory (cuda_launch.c dqmm_m1_smem for R = DQ_R1 and
  * the production stages) */
 static int xs_smem(int E, int B, int64_t K, int R, int ST, int limbs = 0) {
@@ -475,13 +490,14 @@ static int rows_per_warp(int v, int M) { return v == 10 ? OLD_R1 : 1; }
 /* The _m1 launch (cuda_launch.c build_dequant_matmul): DQ_WARPS warps a
  * block, one row group of R rows per warp while two blocks per SM hold
  * them all, else a grid of 1-2 blocks per SM striding over the groups. */
-static void launch_xs(kern k, int smem, int R, const rlxk_dqmm& p, char* arena, int sm_count) {
+static void launch_xs(kern k, int smem, int R, const rlxk_dqmm& p, char* arena, int sm_count,
+                      int max_per_sm = 2) {
   static int optin = 0;
   if (!optin) cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
   cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   int64_t groups = (p.N + R - 1) / R, blocks = (groups + DQ_WARPS - 1) / DQ_WARPS;
   int64_t per_sm = (optin + 1024) / (smem + 1024);
-  per_sm = per_sm < 1 ? 1 : per_sm > 2 ? 2 : per_sm;
+  per_sm = per_sm < 1 ? 1 : per_sm > max_per_sm ? max_per_sm : per_sm;
   if (blocks > per_sm * sm_count) blocks = per_sm * sm_count;
   k<<<(unsigned)blocks, 32 * DQ_WARPS, smem>>>(arena, p, NULL);
 }
@@ -602,6 +618,11 @@ static void launch(const problem* q, int v, int M, int copy) {
     return;
   }
   int si = (int)(q->s - SCHEMES);
+  if (v == 18) {
+    int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
+    launch_xs(OCC4[si], xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count, 4);
+    return;
+  }
   if (v == 16 || v == 17) { /* production _l1 (x in three int8 limbs, dp4a) */
     int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
     launch_xs(q->s->l1, xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count);
@@ -638,7 +659,8 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "diagnostic: production m1 without W loads",
                                     "diagnostic: production m1 without decode",
                                     "production gemv l1 (int8 limbs, dp4a), x f32",
-                                    "production gemv l1 (int8 limbs, dp4a), x f16"};
+                                    "production gemv l1 (int8 limbs, dp4a), x f16",
+                                    "l1 at up to 4 blocks per SM (64 registers)"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
@@ -673,7 +695,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     }
     ms = lab_median(t, reps);
     free(t);
-    if (v == 0 || v == 16) { /* back to back between one event pair, as ggml times */
+    if (v == 0 || v == 16 || v == 18) { /* back to back between one event pair, as ggml times */
       float f = 0.0f;
       cudaEventRecord(e0);
       for (int i = 0; i < 20; i++) launch(q, v, M, 0);
@@ -690,6 +712,20 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
   if (v == 14 || v == 15) return 0; /* diagnostics compute nothing meaningful */
   /* the tensor-core variant rounds W to f16 (the parity suite's half tolerance) */
   return !(err <= (v == 6 ? 2e-2 : TOL));
+}
+
+/* LAB_VARIANTS="0,16,18": only the listed variants (all when unset). */
+static int variant_wanted(int v) {
+  const char* only = getenv("LAB_VARIANTS");
+  if (!only || !*only) return 1;
+  for (const char* t = only; *t;) {
+    char* end = NULL;
+    long x = strtol(t, &end, 10);
+    if (end == t) return 0;
+    if (x == v) return 1;
+    t = *end == ',' ? end + 1 : end;
+  }
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -730,7 +766,8 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 18; v++) {
+      for (int v = 0; v < 19; v++) {
+        if (!variant_wanted(v)) continue;
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;
         /* prefill timings: the K-quants and the issue's types only (each takes ms) */

@@ -72,161 +72,20 @@ RLXK_DEV uint32_t spread4(uint32_t n) { return ((n * 0x00204081u) & 0x01010101u)
 /* ------------------------------------------------------------------ scheme table */
 
 /* Per GGUF scheme: elements and bytes of a block (quant.c's table; kept
- * here as constants so the kernels specialise on them). */
+ * here as constants so the kernels specialise on them), whether it has a
+ * min (w = a * q + b with b != 0) and the offset its codes are stored
+ * with (w = a * (code - OFF)). */
 template <int S> struct gguf;
-template <> struct gguf<RLX_QUANT_Q4_0> { enum { E = 32, B = 18, MIN = 0 }; };
-template <> struct gguf<RLX_QUANT_Q4_1> { enum { E = 32, B = 20, MIN = 1 }; };
-template <> struct gguf<RLX_QUANT_Q5_0> { enum { E = 32, B = 22, MIN = 0 }; };
-template <> struct gguf<RLX_QUANT_Q5_1> { enum { E = 32, B = 24, MIN = 1 }; };
-template <> struct gguf<RLX_QUANT_Q8_0> { enum { E = 32, B = 34, MIN = 0 }; };
-template <> struct gguf<RLX_QUANT_Q2_K> { enum { E = 256, B = 84, MIN = 1 }; };
-template <> struct gguf<RLX_QUANT_Q3_K> { enum { E = 256, B = 110, MIN = 0 }; };
-template <> struct gguf<RLX_QUANT_Q4_K> { enum { E = 256, B = 144, MIN = 1 }; };
-template <> struct gguf<RLX_QUANT_Q5_K> { enum { E = 256, B = 176, MIN = 1 }; };
-template <> struct gguf<RLX_QUANT_Q6_K> { enum { E = 256, B = 210, MIN = 0 }; };
-
-/* One 32-element sub-block: codes c[32] (as floats, offset removed) and
- * w_j = a[j / 16] * c_j + b[j / 16]. blk: the block's bytes (shared
- * memory, any alignment); i: the sub-block within it (0..7 for K-quants). */
-template <int S>
-RLXK_DEV void decode_sub(const uint8_t* blk, int i, float* c, float* a, float* b);
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q4_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  a[0] = a[1] = sm_f16(blk, 0); /* w = d * (q - 8) */
-  b[0] = b[1] = 0.0f;
-#pragma unroll
-  for (int t = 0; t < 4; t++) {
-    uint32_t v = sm_u32(blk, 2 + 4 * t);
-    bytes_f(v & 0x0F0F0F0Fu, 8.0f, c + 4 * t);
-    bytes_f((v >> 4) & 0x0F0F0F0Fu, 8.0f, c + 16 + 4 * t);
-  }
-}
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q4_1>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  a[0] = a[1] = sm_f16(blk, 0); /* w = d * q + m */
-  b[0] = b[1] = sm_f16(blk, 2);
-#pragma unroll
-  for (int t = 0; t < 4; t++) {
-    uint32_t v = sm_u32(blk, 4 + 4 * t);
-    bytes_f(v & 0x0F0F0F0Fu, 0.0f, c + 4 * t);
-    bytes_f((v >> 4) & 0x0F0F0F0Fu, 0.0f, c + 16 + 4 * t);
-  }
-}
-
-/* Q5_0 / Q5_1: element j's fifth bit is bit j of qh. */
-RLXK_DEV void q5_codes(uint32_t qh, const uint8_t* qs, float off, float* c) {
-#pragma unroll
-  for (int t = 0; t < 4; t++) {
-    uint32_t v = sm_u32(qs, 4 * t);
-    bytes_f((v & 0x0F0F0F0Fu) | spread4((qh >> (4 * t)) & 15u), off, c + 4 * t);
-    bytes_f(((v >> 4) & 0x0F0F0F0Fu) | spread4((qh >> (16 + 4 * t)) & 15u), off, c + 16 + 4 * t);
-  }
-}
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q5_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  a[0] = a[1] = sm_f16(blk, 0); /* w = d * (q - 16) */
-  b[0] = b[1] = 0.0f;
-  q5_codes(sm_u32(blk, 2), blk + 6, 16.0f, c);
-}
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q5_1>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  a[0] = a[1] = sm_f16(blk, 0); /* w = d * q + m */
-  b[0] = b[1] = sm_f16(blk, 2);
-  q5_codes(sm_u32(blk, 4), blk + 8, 0.0f, c);
-}
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q8_0>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  a[0] = a[1] = sm_f16(blk, 0); /* w = q * d, q int8: (q ^ 0x80) = q + 128 */
-  b[0] = b[1] = 0.0f;
-#pragma unroll
-  for (int t = 0; t < 8; t++) bytes_f(sm_u32(blk, 2 + 4 * t) ^ 0x80808080u, 128.0f, c + 4 * t);
-}
-
-/* Q2_K sub-block i = 4h + s: its 32 codes are bits 2s of the 32 bytes at
- * 16 + 32h; scale bytes 8h + 2s + half (low nibble scale, high nibble min). */
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  int h = i / 4, s = i % 4;
-  float d = sm_f16(blk, 80), dmin = sm_f16(blk, 82);
-#pragma unroll
-  for (int half = 0; half < 2; half++) {
-    int sc = blk[8 * h + 2 * s + half];
-    a[half] = __fmul_rn(d, (float)(sc & 15));
-    b[half] = -__fmul_rn(dmin, (float)(sc >> 4));
-  }
-#pragma unroll
-  for (int t = 0; t < 8; t++)
-    bytes_f((sm_u32(blk, 16 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u, 0.0f, c + 4 * t);
-}
-
-/* Q3_K sub-block i = 4h + s: low bits as Q2_K (bytes at 32 + 32h), third
- * bit 4h + s of hmask[j] (clear: minus 4): code = low | hbit << 2, minus 4. */
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  int h = i / 4, s = i % 4;
-  float d = sm_f16(blk, 108);
-#pragma unroll
-  for (int half = 0; half < 2; half++) {
-    a[half] = __fmul_rn(d, (float)rlx_quant_q3k_scale(blk + 96, 8 * h + 2 * s + half));
-    b[half] = 0.0f;
-  }
-#pragma unroll
-  for (int t = 0; t < 8; t++) {
-    uint32_t lo = (sm_u32(blk, 32 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
-    uint32_t hi = ((sm_u32(blk, 4 * t) >> (4 * h + s)) & 0x01010101u) << 2;
-    bytes_f(lo | hi, 4.0f, c + 4 * t);
-  }
-}
-
-/* Q4_K / Q5_K sub-block i: nibble i % 2 of qs[32 (i / 2) + j] (+ bit i of
- * qh[j] for Q5_K); w = (d * sc) * q - dmin * m. */
-template <int S>
-RLXK_DEV void decode_k45(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  int sc, m;
-  rlx_quant_k4_scale_min(blk + 4, i, &sc, &m);
-  a[0] = a[1] = __fmul_rn(sm_f16(blk, 0), (float)sc);
-  b[0] = b[1] = -__fmul_rn(sm_f16(blk, 2), (float)m);
-  const int qs = S == RLX_QUANT_Q4_K ? 16 : 48;
-#pragma unroll
-  for (int t = 0; t < 8; t++) {
-    uint32_t v = (sm_u32(blk, qs + 32 * (i / 2) + 4 * t) >> (4 * (i % 2))) & 0x0F0F0F0Fu;
-    if (S == RLX_QUANT_Q5_K) v |= ((sm_u32(blk, 16 + 4 * t) >> i) & 0x01010101u) << 4;
-    bytes_f(v, 0.0f, c + 4 * t);
-  }
-}
-
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q4_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  decode_k45<RLX_QUANT_Q4_K>(blk, i, c, a, b);
-}
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q5_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  decode_k45<RLX_QUANT_Q5_K>(blk, i, c, a, b);
-}
-
-/* Q6_K sub-block i = 4h + s: low nibble s / 2 of ql[64h + 32 (s % 2) + j],
- * high 2 bits 2s of qh[32h + j]; int8 scale 8h + 2s + half; q - 32. */
-template <>
-RLXK_DEV void decode_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, float* c, float* a, float* b) {
-  int h = i / 4, s = i % 4;
-  float d = sm_f16(blk, 208);
-#pragma unroll
-  for (int half = 0; half < 2; half++) {
-    a[half] = __fmul_rn(d, (float)(int8_t)blk[192 + 8 * h + 2 * s + half]);
-    b[half] = 0.0f;
-  }
-#pragma unroll
-  for (int t = 0; t < 8; t++) {
-    uint32_t lo = (sm_u32(blk, 64 * h + 32 * (s % 2) + 4 * t) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
-    uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u) << 4;
-    bytes_f(lo | hi, 32.0f, c + 4 * t);
-  }
-}
+template <> struct gguf<RLX_QUANT_Q4_0> { enum { E = 32, B = 18, MIN = 0, OFF = 8 }; };
+template <> struct gguf<RLX_QUANT_Q4_1> { enum { E = 32, B = 20, MIN = 1, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q5_0> { enum { E = 32, B = 22, MIN = 0, OFF = 16 }; };
+template <> struct gguf<RLX_QUANT_Q5_1> { enum { E = 32, B = 24, MIN = 1, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q8_0> { enum { E = 32, B = 34, MIN = 0, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q2_K> { enum { E = 256, B = 84, MIN = 1, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q3_K> { enum { E = 256, B = 110, MIN = 0, OFF = 4 }; };
+template <> struct gguf<RLX_QUANT_Q4_K> { enum { E = 256, B = 144, MIN = 1, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q5_K> { enum { E = 256, B = 176, MIN = 1, OFF = 0 }; };
+template <> struct gguf<RLX_QUANT_Q6_K> { enum { E = 256, B = 210, MIN = 0, OFF = 32 }; };
 
 /* ------------------------------------------------------------------ integer codes */
 
@@ -348,6 +207,23 @@ template <> RLXK_DEV void codes_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, u
     uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u) << 4;
     q[t] = lo | hi;
   }
+}
+
+/* One 32-element sub-block as float codes for the f32 decode (the GEMV
+ * _m1 / _m8, the panels): c[j] = code_j - OFF exactly (Q8_0's signed
+ * bytes: (q ^ 0x80) - 128) and w_j = a[j / 16] * c[j] + b[j / 16], b
+ * being the scheme's min (0 for the schemes with an offset). Codes become
+ * floats without an int->float convert (byte_f). blk: the block's bytes
+ * (shared memory, any alignment); i: the sub-block within it (0..7 for
+ * K-quants). */
+template <int S>
+RLXK_DEV void decode_sub(const uint8_t* blk, int i, float* c, float* a, float* b) {
+  uint32_t q[8];
+  codes_sub<S>(blk, i, q, a, b);
+  const bool sgn = S == RLX_QUANT_Q8_0;
+#pragma unroll
+  for (int t = 0; t < 8; t++) bytes_f(sgn ? q[t] ^ 0x80808080u : q[t], sgn ? 128.0f : (float)gguf<S>::OFF, c + 4 * t);
+  if (gguf<S>::OFF) b[0] = b[1] = 0.0f; /* codes_sub folded -OFF * a into b */
 }
 
 /* Sum of the four signed byte products of a and b, plus c (b's bytes

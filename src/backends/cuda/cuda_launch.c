@@ -2717,18 +2717,19 @@ static rlx_status build_dqmm_panels(const rlx_cuda_build* b, const rlx_dqmm_para
   if (n_panels > 1) rows = (rows + 63) / 64 * 64;
   char tag[48];
   snprintf(tag, sizeof tag, "%s>%s", rlx_quant_names[q->scheme], rlx_dtype_name((rlx_dtype)base->xdt));
+  /* every panel's plan first: when cuBLASLt has none for one, nothing is pushed */
   rlx_cuda_mm_plan* plans[RLX_DQMM_MAX_PANELS] = {0};
   rlx_status st = RLX_OK;
-  int64_t n_made = 0;
-  for (int64_t j = 0; j < n_panels && st == RLX_OK; j++, n_made++) {
+  int complete = 1;
+  for (int64_t j = 0; j < n_panels && complete; j++) {
     int64_t n0 = j * rows, r = q->N - n0 < rows ? q->N - n0 : rows;
     rlx_cuda_panel_mm pm = {q->M, q->N, q->K, r, base->xoff,
                             base->ooff + (uint64_t)(n0 * (int64_t)rlx_dtype_size((rlx_dtype)base->odt)),
                             (rlx_dtype)base->xdt, (rlx_dtype)base->odt, tag};
     st = rlx_cuda_mm_plan_create_panel(b, &pm, &plans[j], err);
-    if (st == RLX_OK && !plans[j]) break;
+    complete = st == RLX_OK && plans[j] != NULL;
   }
-  if (st != RLX_OK || n_made < n_panels || !plans[n_panels - 1]) {
+  if (!complete) {
     for (int64_t j = 0; j < n_panels; j++) rlx_cuda_mm_plan_destroy(b->d, plans[j]);
     return st;
   }

@@ -130,3 +130,31 @@ uint8_t* test_quant_rows(rlx_quant_scheme scheme, int64_t N, int64_t K, int32_t 
   *row_bytes = rb;
   return w;
 }
+
+rlx_status test_quant_const(rlx_graph* g, rlx_quant_scheme scheme, int64_t N, int64_t K,
+                            uint64_t seed, rlx_tensor* w, rlx_tensor* scale, rlx_tensor* zero) {
+  int64_t rb = 0, G = K / 32;
+  int asym = scheme == RLX_QUANT_INT8_ASYM;
+  test_seed(seed);
+  uint8_t* q = asym ? NULL : test_quant_rows(scheme, N, K, 0, &rb);
+  float* wf = asym ? malloc(sizeof(float) * (size_t)(N * K)) : NULL;
+  float* sc = malloc(sizeof(float) * (size_t)(N * G));
+  uint8_t* z = malloc((size_t)(N * G));
+  if (asym && rlx_quant_row_bytes(scheme, K, 32, &rb, NULL, 0) == RLX_OK) q = malloc((size_t)(N * rb));
+  rlx_status st = q && sc && z && (wf || !asym) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
+  if (st == RLX_OK && asym) {
+    test_fill_f32(wf, N * K, -1, 1);
+    st = rlx_quantize_rows(scheme, 32, wf, N, K, q, sc, z, NULL);
+  }
+  rlx_dim ws[2] = {N, rb}, ss[2] = {N, G};
+  *scale = *zero = RLX_NONE;
+  if (st == RLX_OK) st = rlx_graph_add_constant(g, RLX_U8, ws, 2, q, (size_t)(N * rb), w);
+  if (st == RLX_OK && asym)
+    st = rlx_graph_add_constant(g, RLX_F32, ss, 2, sc, sizeof(float) * (size_t)(N * G), scale);
+  if (st == RLX_OK && asym) st = rlx_graph_add_constant(g, RLX_U8, ss, 2, z, (size_t)(N * G), zero);
+  free(wf);
+  free(q);
+  free(sc);
+  free(z);
+  return st;
+}

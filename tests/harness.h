@@ -72,6 +72,13 @@ void test_fill_f32(float* x, int64_t n, double lo, double hi);
 uint8_t* test_quant_rows(rlx_quant_scheme scheme, int64_t N, int64_t K, int32_t group,
                          int64_t* row_bytes);
 
+/* W [N, K] of a DequantMatMul as graph constants, seeded by seed: a GGUF
+ * scheme's random valid rows (test_quant_rows; *scale and *zero
+ * RLX_NONE), or for INT8_ASYM random values in [-1, 1] quantized per 32
+ * by rlx_quantize_rows, with f32 scales and u8 zero points [N, K / 32]. */
+rlx_status test_quant_const(rlx_graph* g, rlx_quant_scheme scheme, int64_t N, int64_t K,
+                            uint64_t seed, rlx_tensor* w, rlx_tensor* scale, rlx_tensor* zero);
+
 /* Relative L2 error ||a-b|| / max(||b||, tiny) over n doubles. */
 double test_rel_l2(const double* a, const double* b, int64_t n);
 /* Compiles g for device; prints the graph's error and returns NULL on failure. */

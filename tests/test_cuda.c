@@ -598,32 +598,14 @@ static int dqmm_prefill_case(rlx_quant_scheme scheme, rlx_dtype t, const char* p
                              const char* what) {
   const int64_t M = 40, N = 300, K = 512;
   const int asym = scheme == RLX_QUANT_INT8_ASYM; /* scale and zero inputs; the GGUF ones none */
-  int64_t rb = 0, groups = K / 32;
-  test_seed(31 + (uint64_t)scheme);
-  uint8_t* wq = asym ? NULL : test_quant_rows(scheme, N, K, 0, &rb);
-  float* wf = malloc(sizeof(float) * (size_t)(N * K));
-  float* sc = malloc(sizeof(float) * (size_t)(N * groups));
-  uint8_t* zero = malloc((size_t)(N * groups));
-  if (asym && rlx_quant_row_bytes(scheme, K, 32, &rb, NULL, 0) == RLX_OK) wq = malloc((size_t)(N * rb));
-  rlx_status qs = wq && wf && sc && zero ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
-  if (qs == RLX_OK && asym) {
-    test_fill_f32(wf, N * K, -1, 1);
-    qs = rlx_quantize_rows(scheme, 32, wf, N, K, wq, sc, zero, NULL);
-  }
   gcase c = new_case();
-  rlx_dim xs[2] = {M, K}, ws[2] = {N, rb}, ss[2] = {N, groups};
-  rlx_tensor x = add_in(&c, xs, 2), w, s = RLX_NONE, z = RLX_NONE, y;
-  rlx_graph_add_constant(c.g, RLX_U8, ws, 2, wq, (size_t)(N * rb), &w);
-  if (asym) rlx_graph_add_constant(c.g, RLX_F32, ss, 2, sc, sizeof(float) * (size_t)(N * groups), &s);
-  if (asym) rlx_graph_add_constant(c.g, RLX_U8, ss, 2, zero, (size_t)(N * groups), &z);
+  rlx_dim xs[2] = {M, K};
+  rlx_tensor x = add_in(&c, xs, 2), w = RLX_NONE, s, z, y;
+  rlx_status qs = test_quant_const(c.g, scheme, N, K, 31 + (uint64_t)scheme, &w, &s, &z);
   if (t != RLX_F32) rlx_graph_add_cast(c.g, x, t, &x);
   rlx_graph_dequant_matmul(c.g, x, w, s, z, scheme, asym ? 32 : 0, &y);
   if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &y);
   rlx_graph_set_outputs(c.g, &y, 1);
-  free(wf);
-  free(wq);
-  free(sc);
-  free(zero);
   if (panel_bytes) setenv("RLX_CUDA_DQMM_PANEL_BYTES", panel_bytes, 1);
   rlx_exec* gpu = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
   unsetenv("RLX_CUDA_DQMM_PANEL_BYTES");

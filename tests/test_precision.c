@@ -70,37 +70,6 @@ static rlx_graph* mlp_graph(void) {
   return g;
 }
 
-/* W [N, K] as a constant: random valid GGUF blocks, or (int8_asym)
- * random values in [-1, 1] quantized per 32 with f32 scales and u8 zero
- * points beside. */
-static rlx_status quant_const(rlx_graph* g, rlx_quant_scheme scheme, int64_t N, int64_t K,
-                              uint64_t seed, rlx_tensor* w, rlx_tensor* scale, rlx_tensor* zero) {
-  int64_t rb = 0, G = K / 32;
-  int asym = scheme == RLX_QUANT_INT8_ASYM;
-  test_seed(seed);
-  uint8_t* q = asym ? NULL : test_quant_rows(scheme, N, K, 0, &rb);
-  float* wf = asym ? malloc(sizeof(float) * (size_t)(N * K)) : NULL;
-  float* sc = malloc(sizeof(float) * (size_t)(N * G));
-  uint8_t* z = malloc((size_t)(N * G));
-  if (asym && rlx_quant_row_bytes(scheme, K, 32, &rb, NULL, 0) == RLX_OK) q = malloc((size_t)(N * rb));
-  rlx_status st = q && sc && z && (wf || !asym) ? RLX_OK : RLX_RESOURCE_EXHAUSTED;
-  if (st == RLX_OK && asym) {
-    test_fill_f32(wf, N * K, -1, 1);
-    st = rlx_quantize_rows(scheme, 32, wf, N, K, q, sc, z, NULL);
-  }
-  rlx_dim ws[2] = {N, rb}, ss[2] = {N, G};
-  *scale = *zero = RLX_NONE;
-  if (st == RLX_OK) st = rlx_graph_add_constant(g, RLX_U8, ws, 2, q, (size_t)(N * rb), w);
-  if (st == RLX_OK && asym)
-    st = rlx_graph_add_constant(g, RLX_F32, ss, 2, sc, sizeof(float) * (size_t)(N * G), scale);
-  if (st == RLX_OK && asym) st = rlx_graph_add_constant(g, RLX_U8, ss, 2, z, (size_t)(N * G), zero);
-  free(wf);
-  free(q);
-  free(sc);
-  free(z);
-  return st;
-}
-
 /* x [24, 256] -> DequantMatMul q4_k 64 + gelu -> DequantMatMul int8_asym
  * 16 (f32 scales, which stay f32). No softmax: the random blocks make
  * logits in the hundreds, where a softmax turns one rounding into a
@@ -112,8 +81,8 @@ static rlx_graph* quant_mlp_graph(void) {
   rlx_dim xs[2] = {24, 256};
   rlx_tensor x, w1, s1, z1, w2, s2, z2, h, y;
   TRY(g, rlx_graph_add_input(g, "x", RLX_F32, xs, 2, &x));
-  TRY(g, quant_const(g, RLX_QUANT_Q4_K, 64, 256, 5, &w1, &s1, &z1));
-  TRY(g, quant_const(g, RLX_QUANT_INT8_ASYM, 16, 64, 6, &w2, &s2, &z2));
+  TRY(g, test_quant_const(g, RLX_QUANT_Q4_K, 64, 256, 5, &w1, &s1, &z1));
+  TRY(g, test_quant_const(g, RLX_QUANT_INT8_ASYM, 16, 64, 6, &w2, &s2, &z2));
   TRY(g, rlx_graph_dequant_matmul(g, x, w1, s1, z1, RLX_QUANT_Q4_K, 0, &h));
   TRY(g, rlx_graph_add_activation(g, RLX_ACT_GELU, h, &h));
   TRY(g, rlx_graph_dequant_matmul(g, h, w2, s2, z2, RLX_QUANT_INT8_ASYM, 32, &y));

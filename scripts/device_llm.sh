@@ -27,7 +27,9 @@
 #                written in the background while test_cuda, test_precision
 #                and the dequant parity run on cuda; then rlx bench (f32,
 #                --tf32, --precision bf16) and llama-bench on each file,
-#                and RLX_CUDA_PROFILE tables of rlx's prefill and decode
+#                and RLX_CUDA_PROFILE tables of rlx's prefill and decode;
+#                GEMV_AB=1 adds tg128 on _m1 and the GEMV lab (copy
+#                lab_dequant_gemv into build-llm-carry/ first)
 #   then:    copy $OUT/*.txt to bench/results/ (issue17_llm_h200_*.txt)
 # TYPES (default "q4_k_m q8_0") picks the files.
 set -uo pipefail
@@ -151,6 +153,9 @@ if [ "$MODE" = one ]; then
   timeout 60 "$B/test_precision" cuda 2>&1 | grep -E 'quant|FAIL|checks' | tail -8
   stage "parity: DequantMatMul on cuda (2 rounds)"
   RLX_PARITY_ONLY=dequant RLX_PARITY_ROUNDS=2 RLX_DISPATCH_REPORT=0 timeout 150 "$B/test_parity" cpu cuda 2>&1 | tail -4
+  stage "test_llm_cache / test_llama_oracle on cuda (decode through the GEMV)"
+  timeout 120 "$B/test_llm_cache" cuda 2>&1 | grep -E "FAIL|checks" | tail -6
+  timeout 120 "$B/test_llama_oracle" cuda 2>&1 | grep -E "vs llama|greedy|checks|SKIP|FAIL" | tail -12
   for t in $TYPES; do
     m="$MODELS/llama3-8b-$t.gguf"
     for _ in $(seq 1 60); do [ -f "$m" ] && break; sleep 3; done
@@ -170,19 +175,24 @@ if [ "$MODE" = one ]; then
   done
   [ -n "${NO_LLAMA:-}" ] && [ -z "${GEMV_AB:-}" ] && exit 0
   if [ -n "${GEMV_AB:-}" ]; then
-    # the decode GEMV: _l1 (default) against _m1 (RLX_CUDA_DQMM_F32_GEMV=1)
+    # the decode GEMV: _s1 (default) against _m1 (RLX_CUDA_DQMM_F32_GEMV=1)
     for t in $TYPES; do
       m="$MODELS/llama3-8b-$t.gguf"
       stage "A/B: rlx bench $t tg128 with the f32-decode GEMV (RLX_CUDA_DQMM_F32_GEMV=1)"
       RLX_CUDA_DQMM_F32_GEMV=1 timeout 90 "$B/rlx" bench "$m" -p 0 -n 128 -r 2 --device cuda 2>&1 | grep -E 'tg128|rror'
     done
     if [ -x "$HERE/lab_dequant_gemv" ]; then
-      stage "lab_dequant_gemv --check (odd shapes, every variant)"
+      # LAB_VARIANTS (default: _m1, _l1, _s1 x f32 / f16, _s1 with 2 rows)
+      export LAB_VARIANTS="${LAB_VARIANTS:-0,16,19,20,21}"
+      stage "lab_dequant_gemv --check (odd shapes, variants $LAB_VARIANTS)"
       timeout 120 "$HERE/lab_dequant_gemv" --check > "$OUT/lab_check.txt" 2>&1
-      grep -E 'l1|FAIL|within' "$OUT/lab_check.txt" | tail -24
-      stage "lab_dequant_gemv 14336 4096 (issue 17's 4096 x 14336)"
-      timeout 240 "$HERE/lab_dequant_gemv" --reps 50 > "$OUT/lab.txt" 2>&1
-      grep -E ' x(0|2|16|17)[: ]|FAIL|within' "$OUT/lab.txt" | tail -70
+      grep -E 'FAIL|within' "$OUT/lab_check.txt" | tail -24
+      for shape in "14336 4096" "4096 14336" "4096 1024"; do
+        stage "lab_dequant_gemv $shape (K N; back to back, us)"
+        # shellcheck disable=SC2086
+        timeout 240 "$HERE/lab_dequant_gemv" --reps 30 $shape > "$OUT/lab_${shape// /x}.txt" 2>&1
+        grep -E 'back to back|FAIL|within' "$OUT/lab_${shape// /x}.txt" | tail -60
+      done
     fi
     [ -n "${NO_LLAMA:-}" ] && exit 0
   fi

@@ -656,6 +656,69 @@ TEST(dequant_prefill_panels) {
     }
 }
 
+/* DequantMatMul decode (one row of x, GGUF schemes): the split-K limb GEMV
+ * _s1 (x written as limbs into the per-stream buffer by XLIMBS, then each
+ * block's warps split K) against the CPU and against _m1 (the f32 decode,
+ * RLX_CUDA_DQMM_F32_GEMV). K with a partial last chunk (1280), 14 chunks
+ * (7 warps of 2) and 33 (7 warps of 4-5, the last chunk partial); N not a
+ * multiple of the block's 4 rows. The backend must hold the limbs buffer
+ * (backend_bytes over _m1's by K's chunks x 3584 bytes), so the test fails
+ * if the step did not take _s1. */
+static int dqmm_decode_case(rlx_quant_scheme scheme, rlx_dtype t, int64_t K, int64_t N, const char* what) {
+  gcase c = new_case();
+  rlx_dim xs[2] = {1, K};
+  rlx_tensor x = add_in(&c, xs, 2), w = RLX_NONE, s, z, y;
+  rlx_status qs = test_quant_const(c.g, scheme, N, K, 57 + (uint64_t)scheme, &w, &s, &z);
+  if (t != RLX_F32) rlx_graph_add_cast(c.g, x, t, &x);
+  rlx_graph_dequant_matmul(c.g, x, w, s, z, scheme, 0, &y);
+  if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &y);
+  rlx_graph_set_outputs(c.g, &y, 1);
+  rlx_exec* gpu = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
+  setenv("RLX_CUDA_DQMM_F32_GEMV", "1", 1);
+  rlx_exec* m1 = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
+  unsetenv("RLX_CUDA_DQMM_F32_GEMV");
+  rlx_exec* cpu = qs == RLX_OK ? test_compile_on(c.g, "cpu", NULL) : NULL;
+  rlx_memory_stats ms = {0}, ms_m1 = {0};
+  int ok = gpu && m1 && cpu && rlx_exec_memory_stats(gpu, &ms) == RLX_OK &&
+           rlx_exec_memory_stats(m1, &ms_m1) == RLX_OK;
+  uint64_t limbs = (uint64_t)((K + 1023) / 1024) * 3584u;
+  if (ok && ms.backend_bytes < ms_m1.backend_bytes + limbs) {
+    fprintf(stderr, "%s: backend bytes %llu, _m1 %llu: no limbs buffer\n", what,
+            (unsigned long long)ms.backend_bytes, (unsigned long long)ms_m1.backend_bytes);
+    ok = 0;
+  }
+  /* f32: f32-accurate dots; f16 / bf16: y is rounded to x's type, where
+   * summation order may move an element by one unit in the last place */
+  double tol = t == RLX_F32 ? 1e-5 : t == RLX_F16 ? 2e-3 : 1e-2;
+  for (uint64_t run = 0; ok && run < 2; run++) {
+    ok = set_inputs(&c, gpu, 60 + run) == RLX_OK && set_inputs(&c, m1, 60 + run) == RLX_OK &&
+         set_inputs(&c, cpu, 60 + run) == RLX_OK && rlx_exec_run(gpu) == RLX_OK &&
+         rlx_exec_run(m1) == RLX_OK && rlx_exec_run(cpu) == RLX_OK && same_outputs(gpu, cpu, tol, what) &&
+         same_outputs(gpu, m1, tol, what);
+  }
+  if (!ok && gpu) fprintf(stderr, "%s: %s\n", what, rlx_exec_last_error(gpu));
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(m1);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+  return ok;
+}
+
+TEST(dequant_decode_gemv) {
+  static const rlx_quant_scheme schemes[] = {RLX_QUANT_Q4_0, RLX_QUANT_Q4_1, RLX_QUANT_Q5_0, RLX_QUANT_Q5_1,
+                                             RLX_QUANT_Q8_0, RLX_QUANT_Q2_K, RLX_QUANT_Q3_K, RLX_QUANT_Q4_K,
+                                             RLX_QUANT_Q5_K, RLX_QUANT_Q6_K};
+  static const int64_t shapes[][2] = {{1280, 37}, {14336, 67}, {33792, 6}};
+  for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+    for (size_t j = 0; j < 3; j++) {
+      rlx_dtype t = j == 0 ? RLX_F32 : i % 2 ? RLX_BF16 : RLX_F16; /* the long ones with half x */
+      char what[96];
+      snprintf(what, sizeof what, "%s x %s, K %lld N %lld", rlx_quant_scheme_name(schemes[i]),
+               rlx_dtype_name(t), (long long)shapes[j][0], (long long)shapes[j][1]);
+      CHECK(dqmm_decode_case(schemes[i], t, shapes[j][0], shapes[j][1], what));
+    }
+}
+
 /* Greedy Sample (rlx_sample_greedy): the first index of the maximum, NaN
  * never winning, index 0 for a row of NaN; rows at a 16-byte offset (the
  * float4 path) and not (vocab odd: every other row), against the CPU. */
@@ -714,6 +777,7 @@ int main(void) {
   RUN(batchnorm_statistics_replay);
   RUN(column_sums_one_launch);
   RUN(dequant_prefill_panels);
+  RUN(dequant_decode_gemv);
   RUN(greedy_sample_ties_and_nan);
   return test_summary();
 }

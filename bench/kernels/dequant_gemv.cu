@@ -28,12 +28,16 @@
  *     other rows per warp / stages: (1, 4), (4, 2), (2, 2);
  *   14 / 15 diagnostics (no result): the production _m1 without its W
  *     loads / without its decode.
- *   16 / 17 production _l1 (session 21): x as 24-bit block fixed point in
+ *   16 / 17 _l1 (session 21's production): x as 24-bit block fixed point in
  *     three int8 limbs, W's integer codes dotted by dp4a; x f32 / f16.
  *   18 _l1 at up to 4 blocks per SM (launch bounds (256, 4): <= 64
  *     registers), where shared memory allows.
- *   0, 16 and 18 also print the mean of 20 launches back to back between
- *   one event pair (ggml's test-backend-ops times that way).
+ *   19 / 20 production _s1 (session 22): rlx_dqmm_xlimbs writes x as limbs
+ *     once, then blocks of 4 W rows split K among their warps (all of a
+ *     warp's chunks in flight); x f32 / f16. Timed as the pair of launches.
+ *   21 _s1 with 2 W rows a block (twice the blocks).
+ *   0, 16, 18, 19 and 21 also print the mean of 20 launches back to back
+ *   between one event pair (ggml's test-backend-ops times that way).
  *   LAB_VARIANTS=0,16,18 runs only the listed variants.
  * Prefill variants check the first 8 rows of y (the host reference of all
  * 512 would take minutes).
@@ -196,6 +200,13 @@ template <int S, int R, int ST>
 __global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_xs(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_gemv_xs<S, R, ST, false>(arena, p);
 }
+/* variants 16 / 17: _l1, the session-21 M = 1 default (x staged whole in
+ * shared memory as limbs per block, a warp per 2-row group over all of K);
+ * replaced by _s1 in session 22 */
+template <int S>
+__global__ void __launch_bounds__(32 * DQ_WARPS, 2) lab_l1(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), true>(arena, p);
+}
 /* variant 18: the production _l1 compiled for 4 blocks per SM (at most
  * 64 registers a thread) and launched with up to 4 per SM where shared
  * memory allows (K <= ~4096): more W chunks in flight per SM */
@@ -215,6 +226,26 @@ static int xs_smem(int E, int B, int64_t K, int R, int ST, int limbs = 0) {
   return (int)((K + DQ_CHUNK - 1) / DQ_CHUNK * (limbs ? DQ_LIMB_CHUNK : DQ_CHUNK * 4)) +
          DQ_WARPS * ST * R * srow;
 }
+/* variant 21: _s1 with 2 W rows a block */
+template <int S>
+__global__ void __launch_bounds__(256) lab_s1_r2(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_gemv_split<S, 2>(arena, p);
+}
+static const kern S1R2[] = {lab_s1_r2<RLX_QUANT_Q4_0>, lab_s1_r2<RLX_QUANT_Q4_1>,
+                            lab_s1_r2<RLX_QUANT_Q5_0>, lab_s1_r2<RLX_QUANT_Q5_1>,
+                            lab_s1_r2<RLX_QUANT_Q8_0>, lab_s1_r2<RLX_QUANT_Q2_K>,
+                            lab_s1_r2<RLX_QUANT_Q3_K>, lab_s1_r2<RLX_QUANT_Q4_K>,
+                            lab_s1_r2<RLX_QUANT_Q5_K>, lab_s1_r2<RLX_QUANT_Q6_K>};
+/* The _s1 launch (cuda_launch.c build_dequant_matmul): x to limbs in the
+ * buffer at p.panel, then ceil(N / rows) blocks of rlx_dqmm_s1_warps(K)
+ * warps. */
+static void launch_s1(kern k, int E, int B, int rows, const rlxk_dqmm& p, char* arena) {
+  rlx_dqmm_xlimbs<<<(unsigned)(rlx_dqmm_chunks(p.K) * 2), 128>>>(arena, p, NULL);
+  int smem = (int)(rlx_dqmm_s1_smem(E, B, p.K) / RLX_DQMM_S1_ROWS(DQ_CHUNK / E * B) * rows);
+  cudaFuncSetAttribute((const void*)k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  k<<<(unsigned)((p.N + rows - 1) / rows), 32 * rlx_dqmm_s1_warps(p.K), smem>>>(arena, p, NULL);
+}
+
 /* variants 14 / 15 (diagnostics, results meaningless): the production _m1
  * without its W loads (decode + FMAs on stale shared memory) / without its
  * decode (W streamed, one byte a lane summed): which half sets the time. */
@@ -330,30 +361,40 @@ typedef struct scheme_row {
   const char* name;
   int E, B;     /* block elements, bytes */
   int f16[2];   /* offsets of the block's f16 fields, -1 none */
-  kern m1, m8, pf2, old, l1;
+  kern m1, m8, pf2, old, l1, s1;
 } scheme_row;
 
 static const scheme_row SCHEMES[] = {
     {RLX_QUANT_Q4_0, "q4_0", 32, 18, {0, -1}, rlx_dqmm_gemv_q4_0_m1, rlx_dqmm_gemv_q4_0_m8,
-     lab_pf2_q4_0, lab_old_q4_0, rlx_dqmm_gemv_q4_0_l1},
+     lab_pf2_q4_0, lab_old_q4_0, lab_l1<RLX_QUANT_Q4_0>,
+     rlx_dqmm_gemv_q4_0_s1},
     {RLX_QUANT_Q4_1, "q4_1", 32, 20, {0, 2}, rlx_dqmm_gemv_q4_1_m1, rlx_dqmm_gemv_q4_1_m8,
-     lab_pf2_q4_1, lab_old_q4_1, rlx_dqmm_gemv_q4_1_l1},
+     lab_pf2_q4_1, lab_old_q4_1, lab_l1<RLX_QUANT_Q4_1>,
+     rlx_dqmm_gemv_q4_1_s1},
     {RLX_QUANT_Q5_0, "q5_0", 32, 22, {0, -1}, rlx_dqmm_gemv_q5_0_m1, rlx_dqmm_gemv_q5_0_m8,
-     lab_pf2_q5_0, lab_old_q5_0, rlx_dqmm_gemv_q5_0_l1},
+     lab_pf2_q5_0, lab_old_q5_0, lab_l1<RLX_QUANT_Q5_0>,
+     rlx_dqmm_gemv_q5_0_s1},
     {RLX_QUANT_Q5_1, "q5_1", 32, 24, {0, 2}, rlx_dqmm_gemv_q5_1_m1, rlx_dqmm_gemv_q5_1_m8,
-     lab_pf2_q5_1, lab_old_q5_1, rlx_dqmm_gemv_q5_1_l1},
+     lab_pf2_q5_1, lab_old_q5_1, lab_l1<RLX_QUANT_Q5_1>,
+     rlx_dqmm_gemv_q5_1_s1},
     {RLX_QUANT_Q8_0, "q8_0", 32, 34, {0, -1}, rlx_dqmm_gemv_q8_0_m1, rlx_dqmm_gemv_q8_0_m8,
-     lab_pf2_q8_0, lab_old_q8_0, rlx_dqmm_gemv_q8_0_l1},
+     lab_pf2_q8_0, lab_old_q8_0, lab_l1<RLX_QUANT_Q8_0>,
+     rlx_dqmm_gemv_q8_0_s1},
     {RLX_QUANT_Q2_K, "q2_k", 256, 84, {80, 82}, rlx_dqmm_gemv_q2_k_m1, rlx_dqmm_gemv_q2_k_m8,
-     lab_pf2_q2_k, lab_old_q2_k, rlx_dqmm_gemv_q2_k_l1},
+     lab_pf2_q2_k, lab_old_q2_k, lab_l1<RLX_QUANT_Q2_K>,
+     rlx_dqmm_gemv_q2_k_s1},
     {RLX_QUANT_Q3_K, "q3_k", 256, 110, {108, -1}, rlx_dqmm_gemv_q3_k_m1, rlx_dqmm_gemv_q3_k_m8,
-     lab_pf2_q3_k, lab_old_q3_k, rlx_dqmm_gemv_q3_k_l1},
+     lab_pf2_q3_k, lab_old_q3_k, lab_l1<RLX_QUANT_Q3_K>,
+     rlx_dqmm_gemv_q3_k_s1},
     {RLX_QUANT_Q4_K, "q4_k", 256, 144, {0, 2}, rlx_dqmm_gemv_q4_k_m1, rlx_dqmm_gemv_q4_k_m8,
-     lab_pf2_q4_k, lab_old_q4_k, rlx_dqmm_gemv_q4_k_l1},
+     lab_pf2_q4_k, lab_old_q4_k, lab_l1<RLX_QUANT_Q4_K>,
+     rlx_dqmm_gemv_q4_k_s1},
     {RLX_QUANT_Q5_K, "q5_k", 256, 176, {0, 2}, rlx_dqmm_gemv_q5_k_m1, rlx_dqmm_gemv_q5_k_m8,
-     lab_pf2_q5_k, lab_old_q5_k, rlx_dqmm_gemv_q5_k_l1},
+     lab_pf2_q5_k, lab_old_q5_k, lab_l1<RLX_QUANT_Q5_K>,
+     rlx_dqmm_gemv_q5_k_s1},
     {RLX_QUANT_Q6_K, "q6_k", 256, 210, {208, -1}, rlx_dqmm_gemv_q6_k_m1, rlx_dqmm_gemv_q6_k_m8,
-     lab_pf2_q6_k, lab_old_q6_k, rlx_dqmm_gemv_q6_k_l1},
+     lab_pf2_q6_k, lab_old_q6_k, lab_l1<RLX_QUANT_Q6_K>,
+     rlx_dqmm_gemv_q6_k_s1},
 };
 #define N_SCHEMES (int)(sizeof SCHEMES / sizeof SCHEMES[0])
 #define COPIES 8
@@ -513,7 +554,7 @@ typedef struct problem {
   uint8_t* w;      /* host W */
   float* x;        /* host x [8][K] */
   char* arena;     /* x f32 [8][K] | x f16 [8][K] | y [8][N] | W x COPIES */
-  uint64_t x32, x16, y, w0, wstride;
+  uint64_t x32, x16, y, xl, w0, wstride; /* xl: x as limbs (_s1) */
   int sm_count;
 } problem;
 
@@ -544,7 +585,8 @@ static void problem_init(problem* q, const scheme_row* s, int64_t K, int64_t N, 
   q->x32 = 0;
   q->x16 = align256(sizeof(float) * XR * (uint64_t)K);
   q->y = q->x16 + align256(2 * XR * (uint64_t)K);
-  q->w0 = q->y + align256(sizeof(float) * XR * (uint64_t)N);
+  q->xl = q->y + align256(sizeof(float) * XR * (uint64_t)N);
+  q->w0 = q->xl + align256((uint64_t)(rlx_dqmm_chunks(K) * RLX_DQMM_LIMB_CHUNK));
   q->wstride = align256(wb);
   CUDA_OK(cudaMalloc(&q->arena, q->w0 + q->wstride * (uint64_t)copies));
   __half* xh = (__half*)malloc(2 * XR * (size_t)K);
@@ -597,7 +639,7 @@ static rlxk_dqmm params(const problem* q, int M, int half, int copy, int rows) {
 
 static void launch(const problem* q, int v, int M, int copy) {
   int rows = rows_per_warp(v, M);
-  rlxk_dqmm p = params(q, M, v == 1 || v == 6 || v == 17, copy, rows);
+  rlxk_dqmm p = params(q, M, v == 1 || v == 6 || v == 17 || v == 20, copy, rows);
   if (v == 6) {
     dim3 grid((unsigned)((q->N + 63) / 64), (unsigned)((M + 63) / 64));
     rlx_dqmm_mma_f16<<<grid, 128>>>(q->arena, p, NULL);
@@ -623,7 +665,13 @@ static void launch(const problem* q, int v, int M, int copy) {
     launch_xs(OCC4[si], xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count, 4);
     return;
   }
-  if (v == 16 || v == 17) { /* production _l1 (x in three int8 limbs, dp4a) */
+  if (v >= 19 && v <= 21) { /* production _s1 (x as limbs by rlx_dqmm_xlimbs first) */
+    p.panel = (uint64_t)(uintptr_t)(q->arena + q->xl);
+    int rows = v == 21 ? 2 : RLX_DQMM_S1_ROWS(DQ_CHUNK / q->s->E * q->s->B);
+    launch_s1(v == 21 ? S1R2[si] : q->s->s1, q->s->E, q->s->B, rows, p, q->arena);
+    return;
+  }
+  if (v == 16 || v == 17) { /* session 21's _l1 (x in three int8 limbs, dp4a) */
     int st = DQ_CHUNK / q->s->E * q->s->B > 1024 ? 3 : 4;
     launch_xs(q->s->l1, xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count);
     return;
@@ -658,15 +706,18 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "x in smem, R = 2, 2 stages",
                                     "diagnostic: production m1 without W loads",
                                     "diagnostic: production m1 without decode",
-                                    "production gemv l1 (int8 limbs, dp4a), x f32",
-                                    "production gemv l1 (int8 limbs, dp4a), x f16",
-                                    "l1 at up to 4 blocks per SM (64 registers)"};
+                                    "gemv l1 (x limbs in smem per block, dp4a), x f32",
+                                    "gemv l1 (x limbs in smem per block, dp4a), x f16",
+                                    "l1 at up to 4 blocks per SM (64 registers)",
+                                    "production gemv s1 (split K, limbs), x f32",
+                                    "production gemv s1 (split K, limbs), x f16",
+                                    "s1 with 2 W rows a block, x f32"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
                        const double* ref8, const double* ref8h) {
   int M = v == 3 || v == 9 ? 8 : v == 6 || v == 7 ? XR : 1, checked = M > 8 ? 8 : M;
-  const double* r = v == 1 || v == 17 ? ref16 : v == 3 || v == 7 || v == 9 ? ref8 : v == 6 ? ref8h : ref;
+  const double* r = v == 1 || v == 17 || v == 20 ? ref16 : v == 3 || v == 7 || v == 9 ? ref8 : v == 6 ? ref8h : ref;
   size_t ybytes = sizeof(float) * (size_t)(M * q->N);
   CUDA_OK(cudaMemset(q->arena + q->y, 0xFF, ybytes)); /* NaN: an unwritten y fails */
   launch(q, v, M, 0);
@@ -695,7 +746,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     }
     ms = lab_median(t, reps);
     free(t);
-    if (v == 0 || v == 16 || v == 18) { /* back to back between one event pair, as ggml times */
+    if (v == 0 || v == 16 || v == 18 || v == 19 || v == 21) { /* back to back between one event pair, as ggml times */
       float f = 0.0f;
       cudaEventRecord(e0);
       for (int i = 0; i < 20; i++) launch(q, v, M, 0);
@@ -766,7 +817,7 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 19; v++) {
+      for (int v = 0; v < 22; v++) {
         if (!variant_wanted(v)) continue;
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;

@@ -474,6 +474,9 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     be->extra_bytes += bytes;
   }
   if (p->launches.gemm_pad) {
+    /* whole 256-byte units, so every stream's part starts aligned (cuBLASLt,
+     * the panels' and the limbs' 16-byte accesses) */
+    p->launches.gemm_pad = (p->launches.gemm_pad + 255u) & ~(uint64_t)255u;
     size_t bytes = (size_t)p->launches.gemm_pad * (size_t)be->n_streams;
     RLX_CU(be->d, err, "cuMemAlloc(GEMM padding)", be->d->cu.mem_alloc(&p->gemm_pad, bytes));
     p->own_bytes += bytes;
@@ -520,6 +523,24 @@ static void free_program(void* be, void* p) {
 
 /* ------------------------------------------------------------------ issuing launches */
 
+
+/* One kernel launch; x->early (on sm_90+ with a driver that has
+ * cuLaunchKernelEx) lets it start while the stream's previous kernel
+ * finishes (programmatic stream serialization): its launch and prologue
+ * overlap that kernel's tail. */
+static CUresult launch_kernel(const rlx_cuda_dev* d, const rlx_launch* x, CUstream s, void** args) {
+  CUfunction f = x->gen ? x->gen : d->fn[x->fn];
+  if (x->early && d->cu.launch_kernel_ex && d->cc_major >= 9) {
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c = {x->grid[0], x->grid[1], x->grid[2], x->block, 1, 1, x->smem, s, &attr, 1};
+    return d->cu.launch_kernel_ex(&c, f, args, NULL);
+  }
+  return d->cu.launch_kernel(f, x->grid[0], x->grid[1], x->grid[2], x->block, 1, 1, x->smem, s, args, NULL);
+}
+
 static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launch* x, CUstream s,
                         int stream_index, rlx_error* err) {
   const rlx_cuda_dev* d = be->d;
@@ -542,15 +563,14 @@ static rlx_status issue(rlx_backend_exec* be, const program* pr, const rlx_launc
           x->fn == RLX_CUDA_FN_ATTN_D256_SPLIT || x->fn == RLX_CUDA_FN_ATTN_COMBINE ||
           (x->fn >= RLX_CUDA_FN_ATTN_DEC_1V && x->fn <= RLX_CUDA_FN_ATTN_DEC_4G))
         p.attn.partial += pr->scratch;
-      if (x->fn >= RLX_CUDA_FN_DQMM_PANEL_F32 && x->fn <= RLX_CUDA_FN_DQMM_PANEL_BF16)
+      if (rlx_cuda_fn_uses_stream_pad(x->fn)) /* dequantized panels, x as limbs */
         p.dqmm.panel += pr->gemm_pad + (CUdeviceptr)stream_index * pr->launches.gemm_pad;
       if (rlx_cuda_fn_attn_bwd_stats_copy(x->fn)) p.attn_bwd.a.partial += pr->scratch; /* stats copy */
       if (rlx_cuda_fn_attn_bwd_mma_k(x->fn) && p.attn_bwd.stats_copy)
         p.attn_bwd.a.partial += pr->scratch; /* dS tiles for DQ */
       CUdeviceptr arena = be->arena, state = be->state;
       void* args[3] = {&arena, &p, &state};
-      CUresult r = d->cu.launch_kernel(x->gen ? x->gen : d->fn[x->fn], x->grid[0], x->grid[1], x->grid[2], x->block,
-                                       1, 1, x->smem, s, args, NULL);
+      CUresult r = launch_kernel(d, x, s, args);
       if (r != CUDA_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "cuLaunchKernel(step %d)", x->step);

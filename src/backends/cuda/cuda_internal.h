@@ -65,6 +65,9 @@ typedef struct rlx_cu_api {
   CUresult (*graph_launch)(CUgraphExec, CUstream);
   CUresult (*graph_exec_destroy)(CUgraphExec);
   CUresult (*graph_destroy)(CUgraph);
+  /* optional (NULL on drivers before CUDA 12): launches with attributes,
+   * here programmatic dependent launch (rlx_launch.early) */
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**);
 } rlx_cu_api;
 
 /* ------------------------------------------------------------------ cuBLASLt */
@@ -179,35 +182,35 @@ typedef struct rlx_lt_api {
   X(GMM_F, rlx_gmm_f, grouped) X(GMM_F_ROWS, rlx_gmm_f_rows, grouped) X(GMM_Q, rlx_gmm_q, grouped) \
   X(DQMM_GEMV_Q4_0_M1, rlx_dqmm_gemv_q4_0_m1, quant) \
   X(DQMM_GEMV_Q4_0_M8, rlx_dqmm_gemv_q4_0_m8, quant) \
-  X(DQMM_GEMV_Q4_0_L1, rlx_dqmm_gemv_q4_0_l1, quant) \
+  X(DQMM_GEMV_Q4_0_S1, rlx_dqmm_gemv_q4_0_s1, quant) \
   X(DQMM_GEMV_Q4_1_M1, rlx_dqmm_gemv_q4_1_m1, quant) \
   X(DQMM_GEMV_Q4_1_M8, rlx_dqmm_gemv_q4_1_m8, quant) \
-  X(DQMM_GEMV_Q4_1_L1, rlx_dqmm_gemv_q4_1_l1, quant) \
+  X(DQMM_GEMV_Q4_1_S1, rlx_dqmm_gemv_q4_1_s1, quant) \
   X(DQMM_GEMV_Q5_0_M1, rlx_dqmm_gemv_q5_0_m1, quant) \
   X(DQMM_GEMV_Q5_0_M8, rlx_dqmm_gemv_q5_0_m8, quant) \
-  X(DQMM_GEMV_Q5_0_L1, rlx_dqmm_gemv_q5_0_l1, quant) \
+  X(DQMM_GEMV_Q5_0_S1, rlx_dqmm_gemv_q5_0_s1, quant) \
   X(DQMM_GEMV_Q5_1_M1, rlx_dqmm_gemv_q5_1_m1, quant) \
   X(DQMM_GEMV_Q5_1_M8, rlx_dqmm_gemv_q5_1_m8, quant) \
-  X(DQMM_GEMV_Q5_1_L1, rlx_dqmm_gemv_q5_1_l1, quant) \
+  X(DQMM_GEMV_Q5_1_S1, rlx_dqmm_gemv_q5_1_s1, quant) \
   X(DQMM_GEMV_Q8_0_M1, rlx_dqmm_gemv_q8_0_m1, quant) \
   X(DQMM_GEMV_Q8_0_M8, rlx_dqmm_gemv_q8_0_m8, quant) \
-  X(DQMM_GEMV_Q8_0_L1, rlx_dqmm_gemv_q8_0_l1, quant) \
+  X(DQMM_GEMV_Q8_0_S1, rlx_dqmm_gemv_q8_0_s1, quant) \
   X(DQMM_GEMV_Q2_K_M1, rlx_dqmm_gemv_q2_k_m1, quant) \
   X(DQMM_GEMV_Q2_K_M8, rlx_dqmm_gemv_q2_k_m8, quant) \
-  X(DQMM_GEMV_Q2_K_L1, rlx_dqmm_gemv_q2_k_l1, quant) \
+  X(DQMM_GEMV_Q2_K_S1, rlx_dqmm_gemv_q2_k_s1, quant) \
   X(DQMM_GEMV_Q3_K_M1, rlx_dqmm_gemv_q3_k_m1, quant) \
   X(DQMM_GEMV_Q3_K_M8, rlx_dqmm_gemv_q3_k_m8, quant) \
-  X(DQMM_GEMV_Q3_K_L1, rlx_dqmm_gemv_q3_k_l1, quant) \
+  X(DQMM_GEMV_Q3_K_S1, rlx_dqmm_gemv_q3_k_s1, quant) \
   X(DQMM_GEMV_Q4_K_M1, rlx_dqmm_gemv_q4_k_m1, quant) \
   X(DQMM_GEMV_Q4_K_M8, rlx_dqmm_gemv_q4_k_m8, quant) \
-  X(DQMM_GEMV_Q4_K_L1, rlx_dqmm_gemv_q4_k_l1, quant) \
+  X(DQMM_GEMV_Q4_K_S1, rlx_dqmm_gemv_q4_k_s1, quant) \
   X(DQMM_GEMV_Q5_K_M1, rlx_dqmm_gemv_q5_k_m1, quant) \
   X(DQMM_GEMV_Q5_K_M8, rlx_dqmm_gemv_q5_k_m8, quant) \
-  X(DQMM_GEMV_Q5_K_L1, rlx_dqmm_gemv_q5_k_l1, quant) \
+  X(DQMM_GEMV_Q5_K_S1, rlx_dqmm_gemv_q5_k_s1, quant) \
   X(DQMM_GEMV_Q6_K_M1, rlx_dqmm_gemv_q6_k_m1, quant) \
   X(DQMM_GEMV_Q6_K_M8, rlx_dqmm_gemv_q6_k_m8, quant) \
-  X(DQMM_GEMV_Q6_K_L1, rlx_dqmm_gemv_q6_k_l1, quant) \
-  X(DQMM_TILED, rlx_dqmm_tiled, quant) \
+  X(DQMM_GEMV_Q6_K_S1, rlx_dqmm_gemv_q6_k_s1, quant) \
+  X(DQMM_XLIMBS, rlx_dqmm_xlimbs, quant) X(DQMM_TILED, rlx_dqmm_tiled, quant) \
   X(DQMM_MMA_F16, rlx_dqmm_mma_f16, quant) X(DQMM_MMA_BF16, rlx_dqmm_mma_bf16, quant) \
   X(DQMM_PANEL_F32, rlx_dqmm_panel_f32, quant) X(DQMM_PANEL_F16, rlx_dqmm_panel_f16, quant) \
   X(DQMM_PANEL_BF16, rlx_dqmm_panel_bf16, quant)
@@ -316,6 +319,11 @@ typedef struct rlx_launch {
   rlx_cuda_conv_plan* conv; /* RLX_LAUNCH_DNN */
   uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
   CUfunction gen; /* RLX_LAUNCH_KERNEL: a generated region kernel (NVRTC) run instead of fn */
+  /* RLX_LAUNCH_KERNEL: may start while the stream's previous kernel still
+   * runs (programmatic dependent launch, sm_90+): the kernel waits for it
+   * (griddepcontrol.wait) before reading what it wrote. Only kernels that
+   * do so are flagged (the _S1 GEMV after its XLIMBS). */
+  int early;
 } rlx_launch;
 
 /* Bytes the program uploads into its scratch once, after zeroing it (the
@@ -355,6 +363,18 @@ typedef struct rlx_cuda_build {
 static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
   return f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_BF16_D128 ||
          f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128;
+}
+
+/* The DequantMatMul kernels whose p.dqmm.panel is an offset into the
+ * per-stream GEMM padding buffer until launch: the prefill's panels and
+ * the decode GEMV's x as limbs (written by XLIMBS, read by the _S1 GEMV). */
+static inline int rlx_cuda_fn_uses_stream_pad(rlx_cuda_fn f) {
+  return (f >= RLX_CUDA_FN_DQMM_PANEL_F32 && f <= RLX_CUDA_FN_DQMM_PANEL_BF16) || f == RLX_CUDA_FN_DQMM_XLIMBS ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q4_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_1_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q5_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q5_1_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q8_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q2_K_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q3_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_K_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q5_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q6_K_S1;
 }
 
 /* The query-tile kernels whose STATS launch can leave a float2 (lse, D)

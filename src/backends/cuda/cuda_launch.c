@@ -11,6 +11,7 @@
 #include "base/env.h"
 #include "backends/cuda/cuda_internal.h"
 #include "backends/cuda/cuda_nvrtc.h"
+#include "backends/cuda/kernels/dqmm_geom.h"
 #include "ir/dtype.h"
 #include "ir/quant.h"
 
@@ -2645,12 +2646,12 @@ static rlx_status build_region(const rlx_cuda_build* b, const rlx_step* s, int32
 /* ------------------------------------------------------------------ quantized matmul */
 
 /* The fused-dequant GEMV (kernels/quant.cu) of each GGUF scheme: one x row
- * (_m1) and up to RLX_DQMM_GEMV_ROWS (_m8). */
+ * (_s1, x as limbs; _m1, x f32) and up to RLX_DQMM_GEMV_ROWS (_m8). */
 #define RLX_DQMM_GEMV_ROWS 8
 #define RLX_DQMM_M1_ROWS 2   /* W rows per warp of _m1 (quant.cu DQ_R1) */
 #define RLX_DQMM_M1_WARPS 8  /* warps of an _m1 block (quant.cu DQ_WARPS) */
 static const rlx_cuda_fn k_dqmm_gemv[RLX_QUANT_Q6_K + 1][3] = {
-#define DQMM_ROW(S) {RLX_CUDA_FN_DQMM_GEMV_##S##_M1, RLX_CUDA_FN_DQMM_GEMV_##S##_M8, RLX_CUDA_FN_DQMM_GEMV_##S##_L1}
+#define DQMM_ROW(S) {RLX_CUDA_FN_DQMM_GEMV_##S##_M1, RLX_CUDA_FN_DQMM_GEMV_##S##_M8, RLX_CUDA_FN_DQMM_GEMV_##S##_S1}
     [RLX_QUANT_Q4_0] = DQMM_ROW(Q4_0), [RLX_QUANT_Q4_1] = DQMM_ROW(Q4_1),
     [RLX_QUANT_Q5_0] = DQMM_ROW(Q5_0), [RLX_QUANT_Q5_1] = DQMM_ROW(Q5_1),
     [RLX_QUANT_Q8_0] = DQMM_ROW(Q8_0), [RLX_QUANT_Q2_K] = DQMM_ROW(Q2_K),
@@ -2669,19 +2670,44 @@ static int32_t dqmm_warps_per_row(const rlx_cuda_build* b, int64_t rows, int64_t
   return wpr;
 }
 
-/* Dynamic shared memory of the _m1 / _l1 GEMV (quant.cu dqmm_gemv_xs): x
- * in whole 1024-element chunks (f32: 4 KB; limbs: quant.cu DQ_LIMB_CHUNK),
- * and each warp's ring of stages (quant.cu dq_stages: 4, 3 past 1 KB a
- * chunk) chunks of RLX_DQMM_M1_ROWS W rows (a chunk's bytes rounded to
- * 16, + 32). */
-#define RLX_DQMM_LIMB_CHUNK (6 * 512 + 512)
-static int64_t dqmm_m1_smem(const rlx_dqmm_params* q, int limbs) {
+/* Dynamic shared memory of the _m1 GEMV (quant.cu dqmm_gemv_xs): x in
+ * whole 1024-element chunks of f32, and each warp's ring of stages
+ * (quant.cu dq_stages: 4, 3 past 1 KB a chunk) chunks of RLX_DQMM_M1_ROWS
+ * W rows. */
+static int64_t dqmm_m1_smem(const rlx_dqmm_params* q) {
   const rlx_quant_info* qi = &rlx_quant_table[q->scheme];
-  int64_t chunk_bytes = 1024 / qi->block * qi->block_bytes;
+  int64_t chunk_bytes = RLX_DQMM_CHUNK / qi->block * qi->block_bytes;
   int64_t stages = chunk_bytes > 1024 ? 3 : 4;
-  int64_t srow = (chunk_bytes + 15) / 16 * 16 + 32;
-  return (q->K + 1023) / 1024 * (limbs ? RLX_DQMM_LIMB_CHUNK : 4096) +
-         (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * srow;
+  return rlx_dqmm_chunks(q->K) * RLX_DQMM_CHUNK * 4 +
+         (int64_t)RLX_DQMM_M1_WARPS * stages * RLX_DQMM_M1_ROWS * RLX_DQMM_SROW(chunk_bytes);
+}
+
+/* The one-row GEMV _s1: x to limbs in the stream's padding buffer
+ * (rlx_dqmm_xlimbs, eight threads a sub-block), then a block per
+ * RLX_DQMM_S1_ROWS (2 or 4) W rows with K split among its warps
+ * (dqmm_geom.h). */
+static rlx_status build_dqmm_s1(const rlx_cuda_build* b, const rlx_dqmm_params* q, const rlxk_dqmm* base,
+                                int32_t i, rlx_launch_list* l, rlx_error* err) {
+  const rlx_quant_info* qi = &rlx_quant_table[q->scheme];
+  int64_t chunks = rlx_dqmm_chunks(q->K), smem = rlx_dqmm_s1_smem(qi->block, qi->block_bytes, q->K);
+  int64_t rows = RLX_DQMM_S1_ROWS(RLX_DQMM_CHUNK / qi->block * qi->block_bytes);
+  rlx_launch* x = push_kernel(l, RLX_CUDA_FN_DQMM_XLIMBS, i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.dqmm = *base;
+  x->block = 128;
+  x->grid[0] = (unsigned)(chunks * 2);
+  x = push_kernel(l, k_dqmm_gemv[q->scheme][2], i, err);
+  if (!x) return RLX_RESOURCE_EXHAUSTED;
+  x->p.dqmm = *base;
+  x->block = 32 * (unsigned)rlx_dqmm_s1_warps(q->K);
+  /* its W prologue overlaps XLIMBS; it waits before reading the limbs */
+  x->early = !rlx_env_flag(RLX_ENV_CUDA_NO_EARLY_LAUNCH);
+  x->smem = (unsigned)smem;
+  x->grid[0] = (unsigned)((q->N + rows - 1) / rows);
+  uint64_t limbs = (uint64_t)chunks * RLX_DQMM_LIMB_CHUNK;
+  if (limbs > l->gemm_pad) l->gemm_pad = limbs;
+  (void)b;
+  return RLX_OK;
 }
 
 /* DequantMatMul prefill on cuBLASLt: W's rows are dequantized, a panel of
@@ -2781,12 +2807,12 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
   p.odt = s->out[0].dtype;
   int gemv = !q->transposed && rlx_quant_is_gguf(q->scheme) && q->M >= 1 &&
              q->M <= RLX_DQMM_GEMV_ROWS && aligned16(p.xoff) && q->K % 32 == 0;
-  /* _m1 holds x in shared memory: past the device's limit (K over ~50k),
-   * the _m8 kernel (x from global memory) takes M == 1 too */
-  /* _l1 (x as 24-bit block fixed point in three int8 limbs, dp4a) unless
-   * RLX_CUDA_DQMM_F32_GEMV asks for _m1's f32 decode */
-  int limbs = !rlx_env_flag(RLX_ENV_CUDA_DQMM_F32_GEMV);
-  int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q, limbs) : 0;
+  /* M == 1: _s1 (x as 24-bit block fixed point in three int8 limbs, dp4a)
+   * unless RLX_CUDA_DQMM_F32_GEMV asks for _m1's f32 decode; _m1 holds x
+   * in shared memory: past the device's limit (K over ~50k) _m8 takes it */
+  if (gemv && q->M == 1 && q->K < ((int64_t)1 << 30) && !rlx_env_flag(RLX_ENV_CUDA_DQMM_F32_GEMV))
+    return build_dqmm_s1(b, q, &p, i, l, err); /* (int32 chunk counts) */
+  int64_t m1_smem = gemv && q->M == 1 ? dqmm_m1_smem(q) : 0;
   int m1 = gemv && q->M == 1 && m1_smem <= b->d->smem_optin;
   if (!gemv) {
     int done = 0;
@@ -2796,7 +2822,7 @@ static rlx_status build_dequant_matmul(const rlx_cuda_build* b, const rlx_step* 
   /* prefill with half x: tensor cores (W tiles dequantized to x's type) */
   int half = p.xdt == RLX_F16 || p.xdt == RLX_BF16;
   int mma = !gemv && !q->transposed && half && b->d->cc_major >= 8;
-  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][m1 ? 2 * limbs : 1]
+  rlx_cuda_fn fn = gemv  ? k_dqmm_gemv[q->scheme][m1 ? 0 : 1]
                    : mma ? (p.xdt == RLX_BF16 ? RLX_CUDA_FN_DQMM_MMA_BF16 : RLX_CUDA_FN_DQMM_MMA_F16)
                          : RLX_CUDA_FN_DQMM_TILED;
   rlx_launch* x = push_kernel(l, fn, i, err);

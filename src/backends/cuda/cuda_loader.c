@@ -84,6 +84,7 @@ static int load_driver(rlx_cu_api* c) {
   SYM(lib, c->graph_launch, "cuGraphLaunch");
   SYM(lib, c->graph_exec_destroy, "cuGraphExecDestroy");
   SYM(lib, c->graph_destroy, "cuGraphDestroy");
+  if (!load_sym(lib, "cuLaunchKernelEx", &c->launch_kernel_ex)) c->launch_kernel_ex = NULL;
   return 1; /* the library stays loaded for the life of the process */
 }
 
@@ -276,12 +277,12 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_DQMM_GEMV_Q8_0_M1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_M1,
                        RLX_CUDA_FN_DQMM_GEMV_Q3_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_M1,
                        RLX_CUDA_FN_DQMM_GEMV_Q5_K_M1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_M1,
-                       /* and its limb form (x in three int8 limbs) */
-                       RLX_CUDA_FN_DQMM_GEMV_Q4_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_L1,
-                       RLX_CUDA_FN_DQMM_GEMV_Q5_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_L1,
-                       RLX_CUDA_FN_DQMM_GEMV_Q8_0_L1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_L1,
-                       RLX_CUDA_FN_DQMM_GEMV_Q3_K_L1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_L1,
-                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_L1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_L1};
+                       /* and the split-K limb GEMV's W stages (up to ~72 KB for q8_0) */
+                       RLX_CUDA_FN_DQMM_GEMV_Q4_0_S1, RLX_CUDA_FN_DQMM_GEMV_Q4_1_S1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_0_S1, RLX_CUDA_FN_DQMM_GEMV_Q5_1_S1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q8_0_S1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_S1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q3_K_S1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_S1,
+                       RLX_CUDA_FN_DQMM_GEMV_Q5_K_S1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_S1};
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              d->smem_optin);

@@ -28,8 +28,9 @@
 #include "common.cuh"
 #include "ir/quant.h"
 #include "attention_mma.cuh" /* ldmatrix, mma.sync m16n8k16, pack2 */
+#include "dqmm_geom.h"       /* the GEMV's geometry, shared with its launch */
 
-#define DQ_CHUNK 1024 /* elements of a W row per warp step: 32 sub-blocks of 32 */
+#define DQ_CHUNK RLX_DQMM_CHUNK /* elements of a W row per warp step: 32 sub-blocks of 32 */
 #define DQ_MR 8       /* most x rows the GEMV takes */
 
 /* ------------------------------------------------------------------ helpers */
@@ -50,16 +51,19 @@ RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
   for (int b = 0; b < 4; b++) q[b] = byte_f(v, b, off);
 }
 
-/* The u32 at s + pos, any alignment (two aligned loads + a funnel shift;
- * may read 3 bytes either side, which the callers' buffers hold). The
- * aligned word is reached by pointer arithmetic, not through an integer,
- * so the compiler keeps s's shared address space (32-bit ld.shared with
- * constant offsets, the misalignment computed once per block): through an
- * integer it was a generic 64-bit load with its own address math each. */
+/* The u32 at s + pos in shared memory, any alignment (two aligned loads +
+ * a funnel shift; may read 3 bytes either side, which the callers' buffers
+ * hold). The address is split so that with pos a constant the aligned
+ * word's address is (a word address per class of pos % 4, computed once
+ * per block) + (pos & ~3), folded into the load's offset: through the
+ * generic pointer each load did its own 64-bit address math and
+ * misalignment (~10 instructions a word in the SASS). */
 RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
-  const uint8_t* b = s + pos;
-  const uint32_t* w = (const uint32_t*)(b - ((uintptr_t)b & 3));
-  return __funnelshift_r(w[0], w[1], (unsigned)((uintptr_t)b & 3) * 8u);
+  const uint32_t r = (uint32_t)__cvta_generic_to_shared(s) + (uint32_t)(pos & 3);
+  const uint32_t w = (r & ~3u) + (uint32_t)(pos & ~3);
+  uint32_t lo, hi;
+  asm volatile("ld.shared.u32 %0, [%2];\n\tld.shared.u32 %1, [%2+4];" : "=r"(lo), "=r"(hi) : "r"(w));
+  return __funnelshift_r(lo, hi, (r & 3u) * 8u);
 }
 
 RLXK_DEV float sm_f16(const uint8_t* s, int pos) {
@@ -389,7 +393,7 @@ RLXK_DEV float4 load_x4(const char* x, int t, int64_t k) {
  * sm_u32's overread. */
 template <int S>
 __host__ __device__ constexpr int dq_srow() {
-  return (DQ_CHUNK / gguf<S>::E * gguf<S>::B + 15) / 16 * 16 + 32;
+  return RLX_DQMM_SROW(DQ_CHUNK / gguf<S>::E * gguf<S>::B);
 }
 
 /* The limb GEMV's x (_l1): per 32-element sub-block b, x_j = s_b v_j
@@ -404,51 +408,126 @@ __host__ __device__ constexpr int dq_srow() {
  * (DQ_LIMB_CHUNK bytes): 6 x 32 uint4 (hi words 0-3, 4-7, then mid, then
  * lo, of sub-block l at slot g * 32 + l: conflict-free), then 32 float4
  * (s_b, sum of x over elements 0-15, over 16-31, 0). */
-#define DQ_LIMB_CHUNK (6 * 512 + 512)
-RLXK_DEV void stage_x_limbs(const char* X, int xdt, int64_t K, int64_t chunks, uint8_t* sm) {
-  const int64_t subs = chunks * 32;
-  for (int64_t sb = threadIdx.x; sb < subs; sb += blockDim.x) {
-    float x[32], amax = 0.0f, s0 = 0.0f, s1 = 0.0f;
-    int64_t k0 = sb * 32;
+#define DQ_LIMB_CHUNK RLX_DQMM_LIMB_CHUNK
+/* Eight consecutive lanes convert one sub-block, four elements each (a
+ * float4 load; the scale and sums meet by shuffles), so a warp takes four
+ * sub-blocks at a time: threads first, first + stride, ... of a call
+ * (warp-uniform: every lane of a warp takes part in each pass) cover the
+ * sub-blocks of `chunks` chunks, those past K zero. */
+RLXK_DEV void stage_x_limbs(const char* X, int xdt, int64_t K, int64_t chunks, uint8_t* sm, int64_t first,
+                             int64_t stride) {
+  const int64_t subs = chunks * 32, warp0 = first - first % 32;
+  const int part = (int)(first % 8); /* elements 4 part .. 4 part + 3 */
+  for (int64_t base = warp0; base < subs * 8; base += stride) {
+    const int64_t sb = (base + first % 32) / 8, k = sb * 32 + 4 * part;
+    float4 v = sb < subs && k < K ? load_x4(X, xdt, k) : make_float4(0.f, 0.f, 0.f, 0.f);
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    float half = (v.x + v.y) + (v.z + v.w);
 #pragma unroll
-    for (int g = 0; g < 8; g++) {
-      float4 v = k0 < K ? load_x4(X, xdt, k0 + 4 * g) : make_float4(0.f, 0.f, 0.f, 0.f);
-      x[4 * g] = v.x, x[4 * g + 1] = v.y, x[4 * g + 2] = v.z, x[4 * g + 3] = v.w;
-    }
+    for (int o = 1; o < 8; o *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
 #pragma unroll
-    for (int j = 0; j < 32; j++) {
-      amax = fmaxf(amax, fabsf(x[j]));
-      if (j < 16) s0 += x[j];
-      else s1 += x[j];
-    }
+    for (int o = 1; o < 4; o *= 2) half += __shfl_xor_sync(0xFFFFFFFFu, half, o); /* per 16 elements */
+    const float other = __shfl_xor_sync(0xFFFFFFFFu, half, 4);
+    const float s0 = part < 4 ? half : other, s1 = part < 4 ? other : half;
     int ex = 0;
     float scale = 1.0f;
-    bool finite = isfinite(amax) && !isnan(s0 + s1);
+    /* fmaxf drops NaN: a NaN element shows in the sums instead */
+    const bool finite = isfinite(amax) && !isnan(s0 + s1);
     if (finite && amax > 0.0f) {
       frexpf(amax, &ex); /* amax < 2^ex */
       scale = ldexpf(1.0f, ex - 23);
     }
-    uint32_t w[24];
+    const float e[4] = {v.x, v.y, v.z, v.w};
+    uint32_t hi = 0, mid = 0, lo = 0;
 #pragma unroll
-    for (int t = 0; t < 8; t++) {
-      uint32_t hi = 0, mid = 0, lo = 0;
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        int v = finite ? __float2int_rn(ldexpf(x[4 * t + e], 23 - ex)) : 0;
-        v = v > 8388607 ? 8388607 : v < -8388608 ? -8388608 : v;
-        hi |= (uint32_t)((v >> 16) & 255) << (8 * e);
-        mid |= (uint32_t)((v >> 8) & 255) << (8 * e);
-        lo |= (uint32_t)(v & 255) << (8 * e);
-      }
-      w[t] = hi, w[8 + t] = mid, w[16 + t] = lo;
+    for (int j = 0; j < 4; j++) {
+      int q = finite ? __float2int_rn(ldexpf(e[j], 23 - ex)) : 0;
+      q = q > 8388607 ? 8388607 : q < -8388608 ? -8388608 : q;
+      hi |= (uint32_t)((q >> 16) & 255) << (8 * j);
+      mid |= (uint32_t)((q >> 8) & 255) << (8 * j);
+      lo |= (uint32_t)(q & 255) << (8 * j);
     }
-    uint8_t* base = sm + (sb / 32) * DQ_LIMB_CHUNK;
-    int l = (int)(sb % 32);
+    if (sb < subs) {
+      uint8_t* chunk = sm + (sb / 32) * DQ_LIMB_CHUNK;
+      const int l = (int)(sb % 32), g = part / 4, w = part % 4;
+      ((uint32_t*)chunk)[((g)*32 + l) * 4 + w] = hi;
+      ((uint32_t*)chunk)[((2 + g) * 32 + l) * 4 + w] = mid;
+      ((uint32_t*)chunk)[((4 + g) * 32 + l) * 4 + w] = lo;
+      /* a non-finite x makes the sub-block's sums NaN (as f32 arithmetic would) */
+      if (part == 0) ((float4*)(chunk + 6 * 512))[l] = make_float4(finite ? scale : NAN, s0, s1, 0.0f);
+    }
+  }
+}
+
+/* Programmatic dependent launch (sm_90+; no-ops before, and when the
+ * kernel was launched plainly): grid_dep_launch lets the stream's next
+ * kernel, launched early, start; grid_dep_wait blocks until the previous
+ * kernel has completed and its writes are visible. */
+RLXK_DEV void grid_dep_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+RLXK_DEV void grid_dep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* Lane l's sub-block of one limb chunk (shared or global memory): its
+ * six uint4 of hi / mid / lo words and its float4 (s_b, sums). */
+RLXK_DEV void load_limbs(const uint8_t* chunk, int lane, uint4* lw, float4* xf) {
+  const uint4* xl = (const uint4*)chunk;
 #pragma unroll
-    for (int g = 0; g < 6; g++)
-      ((uint4*)base)[g * 32 + l] = make_uint4(w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]);
-    /* a non-finite x makes the sub-block's sums NaN (as f32 arithmetic would) */
-    ((float4*)(base + 6 * 512))[l] = make_float4(finite ? scale : NAN, s0, s1, 0.0f);
+  for (int g = 0; g < 6; g++) lw[g] = xl[g * 32 + lane];
+  *xf = ((const float4*)(chunk + 6 * 512))[lane];
+}
+
+/* sum_j w_j x_j over sub-block i of the block at blk (shared memory) with
+ * x in limbs (lw, xf from load_limbs): per half of 16, the integer dots of
+ * the codes with hi, mid and lo (three dp4a per 4 elements, exact in
+ * int32), recombined as sum_j code_j v_j = 65536 hi + 256 mid + lo, then
+ * a * s_b * that + b * sum_j x_j. */
+template <int S>
+RLXK_DEV float limb_dot(const uint8_t* blk, int i, const uint4* lw, float4 xf) {
+  const uint32_t* H = (const uint32_t*)&lw[0];
+  const uint32_t* Mw = (const uint32_t*)&lw[2];
+  const uint32_t* L = (const uint32_t*)&lw[4];
+  uint32_t q[8];
+  float a[2], b[2], sh[2];
+  codes_sub<S>(blk, i, q, a, b);
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    int hi = 0, mid = 0, lo = 0;
+#pragma unroll
+    for (int t = 4 * h; t < 4 * h + 4; t++) {
+      hi = dp4a_ss(q[t], H[t], hi);
+      mid = dp4a_su(q[t], Mw[t], mid);
+      lo = dp4a_su(q[t], L[t], lo);
+    }
+    sh[h] = fmaf((float)hi, 65536.0f, (float)(mid * 256 + lo));
+  }
+  float v = xf.x * fmaf(a[0], sh[0], a[1] * sh[1]);
+  return fmaf(b[0], xf.y, fmaf(b[1], xf.z, v));
+}
+
+/* cp.async of chunk c (DQ_CHUNK elements) of W rows n0 .. n0 + R - 1 (those
+ * below N) into dst, row r at r * dq_srow<S>(): whole aligned 16-byte
+ * units, so row r's chunk starts at byte ((W + n0 + r's chunk) & 15). */
+template <int S, int R>
+RLXK_DEV void stage_chunk(uint8_t* dst, const uint8_t* W, const rlxk_dqmm& p, int64_t n0, int64_t c, int lane) {
+  constexpr int CB = DQ_CHUNK / gguf<S>::E * gguf<S>::B;
+  const int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    if (n0 + r >= p.N) break;
+    const uint8_t* row = W + (n0 + r) * p.row_bytes;
+    uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
+    const int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+    /* at most CB / 16 + 2 units: a fixed count of predicated copies a lane */
+#pragma unroll
+    for (int j = 0; j < (CB / 16 + 2 + 31) / 32; j++)
+      if (lane + 32 * j < units) cp_async16(dst + r * dq_srow<S>() + 16 * (lane + 32 * j), (const uint4*)a0 + lane + 32 * j, true);
   }
 }
 
@@ -481,24 +560,13 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
    * ring slot t % ST; one commit group per call, empty past the end */
   auto issue = [&](int t) {
     if (t < total) {
-      int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc;
-      int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
-      uint8_t* dst = ring + (int)(t % ST) * R * SROW;
-#pragma unroll
-      for (int r = 0; r < R; r++) {
-        if (n0 + r >= p.N) break;
-        const uint8_t* row = W + (n0 + r) * p.row_bytes;
-        uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
-        int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
-        for (int k = lane; k < units; k += 32)
-          cp_async16(dst + r * SROW + 16 * k, (const uint4*)a0 + k, true);
-      }
+      stage_chunk<S, R>(ring + (int)(t % ST) * R * SROW, W, p, (g0 + t / nc * gstride) * R, t % nc, lane);
     }
     cp_async_commit();
   };
 #pragma unroll
   for (int t = 0; t < ST - 1; t++) issue(t); /* W in flight while x is staged */
-  if constexpr (LIMBS) stage_x_limbs(at(arena, p.xoff), p.xdt, p.K, chunks, dq_dsm);
+  if constexpr (LIMBS) stage_x_limbs(at(arena, p.xoff), p.xdt, p.K, chunks, dq_dsm, threadIdx.x, blockDim.x);
   else
   { /* x: 8 float4 loads of a thread in flight, then their stores (one
      * load at a time put ~14 L2 round trips before the first chunk) */
@@ -529,35 +597,14 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
     const int64_t n0 = (g0 + t / nc * gstride) * R, c = t % nc, sub = c * 32 + lane;
     const uint8_t* st = ring + (int)(t % ST) * R * SROW;
     if (LIMBS && sub < subs) {
-      const uint4* xl = (const uint4*)(dq_dsm + c * DQ_LIMB_CHUNK);
       uint4 lw[6];
-#pragma unroll
-      for (int g = 0; g < 6; g++) lw[g] = xl[g * 32 + lane];
-      float4 xf = ((const float4*)(dq_dsm + c * DQ_LIMB_CHUNK + 6 * 512))[lane];
-      const uint32_t* H = (const uint32_t*)&lw[0];
-      const uint32_t* Mw = (const uint32_t*)&lw[2];
-      const uint32_t* L = (const uint32_t*)&lw[4];
+      float4 xf;
+      load_limbs(dq_dsm + c * DQ_LIMB_CHUNK, lane, lw, &xf);
 #pragma unroll
       for (int r = 0; r < R; r++) {
         if (n0 + r >= p.N) break;
         int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + c * CB) & 15);
-        uint32_t q[8];
-        float a[2], bb[2], sh[2];
-        codes_sub<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, q, a, bb);
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-          int hi = 0, mid = 0, lo = 0;
-#pragma unroll
-          for (int t = 4 * h; t < 4 * h + 4; t++) {
-            hi = dp4a_ss(q[t], H[t], hi);
-            mid = dp4a_su(q[t], Mw[t], mid);
-            lo = dp4a_su(q[t], L[t], lo);
-          }
-          /* sum_j code_j v_j, v_j = 65536 hi_j + 256 mid_j + lo_j */
-          sh[h] = fmaf((float)hi, 65536.0f, (float)(mid * 256 + lo));
-        }
-        float v = xf.x * fmaf(a[0], sh[0], a[1] * sh[1]);
-        acc[r] += fmaf(bb[0], xf.y, fmaf(bb[1], xf.z, v));
+        acc[r] += limb_dot<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, lw, xf);
       }
     } else if (!LIMBS && sub < subs) {
       float xv[32];
@@ -599,6 +646,90 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
   cp_async_wait<0>();
 }
 
+/* _s1, the decode GEMV (M == 1): W's rows split among the blocks, R rows
+ * each, and their K among the block's warps. x comes as limbs (above),
+ * written once per GEMV by rlx_dqmm_xlimbs into the per-stream buffer
+ * p.panel (chunk c at c * DQ_LIMB_CHUNK, as in shared memory), and read
+ * from there through L1 by every warp that needs it: x is 3.5 bytes an
+ * element, read once per chunk for R rows. Warp w takes chunks w, w +
+ * warps, ...: a few each (cuda_launch.c sizes the block so), all in flight
+ * at once (RLX_DQMM_S1_STAGES), so no warp walks a long chain of W round trips
+ * (what held _l1, a warp per row group over all of K, at ~2x ggml). Lane
+ * l dots sub-block l of its chunk of each row. The warps' partial sums
+ * meet in shared memory in a fixed order. Dynamic shared memory: warps x
+ * RLX_DQMM_S1_STAGES x R x dq_srow<S>() (dqmm_geom.h rlx_dqmm_s1_smem). */
+template <int S, int R>
+__device__ void dqmm_gemv_split(char* arena, const rlxk_dqmm& p) {
+  constexpr int SPB = gguf<S>::E / 32, B = gguf<S>::B, CB = DQ_CHUNK / gguf<S>::E * B, ST = RLX_DQMM_S1_STAGES;
+  constexpr int SROW = dq_srow<S>();
+  extern __shared__ __align__(16) uint8_t dq_dsm[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  /* K < 2^31 elements (the launch's limits): chunk counts fit int32 */
+  const int chunks = (int)((p.K + DQ_CHUNK - 1) / DQ_CHUNK), subs = (int)(p.K / 32);
+  const int64_t n0 = (int64_t)blockIdx.x * R;
+  const int mine = warp < chunks ? (chunks - 1 - warp) / warps + 1 : 0;
+  const uint8_t* W = (const uint8_t*)at(arena, p.woff);
+  const uint8_t* XL = (const uint8_t*)p.panel;
+  uint8_t* ring = dq_dsm + (size_t)warp * ST * R * SROW;
+  auto issue = [&](int t) { /* this warp's t-th chunk into slot t % ST */
+    if (t < mine) stage_chunk<S, R>(ring + (t % ST) * R * SROW, W, p, n0, warp + t * warps, lane);
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int t = 0; t < ST - 1; t++) issue(t);
+  grid_dep_wait(); /* launched early (cuda.c launch_kernel): XLIMBS's limbs are complete past here */
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int t = 0; t < mine; t++) {
+    issue(t + ST - 1);
+    const int c = warp + t * warps, sub = c * 32 + lane;
+    uint4 lw[6];
+    float4 xf;
+    if (sub < subs) load_limbs(XL + (size_t)c * DQ_LIMB_CHUNK, lane, lw, &xf); /* before the wait: in flight with W */
+    cp_async_wait<ST - 1>();
+    __syncwarp();
+    const uint8_t* st = ring + (t % ST) * R * SROW;
+    if (sub < subs) {
+#pragma unroll
+      for (int r = 0; r < R; r++) {
+        if (n0 + r >= p.N) break;
+        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + (int64_t)c * CB) & 15);
+        acc[r] += limb_dot<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, lw, xf);
+      }
+    }
+    __syncwarp(); /* slot t % ST is refilled by the next issue */
+  }
+  cp_async_wait<0>();
+  /* the warps' sums meet at the start of each warp's ring, done with (no
+   * static shared memory: the loader's opt-in gives all of it to the
+   * dynamic part) */
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    float v = warp_sum(acc[r]);
+    if (lane == 0) ((float*)ring)[r] = v;
+  }
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      float v = 0.0f;
+      for (int w = 0; w < warps; w++) v += ((const float*)(dq_dsm + (size_t)w * ST * R * SROW))[r]; /* one order */
+      if (lane == 0 && n0 + r < p.N) st_f32(atw(arena, p.ooff), p.odt, n0 + r, v);
+    }
+  }
+}
+
+/* x (one row, p.K) as limbs into p.panel for _s1: eight threads a
+ * sub-block (cuda_launch.c: rlx_dqmm_chunks(K) * 256 threads in blocks of
+ * 128), the last chunk's tail zero. */
+extern "C" __global__ void __launch_bounds__(128) rlx_dqmm_xlimbs(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  grid_dep_launch(); /* the GEMV may start its W loads now; it waits for this grid before the limbs */
+  const int64_t chunks = (p.K + DQ_CHUNK - 1) / DQ_CHUNK;
+  stage_x_limbs(at(arena, p.xoff), p.xdt, p.K, chunks, (uint8_t*)p.panel,
+                (int64_t)blockIdx.x * blockDim.x + threadIdx.x, (int64_t)gridDim.x * blockDim.x);
+}
+
 /* _m1: one row of x (decode proper), x in shared memory, DQ_R1 W rows per
  * warp, DQ_WARPS warps a block; _m8: up to DQ_MR x rows, one W row per
  * warp. U = ceil((chunk bytes + 15) / 512). */
@@ -607,9 +738,9 @@ __device__ void dqmm_gemv_xs(char* arena, const rlxk_dqmm& p) {
       name##_m1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
     dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), false>(arena, p);                                    \
   }                                                                                      \
-  extern "C" __global__ void __launch_bounds__(32 * DQ_WARPS, 2)                        \
-      name##_l1(char* arena, rlxk_dqmm p, rlxk_state* st) {                              \
-    dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), true>(arena, p);                                     \
+  extern "C" __global__ void __launch_bounds__(256) name##_s1(char* arena, rlxk_dqmm p,   \
+                                                              rlxk_state* st) {         \
+    dqmm_gemv_split<S, RLX_DQMM_S1_ROWS(DQ_CHUNK / gguf<S>::E * gguf<S>::B)>(arena, p);                                             \
   }                                                                                      \
   extern "C" __global__ void __launch_bounds__(128) name##_m8(char* arena, rlxk_dqmm p,   \
                                                               rlxk_state* st) {         \

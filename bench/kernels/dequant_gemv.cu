@@ -35,7 +35,7 @@
  *   19 / 20 production _s1 (session 22): rlx_dqmm_xlimbs writes x as limbs
  *     once, then blocks of 4 W rows split K among their warps (all of a
  *     warp's chunks in flight); x f32 / f16. Timed as the pair of launches.
- *   21 _s1 with 2 W rows a block (twice the blocks).
+ *   21 / 22 _s1 with 2 / 8 W rows a block.
  *   0, 16, 18, 19 and 21 also print the mean of 20 launches back to back
  *   between one event pair (ggml's test-backend-ops times that way).
  *   LAB_VARIANTS=0,16,18 runs only the listed variants.
@@ -236,6 +236,16 @@ static const kern S1R2[] = {lab_s1_r2<RLX_QUANT_Q4_0>, lab_s1_r2<RLX_QUANT_Q4_1>
                             lab_s1_r2<RLX_QUANT_Q8_0>, lab_s1_r2<RLX_QUANT_Q2_K>,
                             lab_s1_r2<RLX_QUANT_Q3_K>, lab_s1_r2<RLX_QUANT_Q4_K>,
                             lab_s1_r2<RLX_QUANT_Q5_K>, lab_s1_r2<RLX_QUANT_Q6_K>};
+/* variant 22: _s1 with 8 W rows a block (x reused by twice the rows) */
+template <int S>
+__global__ void __launch_bounds__(256) lab_s1_r8(char* arena, rlxk_dqmm p, rlxk_state* st) {
+  dqmm_gemv_split<S, 8>(arena, p);
+}
+static const kern S1R8[] = {lab_s1_r8<RLX_QUANT_Q4_0>, lab_s1_r8<RLX_QUANT_Q4_1>,
+                            lab_s1_r8<RLX_QUANT_Q5_0>, lab_s1_r8<RLX_QUANT_Q5_1>,
+                            lab_s1_r8<RLX_QUANT_Q8_0>, lab_s1_r8<RLX_QUANT_Q2_K>,
+                            lab_s1_r8<RLX_QUANT_Q3_K>, lab_s1_r8<RLX_QUANT_Q4_K>,
+                            lab_s1_r8<RLX_QUANT_Q5_K>, lab_s1_r8<RLX_QUANT_Q6_K>};
 /* The _s1 launch (cuda_launch.c build_dequant_matmul): x to limbs in the
  * buffer at p.panel, then ceil(N / rows) blocks of rlx_dqmm_s1_warps(K)
  * warps. */
@@ -665,10 +675,10 @@ static void launch(const problem* q, int v, int M, int copy) {
     launch_xs(OCC4[si], xs_smem(q->s->E, q->s->B, q->K, DQ_R1, st, 1), DQ_R1, p, q->arena, q->sm_count, 4);
     return;
   }
-  if (v >= 19 && v <= 21) { /* production _s1 (x as limbs by rlx_dqmm_xlimbs first) */
+  if (v >= 19 && v <= 22) { /* production _s1 (x as limbs by rlx_dqmm_xlimbs first) */
     p.panel = (uint64_t)(uintptr_t)(q->arena + q->xl);
-    int rows = v == 21 ? 2 : RLX_DQMM_S1_ROWS(DQ_CHUNK / q->s->E * q->s->B);
-    launch_s1(v == 21 ? S1R2[si] : q->s->s1, q->s->E, q->s->B, rows, p, q->arena);
+    int rows = v == 21 ? 2 : v == 22 ? 8 : RLX_DQMM_S1_ROWS(DQ_CHUNK / q->s->E * q->s->B);
+    launch_s1(v == 21 ? S1R2[si] : v == 22 ? S1R8[si] : q->s->s1, q->s->E, q->s->B, rows, p, q->arena);
     return;
   }
   if (v == 16 || v == 17) { /* session 21's _l1 (x in three int8 limbs, dp4a) */
@@ -711,7 +721,8 @@ static const char* const names[] = {"production gemv m1, x f32", "production gem
                                     "l1 at up to 4 blocks per SM (64 registers)",
                                     "production gemv s1 (split K, limbs), x f32",
                                     "production gemv s1 (split K, limbs), x f16",
-                                    "s1 with 2 W rows a block, x f32"};
+                                    "s1 with 2 W rows a block, x f32",
+                                    "s1 with 8 W rows a block, x f32"};
 
 /* Runs variant v of one problem; returns 1 when its error is over TOL. */
 static int run_variant(const problem* q, int v, int reps, const double* ref, const double* ref16,
@@ -746,7 +757,7 @@ static int run_variant(const problem* q, int v, int reps, const double* ref, con
     }
     ms = lab_median(t, reps);
     free(t);
-    if (v == 0 || v == 16 || v == 18 || v == 19 || v == 21) { /* back to back between one event pair, as ggml times */
+    if (v == 0 || v == 16 || v >= 18) { /* back to back between one event pair, as ggml times */
       float f = 0.0f;
       cudaEventRecord(e0);
       for (int i = 0; i < 20; i++) launch(q, v, M, 0);
@@ -817,7 +828,7 @@ int main(int argc, char** argv) {
       reference(&q, 1, 1, ref16);
       reference(&q, 8, 0, ref8);
       reference(&q, 8, 1, ref8h);
-      for (int v = 0; v < 22; v++) {
+      for (int v = 0; v < 23; v++) {
         if (!variant_wanted(v)) continue;
         if (v == 2 && check) continue;
         if (v == 4 && !check) continue;

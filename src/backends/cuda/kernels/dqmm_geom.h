@@ -17,10 +17,11 @@
 #define RLX_DQMM_S1_MAX_WARPS 8
 
 /* W rows of an _s1 block for a scheme of cb bytes a chunk: 4 (x, read
- * once per chunk, serves 4 rows), 2 past 1 KB a chunk (q8_0: the stages of
- * 4 rows held the SM to 3 blocks; 2 rows measured ~10% faster, lab
- * variant 21). */
-#define RLX_DQMM_S1_ROWS(cb) ((cb) > 1024 ? 2 : 4)
+ * once per chunk, serves 4 rows), 2 past 800 bytes a chunk (q6_K, q8_0:
+ * there the stages of 4 rows cost blocks per SM; on the H200 2 rows
+ * measured 3-10% faster for both, and 2-10% slower for the rest, lab
+ * variant 21; 8 rows slower for all, variant 22). */
+#define RLX_DQMM_S1_ROWS(cb) ((cb) > 800 ? 2 : 4)
 
 /* Bytes of one W row's chunk in a stage buffer: the chunk's cb bytes, the
  * slack of starting at an aligned 16-byte unit, and sm_u32's overread. */

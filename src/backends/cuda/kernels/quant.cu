@@ -2,7 +2,13 @@
  * (src/ir/quant.h is the one definition of every scheme; the scale and
  * bit-field helpers come from there). Kernels:
  *
- * - rlx_dqmm_gemv_<scheme>_m1: decode (one x row, GGUF schemes). Each warp
+ * - rlx_dqmm_xlimbs + rlx_dqmm_gemv_<scheme>_s1: decode (one x row, GGUF
+ *   schemes), the default. x is written once as limbs (24-bit block fixed
+ *   point in three int8 limbs); each block takes 2-4 W rows and splits K
+ *   among its warps; lanes dot raw codes with the limbs by dp4a (exact in
+ *   int32, f32 accuracy). Geometry in dqmm_geom.h.
+ * - rlx_dqmm_gemv_<scheme>_m1: decode with an f32 decode of W
+ *   (RLX_CUDA_DQMM_F32_GEMV; _l1 before session 22, now in the lab). Each warp
  *   streams DQ_R1 W rows in chunks of 1024 elements with 16-byte cp.async
  *   copies into shared memory (two chunks in flight), and each lane decodes
  *   one 32-element sub-block of each row in registers against its 32 x
@@ -57,8 +63,14 @@ RLXK_DEV void bytes_f(uint32_t v, float off, float* q) {
  * word's address is (a word address per class of pos % 4, computed once
  * per block) + (pos & ~3), folded into the load's offset: through the
  * generic pointer each load did its own 64-bit address math and
- * misalignment (~10 instructions a word in the SASS). */
-RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos) {
+ * misalignment (~10 instructions a word in the SASS). a4: the caller
+ * knows s + pos is 4-byte aligned (a constant after inlining): one load. */
+RLXK_DEV uint32_t sm_u32(const uint8_t* s, int pos, bool a4 = false) {
+  if (a4) {
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(s) + (uint32_t)pos));
+    return v;
+  }
   const uint32_t r = (uint32_t)__cvta_generic_to_shared(s) + (uint32_t)(pos & 3);
   const uint32_t w = (r & ~3u) + (uint32_t)(pos & ~3);
   uint32_t lo, hi;
@@ -99,55 +111,55 @@ template <> struct gguf<RLX_QUANT_Q6_K> { enum { E = 256, B = 210, MIN = 0, OFF 
  * 16] * code_j + b[j / 16]: decode_sub's weights with the offset folded
  * into b (b - a * off; off * a is exact: off is 0, 4, 8, 16 or 32). */
 template <int S>
-RLXK_DEV void codes_sub(const uint8_t* blk, int i, uint32_t* q, float* a, float* b);
+RLXK_DEV void codes_sub(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4 = false);
 
 template <int OFF, int QS, bool MIN>
-RLXK_DEV void codes_q4(const uint8_t* blk, uint32_t* q, float* a, float* b) {
+RLXK_DEV void codes_q4(const uint8_t* blk, uint32_t* q, float* a, float* b, bool a4) {
   float d = sm_f16(blk, 0);
   a[0] = a[1] = d;
   b[0] = b[1] = MIN ? sm_f16(blk, 2) : -(float)OFF * d;
 #pragma unroll
   for (int t = 0; t < 4; t++) {
-    uint32_t v = sm_u32(blk, QS + 4 * t);
+    uint32_t v = sm_u32(blk, QS + 4 * t, a4);
     q[t] = v & 0x0F0F0F0Fu;
     q[4 + t] = (v >> 4) & 0x0F0F0F0Fu;
   }
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
-  codes_q4<8, 2, false>(blk, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b, bool a4) {
+  codes_q4<8, 2, false>(blk, q, a, b, a4);
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
-  codes_q4<0, 4, true>(blk, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b, bool a4) {
+  codes_q4<0, 4, true>(blk, q, a, b, a4);
 }
 
 template <int OFF, int QH, bool MIN>
-RLXK_DEV void codes_q5(const uint8_t* blk, uint32_t* q, float* a, float* b) {
+RLXK_DEV void codes_q5(const uint8_t* blk, uint32_t* q, float* a, float* b, bool a4) {
   float d = sm_f16(blk, 0);
   a[0] = a[1] = d;
   b[0] = b[1] = MIN ? sm_f16(blk, 2) : -(float)OFF * d;
-  uint32_t qh = sm_u32(blk, QH);
+  uint32_t qh = sm_u32(blk, QH, a4);
 #pragma unroll
   for (int t = 0; t < 4; t++) {
-    uint32_t v = sm_u32(blk, QH + 4 + 4 * t);
+    uint32_t v = sm_u32(blk, QH + 4 + 4 * t, a4);
     q[t] = (v & 0x0F0F0F0Fu) | spread4((qh >> (4 * t)) & 15u);
     q[4 + t] = ((v >> 4) & 0x0F0F0F0Fu) | spread4((qh >> (16 + 4 * t)) & 15u);
   }
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
-  codes_q5<16, 2, false>(blk, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b, bool a4) {
+  codes_q5<16, 2, false>(blk, q, a, b, a4);
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
-  codes_q5<0, 4, true>(blk, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_1>(const uint8_t* blk, int, uint32_t* q, float* a, float* b, bool a4) {
+  codes_q5<0, 4, true>(blk, q, a, b, a4);
 }
 
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q8_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b) {
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q8_0>(const uint8_t* blk, int, uint32_t* q, float* a, float* b, bool a4) {
   a[0] = a[1] = sm_f16(blk, 0);
   b[0] = b[1] = 0.0f;
 #pragma unroll
-  for (int t = 0; t < 8; t++) q[t] = sm_u32(blk, 2 + 4 * t);
+  for (int t = 0; t < 8; t++) q[t] = sm_u32(blk, 2 + 4 * t, a4);
 }
 
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
   int h = i / 4, s = i % 4;
   float d = sm_f16(blk, 80), dmin = sm_f16(blk, 82);
 #pragma unroll
@@ -157,10 +169,10 @@ template <> RLXK_DEV void codes_sub<RLX_QUANT_Q2_K>(const uint8_t* blk, int i, u
     b[half] = -__fmul_rn(dmin, (float)(sc >> 4));
   }
 #pragma unroll
-  for (int t = 0; t < 8; t++) q[t] = (sm_u32(blk, 16 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
+  for (int t = 0; t < 8; t++) q[t] = (sm_u32(blk, 16 + 32 * h + 4 * t, a4) >> (2 * s)) & 0x03030303u;
 }
 
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
   int h = i / 4, s = i % 4;
   float d = sm_f16(blk, 108);
 #pragma unroll
@@ -170,14 +182,14 @@ template <> RLXK_DEV void codes_sub<RLX_QUANT_Q3_K>(const uint8_t* blk, int i, u
   }
 #pragma unroll
   for (int t = 0; t < 8; t++) {
-    uint32_t lo = (sm_u32(blk, 32 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u;
-    uint32_t hi = ((sm_u32(blk, 4 * t) >> (4 * h + s)) & 0x01010101u) << 2;
+    uint32_t lo = (sm_u32(blk, 32 + 32 * h + 4 * t, a4) >> (2 * s)) & 0x03030303u;
+    uint32_t hi = ((sm_u32(blk, 4 * t, a4) >> (4 * h + s)) & 0x01010101u) << 2;
     q[t] = lo | hi;
   }
 }
 
 template <int S>
-RLXK_DEV void codes_k45(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+RLXK_DEV void codes_k45(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
   int sc, m;
   rlx_quant_k4_scale_min(blk + 4, i, &sc, &m);
   a[0] = a[1] = __fmul_rn(sm_f16(blk, 0), (float)sc);
@@ -185,19 +197,19 @@ RLXK_DEV void codes_k45(const uint8_t* blk, int i, uint32_t* q, float* a, float*
   const int qs = S == RLX_QUANT_Q4_K ? 16 : 48;
 #pragma unroll
   for (int t = 0; t < 8; t++) {
-    uint32_t v = (sm_u32(blk, qs + 32 * (i / 2) + 4 * t) >> (4 * (i % 2))) & 0x0F0F0F0Fu;
-    if (S == RLX_QUANT_Q5_K) v |= ((sm_u32(blk, 16 + 4 * t) >> i) & 0x01010101u) << 4;
+    uint32_t v = (sm_u32(blk, qs + 32 * (i / 2) + 4 * t, a4) >> (4 * (i % 2))) & 0x0F0F0F0Fu;
+    if (S == RLX_QUANT_Q5_K) v |= ((sm_u32(blk, 16 + 4 * t, a4) >> i) & 0x01010101u) << 4;
     q[t] = v;
   }
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
-  codes_k45<RLX_QUANT_Q4_K>(blk, i, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q4_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
+  codes_k45<RLX_QUANT_Q4_K>(blk, i, q, a, b, a4);
 }
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
-  codes_k45<RLX_QUANT_Q5_K>(blk, i, q, a, b);
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q5_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
+  codes_k45<RLX_QUANT_Q5_K>(blk, i, q, a, b, a4);
 }
 
-template <> RLXK_DEV void codes_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b) {
+template <> RLXK_DEV void codes_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, uint32_t* q, float* a, float* b, bool a4) {
   int h = i / 4, s = i % 4;
   float d = sm_f16(blk, 208);
 #pragma unroll
@@ -207,8 +219,8 @@ template <> RLXK_DEV void codes_sub<RLX_QUANT_Q6_K>(const uint8_t* blk, int i, u
   }
 #pragma unroll
   for (int t = 0; t < 8; t++) {
-    uint32_t lo = (sm_u32(blk, 64 * h + 32 * (s % 2) + 4 * t) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
-    uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t) >> (2 * s)) & 0x03030303u) << 4;
+    uint32_t lo = (sm_u32(blk, 64 * h + 32 * (s % 2) + 4 * t, a4) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
+    uint32_t hi = ((sm_u32(blk, 128 + 32 * h + 4 * t, a4) >> (2 * s)) & 0x03030303u) << 4;
     q[t] = lo | hi;
   }
 }
@@ -489,13 +501,13 @@ RLXK_DEV void load_limbs(const uint8_t* chunk, int lane, uint4* lw, float4* xf) 
  * int32), recombined as sum_j code_j v_j = 65536 hi + 256 mid + lo, then
  * a * s_b * that + b * sum_j x_j. */
 template <int S>
-RLXK_DEV float limb_dot(const uint8_t* blk, int i, const uint4* lw, float4 xf) {
+RLXK_DEV float limb_dot(const uint8_t* blk, int i, const uint4* lw, float4 xf, bool a4 = false) {
   const uint32_t* H = (const uint32_t*)&lw[0];
   const uint32_t* Mw = (const uint32_t*)&lw[2];
   const uint32_t* L = (const uint32_t*)&lw[4];
   uint32_t q[8];
   float a[2], b[2], sh[2];
-  codes_sub<S>(blk, i, q, a, b);
+  codes_sub<S>(blk, i, q, a, b, a4);
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     int hi = 0, mid = 0, lo = 0;
@@ -517,17 +529,19 @@ RLXK_DEV float limb_dot(const uint8_t* blk, int i, const uint4* lw, float4 xf) {
 template <int S, int R>
 RLXK_DEV void stage_chunk(uint8_t* dst, const uint8_t* W, const rlxk_dqmm& p, int64_t n0, int64_t c, int lane) {
   constexpr int CB = DQ_CHUNK / gguf<S>::E * gguf<S>::B;
-  const int64_t b0 = c * CB, b1 = b0 + CB < p.row_bytes ? b0 + CB : p.row_bytes;
+  const int64_t b0 = c * CB;
+  const int len = p.row_bytes - b0 < CB ? (int)(p.row_bytes - b0) : CB;
 #pragma unroll
   for (int r = 0; r < R; r++) {
     if (n0 + r >= p.N) break;
-    const uint8_t* row = W + (n0 + r) * p.row_bytes;
-    uintptr_t a0 = (uintptr_t)(row + b0) & ~(uintptr_t)15;
-    const int units = (int)(((uintptr_t)(row + b1) - a0 + 15) / 16);
+    const uint8_t* src = W + (n0 + r) * p.row_bytes + b0;
+    const int mis = (int)((uintptr_t)src & 15);
+    const uint4* a0 = (const uint4*)(src - mis);
+    const int units = (mis + len + 15) >> 4;
     /* at most CB / 16 + 2 units: a fixed count of predicated copies a lane */
 #pragma unroll
     for (int j = 0; j < (CB / 16 + 2 + 31) / 32; j++)
-      if (lane + 32 * j < units) cp_async16(dst + r * dq_srow<S>() + 16 * (lane + 32 * j), (const uint4*)a0 + lane + 32 * j, true);
+      if (lane + 32 * j < units) cp_async16(dst + r * dq_srow<S>() + 16 * (lane + 32 * j), a0 + lane + 32 * j, true);
   }
 }
 
@@ -679,8 +693,9 @@ __device__ void dqmm_gemv_split(char* arena, const rlxk_dqmm& p) {
   for (int t = 0; t < ST - 1; t++) issue(t);
   grid_dep_wait(); /* launched early (cuda.c launch_kernel): XLIMBS's limbs are complete past here */
   float acc[R];
+  int mis[R]; /* each row's start & 15: a chunk's bytes sit at (mis + c * CB) & 15 in its stage */
 #pragma unroll
-  for (int r = 0; r < R; r++) acc[r] = 0.0f;
+  for (int r = 0; r < R; r++) acc[r] = 0.0f, mis[r] = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes) & 15);
   for (int t = 0; t < mine; t++) {
     issue(t + ST - 1);
     const int c = warp + t * warps, sub = c * 32 + lane;
@@ -694,8 +709,11 @@ __device__ void dqmm_gemv_split(char* arena, const rlxk_dqmm& p) {
 #pragma unroll
       for (int r = 0; r < R; r++) {
         if (n0 + r >= p.N) break;
-        int off = (int)((uintptr_t)(W + (n0 + r) * p.row_bytes + (int64_t)c * CB) & 15);
-        acc[r] += limb_dot<S>(st + r * SROW + off + lane / SPB * B, lane % SPB, lw, xf);
+        const uint8_t* blk = st + r * SROW + ((mis[r] + c * CB) & 15) + lane / SPB * B;
+        /* blocks of a multiple of 4 bytes in a 4-byte aligned row: every
+         * word aligned (one load each, no funnel shift) */
+        if (B % 4 == 0 && CB % 4 == 0 && (mis[r] & 3) == 0) acc[r] += limb_dot<S>(blk, lane % SPB, lw, xf, true);
+        else acc[r] += limb_dot<S>(blk, lane % SPB, lw, xf, false);
       }
     }
     __syncwarp(); /* slot t % ST is refilled by the next issue */

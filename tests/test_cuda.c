@@ -587,55 +587,74 @@ TEST(column_sums_one_launch) {
   rlx_graph_destroy(c.g);
 }
 
-/* DequantMatMul prefill (more than 8 rows of x): W dequantized panel by
- * panel into the per-stream buffer and multiplied by cuBLASLt. A small
- * RLX_CUDA_DQMM_PANEL_BYTES makes 5 panels of 64 rows (the last 44) and
- * the default one; x f32 (exact SGEMM: f32 rounding only), f16 and bf16
- * (W rounded to x's type in the panel). The backend must hold the panel
- * buffer (backend_bytes), so the test fails if the step did not take the
- * panel path; the own kernels (RLX_CUDA_DQMM_NO_PANEL) agree too. */
-static int dqmm_prefill_case(rlx_quant_scheme scheme, rlx_dtype t, const char* panel_bytes,
-                             const char* what) {
-  const int64_t M = 40, N = 300, K = 512;
+/* One DequantMatMul y [M, N] = x . W^T (x cast to t, y back to f32),
+ * compiled three ways: on cuda as the test asks (env `set` = `set_val`
+ * while compiling, when given), on cuda with `other` set (the path it is
+ * checked against) and on the cpu. The first must hold at least `extra`
+ * more backend bytes than the second (its own buffer, so the test fails
+ * if the step did not take the path under test) and both must agree with
+ * the cpu: f32 to 1e-5; f16 / bf16 x makes y f16 / bf16, where summation
+ * order may move an element by one unit in the last place. */
+typedef struct dqmm_ab {
+  const char *set, *set_val, *other, *buffer; /* buffer: its name in messages */
+  uint64_t extra, seed;
+  double tol_bf16;
+} dqmm_ab;
+
+static int dqmm_ab_case(rlx_quant_scheme scheme, rlx_dtype t, int64_t M, int64_t N, int64_t K, const dqmm_ab* ab,
+                        const char* what) {
   const int asym = scheme == RLX_QUANT_INT8_ASYM; /* scale and zero inputs; the GGUF ones none */
   gcase c = new_case();
   rlx_dim xs[2] = {M, K};
   rlx_tensor x = add_in(&c, xs, 2), w = RLX_NONE, s, z, y;
-  rlx_status qs = test_quant_const(c.g, scheme, N, K, 31 + (uint64_t)scheme, &w, &s, &z);
+  rlx_status qs = test_quant_const(c.g, scheme, N, K, ab->seed + (uint64_t)scheme, &w, &s, &z);
   if (t != RLX_F32) rlx_graph_add_cast(c.g, x, t, &x);
   rlx_graph_dequant_matmul(c.g, x, w, s, z, scheme, asym ? 32 : 0, &y);
   if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &y);
   rlx_graph_set_outputs(c.g, &y, 1);
-  if (panel_bytes) setenv("RLX_CUDA_DQMM_PANEL_BYTES", panel_bytes, 1);
+  if (ab->set) setenv(ab->set, ab->set_val, 1);
   rlx_exec* gpu = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
-  unsetenv("RLX_CUDA_DQMM_PANEL_BYTES");
-  setenv("RLX_CUDA_DQMM_NO_PANEL", "1", 1);
-  rlx_exec* own = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
-  unsetenv("RLX_CUDA_DQMM_NO_PANEL");
+  if (ab->set) unsetenv(ab->set);
+  setenv(ab->other, "1", 1);
+  rlx_exec* other = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
+  unsetenv(ab->other);
   rlx_exec* cpu = qs == RLX_OK ? test_compile_on(c.g, "cpu", NULL) : NULL;
-  rlx_memory_stats ms = {0}, ms_own = {0};
-  int ok = gpu && own && cpu && rlx_exec_memory_stats(gpu, &ms) == RLX_OK &&
-           rlx_exec_memory_stats(own, &ms_own) == RLX_OK;
-  /* the panel (64 or 300 rows of K in x's type) beside what the own kernels hold */
-  uint64_t panel = (uint64_t)(panel_bytes ? 64 : N) * (uint64_t)K * rlx_dtype_size(t);
-  if (ok && ms.backend_bytes < ms_own.backend_bytes + panel) {
-    fprintf(stderr, "%s: backend bytes %llu, own kernels %llu: no panel buffer\n", what,
-            (unsigned long long)ms.backend_bytes, (unsigned long long)ms_own.backend_bytes);
+  rlx_memory_stats ms = {0}, ms_other = {0};
+  int ok = gpu && other && cpu && rlx_exec_memory_stats(gpu, &ms) == RLX_OK &&
+           rlx_exec_memory_stats(other, &ms_other) == RLX_OK;
+  if (ok && ms.backend_bytes < ms_other.backend_bytes + ab->extra) {
+    fprintf(stderr, "%s: backend bytes %llu, with %s %llu: no %s\n", what, (unsigned long long)ms.backend_bytes,
+            ab->other, (unsigned long long)ms_other.backend_bytes, ab->buffer);
     ok = 0;
   }
-  double tol = t == RLX_F32 ? 1e-5 : t == RLX_F16 ? 2e-3 : 1.5e-2;
+  double tol = t == RLX_F32 ? 1e-5 : t == RLX_F16 ? 2e-3 : ab->tol_bf16;
   for (uint64_t run = 0; ok && run < 2; run++) {
-    ok = set_inputs(&c, gpu, 40 + run) == RLX_OK && set_inputs(&c, own, 40 + run) == RLX_OK &&
-         set_inputs(&c, cpu, 40 + run) == RLX_OK && rlx_exec_run(gpu) == RLX_OK &&
-         rlx_exec_run(own) == RLX_OK && rlx_exec_run(cpu) == RLX_OK &&
-         same_outputs(gpu, cpu, tol, what) && same_outputs(own, cpu, tol, what);
+    ok = set_inputs(&c, gpu, ab->seed + run) == RLX_OK && set_inputs(&c, other, ab->seed + run) == RLX_OK &&
+         set_inputs(&c, cpu, ab->seed + run) == RLX_OK && rlx_exec_run(gpu) == RLX_OK &&
+         rlx_exec_run(other) == RLX_OK && rlx_exec_run(cpu) == RLX_OK && same_outputs(gpu, cpu, tol, what) &&
+         same_outputs(other, cpu, tol, what);
   }
   if (!ok && gpu) fprintf(stderr, "%s: %s\n", what, rlx_exec_last_error(gpu));
   rlx_exec_destroy(gpu);
-  rlx_exec_destroy(own);
+  rlx_exec_destroy(other);
   rlx_exec_destroy(cpu);
   rlx_graph_destroy(c.g);
   return ok;
+}
+
+/* DequantMatMul prefill (more than 8 rows of x): W dequantized panel by
+ * panel into the per-stream buffer and multiplied by cuBLASLt. A small
+ * RLX_CUDA_DQMM_PANEL_BYTES makes 5 panels of 64 rows (the last 44) and
+ * the default one; x f32 (exact SGEMM: f32 rounding only), f16 and bf16
+ * (W rounded to x's type in the panel). The panel buffer must be there;
+ * the own kernels (RLX_CUDA_DQMM_NO_PANEL) agree too. */
+static int dqmm_prefill_case(rlx_quant_scheme scheme, rlx_dtype t, const char* panel_bytes,
+                             const char* what) {
+  const int64_t M = 40, N = 300, K = 512;
+  /* the panel (64 or 300 rows of K in x's type) beside what the own kernels hold */
+  dqmm_ab ab = {panel_bytes ? "RLX_CUDA_DQMM_PANEL_BYTES" : NULL, panel_bytes, "RLX_CUDA_DQMM_NO_PANEL",
+                "panel buffer", (uint64_t)(panel_bytes ? 64 : N) * (uint64_t)K * rlx_dtype_size(t), 31, 1.5e-2};
+  return dqmm_ab_case(scheme, t, M, N, K, &ab, what);
 }
 
 TEST(dequant_prefill_panels) {
@@ -661,47 +680,11 @@ TEST(dequant_prefill_panels) {
  * block's warps split K) against the CPU and against _m1 (the f32 decode,
  * RLX_CUDA_DQMM_F32_GEMV). K with a partial last chunk (1280), 14 chunks
  * (7 warps of 2) and 33 (7 warps of 4-5, the last chunk partial); N not a
- * multiple of the block's 4 rows. The backend must hold the limbs buffer
- * (backend_bytes over _m1's by K's chunks x 3584 bytes), so the test fails
- * if the step did not take _s1. */
+ * multiple of the block's rows. The limbs buffer (K's chunks x 3584
+ * bytes) must be there. */
 static int dqmm_decode_case(rlx_quant_scheme scheme, rlx_dtype t, int64_t K, int64_t N, const char* what) {
-  gcase c = new_case();
-  rlx_dim xs[2] = {1, K};
-  rlx_tensor x = add_in(&c, xs, 2), w = RLX_NONE, s, z, y;
-  rlx_status qs = test_quant_const(c.g, scheme, N, K, 57 + (uint64_t)scheme, &w, &s, &z);
-  if (t != RLX_F32) rlx_graph_add_cast(c.g, x, t, &x);
-  rlx_graph_dequant_matmul(c.g, x, w, s, z, scheme, 0, &y);
-  if (t != RLX_F32) rlx_graph_add_cast(c.g, y, RLX_F32, &y);
-  rlx_graph_set_outputs(c.g, &y, 1);
-  rlx_exec* gpu = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
-  setenv("RLX_CUDA_DQMM_F32_GEMV", "1", 1);
-  rlx_exec* m1 = qs == RLX_OK ? test_compile_on(c.g, "cuda", NULL) : NULL;
-  unsetenv("RLX_CUDA_DQMM_F32_GEMV");
-  rlx_exec* cpu = qs == RLX_OK ? test_compile_on(c.g, "cpu", NULL) : NULL;
-  rlx_memory_stats ms = {0}, ms_m1 = {0};
-  int ok = gpu && m1 && cpu && rlx_exec_memory_stats(gpu, &ms) == RLX_OK &&
-           rlx_exec_memory_stats(m1, &ms_m1) == RLX_OK;
-  uint64_t limbs = (uint64_t)((K + 1023) / 1024) * 3584u;
-  if (ok && ms.backend_bytes < ms_m1.backend_bytes + limbs) {
-    fprintf(stderr, "%s: backend bytes %llu, _m1 %llu: no limbs buffer\n", what,
-            (unsigned long long)ms.backend_bytes, (unsigned long long)ms_m1.backend_bytes);
-    ok = 0;
-  }
-  /* f32: f32-accurate dots; f16 / bf16: y is rounded to x's type, where
-   * summation order may move an element by one unit in the last place */
-  double tol = t == RLX_F32 ? 1e-5 : t == RLX_F16 ? 2e-3 : 1e-2;
-  for (uint64_t run = 0; ok && run < 2; run++) {
-    ok = set_inputs(&c, gpu, 60 + run) == RLX_OK && set_inputs(&c, m1, 60 + run) == RLX_OK &&
-         set_inputs(&c, cpu, 60 + run) == RLX_OK && rlx_exec_run(gpu) == RLX_OK &&
-         rlx_exec_run(m1) == RLX_OK && rlx_exec_run(cpu) == RLX_OK && same_outputs(gpu, cpu, tol, what) &&
-         same_outputs(gpu, m1, tol, what);
-  }
-  if (!ok && gpu) fprintf(stderr, "%s: %s\n", what, rlx_exec_last_error(gpu));
-  rlx_exec_destroy(gpu);
-  rlx_exec_destroy(m1);
-  rlx_exec_destroy(cpu);
-  rlx_graph_destroy(c.g);
-  return ok;
+  dqmm_ab ab = {NULL, NULL, "RLX_CUDA_DQMM_F32_GEMV", "limbs buffer", (uint64_t)((K + 1023) / 1024) * 3584u, 57, 1e-2};
+  return dqmm_ab_case(scheme, t, 1, N, K, &ab, what);
 }
 
 TEST(dequant_decode_gemv) {

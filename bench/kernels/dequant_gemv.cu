@@ -214,11 +214,11 @@ template <int S>
 __global__ void __launch_bounds__(32 * DQ_WARPS, 4) lab_l1_occ4(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_gemv_xs<S, DQ_R1, dq_stages<S>(), true>(arena, p);
 }
-static const kern OCC4[] = {lab_l1_occ4<RLX_QUANT_Q4_0>, lab_l1_occ4<RLX_QUANT_Q4_1>,
-                            lab_l1_occ4<RLX_QUANT_Q5_0>, lab_l1_occ4<RLX_QUANT_Q5_1>,
-                            lab_l1_occ4<RLX_QUANT_Q8_0>, lab_l1_occ4<RLX_QUANT_Q2_K>,
-                            lab_l1_occ4<RLX_QUANT_Q3_K>, lab_l1_occ4<RLX_QUANT_Q4_K>,
-                            lab_l1_occ4<RLX_QUANT_Q5_K>, lab_l1_occ4<RLX_QUANT_Q6_K>};
+/* A lab kernel template's instances in SCHEMES' order. */
+#define PER_SCHEME(k)                                                                    \
+  {k<RLX_QUANT_Q4_0>, k<RLX_QUANT_Q4_1>, k<RLX_QUANT_Q5_0>, k<RLX_QUANT_Q5_1>, k<RLX_QUANT_Q8_0>, \
+   k<RLX_QUANT_Q2_K>, k<RLX_QUANT_Q3_K>, k<RLX_QUANT_Q4_K>, k<RLX_QUANT_Q5_K>, k<RLX_QUANT_Q6_K>}
+static const kern OCC4[] = PER_SCHEME(lab_l1_occ4);
 /* its dynamic shared memory (cuda_launch.c dqmm_m1_smem for R = DQ_R1 and
  * the production stages) */
 static int xs_smem(int E, int B, int64_t K, int R, int ST, int limbs = 0) {
@@ -231,21 +231,13 @@ template <int S>
 __global__ void __launch_bounds__(256) lab_s1_r2(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_gemv_split<S, 2>(arena, p);
 }
-static const kern S1R2[] = {lab_s1_r2<RLX_QUANT_Q4_0>, lab_s1_r2<RLX_QUANT_Q4_1>,
-                            lab_s1_r2<RLX_QUANT_Q5_0>, lab_s1_r2<RLX_QUANT_Q5_1>,
-                            lab_s1_r2<RLX_QUANT_Q8_0>, lab_s1_r2<RLX_QUANT_Q2_K>,
-                            lab_s1_r2<RLX_QUANT_Q3_K>, lab_s1_r2<RLX_QUANT_Q4_K>,
-                            lab_s1_r2<RLX_QUANT_Q5_K>, lab_s1_r2<RLX_QUANT_Q6_K>};
+static const kern S1R2[] = PER_SCHEME(lab_s1_r2);
 /* variant 22: _s1 with 8 W rows a block (x reused by twice the rows) */
 template <int S>
 __global__ void __launch_bounds__(256) lab_s1_r8(char* arena, rlxk_dqmm p, rlxk_state* st) {
   dqmm_gemv_split<S, 8>(arena, p);
 }
-static const kern S1R8[] = {lab_s1_r8<RLX_QUANT_Q4_0>, lab_s1_r8<RLX_QUANT_Q4_1>,
-                            lab_s1_r8<RLX_QUANT_Q5_0>, lab_s1_r8<RLX_QUANT_Q5_1>,
-                            lab_s1_r8<RLX_QUANT_Q8_0>, lab_s1_r8<RLX_QUANT_Q2_K>,
-                            lab_s1_r8<RLX_QUANT_Q3_K>, lab_s1_r8<RLX_QUANT_Q4_K>,
-                            lab_s1_r8<RLX_QUANT_Q5_K>, lab_s1_r8<RLX_QUANT_Q6_K>};
+static const kern S1R8[] = PER_SCHEME(lab_s1_r8);
 /* The _s1 launch (cuda_launch.c build_dequant_matmul): x to limbs in the
  * buffer at p.panel, then ceil(N / rows) blocks of rlx_dqmm_s1_warps(K)
  * warps. */

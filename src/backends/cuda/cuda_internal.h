@@ -37,6 +37,7 @@ typedef struct rlx_cu_api {
   CUresult (*module_load_data)(CUmodule*, const void*);
   CUresult (*module_get_function)(CUfunction*, CUmodule, const char*);
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*func_get_attribute)(int*, CUfunction_attribute, CUfunction);
   CUresult (*mem_alloc)(CUdeviceptr*, size_t);
   CUresult (*mem_free)(CUdeviceptr);
   CUresult (*mem_alloc_host)(void**, size_t);

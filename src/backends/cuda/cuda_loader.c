@@ -57,6 +57,7 @@ static int load_driver(rlx_cu_api* c) {
   SYM(lib, c->module_load_data, "cuModuleLoadData");
   SYM(lib, c->module_get_function, "cuModuleGetFunction");
   SYM(lib, c->func_set_attribute, "cuFuncSetAttribute");
+  SYM(lib, c->func_get_attribute, "cuFuncGetAttribute");
   SYM(lib, c->mem_alloc, "cuMemAlloc_v2");
   SYM(lib, c->mem_free, "cuMemFree_v2");
   SYM(lib, c->mem_alloc_host, "cuMemAllocHost_v2");
@@ -283,9 +284,16 @@ static int load_modules(rlx_cuda_dev* d) {
                        RLX_CUDA_FN_DQMM_GEMV_Q8_0_S1, RLX_CUDA_FN_DQMM_GEMV_Q2_K_S1,
                        RLX_CUDA_FN_DQMM_GEMV_Q3_K_S1, RLX_CUDA_FN_DQMM_GEMV_Q4_K_S1,
                        RLX_CUDA_FN_DQMM_GEMV_Q5_K_S1, RLX_CUDA_FN_DQMM_GEMV_Q6_K_S1};
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+  /* dynamic + static shared memory may not pass the opt-in limit: asking
+   * for all of it as dynamic from a kernel with static shared memory fails
+   * and leaves the 48 KB default (a launch error later) */
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    int static_bytes = 0;
+    if (d->cu.func_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, d->fn[big[i]]) != CUDA_SUCCESS)
+      static_bytes = 0;
     d->cu.func_set_attribute(d->fn[big[i]], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             d->smem_optin);
+                             d->smem_optin - static_bytes);
+  }
   return 1;
 }
 

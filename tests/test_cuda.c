@@ -702,6 +702,53 @@ TEST(dequant_decode_gemv) {
     }
 }
 
+/* Decode projections that read one x (Q / K / V): on one stream the first
+ * DequantMatMul's limbs serve the next ones (rlx_cuda_share_limbs drops
+ * their XLIMBS); a DequantMatMul on another x between them converts its
+ * own. Four GEMVs (q4_K, q6_K, q8_0 on x; q4_0 on x2, then q5_K on x
+ * again) against the CPU and against RLX_CUDA_NO_LIMB_SHARE. */
+TEST(dequant_decode_shared_limbs) {
+  static const rlx_quant_scheme schemes[] = {RLX_QUANT_Q4_K, RLX_QUANT_Q6_K, RLX_QUANT_Q8_0, RLX_QUANT_Q4_0,
+                                             RLX_QUANT_Q5_K};
+  static const int64_t rows[] = {37, 20, 50, 9, 33};
+  const int64_t K = 4096;
+  gcase c = new_case();
+  rlx_dim xs[2] = {1, K};
+  rlx_tensor x = add_in(&c, xs, 2), x2 = add_in(&c, xs, 2), y[5];
+  rlx_status qs = RLX_OK;
+  for (int i = 0; i < 5 && qs == RLX_OK; i++) {
+    rlx_tensor w = RLX_NONE, s, z;
+    qs = test_quant_const(c.g, schemes[i], rows[i], K, 90 + (uint64_t)i, &w, &s, &z);
+    if (qs == RLX_OK) qs = rlx_graph_dequant_matmul(c.g, i == 3 ? x2 : x, w, s, z, schemes[i], 0, &y[i]);
+  }
+  CHECK(qs == RLX_OK);
+  if (qs != RLX_OK) {
+    rlx_graph_destroy(c.g);
+    return;
+  }
+  rlx_graph_set_outputs(c.g, y, 5);
+  rlx_exec* gpu = test_compile_on(c.g, "cuda", NULL);
+  setenv("RLX_CUDA_NO_LIMB_SHARE", "1", 1);
+  rlx_exec* own = test_compile_on(c.g, "cuda", NULL);
+  unsetenv("RLX_CUDA_NO_LIMB_SHARE");
+  rlx_exec* cpu = test_compile_on(c.g, "cpu", NULL);
+  CHECK(gpu && own && cpu);
+  for (uint64_t run = 0; gpu && own && cpu && run < 2; run++) {
+    CHECK_OK_E(gpu, set_inputs(&c, gpu, 80 + run));
+    CHECK_OK_E(own, set_inputs(&c, own, 80 + run));
+    CHECK_OK_E(cpu, set_inputs(&c, cpu, 80 + run));
+    CHECK_OK_E(gpu, rlx_exec_run(gpu));
+    CHECK_OK_E(own, rlx_exec_run(own));
+    CHECK_OK_E(cpu, rlx_exec_run(cpu));
+    CHECK(same_outputs(gpu, cpu, 1e-5, "shared limbs"));
+    CHECK(same_outputs(own, cpu, 1e-5, "own limbs"));
+  }
+  rlx_exec_destroy(gpu);
+  rlx_exec_destroy(own);
+  rlx_exec_destroy(cpu);
+  rlx_graph_destroy(c.g);
+}
+
 /* Greedy Sample (rlx_sample_greedy): the first index of the maximum, NaN
  * never winning, index 0 for a row of NaN; rows at a 16-byte offset (the
  * float4 path) and not (vocab odd: every other row), against the CPU. */
@@ -761,6 +808,7 @@ int main(void) {
   RUN(column_sums_one_launch);
   RUN(dequant_prefill_panels);
   RUN(dequant_decode_gemv);
+  RUN(dequant_decode_shared_limbs);
   RUN(greedy_sample_ties_and_nan);
   return test_summary();
 }

@@ -460,6 +460,7 @@ static rlx_status program_build(rlx_backend_exec* be, const rlx_step_list* l, pr
     RLX_RETURN_IF_ERROR(rlx_cuda_batch_updates(&p->launches, l, err));
   if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_CAST_BATCH))
     RLX_RETURN_IF_ERROR(rlx_cuda_batch_casts(&p->launches, l, err));
+  if (be->n_streams == 1 && !rlx_env_flag(RLX_ENV_CUDA_NO_LIMB_SHARE)) rlx_cuda_share_limbs(&p->launches);
   for (int32_t i = 0; i < p->launches.n; i++) {
     const rlx_launch* x = &p->launches.v[i];
     if (x->kind == RLX_LAUNCH_HOST) p->has_host = 1;

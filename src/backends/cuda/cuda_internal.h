@@ -409,6 +409,10 @@ rlx_status rlx_cuda_batch_updates(rlx_launch_list* l, const rlx_step_list* sl, r
  * bf16 copies) become one rlx_cast_multi launch (its table of the casts'
  * rlxk_ew goes to l->init). Only for a program on one stream. */
 rlx_status rlx_cuda_batch_casts(rlx_launch_list* l, const rlx_step_list* sl, rlx_error* err);
+/* One stream only: drops an XLIMBS launch whose limbs are already in the
+ * padding buffer (the same x converted by the XLIMBS before it, with only
+ * _S1 GEMVs between: Q / K / V, gate / up). */
+void rlx_cuda_share_limbs(rlx_launch_list* l);
 /* Must step `later` wait for step `earlier` (their byte ranges meet with
  * a write on either side, or one is a host step)? */
 int rlx_cuda_steps_conflict(const rlx_step* earlier, const rlx_step* later);

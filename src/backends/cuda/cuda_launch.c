@@ -2710,6 +2710,32 @@ static rlx_status build_dqmm_s1(const rlx_cuda_build* b, const rlx_dqmm_params* 
   return RLX_OK;
 }
 
+static int is_s1_gemv(rlx_cuda_fn f) {
+  for (int s = 0; s <= RLX_QUANT_Q6_K; s++)
+    if (f == k_dqmm_gemv[s][2]) return 1;
+  return 0;
+}
+
+/* Decode runs one DequantMatMul per projection, and several read the same
+ * x (Q, K, V; gate, up): the first one's limbs serve the rest when only
+ * _S1 GEMVs ran between (they read the padding buffer, write only their
+ * y, which cannot overlap the still-live x). */
+void rlx_cuda_share_limbs(rlx_launch_list* l) {
+  int32_t kept = 0, last = -1; /* last: the XLIMBS whose limbs the buffer holds */
+  for (int32_t i = 0; i < l->n; i++) {
+    rlx_launch* x = &l->v[i];
+    int xl = x->kind == RLX_LAUNCH_KERNEL && x->fn == RLX_CUDA_FN_DQMM_XLIMBS;
+    if (xl && last >= 0) {
+      const rlxk_dqmm *a = &l->v[last].p.dqmm, *b = &x->p.dqmm;
+      if (a->xoff == b->xoff && a->K == b->K && a->xdt == b->xdt) continue; /* dropped */
+    }
+    if (xl) last = kept;
+    else if (!(x->kind == RLX_LAUNCH_KERNEL && is_s1_gemv(x->fn))) last = -1;
+    l->v[kept++] = *x;
+  }
+  l->n = kept;
+}
+
 /* DequantMatMul prefill on cuBLASLt: W's rows are dequantized, a panel of
  * them at a time, into the per-stream padding buffer as x's dtype (quant.cu
  * rlx_dqmm_panel_*), and a plan multiplies x by each panel into its

@@ -524,14 +524,12 @@ static void free_program(void* be, void* p) {
 
 /* ------------------------------------------------------------------ issuing launches */
 
-
-/* One kernel launch; x->early (on sm_90+ with a driver that has
- * cuLaunchKernelEx) lets it start while the stream's previous kernel
- * finishes (programmatic stream serialization): its launch and prologue
- * overlap that kernel's tail. */
+/* One kernel launch; x->early lets it start while the stream's previous
+ * kernel finishes (programmatic stream serialization): its launch and
+ * prologue overlap that kernel's tail. */
 static CUresult launch_kernel(const rlx_cuda_dev* d, const rlx_launch* x, CUstream s, void** args) {
   CUfunction f = x->gen ? x->gen : d->fn[x->fn];
-  if (x->early && d->cu.launch_kernel_ex && d->cc_major >= 9) {
+  if (x->early) {
     CUlaunchAttribute attr;
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

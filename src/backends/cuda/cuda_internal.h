@@ -321,7 +321,8 @@ typedef struct rlx_launch {
   uint64_t dst, src, bytes; /* RLX_LAUNCH_COPY (arena offsets) */
   CUfunction gen; /* RLX_LAUNCH_KERNEL: a generated region kernel (NVRTC) run instead of fn */
   /* RLX_LAUNCH_KERNEL: may start while the stream's previous kernel still
-   * runs (programmatic dependent launch, sm_90+): the kernel waits for it
+   * runs (programmatic dependent launch; set only on sm_90+ with a driver
+   * that has cuLaunchKernelEx): the kernel waits for it
    * (griddepcontrol.wait) before reading what it wrote. Only kernels that
    * do so are flagged (the _S1 GEMV after its XLIMBS). */
   int early;
@@ -366,16 +367,21 @@ static inline int rlx_cuda_fn_attn_bwd_mma_q(rlx_cuda_fn f) {
          f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D64 || f == RLX_CUDA_FN_ATTN_BWD_MMA_Q_F16_D128;
 }
 
+/* The one-row limb GEMV of some GGUF scheme (rlx_dqmm_gemv_<scheme>_s1). */
+static inline int rlx_cuda_fn_dqmm_s1(rlx_cuda_fn f) {
+  return f == RLX_CUDA_FN_DQMM_GEMV_Q4_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_1_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q5_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q5_1_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q8_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q2_K_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q3_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_K_S1 ||
+         f == RLX_CUDA_FN_DQMM_GEMV_Q5_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q6_K_S1;
+}
+
 /* The DequantMatMul kernels whose p.dqmm.panel is an offset into the
  * per-stream GEMM padding buffer until launch: the prefill's panels and
  * the decode GEMV's x as limbs (written by XLIMBS, read by the _S1 GEMV). */
 static inline int rlx_cuda_fn_uses_stream_pad(rlx_cuda_fn f) {
   return (f >= RLX_CUDA_FN_DQMM_PANEL_F32 && f <= RLX_CUDA_FN_DQMM_PANEL_BF16) || f == RLX_CUDA_FN_DQMM_XLIMBS ||
-         f == RLX_CUDA_FN_DQMM_GEMV_Q4_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_1_S1 ||
-         f == RLX_CUDA_FN_DQMM_GEMV_Q5_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q5_1_S1 ||
-         f == RLX_CUDA_FN_DQMM_GEMV_Q8_0_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q2_K_S1 ||
-         f == RLX_CUDA_FN_DQMM_GEMV_Q3_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q4_K_S1 ||
-         f == RLX_CUDA_FN_DQMM_GEMV_Q5_K_S1 || f == RLX_CUDA_FN_DQMM_GEMV_Q6_K_S1;
+         rlx_cuda_fn_dqmm_s1(f);
 }
 
 /* The query-tile kernels whose STATS launch can leave a float2 (lse, D)

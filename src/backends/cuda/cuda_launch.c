@@ -2701,19 +2701,12 @@ static rlx_status build_dqmm_s1(const rlx_cuda_build* b, const rlx_dqmm_params* 
   x->p.dqmm = *base;
   x->block = 32 * (unsigned)rlx_dqmm_s1_warps(q->K);
   /* its W prologue overlaps XLIMBS; it waits before reading the limbs */
-  x->early = !rlx_env_flag(RLX_ENV_CUDA_NO_EARLY_LAUNCH);
+  x->early = b->d->cc_major >= 9 && b->d->cu.launch_kernel_ex && !rlx_env_flag(RLX_ENV_CUDA_NO_EARLY_LAUNCH);
   x->smem = (unsigned)smem;
   x->grid[0] = (unsigned)((q->N + rows - 1) / rows);
   uint64_t limbs = (uint64_t)chunks * RLX_DQMM_LIMB_CHUNK;
   if (limbs > l->gemm_pad) l->gemm_pad = limbs;
-  (void)b;
   return RLX_OK;
-}
-
-static int is_s1_gemv(rlx_cuda_fn f) {
-  for (int s = 0; s <= RLX_QUANT_Q6_K; s++)
-    if (f == k_dqmm_gemv[s][2]) return 1;
-  return 0;
 }
 
 /* Decode runs one DequantMatMul per projection, and several read the same
@@ -2730,7 +2723,7 @@ void rlx_cuda_share_limbs(rlx_launch_list* l) {
       if (a->xoff == b->xoff && a->K == b->K && a->xdt == b->xdt) continue; /* dropped */
     }
     if (xl) last = kept;
-    else if (!(x->kind == RLX_LAUNCH_KERNEL && is_s1_gemv(x->fn))) last = -1;
+    else if (!(x->kind == RLX_LAUNCH_KERNEL && rlx_cuda_fn_dqmm_s1(x->fn))) last = -1;
     l->v[kept++] = *x;
   }
   l->n = kept;
